@@ -1,0 +1,1 @@
+"""ZMTP Lab: every byte of a ZMTP connection, explained."""

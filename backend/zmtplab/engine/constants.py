@@ -1,0 +1,54 @@
+"""Protocol constants: socket types, the 23/ZMTP table of valid pairs, framing flags."""
+
+from __future__ import annotations
+
+SOCKET_TYPES: tuple[str, ...] = (
+    "REQ", "REP", "DEALER", "ROUTER", "PUB", "XPUB", "SUB", "XSUB", "PUSH", "PULL", "PAIR",
+)
+
+# The legal combinations of 23/ZMTP "The Socket-Type Property" (symmetric).
+VALID_PEERS: dict[str, frozenset[str]] = {
+    "REQ": frozenset({"REP", "ROUTER"}),
+    "REP": frozenset({"REQ", "DEALER"}),
+    "DEALER": frozenset({"REP", "DEALER", "ROUTER"}),
+    "ROUTER": frozenset({"REQ", "DEALER", "ROUTER"}),
+    "PUB": frozenset({"SUB", "XSUB"}),
+    "XPUB": frozenset({"SUB", "XSUB"}),
+    "SUB": frozenset({"PUB", "XPUB"}),
+    "XSUB": frozenset({"PUB", "XPUB"}),
+    "PUSH": frozenset({"PULL"}),
+    "PULL": frozenset({"PUSH"}),
+    "PAIR": frozenset({"PAIR"}),
+}
+
+# 15/ZMTP socket-type octets; XPUB/XSUB are API constructs that go on the wire as PUB/SUB.
+SOCKET_TYPE_CODES_V2: dict[str, int] = {
+    "PAIR": 0, "PUB": 1, "SUB": 2, "REQ": 3, "REP": 4, "DEALER": 5, "ROUTER": 6, "PULL": 7, "PUSH": 8,
+    "XPUB": 1, "XSUB": 2,
+}
+SOCKET_TYPE_NAMES_V2: dict[int, str] = {
+    0: "PAIR", 1: "PUB", 2: "SUB", 3: "REQ", 4: "REP", 5: "DEALER", 6: "ROUTER", 7: "PULL", 8: "PUSH",
+}
+
+MECHANISMS: tuple[str, ...] = ("NULL", "PLAIN", "CURVE")
+
+# Frame flags (23/ZMTP "Framing").
+FLAG_MORE = 0x01
+FLAG_LONG = 0x02
+FLAG_COMMAND = 0x04
+RESERVED_V3 = 0xF8
+RESERVED_V2 = 0xFC
+
+GREETING_SIZE = 64
+SIGNATURE_SIZE = 10
+PARTIAL_GREETING_SIZE = 11
+MAX_PING_CONTEXT = 16
+MAX_SHORT_SIZE = 255
+
+# Socket types that keep (or route by) an Identity property (23/ZMTP "The Identity Property").
+IDENTITY_AWARE = frozenset({"REQ", "DEALER", "ROUTER"})
+
+
+def is_valid_pair(ours: str, theirs: str) -> bool:
+    """True when the 23/ZMTP table lets a socket of type `ours` talk to one of type `theirs`."""
+    return theirs.upper() in VALID_PEERS.get(ours.upper(), frozenset())

@@ -1,0 +1,603 @@
+"""One direction of a ZMTP connection: bytes in, protocol elements out.
+
+`StreamDecoder` reads a direction from its first byte: it detects the version the way
+23/ZMTP describes (1.0 identity frame, 2.0 revision, 3.x greeting, a 3.x peer
+downgrading), then reads frames, commands and whole messages. In lenient mode (the
+dissector) every problem becomes an `Expert` event and decoding goes on wherever frame
+boundaries are still certain; after a gap in a capture it resynchronises only on a
+chain of frames that ends exactly where the data ends. In strict mode (a peer) the
+first problem raises `RemoteProtocolError`, naming the offset and the rule.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from .commands import decode_command
+from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
+from .errors import RemoteProtocolError
+from .events import Command, Expert, Frame, Gap, Greeting, Message, WireEvent
+from .framing import U64
+from .greeting import V1_LONG_HEADER, mechanism_of, v1_fields, v2_fields, v3_fields, v3_problems
+
+# Version families a direction can be detected as; the other direction's family decides
+# how an ambiguous greeting continues (see `peer_family`).
+FAMILY_V1 = "1.0"
+FAMILY_V2 = "2.0"
+FAMILY_V3 = "3"
+
+_GREETING, _FRAMES, _LOST, _CLOSED = "greeting", "frames", "lost", "closed"
+_MAX_CANDIDATES = 32
+
+
+class StreamDecoder:
+    """Decodes one direction's byte stream into `WireEvent`s (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        peer_family: Callable[[], str | None] | None = None,
+        max_frame_size: int | None = None,
+        mid_stream: bool = False,
+        framing: str | None = None,
+        mechanism: str | None = None,
+    ) -> None:
+        self.strict = strict
+        self._peer_family = peer_family or (lambda: None)
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0
+        self._base = 0  # stream offset of _buf[0]
+        self._events: deque[WireEvent] = deque()
+        self.family: str | None = None
+        self.greeting: Greeting | None = None
+        self.framing: str | None = framing
+        self.mechanism: str | None = mechanism
+        self._pending: list[Frame] = []
+        self._truncated_frame: tuple[int, bytes, bytes, int] | None = None  # offset, header, prefix, flags
+        self._discard = 0
+        self._candidates: list[int] = []
+        self._lost_since = 0
+        self._state = _GREETING
+        if mid_stream or framing is not None:
+            self.framing = framing or "3"
+            self._state = _FRAMES
+        if mid_stream:
+            self._lose(0, "capture starts in the middle of this stream: waiting for certain frame boundaries",
+                       severity="note")
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the next byte not yet consumed."""
+        return self._base + self._pos
+
+    @property
+    def received(self) -> int:
+        """Stream offset just past the last byte received."""
+        return self._base + len(self._buf)
+
+    @property
+    def in_message(self) -> bool:
+        """True while frames of an unfinished message (MORE set) are held."""
+        return bool(self._pending)
+
+    def receive_data(self, data: bytes, *, boundary: bool = True) -> None:
+        """Feeds bytes; `boundary` says a new write/segment starts here (a resync candidate)."""
+        if self._state == _CLOSED:
+            return
+        if self._state == _LOST and boundary:
+            self._candidates.append(self.received)
+            if len(self._candidates) > _MAX_CANDIDATES:
+                del self._candidates[0]
+        self._buf += data
+        self._parse()
+
+    def gap(self, length: int) -> None:
+        """Says `length` bytes of the stream are missing (capture loss); lenient mode only."""
+        if self.strict:
+            raise RemoteProtocolError("bytes missing from the stream", offset=self.received, rule="gap")
+        start = self.received
+        self._events.append(Gap(start, length))
+        frame_start = self._frame_in_progress()
+        if frame_start is not None:
+            header, flags, size = frame_start
+            have = len(self._buf) - self._pos - len(header)
+            remaining = size - have
+            if length <= remaining:
+                # The gap falls inside a body whose size we know: the next boundary is still certain.
+                offset = self.offset
+                prefix = bytes(self._buf[self._pos + len(header):])
+                self._truncated_frame = (offset, header, prefix, flags)
+                self._discard = remaining - length
+                self._consume_all()
+                self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
+                             "message-body")
+                self._finish_truncated_frame()
+                return
+        self._lose(start, f"{length} bytes missing from the capture; frame boundaries are no longer certain")
+        self._base += len(self._buf) + length
+        self._buf = bytearray()
+        self._pos = 0
+        self._lost_since = self._base
+
+    def close(self) -> None:
+        """Says the stream ended: reports what was left unfinished."""
+        if self._state == _CLOSED:
+            return
+        left = len(self._buf) - self._pos
+        if self._state == _GREETING:
+            self._problem(self.offset, left, "error", "stream ended before the greeting was complete", "greeting")
+        elif self._state == _LOST:
+            skipped = self.received - self._lost_since
+            if skipped:
+                self._expert(self._lost_since, skipped, "warn",
+                             f"{skipped} bytes could not be decoded: no certain frame boundary found", "frame")
+        elif left or self._pending or self._discard:
+            self._problem(self.offset, left, "error", "connection closed in the middle of a message", "message")
+        self._state = _CLOSED
+
+    def next_event(self) -> WireEvent | None:
+        """The next decoded element, or None when more data is needed."""
+        return self._events.popleft() if self._events else None
+
+    def events(self) -> list[WireEvent]:
+        """Every element decoded so far and not yet taken."""
+        out = list(self._events)
+        self._events.clear()
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _problem(self, offset: int, length: int, severity: str, text: str, rule: str) -> None:
+        if self.strict:
+            raise RemoteProtocolError(text, offset=offset, rule=rule)
+        self._expert(offset, length, severity, text, rule)
+
+    def _expert(self, offset: int, length: int, severity: str, text: str, rule: str) -> None:
+        self._events.append(Expert(offset, length, severity=severity, text=text, rule=rule))
+
+    def _lose(self, offset: int, text: str, severity: str = "warn") -> None:
+        if self._pending:
+            self._expert(self._pending[0].offset, 0, "warn",
+                         f"a {len(self._pending)}-frame partial message was lost with the gap", "message")
+            self._pending = []
+        self._expert(offset, 0, severity, text, "frame")
+        self._state = _LOST
+        self._candidates = []
+        self._lost_since = offset
+
+    def _consume_all(self) -> None:
+        self._base += len(self._buf)
+        self._buf = bytearray()
+        self._pos = 0
+
+    def _compact(self) -> None:
+        if self._pos > 65536 and self._pos * 2 > len(self._buf):
+            del self._buf[: self._pos]
+            self._base += self._pos
+            self._pos = 0
+
+    def _frame_in_progress(self) -> tuple[bytes, int, int] | None:
+        """Header, flags and size of a frame whose header is buffered but whose body is not complete."""
+        if self._state != _FRAMES or self._discard:
+            return None
+        buf, pos = self._buf, self._pos
+        avail = len(buf) - pos
+        if self.framing == "1":
+            if avail < 2:
+                return None
+            if buf[pos] == 0xFF:
+                if avail < 10:
+                    return None
+                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
+                return bytes(buf[pos:pos + 10]), flags, max(length - 1, 0)
+            return bytes(buf[pos:pos + 2]), buf[pos + 1], max(buf[pos] - 1, 0)
+        if avail < 2:
+            return None
+        flags = buf[pos]
+        if flags & FLAG_LONG:
+            if avail < 9:
+                return None
+            return bytes(buf[pos:pos + 9]), flags, U64.unpack_from(buf, pos + 1)[0]
+        return bytes(buf[pos:pos + 2]), flags, buf[pos + 1]
+
+    def _parse(self) -> None:
+        while True:
+            state = self._state
+            if state == _FRAMES:
+                if self._discard:
+                    if not self._skip_discard():
+                        return
+                    continue
+                if self.framing == "1":
+                    self._parse_v1_frames()
+                else:
+                    self._parse_frames()
+                self._compact()
+                return
+            if state == _GREETING:
+                if not self._parse_greeting():
+                    return
+                continue
+            if state == _LOST:
+                if not self._try_resync():
+                    return
+                continue
+            return
+
+    def _skip_discard(self) -> bool:
+        avail = len(self._buf) - self._pos
+        take = min(avail, self._discard)
+        self._pos += take
+        self._discard -= take
+        if self._discard:
+            self._consume_all()
+            return False
+        self._finish_truncated_frame()
+        return True
+
+    def _finish_truncated_frame(self) -> None:
+        if self._discard or self._truncated_frame is None:
+            return
+        offset, header, prefix, flags = self._truncated_frame
+        self._truncated_frame = None
+        size = U64.unpack_from(header, 1)[0] if len(header) == 9 else header[-1]
+        if self.framing == "1":
+            size = (U64.unpack_from(header, 1)[0] if len(header) == 10 else header[0]) - 1
+        end = self.offset
+        if self.framing != "1" and flags & FLAG_COMMAND:
+            self._expert(offset, end - offset, "warn", "a command was cut by a capture gap", "command")
+            return
+        frame = Frame(offset, end - offset, flags=flags, size=size, header=header, body=prefix,
+                      framing=self.framing or "3", truncated=True)
+        self._deliver_frame(frame)
+
+    # ---- greeting
+
+    def _parse_greeting(self) -> bool:
+        """Reads as much of the greeting as the data allows; True when it is complete."""
+        buf, pos = self._buf, self._pos
+        avail = len(buf) - pos
+        if avail < 1:
+            return False
+        peer = self._peer_family()
+        if buf[pos] != 0xFF or peer == FAMILY_V1:
+            self.family = self.family or FAMILY_V1
+            return self._greeting_v1(peer)
+        if avail < 10:
+            return False
+        if not buf[pos + 9] & 1:
+            self.family = FAMILY_V1
+            return self._greeting_v1(peer)
+        if avail < 11:
+            return False
+        major = buf[pos + 10]
+        if major in (1, 2):
+            self.family = FAMILY_V2
+            return self._greeting_v2(downgraded=False)
+        if major == 0:
+            self.family = FAMILY_V2
+            return self._greeting_v2(downgraded=False)
+        self.family = FAMILY_V3
+        if peer == FAMILY_V2:
+            return self._greeting_v2(downgraded=True)
+        if peer is None:
+            # No word from the other direction (one direction decoded alone): a downgrading
+            # 3.x peer sends a socket-type octet then a %x00 identity flags octet, where a
+            # 3.x greeting has its minor version then a mechanism letter.
+            if avail < 13:
+                return False
+            if buf[pos + 12] == 0 and buf[pos + 11] <= 8:
+                return self._greeting_v2(downgraded=True)
+        if avail < 64:
+            return False
+        raw = bytes(buf[pos:pos + 64])
+        offset = self.offset
+        version = f"{raw[10]}.{raw[11]}"
+        mechanism = mechanism_of(raw)
+        self.greeting = Greeting(offset, 64, version=version, mechanism=mechanism, as_server=bool(raw[32]),
+                                 raw=raw, field_list=tuple(v3_fields(offset, raw)))
+        self.mechanism = mechanism
+        self.framing = "3"
+        self._pos += 64
+        self._events.append(self.greeting)
+        for severity, text, rule, rel, length in v3_problems(raw):
+            if severity == "note" or (not self.strict and severity != "error"):
+                self._expert(offset + rel, length, severity, text, rule)
+            else:
+                self._problem(offset + rel, length, severity, text, rule)
+        if raw[10] > 3:
+            self._expert(offset + 10, 1, "note", f"peer announces ZMTP {version}; accepted as 3.x", "version")
+        self._state = _FRAMES
+        return True
+
+    def _greeting_v2(self, *, downgraded: bool) -> bool:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 14:
+            return False
+        if buf[pos + 12] & FLAG_LONG:
+            self._problem(self.offset + 12, 1, "error", "2.0 identity frame must be a final short frame",
+                          "final-short")
+            if not self.strict:
+                self._lose(self.offset, "greeting could not be read")
+                return True
+        size = buf[pos + 13]
+        if len(buf) - pos < 14 + size:
+            return False
+        raw = bytes(buf[pos:pos + 14 + size])
+        offset = self.offset
+        code = raw[11]
+        socket_type = SOCKET_TYPE_NAMES_V2.get(code)
+        self.greeting = Greeting(offset, len(raw), version="2.0", socket_type=socket_type, identity=raw[14:],
+                                 mechanism="NULL", raw=raw, field_list=tuple(v2_fields(offset, raw)))
+        self._pos += len(raw)
+        self.framing = "2"
+        self.mechanism = "NULL"
+        self._events.append(self.greeting)
+        if downgraded:
+            self._expert(offset + 10, 1, "note",
+                         "a 3.x peer downgraded to ZMTP 2.0: revision 3, then 2.0 socket type and identity",
+                         "revision")
+        if socket_type is None:
+            self._problem(offset + 11, 1, "error", f"unknown 2.0 socket type octet {code}", "socket-type")
+        if raw[9] != 0x7F:
+            self._expert(offset + 9, 1, "warn", f"signature ends with 0x{raw[9]:02x}, not 0x7f", "signature")
+        self._state = _FRAMES
+        return True
+
+    def _greeting_v1(self, peer: str | None) -> bool:
+        buf, pos = self._buf, self._pos
+        avail = len(buf) - pos
+        if buf[pos] == 0xFF:
+            if avail < 10:
+                return False
+            length = U64.unpack_from(buf, pos + 1)[0]
+            head = 10
+        else:
+            length = buf[pos]
+            head = 2
+            if avail < 2:
+                return False
+        if length == 0:
+            self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")
+            if not self.strict:
+                self._pos += 1
+                return True
+        body_size = max(length - 1, 0)
+        if self.strict and self.max_frame_size is not None and body_size > min(self.max_frame_size, 255):
+            raise RemoteProtocolError(f"1.0 identity of {body_size} octets exceeds 255", offset=self.offset,
+                                      rule="identity")
+        if avail < head + body_size:
+            return False
+        raw = bytes(buf[pos:pos + head + body_size])
+        offset = self.offset
+        self.greeting = Greeting(offset, len(raw), version="1.0", identity=raw[head:], mechanism="NULL", raw=raw,
+                                 field_list=tuple(v1_fields(offset, raw)))
+        self._pos += len(raw)
+        self.framing = "1"
+        self.mechanism = "NULL"
+        self._events.append(self.greeting)
+        if head == 10 and raw[9] == 0x7F and peer == FAMILY_V1:
+            self._expert(offset, 10, "note",
+                         "a 2.0/3.x peer's pseudo-signature read as a 1.0 identity frame header (23/ZMTP)",
+                         "signature")
+        self._state = _FRAMES
+        return True
+
+    # ---- frames
+
+    def _parse_frames(self) -> None:
+        buf = self._buf
+        pos = self._pos
+        n = len(buf)
+        base = self._base
+        framing = self.framing or "3"
+        reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
+        max_size = self.max_frame_size
+        while n - pos >= 2:
+            flags = buf[pos]
+            if flags & FLAG_LONG:
+                if n - pos < 9:
+                    break
+                size = int.from_bytes(buf[pos + 1:pos + 9], "big")
+                hlen = 9
+            else:
+                size = buf[pos + 1]
+                hlen = 2
+            if max_size is not None and size > max_size:
+                self._pos = pos
+                raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
+                                          offset=base + pos, rule="long-size")
+            end = pos + hlen + size
+            if end > n:
+                break
+            header = bytes(buf[pos:pos + hlen])
+            body = bytes(buf[pos + hlen:end])
+            self._pos = end
+            if flags & reserved:
+                self._problem(base + pos, 1, "warn", f"reserved flag bits set: 0x{flags & reserved:02x}", "flags")
+            if framing == "3" and flags & FLAG_COMMAND:
+                self._command(base + pos, end - pos, flags, header, body)
+            else:
+                if hlen == 9 and size <= 255:
+                    self._expert(base + pos, 9, "note", f"LONG size used for a {size}-octet frame", "long-size")
+                self._deliver_frame(Frame(base + pos, end - pos, flags=flags, size=size, header=header, body=body,
+                                          framing=framing))
+            if self._state != _FRAMES:
+                return
+            pos = end
+        self._pos = pos
+
+    def _parse_v1_frames(self) -> None:
+        buf = self._buf
+        pos = self._pos
+        n = len(buf)
+        base = self._base
+        while n - pos >= 2:
+            if buf[pos] == 0xFF:
+                if n - pos < 10:
+                    break
+                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
+                hlen = 10
+            else:
+                length, flags = buf[pos], buf[pos + 1]
+                hlen = 2
+            if length == 0:
+                # 13/ZMTP: a zero length is invalid and such frames are discarded.
+                self._problem(base + pos, 1, "warn", "1.0 frame with length 0 discarded", "length")
+                pos += 1
+                self._pos = pos
+                continue
+            size = length - 1
+            if self.max_frame_size is not None and size > self.max_frame_size:
+                raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {self.max_frame_size}",
+                                          offset=base + pos, rule="length")
+            end = pos + hlen - 1 + length
+            if end > n:
+                break
+            header = bytes(buf[pos:pos + hlen])
+            body = bytes(buf[pos + hlen:end])
+            self._pos = end
+            if flags & 0xFE:
+                self._problem(base + pos + hlen - 1, 1, "note", f"reserved 1.0 flag bits set: 0x{flags & 0xFE:02x}",
+                              "flags")
+            self._deliver_frame(Frame(base + pos, end - pos, flags=flags, size=size, header=header, body=body,
+                                      framing="1"))
+            if self._state != _FRAMES:
+                return
+            pos = end
+        self._pos = pos
+
+    def _deliver_frame(self, frame: Frame) -> None:
+        events = self._events
+        events.append(frame)
+        if frame.flags & FLAG_MORE:
+            self._pending.append(frame)
+            return
+        if self._pending:
+            parts = (*self._pending, frame)
+            self._pending = []
+            first = parts[0].offset
+            events.append(Message(first, frame.offset + frame.length - first, parts=parts))
+        else:
+            events.append(Message(frame.offset, frame.length, parts=(frame,)))
+
+    def _command(self, offset: int, length: int, flags: int, header: bytes, body: bytes) -> None:
+        if flags & FLAG_MORE:
+            self._problem(offset, 1, "warn", "MORE flag set on a command frame", "flags")
+        if self._pending:
+            self._problem(offset, length, "warn", "command inside a multipart message", "traffic")
+        decoded = decode_command(body, offset + len(header), self.mechanism)
+        fields = [*_command_header_fields(offset, header), *decoded.fields]
+        if len(header) == 9 and len(body) <= 255:
+            decoded.problems.append(("note", f"LONG size used for a {len(body)}-octet command", "command-size",
+                                     offset, 9))
+        self._events.append(Command(offset, length, name=decoded.name, raw=header + body, details=decoded.details,
+                                    field_list=tuple(fields), metadata=decoded.metadata))
+        for severity, text, rule, at, size in decoded.problems:
+            if rule == "error":  # an ERROR command is a fact of the stream, not a decoding problem
+                self._expert(at, size, severity, text, rule)
+            elif severity == "error" or (self.strict and severity == "warn"):
+                self._problem(at, size, severity, text, rule)
+            else:
+                self._expert(at, size, severity, text, rule)
+
+    # ---- resynchronisation
+
+    def _try_resync(self) -> bool:
+        """Looks for a certain frame boundary among the candidates; True when decoding resumed."""
+        end = self.received
+        keep: list[int] = []
+        for cand in self._candidates:
+            verdict = self._chain_verdict(cand - self._base, len(self._buf))
+            if verdict is True:
+                skipped = cand - self._lost_since
+                if skipped:
+                    self._expert(self._lost_since, skipped, "warn",
+                                 f"{skipped} bytes skipped: no certain frame boundary in them", "frame")
+                self._expert(cand, 0, "note", "frame boundaries certain again: decoding resumes here", "frame")
+                self._pos = cand - self._base
+                self._candidates = []
+                self._state = _FRAMES
+                return True
+            if verdict is None:
+                keep.append(cand)
+        self._candidates = keep
+        # Bytes before the oldest live candidate can never be decoded: drop them.
+        drop_to = (keep[0] if keep else end) - self._base
+        if drop_to > 0:
+            del self._buf[:drop_to]
+            self._base += drop_to
+            self._pos = 0
+        return False
+
+    def _chain_verdict(self, start: int, stop: int) -> bool | None:
+        """Whether frames parse from `start` to exactly `stop`: True, False, or None (undecided yet)."""
+        buf = self._buf
+        framing = self.framing or "3"
+        reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
+        pos = start
+        frames = 0
+        total = 0
+        while pos < stop:
+            if stop - pos < 2:
+                return None
+            flags = buf[pos]
+            if framing == "1":
+                if flags == 0xFF:
+                    if stop - pos < 10:
+                        return None
+                    length = U64.unpack_from(buf, pos + 1)[0]
+                    hlen = 10
+                    if length > 1 << 40:
+                        return False
+                else:
+                    length, hlen = flags, 2
+                if length == 0 or buf[pos + hlen - 1] & 0xFE:
+                    return False
+                end = pos + hlen - 1 + length
+            else:
+                if flags & reserved:
+                    return False
+                if flags & FLAG_LONG:
+                    if stop - pos < 9:
+                        return None
+                    size = U64.unpack_from(buf, pos + 1)[0]
+                    if size > 1 << 40:
+                        return False
+                    hlen = 9
+                else:
+                    size, hlen = buf[pos + 1], 2
+                end = pos + hlen + size
+                if flags & FLAG_COMMAND:
+                    if flags & FLAG_MORE:
+                        return False
+                    if end <= stop and not _plausible_command(buf, pos + hlen, size):
+                        return False
+            if end > stop:
+                return None
+            frames += 1
+            total += end - pos
+            pos = end
+        return bool(frames >= 2 or total >= 4)
+
+
+def _plausible_command(buf: bytearray, start: int, size: int) -> bool:
+    if size < 2:
+        return False
+    name_size = buf[start]
+    if name_size == 0 or name_size + 1 > size:
+        return False
+    name = bytes(buf[start + 1:start + 1 + name_size])
+    return name.isalpha() and name.isascii()
+
+
+def _command_header_fields(offset: int, header: bytes) -> list:
+    from .framing import header_fields
+
+    fields = header_fields(offset, header, "3", command=True)
+    return fields

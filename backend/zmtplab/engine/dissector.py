@@ -1,0 +1,209 @@
+"""Both directions of one connection, read leniently: the dissector behind captures and sessions.
+
+It joins two `StreamDecoder`s (each tells the other which version family it saw, which
+decides how an ambiguous greeting continues) and adds the checks that need both sides:
+mechanism mismatch, invalid socket pairs, handshakes that never complete, PONGs that do
+not echo their PING, 3.1 commands sent to a 3.0 peer.
+"""
+
+from __future__ import annotations
+
+from .constants import VALID_PEERS
+from .decoder import StreamDecoder
+from .events import Command, Expert, Greeting, Message, WireEvent
+from .fields import text_or_hex
+
+C2S, S2C = "c2s", "s2c"
+OTHER = {C2S: S2C, S2C: C2S}
+
+
+class ConnectionDissector:
+    """Reads a whole connection (both directions) and never raises on bad input."""
+
+    def __init__(self, *, mid_stream: bool = False) -> None:
+        self.decoders = {
+            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream),
+            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream),
+        }
+        self.mid_stream = mid_stream
+        self.greetings: dict[str, Greeting] = {}
+        self.socket_types: dict[str, str] = {}
+        self.identities: dict[str, bytes] = {}
+        self.ready: dict[str, bool] = {C2S: False, S2C: False}
+        self.errors: dict[str, str] = {}
+        self._pings: dict[str, list[str]] = {C2S: [], S2C: []}
+        self._pair_checked = False
+        self._closed = False
+
+    @property
+    def mechanism(self) -> str | None:
+        """The mechanism the greetings announced (the client's when they disagree)."""
+        for d in (C2S, S2C):
+            if d in self.greetings and self.greetings[d].mechanism:
+                return self.greetings[d].mechanism
+        return None
+
+    def receive_data(self, direction: str, data: bytes, *, boundary: bool = True) -> list[tuple[str, WireEvent]]:
+        """Feeds one direction's bytes; returns the (direction, event) pairs now decoded."""
+        decoder = self.decoders[direction]
+        decoder.receive_data(data, boundary=boundary)
+        return self._collect(direction)
+
+    def gap(self, direction: str, length: int) -> list[tuple[str, WireEvent]]:
+        """Says `length` bytes of one direction are missing from the capture."""
+        self.decoders[direction].gap(length)
+        return self._collect(direction)
+
+    def close(self) -> list[tuple[str, WireEvent]]:
+        """Says the connection ended; returns the findings about what was left unfinished."""
+        if self._closed:
+            return []
+        self._closed = True
+        out: list[tuple[str, WireEvent]] = []
+        for d in (C2S, S2C):
+            self.decoders[d].close()
+            out.extend(self._collect(d))
+        if not self.mid_stream and self.greetings and not self.errors:
+            done = all(self._handshake_done(d) for d in (C2S, S2C))
+            if not done:
+                d = C2S if not self._handshake_done(C2S) else S2C
+                out.append((d, Expert(self.decoders[d].received, 0, severity="warn",
+                                      text="handshake never completed: connection ended before both sides were ready",
+                                      rule="handshake")))
+        return out
+
+    def _handshake_done(self, direction: str) -> bool:
+        greeting = self.greetings.get(direction)
+        if greeting is None:
+            return False
+        return greeting.version in ("1.0", "2.0") or self.ready[direction]
+
+    # ---- cross-direction checks
+
+    def _collect(self, direction: str) -> list[tuple[str, WireEvent]]:
+        out: list[tuple[str, WireEvent]] = []
+        decoder = self.decoders[direction]
+        for event in decoder.events():
+            out.append((direction, event))
+            kind = event.kind
+            if kind == "frame" or kind == "expert" or kind == "gap":
+                continue
+            if kind == "message":
+                if not self._handshake_done(direction) and not self.mid_stream:
+                    out.append((direction, _expert(event, "warn", "message sent before the handshake completed",
+                                                   "traffic")))
+                self._subscription_note(direction, event, out)  # type: ignore[arg-type]
+            elif kind == "greeting":
+                self._on_greeting(direction, event, out)  # type: ignore[arg-type]
+            elif kind == "command":
+                self._on_command(direction, event, out)  # type: ignore[arg-type]
+        return out
+
+    def _on_greeting(self, direction: str, greeting: Greeting, out: list) -> None:
+        self.greetings[direction] = greeting
+        if greeting.socket_type:
+            self.socket_types[direction] = greeting.socket_type
+        if greeting.identity is not None:
+            self.identities[direction] = greeting.identity
+        other = self.greetings.get(OTHER[direction])
+        if other is None:
+            return
+        if greeting.version.startswith("3") and other.version.startswith("3"):
+            if (greeting.mechanism or "") != (other.mechanism or ""):
+                out.append((direction, _expert(greeting, "error",
+                                               f"mechanism mismatch: {other.mechanism} on one side, "
+                                               f"{greeting.mechanism} on the other; peers must close", "mechanism",
+                                               offset=greeting.offset + 12, length=20)))
+            mech = (greeting.mechanism or "").upper()
+            servers = [g.as_server for g in (greeting, other)]
+            if mech == "NULL" and any(servers):
+                out.append((direction, _expert(greeting, "warn", "as-server must be 0 with the NULL mechanism",
+                                               "as-server", offset=greeting.offset + 32, length=1)))
+            elif mech in ("PLAIN", "CURVE") and servers.count(True) != 1:
+                out.append((direction, _expert(greeting, "error",
+                                               f"{mech} needs exactly one side with as-server=1", "as-server",
+                                               offset=greeting.offset + 32, length=1)))
+        self._check_pair(direction, out)
+
+    def _on_command(self, direction: str, command: Command, out: list) -> None:
+        name = command.name
+        mech = (self.mechanism or "NULL").upper()
+        if name == "READY":
+            if mech != "CURVE":
+                props = {k.lower(): v for k, v in command.properties.items()}
+                if "socket-type" in props:
+                    self.socket_types[direction] = props["socket-type"].upper()
+                else:
+                    out.append((direction, _expert(command, "note", "READY has no Socket-Type property",
+                                                   "socket-type")))
+                raw = {k.lower(): v for k, v in command.metadata.items()}
+                if "identity" in raw:
+                    self.identities[direction] = raw["identity"]
+            self.ready[direction] = True
+            self._check_pair(direction, out)
+        elif name == "INITIATE" and mech == "PLAIN":
+            props = {k.lower(): v for k, v in command.properties.items()}
+            if "socket-type" in props:
+                self.socket_types[direction] = props["socket-type"].upper()
+        elif name == "ERROR":
+            self.errors[direction] = command.details.get("reason", "")
+        elif name == "PING":
+            self._pings[direction].append(command.details.get("context", ""))
+            self._check_31(direction, command, out)
+        elif name == "PONG":
+            pending = self._pings[OTHER[direction]]
+            context = command.details.get("context", "")
+            if pending:
+                expected = pending.pop(0)
+                if context != expected:
+                    out.append((direction, _expert(command, "warn",
+                                                   f"PONG context {context or '(empty)'} does not echo the PING's "
+                                                   f"{expected or '(empty)'}", "ping-context")))
+            else:
+                out.append((direction, _expert(command, "note", "PONG without an outstanding PING", "pong")))
+        elif name in ("SUBSCRIBE", "CANCEL"):
+            sender = self.socket_types.get(direction)
+            if sender and sender not in ("SUB", "XSUB"):
+                out.append((direction, _expert(command, "warn", f"{name} sent by a {sender} socket", "subscribe")))
+            self._check_31(direction, command, out)
+
+    def _check_31(self, direction: str, command: Command, out: list) -> None:
+        other = self.greetings.get(OTHER[direction])
+        if other is not None and other.version == "3.0":
+            out.append((direction, _expert(command, "warn",
+                                           f"{command.name} is a ZMTP 3.1 command but the peer announced 3.0",
+                                           "version")))
+
+    def _check_pair(self, direction: str, out: list) -> None:
+        if self._pair_checked:
+            return
+        ours, theirs = self.socket_types.get(C2S), self.socket_types.get(S2C)
+        if not ours or not theirs:
+            return
+        self._pair_checked = True
+        if ours not in VALID_PEERS or theirs not in VALID_PEERS:
+            bad = ours if ours not in VALID_PEERS else theirs
+            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error",
+                                          text=f"unknown socket type {bad!r}", rule="socket-type")))
+            return
+        if theirs not in VALID_PEERS[ours]:
+            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error",
+                                          text=f"invalid socket pair: client {ours} cannot talk to server {theirs} "
+                                               "(23/ZMTP socket-type table)", rule="socket-type")))
+
+    def _subscription_note(self, direction: str, message: Message, out: list) -> None:
+        sender = self.socket_types.get(direction)
+        greeting = self.greetings.get(direction)
+        if sender not in ("SUB", "XSUB") or greeting is None or len(message.parts) != 1:
+            return
+        body = message.parts[0].body
+        if body[:1] in (b"\x00", b"\x01") and greeting.version in ("3.0", "2.0", "1.0"):
+            what = "subscribe" if body[0] == 1 else "cancel"
+            out.append((direction, _expert(message, "note", f"{what} {text_or_hex(body[1:])!r} as a prefixed "
+                                                            f"message ({greeting.version} style)", "subscribe")))
+
+
+def _expert(event: WireEvent, severity: str, text: str, rule: str, *, offset: int | None = None,
+            length: int | None = None) -> Expert:
+    return Expert(event.offset if offset is None else offset, event.length if length is None else length,
+                  severity=severity, text=text, rule=rule)

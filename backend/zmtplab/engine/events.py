@@ -1,0 +1,270 @@
+"""The events the engine reports: one per protocol element, plus a peer's state changes.
+
+Wire events (`Greeting`, `Command`, `Frame`, `Message`, `Expert`, `Gap`) follow the event
+contract of DESIGN.md; `to_dict()` gives the JSON form without the source keys (`conn`,
+`dir`, `packets`, `ts`, `t`), which the source adds. Peer events (`HandshakeComplete`,
+`ConnectionClosed`, ...) are what a strict peer tells the code that drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .fields import Field
+from .framing import body_field, header_fields
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event."""
+
+    kind: ClassVar[str] = "event"
+
+
+@dataclass(frozen=True, slots=True)
+class WireEvent(Event):
+    """A protocol element at `offset` in one direction's byte stream, `length` octets long."""
+
+    offset: int
+    length: int
+
+    @property
+    def fields(self) -> list[Field]:
+        """The element's annotated fields (computed on demand where that is cheaper)."""
+        return []
+
+    def info(self) -> dict[str, Any]:
+        """The kind-specific keys of the event contract."""
+        return {}
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        """The event as the JSON contract's object (without conn/dir/packets/ts)."""
+        out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length}
+        out.update(self.info())
+        if max_body is not None:
+            _cut_bodies(out, max_body)
+        if with_fields:
+            out["fields"] = [f.to_dict() for f in self.fields]
+        return out
+
+
+def _cut_bodies(out: dict[str, Any], max_body: int) -> None:
+    """Shortens hex bodies to `max_body` octets and marks the event `truncated`."""
+    body = out.get("body")
+    if isinstance(body, str) and len(body) > 2 * max_body:
+        out["body"] = body[: 2 * max_body]
+        out["truncated"] = True
+    frames = out.get("frames")
+    if isinstance(frames, list) and any(len(f) > 2 * max_body for f in frames):
+        out["frames"] = [f[: 2 * max_body] for f in frames]
+        out["truncated"] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Greeting(WireEvent):
+    """A greeting: 64 octets in 3.x; signature, revision, socket type and identity in 2.0; identity in 1.0."""
+
+    kind: ClassVar[str] = "greeting"
+    version: str = "3.0"
+    mechanism: str | None = None
+    as_server: bool | None = None
+    socket_type: str | None = None
+    identity: bytes | None = None
+    raw: bytes = b""
+    field_list: tuple[Field, ...] = ()
+
+    @property
+    def fields(self) -> list[Field]:
+        return list(self.field_list)
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": self.version, "hex": self.raw.hex()}
+        if self.version.startswith(("1.", "2.")):
+            if self.socket_type is not None:
+                out["socket_type"] = self.socket_type
+            out["identity"] = (self.identity or b"").hex()
+        else:
+            out["mechanism"] = self.mechanism
+            out["as_server"] = self.as_server
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Command(WireEvent):
+    """A command frame: READY, ERROR, HELLO, WELCOME, INITIATE, MESSAGE, PING, PONG, SUBSCRIBE, CANCEL, ..."""
+
+    kind: ClassVar[str] = "command"
+    name: str = ""
+    raw: bytes = b""
+    details: dict[str, Any] = field(default_factory=dict)
+    field_list: tuple[Field, ...] = ()
+    metadata: dict[str, bytes] = field(default_factory=dict)  # READY/INITIATE properties as raw bytes
+
+    @property
+    def fields(self) -> list[Field]:
+        return list(self.field_list)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """READY/INITIATE metadata (name -> value as text or hex); empty for other commands."""
+        return self.details.get("properties", {})
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "hex": self.raw.hex()}
+        out.update(self.details)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Frame(WireEvent):
+    """A message frame (commands are `Command` events)."""
+
+    kind: ClassVar[str] = "frame"
+    flags: int = 0
+    size: int = 0
+    header: bytes = b""
+    body: bytes = b""
+    framing: str = "3"
+    truncated: bool = False
+
+    @property
+    def more(self) -> bool:
+        return bool(self.flags & 1)
+
+    @property
+    def long(self) -> bool:
+        return len(self.header) > 2
+
+    @property
+    def fields(self) -> list[Field]:
+        fields = header_fields(self.offset, self.header, self.framing)
+        fields.append(body_field(self.offset + len(self.header), self.body))
+        return fields
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "more": self.more, "long": self.long, "size": self.size,
+            "body": self.body.hex(), "hex": self.header.hex() + self.body.hex(),
+        }
+        if self.truncated:
+            out["truncated"] = True
+        return out
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        """As `WireEvent.to_dict`, with `hex` cut like `body` (it repeats the body)."""
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        if max_body is not None and len(self.body) > max_body:
+            out["hex"] = self.header.hex() + self.body[:max_body].hex()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Message(WireEvent):
+    """One complete application message: every frame, delivered atomically."""
+
+    kind: ClassVar[str] = "message"
+    parts: tuple[Frame, ...] = ()
+
+    @property
+    def frames(self) -> list[bytes]:
+        return [p.body for p in self.parts]
+
+    @property
+    def fields(self) -> list[Field]:
+        out: list[Field] = []
+        for i, part in enumerate(self.parts, 1):
+            out.append(body_field(part.offset + len(part.header), part.body, name=f"frame {i}"))
+        return out
+
+    def info(self) -> dict[str, Any]:
+        return {"frames": [p.body.hex() for p in self.parts]}
+
+
+@dataclass(frozen=True, slots=True)
+class Expert(WireEvent):
+    """A finding about the stream, in the spirit of Wireshark's expert info."""
+
+    kind: ClassVar[str] = "expert"
+    severity: str = "warn"
+    text: str = ""
+    rule: str = ""
+
+    @property
+    def fields(self) -> list[Field]:
+        return []
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"severity": self.severity, "text": self.text}
+        if self.rule:
+            out["rule"] = self.rule
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Gap(WireEvent):
+    """Bytes missing from a capture: `length` octets at `offset` that were never seen."""
+
+    kind: ClassVar[str] = "gap"
+
+
+# ---- peer events: what a strict peer reports to the code that drives it ----------------
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeComplete(Event):
+    """The security handshake finished and both READY (or 2.0/1.0 greetings) were exchanged."""
+
+    kind: ClassVar[str] = "handshake"
+    version: str = "3.1"
+    mechanism: str = "NULL"
+    peer_socket_type: str | None = None
+    peer_identity: bytes = b""
+    peer_properties: dict[str, bytes] = field(default_factory=dict)
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReceived(Event):
+    """A complete application message from the peer (decrypted, for CURVE)."""
+
+    kind: ClassVar[str] = "received"
+    frames: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionChanged(Event):
+    """The peer subscribed (or cancelled) `topic`, by command (3.1) or prefixed message (3.0/2.0)."""
+
+    kind: ClassVar[str] = "subscription"
+    topic: bytes = b""
+    subscribe: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PingReceived(Event):
+    """The peer sent PING; the connection has already queued the PONG."""
+
+    kind: ClassVar[str] = "ping"
+    ttl: int = 0
+    context: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class PongReceived(Event):
+    """The peer answered one of our PINGs."""
+
+    kind: ClassVar[str] = "pong"
+    context: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed(Event):
+    """The connection is over: the peer sent ERROR, we refused it, or the stream ended."""
+
+    kind: ClassVar[str] = "closed"
+    reason: str = ""
+    error: bool = False
+
+
+WIRE_KINDS = ("greeting", "command", "frame", "message", "expert", "gap")

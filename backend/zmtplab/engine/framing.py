@@ -1,0 +1,96 @@
+"""Frame encoding and the fields of a frame header, for the three framings ZMTP has had.
+
+- "3": 23/ZMTP and 37/ZMTP (flags, 1 or 8 octet size, body; COMMAND bit).
+- "2": 15/ZMTP (flags, 1 or 8 octet size, body; no commands).
+- "1": 13/ZMTP (length that includes the flags octet, then flags, then body).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE
+from .fields import Field
+
+U64 = struct.Struct(">Q")
+
+
+def encode_frame(body: bytes, *, more: bool = False, command: bool = False, framing: str = "3") -> bytes:
+    """The wire bytes of one frame carrying `body` in the given framing."""
+    size = len(body)
+    if framing == "1":
+        length = size + 1
+        flags = FLAG_MORE if more else 0
+        if length < 255:
+            return bytes((length, flags)) + body
+        return b"\xff" + U64.pack(length) + bytes((flags,)) + body
+    flags = (FLAG_MORE if more else 0) | (FLAG_COMMAND if command else 0)
+    if size <= 255:
+        return bytes((flags, size)) + body
+    return bytes((flags | FLAG_LONG,)) + U64.pack(size) + body
+
+
+def encode_message(frames: list[bytes] | tuple[bytes, ...], framing: str = "3") -> bytes:
+    """The wire bytes of a whole message: MORE on every frame but the last."""
+    last = len(frames) - 1
+    return b"".join(encode_frame(f, more=i < last, framing=framing) for i, f in enumerate(frames))
+
+
+def flag_names(flags: int, framing: str) -> str:
+    """A short text of the flags that are set, e.g. `MORE|LONG`."""
+    names = []
+    if flags & FLAG_MORE:
+        names.append("MORE")
+    if framing != "1" and flags & FLAG_LONG:
+        names.append("LONG")
+    if framing == "3" and flags & FLAG_COMMAND:
+        names.append("COMMAND")
+    return "|".join(names) or "none"
+
+
+def header_fields(offset: int, header: bytes, framing: str, *, command: bool = False) -> list[Field]:
+    """The flags and size fields of a frame header that starts at stream `offset`."""
+    if framing == "1":
+        if header[0] == 0xFF:
+            length = U64.unpack_from(header, 1)[0]
+            flags = header[9]
+            return [
+                Field("length-escape", offset, 1, 255, "length",
+                      "0xFF says the real length follows as a 64-bit integer (13/ZMTP)."),
+                Field("length", offset + 1, 8, length, "length",
+                      "Frame length including the flags octet, network byte order."),
+                Field("flags", offset + 9, 1, f"0x{flags:02x} ({flag_names(flags, framing)})", "flags",
+                      "Bit 0 is MORE; bits 1-7 are reserved (13/ZMTP)."),
+            ]
+        return [
+            Field("length", offset, 1, header[0], "length",
+                  "Frame length including the flags octet, so an empty frame says 1 (13/ZMTP)."),
+            Field("flags", offset + 1, 1, f"0x{header[1]:02x} ({flag_names(header[1], framing)})", "flags",
+                  "Bit 0 is MORE; bits 1-7 are reserved (13/ZMTP)."),
+        ]
+    flags = header[0]
+    what = "command" if command else "message frame"
+    fields = [
+        Field("flags", offset, 1, f"0x{flags:02x} ({flag_names(flags, framing)})", "flags",
+              f"Flags of this {what}: bit 0 MORE, bit 1 LONG"
+              + (", bit 2 COMMAND; bits 7-3 reserved." if framing == "3" else "; bits 7-2 reserved (15/ZMTP)."))
+    ]
+    if flags & FLAG_LONG:
+        fields.append(Field("size", offset + 1, 8, U64.unpack_from(header, 1)[0], "long-size",
+                            "Body size as a 64-bit unsigned integer in network byte order (LONG is set)."))
+    else:
+        fields.append(Field("size", offset + 1, 1, header[1], "short-size",
+                            "Body size in one octet: 0 to 255 (LONG is clear)."))
+    return fields
+
+
+def body_field(offset: int, body: bytes, *, name: str = "body", rule: str = "message-body",
+               note: str = "Application data; ZMTP never looks inside it.", limit: int = 4096) -> Field:
+    """A field for an opaque body, its value as text or hex (cut at `limit` octets for display)."""
+    from .fields import text_or_hex
+
+    shown = body[:limit]
+    value = text_or_hex(shown)
+    if len(body) > limit:
+        value += f"… ({len(body) - limit} more octets)"
+    return Field(name, offset, len(body), value, rule, note)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ZMTP Lab needs: tshark/dumpcap (captures, lower-layer
+# decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests).
+# Shared by the Makefile and the Dockerfile. Safe to run twice: it does nothing when
+# every package is already there.
+set -euo pipefail
+
+PACKAGES=(tshark openjdk-17-jre-headless chromium chromium-driver libpcap0.8 procps)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer "no" ahead of time.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
