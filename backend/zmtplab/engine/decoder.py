@@ -81,6 +81,11 @@ class StreamDecoder:
         return self._base + len(self._buf)
 
     @property
+    def pending_start(self) -> int | None:
+        """Stream offset of the first frame of an unfinished message, if one is held."""
+        return self._pending[0].offset if self._pending else None
+
+    @property
     def in_message(self) -> bool:
         """True while frames of an unfinished message (MORE set) are held."""
         return bool(self._pending)

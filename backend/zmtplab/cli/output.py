@@ -1,0 +1,77 @@
+"""Printing events: JSON lines (the event contract) or a readable one-line-per-element view."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+from ..engine.fields import text_or_hex
+
+
+def write_jsonl(out: IO[str], event: dict[str, Any]) -> None:
+    """Writes one event as one JSON line."""
+    out.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
+    out.write("\n")
+
+
+def _body_text(hex_body: str, limit: int = 40) -> str:
+    raw = bytes.fromhex(hex_body[: limit * 2])
+    text = text_or_hex(raw)
+    more = "…" if len(hex_body) > limit * 2 else ""
+    return (repr(text) if text != raw.hex() or not raw else "0x" + text) + more
+
+
+def summary(event: dict[str, Any]) -> str:
+    """A Wireshark-Info-column style summary of one event."""
+    kind = event["kind"]
+    if kind == "greeting":
+        version = event.get("version")
+        if version in ("1.0", "2.0"):
+            extra = f" {event['socket_type']}" if event.get("socket_type") else ""
+            ident = event.get("identity") or ""
+            return f"Greeting ZMTP {version}{extra} identity={_body_text(ident) if ident else '(none)'}"
+        role = " as-server" if event.get("as_server") else ""
+        return f"Greeting ZMTP {version} {event.get('mechanism')}{role}"
+    if kind == "command":
+        name = event.get("name", "?")
+        parts = [name]
+        props = event.get("properties")
+        if props:
+            parts.append(" ".join(f"{k}={v}" for k, v in props.items()))
+        if "reason" in event:
+            parts.append(repr(event["reason"]))
+        if "ttl" in event:
+            parts.append(f"ttl={event['ttl'] / 10:g}s context={event.get('context') or '(empty)'}")
+        elif "context" in event:
+            parts.append(f"context={event['context'] or '(empty)'}")
+        if "topic" in event:
+            parts.append(_body_text(event["topic"]) if event["topic"] else "'' (everything)")
+        if "username" in event:
+            parts.append(f"username={event['username']!r} password={event.get('password', '')!r}")
+        if event.get("encrypted"):
+            parts.append(f"[encrypted box {event.get('box_size', '')}]".replace(" ]", "]"))
+        return " ".join(parts)
+    if kind == "frame":
+        flags = [f for f, on in (("MORE", event.get("more")), ("LONG", event.get("long"))) if on]
+        cut = " (truncated)" if event.get("truncated") else ""
+        return f"Frame {'|'.join(flags) or '-'} size={event.get('size')} {_body_text(event.get('body', ''))}{cut}"
+    if kind == "message":
+        frames = event.get("frames", [])
+        shown = ", ".join(_body_text(f, 24) for f in frames[:4])
+        more = f", … {len(frames) - 4} more" if len(frames) > 4 else ""
+        return f"Message [{len(frames)} frame{'s' if len(frames) != 1 else ''}] {shown}{more}"
+    if kind == "expert":
+        return f"Expert {event.get('severity', '').upper()}: {event.get('text')}"
+    if kind == "gap":
+        return f"Gap: {event['length']} bytes missing from the capture"
+    return kind
+
+
+def write_line(out: IO[str], event: dict[str, Any]) -> None:
+    """Writes one event as a readable line: connection, direction, offset, summary."""
+    conn = event.get("conn")
+    where = f"{conn:>3} " if conn is not None else ""
+    direction = {"c2s": "C->S", "s2c": "S->C"}.get(event.get("dir", ""), "    ")
+    packets = event.get("packets")
+    pk = f" #{','.join(map(str, packets[:3]))}{'…' if len(packets) > 3 else ''}" if packets else ""
+    out.write(f"{where}{direction} {event['offset']:>8} +{event['length']:<6} {summary(event)}{pk}\n")
