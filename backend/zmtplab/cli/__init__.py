@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import decode, dissect
+from . import decode, dissect, live, tap
 
-SUBCOMMANDS = [decode, dissect]
+SUBCOMMANDS = [decode, dissect, tap, live]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,267 @@
+"""Capture files to annotated ZMTP events: packets -> TCP streams -> the engine's dissector.
+
+Every TCP connection is examined, whatever its port: a connection is ZMTP when a
+direction starts with a ZMTP signature or both start like ZMTP 1.0 identity frames, or,
+for connections captured mid-stream, when the dissector finds a certain chain of frames.
+Each event gets `conn`, `dir`, `packets` (the frames that carried its bytes) and `ts`
+(the time of the packet that completed it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ..engine.dissector import ConnectionDissector
+from ..engine.events import WireEvent
+from .errors import CaptureFormatError, TruncatedCaptureError
+from .pcapfile import read_tcp_packets
+from .tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
+
+# How many first bytes of a direction we look at before deciding whether it is ZMTP.
+SNIFF_BYTES = 12
+
+
+@dataclass
+class ConnectionInfo:
+    """What a capture says about one TCP connection."""
+
+    conn: str
+    client: tuple[str, int]
+    server: tuple[str, int]
+    syn_seen: bool
+    first_ts: float
+    last_ts: float
+    zmtp: bool | None = None  # None while undecided
+
+
+@dataclass
+class _PacketMap:
+    """Which capture frames carried which stream offsets of one direction."""
+
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    packets: list[int] = field(default_factory=list)
+    stamps: list[float] = field(default_factory=list)
+
+    def add(self, offset: int, length: int, packet: int, ts: float) -> None:
+        self.starts.append(offset)
+        self.ends.append(offset + length)
+        self.packets.append(packet)
+        self.stamps.append(ts)
+
+    def lookup(self, offset: int, length: int) -> tuple[list[int], float | None]:
+        """Frames overlapping [offset, offset+length) and the time of the last of them."""
+        ends = self.ends
+        i = bisect_right(ends, offset)
+        if length == 0:
+            if i < len(ends):
+                return [self.packets[i]], self.stamps[i]
+            return ([self.packets[-1]], self.stamps[-1]) if ends else ([], None)
+        j = bisect_left(self.starts, offset + length)
+        if j <= i:
+            return ([self.packets[i - 1]], self.stamps[i - 1]) if i else ([], None)
+        packets = self.packets[i:j]
+        return packets, self.stamps[j - 1]
+
+    def forget_before(self, offset: int) -> None:
+        """Drops entries that end before `offset` (bounded memory on long streams)."""
+        i = bisect_right(self.ends, offset)
+        if i > 1024:
+            del self.starts[:i], self.ends[:i], self.packets[:i], self.stamps[:i]
+
+
+class _Conn:
+    """One connection's dissection state."""
+
+    def __init__(self, info: ConnectionInfo) -> None:
+        self.info = info
+        self.dissector: ConnectionDissector | None = None
+        self.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
+        self.sniff = {"c2s": bytearray(), "s2c": bytearray()}
+        self.held: list[tuple[str, Any]] = []  # stream events held while undecided
+        self.confirmed_mid_stream = False
+
+
+def looks_like_zmtp(first: bytes) -> str | None:
+    """'sig' when bytes start with a ZMTP 2.0/3.x signature, 'v1' for a 1.0 identity frame, else None."""
+    if not first:
+        return None
+    if first[0] == 0xFF:
+        if len(first) < 10:
+            return "?"
+        return "sig" if (first[9] & 1 and first[9] == 0x7F) or (first[9] & 1 and len(first) >= 11
+                                                                and first[10] in (1, 2, 3)) else (
+            "v1" if not first[9] & 1 else None)
+    if len(first) < 2:
+        return "?"
+    return "v1" if first[0] >= 1 and first[1] == 0 else None
+
+
+class CaptureDissector:
+    """Turns reassembled TCP stream events into ZMTP event dicts (the DESIGN.md contract)."""
+
+    def __init__(self, *, with_fields: bool = True, max_body: int | None = None) -> None:
+        self.with_fields = with_fields
+        self.max_body = max_body
+        self.connections: dict[str, _Conn] = {}
+
+    @property
+    def infos(self) -> list[ConnectionInfo]:
+        """Every TCP connection seen so far."""
+        return [c.info for c in self.connections.values()]
+
+    def feed(self, event: Any) -> list[dict[str, Any]]:
+        """Handles one stream event; returns the ZMTP events it completed."""
+        if isinstance(event, StreamData):
+            conn = self.connections[event.conn]
+            conn.info.last_ts = event.ts
+            conn.maps[event.dir].add(event.offset, len(event.data), event.packet, event.ts)
+            if conn.info.zmtp is None:
+                return self._undecided(conn, event)
+            if conn.info.zmtp:
+                return self._emit(conn, event.dir, conn.dissector.receive_data(event.dir, event.data))
+            return []
+        if isinstance(event, StreamOpened):
+            info = ConnectionInfo(event.conn, event.client, event.server, event.syn_seen, event.ts, event.ts)
+            self.connections[event.conn] = _Conn(info)
+            return []
+        if isinstance(event, StreamGap):
+            conn = self.connections[event.conn]
+            conn.maps[event.dir].add(event.offset, 0, event.packet, event.ts)
+            if conn.info.zmtp is None:
+                conn.held.append(("gap", event))
+                if not conn.info.syn_seen:
+                    return []
+                return self._decide(conn, False) if not any(conn.sniff.values()) else []
+            if conn.info.zmtp:
+                return self._emit(conn, event.dir, conn.dissector.gap(event.dir, event.length))
+            return []
+        if isinstance(event, StreamClosed):
+            conn = self.connections[event.conn]
+            conn.info.last_ts = max(conn.info.last_ts, event.ts)
+            out: list[dict[str, Any]] = []
+            if conn.info.zmtp is None:
+                out.extend(self._decide(conn, self._verdict(conn, final=True)))
+            if conn.info.zmtp and conn.dissector is not None:
+                events = conn.dissector.close()
+                if conn.info.syn_seen or conn.confirmed_mid_stream:
+                    out.extend(self._emit(conn, None, events))
+            return out
+        return []
+
+    # ---- deciding whether a connection is ZMTP
+
+    def _verdict(self, conn: _Conn, *, final: bool = False) -> bool | None:
+        if not conn.info.syn_seen:
+            return True  # a mid-stream dissector decides by itself (see _emit)
+        kinds = [looks_like_zmtp(bytes(conn.sniff[d])) for d in ("c2s", "s2c")]
+        if "sig" in kinds:
+            return True
+        if all(k == "v1" for k in kinds):
+            return True
+        if kinds.count("v1") == 1 and None not in kinds and not final:
+            return None  # a 1.0 peer's partner may not have spoken yet
+        if None in kinds and any(conn.sniff[d] for d in ("c2s", "s2c")):
+            if any(k == "v1" for k in kinds) or "?" in kinds:
+                return None if not final else False
+            return False
+        return None if not final else ("v1" in kinds and kinds.count(None) == 0)
+
+    def _undecided(self, conn: _Conn, event: StreamData) -> list[dict[str, Any]]:
+        sniff = conn.sniff[event.dir]
+        if len(sniff) < SNIFF_BYTES:
+            sniff += event.data[: SNIFF_BYTES - len(sniff)]
+        conn.held.append(("data", event))
+        verdict = self._verdict(conn)
+        if verdict is None:
+            return []
+        return self._decide(conn, verdict)
+
+    def _decide(self, conn: _Conn, verdict: bool) -> list[dict[str, Any]]:
+        conn.info.zmtp = verdict
+        held, conn.held = conn.held, []
+        if not verdict:
+            conn.sniff = {}
+            return []
+        conn.dissector = ConnectionDissector(mid_stream=not conn.info.syn_seen)
+        out: list[dict[str, Any]] = []
+        for what, ev in held:
+            if what == "data":
+                out.extend(self._emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data)))
+            else:
+                out.extend(self._emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length)))
+        return out
+
+    # ---- output
+
+    def _emit(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]]) -> list[dict]:
+        if not events:
+            return []
+        if not conn.info.syn_seen and not conn.confirmed_mid_stream:
+            # Mid-stream: only a decoded element (not a note or a gap) shows this is ZMTP.
+            if not any(e.kind in ("frame", "command", "message") for _, e in events):
+                conn.held_mid = getattr(conn, "held_mid", []) + events  # type: ignore[attr-defined]
+                return []
+            conn.confirmed_mid_stream = True
+            events = [*getattr(conn, "held_mid", []), *events]
+            conn.held_mid = []  # type: ignore[attr-defined]
+        out = []
+        cid = conn.info.conn
+        with_fields, max_body = self.with_fields, self.max_body
+        for d, event in events:
+            item = event.to_dict(with_fields=with_fields, max_body=max_body)
+            packets, ts = conn.maps[d].lookup(event.offset, event.length)
+            item["conn"] = cid
+            item["dir"] = d
+            item["packets"] = packets
+            item["ts"] = ts if ts is not None else conn.info.last_ts
+            out.append(item)
+        if direction is not None and conn.dissector is not None:
+            decoder = conn.dissector.decoders[direction]
+            floor = decoder.pending_start
+            conn.maps[direction].forget_before(decoder.offset if floor is None else floor)
+        return out
+
+
+@dataclass
+class DissectResult:
+    """Where a dissection stopped, when the capture was damaged."""
+
+    error: str | None = None
+    connections: list[ConnectionInfo] = field(default_factory=list)
+
+
+def dissect_capture(source: str | bytes | BinaryIO, *, with_fields: bool = True, max_body: int | None = None,
+                    result: DissectResult | None = None) -> Iterator[dict[str, Any]]:
+    """Yields the ZMTP events of a capture file, in capture order.
+
+    Raises `CaptureFormatError` at once for a file that is not a capture. A capture that
+    is cut short yields what could be read; the error is then put in `result.error`
+    (when a `result` is given) or raised as `TruncatedCaptureError` after the last event.
+    """
+    packets = read_tcp_packets(source)
+    yield from _dissect_packets(packets, with_fields=with_fields, max_body=max_body, result=result)
+
+
+def _dissect_packets(packets: Iterable, *, with_fields: bool, max_body: int | None,
+                     result: DissectResult | None) -> Iterator[dict[str, Any]]:
+    reassembler = TcpReassembler()
+    dissector = CaptureDissector(with_fields=with_fields, max_body=max_body)
+    feed = dissector.feed
+    error: CaptureFormatError | None = None
+    try:
+        for packet in packets:
+            for stream_event in reassembler.feed(packet):
+                yield from feed(stream_event)
+    except TruncatedCaptureError as exc:
+        error = exc
+    for stream_event in reassembler.finish():
+        yield from feed(stream_event)
+    if result is not None:
+        result.connections = dissector.infos
+        result.error = str(error) if error else None
+    elif error is not None:
+        raise error

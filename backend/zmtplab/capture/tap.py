@@ -1,0 +1,129 @@
+"""A tap proxy: forwards TCP connections to a real endpoint and dissects both directions as they pass.
+
+Needs no capture privileges: the bytes are the proxy's own. Every accepted connection
+gets a connection id ("0", "1", ...); `c2s` is what the connecting client sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.dissector import ConnectionDissector
+
+log = logging.getLogger(__name__)
+EventSink = Callable[[dict[str, Any]], None]
+READ_SIZE = 65536
+
+
+def parse_endpoint(text: str, *, default_host: str = "127.0.0.1") -> tuple[str, int]:
+    """(host, port) from `tcp://host:port`, `host:port` or `port`; raises ValueError when malformed."""
+    value = text.removeprefix("tcp://")
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = default_host, value
+    host = host.strip("[]") or default_host
+    if host == "*":
+        host = "0.0.0.0"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"not a TCP endpoint: {text!r} (want host:port)")
+    return host, int(port)
+
+
+class TapProxy:
+    """Listens on `listen`, forwards each connection to `target`, and reports ZMTP events to `sink`."""
+
+    def __init__(self, listen: tuple[str, int], target: tuple[str, int], sink: EventSink,
+                 *, with_fields: bool = True, connect_timeout: float = 5.0) -> None:
+        self.listen = listen
+        self.target = target
+        self.sink = sink
+        self.with_fields = with_fields
+        self.connect_timeout = connect_timeout
+        self._ids = itertools.count()
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        """Starts listening (the bound port is in `self.port`)."""
+        self._server = await asyncio.start_server(self._accept, *self.listen)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stops listening and closes every forwarded connection."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def serve_forever(self) -> None:
+        """Runs until cancelled."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        conn = str(next(self._ids))
+        dissector = ConnectionDissector()
+        client = writer.get_extra_info("peername")
+        try:
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*self.target),
+                                                          self.connect_timeout)
+        except (TimeoutError, OSError) as exc:
+            log.warning("tap %s: cannot reach %s:%s: %s", conn, *self.target, exc)
+            self._report(conn, "c2s", [], note=f"target {self.target[0]}:{self.target[1]} unreachable: {exc}")
+            writer.close()
+            self._tasks.discard(task)  # type: ignore[arg-type]
+            return
+        log.info("tap %s: %s -> %s:%s", conn, client, *self.target)
+        try:
+            await asyncio.gather(
+                self._pump(conn, "c2s", reader, up_writer, dissector),
+                self._pump(conn, "s2c", up_reader, writer, dissector),
+            )
+        finally:
+            self._report(conn, None, dissector.close())
+            for w in (writer, up_writer):
+                w.close()
+            self._tasks.discard(task)  # type: ignore[arg-type]
+
+    async def _pump(self, conn: str, direction: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    dissector: ConnectionDissector) -> None:
+        try:
+            while data := await reader.read(READ_SIZE):
+                writer.write(data)
+                self._report(conn, direction, dissector.receive_data(direction, data))
+                await writer.drain()
+        except (ConnectionError, OSError) as exc:
+            log.info("tap %s %s: %s", conn, direction, exc)
+        finally:
+            # Half-close so the other side sees the end of this direction, as TCP would.
+            with contextlib.suppress(OSError, RuntimeError):
+                if writer.can_write_eof():
+                    writer.write_eof()
+
+    def _report(self, conn: str, direction: str | None, events: list, *, note: str | None = None) -> None:
+        now = time.time()
+        if note is not None:
+            self.sink({"conn": conn, "dir": direction or "c2s", "offset": 0, "length": 0, "kind": "expert",
+                       "severity": "error", "text": note, "ts": now, **({"fields": []} if self.with_fields else {})})
+        for d, event in events:
+            item = event.to_dict(with_fields=self.with_fields)
+            item["conn"] = conn
+            item["dir"] = d
+            item["ts"] = now
+            self.sink(item)

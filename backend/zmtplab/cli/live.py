@@ -1,0 +1,53 @@
+"""`zmtplab live IFACE PORT`: capture ZMTP on an interface (through pyshark) and print its events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from ..capture.live import LiveCapture, list_interfaces
+from .output import write_jsonl, write_line
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the `live` subcommand."""
+    p = sub.add_parser("live", help="capture and dissect ZMTP on a network interface",
+                       description="Capture `tcp port PORT` on IFACE with tshark (through pyshark) and print the "
+                                   "ZMTP events as traffic arrives. Needs capture privileges (root or NET_RAW).")
+    p.add_argument("interface", help=f"one of: {', '.join(list_interfaces())}")
+    p.add_argument("port", type=int, help="the TCP port to capture")
+    p.add_argument("--jsonl", action="store_true", help="print JSON lines (the event contract)")
+    p.add_argument("--no-fields", action="store_true", help="leave out the fields of each event")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop after S seconds")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Captures until interrupted (or --timeout) and prints events."""
+    write = write_jsonl if args.jsonl else write_line
+    lock = threading.Lock()
+
+    def sink(event: dict) -> None:
+        with lock:
+            write(sys.stdout, event)
+            sys.stdout.flush()
+
+    try:
+        capture = LiveCapture(args.interface, args.port, sink, with_fields=not args.no_fields)
+    except ValueError as exc:
+        print(f"zmtplab live: {exc}", file=sys.stderr)
+        return 2
+    capture.start()
+    print(f"zmtplab live: capturing tcp port {args.port} on {args.interface}", file=sys.stderr)
+    stop = threading.Event()
+    try:
+        stop.wait(args.timeout)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        capture.stop()
+    if capture.error:
+        print(f"zmtplab live: {capture.error}", file=sys.stderr)
+        return 1
+    return 0
