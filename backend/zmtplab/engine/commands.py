@@ -104,6 +104,8 @@ def decode_command(body: bytes, offset: int, mechanism: str | None) -> DecodedCo
         out.problems.append(("error", "command frame has an empty body: no command name", "command-name",
                              offset, 0))
         return out
+    if body.startswith(LIBZMQ_PLAIN_ERROR):
+        return _libzmq_plain_error(body, offset)
     name_size = body[0]
     raw_name = body[1:1 + name_size]
     name = raw_name.decode("ascii", "replace")
@@ -132,6 +134,23 @@ def decode_command(body: bytes, offset: int, mechanism: str | None) -> DecodedCo
             out.details["group"] = text_or_hex(data)
         return out
     decoder(out, data, start)
+    return out
+
+
+# libzmq 4.3's PLAIN mechanism writes its ERROR name as the C string "\x05ERROR", where the
+# hex escape swallows the E: the wire gets name-size 0x5e followed by "RROR".
+LIBZMQ_PLAIN_ERROR = b"\x5eRROR"
+
+
+def _libzmq_plain_error(body: bytes, offset: int) -> DecodedCommand:
+    out = DecodedCommand("ERROR")
+    out.fields.append(Field("name-size", offset, 1, body[0], "command-name",
+                            "0x5e where 5 belongs: libzmq's PLAIN ERROR bug (its \\x05E escape eats the E)."))
+    out.fields.append(Field("command-name", offset + 1, 4, "RROR", "command-name",
+                            "What is left of ERROR after libzmq's escape bug."))
+    out.problems.append(("warn", "malformed ERROR name (0x5e 'RROR'): libzmq 4.3's PLAIN bug; read as ERROR",
+                         "command-name", offset, 5))
+    _error(out, body[5:], offset + 5)
     return out
 
 
