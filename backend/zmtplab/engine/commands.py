@@ -236,7 +236,6 @@ def _error(out: DecodedCommand, data: bytes, start: int) -> None:
     if len(reason) < size:
         out.problems.append(("error", "ERROR reason cut short", "error-reason", start, len(data)))
     out.details["reason"] = reason.decode("utf-8", "replace")
-    out.problems.append(("error", f"ERROR received: {out.details['reason']!r}", "error", start - 6, 0))
 
 
 def _ping(out: DecodedCommand, data: bytes, start: int) -> None:

@@ -119,9 +119,14 @@ class ConnectionDissector:
             if mech == "NULL" and any(servers):
                 out.append((direction, _expert(greeting, "warn", "as-server must be 0 with the NULL mechanism",
                                                "as-server", offset=greeting.offset + 32, length=1)))
-            elif mech in ("PLAIN", "CURVE") and servers.count(True) != 1:
-                out.append((direction, _expert(greeting, "error",
-                                               f"{mech} needs exactly one side with as-server=1", "as-server",
+            elif mech in ("PLAIN", "CURVE") and all(servers):
+                out.append((direction, _expert(greeting, "error", f"both sides claim to be the {mech} server",
+                                               "as-server", offset=greeting.offset + 32, length=1)))
+            elif mech in ("PLAIN", "CURVE") and not any(servers):
+                # libzmq 4.3 leaves as-server at 0 on both sides; the roles show in HELLO/WELCOME.
+                out.append((direction, _expert(greeting, "note",
+                                               f"as-server is 0 on both sides of a {mech} connection (as libzmq "
+                                               "sends it); roles follow from who sends HELLO", "as-server",
                                                offset=greeting.offset + 32, length=1)))
         self._check_pair(direction, out)
 
