@@ -4,6 +4,7 @@ It imports nothing else of ZMTP Lab and touches no socket, event loop or clock.
 """
 
 from .connection import Connection
+from .curve import CurveClient, CurveServer, generate_keypair, z85_decode, z85_encode
 from .decoder import StreamDecoder
 from .dissector import ConnectionDissector
 from .errors import LocalProtocolError, ProtocolError, RemoteProtocolError
@@ -27,8 +28,9 @@ from .events import (
 from .mechanisms import Mechanism, NullMechanism, PlainClient, PlainServer
 
 __all__ = [
-    "Command", "Connection", "ConnectionClosed", "ConnectionDissector", "Event", "Expert", "Field", "Frame", "Gap",
-    "Greeting", "HandshakeComplete", "LocalProtocolError", "Mechanism", "Message", "MessageReceived",
-    "NullMechanism", "PingReceived", "PlainClient", "PlainServer", "PongReceived", "ProtocolError",
-    "RemoteProtocolError", "StreamDecoder", "SubscriptionChanged", "WireEvent",
+    "Command", "Connection", "ConnectionClosed", "ConnectionDissector", "CurveClient", "CurveServer", "Event",
+    "Expert", "Field", "Frame", "Gap", "Greeting", "HandshakeComplete", "LocalProtocolError", "Mechanism",
+    "Message", "MessageReceived", "NullMechanism", "PingReceived", "PlainClient", "PlainServer", "PongReceived",
+    "ProtocolError", "RemoteProtocolError", "StreamDecoder", "SubscriptionChanged", "WireEvent",
+    "generate_keypair", "z85_decode", "z85_encode",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 
 from .commands import cancel_body, error_body, ping_body, pong_body, subscribe_body
-from .constants import FLAG_COMMAND, IDENTITY_AWARE, MAX_PING_CONTEXT, SOCKET_TYPES, VALID_PEERS
+from .constants import IDENTITY_AWARE, MAX_PING_CONTEXT, SOCKET_TYPES, VALID_PEERS
 from .decoder import FAMILY_V1, FAMILY_V2, FAMILY_V3, StreamDecoder
 from .errors import LocalProtocolError, RemoteProtocolError
 from .events import (
@@ -30,7 +30,7 @@ from .events import (
 )
 from .framing import encode_frame, encode_message
 from .greeting import encode_v1_identity, encode_v2_tail, greeting_rest, signature
-from .mechanisms import Mechanism, NullMechanism
+from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, NullMechanism
 
 VERSIONS = ("3.1", "3.0", "2.0", "1.0")
 GREETING, HANDSHAKE, READY, CLOSED = "greeting", "handshake", "ready", "closed"
@@ -65,7 +65,7 @@ class Connection:
             raise LocalProtocolError(f"ZMTP {version} has no security mechanisms; only NULL")
         self.identity = identity
         self.own_version = version
-        self.strategy = strategy if version.startswith("3") else "full"
+        self.strategy = strategy if version != "1.0" else "full"
         self.extra_properties = dict(properties or {})
         self.state = GREETING
         self.version: str | None = None  # negotiated
@@ -93,15 +93,15 @@ class Connection:
         if self.own_version == "1.0":
             self._out += encode_v1_identity(self.identity)
             self._greeting_stage = 3
-        elif self.own_version == "2.0":
-            self._out += signature(len(self.identity)) + b"\x01" + encode_v2_tail(self.socket_type, self.identity)
-            self._greeting_stage = 3
         elif self.strategy == "full":
-            self._out += signature() + b"\x03" + self._greeting_rest()
+            if self.own_version == "2.0":
+                self._out += signature() + b"\x01" + encode_v2_tail(self.socket_type, self.identity)
+            else:
+                self._out += signature() + b"\x03" + self._greeting_rest()
             self._greeting_stage = 3
         else:
             # libzmq's way: a pseudo-signature whose padding is identity length + 1, so that a
-            # 1.0 peer reads it as the header of our identity frame.
+            # 1.0 peer reads it as the header of our identity frame (15/ZMTP and 23/ZMTP).
             self._out += signature(len(self.identity))
             self._greeting_stage = 1
         return self.data_to_send()
@@ -241,6 +241,10 @@ class Connection:
                 # The peer is 1.0: our 10 octets were the header of an identity frame; send its body.
                 self._out += self.identity
                 self._greeting_stage = 3
+            elif received >= 10 and self.own_version == "2.0":
+                # 15/ZMTP: the peer is 2.0 or later; send our revision, socket type and identity.
+                self._out += b"\x01" + encode_v2_tail(self.socket_type, self.identity)
+                self._greeting_stage = 3
             elif received >= 10:
                 self._out += b"\x03"
                 self._greeting_stage = 2
@@ -253,7 +257,7 @@ class Connection:
                     return
                 self._out += encode_v2_tail(self.socket_type, self.identity)
             self._greeting_stage = 3
-        if family is not None and family != FAMILY_V3 and self.own_version.startswith("3"):
+        if family not in (None, FAMILY_V3, self._own_family) and self._own_family != FAMILY_V1:
             if self.strategy == "full":
                 self._fail(f"peer speaks ZMTP {family}; a full-greeting peer cannot downgrade", send_error=False)
             elif self.mechanism.name != "NULL":
@@ -292,9 +296,10 @@ class Connection:
             self._fail(f"mechanism mismatch: we use {self.mechanism.name}, peer announced {greeting.mechanism}",
                        send_error=False)
             return
-        if self.mechanism.name != "NULL" and greeting.as_server == self.mechanism.as_server:
-            role = "server" if self.mechanism.as_server else "client"
-            self._fail(f"both peers are {role}s of {self.mechanism.name}")
+        # libzmq 4.3 sends as-server 0 even from a PLAIN or CURVE server, so a client cannot insist on
+        # seeing 1; only two peers that both claim the server role are refused.
+        if self.mechanism.name != "NULL" and greeting.as_server and self.mechanism.as_server:
+            self._fail(f"both peers are servers of {self.mechanism.name}")
             return
         step = self.mechanism.start(self._metadata())
         self._apply(step)
@@ -316,12 +321,12 @@ class Connection:
         elif name == "ERROR":
             self._close(f"peer sent ERROR: {command.details.get('reason', '')}", error=True)
         elif name == "MESSAGE" and self.mechanism.name == "CURVE":
-            more, body = self.mechanism.decode_message_command(command)
-            if more & FLAG_COMMAND:
+            flags, body = self.mechanism.decode_message_command(command)
+            if flags & MESSAGE_FLAG_COMMAND:
                 self._on_command_inside(body)
                 return
             self._incoming_frames.append(body)
-            if not more:
+            if not flags & MESSAGE_FLAG_MORE:
                 frames, self._incoming_frames = tuple(self._incoming_frames), []
                 self._deliver(frames)
         # Other commands (JOIN, LEAVE, unknown) are ignored, as libzmq ignores them.
@@ -338,6 +343,13 @@ class Connection:
         if self.state != READY:
             raise RemoteProtocolError("message before the handshake completed", offset=message.offset,
                                       rule="traffic")
+        if self.mechanism.name == "CURVE":
+            # libzmq sends each CURVE MESSAGE as a data frame (COMMAND clear): open every one as a MESSAGE.
+            for part in message.parts:
+                self._on_command(Command(part.offset, part.length, name="MESSAGE", raw=part.header + part.body))
+                if self.state != READY:
+                    return
+            return
         self._deliver(tuple(message.frames))
 
     def _deliver(self, frames: tuple[bytes, ...]) -> None:

@@ -107,6 +107,14 @@ class StreamDecoder:
             raise RemoteProtocolError("bytes missing from the stream", offset=self.received, rule="gap")
         start = self.received
         self._events.append(Gap(start, length))
+        if self._discard and length <= self._discard:
+            # Another gap inside the body already being skipped (the buffer is empty meanwhile).
+            self._discard -= length
+            self._base += length
+            self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
+                         "message-body")
+            self._finish_truncated_frame()
+            return
         frame_start = self._frame_in_progress()
         if frame_start is not None:
             header, flags, size = frame_start
@@ -119,6 +127,7 @@ class StreamDecoder:
                 self._truncated_frame = (offset, header, prefix, flags)
                 self._discard = remaining - length
                 self._consume_all()
+                self._base += length
                 self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
                              "message-body")
                 self._finish_truncated_frame()
@@ -170,6 +179,8 @@ class StreamDecoder:
             self._expert(self._pending[0].offset, 0, "warn",
                          f"a {len(self._pending)}-frame partial message was lost with the gap", "message")
             self._pending = []
+        self._discard = 0
+        self._truncated_frame = None
         self._expert(offset, 0, severity, text, "frame")
         self._state = _LOST
         self._candidates = []
@@ -416,7 +427,7 @@ class StreamDecoder:
             if max_size is not None and size > max_size:
                 self._pos = pos
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
-                                          offset=base + pos, rule="long-size")
+                                          offset=base + pos, rule="long-size" if hlen == 9 else "short-size")
             end = pos + hlen + size
             if end > n:
                 break
@@ -425,7 +436,8 @@ class StreamDecoder:
             self._pos = end
             if flags & reserved:
                 self._problem(base + pos, 1, "warn", f"reserved flag bits set: 0x{flags & reserved:02x}", "flags")
-            if framing == "3" and flags & FLAG_COMMAND:
+            # libzmq sends CURVE's MESSAGE as a data frame (COMMAND clear): it is still a MESSAGE command.
+            if framing == "3" and (flags & FLAG_COMMAND or (self.mechanism == "CURVE" and body[:8] == b"\x07MESSAGE")):
                 self._command(base + pos, end - pos, flags, header, body)
             else:
                 if hlen == 9 and size <= 255:
@@ -503,10 +515,11 @@ class StreamDecoder:
                                      offset, 9))
         self._events.append(Command(offset, length, name=decoded.name, raw=header + body, details=decoded.details,
                                     field_list=tuple(fields), metadata=decoded.metadata))
+        if decoded.name == "ERROR":
+            # An ERROR is a fact of the stream, not a decoding problem: never raise for it here.
+            self._expert(offset, length, "error", f"ERROR received: {decoded.details.get('reason', '')!r}", "error")
         for severity, text, rule, at, size in decoded.problems:
-            if rule == "error":  # an ERROR command is a fact of the stream, not a decoding problem
-                self._expert(at, size, severity, text, rule)
-            elif severity == "error" or (self.strict and severity == "warn"):
+            if severity == "error" or (self.strict and severity == "warn"):
                 self._problem(at, size, severity, text, rule)
             else:
                 self._expert(at, size, severity, text, rule)

@@ -146,10 +146,12 @@ class ConnectionDissector:
                     self.identities[direction] = raw["identity"]
             self.ready[direction] = True
             self._check_pair(direction, out)
-        elif name == "INITIATE" and mech == "PLAIN":
+        elif name == "INITIATE" and mech in ("PLAIN", "CURVE"):
             props = {k.lower(): v for k, v in command.properties.items()}
             if "socket-type" in props:
                 self.socket_types[direction] = props["socket-type"].upper()
+            # The client's metadata travels in INITIATE (it sends no READY): its side is done.
+            self.ready[direction] = True
         elif name == "ERROR":
             self.errors[direction] = command.details.get("reason", "")
         elif name == "PING":
@@ -202,10 +204,15 @@ class ConnectionDissector:
         if sender not in ("SUB", "XSUB") or greeting is None or len(message.parts) != 1:
             return
         body = message.parts[0].body
-        if body[:1] in (b"\x00", b"\x01") and greeting.version in ("3.0", "2.0", "1.0"):
+        # The connection speaks the lower of the two versions: a 3.1 SUB talking to a 3.0 PUB prefixes too.
+        version = greeting.version
+        other = self.greetings.get(OTHER[direction])
+        if other is not None:
+            version = min(version, other.version, key=lambda v: tuple(int(x) for x in v.split(".")))
+        if body[:1] in (b"\x00", b"\x01") and version in ("3.0", "2.0", "1.0"):
             what = "subscribe" if body[0] == 1 else "cancel"
             out.append((direction, _expert(message, "note", f"{what} {text_or_hex(body[1:])!r} as a prefixed "
-                                                            f"message ({greeting.version} style)", "subscribe")))
+                                                            f"message ({version} style)", "subscribe")))
 
 
 def _expert(event: WireEvent, severity: str, text: str, rule: str, *, offset: int | None = None,

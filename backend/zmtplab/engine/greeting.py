@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .constants import SOCKET_TYPE_CODES_V2, SOCKET_TYPE_NAMES_V2
+from .constants import MECHANISMS, SOCKET_TYPE_CODES_V2, SOCKET_TYPE_NAMES_V2
 from .fields import Field, text_or_hex
 from .framing import U64, encode_frame
 
@@ -133,6 +133,9 @@ def v3_problems(raw: bytes) -> list[tuple[str, str, str, int, int]]:
     if not name or any(c not in MECHANISM_CHARS for c in name) or b"\0" in name:
         problems.append(("error", f"mechanism {mech!r} is not a null-padded name of A-Z, 0-9, -_.+",
                          "mechanism", 12, 20))
+    elif name.decode("ascii") not in MECHANISMS:
+        problems.append(("note", f"unknown mechanism {name.decode('ascii')}: its handshake commands are shown "
+                                 "without mechanism-specific decoding", "mechanism", 12, 20))
     if raw[32] not in (0, 1):
         problems.append(("warn", f"as-server is {raw[32]}, not 0 or 1", "as-server", 32, 1))
     if any(raw[33:64]):

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from .commands import error_body, initiate_body, plain_hello_body, plain_welcome_body, ready_body
 from .events import Command
 
+# The flags octet inside a CURVE MESSAGE box, as libzmq 4.3 encodes it: bit 0 MORE, bit 1 COMMAND
+# (a command such as PING or SUBSCRIBE sent after the handshake). 26/CurveZMQ reserves bits 7-1.
+MESSAGE_FLAG_MORE = 0x01
+MESSAGE_FLAG_COMMAND = 0x02
+
 
 @dataclass
 class Step:
@@ -44,8 +49,9 @@ class Mechanism:
         """Wire bytes for a message when the mechanism encrypts traffic; None for clear-text framing."""
         return None
 
-    def decode_message_command(self, command: Command) -> tuple[bool, bytes]:
-        """(more, body) of a traffic command that carries a message frame (CURVE MESSAGE)."""
+    def decode_message_command(self, command: Command) -> tuple[int, bytes]:
+        """(flags, body) of a traffic command that carries a message frame (CURVE MESSAGE): see
+        MESSAGE_FLAG_MORE and MESSAGE_FLAG_COMMAND."""
         raise NotImplementedError
 
 

@@ -1,0 +1,428 @@
+"""CURVE (25/ZMTP-CURVE, 26/CurveZMQ) with real cryptography through PyNaCl, interoperable with libzmq 4.3.
+
+The client sends HELLO, opens WELCOME, sends INITIATE (its long-term key, the vouch and its
+metadata) and is done on READY. The server answers HELLO with WELCOME and keeps nothing of the
+client but what the cookie carries (C' and s', sealed with a cookie key only this server object
+knows); INITIATE brings everything back, and READY finishes. Afterwards every message frame and
+every command (PING, PONG, SUBSCRIBE, CANCEL) travels in a MESSAGE box.
+
+What libzmq 4.3.5 does that the specifications do not say (checked on the wire):
+
+- MESSAGE goes in an ordinary *data* frame: flags 0x00 (0x02 when long), never COMMAND, never
+  MORE. The MORE of the application frame is inside the box.
+- The flags octet inside the box uses bit 0 for MORE and bit 1 for COMMAND (a command such as
+  PING or SUBSCRIBE carried in the box); 26/CurveZMQ says bits 7-1 are reserved.
+- Short nonces start at 1 in both directions: the client's HELLO is 1, INITIATE 2, its first
+  MESSAGE 3; the server's READY is 1, its first MESSAGE 2. A receiver accepts any nonce greater
+  than the last one (gaps are allowed), not only the next integer.
+- The cookie box is a `crypto_secretbox` under a random 32-octet cookie key.
+- HELLO padding is 72 octets (the grammar; the prose says 70), HELLO must be 200 octets and
+  WELCOME 168. A server that cannot open HELLO closes silently; a ZAP refusal after INITIATE is
+  an ERROR whose reason is the 3-digit status code ("400").
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from nacl.bindings import (
+    crypto_box,
+    crypto_box_afternm,
+    crypto_box_beforenm,
+    crypto_box_keypair,
+    crypto_box_open,
+    crypto_box_open_afternm,
+    crypto_scalarmult_base,
+    crypto_secretbox,
+    crypto_secretbox_open,
+)
+from nacl.exceptions import CryptoError
+from nacl.utils import random as random_bytes
+
+from .commands import encode_metadata
+from .errors import LocalProtocolError, RemoteProtocolError
+from .events import Command
+from .framing import encode_frame
+from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
+
+__all__ = [
+    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "generate_keypair", "z85_decode",
+    "z85_encode",
+]
+
+KEY_SIZE = 32
+MAC_SIZE = 16
+MAX_NONCE = (1 << 64) - 1
+U64 = struct.Struct(">Q")
+U32 = struct.Struct(">I")
+
+HELLO_PREFIX = b"CurveZMQHELLO---"
+WELCOME_PREFIX = b"WELCOME-"
+COOKIE_PREFIX = b"COOKIE--"
+INITIATE_PREFIX = b"CurveZMQINITIATE"
+VOUCH_PREFIX = b"VOUCH---"
+READY_PREFIX = b"CurveZMQREADY---"
+MESSAGE_C_PREFIX = b"CurveZMQMESSAGEC"
+MESSAGE_S_PREFIX = b"CurveZMQMESSAGES"
+
+HELLO_NAME = b"\x05HELLO"
+WELCOME_NAME = b"\x07WELCOME"
+INITIATE_NAME = b"\x08INITIATE"
+READY_NAME = b"\x05READY"
+MESSAGE_NAME = b"\x07MESSAGE"
+
+HELLO_SIZE = 200
+WELCOME_SIZE = 168
+INITIATE_MIN_SIZE = 257
+READY_MIN_SIZE = 30
+MESSAGE_MIN_SIZE = 8 + 8 + MAC_SIZE + 1  # name, short nonce, MAC, flags octet
+ZAP_REFUSED = "400"  # what libzmq's server sends when ZAP refuses the client: the status code alone
+
+# ---------------------------------------------------------------- Z85 (ZeroMQ RFC 32) and keys
+
+Z85_CHARS = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+_Z85_VALUES = {c: i for i, c in enumerate(Z85_CHARS)}
+
+
+def z85_encode(data: bytes) -> bytes:
+    """Z85 text of `data` (RFC 32): 5 characters per 4 octets; the length must be a multiple of 4."""
+    if len(data) % 4:
+        raise ValueError(f"Z85 encodes a multiple of 4 octets, not {len(data)}")
+    out = bytearray()
+    for (value,) in struct.iter_unpack(">I", data):
+        chunk = bytearray(5)
+        for i in range(4, -1, -1):
+            value, digit = divmod(value, 85)
+            chunk[i] = Z85_CHARS[digit]
+        out += chunk
+    return bytes(out)
+
+
+def z85_decode(text: bytes | str) -> bytes:
+    """The octets of Z85 `text` (RFC 32); the length must be a multiple of 5."""
+    if isinstance(text, str):
+        text = text.encode("ascii")
+    if len(text) % 5:
+        raise ValueError(f"Z85 text has a multiple of 5 characters, not {len(text)}")
+    out = bytearray()
+    for start in range(0, len(text), 5):
+        value = 0
+        for c in text[start:start + 5]:
+            digit = _Z85_VALUES.get(c)
+            if digit is None:
+                raise ValueError(f"{chr(c)!r} is not a Z85 character")
+            value = value * 85 + digit
+        if value > 0xFFFFFFFF:
+            raise ValueError(f"Z85 group {text[start:start + 5]!r} exceeds 32 bits")
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def generate_keypair() -> tuple[bytes, bytes]:
+    """A new long-term Curve25519 keypair as raw 32-octet (public, secret); `z85_encode` gives libzmq's text."""
+    public, secret = crypto_box_keypair()
+    return public, secret
+
+
+def _key(value: bytes | str, what: str) -> bytes:
+    """A key given as 32 raw octets or as 40 Z85 characters (bytes or str)."""
+    if isinstance(value, str):
+        value = value.encode("ascii")
+    if len(value) == 40:
+        value = z85_decode(value)
+    if len(value) != KEY_SIZE:
+        raise ValueError(f"{what} must be 32 octets (or 40 Z85 characters), not {len(value)}")
+    return bytes(value)
+
+
+def _body(command: Command) -> bytes:
+    """The command frame's body: `raw` less its 2- or 9-octet header."""
+    raw = command.raw
+    if not raw:
+        return b""
+    return raw[9:] if raw[0] & 0x02 else raw[2:]
+
+
+def _header_size(command: Command) -> int:
+    return 9 if command.raw and command.raw[0] & 0x02 else 2
+
+
+def parse_metadata(data: bytes) -> dict[str, bytes]:
+    """Metadata properties from a decrypted INITIATE/READY box; raises ValueError when malformed."""
+    props: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(data):
+        size = data[pos]
+        if size == 0:
+            raise ValueError("metadata property with a zero-sized name")
+        name = data[pos + 1:pos + 1 + size]
+        if len(name) < size or pos + 1 + size + 4 > len(data):
+            raise ValueError("metadata cut short")
+        value_size = U32.unpack_from(data, pos + 1 + size)[0]
+        start = pos + 1 + size + 4
+        if value_size > 0x7FFFFFFF or start + value_size > len(data):
+            raise ValueError(f"metadata property {name.decode('ascii', 'replace')} claims {value_size} octets")
+        props[name.decode("ascii", "replace")] = data[start:start + value_size]
+        pos = start + value_size
+    return props
+
+
+# ---------------------------------------------------------------- the mechanisms
+
+
+def _silent(reason: str) -> Step:
+    """A failure that closes the connection without ERROR (what libzmq does for a bad handshake command)."""
+    return Step(error=reason, reply_error=False)
+
+
+class _Curve(Mechanism):
+    """What client and server share: short nonces and MESSAGE boxes once the handshake is done."""
+
+    name = "CURVE"
+    _send_prefix = b""
+    _recv_prefix = b""
+
+    def __init__(self) -> None:
+        self._nonce = 1  # the next short nonce we send (libzmq starts at 1)
+        self._peer_nonce = 0  # the last short nonce the peer used; the next must be greater
+        self._precom: bytes | None = None  # crypto_box_beforenm of the two short-term keys
+
+    def _next_nonce(self) -> bytes:
+        if self._nonce > MAX_NONCE:
+            raise LocalProtocolError("CURVE short nonces are exhausted (2^64-1 commands sent)")
+        nonce = U64.pack(self._nonce)
+        self._nonce += 1
+        return nonce
+
+    # ---- traffic
+
+    def encode_message(self, frames: list[bytes] | tuple[bytes, ...]) -> bytes:
+        """One MESSAGE per frame; MORE goes in the flags octet inside the box."""
+        last = len(frames) - 1
+        return b"".join(self._box(MESSAGE_FLAG_MORE if i < last else 0, bytes(f)) for i, f in enumerate(frames))
+
+    def encode_command(self, body: bytes) -> bytes:
+        """A command sent after the handshake (PING, PONG, SUBSCRIBE, CANCEL) in a MESSAGE box, flags bit 1."""
+        return self._box(MESSAGE_FLAG_COMMAND, body)
+
+    def _box(self, flags: int, data: bytes) -> bytes:
+        if self._precom is None:
+            raise LocalProtocolError("CURVE cannot box traffic before the handshake completes")
+        nonce = self._next_nonce()
+        box = crypto_box_afternm(bytes((flags,)) + data, self._send_prefix + nonce, self._precom)
+        # libzmq sends MESSAGE as a data frame (COMMAND and MORE clear), and so do we.
+        return encode_frame(MESSAGE_NAME + nonce + box)
+
+    def decode_message_command(self, command: Command) -> tuple[int, bytes]:
+        """(flags, body) of a MESSAGE; raises `RemoteProtocolError` for a bad, replayed or forged one."""
+        body = _body(command)
+        at = command.offset + _header_size(command)
+        if not body.startswith(MESSAGE_NAME):
+            raise RemoteProtocolError("CURVE traffic that is not a MESSAGE command", offset=at, rule="message")
+        if len(body) < MESSAGE_MIN_SIZE:
+            raise RemoteProtocolError(f"CURVE MESSAGE of {len(body)} octets; at least {MESSAGE_MIN_SIZE}",
+                                      offset=at, rule="message-box")
+        if self._precom is None:
+            raise RemoteProtocolError("CURVE MESSAGE before the handshake completed", offset=at, rule="message")
+        nonce = body[8:16]
+        value = U64.unpack(nonce)[0]
+        if value <= self._peer_nonce:
+            raise RemoteProtocolError(f"CURVE MESSAGE short nonce {value} is not greater than the last one "
+                                      f"({self._peer_nonce}): a replayed or reordered MESSAGE", offset=at + 8,
+                                      rule="message-nonce")
+        try:
+            plain = crypto_box_open_afternm(body[16:], self._recv_prefix + nonce, self._precom)
+        except CryptoError:
+            raise RemoteProtocolError("CURVE MESSAGE box does not open: altered, forged or wrong keys",
+                                      offset=at + 16, rule="message-box") from None
+        self._peer_nonce = value
+        flags = plain[0]
+        if flags & ~(MESSAGE_FLAG_MORE | MESSAGE_FLAG_COMMAND):
+            raise RemoteProtocolError(f"reserved bits set in the MESSAGE payload flags: 0x{flags:02x}",
+                                      offset=at + 16, rule="payload-flags")
+        return flags, plain[1:]
+
+
+class CurveClient(_Curve):
+    """CURVE client: HELLO, INITIATE after WELCOME, done on READY. Needs the server's long-term public key.
+
+    A client never sends ERROR (26/CurveZMQ): every failure closes the connection silently.
+    """
+
+    as_server = False
+    _send_prefix = MESSAGE_C_PREFIX
+    _recv_prefix = MESSAGE_S_PREFIX
+
+    def __init__(self, server_public: bytes, public: bytes | None = None, secret: bytes | None = None) -> None:
+        super().__init__()
+        self.server_public = _key(server_public, "the server public key")
+        if secret is None:
+            if public is not None:
+                raise ValueError("a public key without its secret key")
+            public, secret = generate_keypair()
+        self.secret = _key(secret, "the client secret key")
+        self.public = crypto_scalarmult_base(self.secret)
+        if public is not None and _key(public, "the client public key") != self.public:
+            raise ValueError("the client public key does not belong to the secret key")
+        self._short_public, self._short_secret = crypto_box_keypair()
+        self._state = "hello"
+        self.server_short_public: bytes | None = None
+
+    def start(self, metadata: dict[str, bytes]) -> Step:
+        nonce = self._next_nonce()
+        signature = crypto_box(bytes(64), HELLO_PREFIX + nonce, self.server_public, self._short_secret)
+        self._state = "welcome"
+        return Step(send=[HELLO_NAME + b"\x01\x00" + bytes(72) + self._short_public + nonce + signature])
+
+    def on_command(self, command: Command, metadata: dict[str, bytes]) -> Step:
+        name = command.name
+        if name == "ERROR" and self._state in ("welcome", "ready"):
+            reason = command.details.get("reason", "")
+            if len(reason) == 3 and reason.isdigit():
+                return _silent(f"server refused the client (ZAP status {reason})")
+            return _silent(f"server refused: {reason}")
+        if self._state == "welcome" and name == "WELCOME":
+            return self._on_welcome(_body(command), metadata)
+        if self._state == "ready" and name == "READY":
+            return self._on_ready(_body(command))
+        return _silent(f"unexpected {name} command in CURVE client state {self._state}")
+
+    def _on_welcome(self, body: bytes, metadata: dict[str, bytes]) -> Step:
+        if len(body) != WELCOME_SIZE:
+            return _silent(f"malformed CURVE WELCOME: {len(body)} octets, not {WELCOME_SIZE}")
+        try:
+            plain = crypto_box_open(body[24:], WELCOME_PREFIX + body[8:24], self.server_public, self._short_secret)
+        except CryptoError:
+            return _silent("cannot open the CURVE WELCOME box: the server is not the one whose key we hold")
+        server_short, cookie = plain[:32], plain[32:128]
+        self.server_short_public = server_short
+        self._precom = crypto_box_beforenm(server_short, self._short_secret)
+        vouch_nonce = random_bytes(16)
+        vouch = crypto_box(self._short_public + self.server_public, VOUCH_PREFIX + vouch_nonce, server_short,
+                           self.secret)
+        nonce = self._next_nonce()
+        box = crypto_box_afternm(self.public + vouch_nonce + vouch + encode_metadata(metadata),
+                                 INITIATE_PREFIX + nonce, self._precom)
+        self._short_secret = b""  # the precomputed key is all the traffic needs
+        self._state = "ready"
+        return Step(send=[INITIATE_NAME + cookie + nonce + box])
+
+    def _on_ready(self, body: bytes) -> Step:
+        if len(body) < READY_MIN_SIZE:
+            return _silent(f"malformed CURVE READY: {len(body)} octets, at least {READY_MIN_SIZE}")
+        nonce = body[6:14]
+        assert self._precom is not None
+        try:
+            plain = crypto_box_open_afternm(body[14:], READY_PREFIX + nonce, self._precom)
+        except CryptoError:
+            return _silent("cannot open the CURVE READY box: altered or forged")
+        try:
+            properties = parse_metadata(plain)
+        except ValueError as exc:
+            return _silent(f"malformed CURVE READY metadata: {exc}")
+        self._peer_nonce = U64.unpack(nonce)[0]
+        self._state = "done"
+        return Step(done=True, peer_metadata=properties)
+
+
+class CurveServer(_Curve):
+    """CURVE server: WELCOME after HELLO, READY after INITIATE; `authenticate` maps the client's long-term
+    public key to a user id, or None to refuse it with ERROR (default: accept every client, user id = Z85 key)."""
+
+    as_server = True
+    _send_prefix = MESSAGE_S_PREFIX
+    _recv_prefix = MESSAGE_C_PREFIX
+
+    def __init__(self, public: bytes, secret: bytes,
+                 authenticate: Callable[[bytes], str | None] | None = None) -> None:
+        super().__init__()
+        self.secret = _key(secret, "the server secret key")
+        self.public = _key(public, "the server public key")
+        if crypto_scalarmult_base(self.secret) != self.public:
+            raise ValueError("the server public key does not belong to the secret key")
+        self.authenticate = authenticate or (lambda key: z85_encode(key).decode("ascii"))
+        self._cookie_key: bytes | None = random_bytes(32)
+        self._state = "hello"
+        self.client_public: bytes | None = None  # the client's long-term key, known after INITIATE
+        self.user_id: str | None = None
+
+    def start(self, metadata: dict[str, bytes]) -> Step:
+        return Step()
+
+    def on_command(self, command: Command, metadata: dict[str, bytes]) -> Step:
+        name = command.name
+        if name == "ERROR":
+            return _silent(f"client sent ERROR (26/CurveZMQ forbids it): {command.details.get('reason', '')}")
+        if self._state == "hello" and name == "HELLO":
+            return self._on_hello(_body(command))
+        if self._state == "initiate" and name == "INITIATE":
+            return self._on_initiate(_body(command), metadata)
+        return Step(error=f"unexpected {name} command in CURVE server state {self._state}")
+
+    def _on_hello(self, body: bytes) -> Step:
+        # libzmq closes without ERROR on a bad HELLO; so do we.
+        if len(body) != HELLO_SIZE:
+            return _silent(f"malformed CURVE HELLO: {len(body)} octets, not {HELLO_SIZE}")
+        if body[6:8] != b"\x01\x00":
+            return _silent(f"CURVE HELLO version {body[6]}.{body[7]}; this server speaks 1.0")
+        if any(body[8:80]):
+            return _silent("CURVE HELLO padding is not all zero")
+        client_short, nonce, signature = body[80:112], body[112:120], body[120:200]
+        try:
+            plain = crypto_box_open(signature, HELLO_PREFIX + nonce, client_short, self.secret)
+        except CryptoError:
+            return _silent("cannot open the CURVE HELLO signature box: the client holds another server key")
+        if plain != bytes(64):
+            return _silent("CURVE HELLO signature box does not hold 64 zero octets")
+        assert self._cookie_key is not None
+        short_public, short_secret = crypto_box_keypair()
+        cookie_nonce = random_bytes(16)
+        cookie = cookie_nonce + crypto_secretbox(client_short + short_secret, COOKIE_PREFIX + cookie_nonce,
+                                                 self._cookie_key)
+        welcome_nonce = random_bytes(16)
+        box = crypto_box(short_public + cookie, WELCOME_PREFIX + welcome_nonce, client_short, self.secret)
+        # From here on the server remembers nothing of this client: C' and s' live only in the cookie.
+        self._state = "initiate"
+        return Step(send=[WELCOME_NAME + welcome_nonce + box])
+
+    def _on_initiate(self, body: bytes, metadata: dict[str, bytes]) -> Step:
+        if len(body) < INITIATE_MIN_SIZE:
+            return _silent(f"malformed CURVE INITIATE: {len(body)} octets, at least {INITIATE_MIN_SIZE}")
+        if self._cookie_key is None:
+            return _silent("CURVE cookie key already discarded")
+        try:
+            cookie = crypto_secretbox_open(body[25:105], COOKIE_PREFIX + body[9:25], self._cookie_key)
+        except CryptoError:
+            return _silent("CURVE INITIATE cookie does not open: not one of this server's cookies")
+        client_short, short_secret = cookie[:32], cookie[32:64]
+        nonce = body[105:113]
+        precom = crypto_box_beforenm(client_short, short_secret)
+        try:
+            plain = crypto_box_open_afternm(body[113:], INITIATE_PREFIX + nonce, precom)
+        except CryptoError:
+            return _silent("cannot open the CURVE INITIATE box: altered or forged")
+        client_key, vouch_nonce, vouch_box = plain[:32], plain[32:48], plain[48:128]
+        try:
+            vouch = crypto_box_open(vouch_box, VOUCH_PREFIX + vouch_nonce, client_key, short_secret)
+        except CryptoError:
+            return _silent("CURVE vouch does not open: the client does not hold the secret of its key")
+        if vouch[:32] != client_short or vouch[32:64] != self.public:
+            return _silent("CURVE vouch does not name this connection's C' and this server's key")
+        try:
+            properties = parse_metadata(plain[128:])
+        except ValueError as exc:
+            return _silent(f"malformed CURVE INITIATE metadata: {exc}")
+        self._cookie_key = None  # 26/CurveZMQ: discard the cookie key once a valid INITIATE arrived
+        self.client_public = client_key
+        user_id = self.authenticate(client_key)
+        if user_id is None:
+            return Step(error=ZAP_REFUSED)
+        self.user_id = user_id
+        self._precom = precom
+        self._peer_nonce = U64.unpack(nonce)[0]
+        ready_nonce = self._next_nonce()
+        ready = READY_NAME + ready_nonce + crypto_box_afternm(encode_metadata(metadata), READY_PREFIX + ready_nonce,
+                                                              precom)
+        self._state = "done"
+        return Step(send=[ready], done=True, peer_metadata=properties, user_id=user_id)
