@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from ..engine.dissector import ConnectionDissector
 from ..engine.events import WireEvent
-from .errors import CaptureFormatError, TruncatedCaptureError
+from .errors import CaptureFormatError
 from .pcapfile import read_tcp_packets
 from .tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
 
@@ -240,7 +240,7 @@ def dissect_capture(source: str | bytes | BinaryIO, *, with_fields: bool = True,
 
     Raises `CaptureFormatError` at once for a file that is not a capture. A capture that
     is cut short yields what could be read; the error is then put in `result.error`
-    (when a `result` is given) or raised as `TruncatedCaptureError` after the last event.
+    (when a `result` is given) or raised after the last event.
     """
     packets = read_tcp_packets(source)
     yield from _dissect_packets(packets, with_fields=with_fields, max_body=max_body, result=result)
@@ -256,7 +256,8 @@ def _dissect_packets(packets: Iterable, *, with_fields: bool, max_body: int | No
         for packet in packets:
             for stream_event in reassembler.feed(packet):
                 yield from feed(stream_event)
-    except TruncatedCaptureError as exc:
+    except CaptureFormatError as exc:
+        # Truncated or corrupt part-way: keep everything decoded so far and say where it stopped.
         error = exc
     for stream_event in reassembler.finish():
         yield from feed(stream_event)

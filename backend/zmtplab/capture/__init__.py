@@ -1,0 +1,1 @@
+"""Capture files and live traffic to ZMTP events: pcap/pcapng reading, TCP reassembly, dissection."""

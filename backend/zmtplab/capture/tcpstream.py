@@ -1,0 +1,500 @@
+"""TCP reassembly: turns captured segments into ordered byte streams per connection and direction.
+
+Feed `TcpPacket`s (see `pcapfile`) to a `TcpReassembler` in capture order; it returns stream
+events: `StreamOpened`, `StreamData` (always in order, each byte once), `StreamGap` (bytes the
+capture never had) and `StreamClosed`. Call `finish()` at the end of the capture.
+
+Rules, in the order a segment meets them:
+
+* Connections. Ids are "0", "1", ... in order of first appearance (like Wireshark's tcp.stream).
+  The client is the SYN sender (the receiver of a SYN/ACK), else the first sender. A SYN on a
+  port pair whose connection is closed, or whose direction already had a different ISN or already
+  carried data without a SYN, or after `idle_timeout` seconds of silence, starts a new connection;
+  a still-open predecessor is closed first with reason 'reused'. Other packets for a closed
+  connection are swallowed until it has been idle for `idle_timeout` (then they open a new,
+  mid-stream connection). A connection closes with 'fin' once both FINs are seen and every byte
+  before them was delivered or reported as a gap; with 'rst' at a RST.
+* Offsets. Offset 0 is the byte after the SYN, or the first payload byte seen when the SYN was
+  not captured. Sequence numbers are unwrapped relative to the delivery point, so 32-bit wrap and
+  streams longer than 4 GiB work.
+* Duplicates and overlaps. Bytes before the delivery point are dropped (retransmissions,
+  keep-alive and zero-window probes at seq-1). Overlapping out-of-order segments keep the bytes
+  seen FIRST (the usual policy of reassemblers and of Linux/BSD stacks); a later segment only fills
+  what is still uncovered. Bytes known to be missing (snaplen) count as covered too.
+* Gaps. A hole is a range not yet seen while later bytes of the same direction are buffered (or
+  its FIN is known). It becomes a `StreamGap` when:
+  1. the other side ACKs past the hole start: the receiver got those bytes, so the capture lost
+     them. The gap runs up to the ACK but never past the first buffered byte or the FIN; the rest
+     of a hole may still be filled by a retransmission. (An ACK past the last byte seen, with
+     nothing buffered and no FIN known, proves nothing: it may only cover an unseen FIN.)
+  2. the bytes or segments buffered past holes exceed `max_buffer` / `max_segments` for one
+     direction, or `max_total_buffer` for all connections: the first hole is given up;
+  3. the connection ends (RST, a reused port pair, or `finish()` at the end of the capture):
+     every remaining hole is reported, up to the FIN when one was seen.
+  Bytes a segment carried that the capture cut off (`TcpPacket.missing`, snaplen) are a gap of
+  exactly that offset and length, reported when the stream reaches them. A retransmission that
+  arrives after its bytes were declared a gap is dropped like any other old data.
+* Each `StreamData` names the frame that carried its bytes (`packet`, `ts`), so data released
+  from the out-of-order buffer keeps its own frame; gap and close events name the frame whose
+  arrival decided them.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "Segment",
+    "StreamClosed",
+    "StreamData",
+    "StreamEvent",
+    "StreamGap",
+    "StreamOpened",
+    "TcpReassembler",
+    "reassemble",
+]
+
+Direction = Literal["c2s", "s2c"]
+CloseReason = Literal["fin", "rst", "end-of-capture", "reused"]
+
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+_MASK = 0xFFFFFFFF
+_HALF = 1 << 31
+_WRAP = 1 << 32
+
+
+class Segment(Protocol):
+    """What the reassembler reads from a packet (`pcapfile.TcpPacket` has all of it)."""
+
+    number: int
+    ts: float
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    payload: bytes
+    missing: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOpened:
+    """A new TCP connection: `client` connected to `server` (both (ip, port))."""
+
+    conn: str
+    client: tuple[str, int]
+    server: tuple[str, int]
+    syn_seen: bool  # the first packet was a SYN or SYN/ACK, so offsets count from the ISN
+    ts: float
+    packet: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    """In-order bytes of one direction, starting at `offset` of that direction's stream."""
+
+    conn: str
+    dir: Direction
+    offset: int
+    data: bytes
+    packet: int  # the frame that carried these bytes
+    ts: float  # that frame's timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """`length` bytes at `offset` that the capture does not contain."""
+
+    conn: str
+    dir: Direction
+    offset: int
+    length: int
+    packet: int  # the frame whose arrival made the gap certain
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamClosed:
+    """The connection ended (both FINs, a RST, a reused port pair, or the capture's end)."""
+
+    conn: str
+    ts: float
+    packet: int
+    reason: CloseReason
+
+
+StreamEvent = StreamOpened | StreamData | StreamGap | StreamClosed
+
+
+def _first(entry: list) -> int:
+    return entry[0]
+
+
+class _Conn:
+    __slots__ = ("c2s", "closed", "id", "keys", "last_packet", "last_ts", "s2c")
+
+    def __init__(self, cid: str, keys: tuple[tuple, tuple], ts: float, packet: int) -> None:
+        self.id = cid
+        self.keys = keys
+        self.closed = False
+        self.last_ts = ts
+        self.last_packet = packet
+        self.c2s = _Half(self, "c2s")
+        self.s2c = _Half(self, "s2c")
+        self.c2s.peer = self.s2c
+        self.s2c.peer = self.c2s
+
+
+class _Half:
+    """One direction of a connection."""
+
+    __slots__ = ("base", "conn", "dir", "fin", "isn", "next", "peer", "pending", "pending_bytes")
+
+    def __init__(self, conn: _Conn, direction: Direction) -> None:
+        self.conn = conn
+        self.dir: Direction = direction
+        self.peer: _Half = self
+        self.base: int | None = None  # raw sequence number of offset 0
+        self.isn: int | None = None  # raw ISN when the SYN was seen
+        self.next = 0  # next offset to deliver
+        self.fin: int | None = None  # offset of the FIN, once seen
+        # Out-of-order entries [start, end, bytes | None, packet, ts]; None marks bytes known to be
+        # missing. Sorted by start, non-overlapping; packet/ts are those of the carrying frame.
+        self.pending: list[list] = []
+        self.pending_bytes = 0
+
+    def offset(self, seq: int) -> int:
+        """Unwrap a raw sequence number into a stream offset near the delivery point."""
+        d = (seq - self.base - self.next) & _MASK  # type: ignore[operator]
+        if d >= _HALF:
+            d -= _WRAP
+        return self.next + d
+
+
+class TcpReassembler:
+    """Reassembles TCP connections from segments fed in capture order (see the module docstring).
+
+    `max_buffer` / `max_segments` bound one direction's out-of-order buffer, `max_total_buffer`
+    all of them together; `idle_timeout` (seconds of capture time) decides when a quiet port
+    pair counts as a new connection and when closed connections are forgotten.
+    """
+
+    def __init__(self, *, max_buffer: int = 4 << 20, max_segments: int = 4096,
+                 max_total_buffer: int = 64 << 20, idle_timeout: float = 120.0) -> None:
+        self.max_buffer = max_buffer
+        self.max_segments = max_segments
+        self.max_total_buffer = max_total_buffer
+        self.idle_timeout = idle_timeout
+        self._flows: dict[tuple, _Half] = {}  # (src, sport, dst, dport) -> the sending half
+        self._conns: dict[str, _Conn] = {}  # connections still in the table, by id
+        self._next_id = 0
+        self._total_pending = 0
+        self._fed = 0
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, pkt: Segment) -> list[StreamEvent]:
+        """Take one captured segment; return the stream events it causes (often one StreamData)."""
+        key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
+        half = self._flows.get(key)
+        flags = pkt.flags
+        # Fast path: an established direction, no SYN/FIN/RST, payload exactly where expected.
+        if (half is not None and not flags & 0x07 and half.base is not None and not pkt.missing
+                and not half.pending and half.fin is None and not half.conn.closed
+                and not half.peer.pending and half.peer.fin is None):
+            conn = half.conn
+            conn.last_ts = pkt.ts
+            conn.last_packet = pkt.number
+            payload = pkt.payload
+            if not payload:
+                return []
+            off = half.next
+            if ((pkt.seq - half.base) & _MASK) == (off & _MASK):
+                half.next = off + len(payload)
+                return [StreamData(conn.id, half.dir, off, payload, pkt.number, pkt.ts)]
+        out: list[StreamEvent] = []
+        self._slow(pkt, key, half, out)
+        self._fed += 1
+        if self._fed & 0xFFF == 0:
+            self._sweep(pkt.ts)
+        return out
+
+    def finish(self) -> list[StreamEvent]:
+        """End of capture: report remaining holes as gaps and close every open connection."""
+        out: list[StreamEvent] = []
+        for conn in list(self._conns.values()):
+            if not conn.closed:
+                both_fin = conn.c2s.fin is not None and conn.s2c.fin is not None
+                self._close(conn, "fin" if both_fin else "end-of-capture", conn.last_ts, conn.last_packet, out)
+        self._conns.clear()
+        self._flows.clear()
+        return out
+
+    # ------------------------------------------------------------------ connections
+
+    def _slow(self, pkt: Segment, key: tuple, half: _Half | None, out: list[StreamEvent]) -> None:
+        flags = pkt.flags
+        syn = flags & _SYN
+        if half is not None:
+            conn = half.conn
+            idle = pkt.ts - conn.last_ts > self.idle_timeout
+            if conn.closed:
+                if not (syn or idle):
+                    return  # trailing ACKs, retransmitted FINs, data after a RST
+                half = None
+            elif syn and (idle or (half.isn is not None and pkt.seq != half.isn)
+                          or (half.isn is None and half.base is not None)):
+                self._close(conn, "reused", pkt.ts, pkt.number, out)
+                half = None
+        if half is None:
+            half = self._open(pkt, key, out)
+        self._segment(half, pkt, out)
+
+    def _open(self, pkt: Segment, key: tuple, out: list[StreamEvent]) -> _Half:
+        cid = str(self._next_id)
+        self._next_id += 1
+        rkey = (pkt.dst, pkt.dport, pkt.src, pkt.sport)
+        # A SYN/ACK comes from the server: its receiver is the client.
+        server_first = (pkt.flags & (_SYN | _ACK)) == (_SYN | _ACK)
+        conn = _Conn(cid, (key, rkey), pkt.ts, pkt.number)
+        self._conns[cid] = conn
+        mine, theirs = (conn.s2c, conn.c2s) if server_first else (conn.c2s, conn.s2c)
+        self._flows[key] = mine
+        self._flows[rkey] = theirs
+        sender, receiver = (pkt.src, pkt.sport), (pkt.dst, pkt.dport)
+        client, server = (receiver, sender) if server_first else (sender, receiver)
+        out.append(StreamOpened(cid, client, server, bool(pkt.flags & _SYN), pkt.ts, pkt.number))
+        return mine
+
+    def _sweep(self, now: float) -> None:
+        """Forget closed connections idle for `idle_timeout`, so the table does not grow forever."""
+        stale = [c for c in self._conns.values() if c.closed and now - c.last_ts > self.idle_timeout]
+        for conn in stale:
+            del self._conns[conn.id]
+            for k in conn.keys:
+                h = self._flows.get(k)
+                if h is not None and h.conn is conn:  # the pair may already belong to a newer connection
+                    del self._flows[k]
+
+    # ------------------------------------------------------------------ segments
+
+    def _segment(self, half: _Half, pkt: Segment, out: list[StreamEvent]) -> None:
+        conn = half.conn
+        conn.last_ts = pkt.ts
+        conn.last_packet = pkt.number
+        flags = pkt.flags
+        if flags & _RST:
+            self._close(conn, "rst", pkt.ts, pkt.number, out)
+            return
+        seq = pkt.seq
+        if flags & _SYN:
+            if half.base is None:
+                half.isn = seq
+                half.base = (seq + 1) & _MASK
+            seq = (seq + 1) & _MASK  # data on a SYN (TCP Fast Open) starts after it
+        payload = pkt.payload
+        missing = pkt.missing
+        if half.base is None:
+            if payload or missing or flags & _FIN:
+                half.base = seq
+            elif flags & _ACK:  # a pure ACK cannot place offset 0 (it may be a keep-alive at seq-1)
+                self._acked(half.peer, pkt.ack, pkt, out)
+                return
+        if payload or missing or flags & _FIN:
+            off = half.offset(seq)
+            if payload or missing:
+                self._data(half, off, payload, missing, pkt, out)
+            if flags & _FIN and half.fin is None:
+                self._set_fin(half, off + len(payload) + missing)
+        if flags & _ACK:
+            self._acked(half.peer, pkt.ack, pkt, out)
+        self._maybe_closed(conn, pkt, out)
+
+    def _set_fin(self, half: _Half, fin: int) -> None:
+        half.fin = fin
+        # Nothing exists after a FIN: drop anything buffered beyond it.
+        kept = []
+        for entry in half.pending:
+            start, end, data = entry[0], entry[1], entry[2]
+            if start >= fin:
+                self._forget(half, data, end - start)
+                continue
+            if end > fin:
+                if data is not None:
+                    self._forget(half, data, end - fin)
+                    entry[2] = data[: fin - start]
+                entry[1] = fin
+            kept.append(entry)
+        half.pending = kept
+
+    def _forget(self, half: _Half, data: bytes | None, nbytes: int) -> None:
+        if data is not None:
+            half.pending_bytes -= nbytes
+            self._total_pending -= nbytes
+
+    def _data(self, half: _Half, off: int, payload: bytes, missing: int, pkt: Segment,
+              out: list[StreamEvent]) -> None:
+        """Place payload (and `missing` uncaptured bytes after it) at `off`; deliver what is in order."""
+        end = off + len(payload)
+        gend = end + missing
+        if half.fin is not None and gend > half.fin:  # nothing can follow the FIN
+            gend = half.fin
+            if end > gend:
+                payload = payload[: max(0, gend - off)]
+                end = gend
+        nxt = half.next
+        if gend <= nxt:
+            return  # a retransmission, duplicate or keep-alive probe
+        if off < nxt:  # partly old: keep only what is new
+            cut = nxt - off
+            payload = payload[cut:] if cut < len(payload) else b""
+            off = nxt
+            end = max(end, nxt)
+        if off == nxt and payload and not (half.pending and half.pending[0][0] < end):
+            out.append(StreamData(half.conn.id, half.dir, off, payload, pkt.number, pkt.ts))
+            half.next = end
+        elif payload:
+            self._insert(half, off, end, payload, pkt)
+        if gend > end:
+            self._insert(half, end, gend, None, pkt)
+        self._drain(half, pkt, out)
+        self._enforce_limits(half, pkt, out)
+
+    def _insert(self, half: _Half, start: int, end: int, data: bytes | None, pkt: Segment) -> None:
+        """Buffer [start, end) beyond the delivery point, keeping bytes already buffered (first seen)."""
+        pend = half.pending
+        pieces = []
+        cur = start
+        for i in range(max(bisect_right(pend, start, key=_first) - 1, 0), len(pend)):
+            s, e = pend[i][0], pend[i][1]
+            if e <= cur:
+                continue
+            if s >= end:
+                break
+            if s > cur:
+                pieces.append((cur, s))
+            cur = max(cur, e)
+            if cur >= end:
+                break
+        if cur < end:
+            pieces.append((cur, end))
+        for a, b in pieces:
+            if data is None:
+                insort(pend, [a, b, None, pkt.number, pkt.ts], key=_first)
+            else:
+                insort(pend, [a, b, data[a - start:b - start], pkt.number, pkt.ts], key=_first)
+                half.pending_bytes += b - a
+                self._total_pending += b - a
+
+    def _drain(self, half: _Half, pkt: Segment, out: list[StreamEvent]) -> None:
+        """Deliver buffered entries that now start at the delivery point (data keeps its carrier frame)."""
+        pend = half.pending
+        done = 0
+        for start, end, data, packet, ts in pend:
+            if start > half.next:
+                break
+            done += 1
+            self._forget(half, data, end - start)
+            if end <= half.next:
+                continue
+            if start < half.next:
+                if data is not None:
+                    data = data[half.next - start:]
+                start = half.next
+            if data is None:
+                # A snaplen cut: certain since its frame was read, reported now that it is reached.
+                self._gap(half, start, end - start, pkt.number, pkt.ts, out)
+            else:
+                out.append(StreamData(half.conn.id, half.dir, start, data, packet, ts))
+            half.next = end
+        if done:
+            del pend[:done]
+
+    def _gap(self, half: _Half, offset: int, length: int, packet: int, ts: float,
+             out: list[StreamEvent]) -> None:
+        """Report missing bytes, merging with a gap reported just before for the same bytes' neighbour."""
+        if length <= 0:
+            return
+        last = out[-1] if out else None
+        if (isinstance(last, StreamGap) and last.conn == half.conn.id and last.dir == half.dir
+                and last.offset + last.length == offset):
+            out[-1] = StreamGap(last.conn, last.dir, last.offset, last.length + length, packet, ts)
+        else:
+            out.append(StreamGap(half.conn.id, half.dir, offset, length, packet, ts))
+
+    def _skip_hole(self, half: _Half, upto: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Declare [next, upto) missing and move the delivery point there."""
+        if upto > half.next:
+            self._gap(half, half.next, upto - half.next, packet, ts, out)
+            half.next = upto
+
+    def _enforce_limits(self, half: _Half, pkt: Segment, out: list[StreamEvent]) -> None:
+        while half.pending and (half.pending_bytes > self.max_buffer or len(half.pending) > self.max_segments):
+            self._skip_hole(half, half.pending[0][0], pkt.number, pkt.ts, out)
+            self._drain(half, pkt, out)
+        while self._total_pending > self.max_total_buffer:
+            fattest = max((h for c in self._conns.values() for h in (c.c2s, c.s2c)),
+                          key=lambda h: h.pending_bytes)
+            if not fattest.pending:
+                break
+            self._skip_hole(fattest, fattest.pending[0][0], pkt.number, pkt.ts, out)
+            self._drain(fattest, pkt, out)
+            self._maybe_closed(fattest.conn, pkt, out)
+
+    def _acked(self, half: _Half, ack: int, pkt: Segment, out: list[StreamEvent]) -> None:
+        """The peer acknowledged `half`'s bytes up to raw `ack`: holes below that are capture loss."""
+        if half.base is None or not (half.pending or half.fin is not None):
+            return
+        limit = half.pending[0][0] if half.pending else half.fin
+        if half.fin is not None:
+            limit = min(limit, half.fin)  # type: ignore[type-var]
+        upto = min(half.offset(ack), limit)  # type: ignore[type-var]
+        if upto > half.next:
+            self._skip_hole(half, upto, pkt.number, pkt.ts, out)
+            self._drain(half, pkt, out)
+
+    # ------------------------------------------------------------------ closing
+
+    def _maybe_closed(self, conn: _Conn, pkt: Segment, out: list[StreamEvent]) -> None:
+        c2s, s2c = conn.c2s, conn.s2c
+        if (not conn.closed and c2s.fin is not None and s2c.fin is not None
+                and c2s.next >= c2s.fin and s2c.next >= s2c.fin):
+            conn.closed = True
+            out.append(StreamClosed(conn.id, pkt.ts, pkt.number, "fin"))
+
+    def _close(self, conn: _Conn, reason: CloseReason, ts: float, packet: int, out: list[StreamEvent]) -> None:
+        """Flush both directions (holes become gaps) and report the connection closed."""
+        for half in (conn.c2s, conn.s2c):
+            for start, end, data, carrier, carrier_ts in half.pending:
+                self._forget(half, data, end - start)
+                if end <= half.next:
+                    continue
+                if start > half.next:
+                    self._skip_hole(half, start, packet, ts, out)
+                if start < half.next and data is not None:
+                    data = data[half.next - start:]
+                    start = half.next
+                if data is None:
+                    self._skip_hole(half, end, packet, ts, out)
+                else:
+                    out.append(StreamData(conn.id, half.dir, start, data, carrier, carrier_ts))
+                    half.next = end
+            half.pending = []
+            if half.fin is not None:
+                self._skip_hole(half, half.fin, packet, ts, out)
+        conn.closed = True
+        out.append(StreamClosed(conn.id, ts, packet, reason))
+
+
+def reassemble(packets: Iterable[Segment], reassembler: TcpReassembler | None = None) -> Iterator[StreamEvent]:
+    """Feed `packets` to a reassembler (a default one if None) and yield every event, finish() included."""
+    r = TcpReassembler() if reassembler is None else reassembler
+    feed = r.feed
+    for pkt in packets:
+        yield from feed(pkt)
+    yield from r.finish()
