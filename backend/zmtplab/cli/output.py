@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any
+
+import orjson
 
 from ..engine.fields import text_or_hex
 
 
 def write_jsonl(out: IO[str], event: dict[str, Any]) -> None:
     """Writes one event as one JSON line."""
-    out.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
-    out.write("\n")
+    out.write(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE).decode())
 
 
 def _body_text(hex_body: str, limit: int = 40) -> str:
