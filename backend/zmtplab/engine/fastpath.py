@@ -1,0 +1,140 @@
+"""A bulk path for the common case: a READY connection with clear-text ZMTP 3.x framing (NULL, PLAIN).
+
+A real peer receives tens of thousands of small frames per second; building a `Frame`, a
+`Message` and a `MessageReceived` for each costs more than the bytes do. `FastPath` reads
+message frames straight into tuples of bodies and encodes many messages in one go. It takes
+only the plain case -- flags MORE/LONG and nothing else, sizes within `max_frame_size` -- and
+hands everything else (a command, a reserved bit, an oversized frame, a partial frame too
+large to keep aside) to the connection's own `receive_data()`, from the start of the message
+in progress, so the strict decoder stays the single judge of every rule: a `PING` or a bad
+flag goes through exactly the code it would have gone through without the fast path. Once the
+decoder has no partial frame or message left, the fast path takes over again.
+
+It lives next to the decoder because it shares the decoder's stream position: what the fast
+path consumes moves the decoder's offset on, so offsets in later errors stay exact.
+"""
+
+from __future__ import annotations
+
+from .connection import READY, Connection
+from .framing import U64
+
+TAIL_LIMIT = 65536  # a partial message larger than this goes to the decoder, which buffers in amortised O(n)
+
+_SHORT = [bytes((0, n)) for n in range(256)]
+_SHORT_MORE = [bytes((1, n)) for n in range(256)]
+
+
+class FastPath:
+    """Bulk receive/encode for one `Connection` (see the module docstring)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._dec = conn._decoder
+        limit = self._dec.max_frame_size
+        self._max = limit if limit is not None else (1 << 64)
+        self._tail = b""
+        self._slow = not self._drained()
+        self.fell_back = False  # the last receive() passed bytes to the connection: drain its events
+
+    def _drained(self) -> bool:
+        dec = self._dec
+        return (dec._state == "frames" and dec.framing == "3" and dec._pos == len(dec._buf) and not dec._pending
+                and not dec._discard)
+
+    def _to_slow(self, data: bytes) -> None:
+        self._slow = True
+        self.fell_back = True
+        conn = self.conn
+        conn.receive_data(data)  # may raise RemoteProtocolError, exactly as without the fast path
+        if conn.state == READY and self._drained():
+            self._slow = False
+
+    def receive(self, data: bytes) -> list[tuple[bytes, ...]]:
+        """Complete messages in `data` (with what came before); anything else went to the connection."""
+        self.fell_back = False
+        if self._slow or self.conn.state != READY:
+            self._to_slow(data)
+            return []
+        if type(data) is not bytes:
+            data = bytes(data)
+        if self._tail:
+            data = self._tail + data
+            self._tail = b""
+        messages: list[tuple[bytes, ...]] = []
+        append = messages.append
+        n = len(data)
+        pos = 0
+        msg_start = 0
+        parts: list[bytes] | None = None
+        max_size = self._max
+        unusual = False
+        while n - pos >= 2:
+            flags = data[pos]
+            if flags < 2:
+                size = data[pos + 1]
+                start = pos + 2
+            elif flags < 4:
+                if n - pos < 9:
+                    break
+                size = int.from_bytes(data[pos + 1:pos + 9], "big")
+                start = pos + 9
+            else:
+                unusual = True  # COMMAND or a reserved bit: the decoder decides
+                break
+            if size > max_size:
+                unusual = True
+                break
+            end = start + size
+            if end > n:
+                break
+            body = data[start:end]
+            pos = end
+            if flags & 1:
+                if parts is None:
+                    parts = [body]
+                else:
+                    parts.append(body)
+            else:
+                if parts is None:
+                    append((body,))
+                else:
+                    parts.append(body)
+                    append(tuple(parts))
+                    parts = None
+                msg_start = pos
+        dec = self._dec
+        if msg_start:
+            dec._consume_all()
+            dec._base += msg_start
+        if unusual or n - msg_start > TAIL_LIMIT:
+            self._to_slow(data[msg_start:])
+        elif msg_start < n:
+            self._tail = data[msg_start:]
+        return messages
+
+    @property
+    def buffered(self) -> int:
+        """Octets held aside (a partial message)."""
+        return len(self._tail)
+
+    def encode(self, messages: list[tuple[bytes, ...]] | list[list[bytes]]) -> bytes:
+        """The wire bytes of several messages, exactly as `Connection.send()` would produce them one by one."""
+        out: list = []
+        append = out.append
+        for frames in messages:
+            if len(frames) == 1:
+                body = frames[0]
+                size = len(body)
+                append(_SHORT[size] if size < 256 else b"\x02" + U64.pack(size))
+                append(body)
+                continue
+            last = len(frames) - 1
+            for i, body in enumerate(frames):
+                size = len(body)
+                if i < last:
+                    append(_SHORT_MORE[size] if size < 256 else b"\x03" + U64.pack(size))
+                else:
+                    append(_SHORT[size] if size < 256 else b"\x02" + U64.pack(size))
+                append(body)
+        return b"".join(out)
