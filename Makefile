@@ -14,6 +14,7 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check backend tests benchmarks captures
+	node --test tests/frontend/
 	$(BIN)/python -m pytest
 
 lint: setup

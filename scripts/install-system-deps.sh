@@ -6,6 +6,8 @@
 set -euo pipefail
 
 PACKAGES=(tshark openjdk-17-jre-headless chromium chromium-driver libpcap0.8 procps)
+# The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -1,0 +1,358 @@
+// The capture viewer page (capture.html): upload a capture, follow its
+// dissection, browse connections and their elements (fetched in pages),
+// inspect an element (fields fetched on demand) and the packets under it.
+// host = { document, window, fetch, XMLHttpRequest, EventSource, FormData, clipboard }
+//
+// Element indexes: `el` (URL) and selection.index are an element's index in its
+// connection's unfiltered list (the backend's `index` key, else its position in
+// an unfiltered page). With a filter, the sequence shows matching rows only.
+
+import { createApi } from '../core/api.js';
+import { PagedSource } from '../core/source.js';
+import { buildChunks } from '../core/hexdump.js';
+import { fieldAt } from '../core/octets.js';
+import { parseLink, buildLink } from '../core/links.js';
+import { formatCount } from '../core/bytes.js';
+import { isTyping, h, setChildren } from '../views/dom.js';
+import { UploadView, ConnectionsView, FilterBar, PacketsView } from '../views/capture.js';
+import { createWorkbench, initShell, statusLine } from './workbench.js';
+
+const PAGE = 200;
+const HEX_WINDOW = 150; // elements either side of the selection in the follow-stream view
+const EXPERT_LIMIT = 500;
+
+export function startCapture(host) {
+  const doc = host.document;
+  const win = host.window;
+  const $ = (id) => doc.getElementById(id);
+  const api = createApi(host);
+  const status = statusLine(doc);
+
+  const st = {
+    id: null,
+    summary: null,
+    conn: null,
+    filter: { kind: '', q: '' },
+    list: null, // PagedSource of the sequence (filtered)
+    stream: null, // PagedSource of the whole connection (the list itself when unfiltered)
+    full: new Map(), // element index -> event with fields (small LRU)
+    gen: 0, // bumps when the connection or filter changes; stale replies are dropped
+  };
+  let stopProgress = null;
+
+  const wb = createWorkbench(
+    { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
+    {
+      onSelect: (row) => selectRow(row),
+      onPick: (index, dir, offset) => selectElement(index, { pick: { dir, offset } }),
+      onJump: (index, ev) => selectElement(typeof ev.index === 'number' ? ev.index : index, { hint: ev }),
+      context: (ev) => connContext(ev.dir),
+      copyText: (text) => {
+        if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status('Copied as a Follow TCP Stream hex dump.'));
+      },
+    },
+  );
+  initShell(host, (on) => wb.setLarge(on));
+  wb.selection.subscribe((s, prev) => {
+    if (s.field !== prev.field) updateUrl();
+  });
+
+  const upload = new UploadView($('upload'), { onFile: (f) => uploadFile(f) });
+  const connections = new ConnectionsView($('connections'), { onSelect: (conn) => openConnection(conn) });
+  const filter = new FilterBar($('filter'), { onChange: (f) => setFilter(f) });
+  const packets = new PacketsView($('packets'), { onPacket: (n) => showPacket(n) });
+  $('open-another').addEventListener('click', () => showUpload(true));
+
+  // ---- loading a capture -------------------------------------------------------
+  function showUpload(on) {
+    $('upload-section').hidden = !on;
+    $('open-another').hidden = on || !st.id;
+  }
+
+  async function uploadFile(file) {
+    upload.reset();
+    upload.setUpload(0, file.size);
+    try {
+      const { promise } = api.uploadCapture(file, (loaded, total) => upload.setUpload(loaded, total));
+      const res = await promise;
+      await openCapture(String(res.id));
+    } catch (err) {
+      upload.setError(`Upload failed: ${err.message}`);
+    }
+  }
+
+  async function openCapture(id, link = {}) {
+    if (stopProgress) stopProgress();
+    st.id = id;
+    st.summary = null;
+    setUrl({ id });
+    let summary;
+    try {
+      summary = await api.capture(id);
+    } catch (err) {
+      showUpload(true);
+      upload.setError(err.status === 404 ? `No capture with id ${id} (the server may have restarted): upload it again.` : `Could not load capture ${id}: ${err.message}`);
+      return;
+    }
+    if (summary.state === 'done' || summary.state === 'error') {
+      showSummary(summary, link);
+      return;
+    }
+    // Still dissecting: follow the progress stream, then load the summary.
+    showUpload(true);
+    upload.setDissect(0, 'dissecting', summary.name || '');
+    const finish = async () => {
+      try {
+        showSummary(await api.capture(id), link);
+      } catch (err) {
+        upload.setError(err.message);
+      }
+    };
+    stopProgress = api.captureProgress(
+      id,
+      (msg) => {
+        upload.setDissect(msg.percent, msg.state, msg.detail);
+        if (msg.state === 'done' || msg.state === 'error') finish();
+      },
+      () => pollSummary(id, link),
+    );
+  }
+
+  /** Without the progress stream: ask for the summary every second until the dissection ends. */
+  async function pollSummary(id, link) {
+    while (st.id === id) {
+      let summary;
+      try {
+        summary = await api.capture(id);
+      } catch (err) {
+        upload.setError(`Could not follow the dissection: ${err.message}`);
+        return;
+      }
+      if (summary.state === 'done' || summary.state === 'error') {
+        showSummary(summary, link);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+
+  function showSummary(summary, link) {
+    st.summary = summary;
+    showUpload(false);
+    $('capture-section').hidden = false;
+    const list = Array.isArray(summary.connections) ? summary.connections : [];
+    const ex = summary.expert_total || {};
+    $('capture-title').textContent = summary.name || `Capture ${summary.id}`;
+    $('capture-facts').textContent = `${list.length} ZMTP connection${list.length === 1 ? '' : 's'} · expert: ${ex.error || 0} error, ${ex.warn || 0} warn, ${ex.note || 0} note`;
+    const notices = [];
+    if (summary.state === 'error' || summary.error) {
+      notices.push(h(doc, 'p', { class: 'banner error', text: `The dissection stopped with an error: ${String(summary.error || 'unknown error').replace(/\.+$/, '')}. What was read before it is shown below.` }));
+    }
+    if (!list.length) {
+      notices.push(
+        h(doc, 'p', { class: 'banner', text: 'No ZMTP found in this capture: no TCP stream in it starts with a ZMTP greeting (%xFF, 8 octets, %x7F) or a ZMTP 1.0 identity frame. Capture the connection from its start, and make sure the capture holds its TCP payload.' }),
+      );
+    }
+    setChildren($('notices'), notices);
+    $('workbench').hidden = !list.length;
+    $('connections').hidden = !list.length;
+    connections.setConnections(list, null);
+    if (list.length) {
+      const wanted = list.find((c) => String(c.conn) === String(link.conn));
+      const filt = { kind: link.kind || '', q: link.q || '' };
+      filter.set(filt);
+      openConnection(String((wanted || list[0]).conn), { filter: filt, el: link.el, field: link.field });
+    }
+  }
+
+  // ---- a connection ------------------------------------------------------------
+  function connInfo() {
+    return (st.summary?.connections || []).find((c) => String(c.conn) === String(st.conn)) || null;
+  }
+
+  function connContext(dir) {
+    const c = connInfo();
+    if (!c) return {};
+    return { version: c.versions ? c.versions[dir] : undefined, mechanism: c.mechanism };
+  }
+
+  function makeSource(kind, q) {
+    const { id, conn } = st;
+    return new PagedSource({ pageSize: PAGE, fetchPage: (offset, limit) => api.captureEvents(id, { conn, offset, limit, kind, q, fields: 0 }) });
+  }
+
+  function openConnection(conn, { filter: filt = st.filter, el, field } = {}) {
+    st.conn = conn;
+    st.full.clear();
+    const c = connInfo();
+    connections.setConnections(st.summary.connections, conn);
+    const types = c && c.socket_types ? c.socket_types : {};
+    wb.sequence.setLabels({ client: `client ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `server ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
+    wb.sequence.setTimeBase(typeof c?.first_ts === 'number' ? c.first_ts : null);
+    st.stream = makeSource('', '');
+    applyFilter(filt);
+    loadExperts(c);
+    if (typeof el === 'number') {
+      selectElement(el).then(() => {
+        if (typeof field === 'number') wb.selection.selectField(field);
+      });
+    } else {
+      wb.selection.clear();
+      packets.setPackets([]);
+      wb.hex.setChunks([]);
+      st.stream.load().then(() => updateHex(0), (err) => status(err.message, 'error'));
+      updateUrl();
+    }
+  }
+
+  function setFilter(f) {
+    applyFilter(f);
+    const sel = wb.selection.get().index;
+    if (sel !== null) wb.sequence.setSelected(rowOf(sel));
+    updateUrl();
+  }
+
+  function applyFilter({ kind = '', q = '' }) {
+    st.filter = { kind, q };
+    st.gen += 1;
+    const gen = st.gen;
+    const filtered = !!(kind || q);
+    st.list = filtered ? makeSource(kind, q) : st.stream;
+    wb.sequence.setSource(st.list);
+    filter.setCount('');
+    st.list.load().then(
+      () => {
+        if (gen !== st.gen) return;
+        filter.setCount(filtered ? `${formatCount(st.list.length)} matching` : `${formatCount(st.list.length)} elements`);
+        const sel = wb.selection.get().index;
+        if (sel !== null) wb.sequence.setSelected(rowOf(sel));
+      },
+      (err) => {
+        if (gen === st.gen) filter.setCount(`filter failed: ${err.message}`);
+      },
+    );
+  }
+
+  async function loadExperts(c) {
+    const { id, conn } = st;
+    const counts = c && c.expert ? c.expert : null;
+    const total = counts ? (counts.note || 0) + (counts.warn || 0) + (counts.error || 0) : 0;
+    if (counts && total === 0) {
+      wb.expert.setItems([], { counts });
+      return;
+    }
+    try {
+      const res = await api.captureEvents(id, { conn, kind: 'expert', offset: 0, limit: EXPERT_LIMIT, fields: 0 });
+      if (st.conn !== conn || st.id !== id) return;
+      const events = Array.isArray(res.events) ? res.events : [];
+      wb.expert.setItems(
+        events.map((ev, i) => ({ index: typeof ev.index === 'number' ? ev.index : i, event: ev })),
+        { total: typeof res.total === 'number' ? res.total : events.length, counts },
+      );
+    } catch (err) {
+      status(`Expert info: ${err.message}`, 'error');
+    }
+  }
+
+  /** Row of the sequence list showing element `index`, or null (filtered out / not loaded). */
+  function rowOf(index) {
+    if (st.list === st.stream) return index;
+    return st.list.findLoaded((event) => event.index === index);
+  }
+
+  function selectRow(row) {
+    const ev = st.list.get(row);
+    if (!ev) {
+      st.list.ensure(row, row + 1).then(() => st.list.get(row) && selectRow(row));
+      return;
+    }
+    const index = typeof ev.index === 'number' ? ev.index : row;
+    selectElement(index, { row, hint: ev });
+  }
+
+  /**
+   * Select element `index` (unfiltered): list row, inspector (fields fetched),
+   * packets, follow stream. Resolves when its fields are in.
+   */
+  async function selectElement(index, { row = null, hint = null, pick = null } = {}) {
+    const { id, conn } = st;
+    wb.sequence.setSelected(row !== null ? row : rowOf(index));
+    const cached = st.full.get(index);
+    wb.selection.selectElement(index, cached || hint || st.stream.get(index) || null);
+    updateUrl();
+    updateHex(index);
+    const basic = cached || hint || st.stream.get(index);
+    packets.setPackets(basic && basic.packets ? basic.packets : []);
+    let full = cached;
+    if (!full) {
+      try {
+        const res = await api.captureEvent(id, index, conn);
+        full = res && res.event && typeof res.event === 'object' ? res.event : res;
+      } catch (err) {
+        status(`Element ${index}: ${err.message}`, 'error');
+        return;
+      }
+      if (st.id !== id || st.conn !== conn) return;
+      st.full.set(index, full);
+      if (st.full.size > 200) st.full.delete(st.full.keys().next().value);
+    }
+    wb.selection.setEvent(index, full);
+    packets.setPackets(Array.isArray(full.packets) ? full.packets : []);
+    if (pick && full.dir === pick.dir) {
+      const fi = fieldAt(full, pick.offset);
+      if (fi >= 0) wb.selection.selectField(fi);
+    }
+  }
+
+  /** The follow-stream view: the elements around `index`, fetched as needed. */
+  function updateHex(index) {
+    const stream = st.stream;
+    const start = Math.max(0, index - HEX_WINDOW);
+    const end = index + HEX_WINDOW;
+    const draw = () => {
+      if (stream !== st.stream) return;
+      const last = Math.min(end, stream.length);
+      const note = stream.length > last - start ? `elements ${formatCount(start + 1)}–${formatCount(last)} of ${formatCount(stream.length)}` : '';
+      wb.hex.setChunks(buildChunks(stream.slice(start, last).map(({ index: i, event }) => ({ index: typeof event.index === 'number' ? event.index : i, event }))), note);
+    };
+    stream.ensure(start, end).then(draw, (err) => status(err.message, 'error'));
+  }
+
+  async function showPacket(n) {
+    const id = st.id;
+    packets.setLayers(null, n);
+    try {
+      const res = await api.capturePacket(id, n);
+      if (st.id === id) packets.setLayers(res, n);
+    } catch (err) {
+      packets.setLayers({ error: `Frame #${n}: ${err.message}` }, n);
+    }
+  }
+
+  // ---- URL -----------------------------------------------------------------------
+  function setUrl(params) {
+    if (win.history && win.history.replaceState) win.history.replaceState(null, '', `${win.location.pathname}${buildLink(params)}`);
+  }
+
+  function updateUrl() {
+    if (!st.id) return;
+    const s = wb.selection.get();
+    setUrl({ id: st.id, conn: st.conn, el: s.index, field: s.field, kind: st.filter.kind, q: st.filter.q });
+  }
+
+  // ---- keyboard ------------------------------------------------------------------
+  win.addEventListener('keydown', (e) => {
+    if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      wb.sequence.move(e.key === 'ArrowDown' ? 1 : -1);
+    }
+  });
+
+  // ---- start -----------------------------------------------------------------------
+  const link = parseLink(win.location.search);
+  showUpload(!link.id);
+  $('capture-section').hidden = true;
+  if (link.id) openCapture(link.id, link);
+  return { wb, st, openCapture };
+}

@@ -1,0 +1,104 @@
+// The views both pages share, wired to one selection store, plus the page shell
+// (large-font toggle). Everything from the environment arrives in `host`.
+
+import { createSelection } from '../core/store.js';
+import { fieldAt } from '../core/octets.js';
+import { SequenceView } from '../views/sequence.js';
+import { OctetView } from '../views/octets.js';
+import { ExplainView } from '../views/explain.js';
+import { TreeView } from '../views/tree.js';
+import { HexView } from '../views/hexview.js';
+import { ExpertView } from '../views/expert.js';
+
+const SIZES = { normal: { row: 30, line: 20 }, large: { row: 40, line: 28 } };
+
+/**
+ * slots: { sequence, octets, explain, tree, hex, expert } container elements.
+ * opts: { onSelect(row), onPick(index, dir, offset), onJump(index, event), context(event), copyText(text) }
+ *   onSelect gets a row of the sequence list; onPick (a byte clicked in the hex
+ *   dump) and onJump (an expert item) get the element's index in the
+ *   connection's unfiltered element list, which is what selection.index holds.
+ */
+export function createWorkbench(slots, opts) {
+  const selection = createSelection();
+  const sequence = new SequenceView(slots.sequence, { onSelect: opts.onSelect, rowHeight: SIZES.normal.row });
+  const octets = new OctetView(slots.octets, { selection });
+  const explain = new ExplainView(slots.explain, { selection, context: opts.context });
+  const tree = new TreeView(slots.tree, { selection });
+  const hex = new HexView(slots.hex, {
+    selection,
+    copyText: opts.copyText,
+    title: 'Follow stream',
+    onPick(index, dir, offset) {
+      // A click on a byte selects its element, then the field holding that byte.
+      if (selection.get().index !== index) opts.onPick(index, dir, offset);
+      const ev = selection.get().event;
+      if (ev && ev.dir === dir && Array.isArray(ev.fields)) {
+        const fi = fieldAt(ev, offset);
+        selection.selectField(fi >= 0 ? fi : null);
+      }
+    },
+  });
+  const expert = new ExpertView(slots.expert, { onJump: opts.onJump });
+  return {
+    selection,
+    sequence,
+    octets,
+    explain,
+    tree,
+    hex,
+    expert,
+    setLarge(on) {
+      const s = on ? SIZES.large : SIZES.normal;
+      sequence.setRowHeight(s.row);
+      hex.setLineHeight(s.line);
+    },
+  };
+}
+
+/**
+ * Page shell: the large-font toggle (stored in localStorage), returning whether it is on.
+ * host: { document, window }
+ */
+export function initShell(host, onLarge) {
+  const doc = host.document;
+  const btn = doc.getElementById('large-toggle');
+  const storage = safeStorage(host.window);
+  const apply = (on) => {
+    doc.documentElement.classList.toggle('large', on);
+    if (btn) btn.setAttribute('aria-pressed', on ? 'true' : 'false');
+    onLarge(on);
+  };
+  let large = storage.get('zmtplab.large') === '1';
+  apply(large);
+  if (btn) {
+    btn.addEventListener('click', () => {
+      large = !large;
+      storage.set('zmtplab.large', large ? '1' : '0');
+      apply(large);
+    });
+  }
+}
+
+function safeStorage(win) {
+  try {
+    const s = win.localStorage;
+    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v) };
+  } catch {
+    return { get: () => null, set: () => {} };
+  }
+}
+
+/** Show a transient status message in #status. */
+export function statusLine(doc) {
+  const el = doc.getElementById('status');
+  let timer = null;
+  return (text, kind = 'info') => {
+    if (!el) return;
+    el.textContent = text || '';
+    el.className = `status ${kind}`;
+    el.hidden = !text;
+    clearTimeout(timer);
+    if (text && kind !== 'error') timer = setTimeout(() => (el.hidden = true), 6000);
+  };
+}

@@ -1,0 +1,157 @@
+// The backend's HTTP routes, over an injected environment. DOM-free:
+// host = { fetch, XMLHttpRequest, EventSource, base } (base: URL prefix, '' by default).
+//
+// Routes used (all JSON unless stated):
+//   POST /api/sessions                       {mode, server, client} -> 201 {id}
+//   GET  /api/sessions/{id}/export.pcapng    (link)
+//   GET  /api/sessions/{id}/export.json      (link)
+//   WS   /ws/sessions/{id}                   (see session.js)
+//   POST /api/decode                         {hex} -> {events}
+//   POST /api/captures                       multipart `file` -> 201 {id}; 413/415 {detail}
+//   GET  /api/captures/{id}/progress         text/event-stream: data: {state, percent, detail}
+//   GET  /api/captures/{id}                  summary
+//   GET  /api/captures/{id}/events?conn=&offset=&limit=&kind=&q=&fields=0|1 -> {events, total}
+//   GET  /api/captures/{id}/events/{index}?conn=   one event with fields
+//   GET  /api/captures/{id}/packets/{number} -> {layers: [{name, fields: [{name, value}]}]}
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+/** FastAPI's `detail` may be a string or a list of validation errors. */
+export function detailText(body, status) {
+  const d = body && typeof body === 'object' ? body.detail : null;
+  if (typeof d === 'string') return d;
+  if (Array.isArray(d)) return d.map((e) => (e && e.msg ? `${(e.loc || []).join('.')}: ${e.msg}` : JSON.stringify(e))).join('; ');
+  if (status === 413) return 'the file is too large';
+  if (status === 415) return 'not a capture file (pcap or pcapng expected)';
+  return `HTTP ${status}`;
+}
+
+export function query(params) {
+  const parts = [];
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '') continue;
+    parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  }
+  return parts.length ? '?' + parts.join('&') : '';
+}
+
+const seg = (s) => encodeURIComponent(String(s));
+
+export function createApi(host) {
+  const base = host.base || '';
+
+  async function request(method, path, body) {
+    const init = { method, headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const res = await host.fetch(base + path, init);
+    let data = null;
+    const text = await res.text();
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = { detail: text.slice(0, 300) };
+      }
+    }
+    if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
+    return data;
+  }
+
+  return {
+    createSession(config) {
+      return request('POST', '/api/sessions', config);
+    },
+    sessionExportUrl(id, format) {
+      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;
+    },
+    /** ws:// or wss:// URL for a session, from the page's location {protocol, host}. */
+    sessionSocketUrl(location, id) {
+      const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}`;
+    },
+    decode(hex) {
+      return request('POST', '/api/decode', { hex });
+    },
+    capture(id) {
+      return request('GET', `/api/captures/${seg(id)}`);
+    },
+    captureEvents(id, { conn, offset = 0, limit = 200, kind, q, fields = 0 } = {}) {
+      return request('GET', `/api/captures/${seg(id)}/events${query({ conn, offset, limit, kind, q, fields })}`);
+    },
+    captureEvent(id, index, conn) {
+      return request('GET', `/api/captures/${seg(id)}/events/${seg(index)}${query({ conn })}`);
+    },
+    capturePacket(id, number) {
+      return request('GET', `/api/captures/${seg(id)}/packets/${seg(number)}`);
+    },
+    /**
+     * Follow dissection progress (server-sent events). onMessage gets
+     * {state, percent, detail}; the stream is closed on done/error or by the
+     * returned function.
+     */
+    captureProgress(id, onMessage, onFailure) {
+      const es = new host.EventSource(`${base}/api/captures/${seg(id)}/progress`);
+      let closed = false;
+      const close = () => {
+        if (!closed) es.close();
+        closed = true;
+      };
+      es.onmessage = (e) => {
+        let msg;
+        try {
+          msg = JSON.parse(e.data);
+        } catch {
+          return;
+        }
+        onMessage(msg);
+        if (msg.state === 'done' || msg.state === 'error') close();
+      };
+      es.onerror = () => {
+        if (closed) return;
+        close();
+        if (onFailure) onFailure();
+      };
+      return close;
+    },
+    /**
+     * Upload a capture with upload progress (XMLHttpRequest, the only browser API
+     * that reports upload progress). onProgress(loaded, total). Resolves {id}.
+     * Returns { promise, abort }.
+     */
+    uploadCapture(file, onProgress) {
+      const xhr = new host.XMLHttpRequest();
+      const promise = new Promise((resolve, reject) => {
+        xhr.open('POST', `${base}/api/captures`);
+        xhr.setRequestHeader('Accept', 'application/json');
+        xhr.upload.onprogress = (e) => {
+          if (onProgress) onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
+        };
+        xhr.onload = () => {
+          let data = null;
+          try {
+            data = JSON.parse(xhr.responseText);
+          } catch {
+            data = null;
+          }
+          if (xhr.status >= 200 && xhr.status < 300 && data && data.id !== undefined) resolve(data);
+          else reject(new ApiError(xhr.status, detailText(data, xhr.status)));
+        };
+        xhr.onerror = () => reject(new ApiError(0, 'network error during upload'));
+        xhr.onabort = () => reject(new ApiError(0, 'upload cancelled'));
+        const form = new host.FormData();
+        form.append('file', file, file.name);
+        xhr.send(form);
+      });
+      return { promise, abort: () => xhr.abort() };
+    },
+  };
+}

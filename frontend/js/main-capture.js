@@ -1,0 +1,14 @@
+// Entry point of capture.html: the one place that reads the browser's globals,
+// handed to the app as its host (Netron-style injection).
+import { startCapture } from './app/capture.js';
+
+startCapture({
+  document,
+  window,
+  fetch: window.fetch.bind(window),
+  WebSocket: window.WebSocket,
+  XMLHttpRequest: window.XMLHttpRequest,
+  EventSource: window.EventSource,
+  FormData: window.FormData,
+  clipboard: navigator.clipboard,
+});

@@ -1,0 +1,238 @@
+// Capture viewer pieces: upload (drop zone, file picker, progress), the
+// connection list, the filter bar, and the packets / lower layers panel.
+
+import { h, clear, setChildren, panel } from './dom.js';
+import { KINDS } from '../core/links.js';
+import { humanSize, formatCount } from '../core/bytes.js';
+
+/**
+ * new UploadView(container, { onFile(file) })
+ *   .setUpload(loaded, total) .setDissect(percent, state, detail) .setError(text) .reset()
+ */
+export class UploadView {
+  constructor(container, { onFile }) {
+    const d = (this.doc = container.ownerDocument);
+    this.onFile = onFile;
+    this.input = h(d, 'input', { type: 'file', accept: '.pcap,.pcapng,.cap,application/vnd.tcpdump.pcap', class: 'visually-hidden', attrs: { id: 'capture-file' } });
+    this.input.addEventListener('change', () => {
+      const f = this.input.files && this.input.files[0];
+      if (f) this.onFile(f);
+      this.input.value = '';
+    });
+    this.zone = h(
+      d,
+      'div',
+      { class: 'drop-zone', tabIndex: 0, attrs: { role: 'button', 'aria-label': 'Choose a capture file' } },
+      h(d, 'p', { class: 'drop-title', text: 'Drop a pcap or pcapng capture here' }),
+      h(d, 'p', { class: 'hint' }, 'or ', h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, text: 'choose a file' }), ' — ZMTP connections are found on any TCP port.'),
+    );
+    this.zone.addEventListener('click', (e) => {
+      if (e.target === this.zone || (e.target.tagName && e.target.tagName.toUpperCase() === 'P')) this.input.click();
+    });
+    this.zone.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' || e.key === ' ') {
+        e.preventDefault();
+        this.input.click();
+      }
+    });
+    for (const type of ['dragenter', 'dragover']) {
+      this.zone.addEventListener(type, (e) => {
+        e.preventDefault();
+        this.zone.classList.add('over');
+      });
+    }
+    this.zone.addEventListener('dragleave', () => this.zone.classList.remove('over'));
+    this.zone.addEventListener('drop', (e) => {
+      e.preventDefault();
+      this.zone.classList.remove('over');
+      const f = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
+      if (f) this.onFile(f);
+    });
+    this.uploadBar = progress(d, 'Upload');
+    this.dissectBar = progress(d, 'Dissection');
+    this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
+    clear(container);
+    container.appendChild(h(d, 'div', { class: 'upload' }, this.zone, this.input, this.uploadBar.root, this.dissectBar.root, this.error));
+    this.reset();
+  }
+
+  reset() {
+    this.uploadBar.root.hidden = true;
+    this.dissectBar.root.hidden = true;
+    this.setError('');
+  }
+
+  setUpload(loaded, total) {
+    this.uploadBar.root.hidden = false;
+    const pct = total ? Math.min(100, (100 * loaded) / total) : 0;
+    this.uploadBar.set(pct, `${humanSize(loaded)} of ${humanSize(total || 0)}`);
+  }
+
+  setDissect(percent, state, detail) {
+    this.dissectBar.root.hidden = false;
+    const pct = Math.max(0, Math.min(100, Number(percent) || 0));
+    this.dissectBar.set(pct, `${state === 'done' ? 'done' : state === 'error' ? 'stopped' : 'dissecting'} ${pct.toFixed(0)}%${detail ? ' — ' + detail : ''}`);
+  }
+
+  setError(text) {
+    this.error.textContent = text || '';
+    this.error.hidden = !text;
+  }
+}
+
+function progress(d, label) {
+  const bar = h(d, 'progress', { max: 100, value: 0 });
+  const text = h(d, 'span', { class: 'progress-text' });
+  return {
+    root: h(d, 'div', { class: 'progress' }, h(d, 'span', { class: 'progress-label', text: label }), bar, text),
+    set(pct, t) {
+      bar.value = pct;
+      text.textContent = t;
+    },
+  };
+}
+
+/**
+ * The connections of a capture, one row each; click to open.
+ * new ConnectionsView(container, { onSelect(conn) }) ; .setConnections(list, selected)
+ */
+export class ConnectionsView {
+  constructor(container, { onSelect }) {
+    this.doc = container.ownerDocument;
+    this.onSelect = onSelect;
+    const p = panel(this.doc, 'Connections', 'connections-panel');
+    this.body = p.body;
+    clear(container);
+    container.appendChild(p.root);
+  }
+
+  setConnections(list, selected) {
+    const d = this.doc;
+    const pair = (o, fmt = (x) => x) => (o && typeof o === 'object' ? `${fmt(o.c2s ?? '–')} / ${fmt(o.s2c ?? '–')}` : '–');
+    const head = h(d, 'tr', {}, ...['#', 'Client', 'Server', 'ZMTP c2s / s2c', 'Mechanism', 'Sockets c2s / s2c', 'Messages', 'Octets', 'Expert'].map((t) => h(d, 'th', { text: t })));
+    const rows = list.map((c) => {
+      const ex = c.expert || {};
+      const tr = h(
+        d,
+        'tr',
+        { class: String(c.conn) === String(selected) ? 'selected' : '', tabIndex: 0 },
+        h(d, 'td', { text: String(c.conn) }),
+        h(d, 'td', { class: 'mono', text: c.client || '' }),
+        h(d, 'td', { class: 'mono', text: c.server || '' }),
+        h(d, 'td', { text: pair(c.versions) }),
+        h(d, 'td', { text: c.mechanism || '–' }),
+        h(d, 'td', { text: pair(c.socket_types) }),
+        h(d, 'td', { text: pair(c.messages, formatCount) }),
+        h(d, 'td', { text: pair(c.bytes, (n) => (typeof n === 'number' ? humanSize(n) : n)) }),
+        h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${s}` }))),
+      );
+      tr.addEventListener('click', () => this.onSelect(String(c.conn)));
+      tr.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') this.onSelect(String(c.conn));
+      });
+      return tr;
+    });
+    setChildren(this.body, h(d, 'div', { class: 'table-wrap' }, h(d, 'table', { class: 'connections' }, h(d, 'thead', {}, head), h(d, 'tbody', {}, rows))));
+  }
+}
+
+/**
+ * Filter: element kind and free text (command name, socket type, text in bodies).
+ * new FilterBar(container, { onChange({kind, q}) }) ; .set({kind, q}) ; .setCount(shown, all)
+ */
+export class FilterBar {
+  constructor(container, { onChange }) {
+    const d = (this.doc = container.ownerDocument);
+    this.kind = h(d, 'select', { attrs: { 'aria-label': 'Element kind' } }, h(d, 'option', { value: '', text: 'all kinds' }), ...KINDS.map((k) => h(d, 'option', { value: k, text: k })));
+    this.q = h(d, 'input', { type: 'search', placeholder: 'Filter: READY, DEALER, text in bodies…', attrs: { 'aria-label': 'Filter text' } });
+    this.count = h(d, 'span', { class: 'filter-count' });
+    const fire = () => onChange({ kind: this.kind.value, q: this.q.value.trim() });
+    this.kind.addEventListener('change', fire);
+    let timer = null;
+    this.q.addEventListener('input', () => {
+      clearTimeout(timer);
+      timer = setTimeout(fire, 300);
+    });
+    this.q.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        clearTimeout(timer);
+        fire();
+      }
+    });
+    clear(container);
+    container.appendChild(h(d, 'form', { class: 'filter-bar', on: { submit: (e) => e.preventDefault() } }, this.kind, this.q, this.count));
+  }
+
+  set({ kind = '', q = '' }) {
+    this.kind.value = kind;
+    this.q.value = q;
+  }
+
+  setCount(text) {
+    this.count.textContent = text;
+  }
+}
+
+/**
+ * The packets that carried the selected element, and the lower layers of one.
+ * new PacketsView(container, { onPacket(number) }) ; .setPackets(numbers) ; .setLayers(layers | {error} | null, number)
+ */
+export class PacketsView {
+  constructor(container, { onPacket }) {
+    this.doc = container.ownerDocument;
+    this.onPacket = onPacket;
+    const p = panel(this.doc, 'Packets & lower layers', 'packets-panel');
+    this.list = h(this.doc, 'div', { class: 'packet-list' });
+    this.layers = h(this.doc, 'div', { class: 'layers' });
+    p.body.append(this.list, this.layers);
+    clear(container);
+    container.appendChild(p.root);
+    this.setPackets([]);
+  }
+
+  setPackets(numbers, current = null) {
+    const d = this.doc;
+    if (!numbers || !numbers.length) {
+      setChildren(this.list, h(d, 'p', { class: 'hint', text: 'Select an element to see the capture frames that carried it.' }));
+      clear(this.layers);
+      return;
+    }
+    setChildren(
+      this.list,
+      h(d, 'span', { class: 'muted', text: `Carried by frame${numbers.length === 1 ? '' : 's'} ` }),
+      numbers.map((n) => h(d, 'button', { type: 'button', class: `small packet${n === current ? ' on' : ''}`, text: `#${n}`, on: { click: () => this.onPacket(n) } })),
+    );
+  }
+
+  setLayers(result, number) {
+    const d = this.doc;
+    if (!result) {
+      setChildren(this.layers, h(d, 'p', { class: 'hint', text: `Loading frame #${number}…` }));
+      return;
+    }
+    if (result.error) {
+      setChildren(this.layers, h(d, 'p', { class: 'error', text: result.error }));
+      return;
+    }
+    const layers = Array.isArray(result.layers) ? result.layers : [];
+    setChildren(
+      this.layers,
+      h(d, 'p', { class: 'muted', text: `Frame #${number}` }),
+      layers.map((layer, i) =>
+        h(
+          d,
+          'details',
+          { class: 'tree-node', open: i === layers.length - 1 },
+          h(d, 'summary', { text: layerTitle(layer) }),
+          (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: `${f.name}: ` }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
+        ),
+      ),
+    );
+  }
+}
+
+const LAYER_NAMES = { frame: 'Frame', eth: 'Ethernet II', ip: 'Internet Protocol', ipv6: 'Internet Protocol Version 6', tcp: 'Transmission Control Protocol', sll: 'Linux cooked capture' };
+
+function layerTitle(layer) {
+  return LAYER_NAMES[layer.name] || String(layer.name || 'layer');
+}

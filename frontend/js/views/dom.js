@@ -1,0 +1,102 @@
+// The only way views build DOM: createElement + textContent. Payload bytes are
+// data, so nothing here (or in any view) ever parses a string as HTML.
+//
+// h(doc, 'div', { class: 'x', text: 'hello', title: '...', attrs: {...}, on: {click}, style: {...} }, ...children)
+// Children may be nodes, strings (become text nodes), arrays, or null/false (skipped).
+
+export function h(doc, tag, props = {}, ...children) {
+  const el = doc.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null) continue;
+    switch (key) {
+      case 'class':
+        el.className = value;
+        break;
+      case 'text':
+        el.textContent = String(value);
+        break;
+      case 'title':
+        el.setAttribute('title', String(value));
+        break;
+      case 'attrs':
+        for (const [a, v] of Object.entries(value)) if (v !== undefined && v !== null && v !== false) el.setAttribute(a, v === true ? '' : String(v));
+        break;
+      case 'on':
+        for (const [type, fn] of Object.entries(value)) el.addEventListener(type, fn);
+        break;
+      case 'style':
+        for (const [p, v] of Object.entries(value)) el.style[p] = v;
+        break;
+      default:
+        el[key] = value; // plain properties: type, value, checked, disabled, href, tabIndex, ...
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (typeof c === 'string' || typeof c === 'number') el.appendChild(el.ownerDocument.createTextNode(String(c)));
+    else el.appendChild(c);
+  }
+  return el;
+}
+
+/** Remove all children. */
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+/** Replace an element's children. */
+export function setChildren(el, ...children) {
+  clear(el);
+  return append(el, children);
+}
+
+/** Is this keyboard event typed into a form control (so page shortcuts should not fire)? */
+export function isTyping(event) {
+  const t = event.target;
+  if (!t || !t.tagName) return false;
+  const tag = String(t.tagName).toUpperCase();
+  return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || !!t.isContentEditable;
+}
+
+/** A titled panel: returns { root, body, tools }. */
+export function panel(doc, title, className = '') {
+  const tools = h(doc, 'div', { class: 'panel-tools' });
+  const body = h(doc, 'div', { class: 'panel-body' });
+  const root = h(doc, 'section', { class: `panel ${className}`.trim() }, h(doc, 'header', { class: 'panel-head' }, h(doc, 'h2', { text: title }), tools), body);
+  return { root, body, tools };
+}
+
+/** Run fn at most once per animation frame. */
+export function frameThrottle(win, fn) {
+  let pending = false;
+  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  return () => {
+    if (pending) return;
+    pending = true;
+    raf(() => {
+      pending = false;
+      fn();
+    });
+  };
+}
+
+/** Observe an element's size (ResizeObserver where available, else window resize). Returns a stop function. */
+export function onResize(win, el, fn) {
+  if (win && win.ResizeObserver) {
+    const ro = new win.ResizeObserver(() => fn());
+    ro.observe(el);
+    return () => ro.disconnect();
+  }
+  if (win && win.addEventListener) {
+    win.addEventListener('resize', fn);
+    return () => win.removeEventListener('resize', fn);
+  }
+  return () => {};
+}

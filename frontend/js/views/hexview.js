@@ -1,0 +1,189 @@
+// Hex dump: both directions of a connection interleaved in stream order,
+// coloured per direction as Wireshark's Follow TCP Stream does (client red-ish,
+// server blue-ish and indented). Offset, hex and ASCII columns; the selected
+// element's bytes and the selected field's bytes are highlighted. Virtual: only
+// the visible lines are built. An "ASCII" mode shows the same stream as text.
+//
+// new HexView(container, { selection, onPick(index, dir, offset), copyText(text), title })
+//   .setChunks(chunks, note)   chunks from core/hexdump.js buildChunks()
+
+import { h, clear, panel, frameThrottle, onResize } from './dom.js';
+import { layoutLines, toFollowText, BYTES_PER_LINE } from '../core/hexdump.js';
+import { visibleRange, contentHeight, scrollToReveal } from '../core/virtual.js';
+import { byteHex, isPrintable } from '../core/bytes.js';
+
+const LINE_HEIGHT = 20;
+const ASCII_PER_LINE = 64;
+
+export class HexView {
+  constructor(container, { selection, onPick = () => {}, copyText = null, title = 'Stream' }) {
+    this.doc = container.ownerDocument;
+    this.win = this.doc.defaultView;
+    this.selection = selection;
+    this.onPick = onPick;
+    this.copyText = copyText;
+    this.mode = 'hex';
+    this.lineHeight = LINE_HEIGHT;
+    this.chunks = [];
+    this.lines = layoutLines([], BYTES_PER_LINE);
+    const d = this.doc;
+    const p = panel(d, title, 'hex-panel');
+    this.noteEl = h(d, 'span', { class: 'panel-note' });
+    this.modeButtons = {
+      hex: h(d, 'button', { type: 'button', class: 'small toggle on', text: 'Hex', on: { click: () => this.setMode('hex') } }),
+      ascii: h(d, 'button', { type: 'button', class: 'small toggle', text: 'ASCII', on: { click: () => this.setMode('ascii') } }),
+    };
+    p.tools.append(
+      this.noteEl,
+      h(d, 'span', { class: 'legend c2s', text: 'client → server' }),
+      h(d, 'span', { class: 'legend s2c', text: 'server → client' }),
+      this.modeButtons.hex,
+      this.modeButtons.ascii,
+    );
+    if (copyText) {
+      p.tools.append(h(d, 'button', { type: 'button', class: 'small', text: 'Copy', title: 'Copy as a Follow TCP Stream hex dump (paste it back in Paste mode)', on: { click: () => this.copy() } }));
+    }
+    this.spacer = h(d, 'div', { class: 'hex-spacer' });
+    this.linesEl = h(d, 'div', { class: 'hex-lines' });
+    this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl);
+    this.empty = h(d, 'p', { class: 'hint', text: 'No bytes yet.' });
+    p.body.append(this.empty, this.viewport);
+    clear(container);
+    container.appendChild(p.root);
+    this.schedule = frameThrottle(this.win, () => this.render());
+    this.stopResize = onResize(this.win, this.viewport, () => this.schedule());
+    this.linesEl.addEventListener('click', (e) => this.onClick(e));
+    this.picking = false;
+    selection.subscribe((state, prev) => {
+      // Reveal a new element or field, unless it was picked here (the user is looking at it).
+      const moved = state.index !== prev.index || state.event !== prev.event || state.field !== prev.field;
+      if (moved && !this.picking) this.reveal();
+      this.schedule();
+    });
+  }
+
+  setChunks(chunks, note = '') {
+    this.chunks = chunks;
+    this.noteEl.textContent = note;
+    this.relayout();
+    this.reveal();
+  }
+
+  setMode(mode) {
+    this.mode = mode === 'ascii' ? 'ascii' : 'hex';
+    this.modeButtons.hex.classList.toggle('on', this.mode === 'hex');
+    this.modeButtons.ascii.classList.toggle('on', this.mode === 'ascii');
+    this.relayout();
+    this.reveal();
+  }
+
+  setLineHeight(px) {
+    this.lineHeight = px;
+    this.relayout();
+    this.reveal();
+  }
+
+  relayout() {
+    this.lines = layoutLines(this.chunks, this.mode === 'ascii' ? ASCII_PER_LINE : BYTES_PER_LINE);
+    this.spacer.style.height = `${contentHeight(this.lines.count, this.lineHeight)}px`;
+    this.empty.hidden = this.lines.count > 0;
+    this.viewport.hidden = this.lines.count === 0;
+    this.schedule();
+  }
+
+  /** Ranges to highlight: { el: {dir, start, end}, field: {dir, start, end} }. */
+  ranges() {
+    const { event } = this.selection.get();
+    const field = this.selection.fieldObject();
+    if (!event) return { el: null, field: null };
+    const len = Math.max(event.length || 0, event.kind === 'expert' ? 1 : 0);
+    return {
+      el: { dir: event.dir, start: event.offset, end: event.offset + len },
+      field: field ? { dir: event.dir, start: field.offset, end: field.offset + field.length } : null,
+    };
+  }
+
+  /** Scroll so the selected element's (or field's) first line is visible. */
+  reveal() {
+    const { event } = this.selection.get();
+    if (!event || !this.lines.count) return;
+    const field = this.selection.fieldObject();
+    const line = this.lines.findLine(event.dir, field ? field.offset : event.offset);
+    if (line < 0) return;
+    this.viewport.scrollTop = scrollToReveal({ index: line, scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 300, rowHeight: this.lineHeight, total: this.lines.count });
+    this.schedule();
+  }
+
+  render() {
+    const d = this.doc;
+    const total = this.lines.count;
+    const { start, end, top } = visibleRange({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 300, rowHeight: this.lineHeight, total });
+    clear(this.linesEl);
+    this.linesEl.style.top = `${top}px`;
+    const { el, field } = this.ranges();
+    for (let i = start; i < end; i++) {
+      const line = this.lines.line(i);
+      const div = h(d, 'div', { class: `hex-line ${line.dir}` });
+      div.style.height = `${this.lineHeight}px`;
+      div.dataset.line = String(i);
+      if (line.kind !== 'bytes') {
+        div.classList.add('marker-line');
+        const what = line.kind === 'gap' ? `… ${line.count.toLocaleString('en-US')} octets missing from the capture …` : `… ${line.count.toLocaleString('en-US')} more octets not loaded …`;
+        div.append(h(d, 'span', { class: 'hex-off', text: hex8(line.offset) }), h(d, 'span', { class: 'hex-missing', text: what }));
+        this.linesEl.appendChild(div);
+        continue;
+      }
+      const inEl = (o) => el && el.dir === line.dir && o >= el.start && o < el.end;
+      const inField = (o) => field && field.dir === line.dir && o >= field.start && o < field.end;
+      const hexCol = h(d, 'span', { class: 'hex-bytes' });
+      const asciiCol = h(d, 'span', { class: 'hex-ascii' });
+      line.bytes.forEach((b, k) => {
+        const o = line.offset + k;
+        const cls = inField(o) ? 'b sel-field' : inEl(o) ? 'b sel-el' : 'b';
+        if (this.mode === 'hex') {
+          const cell = h(d, 'span', { class: cls, text: byteHex(b) });
+          cell.dataset.k = String(k);
+          hexCol.appendChild(cell);
+          if (k === 7) hexCol.appendChild(d.createTextNode(' '));
+        }
+        const ch = h(d, 'span', { class: cls, text: isPrintable(b) ? String.fromCharCode(b) : '.' });
+        ch.dataset.k = String(k);
+        asciiCol.appendChild(ch);
+      });
+      div.append(h(d, 'span', { class: 'hex-off', text: hex8(line.offset) }));
+      if (this.mode === 'hex') div.append(hexCol);
+      div.append(asciiCol);
+      this.linesEl.appendChild(div);
+    }
+  }
+
+  onClick(e) {
+    let n = e.target;
+    let k = null;
+    while (n && n !== this.linesEl) {
+      if (k === null && n.dataset && n.dataset.k !== undefined) k = Number(n.dataset.k);
+      if (n.dataset && n.dataset.line !== undefined) break;
+      n = n.parentNode;
+    }
+    if (!n || n === this.linesEl) return;
+    const line = this.lines.line(Number(n.dataset.line));
+    this.picking = true;
+    try {
+      this.onPick(line.index, line.dir, line.offset + (line.kind === 'bytes' && k !== null ? k : 0));
+    } finally {
+      this.picking = false;
+    }
+  }
+
+  copy() {
+    if (this.copyText) this.copyText(toFollowText(this.chunks));
+  }
+
+  destroy() {
+    this.stopResize();
+  }
+}
+
+function hex8(n) {
+  return Number(n).toString(16).padStart(8, '0');
+}

@@ -1,0 +1,160 @@
+// Octet table: the selected element drawn as the ZMTP specs draw it. One table
+// per row of boxes: values, then offsets relative to the element's start, then
+// field names (spanning a field's boxes). Colours by rule (core/rules.js).
+//
+// new OctetView(container, { selection })   — follows the shared selection.
+
+import { h, clear, panel, onResize } from './dom.js';
+import { layoutOctets } from '../core/octets.js';
+import { ruleColor } from '../core/rules.js';
+import { elementTitle } from '../core/labels.js';
+import { previewHex } from '../core/bytes.js';
+
+export class OctetView {
+  constructor(container, { selection }) {
+    this.doc = container.ownerDocument;
+    this.selection = selection;
+    this.expand = false;
+    this.maxShownOctets = 64;
+    const d = this.doc;
+    const p = panel(d, 'Octets', 'octets-panel');
+    this.body = p.body;
+    this.expandBox = h(d, 'input', { type: 'checkbox', on: { change: () => this.setExpand(this.expandBox.checked) } });
+    this.moreButton = h(d, 'button', { type: 'button', class: 'small', text: 'Show more octets', on: { click: () => this.showMore() } });
+    p.tools.append(h(d, 'label', { class: 'check', title: 'Draw short fields octet by octet, as the spec’s worked example does' }, this.expandBox, ' octet by octet'), this.moreButton);
+    clear(container);
+    container.appendChild(p.root);
+    this.body.addEventListener('click', (e) => {
+      const cell = closestWithField(e.target, this.body);
+      if (cell) this.selection.selectField(Number(cell.dataset.field));
+    });
+    this.cells = [];
+    this.lastEvent = undefined;
+    let lastWidth = 0;
+    onResize(this.doc.defaultView, this.body, () => {
+      if (Math.abs(this.body.clientWidth - lastWidth) > 20) {
+        lastWidth = this.body.clientWidth;
+        this.render();
+      }
+    });
+    selection.subscribe((state, prev) => {
+      if (state.event !== prev.event || state.index !== prev.index) this.render();
+      else if (state.field !== prev.field) this.highlight();
+    });
+    this.render();
+  }
+
+  setExpand(on) {
+    this.expand = !!on;
+    this.expandBox.checked = this.expand;
+    this.render();
+  }
+
+  showMore() {
+    this.maxShownOctets *= 4;
+    this.render();
+  }
+
+  render() {
+    const d = this.doc;
+    const { event, index } = this.selection.get();
+    if (event !== this.lastEvent) this.maxShownOctets = 64;
+    this.lastEvent = event;
+    clear(this.body);
+    this.cells = [];
+    this.moreButton.hidden = true;
+    if (!event) {
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: index === null ? 'Select an element to see its octets.' : 'Loading the element…' }));
+      return;
+    }
+    this.body.appendChild(h(d, 'div', { class: 'octets-title', text: elementTitle(event) }));
+    if (event.kind === 'message') {
+      // A message's fields are its frame bodies (elsewhere in the stream): draw them, else list the frames.
+      const n = Array.isArray(event.frames) ? event.frames.length : 0;
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: `One application message of ${n} frame${n === 1 ? '' : 's'}; each frame is also its own element in the sequence.` }));
+      if (!Array.isArray(event.fields) || !event.fields.length) {
+        this.body.appendChild(this.renderMessage(event));
+        return;
+      }
+    }
+    if (event.kind === 'expert') {
+      this.body.appendChild(h(d, 'p', { class: `hint sev-${event.severity || 'note'}`, text: event.text || '' }));
+      return;
+    }
+    if (event.kind === 'gap') {
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: `${event.length} octets are missing from the capture here.` }));
+      return;
+    }
+    if (!Array.isArray(event.fields) && !event.hex) {
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: 'Loading fields…' }));
+      return;
+    }
+    const layout = layoutOctets(event, { expand: this.expand, maxShownOctets: this.maxShownOctets, maxRowChars: this.rowChars() });
+    for (const row of layout.rows) this.body.appendChild(this.renderRow(row));
+    this.moreButton.hidden = !layout.rows.some((r) => r.boxes.some((b) => b.more && b.format === 'more'));
+    this.highlight();
+  }
+
+  renderRow(row) {
+    const d = this.doc;
+    const values = h(d, 'tr', { class: 'oct-values' });
+    const offsets = h(d, 'tr', { class: 'oct-offsets' });
+    const names = h(d, 'tr', { class: 'oct-names' });
+    for (const b of row.boxes) {
+      const color = ruleColor(b.rule);
+      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: `${b.name} (${b.rule || 'no rule'})${b.label ? ` — octets ${b.label}` : ''}` });
+      td.dataset.field = String(b.field);
+      td.style.backgroundColor = color.fill;
+      td.style.borderColor = color.stroke;
+      td.appendChild(h(d, 'span', { class: 'oct-text', text: b.text }));
+      if (b.bytesText) td.appendChild(h(d, 'span', { class: 'oct-bytes', text: b.bytesText }));
+      values.appendChild(td);
+      const off = h(d, 'td', { class: 'oct-offset', text: b.label });
+      off.dataset.field = String(b.field);
+      offsets.appendChild(off);
+      this.cells.push(td);
+    }
+    for (const g of row.groups) {
+      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? `${g.name} (cont.)` : g.name, colSpan: g.count });
+      td.dataset.field = String(g.field);
+      td.style.color = ruleColor(g.rule).stroke;
+      names.appendChild(td);
+      this.cells.push(td);
+    }
+    return h(d, 'table', { class: 'oct-row' }, h(d, 'tbody', {}, values, offsets, names));
+  }
+
+  renderMessage(event) {
+    const d = this.doc;
+    const frames = Array.isArray(event.frames) ? event.frames : [];
+    const list = h(d, 'ol', { class: 'message-frames' });
+    frames.forEach((f, i) => {
+      const size = typeof f === 'string' ? f.length / 2 : 0;
+      list.appendChild(h(d, 'li', {}, h(d, 'span', { class: 'frame-size', text: `${size} octet${size === 1 ? '' : 's'}${i < frames.length - 1 ? ', MORE' : ''}` }), ' ', h(d, 'code', { text: previewHex(f, 64) })));
+    });
+    return list;
+  }
+
+  /** How many monospace characters fit across the panel (rows wrap there). */
+  rowChars() {
+    const win = this.doc.defaultView;
+    const width = this.body.clientWidth;
+    if (!width || !win || !win.getComputedStyle) return undefined;
+    const em = parseFloat(win.getComputedStyle(this.body).fontSize) || 15;
+    return Math.max(24, Math.floor((width - 16) / (em * 0.62)));
+  }
+
+  highlight() {
+    const { field } = this.selection.get();
+    for (const c of this.cells) c.classList.toggle('selected', field !== null && Number(c.dataset.field) === field);
+  }
+}
+
+function closestWithField(node, stop) {
+  let n = node;
+  while (n && n !== stop) {
+    if (n.dataset && n.dataset.field !== undefined) return n;
+    n = n.parentNode;
+  }
+  return null;
+}

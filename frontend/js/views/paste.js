@@ -1,0 +1,112 @@
+// Paste mode: a textarea for hex (plain, or Wireshark's Follow TCP Stream hex
+// dump), a live reading of what was pasted, and a Decode button.
+//
+// new PasteView(container, { onDecode(parsed) }) ; .setBusy(bool) ; .setError(text) ; .setText(text)
+//   parsed: core/hexparse.js parseHexInput() result (plain pastes take the
+//   direction chosen in the form).
+
+import { h, clear } from './dom.js';
+import { parseHexInput } from '../core/hexparse.js';
+import { toFollowText } from '../core/hexdump.js';
+import { hexToBytes } from '../core/bytes.js';
+
+// The example: a PUSH server and a PULL client, greetings, READYs, one message.
+const GREETING = 'ff00000000000000017f0301' + '4e554c4c' + '00'.repeat(16) + '00' + '00'.repeat(31);
+const ready = (type) => {
+  const body = '05' + '5245414459' + '0b' + '536f636b65742d54797065' + (type.length).toString(16).padStart(8, '0') + Array.from(type, (c) => c.charCodeAt(0).toString(16)).join('');
+  return '04' + (body.length / 2).toString(16).padStart(2, '0') + body;
+};
+const EXAMPLE = toFollowText([
+  { dir: 'c2s', offset: 0, hex: GREETING },
+  { dir: 's2c', offset: 0, hex: GREETING },
+  { dir: 'c2s', offset: 64, hex: ready('PULL') },
+  { dir: 's2c', offset: 64, hex: ready('PUSH') },
+  { dir: 's2c', offset: 92, hex: '000a4d79204d657373616765' },
+].map((c) => ({ ...c, bytes: hexToBytes(c.hex) })));
+
+export class PasteView {
+  constructor(container, { onDecode }) {
+    const d = (this.doc = container.ownerDocument);
+    this.onDecode = onDecode;
+    this.text = h(d, 'textarea', {
+      class: 'paste-text',
+      rows: 12,
+      spellcheck: false,
+      placeholder: 'Paste hex here: "ff 00 00 …", "ff:00:00", or a Follow TCP Stream hex dump',
+      attrs: { 'aria-label': 'Hex to decode', wrap: 'off' },
+    });
+    this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', text: 'the client (c2s)' }), h(d, 'option', { value: 's2c', text: 'the server (s2c)' }));
+    this.dirField = h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Sent by' }), this.dir);
+    this.reading = h(d, 'p', { class: 'paste-reading', attrs: { 'aria-live': 'polite' } });
+    this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
+    this.button = h(d, 'button', { type: 'button', class: 'primary', text: 'Decode', on: { click: () => this.decode() } });
+    const example = h(d, 'button', { type: 'button', text: 'Example', title: 'A PUSH/PULL conversation as a Follow TCP Stream hex dump', on: { click: () => this.setText(EXAMPLE) } });
+    this.text.addEventListener('input', () => this.read());
+    clear(container);
+    container.appendChild(
+      h(
+        d,
+        'div',
+        { class: 'paste' },
+        h(d, 'p', { class: 'hint', text: 'Plain hex (spaces, newlines and colons allowed) is one direction. A Follow TCP Stream hex dump (Wireshark: Follow › TCP Stream › Show as Hex Dump) gives both: indented lines are the server.' }),
+        this.text,
+        this.dirField,
+        this.reading,
+        this.error,
+        h(d, 'div', { class: 'ctl-row' }, this.button, example),
+      ),
+    );
+    this.read();
+  }
+
+  parse() {
+    const parsed = parseHexInput(this.text.value);
+    if (parsed.format === 'plain') {
+      const dir = this.dir.value === 's2c' ? 's2c' : 'c2s';
+      parsed.directions[0].dir = dir;
+      parsed.segments[0].dir = dir;
+    }
+    return parsed;
+  }
+
+  read() {
+    if (!this.text.value.trim()) {
+      this.reading.textContent = '';
+      this.dirField.hidden = false;
+      this.setError('');
+      return null;
+    }
+    try {
+      const parsed = this.parse();
+      this.dirField.hidden = parsed.format !== 'plain';
+      const dirs = parsed.directions.map((x) => `${x.bytes.length} octets ${x.dir}`).join(', ');
+      this.reading.textContent = `${parsed.format === 'follow' ? 'Follow TCP Stream hex dump' : 'Plain hex'}: ${dirs}${parsed.warnings.length ? ` · ${parsed.warnings.length} warning${parsed.warnings.length === 1 ? '' : 's'}: ${parsed.warnings.slice(0, 3).join('; ')}` : ''}`;
+      this.setError('');
+      return parsed;
+    } catch (err) {
+      this.reading.textContent = '';
+      this.setError(err.message);
+      return null;
+    }
+  }
+
+  decode() {
+    const parsed = this.read();
+    if (parsed) this.onDecode(parsed);
+  }
+
+  setText(text) {
+    this.text.value = text;
+    this.read();
+  }
+
+  setBusy(busy) {
+    this.button.disabled = !!busy;
+    this.button.textContent = busy ? 'Decoding…' : 'Decode';
+  }
+
+  setError(text) {
+    this.error.textContent = text || '';
+    this.error.hidden = !text;
+  }
+}

@@ -1,0 +1,207 @@
+// Sequence view: two lifelines (client left, server right), one arrow per
+// element, time flowing down. Virtual: only the visible rows exist in the DOM,
+// so 200,000+ elements scroll as smoothly as 20. Fixed row height.
+//
+// new SequenceView(container, { source, onSelect(index), rowHeight, timeBase })
+//   source: { length, get(i), ensure(start, end), subscribe(fn) } (core/source.js)
+//   .setSource(source)  .setLabels({client, server})  .setSelected(index)
+//   .setRowHeight(px)  .setFollowTail(bool)  .move(delta)  .destroy()
+
+import { h, clear, frameThrottle, onResize } from './dom.js';
+import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
+import { infoLabel } from '../core/labels.js';
+
+export class SequenceView {
+  constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
+    this.doc = container.ownerDocument;
+    this.win = this.doc.defaultView;
+    this.onSelect = onSelect;
+    this.rowHeight = rowHeight;
+    this.timeBase = timeBase;
+    this.selected = null;
+    this.followTail = false;
+    this.labels = { client: 'client', server: 'server' };
+    this.unsubscribe = null;
+
+    const d = this.doc;
+    this.clientHead = h(d, 'div', { class: 'lifeline-head c2s-side' });
+    this.serverHead = h(d, 'div', { class: 'lifeline-head s2c-side' });
+    this.countEl = h(d, 'div', { class: 'seq-count' });
+    this.header = h(d, 'div', { class: 'seq-header' }, h(d, 'div', { class: 'seq-gutter' }, this.countEl), h(d, 'div', { class: 'seq-heads' }, this.clientHead, this.serverHead));
+    this.spacer = h(d, 'div', { class: 'seq-spacer' });
+    this.rows = h(d, 'div', { class: 'seq-rows' });
+    this.empty = h(d, 'div', { class: 'seq-empty', text: 'No elements yet.' });
+    this.viewport = h(
+      d,
+      'div',
+      {
+        class: 'seq-viewport',
+        tabIndex: 0,
+        attrs: { role: 'listbox', 'aria-label': 'Protocol elements' },
+        on: { scroll: () => this.schedule(), keydown: (e) => this.onKey(e) },
+      },
+      this.spacer,
+      this.rows,
+    );
+    this.root = h(d, 'div', { class: 'sequence' }, this.header, this.viewport, this.empty);
+    clear(container);
+    container.appendChild(this.root);
+    this.schedule = frameThrottle(this.win, () => this.render());
+    this.rows.addEventListener('click', (e) => {
+      const row = closestRow(e.target, this.rows);
+      if (row) this.select(Number(row.dataset.index));
+    });
+    this.stopResize = onResize(this.win, this.viewport, () => this.schedule());
+    this.setLabels(this.labels);
+    this.setSource(source);
+  }
+
+  setSource(source) {
+    if (this.unsubscribe) this.unsubscribe();
+    this.source = source;
+    this.unsubscribe = source && source.subscribe ? source.subscribe(() => this.onData()) : null;
+    this.selected = null;
+    this.viewport.scrollTop = 0;
+    this.onData();
+  }
+
+  setLabels({ client, server }) {
+    this.labels = { client: client || 'client', server: server || 'server' };
+    this.clientHead.textContent = this.labels.client;
+    this.serverHead.textContent = this.labels.server;
+  }
+
+  setTimeBase(t) {
+    this.timeBase = typeof t === 'number' ? t : null;
+    this.schedule();
+  }
+
+  setRowHeight(px) {
+    this.rowHeight = px;
+    this.onData();
+  }
+
+  setFollowTail(on) {
+    this.followTail = !!on;
+  }
+
+  onData() {
+    const total = this.source ? this.source.length : 0;
+    const wasAtBottom = atBottom({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight, rowHeight: this.rowHeight, total: this.lastTotal || 0 });
+    this.spacer.style.height = `${contentHeight(total, this.rowHeight)}px`;
+    this.countEl.textContent = `${total.toLocaleString('en-US')} element${total === 1 ? '' : 's'}`;
+    this.empty.hidden = total > 0;
+    if (this.followTail && wasAtBottom && total > (this.lastTotal || 0)) {
+      this.viewport.scrollTop = contentHeight(total, this.rowHeight);
+    }
+    this.lastTotal = total;
+    this.schedule();
+  }
+
+  render() {
+    const total = this.source ? this.source.length : 0;
+    const vh = this.viewport.clientHeight || 600;
+    const { start, end, top } = visibleRange({ scrollTop: this.viewport.scrollTop, viewportHeight: vh, rowHeight: this.rowHeight, total });
+    clear(this.rows);
+    this.rows.style.top = `${top}px`;
+    let missing = false;
+    for (let i = start; i < end; i++) {
+      const ev = this.source.get(i);
+      if (!ev) missing = true;
+      this.rows.appendChild(this.renderRow(i, ev));
+    }
+    if (missing && this.source.ensure) {
+      this.source.ensure(start, end).catch(() => {});
+    }
+  }
+
+  renderRow(i, ev) {
+    const d = this.doc;
+    const row = h(d, 'div', { class: 'seq-row', attrs: { role: 'option', 'aria-selected': i === this.selected ? 'true' : 'false' } });
+    row.dataset.index = String(i);
+    row.style.height = `${this.rowHeight}px`;
+    const num = h(d, 'span', { class: 'seq-num', text: String(i + 1) });
+    if (!ev) {
+      row.classList.add('loading');
+      row.append(num, h(d, 'span', { class: 'seq-time' }), h(d, 'div', { class: 'seq-lane' }, h(d, 'span', { class: 'seq-label', text: '…' })));
+      return row;
+    }
+    if (i === this.selected) row.classList.add('selected');
+    row.classList.add(`kind-${safeClass(ev.kind)}`, ev.dir === 's2c' ? 's2c' : 'c2s');
+    const label = infoLabel(ev);
+    row.setAttribute('title', label);
+    const lane = h(d, 'div', { class: 'seq-lane' });
+    if (ev.kind === 'expert' || ev.kind === 'gap') {
+      const sev = ev.kind === 'gap' ? 'warn' : safeClass(ev.severity || 'note');
+      lane.append(h(d, 'span', { class: `marker sev-${sev}` }), h(d, 'span', { class: `seq-label marker-label sev-${sev}`, text: label }));
+    } else {
+      lane.append(h(d, 'div', { class: 'arrow' }, h(d, 'span', { class: 'arrow-head' })), h(d, 'span', { class: 'seq-label', text: label }));
+    }
+    row.append(num, h(d, 'span', { class: 'seq-time', text: this.timeText(ev) }), lane);
+    return row;
+  }
+
+  timeText(ev) {
+    const t = typeof ev.ts === 'number' ? ev.ts : typeof ev.t === 'number' ? ev.t : null;
+    if (t === null) return '';
+    const rel = this.timeBase !== null ? t - this.timeBase : t;
+    return rel.toFixed(Math.abs(rel) < 1000 ? 6 : 3);
+  }
+
+  /** Select row `index` (from a click or a key) and tell the app. */
+  select(index) {
+    const total = this.source ? this.source.length : 0;
+    if (!(index >= 0 && index < total)) return;
+    this.setSelected(index);
+    this.onSelect(index);
+  }
+
+  /** Mark `index` selected and scroll it into view, without telling the app. */
+  setSelected(index, { reveal = true } = {}) {
+    this.selected = typeof index === 'number' ? index : null;
+    if (reveal && this.selected !== null) {
+      const total = this.source ? this.source.length : 0;
+      this.viewport.scrollTop = scrollToReveal({ index: this.selected, scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 600, rowHeight: this.rowHeight, total });
+    }
+    this.schedule();
+  }
+
+  onKey(e) {
+    const total = this.source ? this.source.length : 0;
+    if (!total) return;
+    const page = Math.max(1, Math.floor((this.viewport.clientHeight || 600) / this.rowHeight) - 1);
+    const cur = this.selected === null ? -1 : this.selected;
+    const moves = { ArrowDown: cur + 1, ArrowUp: cur - 1, PageDown: cur + page, PageUp: cur - page, Home: 0, End: total - 1 };
+    if (!(e.key in moves)) return;
+    e.preventDefault();
+    e.stopPropagation();
+    this.select(Math.min(total - 1, Math.max(0, moves[e.key])));
+  }
+
+  /** Move the selection by `delta` rows (the page's own up/down shortcut). */
+  move(delta) {
+    const total = this.source ? this.source.length : 0;
+    if (!total) return;
+    const cur = this.selected === null ? (delta > 0 ? -1 : total) : this.selected;
+    this.select(Math.min(total - 1, Math.max(0, cur + delta)));
+  }
+
+  destroy() {
+    if (this.unsubscribe) this.unsubscribe();
+    this.stopResize();
+  }
+}
+
+function closestRow(node, stop) {
+  let n = node;
+  while (n && n !== stop) {
+    if (n.classList && n.classList.contains('seq-row')) return n;
+    n = n.parentNode;
+  }
+  return null;
+}
+
+/** Kind/severity strings come from the wire side; keep class names to [a-z0-9-]. */
+export function safeClass(s) {
+  return String(s || '').toLowerCase().replace(/[^a-z0-9-]/g, '') || 'unknown';
+}

@@ -1,0 +1,198 @@
+// The pages' side of the backend contract: HTTP routes, the session websocket,
+// deep links — over fake fetch / WebSocket / XMLHttpRequest / EventSource.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createApi, ApiError, detailText } from '../../frontend/js/core/api.js';
+import { openSession } from '../../frontend/js/core/session.js';
+import { parseLink, buildLink, sessionRequest } from '../../frontend/js/core/links.js';
+
+function fakeFetch(routes) {
+  const calls = [];
+  const fetch = async (url, init) => {
+    calls.push({ url, method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
+    const [status, body] = routes(url, init);
+    return { ok: status >= 200 && status < 300, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) };
+  };
+  return { fetch, calls };
+}
+
+test('HTTP routes and their errors', async () => {
+  const { fetch, calls } = fakeFetch((url) => {
+    if (url === '/api/sessions') return [201, { id: 's1' }];
+    if (url === '/api/decode') return [200, { events: [{ kind: 'greeting' }] }];
+    if (url.startsWith('/api/captures/c%201/events?')) return [200, { events: [], total: 0 }];
+    if (url === '/api/captures/c%201/events/42?conn=0') return [200, { kind: 'frame', fields: [] }];
+    if (url === '/api/captures/c%201/packets/7') return [200, { layers: [] }];
+    if (url === '/api/captures/missing') return [404, { detail: 'no such capture' }];
+    if (url === '/api/captures/bad') return [422, { detail: [{ loc: ['query', 'conn'], msg: 'field required' }] }];
+    return [500, undefined];
+  });
+  const api = createApi({ fetch });
+  const req = sessionRequest('simulated', { type: 'PUSH', version: '3.1', mechanism: 'NULL' }, { type: 'PULL', version: '3.0', mechanism: 'PLAIN', username: 'u', password: 'p', libzmq: true });
+  assert.deepEqual(await api.createSession(req), { id: 's1' });
+  assert.deepEqual(calls[0], {
+    url: '/api/sessions',
+    method: 'POST',
+    body: {
+      mode: 'simulated',
+      server: { type: 'PUSH', version: '3.1', mechanism: 'NULL', identity: '', username: '', password: '', libzmq: false },
+      client: { type: 'PULL', version: '3.0', mechanism: 'PLAIN', identity: '', username: 'u', password: 'p', libzmq: true },
+    },
+  });
+  await api.decode('ff00');
+  assert.deepEqual(calls[1], { url: '/api/decode', method: 'POST', body: { hex: 'ff00' } });
+  await api.captureEvents('c 1', { conn: '0', offset: 200, limit: 200, kind: 'frame', q: 'a&b', fields: 0 });
+  assert.equal(calls[2].url, '/api/captures/c%201/events?conn=0&offset=200&limit=200&kind=frame&q=a%26b&fields=0');
+  await api.captureEvents('c 1', { conn: '1' });
+  assert.equal(calls[3].url, '/api/captures/c%201/events?conn=1&offset=0&limit=200&fields=0');
+  assert.deepEqual(await api.captureEvent('c 1', 42, '0'), { kind: 'frame', fields: [] });
+  assert.deepEqual(await api.capturePacket('c 1', 7), { layers: [] });
+  await assert.rejects(api.capture('missing'), (e) => e instanceof ApiError && e.status === 404 && e.message === 'no such capture');
+  await assert.rejects(api.capture('bad'), /query.conn: field required/);
+  await assert.rejects(api.capture('other'), /HTTP 500/);
+  assert.equal(api.sessionExportUrl('s1', 'pcapng'), '/api/sessions/s1/export.pcapng');
+  assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
+  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1');
+  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1');
+  assert.equal(detailText(null, 413), 'the file is too large');
+});
+
+test('capture upload reports progress and the server’s refusal', async () => {
+  const sent = [];
+  class FakeXHR {
+    constructor() {
+      this.upload = {};
+      this.headers = {};
+    }
+    open(method, url) {
+      this.method = method;
+      this.url = url;
+    }
+    setRequestHeader(k, v) {
+      this.headers[k] = v;
+    }
+    send(form) {
+      sent.push(this);
+      this.form = form;
+      this.upload.onprogress({ loaded: 50, total: 100, lengthComputable: true });
+      this.upload.onprogress({ loaded: 100, total: 100, lengthComputable: true });
+      this.status = FakeXHR.status;
+      this.responseText = JSON.stringify(FakeXHR.body);
+      this.onload();
+    }
+  }
+  class FakeForm {
+    constructor() {
+      this.parts = [];
+    }
+    append(...a) {
+      this.parts.push(a);
+    }
+  }
+  const api = createApi({ XMLHttpRequest: FakeXHR, FormData: FakeForm });
+  const file = { name: 'x.pcapng', size: 100 };
+  const progress = [];
+  FakeXHR.status = 201;
+  FakeXHR.body = { id: 'c1' };
+  assert.deepEqual(await api.uploadCapture(file, (l, t) => progress.push([l, t])).promise, { id: 'c1' });
+  assert.deepEqual(progress, [
+    [50, 100],
+    [100, 100],
+  ]);
+  assert.equal(sent[0].method, 'POST');
+  assert.equal(sent[0].url, '/api/captures');
+  assert.deepEqual(sent[0].form.parts, [['file', file, 'x.pcapng']]);
+  FakeXHR.status = 415;
+  FakeXHR.body = { detail: 'not a capture' };
+  await assert.rejects(api.uploadCapture(file).promise, (e) => e.status === 415 && e.message === 'not a capture');
+  FakeXHR.status = 413;
+  FakeXHR.body = null;
+  await assert.rejects(api.uploadCapture(file).promise, /too large/);
+});
+
+test('dissection progress over server-sent events closes itself when done', () => {
+  const made = [];
+  class FakeES {
+    constructor(url) {
+      this.url = url;
+      made.push(this);
+    }
+    close() {
+      this.closed = true;
+    }
+  }
+  const api = createApi({ EventSource: FakeES });
+  const seen = [];
+  api.captureProgress('c1', (m) => seen.push(m));
+  const es = made[0];
+  assert.equal(es.url, '/api/captures/c1/progress');
+  es.onmessage({ data: '{"state":"dissecting","percent":40}' });
+  es.onmessage({ data: 'not json' });
+  es.onmessage({ data: '{"state":"done","percent":100}' });
+  assert.deepEqual(seen.map((m) => m.state), ['dissecting', 'done']);
+  assert.equal(es.closed, true);
+});
+
+test('the session websocket: messages in, commands out (queued until open)', () => {
+  const sockets = [];
+  class FakeWS {
+    constructor(url) {
+      this.url = url;
+      this.sent = [];
+      sockets.push(this);
+    }
+    send(t) {
+      this.sent.push(JSON.parse(t));
+    }
+    close() {
+      this.onclose({ code: 1000 });
+    }
+  }
+  const got = { events: [], states: [], errors: [], resets: 0 };
+  const s = openSession({
+    WebSocket: FakeWS,
+    url: 'ws://h/ws/sessions/s1',
+    onEvent: (e) => got.events.push(e),
+    onState: (m) => got.states.push(m),
+    onError: (e) => got.errors.push(e),
+    onReset: () => got.resets++,
+  });
+  const ws = sockets[0];
+  s.play();
+  assert.deepEqual(ws.sent, [], 'queued before open');
+  ws.onopen();
+  s.pause();
+  s.step();
+  s.stepBack();
+  s.speed('2');
+  s.reset();
+  s.fault('delay', { peer: 'server', seconds: 2 });
+  s.send({ type: 'send', from: 'server', frames: ['My Message'], hex: false });
+  assert.deepEqual(ws.sent, [
+    { type: 'play' },
+    { type: 'pause' },
+    { type: 'step' },
+    { type: 'step_back' },
+    { type: 'speed', value: 2 },
+    { type: 'reset' },
+    { type: 'fault', fault: 'delay', args: { peer: 'server', seconds: 2 } },
+    { type: 'send', from: 'server', frames: ['My Message'], hex: false },
+  ]);
+  ws.onmessage({ data: JSON.stringify({ type: 'event', event: { kind: 'greeting', seq: 0 } }) });
+  ws.onmessage({ data: JSON.stringify({ type: 'state', playing: true, speed: 1, position: 1, total: 9, closed: false }) });
+  ws.onmessage({ data: JSON.stringify({ type: 'error', detail: 'bad frame' }) });
+  ws.onmessage({ data: JSON.stringify({ type: 'reset' }) });
+  ws.onmessage({ data: '{' });
+  assert.equal(got.events[0].kind, 'greeting');
+  assert.equal(got.states[0].total, 9);
+  assert.deepEqual(got.errors, ['bad frame', 'unreadable message from the server']);
+  assert.equal(got.resets, 1);
+});
+
+test('deep links', () => {
+  assert.deepEqual(parseLink('?id=abc&conn=0&el=42&field=3&q=hello+world'), { id: 'abc', conn: '0', el: 42, field: 3, q: 'hello world' });
+  assert.deepEqual(parseLink('?el=-1&field=x'), {});
+  assert.deepEqual(parseLink(''), {});
+  assert.equal(buildLink({ el: 42, id: 'abc', conn: '0', field: null, q: 'a b&c' }), '?id=abc&conn=0&el=42&q=a%20b%26c');
+  assert.deepEqual(parseLink(buildLink({ id: 'x y', el: 0 })), { id: 'x y', el: 0 });
+});
