@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ZMTP Lab needs: tshark/dumpcap (captures, lower-layer
 # decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests).
-# Shared by the Makefile and the Dockerfile. Safe to run twice: it does nothing when
+# Shared by the Makefile and the Dockerfile (which passes --server). Safe to run twice: it does nothing when
 # every package is already there.
 set -euo pipefail
 
-PACKAGES=(tshark openjdk-17-jre-headless chromium chromium-driver libpcap0.8 procps)
-# The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
-command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+# --server: only what the server needs (the Docker image); without it, also the test tools.
+PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps)
+if [ "${1:-}" != "--server" ]; then
+    PACKAGES+=(chromium chromium-driver)
+    # The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
+    command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
