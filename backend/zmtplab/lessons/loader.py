@@ -1,0 +1,487 @@
+"""Lesson files: the pydantic models of a lesson and its steps, and the loader.
+
+A lesson is one YAML file in this directory (`greeting.yaml` holds lesson `greeting`):
+
+```yaml
+title: The greeting, byte by byte
+summary: One sentence for the lesson list.
+order: 10                       # position in the list
+references: [{title: 23/ZMTP, url: "https://rfc.zeromq.org/spec/23/"}]
+steps:
+  - title: Two peers say hello
+    session:                    # a source: session | wire | capture (the first step needs one;
+      server: {type: PUSH}      # a later step without one continues the previous step's source)
+      client: {type: PULL}
+    do:                         # actions on the source (a session or wire source only)
+      - until: {dir: s2c, kind: greeting}
+    run: false                  # no implicit `run` after the actions
+    element: {dir: c2s, kind: greeting}
+    highlight: [signature, {field: padding, value: "0000000000000001"}]
+    narration: |
+      Markdown: **bold**, *em*, `code`, [links](https://rfc.zeromq.org/spec/23/), lists, ``` blocks.
+    question:
+      prompt: Which byte says this frame is LONG?
+      answer: {field: flags}    # or {byte: N} (offset within the element) or {choice: "..."}
+      explain: Bit 1 of the flags octet.
+```
+
+Sources:
+
+- `session`: two simulated peers (`PeerOptions` of the engine runtime: type, version, mechanism,
+  identity, PLAIN credentials, heartbeats ...) joined by an in-memory link on a virtual clock.
+- `wire`: hand-written bytes (`bytes` actions), fed to the dissector and to strict engine peers
+  (`client`/`server`, optional) that must accept them unless `allow_errors`.
+- `capture`: a sample capture from `captures/` (by file name), optionally one connection.
+
+Actions: `run` (deliver until nothing moves), `deliver: N` (the next N writes), `until: ELEMENT`
+(deliver until that element exists), `send: {from, frames}`, `ping: {from, ttl, context}`,
+`subscribe`/`unsubscribe: {from, topic}`, `wait: SECONDS` (virtual time: heartbeats fire),
+`close: client|server`, `bytes: {from, hex | text | parts}` (hand-written bytes).
+
+Every model forbids unknown keys, so a typo is an error, and `LessonError` names the file and the
+step (by number and title) it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..engine.constants import SOCKET_TYPES
+
+LESSON_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.pcapng?$")
+HEX_CLEAN = re.compile(r"(0x|\\x|[\s:,._-])", re.IGNORECASE)
+MAX_CHUNK = 1 << 20
+
+Side = Literal["client", "server"]
+Direction = Literal["c2s", "s2c"]
+Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used; the text names the file and the step."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- bytes
+
+
+class Chunk(_Model):
+    """Octets written in a lesson: `hex` (spaces, colons allowed), or `text` (UTF-8), `repeat` times."""
+
+    hex: str | None = None
+    text: str | None = None
+    repeat: int = Field(1, ge=1, le=MAX_CHUNK)
+
+    @model_validator(mode="after")
+    def _one(self) -> Chunk:
+        if (self.hex is None) == (self.text is None):
+            raise ValueError("a chunk has exactly one of `hex` and `text`")
+        if self.hex is not None:
+            cleaned = HEX_CLEAN.sub("", self.hex)
+            if len(cleaned) % 2 or not re.fullmatch(r"[0-9A-Fa-f]*", cleaned):
+                raise ValueError(f"not hex: {self.hex!r}")
+        if len(self.raw_once()) * self.repeat > MAX_CHUNK:
+            raise ValueError(f"a chunk is at most {MAX_CHUNK} octets")
+        return self
+
+    def raw_once(self) -> bytes:
+        if self.hex is not None:
+            return bytes.fromhex(HEX_CLEAN.sub("", self.hex))
+        return (self.text or "").encode("utf-8")
+
+    def to_bytes(self) -> bytes:
+        return self.raw_once() * self.repeat
+
+
+def _chunk(value: Any) -> Any:
+    """A bare string is text."""
+    return {"text": value} if isinstance(value, str) else value
+
+
+FrameSpec = Annotated[Chunk, Field(description="a frame body: a string (text) or a chunk")]
+
+
+# ---------------------------------------------------------------- sources
+
+
+class PeerSpec(_Model):
+    """One simulated peer: the `PeerOptions` a lesson may set."""
+
+    type: str
+    identity: str = ""
+    version: Literal["3.1", "3.0", "2.0", "1.0"] = "3.1"
+    strategy: Literal["partial", "full"] = "partial"
+    mechanism: Literal["NULL", "PLAIN"] = "NULL"
+    username: str | None = None
+    password: str | None = None
+    plain_server: bool = False
+    plain_users: dict[str, str] | None = None
+    heartbeat_ivl: float = Field(0.0, ge=0, le=3600)
+    heartbeat_ttl: float = Field(0.0, ge=0, le=6553)
+    heartbeat_timeout: float | None = Field(None, ge=0, le=3600)
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        value = value.upper()
+        if value not in SOCKET_TYPES:
+            raise ValueError(f"unknown socket type {value!r}; one of {', '.join(SOCKET_TYPES)}")
+        return value
+
+    @field_validator("mechanism", mode="before")
+    @classmethod
+    def _mech(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, float | int) else value
+
+    def options(self):  # -> PeerOptions (imported lazily: the loader needs no runtime)
+        from ..peers.options import PeerOptions
+
+        return PeerOptions(
+            self.type, identity=self.identity.encode("utf-8"), version=self.version, strategy=self.strategy,
+            mechanism=self.mechanism, username=self.username, password=self.password,
+            plain_server=self.plain_server, plain_users=self.plain_users, heartbeat_ivl=self.heartbeat_ivl,
+            heartbeat_ttl=self.heartbeat_ttl, heartbeat_timeout=self.heartbeat_timeout,
+            properties={k: v.encode("utf-8") for k, v in self.properties.items()},
+        )
+
+
+class SessionSource(_Model):
+    """Two simulated peers on a virtual clock; the client connects to the server."""
+
+    server: PeerSpec
+    client: PeerSpec
+    seed: int = 1
+    allow_errors: bool = False  # a peer may close with an error (lessons about failures)
+
+    @model_validator(mode="after")
+    def _check(self) -> SessionSource:
+        for side in ("server", "client"):
+            try:
+                getattr(self, side).options()
+            except ValueError as exc:
+                raise ValueError(f"{side}: {exc}") from None
+        return self
+
+
+class WireSource(_Model):
+    """Hand-written bytes; `client`/`server` are strict engine peers that read what the other side wrote."""
+
+    client: PeerSpec | None = None
+    server: PeerSpec | None = None
+    allow_errors: bool = False
+
+
+class CaptureSource(_Model):
+    """A sample capture from the repository's `captures/` directory."""
+
+    file: str
+    conn: str | None = None
+
+    @field_validator("file")
+    @classmethod
+    def _file(cls, value: str) -> str:
+        if not CAPTURE_NAME.match(value):
+            raise ValueError(f"{value!r} is not a capture file name (name.pcap or name.pcapng, no directories)")
+        return value
+
+
+# ---------------------------------------------------------------- actions
+
+
+class ElementSelector(_Model):
+    """Which element of the scene a step points at: filters, then the `index`-th match (negative: from the end)."""
+
+    dir: Direction | None = None
+    kind: Kind | None = None
+    name: str | None = None  # command name
+    more: bool | None = None  # frames
+    long: bool | None = None  # frames
+    text: str | None = None  # expert text contains this
+    conn: str | None = None
+    index: int = 0
+
+
+class SendAction(_Model):
+    from_: Side = Field(alias="from")
+    frames: list[FrameSpec] = Field(min_length=1, max_length=64)
+
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, value: Any) -> Any:
+        return [_chunk(v) for v in value] if isinstance(value, list) else value
+
+
+class PingAction(_Model):
+    from_: Side = Field(alias="from")
+    ttl: int = Field(0, ge=0, le=0xFFFF)
+    context: str = Field("", max_length=16)
+
+
+class TopicAction(_Model):
+    from_: Side = Field(alias="from")
+    topic: str = Field("", max_length=255)
+
+
+class BytesAction(_Model):
+    from_: Side = Field(alias="from")
+    parts: list[Chunk] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "parts" not in value and ("hex" in value or "text" in value):
+            value = dict(value)
+            part = {k: value.pop(k) for k in ("hex", "text", "repeat") if k in value}
+            value["parts"] = [part]
+        if isinstance(value, dict) and isinstance(value.get("parts"), list):
+            value = {**value, "parts": [_chunk(p) for p in value["parts"]]}
+        return value
+
+    def to_bytes(self) -> bytes:
+        return b"".join(p.to_bytes() for p in self.parts)
+
+
+class Action(_Model):
+    """One action; exactly one of its fields is set (a bare `run` in YAML is `{run: true}`)."""
+
+    run: bool | None = None
+    deliver: int | None = Field(None, ge=1, le=10_000)
+    until: ElementSelector | None = None
+    send: SendAction | None = None
+    ping: PingAction | None = None
+    subscribe: TopicAction | None = None
+    unsubscribe: TopicAction | None = None
+    wait: float | None = Field(None, gt=0, le=3600)
+    close: Side | None = None
+    bytes_: BytesAction | None = Field(None, alias="bytes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        if value == "run":
+            return {"run": True}
+        if isinstance(value, dict) and len(value) != 1:
+            raise ValueError(f"an action has exactly one key, not {sorted(value)}")
+        return value
+
+    @property
+    def name(self) -> str:
+        for key, value in self:
+            if value is not None:
+                return key.rstrip("_")
+        return "?"
+
+
+# ---------------------------------------------------------------- highlights, questions, steps
+
+
+class Highlight(_Model):
+    """A field of the step's element to highlight: by engine field name, optionally its value, and the
+    `index`-th of the fields that match (a READY has several `property-name` fields)."""
+
+    field: str
+    value: Any = None
+    index: int = Field(0, ge=0)
+    label: str | None = Field(None, max_length=80)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        return {"field": value} if isinstance(value, str) else value
+
+
+class Answer(_Model):
+    """A question's answer: a field of the element, a byte offset within the element, or a choice."""
+
+    field: str | None = None
+    value: Any = None  # with `field`: which of several same-named fields
+    byte: int | None = Field(None, ge=0)
+    choice: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Answer:
+        given = [k for k in ("field", "byte", "choice") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("an answer has exactly one of `field`, `byte` and `choice`")
+        if self.value is not None and self.field is None:
+            raise ValueError("`value` goes with a `field` answer")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "field" if self.field is not None else "byte" if self.byte is not None else "choice"
+
+
+class Question(_Model):
+    prompt: str = Field(min_length=1, max_length=500)
+    answer: Answer
+    choices: list[str] | None = Field(None, min_length=2, max_length=8)
+    explain: str | None = Field(None, max_length=2000)
+    hint: str | None = Field(None, max_length=500)
+
+    @model_validator(mode="after")
+    def _check(self) -> Question:
+        if self.answer.choice is not None:
+            if not self.choices or self.answer.choice not in self.choices:
+                raise ValueError("a choice answer must be one of `choices`")
+        elif self.choices:
+            raise ValueError("`choices` go with a `choice` answer")
+        return self
+
+
+class ReceivedExpect(_Model):
+    peer: Side
+    frames: list[FrameSpec]
+
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, value: Any) -> Any:
+        return [_chunk(v) for v in value] if isinstance(value, list) else value
+
+
+class Expect(_Model):
+    """What must be true after a step (checked by the player, so a lesson cannot silently drift)."""
+
+    log: list[str] = Field(default_factory=list)  # substrings of the peer log
+    experts: list[str] = Field(default_factory=list)  # substrings of expert texts in the scene
+    received: list[ReceivedExpect] = Field(default_factory=list)  # messages the applications received
+    writes: dict[Direction, list[int]] = Field(default_factory=dict)  # sizes of a direction's first writes
+
+
+class Step(_Model):
+    title: str = Field(min_length=1, max_length=120)
+    narration: str = Field(min_length=1, max_length=8000)
+    session: SessionSource | None = None
+    wire: WireSource | None = None
+    capture: CaptureSource | None = None
+    do: list[Action] = Field(default_factory=list, max_length=200)
+    run: bool = True
+    element: ElementSelector | None = None
+    highlight: list[Highlight] = Field(default_factory=list, max_length=32)
+    question: Question | None = None
+    expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Step:
+        sources = [k for k in ("session", "wire", "capture") if getattr(self, k) is not None]
+        if len(sources) > 1:
+            raise ValueError(f"a step has at most one source, not {' and '.join(sources)}")
+        if self.highlight and self.element is None:
+            raise ValueError("`highlight` needs an `element`")
+        if self.question is not None and self.question.answer.kind != "choice" and self.element is None:
+            raise ValueError("a field or byte question needs an `element`")
+        return self
+
+    @property
+    def source_kind(self) -> str | None:
+        for k in ("session", "wire", "capture"):
+            if getattr(self, k) is not None:
+                return k
+        return None
+
+
+class Reference(_Model):
+    title: str
+    url: str
+
+
+class Lesson(_Model):
+    id: str
+    title: str = Field(min_length=1, max_length=120)
+    summary: str = Field(min_length=1, max_length=400)
+    order: int = 1000
+    level: Literal["beginner", "intermediate", "advanced"] = "beginner"
+    references: list[Reference] = Field(default_factory=list)
+    steps: list[Step] = Field(min_length=1, max_length=100)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not LESSON_ID.match(value):
+            raise ValueError(f"lesson id {value!r} must be lower-case letters, digits and dashes")
+        return value
+
+    @model_validator(mode="after")
+    def _first_source(self) -> Lesson:
+        if self.steps[0].source_kind is None:
+            raise ValueError("the first step needs a source (session, wire or capture)")
+        kind = None
+        for number, step in enumerate(self.steps, 1):
+            kind = step.source_kind or kind
+            if step.do and kind == "capture":
+                raise ValueError(f"step {number}: a capture takes no actions (`do`)")
+        return self
+
+    def summary_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "summary": self.summary, "level": self.level,
+                "step_count": len(self.steps)}
+
+
+# ---------------------------------------------------------------- loading
+
+
+def default_lessons_dir() -> Path:
+    """The lessons shipped with the package: this directory."""
+    return Path(__file__).resolve().parent
+
+
+def _format_errors(path: Path, data: Any, exc: ValidationError) -> str:
+    steps = data.get("steps") if isinstance(data, dict) else None
+    lines = []
+    for err in exc.errors():
+        loc = list(err.get("loc", ()))
+        where = ""
+        if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
+            n = loc[1]
+            title = ""
+            if isinstance(steps, list) and n < len(steps) and isinstance(steps[n], dict):
+                title = f" ({steps[n].get('title')!r})" if steps[n].get("title") else ""
+            where = f"step {n + 1}{title}"
+            loc = loc[2:]
+        path_text = ".".join(str(x) for x in loc if not str(x).startswith("function-"))
+        parts = [p for p in (where, path_text) if p]
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        lines.append(f"{path.name}: {': '.join(parts) or 'lesson'}: {msg}")
+    return "\n".join(lines)
+
+
+def load_lesson_file(path: Path) -> Lesson:
+    """One lesson; `LessonError` names the file and the step when it is not valid."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise LessonError(f"{path.name}: cannot read: {exc}") from None
+    if not isinstance(data, dict):
+        raise LessonError(f"{path.name}: a lesson file is a mapping with title, summary and steps")
+    data = dict(data)
+    stem = path.stem
+    if "id" in data and data["id"] != stem:
+        raise LessonError(f"{path.name}: id {data['id']!r} does not match the file name")
+    data.setdefault("id", stem)
+    try:
+        return Lesson.model_validate(data)
+    except ValidationError as exc:
+        raise LessonError(_format_errors(path, data, exc)) from None
+
+
+def load_lessons(directory: Path | None = None) -> dict[str, Lesson]:
+    """Every `*.yaml` lesson in `directory` (the shipped ones by default), in list order."""
+    directory = directory or default_lessons_dir()
+    lessons = [load_lesson_file(p) for p in sorted(directory.glob("*.yaml"))]
+    lessons.sort(key=lambda lesson: (lesson.order, lesson.id))
+    return {lesson.id: lesson for lesson in lessons}

@@ -1,0 +1,601 @@
+"""Plays a lesson: every step's source and actions, deterministically, into one `StepScene` per step.
+
+A scene is what the browser shows at that step: the annotated events so far (the DESIGN.md
+contract, with fields), the element the step points at (an index into those events), the
+highlighted fields (indexes into that element's fields), the writes that crossed the link, what
+the applications received, and the peers' log (handshakes, closes, PINGs).
+
+Sources:
+
+- `session`: two engine peers with ZeroMQ socket semantics (`peers.session.PeerCore`), joined by an
+  in-memory link. Writes go through a FIFO and take 1 ms each on a virtual clock that only `wait`
+  moves further (heartbeat timers fire then), so a lesson plays the same way every time. Every byte
+  is also fed to the engine's dissector, which produces the events.
+- `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
+  accept them (a spec's worked example, byte for byte).
+- `capture`: a sample capture dissected by the capture reader.
+
+Anything a step names that does not exist (an element, a field, a field with that value, an
+answer) raises `LessonPlayError` naming the lesson and the step: the lesson check in the test
+suite plays every lesson through here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..engine import Connection, ConnectionDissector, RemoteProtocolError
+from ..engine.errors import LocalProtocolError
+from ..engine.fields import text_or_hex
+from ..peers.session import PeerCore
+from ..peers.sockets import Again, SocketStateError
+from . import markdown
+from .loader import (
+    Action,
+    CaptureSource,
+    ElementSelector,
+    Expect,
+    Highlight,
+    Lesson,
+    Question,
+    SessionSource,
+    Step,
+    WireSource,
+)
+
+LATENCY = 0.001  # virtual seconds per write on the simulated link
+MAX_DELIVERIES = 100_000
+MAX_TIMER_ROUNDS = 10_000
+OTHER = {"client": "server", "server": "client"}
+OUT_DIR = {"client": "c2s", "server": "s2c"}
+
+
+class LessonPlayError(Exception):
+    """A step that cannot be played or resolved; the text names the lesson and the step."""
+
+
+def default_captures_dir() -> Path:
+    """The repository's sample captures: backend/zmtplab/lessons -> repo root -> captures."""
+    return Path(__file__).resolve().parents[3] / "captures"
+
+
+# ---------------------------------------------------------------- scenes
+
+
+@dataclass
+class StepScene:
+    """One step, played (see the module docstring)."""
+
+    lesson: str
+    number: int
+    title: str
+    source: dict[str, Any]
+    events: list[dict[str, Any]]
+    writes: list[dict[str, Any]]
+    received: list[dict[str, Any]]
+    log: list[dict[str, Any]]
+    element: int | None = None
+    field: int | None = None
+    highlights: list[dict[str, Any]] = dc_field(default_factory=list)
+    question: Question | None = None
+    answer_fields: list[int] = dc_field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        """The JSON the browser gets (the question without its answer)."""
+        out: dict[str, Any] = {
+            "lesson": self.lesson, "number": self.number, "title": self.title, "source": self.source,
+            "events": self.events, "element": self.element, "field": self.field, "highlights": self.highlights,
+            "writes": self.writes, "received": self.received, "log": self.log, "question": None,
+        }
+        if self.question is not None:
+            q = self.question
+            out["question"] = {"prompt": q.prompt, "kind": q.answer.kind, "choices": q.choices}
+        return out
+
+
+class _Source:
+    """What every source keeps: events, writes, received messages, the log."""
+
+    kind = "?"
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.writes: list[dict[str, Any]] = []
+        self.received: list[dict[str, Any]] = []
+        self.log: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.now = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": self.kind}
+
+    def apply(self, action: Action) -> None:
+        raise LessonPlayError(f"a {self.kind} source takes no `{action.name}` action")
+
+    def settle(self) -> None:
+        """Delivers everything in flight (nothing to do for a capture)."""
+
+    def _add_events(self, pairs) -> None:
+        for direction, event in pairs:
+            item = {"conn": "0", "dir": direction, **event.to_dict(), "t": round(self.now, 6)}
+            item["seq"] = len(self.events)
+            self.events.append(item)
+
+    def _note(self, peer: str, what: str, text: str, *, error: bool = False) -> None:
+        entry = {"t": round(self.now, 6), "peer": peer, "what": what, "text": text}
+        if error:
+            entry["error"] = True
+        self.log.append(entry)
+
+
+class _SessionSource(_Source):
+    """Two simulated peers (see the module docstring)."""
+
+    kind = "session"
+
+    def __init__(self, spec: SessionSource) -> None:
+        super().__init__()
+        self.spec = spec
+        self.dissector = ConnectionDissector()
+        self.dissector_closed = False
+        self.cores: dict[str, PeerCore] = {}
+        for n, side in enumerate(("server", "client")):
+            self.cores[side] = PeerCore(getattr(spec, side).options(), name=side,
+                                        rng=random.Random(spec.seed * 2 + n), emit=self._emit, fast_path=False)
+        client = self.cores["client"]
+        pipe = client.add_connect_pipe("connect-1")
+        self.pcs = {"client": client.open_connection("0", is_client=True, pipe=pipe),
+                    "server": self.cores["server"].open_connection("0", is_client=False)}
+        self.queue: deque[tuple[str, bytes | None]] = deque()
+        self.sent = {"c2s": 0, "s2c": 0}
+        self.fin_queued = {"client": False, "server": False}
+        self.fin_seen = False
+        for side in ("client", "server"):
+            self.pcs[side].start(self.now)
+        self._collect()
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "session"}
+        for side in ("server", "client"):
+            peer = self.cores[side].options.describe()
+            peer["identity"] = text_or_hex(bytes.fromhex(peer.get("identity", "")))  # shown as text where it is
+            out[side] = peer
+        return out
+
+    # ---- the link
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        side = event.get("peer", "?")
+        what = event.get("what", "")
+        error = False
+        if what == "handshake":
+            peer_type = event.get("peer_socket_type")
+            text = (f"handshake complete: ZMTP {event.get('version')} {event.get('mechanism')}, "
+                    + (f"peer is {peer_type}" if peer_type else "the peer names no socket type (ZMTP 1.0)"))
+            if event.get("peer_identity"):
+                text += f" with identity {text_or_hex(bytes.fromhex(event['peer_identity']))!r}"
+            if event.get("user_id"):
+                text += f"; user id {event['user_id']!r}"
+        elif what == "closed":
+            error = bool(event.get("error"))
+            text = f"closed: {event.get('reason')}"
+            if error:
+                self.errors.append(f"{side} {text}")
+        elif what == "ping-sent":
+            text = f"heartbeat: sent PING with TTL {event.get('ttl')} ds"
+        elif what == "ping":
+            text = f"received PING (TTL {event.get('ttl')} ds, context {event.get('context') or 'empty'}); PONG queued"
+        elif what == "pong":
+            text = f"received PONG (context {event.get('context') or 'empty'})"
+        elif what == "subscription":
+            topic = text_or_hex(bytes.fromhex(event.get("topic", "")))
+            text = f"peer {'subscribed to' if event.get('subscribe') else 'cancelled'} {topic!r}"
+        elif what == "ignored":
+            text = f"connection ignored: {event.get('reason')}"
+        else:
+            text = what
+        self._note(side, what, text, error=error)
+
+    def _collect(self) -> None:
+        for side in ("client", "server"):
+            pc = self.pcs[side]
+            data = pc.take_output()
+            if data:
+                self.queue.append((side, data))
+            if pc.closed and not self.fin_queued[side]:
+                self.fin_queued[side] = True
+                self.queue.append((side, None))
+
+    def _drain_app(self) -> None:
+        for side, core in self.cores.items():
+            if core.socket.type in ("PUB", "PUSH"):
+                continue
+            while True:
+                try:
+                    frames = core.recv()
+                except SocketStateError:
+                    break
+                if frames is None:
+                    break
+                self.received.append({"t": round(self.now, 6), "peer": side,
+                                      "frames": [text_or_hex(f) for f in frames], "hex": [f.hex() for f in frames]})
+
+    def deliver_one(self) -> bool:
+        if not self.queue:
+            return False
+        side, data = self.queue.popleft()
+        direction = OUT_DIR[side]
+        receiver = self.pcs[OTHER[side]]
+        self.now += LATENCY
+        if data is None:
+            self.fin_seen = True
+            receiver.receive(b"", self.now)
+        else:
+            self.writes.append({"dir": direction, "offset": self.sent[direction], "length": len(data),
+                                "t": round(self.now, 6)})
+            self.sent[direction] += len(data)
+            self._add_events(self.dissector.receive_data(direction, data))
+            receiver.receive(data, self.now)
+        self._drain_app()
+        self._collect()
+        return True
+
+    def settle(self) -> None:
+        for _ in range(MAX_DELIVERIES):
+            if not self.deliver_one():
+                break
+        else:
+            raise LessonPlayError("the session never settles")
+        if self.fin_seen and not self.dissector_closed and not self.queue:
+            self.dissector_closed = True
+            self._add_events(self.dissector.close())
+
+    # ---- actions
+
+    def apply(self, action: Action) -> None:
+        name = action.name
+        if name == "run":
+            self.settle()
+        elif name == "deliver":
+            for _ in range(action.deliver or 0):
+                if not self.deliver_one():
+                    raise LessonPlayError(f"deliver: only fewer than {action.deliver} writes were in flight")
+        elif name == "until":
+            assert action.until is not None
+            for _ in range(MAX_DELIVERIES):
+                if _select(self.events, action.until, strict=False) is not None:
+                    break
+                if not self.deliver_one():
+                    raise LessonPlayError(f"until: the link went quiet before {_describe(action.until)} appeared")
+        elif name == "send":
+            send = action.send
+            assert send is not None
+            try:
+                self.cores[send.from_].send([f.to_bytes() for f in send.frames])
+            except (Again, SocketStateError, ValueError) as exc:
+                raise LessonPlayError(f"send from {send.from_}: {exc}") from None
+            self._collect()
+        elif name == "ping":
+            ping = action.ping
+            assert ping is not None
+            self._collect()
+            pc = self.pcs[ping.from_]
+            try:
+                data = pc.conn.ping(ping.ttl, ping.context.encode("utf-8"))
+            except LocalProtocolError as exc:
+                raise LessonPlayError(f"ping from {ping.from_}: {exc}") from None
+            self.queue.append((ping.from_, data))
+            self._note(ping.from_, "ping-sent", f"sent PING with TTL {ping.ttl} ds")
+        elif name in ("subscribe", "unsubscribe"):
+            topic = action.subscribe or action.unsubscribe
+            assert topic is not None
+            core = self.cores[topic.from_]
+            try:
+                (core.subscribe if name == "subscribe" else core.unsubscribe)(topic.topic.encode("utf-8"))
+            except SocketStateError as exc:
+                raise LessonPlayError(f"{name} from {topic.from_}: {exc}") from None
+            self._collect()
+        elif name == "wait":
+            self._wait(action.wait or 0.0)
+        elif name == "close":
+            assert action.close is not None
+            self.pcs[action.close].close("closed by the application")
+            self._collect()
+        elif name == "bytes":
+            raw = action.bytes_
+            assert raw is not None
+            self._collect()
+            self.queue.append((raw.from_, raw.to_bytes()))
+        else:  # pragma: no cover - the model admits nothing else
+            super().apply(action)
+
+    def _wait(self, seconds: float) -> None:
+        target = self.now + seconds
+        for _ in range(MAX_TIMER_ROUNDS):
+            self.settle()
+            due = [pc.deadline for pc in self.pcs.values() if not pc.closed and pc.deadline is not None]
+            if not due or min(due) > target:
+                break
+            self.now = max(self.now, min(due))
+            for pc in self.pcs.values():
+                if not pc.closed and pc.deadline is not None and pc.deadline <= self.now:
+                    pc.on_timer(self.now)
+            self._collect()
+        else:
+            raise LessonPlayError("wait: the timers never settle")
+        self.now = max(self.now, target)
+
+
+class _WireSource(_Source):
+    """Hand-written bytes checked by strict engine peers (see the module docstring)."""
+
+    kind = "wire"
+
+    def __init__(self, spec: WireSource) -> None:
+        super().__init__()
+        self.spec = spec
+        self.dissector = ConnectionDissector()
+        self.sent = {"c2s": 0, "s2c": 0}
+        self.conns: dict[str, Connection] = {}
+        for side in ("client", "server"):
+            peer = getattr(spec, side)
+            if peer is not None:
+                conn = peer.options().make_connection()
+                conn.start()
+                conn.data_to_send()
+                self.conns[side] = conn
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "wire"}
+        for side in ("server", "client"):
+            peer = getattr(self.spec, side)
+            if peer is not None:
+                out[side] = {"type": peer.type, "version": peer.version, "mechanism": peer.mechanism}
+        return out
+
+    def apply(self, action: Action) -> None:
+        if action.name == "run":
+            return
+        if action.name != "bytes":
+            super().apply(action)
+        raw = action.bytes_
+        assert raw is not None
+        data = raw.to_bytes()
+        direction = OUT_DIR[raw.from_]
+        self.now += LATENCY
+        self.writes.append({"dir": direction, "offset": self.sent[direction], "length": len(data),
+                            "t": round(self.now, 6)})
+        self.sent[direction] += len(data)
+        self._add_events(self.dissector.receive_data(direction, data))
+        reader = OTHER[raw.from_]
+        conn = self.conns.get(reader)
+        if conn is None:
+            return
+        try:
+            conn.receive_data(data)
+        except RemoteProtocolError as exc:
+            self.errors.append(f"{reader} refused the bytes: {exc}")
+            self._note(reader, "closed", f"protocol error: {exc}", error=True)
+        conn.data_to_send()
+        for event in conn.events():
+            if event.kind == "handshake":
+                peer_type = event.peer_socket_type or "of no stated type"
+                self._note(reader, "handshake",
+                           f"handshake complete: ZMTP {event.version} {event.mechanism}, peer is {peer_type}")
+            elif event.kind == "received":
+                self.received.append({"t": round(self.now, 6), "peer": reader,
+                                      "frames": [text_or_hex(f) for f in event.frames],
+                                      "hex": [f.hex() for f in event.frames]})
+            elif event.kind == "closed":
+                if event.error:
+                    self.errors.append(f"{reader} closed: {event.reason}")
+                self._note(reader, "closed", f"closed: {event.reason}", error=event.error)
+            elif event.kind in ("ping", "pong", "subscription"):
+                self._note(reader, event.kind, event.kind)
+
+
+class _CaptureSource(_Source):
+    kind = "capture"
+
+    def __init__(self, spec: CaptureSource, captures_dir: Path) -> None:
+        super().__init__()
+        self.spec = spec
+        path = captures_dir / spec.file
+        if not path.is_file():
+            raise LessonPlayError(f"sample capture {spec.file} not found in {captures_dir}")
+        events = _dissect(str(path))
+        conn = spec.conn if spec.conn is not None else (events[0]["conn"] if events else "0")
+        self.conn = conn
+        self.events = [{**ev, "seq": i} for i, ev in enumerate(e for e in events if e["conn"] == conn)]
+        if not self.events:
+            raise LessonPlayError(f"{spec.file} has no ZMTP connection {conn!r}")
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": "capture", "file": self.spec.file, "conn": self.conn}
+
+
+@lru_cache(maxsize=32)
+def _dissect(path: str) -> list[dict[str, Any]]:
+    from ..capture.dissect import dissect_capture
+
+    return list(dissect_capture(path))
+
+
+# ---------------------------------------------------------------- resolving
+
+
+def _describe(sel: ElementSelector) -> str:
+    parts = [f"{k}={v!r}" for k, v in sel.model_dump(exclude_none=True).items() if k != "index"]
+    return f"element ({', '.join(parts) or 'any'}; index {sel.index})"
+
+
+def _matches(ev: dict[str, Any], sel: ElementSelector) -> bool:
+    if sel.dir is not None and ev.get("dir") != sel.dir:
+        return False
+    if sel.kind is not None and ev.get("kind") != sel.kind:
+        return False
+    if sel.name is not None and str(ev.get("name", "")).upper() != sel.name.upper():
+        return False
+    if sel.more is not None and ev.get("more") is not sel.more:
+        return False
+    if sel.long is not None and ev.get("long") is not sel.long:
+        return False
+    if sel.text is not None and sel.text.lower() not in str(ev.get("text", "")).lower():
+        return False
+    return sel.conn is None or ev.get("conn") == sel.conn
+
+
+def _select(events: list[dict[str, Any]], sel: ElementSelector, *, strict: bool = True) -> int | None:
+    found = [i for i, ev in enumerate(events) if _matches(ev, sel)]
+    try:
+        return found[sel.index]
+    except IndexError:
+        if strict:
+            raise LessonPlayError(f"no {_describe(sel)} in the scene ({len(found)} match)") from None
+        return None
+
+
+def same_value(actual: Any, wanted: Any) -> bool:
+    """A field value as a lesson states it: equal, or equal as text (YAML may read 0x04 as a number)."""
+    if actual == wanted:
+        return True
+    a, w = str(actual).strip().lower(), str(wanted).strip().lower()
+    return a == w or a.startswith(w + " (")  # "0x04" matches the flags value "0x04 (COMMAND)"
+
+
+def _field_candidates(ev: dict[str, Any], name: str, value: Any) -> list[int]:
+    fields = ev.get("fields") or []
+    return [i for i, f in enumerate(fields) if f["name"] == name and (value is None or same_value(f["value"], value))]
+
+
+def _resolve_highlight(ev: dict[str, Any], hl: Highlight) -> dict[str, Any]:
+    found = _field_candidates(ev, hl.field, hl.value)
+    if len(found) <= hl.index:
+        names = sorted({f["name"] for f in ev.get("fields") or []})
+        what = f"field {hl.field!r}" + (f" with value {hl.value!r}" if hl.value is not None else "")
+        if hl.index:
+            what += f" (index {hl.index})"
+        raise LessonPlayError(f"{what} is not in the {ev.get('kind')} element; its fields: {', '.join(names)}")
+    i = found[hl.index]
+    f = ev["fields"][i]
+    return {"field": i, "name": f["name"], "offset": f["offset"], "length": f["length"], "value": f["value"],
+            "label": hl.label or f["name"]}
+
+
+def _check_expect(src: _Source, expect: Expect) -> None:
+    log_text = "\n".join(e["text"] for e in src.log)
+    for want in expect.log:
+        if want.lower() not in log_text.lower():
+            raise LessonPlayError(f"expected {want!r} in the peer log; it says:\n{log_text or '(nothing)'}")
+    experts = [str(ev.get("text", "")) for ev in src.events if ev.get("kind") == "expert"]
+    for want in expect.experts:
+        if not any(want.lower() in t.lower() for t in experts):
+            raise LessonPlayError(f"expected an expert finding with {want!r}; found: {experts}")
+    for want in expect.received:
+        frames = [f.to_bytes().hex() for f in want.frames]
+        if not any(r["peer"] == want.peer and r["hex"] == frames for r in src.received):
+            raise LessonPlayError(f"expected {want.peer} to receive {[f.to_bytes() for f in want.frames]}; "
+                                  f"received: {[(r['peer'], r['frames']) for r in src.received]}")
+    for direction, sizes in expect.writes.items():
+        got = [w["length"] for w in src.writes if w["dir"] == direction][: len(sizes)]
+        if got != sizes:
+            raise LessonPlayError(f"expected the first {direction} writes to be {sizes} octets, not {got}")
+
+
+def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepScene:
+    for action in step.do:
+        src.apply(action)
+    if step.run:
+        src.settle()
+    allow = getattr(getattr(src, "spec", None), "allow_errors", True)
+    if src.errors and not allow:
+        raise LessonPlayError("a peer failed (set allow_errors on the source if the lesson means it): "
+                              + "; ".join(src.errors))
+    if step.expect is not None:
+        _check_expect(src, step.expect)
+    scene = StepScene(lesson=lesson.id, number=number, title=step.title, source=src.describe(),
+                      events=list(src.events), writes=list(src.writes), received=list(src.received),
+                      log=list(src.log), question=step.question)
+    if step.element is not None:
+        scene.element = _select(src.events, step.element)
+        ev = src.events[scene.element]
+        scene.highlights = [_resolve_highlight(ev, hl) for hl in step.highlight]
+        if scene.highlights:
+            scene.field = scene.highlights[0]["field"]
+        q = step.question
+        if q is not None and q.answer.field is not None:
+            scene.answer_fields = _field_candidates(ev, q.answer.field, q.answer.value)
+            if not scene.answer_fields:
+                raise LessonPlayError(f"the answer field {q.answer.field!r} is not in the element")
+        if q is not None and q.answer.byte is not None and q.answer.byte >= ev.get("length", 0):
+            raise LessonPlayError(f"the answer byte {q.answer.byte} is outside the {ev.get('length')}-octet element")
+    return scene
+
+
+def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[StepScene]:
+    """Every step of `lesson`, played in order (see the module docstring)."""
+    captures_dir = captures_dir or default_captures_dir()
+    scenes: list[StepScene] = []
+    src: _Source | None = None
+    for number, step in enumerate(lesson.steps, 1):
+        try:
+            if step.session is not None:
+                src = _SessionSource(step.session)
+            elif step.wire is not None:
+                src = _WireSource(step.wire)
+            elif step.capture is not None:
+                src = _CaptureSource(step.capture, captures_dir)
+            assert src is not None  # the loader insists the first step has a source
+            scenes.append(_play_step(lesson, number, step, src))
+        except (LessonPlayError, ValueError, LocalProtocolError) as exc:
+            raise LessonPlayError(f"lesson {lesson.id}: step {number} ({step.title!r}): {exc}") from None
+    return scenes
+
+
+# ---------------------------------------------------------------- answers
+
+
+def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]:
+    """Checks a submission `{choice}` or `{index, field?, offset?}` against the step's question.
+
+    `index` is the element the student picked, `field` a field index in it, `offset` a byte's
+    stream offset (a click in the hex dump). Returns `{correct, message, explain}` where
+    `explain` is the narration tree of the question's explanation (on a correct answer only).
+    """
+    q = scene.question
+    if q is None:
+        raise LookupError("this step asks no question")
+    kind = q.answer.kind
+    correct = False
+    if kind == "choice":
+        choice = submission.get("choice")
+        correct = isinstance(choice, str) and choice.strip().casefold() == (q.answer.choice or "").casefold()
+    else:
+        element = scene.events[scene.element] if scene.element is not None else None
+        index = submission.get("index")
+        if element is not None and index == scene.element:
+            fields = element.get("fields") or []
+            picked = submission.get("field")
+            offset = submission.get("offset")
+            if not isinstance(offset, int) and isinstance(picked, int) and 0 <= picked < len(fields):
+                f = fields[picked]
+                if kind == "field":
+                    correct = picked in scene.answer_fields
+                elif f["length"] == 1:
+                    offset = f["offset"]
+            if isinstance(offset, int) and not correct:
+                if kind == "field":
+                    correct = any(fields[i]["offset"] <= offset < fields[i]["offset"] + fields[i]["length"]
+                                  for i in scene.answer_fields)
+                else:
+                    correct = offset - element["offset"] == q.answer.byte
+    if correct:
+        return {"correct": True, "message": "Correct.",
+                "explain": markdown.parse(q.explain) if q.explain else []}
+    return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": []}

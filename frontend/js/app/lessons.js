@@ -1,0 +1,505 @@
+// The lessons page (lessons.html): a lesson player that drives the same views as
+// the playground (sequence, octets, explanation, tree, hex dump, expert list),
+// and presenter mode: a teacher's lesson, step, selection and highlights are
+// mirrored live to every student of the class.
+//
+// URLs: lessons.html?lesson=greeting&step=3   a lesson at a step (steps count from 1)
+//       lessons.html?join=CODE                join a class as a student
+//       lessons.html?present=CODE&lesson=...  (set by the page) a teacher's class, resumed after a reload
+//
+// host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
+// (main-lessons.js).
+
+import { EventLog, peerLabel } from '../core/eventlog.js';
+import { ArraySource } from '../core/source.js';
+import { createChunker } from '../core/hexdump.js';
+import { parseLink, buildLink } from '../core/links.js';
+import { isTyping } from '../views/dom.js';
+import { createWorkbench, initShell, statusLine } from './workbench.js';
+import { createLessonsApi } from '../lessons/api.js';
+import { createHighlighter } from '../lessons/highlights.js';
+import { LessonList, LessonPanel, ClassBar } from '../lessons/views.js';
+import { openClassSocket, createFollower, createBroadcaster, teacherState, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
+
+const TOKEN_KEY = 'zmtplab.class.';
+
+export function startLessons(host) {
+  const doc = host.document;
+  const win = host.window;
+  const $ = (id) => doc.getElementById(id);
+  const api = createLessonsApi(host);
+  const status = statusLine(doc);
+  const storage = sessionStore(win);
+  const raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+
+  // ---- the shared views ---------------------------------------------------------------------
+  const log = new EventLog();
+  const source = new ArraySource(log.events);
+  const wb = createWorkbench(
+    { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
+    {
+      onSelect: (index) => userSelect(index),
+      onPick: (index) => userSelect(index),
+      onJump: (index) => userSelect(index),
+      context: (ev) => log.context(ev.dir),
+      copyText: (text) => host.clipboard && host.clipboard.writeText(text).catch(() => {}),
+    },
+  );
+  initShell(host, (on) => wb.setLarge(on));
+  wb.sequence.setSource(source);
+  const highlighter = createHighlighter({ win, slots: { octets: $('octets'), tree: $('tree'), hex: $('hex') }, selection: wb.selection, hex: wb.hex });
+
+  // ---- what is shown ------------------------------------------------------------------------
+  const view = { lessonId: null, lesson: null, step: 1, scene: null, lit: new Set(), highlightsOn: true };
+  let role = null; // null | 'teacher' | 'student'
+  let applying = 0; // > 0 while the page (not the user) changes the selection
+  let loadSeq = 0;
+  let lastByte = null; // { index, dir, offset } of the last byte clicked in the hex dump
+
+  const list = new LessonList($('lesson-list'), { onOpen: (id) => userNav(() => show(id, 1)) });
+  const panel = new LessonPanel($('lesson-panel'), {
+    onBack: () => showList(true),
+    onStep: (n) => userNav(() => show(view.lessonId, n)),
+    onChip: (field) => focusField(field),
+    onHighlights: (on) => {
+      view.highlightsOn = on;
+      applyHighlights();
+      broadcast();
+    },
+    onCheck: () => checkAnswer(),
+    onChoice: (choice) => submitAnswer({ choice }),
+  });
+
+  function showList(on) {
+    $('lesson-list').hidden = !on && !!view.lesson;
+    $('lesson-panel').hidden = on || !view.lesson;
+  }
+
+  function setEvents(events) {
+    log.clear();
+    log.addAll(events);
+    source.set(log.events);
+    const chunker = createChunker();
+    log.events.forEach((ev, i) => chunker.add(i, ev));
+    wb.hex.setChunks(chunker.chunks);
+    wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
+    wb.sequence.setLabels({ client: peerLabel('client', log.peer('c2s')), server: peerLabel('server', log.peer('s2c')) });
+    // Captures carry absolute timestamps: count from the first one.
+    const first = log.events.find((ev) => typeof ev.ts === 'number');
+    wb.sequence.setTimeBase(first ? first.ts : null);
+  }
+
+  function selectIndex(index, field) {
+    const ev = Number.isInteger(index) ? log.events[index] : undefined;
+    if (!ev) {
+      wb.sequence.setSelected(null);
+      wb.selection.clear();
+      return;
+    }
+    wb.sequence.setSelected(index);
+    wb.selection.selectElement(index, ev);
+    if (field !== undefined) wb.selection.selectField(Number.isInteger(field) && Array.isArray(ev.fields) && field < ev.fields.length ? field : null);
+  }
+
+  function applyHighlights() {
+    const scene = view.scene;
+    const hls = scene ? scene.highlights || [] : [];
+    const ev = scene && Number.isInteger(scene.element) ? log.events[scene.element] : null;
+    const on = view.highlightsOn ? hls.filter((h) => view.lit.has(h.field)) : [];
+    highlighter.set(ev ? scene.element : null, on.map((h) => ({ ...h, dir: ev.dir })), ev ? ev.dir : 'c2s');
+    panel.setLit(view.lit, view.highlightsOn);
+  }
+
+  /**
+   * Show a lesson at a step; `at` (from a teacher) overrides the step's element, field and highlights.
+   * Returns once the scene is shown (or a newer show() took over).
+   */
+  async function show(lessonId, number, at = null) {
+    if (!lessonId) return;
+    const seq = ++loadSeq;
+    try {
+      let lesson = view.lesson;
+      if (view.lessonId !== lessonId || !lesson) {
+        lesson = await api.lesson(lessonId);
+        if (seq !== loadSeq) return;
+        view.lessonId = lessonId;
+        view.lesson = lesson;
+        view.scene = null;
+        panel.setLesson(lesson);
+        list.setCurrent(lessonId);
+      }
+      const n = Math.min(Math.max(1, Number(number) || 1), lesson.steps.length);
+      let scene = view.scene;
+      const sameStep = scene && view.step === n && scene.lesson === lessonId;
+      if (!sameStep) {
+        view.step = n;
+        panel.setStep(n, null);
+        showList(false);
+        scene = await api.step(lessonId, n);
+        if (seq !== loadSeq) return;
+        view.scene = scene;
+        lastByte = null;
+        applying++;
+        try {
+          setEvents(scene.events || []);
+          panel.setStep(n, scene);
+        } finally {
+          applying--;
+        }
+      }
+      showList(false);
+      applying++;
+      try {
+        const element = at && 'element' in at ? at.element : sameStep && !at ? wb.selection.get().index : scene.element;
+        const field = at && 'field' in at ? at.field : sameStep && !at ? wb.selection.get().field : scene.field;
+        selectIndex(element, field);
+        if (at && Array.isArray(at.highlights)) {
+          view.lit = new Set(at.highlights);
+          view.highlightsOn = true;
+        } else if (!sameStep) {
+          view.lit = new Set((scene.highlights || []).map((h) => h.field));
+          view.highlightsOn = true;
+        }
+        applyHighlights();
+        updateSelectedText();
+      } finally {
+        applying--;
+      }
+      updateUrl();
+      broadcast();
+    } catch (err) {
+      if (seq === loadSeq) {
+        panel.setError(err.message);
+        status(err.message, 'error');
+      }
+    }
+  }
+
+  // ---- the user's own actions ---------------------------------------------------------------
+  function userNav(fn) {
+    if (role === 'student' && follower) follower.wander();
+    return fn();
+  }
+
+  function userSelect(index) {
+    if (role === 'student' && follower && index !== wb.selection.get().index) follower.wander();
+    selectIndex(index);
+  }
+
+  function focusField(field) {
+    const scene = view.scene;
+    if (!scene || !Number.isInteger(scene.element)) return;
+    if (wb.selection.get().index !== scene.element) userSelect(scene.element);
+    view.lit.add(field);
+    view.highlightsOn = true;
+    wb.selection.selectField(field);
+    applyHighlights();
+    broadcast();
+  }
+
+  wb.selection.subscribe((s, prev) => {
+    if (s.field !== prev.field || s.index !== prev.index) {
+      panel.setFocused(s.index === (view.scene && view.scene.element) ? s.field : null);
+      updateSelectedText();
+      broadcast();
+      raf(revealField);
+    }
+  });
+
+  // The octet table does not scroll by itself: bring the selected field's box into view.
+  function revealField() {
+    const box = $('octets').querySelector('.oct-box.selected');
+    if (box && box.scrollIntoView) box.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  }
+
+  // A click in the hex dump: remember the exact byte (a byte question needs it, not just its field).
+  $('hex').addEventListener(
+    'click',
+    (e) => {
+      let n = e.target;
+      let k = null;
+      while (n && n !== $('hex')) {
+        if (k === null && n.dataset && n.dataset.k !== undefined) k = Number(n.dataset.k);
+        if (n.dataset && n.dataset.line !== undefined) break;
+        n = n.parentNode;
+      }
+      if (!n || n === $('hex') || k === null || !wb.hex.lines) return;
+      const line = wb.hex.lines.line(Number(n.dataset.line));
+      if (line && line.kind === 'bytes') lastByte = { index: line.index, dir: line.dir, offset: line.offset + k };
+    },
+    true,
+  );
+
+  function selectedField() {
+    return wb.selection.fieldObject();
+  }
+
+  function byteInSelection() {
+    const s = wb.selection.get();
+    const f = selectedField();
+    if (!lastByte || lastByte.index !== s.index) return null;
+    if (f && !(lastByte.offset >= f.offset && lastByte.offset < f.offset + f.length)) return null;
+    return lastByte.offset;
+  }
+
+  function updateSelectedText() {
+    const s = wb.selection.get();
+    const f = selectedField();
+    if (!s.event) return panel.setSelectedText('Nothing selected yet.');
+    const byte = byteInSelection();
+    const rel = (o) => o - s.event.offset;
+    let text = f ? `Selected: ${f.name} (octet${f.length === 1 ? '' : 's'} ${rel(f.offset)}${f.length > 1 ? `–${rel(f.offset) + f.length - 1}` : ''})` : 'Selected: the whole element; click a field.';
+    if (byte !== null && (!f || f.length > 1)) text += `, byte ${rel(byte)}`;
+    panel.setSelectedText(text);
+  }
+
+  async function submitAnswer(body) {
+    if (!view.lessonId) return;
+    try {
+      panel.setResult(await api.answer(view.lessonId, view.step, body));
+    } catch (err) {
+      panel.setResult({ correct: false, message: err.message, explain: [] });
+    }
+  }
+
+  function checkAnswer() {
+    const s = wb.selection.get();
+    if (s.index === null) return panel.setResult({ correct: false, message: 'Select something first.', explain: [] });
+    const body = { index: s.index };
+    if (Number.isInteger(s.field)) body.field = s.field;
+    const byte = byteInSelection();
+    if (byte !== null) body.offset = byte;
+    submitAnswer(body);
+  }
+
+  win.addEventListener('keydown', (e) => {
+    if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey || !view.lesson) return;
+    if (e.key === 'ArrowRight' || e.key === 'n') {
+      e.preventDefault();
+      if (view.step < view.lesson.steps.length) userNav(() => show(view.lessonId, view.step + 1));
+    } else if (e.key === 'ArrowLeft' || e.key === 'p') {
+      e.preventDefault();
+      if (view.step > 1) userNav(() => show(view.lessonId, view.step - 1));
+    } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      wb.sequence.move(e.key === 'ArrowDown' ? 1 : -1);
+    }
+  });
+
+  // ---- the URL --------------------------------------------------------------------------------
+  let classCode = null;
+  function updateUrl() {
+    if (!win.history || !win.history.replaceState) return;
+    const params = {};
+    if (role === 'student' && classCode) params.join = classCode;
+    if (role === 'teacher' && classCode) params.present = classCode;
+    if (view.lessonId && role !== 'student') {
+      params.lesson = view.lessonId;
+      params.step = view.step;
+    }
+    win.history.replaceState(null, '', `${win.location.pathname}${buildLink(params, ['lesson', 'step', 'join', 'present'])}`);
+  }
+
+  // ---- presenter mode -------------------------------------------------------------------------
+  let socket = null;
+  let follower = null;
+  let retry = null;
+  let retryDelay = 1000;
+  const counts = { count: 0, following: 0 };
+  const bar = new ClassBar($('class-bar'), {
+    onPresent: () => present(),
+    onEnd: () => endClass(),
+    onJoin: (code) => join(code),
+    onFollow: () => follower && follower.follow(),
+    onLeave: () => leave(),
+  });
+  const broadcaster = createBroadcaster((state) => socket && socket.send(state), (fn) => raf(fn));
+
+  function broadcast() {
+    if (role !== 'teacher' || !socket || !view.lessonId || applying) return;
+    const s = wb.selection.get();
+    broadcaster.push(teacherState({ lesson: view.lessonId, step: view.step, element: s.index, field: s.field, highlights: view.highlightsOn ? [...view.lit] : [] }));
+  }
+
+  function closeSocket() {
+    clearTimeout(retry);
+    retry = null;
+    if (socket) socket.close();
+    socket = null;
+  }
+
+  function teacherBar(connected) {
+    const joinUrl = `${win.location.origin || ''}${win.location.pathname}?join=${classCode}`;
+    bar.teacher({ code: classCode, joinUrl, count: counts.count, following: counts.following, connected });
+  }
+
+  async function present() {
+    try {
+      const made = await api.createClass();
+      storage.set(TOKEN_KEY + made.code, made.teacher_token);
+      connectTeacher(made.code, made.teacher_token);
+      if (!view.lessonId) status('Open a lesson: your students will see what you show.');
+    } catch (err) {
+      bar.idle(`Could not start a class: ${err.message}`);
+    }
+  }
+
+  function connectTeacher(code, token) {
+    closeSocket();
+    role = 'teacher';
+    classCode = code;
+    teacherBar(false);
+    updateUrl();
+    socket = openClassSocket({
+      WebSocket: host.WebSocket,
+      url: api.classSocketUrl(win.location, code, 'teacher', token),
+      onOpen() {
+        retryDelay = 1000;
+        broadcaster.reset();
+        teacherBar(true);
+        broadcast();
+      },
+      onMessage(msg) {
+        if (msg.type === 'hello' || msg.type === 'students') {
+          counts.count = msg.count || 0;
+          counts.following = msg.following || 0;
+          teacherBar(true);
+        } else if (msg.type === 'ended') {
+          finish(`The class has ended: ${msg.reason || ''}`);
+        } else if (msg.type === 'error') status(msg.detail || 'error', 'error');
+      },
+      onClose(closeCode, reason, mine) {
+        if (mine || role !== 'teacher') return;
+        if (FINAL_CLOSE.has(closeCode)) finish(closeCode === 1000 ? 'The class has ended.' : `The class is closed: ${reason || closeCode}`);
+        else reconnect(() => connectTeacher(code, token));
+      },
+    });
+  }
+
+  function endClass() {
+    if (socket) socket.send({ type: 'end' });
+    finish('You ended the class.');
+  }
+
+  function join(text) {
+    const code = normalizeCode(text);
+    if (code.length < 4) return bar.idle('Type the join code your teacher shows.');
+    api.classInfo(code).then(
+      () => connectStudent(code),
+      (err) => bar.idle(err.status === 404 ? `No class with the code ${code}.` : err.message),
+    );
+  }
+
+  function connectStudent(code) {
+    closeSocket();
+    role = 'student';
+    classCode = code;
+    let teacherPresent = true;
+    let connected = false;
+    const render = () => bar.student({ code, following: follower.following, teacherPresent, connected });
+    const previous = follower;
+    follower = createFollower({
+      apply: (state) => applyTeacher(state),
+      changed: (following) => {
+        if (socket) socket.send({ type: 'status', following });
+        render();
+      },
+    });
+    if (previous && !previous.following) follower.wander();
+    render();
+    updateUrl();
+    socket = openClassSocket({
+      WebSocket: host.WebSocket,
+      url: api.classSocketUrl(win.location, code, 'student'),
+      onOpen() {
+        retryDelay = 1000;
+        connected = true;
+        if (!follower.following) socket.send({ type: 'status', following: false });
+        render();
+      },
+      onMessage(msg) {
+        if (msg.type === 'hello') {
+          teacherPresent = !!msg.teacher;
+          render();
+          if (msg.state) follower.receive(msg.state);
+          else if (!view.lesson) status('Joined. Waiting for the teacher to open a lesson…');
+        } else if (msg.type === 'state') follower.receive(msg);
+        else if (msg.type === 'teacher') {
+          teacherPresent = !!msg.present;
+          render();
+        } else if (msg.type === 'ended') finish('The class has ended.');
+        else if (msg.type === 'error') status(msg.detail || 'error', 'error');
+      },
+      onClose(closeCode, reason, mine) {
+        if (mine || role !== 'student') return;
+        connected = false;
+        if (FINAL_CLOSE.has(closeCode)) finish(closeCode === 1000 ? 'The class has ended.' : reason || `Could not join (code ${closeCode}).`);
+        else {
+          render();
+          reconnect(() => connectStudent(code));
+        }
+      },
+    });
+  }
+
+  let applyChain = Promise.resolve();
+  function applyTeacher(state) {
+    applyChain = applyChain.then(async () => {
+      if (!follower || !follower.following || follower.latest !== state) return;
+      applying++;
+      try {
+        await show(state.lesson, state.step, { element: state.selection ? state.selection.element : null, field: state.selection ? state.selection.field : null, highlights: state.highlights || [] });
+      } finally {
+        applying--;
+      }
+    });
+    return applyChain;
+  }
+
+  function reconnect(fn) {
+    clearTimeout(retry);
+    retry = setTimeout(fn, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, 10000);
+  }
+
+  function leave() {
+    finish('');
+  }
+
+  function finish(message) {
+    const was = role;
+    if (was === 'teacher' && classCode) storage.remove(TOKEN_KEY + classCode);
+    closeSocket();
+    role = null;
+    classCode = null;
+    follower = null;
+    bar.idle(message);
+    updateUrl();
+  }
+
+  // ---- start ----------------------------------------------------------------------------------
+  api.lessons().then(
+    (res) => list.setLessons(res.lessons || []),
+    (err) => status(`Could not load the lessons: ${err.message}`, 'error'),
+  );
+  const link = parseLink(win.location.search);
+  if (link.join) join(link.join);
+  else if (link.present) {
+    const code = normalizeCode(link.present);
+    const token = storage.get(TOKEN_KEY + code);
+    if (token) connectTeacher(code, token);
+  }
+  if (link.lesson && !link.join) show(link.lesson, Number.parseInt(link.step, 10) || 1);
+  else showList(true);
+
+  return { wb, view, show, get role() { return role; }, get follower() { return follower; } };
+}
+
+function sessionStore(win) {
+  try {
+    const s = win.sessionStorage;
+    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v), remove: (k) => s.removeItem(k) };
+  } catch {
+    return { get: () => null, set: () => {}, remove: () => {} };
+  }
+}

@@ -1,0 +1,63 @@
+// The lesson and class routes, over an injected fetch. DOM-free.
+//
+//   GET  /api/lessons                          -> {lessons: [{id, title, summary, level, step_count}]}
+//   GET  /api/lessons/{id}                     -> {id, title, ..., references, steps: [{number, title, narration_tree, question}]}
+//   GET  /api/lessons/{id}/steps/{n}           -> a scene: {events, element, field, highlights, writes, received, log, question, narration_tree}
+//   POST /api/lessons/{id}/steps/{n}/answer    {choice} | {index, field, offset} -> {correct, message, explain}
+//   POST /api/classes                          -> 201 {code, teacher_token, join_url}
+//   GET  /api/classes/{code}                   -> {code, students, following, teacher, lesson, step}
+//   WS   /ws/classes/{code}?role=teacher&token=... | ?role=student   (see classroom.js)
+
+import { ApiError, detailText } from '../core/api.js';
+
+const seg = (s) => encodeURIComponent(String(s));
+
+export function createLessonsApi(host) {
+  const base = host.base || '';
+  const cache = new Map();
+
+  async function request(method, path, body) {
+    const init = { method, headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const res = await host.fetch(base + path, init);
+    const text = await res.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = { detail: text.slice(0, 300) };
+      }
+    }
+    if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
+    return data;
+  }
+
+  /** GETs are immutable for the life of the server: keep them. */
+  function cached(path) {
+    if (!cache.has(path)) {
+      const p = request('GET', path);
+      cache.set(path, p);
+      p.catch(() => cache.delete(path));
+    }
+    return cache.get(path);
+  }
+
+  return {
+    lessons: () => cached('/api/lessons'),
+    lesson: (id) => cached(`/api/lessons/${seg(id)}`),
+    step: (id, n) => cached(`/api/lessons/${seg(id)}/steps/${seg(n)}`),
+    answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer`, body),
+    createClass: () => request('POST', '/api/classes', {}),
+    classInfo: (code) => request('GET', `/api/classes/${seg(code)}`),
+    /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. */
+    classSocketUrl(location, code, role, token) {
+      const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      const q = role === 'teacher' ? `?role=teacher&token=${encodeURIComponent(token || '')}` : '?role=student';
+      return `${scheme}//${location.host}${base}/ws/classes/${seg(code)}${q}`;
+    },
+  };
+}

@@ -1,0 +1,143 @@
+// Presenter mode, DOM-free: the class websocket, what a student follows, what a
+// teacher sends. The server relays the teacher's state to every student
+// (backend/zmtplab/web/classrooms.py):
+//
+//   server -> teacher: {type: "hello", role, code, state, count, following}, {type: "students", count, following},
+//                      {type: "error", detail}, {type: "ended", reason}
+//   server -> student: {type: "hello", role, code, teacher, state}, {type: "state", lesson, step, selection, highlights, seq},
+//                      {type: "teacher", present}, {type: "error", detail}, {type: "ended", reason}
+//   teacher -> server: {type: "state", lesson, step, selection: {element, field}, highlights}, {type: "end"}
+//   student -> server: {type: "status", following}
+
+// Close codes after which reconnecting is pointless.
+export const FINAL_CLOSE = new Set([1000, 4400, 4403, 4404, 4409, 4429]);
+
+export function openClassSocket({ WebSocket, url, onMessage, onOpen, onClose }) {
+  const ws = new WebSocket(url);
+  const queue = [];
+  let open = false;
+  let closed = false;
+  ws.onopen = () => {
+    open = true;
+    for (const m of queue.splice(0)) ws.send(m);
+    if (onOpen) onOpen();
+  };
+  ws.onmessage = (e) => {
+    let msg;
+    try {
+      msg = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    if (msg && typeof msg === 'object' && onMessage) onMessage(msg);
+  };
+  ws.onclose = (e) => {
+    open = false;
+    const mine = closed;
+    closed = true;
+    if (onClose) onClose((e && e.code) || 0, (e && e.reason) || '', mine);
+  };
+  ws.onerror = () => {};
+  return {
+    send(obj) {
+      const text = JSON.stringify(obj);
+      if (open) ws.send(text);
+      else if (!closed) queue.push(text);
+    },
+    close() {
+      closed = true;
+      ws.close();
+    },
+    get isOpen() {
+      return open;
+    },
+  };
+}
+
+/**
+ * A student's view of the teacher: the latest state, and whether the student follows it.
+ * apply(state) is called for every state while following, and on follow().
+ * changed(following) is called when following changes.
+ */
+export function createFollower({ apply, changed }) {
+  let latest = null;
+  let following = true;
+  return {
+    get following() {
+      return following;
+    },
+    get latest() {
+      return latest;
+    },
+    receive(state) {
+      if (!state || typeof state !== 'object') return;
+      if (latest && typeof latest.seq === 'number' && typeof state.seq === 'number' && state.seq < latest.seq) return;
+      latest = state;
+      if (following) apply(state);
+    },
+    /** The student did something of their own; returns true when this starts wandering. */
+    wander() {
+      if (!following) return false;
+      following = false;
+      changed(false);
+      return true;
+    },
+    follow() {
+      const was = following;
+      following = true;
+      if (!was) changed(true);
+      if (latest) apply(latest);
+    },
+  };
+}
+
+/** A state as the teacher sends it (and a key to skip sending the same one twice). */
+export function teacherState({ lesson, step, element, field, highlights }) {
+  return {
+    type: 'state',
+    lesson: String(lesson),
+    step: Number(step),
+    selection: { element: Number.isInteger(element) ? element : null, field: Number.isInteger(field) ? field : null },
+    highlights: Array.isArray(highlights) ? highlights.filter(Number.isInteger).slice(0, 64) : [],
+  };
+}
+
+/**
+ * Sends the teacher's state at most once per `schedule` tick, and only when it changed.
+ * schedule(fn) runs fn later (a microtask or an animation frame).
+ */
+export function createBroadcaster(send, schedule) {
+  let pending = null;
+  let last = '';
+  let queued = false;
+  function flush() {
+    queued = false;
+    if (!pending) return;
+    const key = JSON.stringify(pending);
+    pending = null;
+    if (key === last) return;
+    last = key;
+    send(JSON.parse(key));
+  }
+  return {
+    push(state) {
+      pending = state;
+      if (!queued) {
+        queued = true;
+        schedule(flush);
+      }
+    },
+    /** Forget what was sent (a new connection must get the state again). */
+    reset() {
+      last = '';
+    },
+  };
+}
+
+/** Join codes: 6 characters of A-Z and 2-9 without the look-alikes; spaces and dashes ignored. */
+export function normalizeCode(text) {
+  return String(text || '')
+    .toUpperCase()
+    .replace(/[^A-Z0-9]/g, '')
+    .slice(0, 16);
+}

@@ -1,0 +1,302 @@
+// The lesson page's own views: the lesson list, the lesson panel (step controls,
+// narration, highlighted fields, question, what crossed the wire) and the class
+// bar (presenter or student). They build DOM with views/dom.js only; lesson data
+// and payload bytes are text.
+
+import { h, clear, setChildren } from '../views/dom.js';
+import { renderNarration, allowedLink } from './narration.js';
+
+// ---------------------------------------------------------------- lesson list
+
+export class LessonList {
+  constructor(container, { onOpen }) {
+    this.doc = container.ownerDocument;
+    this.onOpen = onOpen;
+    this.root = h(this.doc, 'ol', { class: 'lesson-list' });
+    this.current = null;
+    this.buttons = new Map();
+    clear(container);
+    container.append(h(this.doc, 'h2', { text: 'Lessons' }), this.root);
+  }
+
+  setLessons(lessons) {
+    const d = this.doc;
+    clear(this.root);
+    this.buttons.clear();
+    (lessons || []).forEach((l, i) => {
+      const btn = h(
+        d,
+        'button',
+        { type: 'button', class: 'lesson-item', on: { click: () => this.onOpen(l.id) } },
+        h(d, 'span', { class: 'lesson-num', text: String(i + 1) }),
+        h(d, 'span', { class: 'lesson-text' }, h(d, 'strong', { text: l.title }), h(d, 'span', { class: 'lesson-summary', text: l.summary }), h(d, 'span', { class: 'lesson-meta', text: `${l.step_count} steps · ${l.level}` })),
+      );
+      btn.dataset.lesson = l.id;
+      this.buttons.set(l.id, btn);
+      this.root.appendChild(h(d, 'li', {}, btn));
+    });
+    this.setCurrent(this.current);
+  }
+
+  setCurrent(id) {
+    this.current = id;
+    for (const [k, b] of this.buttons) {
+      b.classList.toggle('current', k === id);
+      if (k === id) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    }
+  }
+}
+
+// ---------------------------------------------------------------- lesson panel
+
+function sourceText(source) {
+  if (!source) return '';
+  const peer = (p) => (p ? [p.type, p.version, p.mechanism, p.identity ? `identity ${p.identity}` : '', p.role || ''].filter(Boolean).join(' ') : '?');
+  if (source.type === 'session') return `Simulated peers · server ${peer(source.server)} · client ${peer(source.client)}`;
+  if (source.type === 'wire') return `Hand-written bytes, read by strict engine peers (server ${peer(source.server)}, client ${peer(source.client)})`;
+  if (source.type === 'capture') return `Sample capture ${source.file} (real libzmq 4.3.5)`;
+  return '';
+}
+
+function framesText(frames) {
+  return `[${(frames || []).map((f) => JSON.stringify(String(f))).join(', ')}]`;
+}
+
+export class LessonPanel {
+  /**
+   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice) }
+   */
+  constructor(container, handlers) {
+    const d = (this.doc = container.ownerDocument);
+    this.handlers = handlers;
+    this.lesson = null;
+    this.number = 1;
+    this.titleEl = h(d, 'h1', { class: 'lesson-title' });
+    this.counter = h(d, 'span', { class: 'step-counter', attrs: { 'aria-live': 'polite' } });
+    this.prevBtn = h(d, 'button', { type: 'button', text: '◀ Back', title: 'Previous step (← or p)', on: { click: () => handlers.onStep(this.number - 1) } });
+    this.nextBtn = h(d, 'button', { type: 'button', class: 'primary', text: 'Next ▶', title: 'Next step (→ or n)', on: { click: () => handlers.onStep(this.number + 1) } });
+    this.dots = h(d, 'ol', { class: 'step-dots', attrs: { 'aria-label': 'Steps' } });
+    this.stepTitle = h(d, 'h2', { class: 'step-title' });
+    this.sourceEl = h(d, 'p', { class: 'step-source muted' });
+    this.narration = h(d, 'div', { class: 'narration' });
+    this.chips = h(d, 'div', { class: 'hl-chips' });
+    this.hlToggle = h(d, 'button', { type: 'button', class: 'small toggle-button', attrs: { 'aria-pressed': 'true' }, text: 'Highlights on', on: { click: () => handlers.onHighlights(this.hlToggle.getAttribute('aria-pressed') !== 'true') } });
+    this.hlBox = h(d, 'section', { class: 'box hl-box' }, h(d, 'div', { class: 'hl-head' }, h(d, 'h3', { text: 'Highlighted fields' }), this.hlToggle), this.chips);
+    this.question = h(d, 'section', { class: 'box question', attrs: { 'aria-live': 'polite' } });
+    this.wire = h(d, 'ol', { class: 'wire-list' });
+    this.received = h(d, 'ul', { class: 'plain-list' });
+    this.log = h(d, 'ul', { class: 'plain-list log-list' });
+    this.refs = h(d, 'ul', { class: 'plain-list' });
+    this.wireBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { text: 'On the wire' }), this.wire);
+    this.receivedBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { text: 'Received by the applications' }), this.received);
+    this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { text: 'Log' }), this.log);
+    this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { text: 'References' }), this.refs);
+    this.errorEl = h(d, 'p', { class: 'error', hidden: true });
+    const head = h(
+      d,
+      'section',
+      { class: 'box lesson-head' },
+      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', text: '☰ All lessons', on: { click: () => handlers.onBack() } }), this.titleEl),
+      this.dots,
+      h(d, 'div', { class: 'step-nav' }, this.prevBtn, this.counter, this.nextBtn),
+    );
+    const body = h(d, 'section', { class: 'box step-box' }, this.stepTitle, this.sourceEl, this.narration, this.errorEl);
+    clear(container);
+    container.append(head, body, this.hlBox, this.question, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
+  }
+
+  setLesson(lesson) {
+    const d = this.doc;
+    this.lesson = lesson;
+    this.titleEl.textContent = lesson.title;
+    clear(this.dots);
+    this.dotButtons = lesson.steps.map((s) => {
+      const b = h(d, 'button', { type: 'button', class: 'dot', text: String(s.number), title: s.title, on: { click: () => this.handlers.onStep(s.number) } });
+      b.dataset.step = String(s.number);
+      this.dots.appendChild(h(d, 'li', {}, b));
+      return b;
+    });
+    clear(this.refs);
+    for (const r of lesson.references || []) {
+      const link = r.href && allowedLink(r.href) ? h(d, 'a', { href: r.href, target: '_blank', rel: 'noopener noreferrer', text: r.title }) : h(d, 'span', { text: `${r.title} (${r.url})` });
+      this.refs.appendChild(h(d, 'li', {}, link));
+    }
+    this.refsBox.hidden = !(lesson.references || []).length;
+  }
+
+  /** Show step `number` of the lesson: its narration and (once loaded) its scene. */
+  setStep(number, scene) {
+    const d = this.doc;
+    const lesson = this.lesson;
+    if (!lesson) return;
+    const step = lesson.steps[number - 1];
+    this.number = number;
+    this.counter.textContent = `Step ${number} of ${lesson.steps.length}`;
+    this.prevBtn.disabled = number <= 1;
+    this.nextBtn.disabled = number >= lesson.steps.length;
+    (this.dotButtons || []).forEach((b, i) => {
+      b.classList.toggle('current', i + 1 === number);
+      b.classList.toggle('done', i + 1 < number);
+      if (i + 1 === number) b.setAttribute('aria-current', 'step');
+      else b.removeAttribute('aria-current');
+    });
+    this.stepTitle.textContent = step ? step.title : '';
+    setChildren(this.narration, ...renderNarration(d, step ? step.narration_tree : []));
+    this.sourceEl.textContent = scene ? sourceText(scene.source) : 'Loading…';
+    this.setError('');
+    this.renderScene(scene);
+  }
+
+  renderScene(scene) {
+    const d = this.doc;
+    clear(this.chips);
+    clear(this.wire);
+    clear(this.received);
+    clear(this.log);
+    this.chipButtons = [];
+    const hls = scene ? scene.highlights || [] : [];
+    this.hlBox.hidden = !hls.length;
+    for (const hl of hls) {
+      const b = h(d, 'button', { type: 'button', class: 'chip', title: `${hl.name} = ${String(hl.value)}`, on: { click: () => this.handlers.onChip(hl.field) } }, h(d, 'span', { class: 'chip-label', text: hl.label || hl.name }));
+      b.dataset.field = String(hl.field);
+      this.chipButtons.push(b);
+      this.chips.appendChild(b);
+    }
+    this.renderQuestion(scene ? scene.question : null);
+    const writes = scene ? scene.writes || [] : [];
+    this.wireBox.hidden = !writes.length;
+    const shown = writes.slice(-40);
+    if (writes.length > shown.length) this.wire.appendChild(h(d, 'li', { class: 'muted', text: `… ${writes.length - shown.length} earlier writes` }));
+    for (const w of shown) {
+      this.wire.appendChild(h(d, 'li', { class: `wire ${w.dir}` }, h(d, 'span', { class: 'wire-dir', text: w.dir === 'c2s' ? 'client → server' : 'server → client' }), h(d, 'span', { class: 'wire-len', text: `${w.length} octet${w.length === 1 ? '' : 's'}` }), h(d, 'span', { class: 'wire-at muted', text: `at ${w.offset}, t=${Number(w.t).toFixed(3)} s` })));
+    }
+    const received = scene ? scene.received || [] : [];
+    this.receivedBox.hidden = !received.length;
+    for (const r of received) this.received.appendChild(h(d, 'li', {}, h(d, 'strong', { text: `${r.peer}: ` }), h(d, 'code', { text: framesText(r.frames) })));
+    const log = scene ? scene.log || [] : [];
+    this.logBox.hidden = !log.length;
+    for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: `${e.peer}: ` }), e.text));
+  }
+
+  renderQuestion(q) {
+    const d = this.doc;
+    clear(this.question);
+    this.question.hidden = !q;
+    this.resultEl = null;
+    this.selectedEl = null;
+    if (!q) return;
+    this.question.append(h(d, 'h3', { text: 'Question' }), h(d, 'p', { class: 'prompt', text: q.prompt }));
+    if (q.kind === 'choice') {
+      const row = h(d, 'div', { class: 'choices' });
+      for (const c of q.choices || []) row.appendChild(h(d, 'button', { type: 'button', class: 'choice', text: c, on: { click: () => this.handlers.onChoice(c) } }));
+      this.question.appendChild(row);
+    } else {
+      this.selectedEl = h(d, 'span', { class: 'muted', text: 'Nothing selected yet.' });
+      this.question.append(
+        h(d, 'p', { class: 'hint', text: q.kind === 'byte' ? 'Click the byte in the hex dump (or its box in the octet table), then check.' : 'Click the field in the octet table, the details tree or the hex dump, then check.' }),
+        h(d, 'div', { class: 'check-row' }, h(d, 'button', { type: 'button', class: 'primary', text: 'Check my answer', on: { click: () => this.handlers.onCheck() } }), this.selectedEl),
+      );
+    }
+    this.resultEl = h(d, 'div', { class: 'answer-result', hidden: true });
+    this.question.appendChild(this.resultEl);
+  }
+
+  setSelectedText(text) {
+    if (this.selectedEl) this.selectedEl.textContent = text;
+  }
+
+  setResult(result) {
+    if (!this.resultEl) return;
+    const d = this.doc;
+    this.resultEl.hidden = false;
+    this.resultEl.className = `answer-result ${result.correct ? 'right' : 'wrong'}`;
+    setChildren(this.resultEl, h(d, 'p', { class: 'verdict', text: result.correct ? `✔ ${result.message}` : `✘ ${result.message}` }), ...renderNarration(d, result.explain || []));
+  }
+
+  /** Mark which chips are lit (a Set of field indexes) and whether highlights are on. */
+  setLit(fields, on) {
+    for (const b of this.chipButtons || []) b.classList.toggle('lit', on && fields.has(Number(b.dataset.field)));
+    this.hlToggle.setAttribute('aria-pressed', on ? 'true' : 'false');
+    this.hlToggle.textContent = on ? 'Highlights on' : 'Highlights off';
+  }
+
+  setFocused(field) {
+    for (const b of this.chipButtons || []) b.classList.toggle('focused', Number(b.dataset.field) === field);
+  }
+
+  setError(text) {
+    this.errorEl.textContent = text || '';
+    this.errorEl.hidden = !text;
+  }
+}
+
+// ---------------------------------------------------------------- class bar
+
+export class ClassBar {
+  /** handlers: { onPresent(), onEnd(), onJoin(code), onFollow(), onLeave() } */
+  constructor(container, handlers) {
+    const d = (this.doc = container.ownerDocument);
+    this.container = container;
+    this.handlers = handlers;
+    this.codeInput = h(d, 'input', { type: 'text', class: 'code-input', placeholder: 'CODE', attrs: { 'aria-label': 'Join code', maxlength: '8', autocomplete: 'off', spellcheck: 'false' } });
+    this.mode = null;
+    this.idle();
+  }
+
+  idle(error = '') {
+    const d = this.doc;
+    this.mode = 'idle';
+    const form = h(d, 'form', { class: 'join-form', on: { submit: (e) => { e.preventDefault(); this.handlers.onJoin(this.codeInput.value); } } }, h(d, 'label', { text: 'Join a class: ' }, this.codeInput), h(d, 'button', { type: 'submit', text: 'Join' }));
+    setChildren(
+      this.container,
+      h(d, 'div', { class: 'class-bar-row' }, h(d, 'button', { type: 'button', id: 'present-button', class: 'primary', text: 'Present to a class', title: 'Show a join code; students follow your steps, selections and highlights live', on: { click: () => this.handlers.onPresent() } }), form, error ? h(d, 'span', { class: 'error', text: error }) : null),
+    );
+    this.container.className = 'class-bar idle';
+  }
+
+  teacher({ code, joinUrl, count = 0, following = 0, connected = false }) {
+    const d = this.doc;
+    this.mode = 'teacher';
+    setChildren(
+      this.container,
+      h(
+        d,
+        'div',
+        { class: 'class-bar-row' },
+        h(d, 'span', { class: 'role-badge teacher', text: 'Presenting' }),
+        h(d, 'span', { class: 'join-label', text: 'Join code' }),
+        h(d, 'strong', { id: 'join-code', class: 'join-code', text: code }),
+        h(d, 'span', { class: 'join-url muted', text: joinUrl }),
+        h(d, 'span', { id: 'student-count', class: 'student-count', text: `${count} student${count === 1 ? '' : 's'} · ${following} following` }),
+        h(d, 'span', { class: `conn-state ${connected ? 'on' : 'off'}`, text: connected ? 'live' : 'reconnecting…' }),
+        h(d, 'button', { type: 'button', class: 'small', text: 'End class', on: { click: () => this.handlers.onEnd() } }),
+      ),
+    );
+    this.container.className = 'class-bar teacher';
+  }
+
+  student({ code, following = true, teacherPresent = true, connected = false }) {
+    const d = this.doc;
+    this.mode = 'student';
+    const state = !connected ? 'Connecting…' : following ? 'Following the teacher' : 'Exploring on your own';
+    setChildren(
+      this.container,
+      h(
+        d,
+        'div',
+        { class: 'class-bar-row' },
+        h(d, 'span', { class: 'role-badge student', text: `Class ${code}` }),
+        h(d, 'span', { id: 'follow-state', class: `follow-state ${following ? 'following' : 'wandering'}`, text: state }),
+        connected && !teacherPresent ? h(d, 'span', { class: 'muted', text: 'The teacher is away.' }) : null,
+        h(d, 'button', { type: 'button', id: 'follow-button', class: following ? 'small' : 'primary', text: 'Follow the teacher', disabled: following, on: { click: () => this.handlers.onFollow() } }),
+        h(d, 'button', { type: 'button', class: 'small', text: 'Leave', on: { click: () => this.handlers.onLeave() } }),
+      ),
+    );
+    this.container.className = `class-bar student ${following ? 'following' : 'wandering'}`;
+  }
+
+  ended(text) {
+    this.idle(text);
+  }
+}

@@ -1,0 +1,171 @@
+// The lesson page's DOM-free modules and views under node: narration trees become
+// text nodes (links only to rfc.zeromq.org), a student follows or wanders, a
+// teacher's states are coalesced, and the views keep lesson data as text.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createDocument, walk, byClass } from '../frontend/fake-dom.mjs';
+import { renderNarration, allowedLink } from '../../frontend/js/lessons/narration.js';
+import { createFollower, createBroadcaster, teacherState, normalizeCode, openClassSocket } from '../../frontend/js/lessons/classroom.js';
+import { rangesOf, inRanges } from '../../frontend/js/lessons/highlights.js';
+import { LessonPanel, ClassBar, LessonList } from '../../frontend/js/lessons/views.js';
+import { createLessonsApi } from '../../frontend/js/lessons/api.js';
+
+const EVIL = '<img src=x onerror=alert(1)>';
+
+test('narration trees are built from text nodes; only spec links become links', () => {
+  const doc = createDocument();
+  const tree = [
+    { type: 'p', children: [{ t: 'text', v: EVIL }, { t: 'strong', children: [{ t: 'code', v: '%xFF' }] }, { t: 'link', href: 'https://rfc.zeromq.org/spec/23/', children: [{ t: 'text', v: '23/ZMTP' }] }] },
+    { type: 'ul', items: [[{ t: 'link', href: 'javascript:alert(1)', children: [{ t: 'text', v: 'bad' }] }], [{ t: 'em', children: [{ t: 'text', v: 'x' }] }]] },
+    { type: 'pre', text: 'greeting = signature version' },
+    { type: 'script', text: 'alert(1)' },
+  ];
+  const root = doc.createElement('div');
+  for (const n of renderNarration(doc, tree)) root.appendChild(n);
+  const tags = walk(root).map((e) => e.tagName);
+  assert.deepEqual(tags, ['DIV', 'P', 'STRONG', 'CODE', 'A', 'UL', 'LI', 'LI', 'EM', 'PRE']);
+  const links = walk(root).filter((e) => e.tagName === 'A');
+  assert.equal(links.length, 1);
+  assert.equal(links[0].href, 'https://rfc.zeromq.org/spec/23/');
+  assert.ok(root.textContent.includes(EVIL));
+  assert.ok(root.textContent.includes('bad'));
+  assert.ok(allowedLink('https://rfc.zeromq.org/spec/37/'));
+  assert.ok(!allowedLink('https://rfc.zeromq.org.evil.example/'));
+  assert.ok(!allowedLink('javascript:alert(1)'));
+});
+
+test('a student follows the teacher, wanders, and follows again', () => {
+  const applied = [];
+  const changes = [];
+  const f = createFollower({ apply: (s) => applied.push(s.step), changed: (on) => changes.push(on) });
+  f.receive({ step: 1, seq: 1 });
+  f.receive({ step: 2, seq: 2 });
+  assert.deepEqual(applied, [1, 2]);
+  assert.equal(f.wander(), true);
+  assert.equal(f.wander(), false);
+  f.receive({ step: 3, seq: 3 });
+  f.receive({ step: 1, seq: 1 }); // a stale state is ignored
+  assert.deepEqual(applied, [1, 2]);
+  f.follow();
+  assert.deepEqual(applied, [1, 2, 3]);
+  assert.deepEqual(changes, [false, true]);
+  assert.equal(f.following, true);
+});
+
+test('the teacher sends each distinct state once per tick', () => {
+  const sent = [];
+  const ticks = [];
+  const b = createBroadcaster((s) => sent.push(s), (fn) => ticks.push(fn));
+  const s1 = teacherState({ lesson: 'greeting', step: 1, element: 0, field: 2, highlights: [0, 2, 'x'] });
+  b.push(s1);
+  b.push(teacherState({ lesson: 'greeting', step: 2, element: 0, field: null, highlights: [] }));
+  b.push(s1);
+  assert.equal(ticks.length, 1);
+  ticks.shift()();
+  assert.deepEqual(sent, [{ type: 'state', lesson: 'greeting', step: 1, selection: { element: 0, field: 2 }, highlights: [0, 2] }]);
+  b.push(s1);
+  ticks.shift()();
+  assert.equal(sent.length, 1); // unchanged: not sent again
+  b.reset();
+  b.push(s1);
+  ticks.shift()();
+  assert.equal(sent.length, 2); // a new connection gets it again
+  assert.equal(normalizeCode(' ab-c2 3d '), 'ABC23D');
+});
+
+test('the class socket queues until open and reports close codes', () => {
+  const sockets = [];
+  class FakeWS {
+    constructor(url) {
+      this.url = url;
+      this.sent = [];
+      sockets.push(this);
+    }
+    send(t) {
+      this.sent.push(t);
+    }
+    close() {
+      this.onclose({ code: 1000 });
+    }
+  }
+  const got = [];
+  const closes = [];
+  const s = openClassSocket({ WebSocket: FakeWS, url: 'ws://x/ws/classes/ABC?role=student', onMessage: (m) => got.push(m), onClose: (...a) => closes.push(a) });
+  s.send({ type: 'status', following: false });
+  assert.equal(sockets[0].sent.length, 0);
+  sockets[0].onopen();
+  assert.deepEqual(sockets[0].sent.map((t) => JSON.parse(t)), [{ type: 'status', following: false }]);
+  sockets[0].onmessage({ data: '{"type":"state","step":2}' });
+  sockets[0].onmessage({ data: 'not json' });
+  assert.deepEqual(got, [{ type: 'state', step: 2 }]);
+  sockets[0].onclose({ code: 4404, reason: 'no class' });
+  assert.deepEqual(closes, [[4404, 'no class', false]]);
+});
+
+test('highlight ranges per direction', () => {
+  const r = rangesOf([{ offset: 1, length: 8, dir: 'c2s' }, { offset: 70, length: 2 }], 's2c');
+  assert.deepEqual(r, { c2s: [[1, 9]], s2c: [[70, 72]] });
+  assert.ok(inRanges(r.c2s, 8) && !inRanges(r.c2s, 9) && inRanges(r.s2c, 71));
+});
+
+test('lesson views keep lesson data and payloads as text', () => {
+  const doc = createDocument();
+  const calls = [];
+  const handlers = new Proxy({}, { get: (_, name) => (...args) => calls.push([name, ...args]) });
+  const panelEl = doc.createElement('div');
+  const panel = new LessonPanel(panelEl, handlers);
+  panel.setLesson({
+    id: 'x', title: EVIL, steps: [
+      { number: 1, title: EVIL, narration_tree: [{ type: 'p', children: [{ t: 'text', v: EVIL }] }] },
+      { number: 2, title: 'two', narration_tree: [] },
+    ],
+    references: [{ title: EVIL, url: 'https://evil.example/', href: 'https://evil.example/' }, { title: 'spec', url: 'https://rfc.zeromq.org/spec/23/', href: 'https://rfc.zeromq.org/spec/23/' }],
+  });
+  panel.setStep(1, {
+    source: { type: 'capture', file: EVIL },
+    highlights: [{ field: 0, name: EVIL, label: EVIL, value: EVIL }],
+    question: { prompt: EVIL, kind: 'choice', choices: [EVIL, 'b'] },
+    writes: [{ dir: 'c2s', offset: 0, length: 10, t: 0.001 }],
+    received: [{ peer: 'client', frames: [EVIL] }],
+    log: [{ t: 0, peer: 'server', text: EVIL, error: true }],
+  });
+  panel.setResult({ correct: true, message: EVIL, explain: [{ type: 'p', children: [{ t: 'text', v: EVIL }] }] });
+  const tags = new Set(doc.created.map((e) => e.tagName));
+  for (const bad of ['IMG', 'SCRIPT', 'IFRAME']) assert.ok(!tags.has(bad));
+  for (const a of walk(panelEl).filter((e) => e.tagName === 'A')) assert.match(a.href, /^https:\/\/rfc\.zeromq\.org\//);
+  assert.ok(panelEl.textContent.includes(EVIL));
+  byClass(panelEl, 'choice')[0].click();
+  byClass(panelEl, 'chip')[0].click();
+  panel.nextBtn.click();
+  assert.deepEqual(calls, [['onChoice', EVIL], ['onChip', 0], ['onStep', 2]]);
+  assert.equal(panel.prevBtn.disabled, true);
+
+  const barEl = doc.createElement('div');
+  const bar = new ClassBar(barEl, handlers);
+  bar.teacher({ code: 'ABC234', joinUrl: 'http://h/lessons.html?join=ABC234', count: 3, following: 2, connected: true });
+  assert.ok(barEl.textContent.includes('3 students · 2 following'));
+  bar.student({ code: 'ABC234', following: false, connected: true });
+  assert.ok(barEl.textContent.includes('Exploring on your own'));
+  const listEl = doc.createElement('div');
+  const list = new LessonList(listEl, handlers);
+  list.setLessons([{ id: 'a', title: EVIL, summary: EVIL, step_count: 3, level: 'beginner' }]);
+  list.setCurrent('a');
+  assert.ok(byClass(listEl, 'lesson-item')[0].classList.contains('current'));
+});
+
+test('the lessons API client caches GETs and reports errors', async () => {
+  const seen = [];
+  const api = createLessonsApi({
+    fetch: async (url, init) => {
+      seen.push(`${init.method} ${url}`);
+      if (url.endsWith('/nope')) return { ok: false, status: 404, text: async () => '{"detail":"no lesson \'nope\'"}' };
+      return { ok: true, status: 200, text: async () => '{"lessons":[]}' };
+    },
+  });
+  await api.lessons();
+  await api.lessons();
+  await assert.rejects(api.lesson('nope'), /no lesson 'nope'/);
+  await api.answer('a', 2, { choice: 'x' });
+  assert.deepEqual(seen, ['GET /api/lessons', 'GET /api/lessons/nope', 'POST /api/lessons/a/steps/2/answer']);
+  assert.equal(api.classSocketUrl({ protocol: 'https:', host: 'h:1' }, 'ABC', 'teacher', 't k'), 'wss://h:1/ws/classes/ABC?role=teacher&token=t%20k');
+});

@@ -1,0 +1,173 @@
+"""The lessons page in real Chromium: a teacher presents, a student follows across three steps, wanders off,
+and re-syncs with "Follow the teacher". Screenshots go to test-artifacts/lessons/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1500, "height": 950}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def open_page(browser, errors: list[str]):
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    return context, page
+
+
+def at_step(page, n: int, total: int) -> None:
+    page.wait_for_selector(f".step-counter:text-is('Step {n} of {total}')")
+
+
+def shown(page) -> dict:
+    """What a page shows: step, selected sequence row, selected field, lit highlight chips."""
+    return page.evaluate("""() => {
+        const text = (sel) => { const el = document.querySelector(sel); return el ? el.textContent.trim() : null; };
+        return {
+          step: text('.step-counter'),
+          row: text('.seq-row.selected .seq-num'),
+          field: text('.explain-name'),
+          lit: [...document.querySelectorAll('.chip.lit')].map((c) => c.textContent.trim()),
+          octetsLit: document.querySelectorAll('#octets .oct-box.lesson-hl').length,
+          hexLit: document.querySelectorAll('#hex .b.lesson-hl').length,
+        };
+    }""")
+
+
+def same_view(teacher, student) -> None:
+    """Waits until the student shows what the teacher shows."""
+    want = shown(teacher)
+    for _ in range(100):
+        got = shown(student)
+        if got == want:
+            return
+        student.wait_for_timeout(50)
+    assert shown(student) == want
+
+
+def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
+    errors: list[str] = []
+    base = live_server.base
+    t_ctx, teacher = open_page(browser, errors)
+    s_ctx, student = open_page(browser, errors)
+    try:
+        # The teacher opens a lesson by deep link and presents it.
+        teacher.goto(f"{base}/lessons.html?lesson=greeting&step=1")
+        at_step(teacher, 1, 9)
+        teacher.click("#present-button")
+        code = teacher.text_content("#join-code").strip()
+        assert re.fullmatch(r"[A-HJ-NP-Z2-9]{6}", code)
+        assert f"present={code}" in teacher.url
+
+        # The student joins with the code and lands where the teacher is.
+        student.goto(f"{base}/lessons.html?join={code}")
+        at_step(student, 1, 9)
+        student.wait_for_selector("#follow-state:text-is('Following the teacher')")
+        teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
+        same_view(teacher, student)
+        assert shown(student)["octetsLit"] >= 8  # all eight greeting fields are lit in the octet table
+        teacher.screenshot(path=str(artifacts / "01-teacher-step1.png"))
+        student.screenshot(path=str(artifacts / "01-student-step1.png"))
+
+        # Three steps, each mirrored: step, element, field and highlights.
+        teacher.click("button:text-is('Next ▶')")
+        at_step(student, 2, 9)
+        same_view(teacher, student)
+        teacher.click(".chip >> nth=1")  # the teacher focuses "%x7F"
+        teacher.wait_for_selector(".explain-name:text-is('signature-end')")
+        student.wait_for_selector(".explain-name:text-is('signature-end')")
+        same_view(teacher, student)
+        student.screenshot(path=str(artifacts / "02-student-step2-field.png"))
+
+        teacher.click("button:text-is('Next ▶')")
+        at_step(student, 3, 9)
+        same_view(teacher, student)
+        teacher.click("button:text-is('Next ▶')")
+        at_step(student, 4, 9)
+        same_view(teacher, student)
+        assert shown(student)["row"] == "1" and shown(student)["hexLit"] == 16  # 8 padding octets, hex and text
+        teacher.screenshot(path=str(artifacts / "03-teacher-step4.png"))
+        student.screenshot(path=str(artifacts / "03-student-step4.png"))
+
+        # The student wanders: another element, then a step of their own.
+        student.click(".seq-row[data-index='1']")
+        student.wait_for_selector("#follow-state:text-is('Exploring on your own')")
+        teacher.wait_for_selector("#student-count:text-is('1 student · 0 following')")
+        student.click("button:text-is('Next ▶')")
+        at_step(student, 5, 9)
+        for _ in range(3):  # meanwhile the teacher goes on to step 7
+            teacher.click("button:text-is('Next ▶')")
+        at_step(teacher, 7, 9)
+        student.wait_for_timeout(400)
+        assert shown(student)["step"] == "Step 5 of 9"  # not pulled back while wandering
+        student.screenshot(path=str(artifacts / "04-student-wandering.png"))
+        teacher.screenshot(path=str(artifacts / "04-teacher-step7.png"))
+
+        # "Follow the teacher" re-syncs at once.
+        student.click("#follow-button")
+        at_step(student, 7, 9)
+        student.wait_for_selector("#follow-state:text-is('Following the teacher')")
+        teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
+        same_view(teacher, student)
+        teacher.click("button:text-is('Next ▶')")  # and follows again from there
+        at_step(student, 8, 9)
+        same_view(teacher, student)
+        student.screenshot(path=str(artifacts / "05-student-resynced.png"))
+        teacher.screenshot(path=str(artifacts / "05-teacher-step8.png"))
+
+        # The teacher reloads the page: the class resumes with the same code, and the student stays in it.
+        teacher.reload()
+        teacher.wait_for_selector(f"#join-code:text-is('{code}')")
+        teacher.wait_for_selector(".conn-state:text-is('live')")
+        teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
+        at_step(teacher, 8, 9)
+        teacher.click("button:text-is('Next ▶')")
+        at_step(student, 9, 9)
+        same_view(teacher, student)
+
+        # The teacher ends the class; the student is told and keeps the page.
+        teacher.click("button:text-is('End class')")
+        student.wait_for_selector(".class-bar.idle .error:text-is('The class has ended.')")
+        teacher.wait_for_selector("#present-button")
+        assert "join=" not in student.url and "present=" not in teacher.url
+        student.screenshot(path=str(artifacts / "06-student-class-ended.png"))
+
+        # A question answered by clicking a byte, on the student's own screen.
+        student.goto(f"{base}/lessons.html?lesson=framing&step=2")
+        at_step(student, 2, 6)
+        line = student.locator("#hex .hex-line.s2c", has=student.locator(".hex-off:text-is('00000068')"))
+        line.locator(".hex-bytes .b[data-k='1']").click()  # the frame at s2c offset 104: a size octet first
+        student.click("button:text-is('Check my answer')")
+        student.wait_for_selector(".answer-result.wrong")
+        line.locator(".hex-bytes .b[data-k='0']").click()  # then its flags octet
+        student.click("button:text-is('Check my answer')")
+        student.wait_for_selector(".answer-result.right")
+        student.screenshot(path=str(artifacts / "07-student-answered.png"))
+    finally:
+        t_ctx.close()
+        s_ctx.close()
+    assert not errors, errors

@@ -1,0 +1,223 @@
+"""Presenter mode over real websockets: a teacher and 50 students on a real uvicorn server, plus the limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from zmtplab.web.classrooms import ClassLimits, ClassRegistry
+
+STUDENTS = 50
+
+
+def new_class(server) -> dict[str, Any]:
+    res = httpx.post(f"{server.base}/api/classes", timeout=10)
+    assert res.status_code == 201
+    return res.json()
+
+
+async def recv(ws: ClientConnection, kind: str | None = None, timeout: float = 10) -> dict[str, Any]:
+    """The next message (of `kind`, skipping others)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            msg = json.loads(await ws.recv())
+            if kind is None or msg["type"] == kind:
+                return msg
+
+
+async def closed_code(ws: ClientConnection, timeout: float = 10) -> int | None:
+    async with asyncio.timeout(timeout):
+        try:
+            while True:
+                await ws.recv()
+        except ConnectionClosed as exc:
+            return exc.rcvd.code if exc.rcvd else None
+
+
+async def wait_counts(teacher: ClientConnection, count: int, following: int) -> dict[str, Any]:
+    while True:
+        msg = await recv(teacher, "students")
+        if msg["count"] == count and msg["following"] == following:
+            return msg
+
+
+def state(step: int, element: int, field: int | None, highlights: list[int]) -> dict[str, Any]:
+    return {"type": "state", "lesson": "greeting", "step": step, "selection": {"element": element, "field": field},
+            "highlights": highlights}
+
+
+def test_fifty_students_follow_a_teacher(live_server):
+    made = new_class(live_server)
+    code, token = made["code"], made["teacher_token"]
+    base = f"{live_server.ws_base}/ws/classes/{code}"
+
+    async def scenario() -> None:
+        started = time.monotonic()
+        async with connect(f"{base}?role=teacher&token={token}") as teacher:
+            hello = await recv(teacher, "hello")
+            assert hello["role"] == "teacher" and hello["count"] == 0 and hello["state"] is None
+
+            students = [await connect(f"{base.lower()}?role=student") for _ in range(STUDENTS)]
+            try:
+                hellos = await asyncio.gather(*(recv(s, "hello") for s in students))
+                assert all(h["role"] == "student" and h["teacher"] is True and h["state"] is None for h in hellos)
+                await wait_counts(teacher, STUDENTS, STUDENTS)
+
+                # The teacher walks three steps; every student sees every state, in order.
+                sent = [state(1, 0, 0, [0, 1, 2]), state(2, 0, 2, [0, 2]), state(3, 0, 1, [1])]
+                for s in sent:
+                    await teacher.send(json.dumps(s))
+
+                async def three(ws: ClientConnection) -> list[dict[str, Any]]:
+                    return [await recv(ws, "state") for _ in range(3)]
+
+                got = await asyncio.gather(*(three(s) for s in students))
+                for states in got:
+                    assert [m["seq"] for m in states] == [1, 2, 3]
+                    assert [{k: v for k, v in m.items() if k != "seq"} for m in states] == sent
+
+                # The class is full: one more is refused; after one leaves, a latecomer gets the current state at once.
+                async with connect(f"{base}?role=student") as extra:
+                    refused = await recv(extra)
+                    assert refused["type"] == "error" and "full" in refused["detail"]
+                    assert await closed_code(extra) == 4429
+                await students.pop().close()
+                await wait_counts(teacher, STUDENTS - 1, STUDENTS - 1)
+                late = await connect(f"{base}?role=student")
+                students.append(late)
+                late_hello = await recv(late, "hello")
+                assert late_hello["state"]["seq"] == 3 and late_hello["state"]["step"] == 3
+                await wait_counts(teacher, STUDENTS, STUDENTS)
+
+                # Ten students wander off; the teacher sees it; two come back.
+                for s in students[:10]:
+                    await s.send(json.dumps({"type": "status", "following": False}))
+                await wait_counts(teacher, STUDENTS, STUDENTS - 10)
+                for s in students[:2]:
+                    await s.send(json.dumps({"type": "status", "following": True}))
+                await wait_counts(teacher, STUDENTS, STUDENTS - 8)
+
+                # Students cannot drive the class.
+                await students[5].send(json.dumps(state(9, 0, 0, [])))
+                err = await recv(students[5], "error")
+                assert "unknown message type 'state' for a student" in err["detail"]
+
+                # The teacher drops out and comes back (a page reload): students are told both times.
+                await teacher.close()
+                assert (await recv(students[7], "teacher"))["present"] is False
+                async with connect(f"{base}?role=teacher&token={token}") as again:
+                    back = await recv(again, "hello")
+                    assert back["count"] == STUDENTS and back["state"]["seq"] == 3
+                    assert (await recv(students[7], "teacher"))["present"] is True
+                    await again.send(json.dumps(state(4, 1, None, [])))
+                    latest = await asyncio.gather(*(recv(s, "state") for s in students))
+                    assert {m["seq"] for m in latest} == {4}
+
+                    # The teacher ends the class: everyone is told and disconnected.
+                    await again.send(json.dumps({"type": "end"}))
+                    ended = await asyncio.gather(*(recv(s, "ended") for s in students))
+                    assert all(m["reason"] == "the teacher ended the class" for m in ended)
+                    codes = await asyncio.gather(*(closed_code(s) for s in students))
+                    assert set(codes) == {1000}
+            finally:
+                await asyncio.gather(*(s.close() for s in students), return_exceptions=True)
+        assert time.monotonic() - started < 30
+        res = httpx.get(f"{live_server.base}/api/classes/{code}", timeout=10)
+        assert res.status_code == 404  # the class is gone
+
+    asyncio.run(scenario())
+
+
+def test_refusals_and_limits(live_server):
+    made = new_class(live_server)
+    code, token = made["code"], made["teacher_token"]
+    base = f"{live_server.ws_base}/ws/classes/{code}"
+
+    async def scenario() -> None:
+        async with connect(f"{live_server.ws_base}/ws/classes/NOPE22?role=student") as ws:
+            assert (await recv(ws))["type"] == "error"
+            assert await closed_code(ws) == 4404
+        async with connect(f"{base}?role=teacher&token=wrong") as ws:
+            assert "wrong teacher token" in (await recv(ws))["detail"]
+            assert await closed_code(ws) == 4403
+        async with connect(f"{base}?role=teacher") as ws:
+            assert await closed_code(ws) == 4403
+        async with connect(f"{base}?role=admin") as ws:
+            assert await closed_code(ws) == 4400
+        async with connect(f"{base}?role=teacher&token={token}") as teacher:
+            await recv(teacher, "hello")
+            bad = [
+                {"type": "state", "lesson": "../x", "step": 1},
+                {"type": "state", "lesson": "greeting", "step": 0},
+                {"type": "state", "lesson": "greeting", "step": 1, "extra": 1},
+                {"type": "state", "lesson": "greeting", "step": 1, "highlights": list(range(65))},
+                {"type": "dance"},
+            ]
+            for msg in bad:
+                await teacher.send(json.dumps(msg))
+                assert (await recv(teacher, "error"))["detail"]
+            await teacher.send("not json")
+            assert (await recv(teacher, "error"))["detail"] == "messages are JSON objects"
+            await teacher.send(json.dumps({"type": "ping"}))
+            assert (await recv(teacher, "pong")) == {"type": "pong"}
+            # A second teacher connection with the token takes over; the first is closed with 4409.
+            async with connect(f"{base}?role=teacher&token={token}") as second:
+                await recv(second, "hello")
+                assert await closed_code(teacher) == 4409
+            async with connect(f"{base}?role=student") as student:
+                await recv(student, "hello")
+                await student.send("x" * 5000)  # over this server's 4096-octet limit
+                assert await closed_code(student) == 1009
+
+    asyncio.run(scenario())
+
+
+def test_a_slow_student_keeps_the_latest_state():
+    """A student whose queue overflows loses stale messages, never the current state."""
+    from zmtplab.web.classrooms import Peer
+
+    registry = ClassRegistry(ClassLimits(queue=4))
+    room = registry.create()
+    slow = Peer("student", 4)
+    room.students.add(slow)
+    for seq in range(1, 20):
+        room.seq = seq
+        room.state = {"lesson": "greeting", "step": 1, "selection": {"element": 0, "field": None},
+                      "highlights": [], "seq": seq}
+        room.broadcast(room.latest())
+    queued = []
+    while not slow.queue.empty():
+        queued.append(slow.queue.get_nowait())
+    assert len(queued) <= 5
+    assert queued[-1]["seq"] == 19
+
+
+def test_classes_expire():
+    now = [1000.0]
+    registry = ClassRegistry(ClassLimits(ttl=3600, idle=600, max_classes=2), clock=lambda: now[0])
+    a = registry.create()
+    b = registry.create()
+    with pytest.raises(Exception, match="at most 2 classes"):
+        registry.create()
+    now[0] += 601  # nobody ever connected to either: idle
+    assert registry.get(a.code) is None and registry.get(b.code) is None
+    c = registry.create()
+    from zmtplab.web.classrooms import Peer
+
+    c.students.add(Peer("student", 8))
+    now[0] += 3000
+    assert registry.get(c.code) is c  # someone is there: not idle, and within the ttl
+    registry.touch(c, teacher=True)
+    now[0] += 3599
+    assert registry.get(c.code) is c
+    now[0] += 2
+    assert registry.get(c.code) is None  # an hour without the teacher doing anything
+    ended = [c.students.pop().queue.get_nowait()]
+    assert ended == [{"type": "ended", "reason": "the class expired"}]
