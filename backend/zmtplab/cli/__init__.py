@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import decode, dissect, live, tap
+from . import decode, dissect, live, peer, pipeline, serve, tap
 
-SUBCOMMANDS = [decode, dissect, tap, live]
+SUBCOMMANDS = [decode, dissect, tap, live, serve, peer, pipeline]
 
 
 def build_parser() -> argparse.ArgumentParser:

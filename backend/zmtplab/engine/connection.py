@@ -114,13 +114,22 @@ class Connection:
             self._close("peer closed the connection", error=self.state != READY)
             return
         try:
-            self._decoder.receive_data(data)
+            try:
+                self._decoder.receive_data(data)
+            except RemoteProtocolError as exc:
+                # What was decoded before the bad bytes still counts (libzmq delivers it), so the
+                # result does not depend on how the bytes were cut into chunks.
+                failure: RemoteProtocolError | None = exc
+            else:
+                failure = None
             self._advance_greeting()
             while self.state != CLOSED:
                 event = self._decoder.next_event()
                 if event is None:
                     break
                 self._handle(event)
+            if failure is not None:
+                raise failure
         except RemoteProtocolError as exc:
             self._close(str(exc), error=True)
             raise

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+from .batch import JsonBatch, scan
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
@@ -43,6 +44,8 @@ class StreamDecoder:
         mid_stream: bool = False,
         framing: str | None = None,
         mechanism: str | None = None,
+        json_batches: bool = False,
+        max_body: int | None = None,
     ) -> None:
         self.strict = strict
         self._peer_family = peer_family or (lambda: None)
@@ -61,6 +64,12 @@ class StreamDecoder:
         self._candidates: list[int] = []
         self._lost_since = 0
         self._state = _GREETING
+        # JSON batches (see batch.py): only for a lenient decoder whose owner prints JSON without fields.
+        self.json_batches = (json_batches and not strict and max_frame_size is None
+                             and (max_body is None or max_body >= 0))
+        self.max_body = max_body
+        self.batch_ok = True  # the owner's say: none of its checks needs these messages one by one
+        self._fresh = 0  # stream offset where the data of the current receive_data() call begins
         if mid_stream or framing is not None:
             self.framing = framing or "3"
             self._state = _FRAMES
@@ -98,6 +107,7 @@ class StreamDecoder:
             self._candidates.append(self.received)
             if len(self._candidates) > _MAX_CANDIDATES:
                 del self._candidates[0]
+        self._fresh = self._base + len(self._buf)
         self._buf += data
         self._parse()
 
@@ -156,10 +166,24 @@ class StreamDecoder:
 
     def next_event(self) -> WireEvent | None:
         """The next decoded element, or None when more data is needed."""
-        return self._events.popleft() if self._events else None
+        if not self._events:
+            return None
+        event = self._events.popleft()
+        if type(event) is JsonBatch:
+            self._events.extendleft(reversed(event.events()))
+            event = self._events.popleft()
+        return event
 
     def events(self) -> list[WireEvent]:
         """Every element decoded so far and not yet taken."""
+        out = list(self._events)
+        self._events.clear()
+        if self.json_batches and any(type(e) is JsonBatch for e in out):
+            return [x for e in out for x in (e.events() if type(e) is JsonBatch else (e,))]
+        return out
+
+    def take(self) -> list[WireEvent | JsonBatch]:
+        """Like `events()`, but runs of ordinary frames stay `JsonBatch`es (with `json_batches`)."""
         out = list(self._events)
         self._events.clear()
         return out
@@ -231,6 +255,9 @@ class StreamDecoder:
                     continue
                 if self.framing == "1":
                     self._parse_v1_frames()
+                elif (self.json_batches and self.batch_ok and self.mechanism != "CURVE"
+                      and self.framing in ("2", "3")):
+                    self._parse_frames_batched()
                 else:
                     self._parse_frames()
                 self._compact()
@@ -406,7 +433,26 @@ class StreamDecoder:
 
     # ---- frames
 
-    def _parse_frames(self) -> None:
+    def _parse_frames_batched(self) -> None:
+        """`_parse_frames`, with runs of whole ordinary messages taken by `batch.scan` as JSON."""
+        while True:
+            if not self._pending:
+                pos, heads = scan(self._buf, self._pos, self._base, self.max_body)
+                if heads:
+                    start = self._pos
+                    self._events.append(JsonBatch(self._base + start, self._buf[start:pos], heads,
+                                                  self._fresh, self.framing or "3"))
+                    self._pos = pos
+            # What scan() left: an unusual frame, the frames of an unfinished message, or too few bytes.
+            if not self._parse_frames(resume=True):
+                return
+
+    def _parse_frames(self, *, resume: bool = False) -> bool:
+        """Reads frames; with `resume`, returns True at the end of a message that scan() may follow.
+
+        A command ends any resumption for the rest of this data: it can change what the owner's
+        checks need to see (a READY announcing a SUB socket, say).
+        """
         buf = self._buf
         pos = self._pos
         n = len(buf)
@@ -439,15 +485,19 @@ class StreamDecoder:
             # libzmq sends CURVE's MESSAGE as a data frame (COMMAND clear): it is still a MESSAGE command.
             if framing == "3" and (flags & FLAG_COMMAND or (self.mechanism == "CURVE" and body[:8] == b"\x07MESSAGE")):
                 self._command(base + pos, end - pos, flags, header, body)
+                resume = False
             else:
                 if hlen == 9 and size <= 255:
                     self._expert(base + pos, 9, "note", f"LONG size used for a {size}-octet frame", "long-size")
                 self._deliver_frame(Frame(base + pos, end - pos, flags=flags, size=size, header=header, body=body,
                                           framing=framing))
+                if resume and not self._pending and self._state == _FRAMES:
+                    return True
             if self._state != _FRAMES:
-                return
+                return False
             pos = end
         self._pos = pos
+        return False
 
     def _parse_v1_frames(self) -> None:
         buf = self._buf

@@ -20,11 +20,18 @@ OTHER = {C2S: S2C, S2C: C2S}
 class ConnectionDissector:
     """Reads a whole connection (both directions) and never raises on bad input."""
 
-    def __init__(self, *, mid_stream: bool = False) -> None:
+    def __init__(self, *, mid_stream: bool = False, json_batches: bool = False, max_body: int | None = None) -> None:
+        """`json_batches`: the owner prints JSON without fields, so runs of ordinary frames may come
+        back as `JsonBatch`es (see batch.py) once no check here needs their messages one by one."""
         self.decoders = {
-            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream),
-            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream),
+            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream,
+                               json_batches=json_batches, max_body=max_body),
+            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream,
+                               json_batches=json_batches, max_body=max_body),
         }
+        self.json_batches = self.decoders[C2S].json_batches
+        for decoder in self.decoders.values():
+            decoder.batch_ok = False
         self.mid_stream = mid_stream
         self.greetings: dict[str, Greeting] = {}
         self.socket_types: dict[str, str] = {}
@@ -44,7 +51,11 @@ class ConnectionDissector:
         return None
 
     def receive_data(self, direction: str, data: bytes, *, boundary: bool = True) -> list[tuple[str, WireEvent]]:
-        """Feeds one direction's bytes; returns the (direction, event) pairs now decoded."""
+        """Feeds one direction's bytes; returns the (direction, event) pairs now decoded.
+
+        With `json_batches`, an item may also be a `JsonBatch` standing for consecutive frame and
+        message events (`JsonBatch.events()` gives them).
+        """
         decoder = self.decoders[direction]
         decoder.receive_data(data, boundary=boundary)
         return self._collect(direction)
@@ -83,10 +94,10 @@ class ConnectionDissector:
     def _collect(self, direction: str) -> list[tuple[str, WireEvent]]:
         out: list[tuple[str, WireEvent]] = []
         decoder = self.decoders[direction]
-        for event in decoder.events():
+        for event in decoder.take():
             out.append((direction, event))
             kind = event.kind
-            if kind == "frame" or kind == "expert" or kind == "gap":
+            if kind == "frame" or kind == "expert" or kind == "gap" or kind == "batch":
                 continue
             if kind == "message":
                 if not self._handshake_done(direction) and not self.mid_stream:
@@ -97,6 +108,11 @@ class ConnectionDissector:
                 self._on_greeting(direction, event, out)  # type: ignore[arg-type]
             elif kind == "command":
                 self._on_command(direction, event, out)  # type: ignore[arg-type]
+        if self.json_batches:
+            # Messages need no check of ours once this side's handshake is done, unless they may be
+            # 3.0-style subscriptions; the decoder batches them only then.
+            decoder.batch_ok = ((self.mid_stream or self._handshake_done(direction))
+                                and self.socket_types.get(direction) not in ("SUB", "XSUB"))
         return out
 
     def _on_greeting(self, direction: str, greeting: Greeting, out: list) -> None:

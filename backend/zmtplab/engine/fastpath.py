@@ -16,7 +16,10 @@ path consumes moves the decoder's offset on, so offsets in later errors stay exa
 
 from __future__ import annotations
 
+from collections import deque
+
 from .connection import READY, Connection
+from .errors import RemoteProtocolError
 from .framing import U64
 
 TAIL_LIMIT = 65536  # a partial message larger than this goes to the decoder, which buffers in amortised O(n)
@@ -36,6 +39,7 @@ class FastPath:
         self._tail = b""
         self._slow = not self._drained()
         self.fell_back = False  # the last receive() passed bytes to the connection: drain its events
+        self.error: RemoteProtocolError | None = None  # what the connection raised for the last receive()
 
     def _drained(self) -> bool:
         dec = self._dec
@@ -46,13 +50,23 @@ class FastPath:
         self._slow = True
         self.fell_back = True
         conn = self.conn
-        conn.receive_data(data)  # may raise RemoteProtocolError, exactly as without the fast path
+        try:
+            conn.receive_data(data)
+        except RemoteProtocolError as exc:  # the connection is closed, exactly as without the fast path
+            self.error = exc
+            return
         if conn.state == READY and self._drained():
             self._slow = False
 
     def receive(self, data: bytes) -> list[tuple[bytes, ...]]:
-        """Complete messages in `data` (with what came before); anything else went to the connection."""
+        """Complete messages in `data` (with what came before); anything else went to the connection.
+
+        Never raises: when the connection refuses bytes after the messages returned, its
+        `RemoteProtocolError` is in `error` (messages before the bad bytes are still delivered,
+        as libzmq delivers them), and `fell_back` says the connection has events to drain.
+        """
         self.fell_back = False
+        self.error = None
         if self._slow or self.conn.state != READY:
             self._to_slow(data)
             return []
@@ -138,3 +152,39 @@ class FastPath:
                     append(_SHORT[size] if size < 256 else b"\x02" + U64.pack(size))
                 append(body)
         return b"".join(out)
+
+    def encode_queue(self, items: deque, budget: int) -> tuple[bytes, int]:
+        """Encodes messages (tuples of frames) taken from the left of `items` until `budget` octets or an
+        item that is not a message; returns (wire bytes, messages taken). Same bytes as `encode`."""
+        out: list = []
+        append = out.append
+        popleft = items.popleft
+        size = 0
+        taken = 0
+        while items and size < budget:
+            frames = items[0]
+            if type(frames) is not tuple:
+                break
+            popleft()
+            taken += 1
+            if len(frames) == 1:
+                body = frames[0]
+                n = len(body)
+                if n < 256:
+                    append(_SHORT[n])
+                    size += n + 2
+                else:
+                    append(b"\x02" + U64.pack(n))
+                    size += n + 9
+                append(body)
+                continue
+            last = len(frames) - 1
+            for i, body in enumerate(frames):
+                n = len(body)
+                if i < last:
+                    append(_SHORT_MORE[n] if n < 256 else b"\x03" + U64.pack(n))
+                else:
+                    append(_SHORT[n] if n < 256 else b"\x02" + U64.pack(n))
+                append(body)
+                size += n + 9
+        return b"".join(out), taken

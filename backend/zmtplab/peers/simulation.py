@@ -1,0 +1,764 @@
+"""Simulated sessions: any number of peers joined by in-memory links on a virtual clock.
+
+Every byte a peer writes is a chunk on a link direction; it arrives `latency` virtual seconds
+later and is handed to the other peer one protocol element at a time (or one chunk, when the
+writer split an element: libzmq's greeting arrives as 10 + 1 + 53 octets, three steps). A
+`ConnectionDissector` reads exactly the bytes that cross each link, so the log explains every
+byte. The same seed and the same script of actions always give the same events, byte for byte.
+
+API (everything is synchronous; times are virtual seconds)::
+
+    sim = Simulation(seed=0, latency=0.001)
+    sim.add_peer("server", "REP", mechanism="PLAIN", plain_server=True, username="admin", password="secret")
+    sim.add_peer("client", "REQ", mechanism="PLAIN", username="admin", password="secret", identity=b"c1")
+    conn = sim.connect("client", "server")     # -> "1"; the connecting side is the client (c2s)
+    sim.send("client", [b"Hello"])             # queued by the socket's rules, written when possible
+    sim.step()                                 # -> events of one element (or one chunk, or one timer)
+    sim.run(until_t=1.0, max_steps=None)       # -> every event until then (or until idle)
+    sim.rewind()                               # back to t=0: replays seed + script; run() repeats the session
+    sim.inject("corrupt", conn="1", dir="c2s", offset=70)   # faults, see faults.FAULTS
+    sim.events                                 # the whole log
+    sim.state()                                # t, pending bytes per link direction, peers and connections
+    sim.script                                 # every external action with its virtual time and step count
+
+`add_peer(name, socket_type, *, version="3.1", mechanism="NULL"|"PLAIN"|"CURVE", identity=b"",
+username=None, password=None, plain_server=False, plain_users=None, curve_server=False,
+curve_publickey=None, curve_secretkey=None, curve_serverkey=None, strategy="partial",
+heartbeat_ivl=0, heartbeat_ttl=0, heartbeat_timeout=None, handshake_ivl=30, reconnect_ivl=0.1,
+reconnect_ivl_max=0, sndhwm=1000, rcvhwm=1000, max_frame_size=..., auto_recv=True)`: a CURVE
+server without keys gets a keypair from the seeded generator, and a CURVE client without
+`curve_serverkey` uses the key of the server it connects to. With `auto_recv` (the default) the
+application reads every message as soon as the socket has it (a `recv` peer event); without it,
+`recv(name)` reads one. Other actions: `subscribe(name, topic)`, `unsubscribe(name, topic)`,
+`close(conn, side="client")`, `disconnect(client_name, server_name)` (stops reconnecting too).
+
+Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
+
+- wire elements, the DESIGN.md event contract produced by the dissector: `conn`, `dir`,
+  `offset`, `length`, `kind` (`greeting`, `command`, `frame`, `message`, `expert`), `fields` and
+  the kind's keys;
+- `{"kind": "link", "what": "open" | "bytes" | "eof" | "half-closed" | "closed" | "fault", "conn", ...}`:
+  what the transport did; every delivery step starts with a `bytes` event (`dir`, `offset`,
+  `length`, `hex`);
+- `{"kind": "peer", "peer": name, "what": "handshake" | "recv" | "closed" | "ping" | "pong" |
+  "ping-sent" | "subscription" | "send-blocked" | "reconnect" | ..., "conn", ...}`: what a peer did.
+
+A step processes one scheduled item: the next delivery (the earliest arrival; ties in write
+order), a timer (handshake timeout, heartbeat, reconnection), or an EOF. Application actions
+(`send`, `subscribe`, ...) happen between steps; their effects (writes) are scheduled, not
+delivered, so they cost no step. `rewind(to_step=0)` rebuilds the session from the seed and
+replays the script up to `to_step`; stepping on replays the later actions at the same step
+counts. A new action after a rewind drops the replayed future (a new branch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import random
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..engine import Connection, ConnectionDissector
+from ..engine.errors import LocalProtocolError
+from .options import PeerOptions
+from .session import PeerConnection, PeerCore
+from .sockets import Again, SocketStateError
+
+C2S, S2C = "c2s", "s2c"
+SIDES = ("client", "server")
+OUT_DIR = {"client": C2S, "server": S2C}
+IN_DIR = {"client": S2C, "server": C2S}
+READER = {C2S: "server", S2C: "client"}
+ELEMENT_KINDS = frozenset({"greeting", "command", "frame"})
+DEFAULT_MAX_STEPS = 10_000
+
+
+# ---------------------------------------------------------------- determinism of CURVE's randomness
+
+
+@contextlib.contextmanager
+def _seeded_crypto(rng: random.Random) -> Iterator[None]:
+    """CURVE's short-term keys, cookie keys and nonces from the simulation's generator (byte-for-byte replays)."""
+    try:
+        from nacl.bindings import crypto_scalarmult_base
+
+        from ..engine import curve
+    except ImportError:  # pragma: no cover - curve.py is part of the engine
+        yield
+        return
+    saved = curve.random_bytes, curve.crypto_box_keypair
+
+    def random_bytes(size: int = 32) -> bytes:
+        return rng.randbytes(size)
+
+    def keypair() -> tuple[bytes, bytes]:
+        secret = rng.randbytes(32)
+        return crypto_scalarmult_base(secret), secret
+
+    curve.random_bytes, curve.crypto_box_keypair = random_bytes, keypair
+    try:
+        yield
+    finally:
+        curve.random_bytes, curve.crypto_box_keypair = saved
+
+
+def _deterministic(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def wrapper(self: Simulation, *args: Any, **kwargs: Any) -> Any:
+        if self._in_crypto:
+            return method(self, *args, **kwargs)
+        self._in_crypto = True
+        try:
+            with _seeded_crypto(self.rng):
+                return method(self, *args, **kwargs)
+        finally:
+            self._in_crypto = False
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- the pieces
+
+
+class _Chunk:
+    __slots__ = ("arrival", "data", "fed", "pos", "seq", "start")
+
+    def __init__(self, start: int, data: bytes, arrival: float, seq: int) -> None:
+        self.start = start
+        self.data = data
+        self.arrival = arrival
+        self.seq = seq
+        self.fed = False
+        self.pos = start
+
+
+class _Direction:
+    """One direction of a link: chunks in flight, faults waiting for their bytes, dissector events pending."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.chunks: deque[_Chunk] = deque()
+        self.written = 0
+        self.delivered = 0
+        self.hold_until = 0.0
+        self.split_at: set[int] = set()
+        self.corrupt: dict[int, int] = {}  # offset -> xor mask
+        self.eof = False
+        self.eof_time = 0.0
+        self.eof_seq = 0
+        self.eof_done = False
+        self.dead = False  # the reader closed: nothing more is read
+        self.pending: deque = deque()  # dissector events whose bytes are not all delivered yet
+
+    @property
+    def in_flight(self) -> int:
+        return sum(len(c.data) - (c.pos - c.start) for c in self.chunks)
+
+
+class _Link:
+    """One simulated TCP connection between a client (connecting) peer and a server peer."""
+
+    def __init__(self, conn_id: str, num: int, client: _SimPeer, server: _SimPeer, connecter: _Connecter) -> None:
+        self.id = conn_id
+        self.num = num
+        self.peers = {"client": client, "server": server}
+        self.connecter = connecter
+        self.dirs = {C2S: _Direction(C2S), S2C: _Direction(S2C)}
+        self.pcs: dict[str, PeerConnection] = {}
+        self.side_closed = {"client": False, "server": False}
+        self.closed = False
+        self.dissector = ConnectionDissector()
+
+
+class _Connecter:
+    """A connect(): the client's persistent pipe, and reconnection with libzmq's backoff."""
+
+    def __init__(self, num: int, client: _SimPeer, server: _SimPeer) -> None:
+        self.num = num
+        self.client = client
+        self.server = server
+        self.pipe = client.core.add_connect_pipe(f"connect-{num}")
+        self.active = True
+        self.next_attempt: float | None = None
+        self.ivl = client.options.reconnect_ivl
+        self.link: _Link | None = None
+
+
+class _SimPeer:
+    def __init__(self, sim: Simulation, name: str, options: PeerOptions, auto_recv: bool,
+                 auto_serverkey: bool) -> None:
+        self.name = name
+        self.options = options
+        self.auto_recv = auto_recv
+        self.auto_serverkey = auto_serverkey
+        self.core = PeerCore(options, name=name, rng=sim.rng, emit=sim._log, fast_path=False, log_closures=False)
+        self.blocked: deque[tuple[bytes, ...]] = deque()  # sends waiting (libzmq would block the caller)
+        self.overrides: dict[str, Any] = {}  # faults: what the next connections announce instead
+
+    def make_connection(self) -> Connection:
+        opts = self.options
+        o = self.overrides
+        version = o.get("version", opts.version)
+        mechanism_name = o.get("mechanism", opts.mechanism)
+        if mechanism_name != opts.mechanism or version != opts.version or "password" in o:
+            fake = PeerOptions(opts.socket_type, identity=opts.identity, version=version, strategy=opts.strategy,
+                               mechanism=mechanism_name,
+                               username=o.get("username", opts.username or "user"),
+                               password=o.get("password", opts.password or "password"),
+                               plain_server=opts.plain_server and mechanism_name == "PLAIN",
+                               plain_users=opts.plain_users,
+                               curve_server=opts.curve_server and mechanism_name == "CURVE",
+                               curve_publickey=opts.curve_publickey, curve_secretkey=opts.curve_secretkey,
+                               curve_serverkey=o.get("curve_serverkey", opts.curve_serverkey),
+                               max_frame_size=opts.max_frame_size)
+            mechanism = fake.make_mechanism()
+        else:
+            mechanism = opts.make_mechanism()
+        return Connection(o.get("socket_type", opts.socket_type), mechanism=mechanism, identity=opts.identity,
+                          version=version, strategy=opts.strategy, max_frame_size=opts.max_frame_size,
+                          properties=opts.properties)
+
+
+# ---------------------------------------------------------------- the simulation
+
+
+class Simulation:
+    """Peers, links, a virtual clock and the event log (see the module docstring)."""
+
+    def __init__(self, seed: int = 0, *, latency: float = 0.001) -> None:
+        self.seed = seed
+        self.latency = latency
+        self.script: list[dict[str, Any]] = []
+        self._replay: deque[dict[str, Any]] = deque()
+        self._replaying = False
+        self._in_crypto = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.t = 0.0
+        self.steps = 0
+        self.seq = 0
+        self.events: list[dict[str, Any]] = []
+        self.peers: dict[str, _SimPeer] = {}
+        self.links: dict[str, _Link] = {}
+        self._connecters: list[_Connecter] = []
+        self._conn_ids = itertools.count(1)
+        self._write_seq = itertools.count(1)
+
+    # ------------------------------------------------------------------ the log
+
+    def _log(self, event: dict[str, Any]) -> None:
+        event["t"] = round(self.t, 9)
+        self.seq += 1
+        event["seq"] = self.seq
+        self.events.append(event)
+
+    def _link_event(self, link: _Link, what: str, **data: Any) -> None:
+        self._log({"kind": "link", "what": what, "conn": link.id, **data})
+
+    # ------------------------------------------------------------------ script
+
+    def _action(self, op: str, **args: Any) -> Any:
+        if not self._replaying:
+            self._replay.clear()  # a new action after a rewind starts a new branch
+        entry = {"op": op, "t": round(self.t, 9), "step": self.steps, "args": args}
+        self.script.append(entry)
+        try:
+            return getattr(self, f"_op_{op}")(**args)
+        except Exception:
+            self.script.remove(entry)
+            raise
+
+    def _apply_replay(self) -> None:
+        while self._replay and self._replay[0]["step"] <= self.steps:
+            entry = self._replay.popleft()
+            self.t = max(self.t, entry["t"])  # run(until_t=...) may have moved the clock past the last step
+            self._replaying = True
+            try:
+                self._action(entry["op"], **entry["args"])
+            finally:
+                self._replaying = False
+
+    @_deterministic
+    def rewind(self, to_step: int = 0) -> list[dict[str, Any]]:
+        """Back to t=0 (then forward to `to_step` steps) by replaying the seed and the script."""
+        script = self.script
+        self._reset()
+        self.script = []
+        self._replay = deque(script)
+        self._apply_replay()
+        while self.steps < to_step:
+            if not self._step_once():
+                break
+        return list(self.events)
+
+    # ------------------------------------------------------------------ external actions
+
+    @_deterministic
+    def add_peer(self, name: str, socket_type: str, *, auto_recv: bool = True, **options: Any) -> None:
+        """Adds a peer (see the module docstring for the options)."""
+        self._action("add_peer", name=name, socket_type=socket_type, auto_recv=auto_recv, **options)
+
+    def _op_add_peer(self, name: str, socket_type: str, auto_recv: bool = True, **options: Any) -> None:
+        if name in self.peers:
+            raise ValueError(f"a peer named {name!r} exists")
+        options = dict(options)
+        if isinstance(options.get("identity"), str):
+            options["identity"] = options["identity"].encode("utf-8")
+        auto_serverkey = False
+        if str(options.get("mechanism", "NULL")).upper() == "CURVE":
+            if options.get("curve_server"):
+                if options.get("curve_publickey") is None or options.get("curve_secretkey") is None:
+                    from nacl.bindings import crypto_scalarmult_base
+
+                    secret = self.rng.randbytes(32)
+                    options["curve_secretkey"] = secret
+                    options["curve_publickey"] = crypto_scalarmult_base(secret)
+            elif options.get("curve_serverkey") is None:
+                auto_serverkey = True
+                options["curve_serverkey"] = bytes(32)  # replaced by the server's key at connect time
+        peer_options = PeerOptions(socket_type, **options)
+        self.peers[name] = _SimPeer(self, name, peer_options, auto_recv, auto_serverkey)
+        self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
+
+    @_deterministic
+    def connect(self, client_name: str, server_name: str) -> str:
+        """Joins two peers (the first connects, the second binds); returns the connection id."""
+        return self._action("connect", client_name=client_name, server_name=server_name)
+
+    def _op_connect(self, client_name: str, server_name: str) -> str:
+        client, server = self._peer(client_name), self._peer(server_name)
+        if client is server:
+            raise ValueError("a peer cannot connect to itself")
+        if client.auto_serverkey:
+            if server.options.curve_publickey is None:
+                raise ValueError(f"{server_name} has no CURVE public key")
+            client.options.curve_serverkey = server.options.curve_publickey
+        connecter = _Connecter(len(self._connecters) + 1, client, server)
+        self._connecters.append(connecter)
+        link = self._open_link(connecter)
+        self._settle()
+        return link.id
+
+    @_deterministic
+    def send(self, peer_name: str, frames: list[bytes] | tuple[bytes, ...]) -> None:
+        """The peer's application sends one message (it waits, as a blocked libzmq send would, when it must)."""
+        frames = [f.encode("utf-8") if isinstance(f, str) else bytes(f) for f in frames]
+        self._action("send", peer_name=peer_name, frames=frames)
+
+    def _op_send(self, peer_name: str, frames: list[bytes]) -> None:
+        peer = self._peer(peer_name)
+        msg = tuple(frames)
+        if peer.blocked:
+            peer.blocked.append(msg)
+        else:
+            try:
+                peer.core.send(msg)
+            except Again:
+                peer.blocked.append(msg)
+                self._log({"kind": "peer", "peer": peer_name, "what": "send-blocked",
+                           "frames": [f.hex() for f in msg],
+                           "reason": "no peer can take the message yet; it waits, as libzmq's send() would"})
+            except SocketStateError as exc:
+                raise ValueError(str(exc)) from None
+        self._settle()
+
+    @_deterministic
+    def recv(self, peer_name: str) -> list[bytes] | None:
+        """For a peer without auto_recv: its application reads one message (None when there is none)."""
+        return self._action("recv", peer_name=peer_name)
+
+    def _op_recv(self, peer_name: str) -> list[bytes] | None:
+        peer = self._peer(peer_name)
+        try:
+            msg = peer.core.recv()
+        except SocketStateError as exc:
+            raise ValueError(str(exc)) from None
+        if msg is not None:
+            self._log({"kind": "peer", "peer": peer_name, "what": "recv", "frames": [f.hex() for f in msg]})
+        self._settle()
+        return list(msg) if msg is not None else None
+
+    @_deterministic
+    def subscribe(self, peer_name: str, topic: bytes | str) -> None:
+        """SUB/XSUB: subscribe to `topic`."""
+        self._action("subscribe", peer_name=peer_name, topic=_b(topic), subscribe=True)
+
+    @_deterministic
+    def unsubscribe(self, peer_name: str, topic: bytes | str) -> None:
+        """SUB/XSUB: cancel `topic`."""
+        self._action("subscribe", peer_name=peer_name, topic=_b(topic), subscribe=False)
+
+    def _op_subscribe(self, peer_name: str, topic: bytes, subscribe: bool) -> None:
+        peer = self._peer(peer_name)
+        try:
+            (peer.core.subscribe if subscribe else peer.core.unsubscribe)(topic)
+        except SocketStateError as exc:
+            raise ValueError(str(exc)) from None
+        self._settle()
+
+    @_deterministic
+    def close(self, conn: str, side: str = "client") -> None:
+        """One side of a connection closes its TCP connection (the client reconnects, as libzmq does)."""
+        self._action("close", conn=conn, side=side)
+
+    def _op_close(self, conn: str, side: str = "client") -> None:
+        link = self._link(conn)
+        if side not in SIDES:
+            raise ValueError("side is 'client' or 'server'")
+        self._close_side(link, side, "closed by the application")
+        self._settle()
+
+    @_deterministic
+    def disconnect(self, client_name: str, server_name: str) -> None:
+        """zmq_disconnect: the client stops (re)connecting to the server and closes the connection."""
+        self._action("disconnect", client_name=client_name, server_name=server_name)
+
+    def _op_disconnect(self, client_name: str, server_name: str) -> None:
+        for c in self._connecters:
+            if c.client.name == client_name and c.server.name == server_name and c.active:
+                c.active = False
+                c.next_attempt = None
+                if c.link is not None and not c.link.closed:
+                    self._close_side(c.link, "client", "disconnected by the application")
+        self._settle()
+
+    @_deterministic
+    def inject(self, fault: str, **args: Any) -> Any:
+        """Applies a fault from `faults.FAULTS` (see there for each one's arguments)."""
+        from .faults import FAULTS
+
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; one of {', '.join(sorted(FAULTS))}")
+        return self._action("inject", fault=fault, args=args)
+
+    def _op_inject(self, fault: str, args: dict[str, Any]) -> Any:
+        from .faults import FAULTS
+
+        result = FAULTS[fault].apply(self, **args)
+        self._settle()
+        return result
+
+    # ------------------------------------------------------------------ stepping
+
+    @_deterministic
+    def step(self) -> list[dict[str, Any]]:
+        """Advances by one scheduled item that reports something; returns its events ([] when idle)."""
+        start = len(self.events)
+        for _ in range(1000):
+            if not self._step_once():
+                break
+            if len(self.events) > start:
+                break
+        return self.events[start:]
+
+    @_deterministic
+    def run(self, until_t: float | None = None, max_steps: int | None = None) -> list[dict[str, Any]]:
+        """Steps until idle, until the next item lies after `until_t`, or `max_steps` steps
+        (default 10,000 when no `until_t` is given); returns the events produced."""
+        start = len(self.events)
+        if max_steps is None and until_t is None:
+            max_steps = DEFAULT_MAX_STEPS
+        done = 0
+        while max_steps is None or done < max_steps:
+            self._apply_replay()
+            item = self._next_item()
+            if item is None:
+                break
+            if until_t is not None and item[0][0] > until_t:
+                break
+            self._step_once()
+            done += 1
+        if until_t is not None and self.t < until_t and (max_steps is None or done < max_steps):
+            self.t = until_t
+        return self.events[start:]
+
+    def _step_once(self) -> bool:
+        self._apply_replay()
+        item = self._next_item()
+        if item is None:
+            return False
+        key, action = item
+        self.t = max(self.t, key[0])
+        self.steps += 1
+        action()
+        self._settle()
+        return True
+
+    def _next_item(self) -> tuple[tuple, Callable[[], None]] | None:
+        best: tuple | None = None
+        best_action: Callable[[], None] | None = None
+        for link in self.links.values():
+            for dname in (C2S, S2C):
+                d = link.dirs[dname]
+                if d.chunks:
+                    head = d.chunks[0]
+                    key = (max(head.arrival, d.hold_until), 0, head.seq)
+                    action = functools.partial(self._deliver, link, dname)
+                elif d.eof and not d.eof_done:
+                    key = (max(d.eof_time, d.hold_until), 0, d.eof_seq)
+                    action = functools.partial(self._deliver_eof, link, dname)
+                else:
+                    continue
+                if best is None or key < best:
+                    best, best_action = key, action
+            for i, side in enumerate(SIDES):
+                pc = link.pcs.get(side)
+                if pc is None or pc.closed or link.side_closed[side]:
+                    continue
+                deadline = pc.deadline
+                if deadline is not None:
+                    key = (deadline, 1, link.num * 2 + i)
+                    if best is None or key < best:
+                        best, best_action = key, functools.partial(self._timer, link, side)
+        for c in self._connecters:
+            if c.active and c.next_attempt is not None:
+                key = (c.next_attempt, 2, c.num)
+                if best is None or key < best:
+                    best, best_action = key, functools.partial(self._reconnect, c)
+        if best is None or best_action is None:
+            return None
+        return best, best_action
+
+    # ------------------------------------------------------------------ items
+
+    def _deliver(self, link: _Link, dname: str) -> None:
+        d = link.dirs[dname]
+        chunk = d.chunks[0]
+        if not chunk.fed:
+            chunk.fed = True
+            for _, event in link.dissector.receive_data(dname, chunk.data):
+                d.pending.append(event)
+        end = chunk.start + len(chunk.data)
+        unit_end = end
+        for event in d.pending:
+            if event.kind in ELEMENT_KINDS:
+                event_end = event.offset + event.length
+                if event_end > chunk.pos:
+                    unit_end = min(event_end, end)
+                    break
+        data = chunk.data[chunk.pos - chunk.start:unit_end - chunk.start]
+        self._link_event(link, "bytes", dir=dname, offset=chunk.pos, length=len(data), hex=data.hex())
+        chunk.pos = unit_end
+        d.delivered = unit_end
+        if unit_end >= end:
+            d.chunks.popleft()
+        while d.pending:
+            event = d.pending[0]
+            if d.chunks and event.offset + event.length > d.delivered:
+                break
+            d.pending.popleft()
+            self._wire_event(link, dname, event)
+        reader = READER[dname]
+        pc = link.pcs[reader]
+        if not link.side_closed[reader]:
+            pc.receive(data, self.t)
+
+    def _wire_event(self, link: _Link, dname: str, event) -> None:
+        self._log({"conn": link.id, "dir": dname, **event.to_dict()})
+
+    def _deliver_eof(self, link: _Link, dname: str) -> None:
+        d = link.dirs[dname]
+        d.eof_done = True
+        while d.pending:
+            self._wire_event(link, dname, d.pending.popleft())
+        self._link_event(link, "eof", dir=dname)
+        reader = READER[dname]
+        if not link.side_closed[reader]:
+            link.pcs[reader].receive(b"", self.t)
+        self._maybe_closed(link)
+
+    def _timer(self, link: _Link, side: str) -> None:
+        link.pcs[side].on_timer(self.t)
+
+    def _reconnect(self, connecter: _Connecter) -> None:
+        connecter.next_attempt = None
+        self._open_link(connecter)
+
+    # ------------------------------------------------------------------ links
+
+    def _open_link(self, connecter: _Connecter) -> _Link:
+        conn_id = str(next(self._conn_ids))
+        link = _Link(conn_id, int(conn_id), connecter.client, connecter.server, connecter)
+        connecter.link = link
+        self.links[conn_id] = link
+        self._link_event(link, "open", client=connecter.client.name, server=connecter.server.name)
+        try:
+            client_conn = connecter.client.make_connection()
+            server_conn = connecter.server.make_connection()
+        except (LocalProtocolError, ValueError) as exc:
+            raise ValueError(f"cannot make the connection: {exc}") from None
+        link.pcs["client"] = connecter.client.core.open_connection(conn_id, is_client=True, pipe=connecter.pipe,
+                                                                    connection=client_conn)
+        link.pcs["server"] = connecter.server.core.open_connection(conn_id, is_client=False,
+                                                                    connection=server_conn)
+        for side in SIDES:
+            link.pcs[side].start(self.t)
+        return link
+
+    def _write(self, link: _Link, side: str, data: bytes) -> None:
+        d = link.dirs[OUT_DIR[side]]
+        if d.eof:
+            return
+        start = d.written
+        end = start + len(data)
+        if d.corrupt:
+            hits = [o for o in d.corrupt if start <= o < end]
+            if hits:
+                buf = bytearray(data)
+                for o in hits:
+                    buf[o - start] ^= d.corrupt.pop(o)
+                    self._link_event(link, "fault", fault="corrupt", dir=d.name, offset=o)
+                data = bytes(buf)
+        cuts = sorted(o for o in d.split_at if start < o < end)
+        d.split_at -= set(cuts)
+        d.written = end
+        if d.dead:
+            return
+        arrival = self.t + self.latency
+        bounds = [start, *cuts, end]
+        for a, b in itertools.pairwise(bounds):
+            d.chunks.append(_Chunk(a, data[a - start:b - start], arrival, next(self._write_seq)))
+
+    def _close_side(self, link: _Link, side: str, reason: str) -> None:
+        if link.side_closed[side]:
+            return
+        pc = link.pcs[side]
+        if not pc.closed:
+            pc.close(reason)
+        data = pc.take_output()
+        if data:
+            self._write(link, side, data)
+        link.side_closed[side] = True
+        out_d, in_d = link.dirs[OUT_DIR[side]], link.dirs[IN_DIR[side]]
+        out_d.eof = True
+        out_d.eof_time = self.t + self.latency
+        out_d.eof_seq = next(self._write_seq)
+        if out_d.dead:  # the other side already closed: nobody reads this end of stream
+            out_d.eof_done = True
+            out_d.chunks.clear()
+        in_d.dead = True
+        dropped = in_d.in_flight
+        in_d.chunks.clear()
+        in_d.pending.clear()
+        self._link_event(link, "half-closed", side=side, reason=pc.close_reason or reason,
+                         **({"unread": dropped} if dropped else {}))
+        self._maybe_closed(link)
+
+    def _maybe_closed(self, link: _Link) -> None:
+        if link.closed or not all(link.side_closed.values()):
+            return
+        for dname in (C2S, S2C):
+            d = link.dirs[dname]
+            if d.chunks or (d.eof and not d.eof_done):
+                return
+        link.closed = True
+        for dname, event in link.dissector.close():
+            self._wire_event(link, dname, event)
+        self._link_event(link, "closed")
+        for side in SIDES:
+            link.peers[side].core.forget(link.pcs[side])
+        connecter = link.connecter
+        client_opts = connecter.client.options
+        if connecter.active and connecter.link is link and client_opts.reconnect_ivl > 0:
+            base = client_opts.reconnect_ivl
+            delay = connecter.ivl + self.rng.random() * base
+            if client_opts.reconnect_ivl_max > base:
+                connecter.ivl = min(connecter.ivl * 2, client_opts.reconnect_ivl_max)
+            connecter.next_attempt = self.t + delay
+            self._log({"kind": "peer", "peer": connecter.client.name, "what": "reconnect",
+                       "server": connecter.server.name, "delay": round(delay, 9)})
+
+    def _settle(self) -> None:
+        """After any action: applications read and retry blocked sends, peers write, closed sides close."""
+        for _ in range(100):
+            moved = False
+            for peer in self.peers.values():
+                core = peer.core
+                while peer.blocked:
+                    try:
+                        core.send(peer.blocked[0])
+                    except (Again, SocketStateError):
+                        break
+                    peer.blocked.popleft()
+                    moved = True
+                if peer.auto_recv:
+                    while True:
+                        try:
+                            msg = core.recv()
+                        except SocketStateError:
+                            break
+                        if msg is None:
+                            break
+                        self._log({"kind": "peer", "peer": peer.name, "what": "recv",
+                                   "frames": [f.hex() for f in msg]})
+            for link in list(self.links.values()):
+                if link.closed:
+                    continue
+                for side in SIDES:
+                    pc = link.pcs[side]
+                    if link.side_closed[side]:
+                        continue
+                    data = pc.take_output(1 << 40)
+                    if data:
+                        self._write(link, side, data)
+                        moved = True
+                    if pc.closed:
+                        self._close_side(link, side, pc.close_reason or "closed")
+                        moved = True
+                if not link.closed and link.pcs["client"].ready:
+                    link.connecter.ivl = link.connecter.client.options.reconnect_ivl
+            if not moved:
+                break
+
+    # ------------------------------------------------------------------ lookups and state
+
+    def _peer(self, name: str) -> _SimPeer:
+        try:
+            return self.peers[name]
+        except KeyError:
+            raise ValueError(f"no peer named {name!r}") from None
+
+    def _link(self, conn: str) -> _Link:
+        try:
+            return self.links[str(conn)]
+        except KeyError:
+            raise ValueError(f"no connection {conn!r}") from None
+
+    def link_of(self, peer_a: str, peer_b: str) -> _Link | None:
+        """The newest open link between two peers (either way round)."""
+        for link in reversed(list(self.links.values())):
+            names = {link.peers["client"].name, link.peers["server"].name}
+            if names == {peer_a, peer_b} and not link.closed:
+                return link
+        return None
+
+    def state(self) -> dict[str, Any]:
+        """Where the session stands: virtual time, bytes in flight per link direction, peers and connections."""
+        links = {}
+        for link in self.links.values():
+            links[link.id] = {
+                "client": link.peers["client"].name, "server": link.peers["server"].name, "closed": link.closed,
+                "pending": {dname: link.dirs[dname].in_flight for dname in (C2S, S2C)},
+                "delivered": {dname: link.dirs[dname].delivered for dname in (C2S, S2C)},
+                "sides": {side: {"closed": link.side_closed[side], **link.pcs[side].describe()} for side in SIDES},
+            }
+        return {
+            "t": round(self.t, 9), "steps": self.steps, "seq": self.seq, "seed": self.seed,
+            "pending": sum(link.dirs[d].in_flight for link in self.links.values() for d in (C2S, S2C)),
+            "idle": self._next_item() is None,
+            "links": links,
+            "peers": {name: {**peer.core.describe(), "blocked_sends": len(peer.blocked)}
+                      for name, peer in self.peers.items()},
+        }
+
+
+def _b(value: bytes | str) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+__all__ = ["Simulation"]
