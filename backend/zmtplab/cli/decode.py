@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
-from ..engine.decoder import StreamDecoder
+from ..decode import decode_bytes, parse_hex
 from .output import write_jsonl, write_line
 
-HEX_CLEAN = re.compile(r"(0x|\\x|[\s:,.-])", re.IGNORECASE)
+__all__ = ["decode_bytes", "parse_hex", "register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,36 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-fields", action="store_true", help="leave out the fields of each event")
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.set_defaults(func=run)
-
-
-def parse_hex(text: str) -> bytes:
-    """Bytes from a hex string that may hold spaces, colons, commas and 0x/\\x prefixes."""
-    cleaned = HEX_CLEAN.sub("", text)
-    if len(cleaned) % 2:
-        raise ValueError("odd number of hex digits")
-    return bytes.fromhex(cleaned)
-
-
-def decode_bytes(data: bytes) -> list:
-    """Decodes one direction's bytes: as a stream from its greeting, or as bare frames when there is none."""
-    framing = None if data[:1] == b"\xff" or _looks_like_v1_greeting(data) else "3"
-    decoder = StreamDecoder(framing=framing)
-    events = []
-    if framing is not None:
-        from ..engine.events import Expert
-
-        events.append(Expert(0, 0, severity="note", text="no greeting: decoding ZMTP 3.x frames from the first byte",
-                             rule="greeting"))
-    decoder.receive_data(data)
-    decoder.close()
-    events.extend(decoder.events())
-    return events
-
-
-def _looks_like_v1_greeting(data: bytes) -> bool:
-    # A 3.x frame starts with a flags octet 0x00-0x07; a ZMTP 1.0 identity frame starts with
-    # its length and a zero idflags octet, which 3.x frames rarely look like.
-    return len(data) >= 2 and data[0] not in range(8) and data[1] == 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from ..capture.dissect import DissectResult, dissect_capture
+from ..capture.dissect import DissectResult, dissect_capture, dissect_capture_jsonl
 from ..capture.errors import CaptureFormatError
 from ..engine.events import WIRE_KINDS
 from .output import write_jsonl, write_line
+
+# JSON lines go out in writes of about this many characters.
+_WRITE_CHUNK = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,28 +37,22 @@ def run(args: argparse.Namespace) -> int:
     conns = set(args.conn) if args.conn else None
     kinds = set(args.kind) if args.kind else None
     result = DissectResult()
-    out = sys.stdout
-    jsonl = args.jsonl
-    write = write_jsonl if jsonl else write_line
+    options = {"with_fields": not args.no_fields, "max_body": args.max_body, "result": result}
     try:
         with open(args.capture, "rb") as handle:
-            for event in dissect_capture(handle, with_fields=not args.no_fields, max_body=args.max_body,
-                                         result=result):
-                if conns is not None and event["conn"] not in conns:
-                    continue
-                if kinds is not None and event["kind"] not in kinds:
-                    continue
-                write(out, event)
-                if not jsonl and not args.no_fields:
-                    for f in event.get("fields", ()):
-                        out.write(f"{'':>26}{f['offset']:>8} +{f['length']:<5} {f['name']}: {f['value']}\n")
+            if args.jsonl and conns is None and kinds is None:
+                _write_jsonl(dissect_capture_jsonl(handle, **options))
+            else:
+                _write_events(dissect_capture(handle, **options), args, conns, kinds)
     except CaptureFormatError as exc:
         print(f"zmtplab dissect: {args.capture}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # `| head` closed the pipe: main() ends quietly
     except OSError as exc:
         print(f"zmtplab dissect: {exc.strerror or exc}: {args.capture}", file=sys.stderr)
         return 2
-    out.flush()
+    sys.stdout.flush()
     if result.error:
         # The capture is damaged part-way: what could be read was printed; say where it stopped.
         print(f"zmtplab dissect: warning: {args.capture}: {result.error}", file=sys.stderr)
@@ -61,3 +60,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"zmtplab dissect: {args.capture}: no ZMTP connections found "
               f"({len(result.connections)} TCP connections)", file=sys.stderr)
     return 0
+
+
+def _write_jsonl(pieces: Iterator[str]) -> None:
+    """Writes JSON lines text to stdout as UTF-8, in large writes."""
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    batch: list[str] = []
+    size = 0
+    for piece in pieces:
+        if piece:
+            batch.append(piece)
+            size += len(piece)
+            if size >= _WRITE_CHUNK:
+                out.write("".join(batch).encode())
+                batch, size = [], 0
+    if batch:
+        out.write("".join(batch).encode())
+    out.flush()
+
+
+def _write_events(events: Iterator[dict[str, Any]], args: argparse.Namespace, conns: set[str] | None,
+                  kinds: set[str] | None) -> None:
+    """Writes event dicts one by one (JSON lines or the readable view), filtered by connection and kind."""
+    out = sys.stdout
+    write = write_jsonl if args.jsonl else write_line
+    show_fields = not args.jsonl and not args.no_fields
+    for event in events:
+        if conns is not None and event["conn"] not in conns:
+            continue
+        if kinds is not None and event["kind"] not in kinds:
+            continue
+        write(out, event)
+        if show_fields:
+            for f in event.get("fields", ()):
+                out.write(f"{'':>26}{f['offset']:>8} +{f['length']:<5} {f['name']}: {f['value']}\n")

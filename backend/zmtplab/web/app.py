@@ -1,0 +1,196 @@
+"""The FastAPI application: `create_app(settings)` wires routers, the static frontend and the background tasks.
+
+The lifespan owns every background task: the capture store (its dissection workers and
+progress pollers), the session manager, and the reaper that expires old captures and
+idle sessions. Every HTTP response carries a strict Content-Security-Policy (no inline
+script anywhere but the one hashed script of `/docs`), `X-Content-Type-Options: nosniff`
+and `Referrer-Policy: no-referrer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import logging
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .captures import CaptureStore
+from .packets import PacketDecoder
+from .routes import ROUTERS
+from .sessions import SessionManager
+from .settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+try:
+    __version__ = metadata.version("zmtplab")
+except metadata.PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0"
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+CDN = "https://cdn.jsdelivr.net"
+UPLOAD_PATH = "/api/captures"
+
+
+def _docs_page(openapi_url: str, title: str) -> tuple[bytes, str]:
+    """Swagger UI's page and a CSP that allows exactly its CDN files and its one inline script."""
+    html = get_swagger_ui_html(openapi_url=openapi_url, title=title).body
+    scripts = re.findall(rb"<script>(.*?)</script>", html, re.S)
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(s).digest()).decode()}'" for s in scripts)
+    csp = (f"default-src 'self'; script-src 'self' {CDN} {hashes}; style-src 'self' {CDN} 'unsafe-inline'; "
+           "img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; object-src 'none'; "
+           "base-uri 'none'; frame-ancestors 'none'")
+    return bytes(html), csp
+
+
+class _BodyTooLarge(HTTPException):
+    pass
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware around the whole app (error pages included).
+
+    Adds the security headers to every HTTP response that does not set its own CSP, and
+    refuses request bodies over `max_body` on every route but the capture upload (which
+    streams to disk and enforces its own, larger limit).
+    """
+
+    def __init__(self, app: ASGIApp, max_body: int) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {k.lower() for k, _ in headers}
+                if b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", CSP.encode()))
+                for name, value in ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+                                    (b"x-frame-options", b"DENY")):
+                    if name not in names:
+                        headers.append((name, value))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        if scope["path"].rstrip("/") == UPLOAD_PATH or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            await self.app(scope, receive, send_with_headers)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+                response = JSONResponse({"detail": f"the request body is larger than {self.max_body} bytes"}, 413)
+                await response(scope, receive, send_with_headers)
+                return
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise _BodyTooLarge(413, f"the request body is larger than {self.max_body} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send_with_headers)
+
+
+class ZmtpLabApp(FastAPI):
+    """FastAPI with `SecurityHeaders` outside every other middleware (so 500 pages get the headers too)."""
+
+    zmtplab_max_body: int = 1 << 20
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack(), self.zmtplab_max_body)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The web app for these settings (the environment's when None)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        captures = CaptureStore(settings)
+        sessions = SessionManager(settings)
+        app.state.settings = settings
+        app.state.captures = captures
+        app.state.sessions = sessions
+        app.state.packets = PacketDecoder(cache_size=settings.packet_cache_size, timeout=settings.packet_timeout,
+                                          tshark_path=settings.tshark_path)
+        await captures.start()
+        await sessions.start()
+        reaper = asyncio.create_task(_reap(captures, sessions, settings.reap_interval), name="zmtplab-reaper")
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+            await sessions.stop()
+            await captures.stop()
+
+    app = ZmtpLabApp(
+        title="ZMTP Lab",
+        version=__version__,
+        description="Every byte of ZMTP, explained: decode bytes, dissect captures, watch live sessions.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.zmtplab_max_body = settings.max_json_body
+    app.state.settings = settings
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own shape (a list of problems), without echoing the input back.
+        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    for router in ROUTERS:
+        app.include_router(router)
+
+    docs_html, docs_csp = _docs_page(app.openapi_url or "/openapi.json", f"{app.title} - API")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return HTMLResponse(docs_html, headers={"Content-Security-Policy": docs_csp})
+
+    @app.api_route("/api/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    async def no_such_route(rest: str) -> JSONResponse:
+        # Without this the static mount at / would answer unknown API paths with a plain-text 404.
+        return JSONResponse({"detail": f"no API route /api/{rest}"}, status_code=404)
+
+    frontend = settings.frontend_dir
+    if frontend is not None and frontend.is_dir():
+        app.mount("/", StaticFiles(directory=frontend, html=True), name="frontend")
+    else:
+        log.warning("no frontend directory at %s; serving the API only", frontend)
+    return app
+
+
+async def _reap(captures: CaptureStore, sessions: SessionManager, interval: float) -> None:
+    """Expires old captures and ends idle or abandoned sessions, every `interval` seconds."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await captures.expire()
+            await sessions.reap()
+        except Exception:  # the reaper must survive anything
+            log.exception("reaper pass failed")

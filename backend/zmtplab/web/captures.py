@@ -1,0 +1,400 @@
+"""Uploaded captures: storage under server-made ids, background dissection, expiry.
+
+Each capture lives in `<data_dir>/captures/<id>/`:
+
+- `capture`: the uploaded bytes (the client's file name is kept only as a display string);
+- `meta.json`: id, display name, size, time of upload, state and error;
+- `progress.json`: written by the dissection worker while it runs;
+- `events.sqlite`: the dissected events (see `eventstore`);
+- `cancel`: created to ask a running worker to stop.
+
+Dissection runs in a process pool (or a thread pool, by setting), so the event loop never
+waits for it. A crash of one dissection marks that capture `error` and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import multiprocessing
+import os
+import re
+import shutil
+import time
+import unicodedata
+import uuid
+from collections.abc import AsyncIterator
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .eventstore import EventStore, ingest_capture
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+ID_RE = re.compile(r"^[0-9a-f]{32}$")
+UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
+
+
+class CaptureNotFound(KeyError):
+    """No capture has this id."""
+
+
+class CaptureNotReady(RuntimeError):
+    """The capture is still being dissected (or its dissection failed)."""
+
+
+def display_name(name: str | None) -> str:
+    """The client's file name reduced to something safe to show: base name, printable, bounded."""
+    if not name:
+        return "capture"
+    name = re.split(r"[\\/]", name)[-1]
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    name = name.strip().strip(".") or "capture"
+    return name[:120]
+
+
+@dataclass
+class CaptureRecord:
+    """What the server knows about one capture."""
+
+    id: str
+    name: str
+    size: int
+    created: float
+    state: str = UPLOADED
+    error: str | None = None
+    percent: float = 0.0
+    detail: str = ""
+    directory: Path = field(default_factory=Path)
+    store: EventStore | None = None
+    summary: dict[str, Any] | None = None
+    job: asyncio.Task | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def capture_path(self) -> Path:
+        return self.directory / "capture"
+
+    @property
+    def store_path(self) -> Path:
+        return self.directory / "events.sqlite"
+
+    def meta(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "size": self.size, "created": self.created,
+                "state": self.state, "error": self.error}
+
+    def progress(self) -> dict[str, Any]:
+        """The `{state, percent, detail}` message of the progress stream."""
+        detail = self.detail
+        if self.state in (DONE, ERROR) and self.error:
+            detail = self.error
+        percent = 100.0 if self.state == DONE else self.percent
+        return {"state": self.state, "percent": percent, "detail": detail}
+
+
+class CaptureStore:
+    """Every capture of this server; owned by the app's lifespan (`start()` / `stop()`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = settings.captures_dir
+        self.records: dict[str, CaptureRecord] = {}
+        self._executor: Executor | None = None
+        self._queue: asyncio.Semaphore | None = None
+        self._stopping = False
+
+    # ---- lifecycle
+
+    async def start(self) -> None:
+        """Creates the data directory, reloads captures from a previous run, starts the workers."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._executor = self._new_executor()
+        self._queue = asyncio.Semaphore(self.settings.dissect_workers)
+        for directory in sorted(self.root.iterdir()):
+            record = await asyncio.to_thread(self._reload, directory)
+            if record is None:
+                continue
+            if record.state == DONE:
+                try:
+                    record.store = await asyncio.to_thread(EventStore, record.store_path)
+                    record.summary = record.store.summary
+                    record.percent = 100.0
+                except Exception:
+                    record.state = UPLOADED  # dissect it again
+            self.records[record.id] = record
+            if record.state == UPLOADED:
+                self._schedule(record)
+
+    async def stop(self) -> None:
+        """Stops running dissections (they resume at the next start) and closes the stores."""
+        self._stopping = True
+        jobs = [r.job for r in self.records.values() if r.job is not None and not r.job.done()]
+        for record in self.records.values():
+            if record.job is not None and not record.job.done():
+                with contextlib.suppress(OSError):
+                    (record.directory / "cancel").touch()
+        for job in jobs:
+            job.cancel()
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)
+        if self._executor is not None:
+            executor, self._executor = self._executor, None
+            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+        for record in self.records.values():
+            if record.store is not None:
+                record.store.close()
+                record.store = None
+
+    def _new_executor(self) -> Executor:
+        n = self.settings.dissect_workers
+        if self.settings.dissect_executor == "thread":
+            return ThreadPoolExecutor(max_workers=n, thread_name_prefix="zmtplab-dissect")
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+
+    def _reload(self, directory: Path) -> CaptureRecord | None:
+        if not ID_RE.match(directory.name):
+            return None
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except (OSError, ValueError):
+            shutil.rmtree(directory, ignore_errors=True)
+            return None
+        record = CaptureRecord(id=directory.name, name=str(meta.get("name", "capture")), size=int(meta.get("size", 0)),
+                               created=float(meta.get("created", time.time())), directory=directory)
+        record.state = meta.get("state", UPLOADED)
+        record.error = meta.get("error")
+        (directory / "cancel").unlink(missing_ok=True)
+        if record.state == DONE and not record.store_path.exists():
+            record.state = UPLOADED
+        if record.state in (UPLOADED, DISSECTING):
+            record.state = UPLOADED
+            if not record.capture_path.exists():
+                shutil.rmtree(directory, ignore_errors=True)
+                return None
+        return record
+
+    # ---- creating
+
+    def new_id(self) -> tuple[str, Path]:
+        """A fresh capture id and its (new, empty) directory."""
+        capture_id = uuid.uuid4().hex
+        directory = self.root / capture_id
+        directory.mkdir(parents=True)
+        return capture_id, directory
+
+    def discard(self, directory: Path) -> None:
+        """Removes the directory of an upload that failed."""
+        shutil.rmtree(directory, ignore_errors=True)
+
+    async def add(self, capture_id: str, directory: Path, name: str, size: int) -> CaptureRecord:
+        """Registers a finished upload (its bytes already in `directory/capture`) and queues its dissection."""
+        record = CaptureRecord(id=capture_id, name=display_name(name), size=size, created=time.time(),
+                               directory=directory)
+        self.records[capture_id] = record
+        await asyncio.to_thread(self._write_meta, record)
+        self._schedule(record)
+        await self._evict(keep=capture_id)
+        return record
+
+    def _write_meta(self, record: CaptureRecord) -> None:
+        path = record.directory / "meta.json"
+        tmp = path.with_name("meta.json.tmp")
+        try:
+            tmp.write_text(json.dumps(record.meta()))
+            os.replace(tmp, path)
+        except OSError:  # deleted meanwhile
+            pass
+
+    # ---- dissection
+
+    def _schedule(self, record: CaptureRecord) -> None:
+        record.job = asyncio.get_running_loop().create_task(self._dissect(record), name=f"dissect-{record.id}")
+
+    def _set(self, record: CaptureRecord, **changes: Any) -> None:
+        for key, value in changes.items():
+            setattr(record, key, value)
+        record.changed.set()
+        record.changed = asyncio.Event()
+
+    async def _dissect(self, record: CaptureRecord) -> None:
+        assert self._queue is not None
+        s = self.settings
+        async with self._queue:
+            if record.id not in self.records or self._stopping:
+                return
+            self._set(record, state=DISSECTING, percent=0.0, detail="")
+            await asyncio.to_thread(self._write_meta, record)
+            directory = record.directory
+            args = (str(record.capture_path), str(record.store_path), str(directory / "progress.json"),
+                    str(directory / "cancel"))
+            kwargs = {"store_max_body": s.store_max_body, "max_events": s.max_events_per_capture,
+                      "progress_interval": s.progress_interval}
+            poller = asyncio.get_running_loop().create_task(self._poll_progress(record))
+            try:
+                result = await self._run(args, kwargs)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the worker died: this capture fails, the others go on
+                log.exception("dissection of %s failed", record.id)
+                result = {"state": ERROR, "error": f"the dissection worker failed: {type(exc).__name__}"}
+            finally:
+                poller.cancel()
+        if record.id not in self.records:
+            return
+        state = result.get("state")
+        if state == "cancelled":
+            return
+        with contextlib.suppress(OSError):
+            (record.directory / "progress.json").unlink(missing_ok=True)
+        changes: dict[str, Any]
+        if state == DONE:
+            try:
+                store = await asyncio.to_thread(EventStore, record.store_path)
+            except Exception as exc:
+                changes = {"state": ERROR, "error": f"the dissection could not be read back: {exc}"}
+            else:
+                record.store = store
+                record.summary = store.summary
+                changes = {"state": DONE, "error": result.get("error"), "percent": 100.0, "detail": ""}
+        else:
+            changes = {"state": ERROR, "error": result.get("error") or "dissection failed"}
+        for key, value in changes.items():
+            setattr(record, key, value)
+        await asyncio.to_thread(self._write_meta, record)
+        self._set(record)
+
+    async def _run(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Runs one dissection in the pool. When a worker process dies (killed, out of memory) every
+        dissection it was running fails with BrokenProcessPool: the pool is replaced and each of them
+        is tried once more, so only a capture that kills its worker twice ends in `error`."""
+        loop = asyncio.get_running_loop()
+        for attempt in range(2):
+            executor = self._executor
+            if executor is None:
+                raise RuntimeError("the capture store is stopped")
+            try:
+                future = executor.submit(_ingest, args, kwargs)
+            except (BrokenProcessPool, RuntimeError):
+                if self._stopping:
+                    raise
+                self._replace_executor(executor)
+                continue
+            try:
+                return await asyncio.wrap_future(future, loop=loop)
+            except BrokenProcessPool:
+                self._replace_executor(executor)
+                if attempt or self._stopping:
+                    raise
+        raise BrokenProcessPool("the dissection worker pool could not be started")
+
+    def _replace_executor(self, broken: Executor) -> None:
+        if self._executor is broken and not self._stopping:
+            self._executor = self._new_executor()
+            broken.shutdown(wait=False, cancel_futures=True)
+
+    async def _poll_progress(self, record: CaptureRecord) -> None:
+        path = record.directory / "progress.json"
+        while True:
+            await asyncio.sleep(self.settings.progress_interval)
+            try:
+                data = json.loads(await asyncio.to_thread(path.read_text))
+            except (OSError, ValueError):
+                continue
+            percent = data.get("percent")
+            if isinstance(percent, (int, float)) and percent != record.percent:
+                self._set(record, percent=float(percent))
+
+    async def progress(self, capture_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The progress messages of one capture, until it is done or failed."""
+        record = self.get(capture_id)
+        last: dict[str, Any] | None = None
+        while True:
+            changed = record.changed
+            message = record.progress()
+            if message != last:
+                last = message
+                yield message
+            if message["state"] in (DONE, ERROR):
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=max(self.settings.progress_interval, 1.0))
+
+    # ---- reading
+
+    def get(self, capture_id: str) -> CaptureRecord:
+        """The capture with this id; `CaptureNotFound` otherwise."""
+        record = self.records.get(capture_id) if ID_RE.match(capture_id) else None
+        if record is None:
+            raise CaptureNotFound(capture_id)
+        return record
+
+    def ready(self, capture_id: str) -> tuple[CaptureRecord, EventStore]:
+        """A capture whose events can be read; `CaptureNotReady` while it is being dissected."""
+        record = self.get(capture_id)
+        if record.store is None:
+            if record.state == ERROR:
+                raise CaptureNotReady(f"the capture could not be dissected: {record.error}")
+            raise CaptureNotReady(f"the capture is still being dissected ({record.state})")
+        return record, record.store
+
+    def summary(self, capture_id: str) -> dict[str, Any]:
+        """The capture as `GET /api/captures/{id}` shows it."""
+        record = self.get(capture_id)
+        summary = record.summary or {}
+        return {
+            "id": record.id, "name": record.name, "size": record.size, "created": record.created,
+            "state": record.state, "error": record.error, "percent": record.progress()["percent"],
+            "connections": summary.get("connections", []),
+            "expert_total": summary.get("expert_total", {"note": 0, "warn": 0, "error": 0}),
+            "events": summary.get("events", 0),
+        }
+
+    # ---- deleting and expiry
+
+    async def delete(self, capture_id: str) -> None:
+        """Deletes a capture, stopping its dissection if it runs."""
+        record = self.get(capture_id)
+        del self.records[capture_id]
+        self._set(record, state=ERROR, error="deleted")
+        with contextlib.suppress(OSError):
+            (record.directory / "cancel").touch()
+        job = record.job
+        if job is not None and not job.done():
+            # The worker notices `cancel` within a progress interval; remove the files after it stopped.
+            job.add_done_callback(lambda _: shutil.rmtree(record.directory, ignore_errors=True))
+        if record.store is not None:
+            store, record.store = record.store, None
+            await asyncio.to_thread(store.close)
+        await asyncio.to_thread(shutil.rmtree, record.directory, True)
+
+    async def _evict(self, keep: str | None = None) -> None:
+        """Deletes the oldest captures while there are too many or they take too much space."""
+        oldest = sorted((r for r in self.records.values() if r.id != keep), key=lambda r: r.created)
+        total = sum(r.size for r in self.records.values())
+        count = len(self.records)
+        for record in oldest:
+            if count <= self.settings.max_captures and total <= self.settings.max_total_bytes:
+                break
+            await self.delete(record.id)
+            count -= 1
+            total -= record.size
+
+    async def expire(self) -> int:
+        """Deletes captures older than the configured lifetime; returns how many went."""
+        limit = time.time() - self.settings.capture_ttl
+        old = [r.id for r in self.records.values() if r.created < limit]
+        for capture_id in old:
+            with contextlib.suppress(CaptureNotFound):
+                await self.delete(capture_id)
+        return len(old)
+
+
+def _ingest(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The worker's entry point (module level, so a process pool can pickle it)."""
+    return ingest_capture(*args, **kwargs)

@@ -1,0 +1,168 @@
+"""Presenter mode: classes a teacher leads and students follow, mirrored over websockets.
+
+`POST /api/classes` makes a class: a 6-character join code (no 0/O, 1/I/L) and a teacher token.
+The teacher's websocket (`/ws/classes/{code}?role=teacher&token=...`) sends what it shows:
+
+    {"type": "state", "lesson": "greeting", "step": 3,
+     "selection": {"element": 0, "field": 2}, "highlights": [0, 2]}
+
+and the server relays it (with a `seq`) to every student (`?role=student`); a student who joins late
+gets the latest state at once. Students tell the server whether they follow or wander
+(`{"type": "status", "following": bool}`), and the teacher sees the counts
+(`{"type": "students", "count", "following"}`). `{"type": "end"}` from the teacher ends the class.
+
+Limits (`ClassLimits`): classes per server, students per class, message size, and how long a class
+lives without activity. A student whose socket cannot keep up loses queued messages, never the
+latest state: the queue is cleared and refilled with the current state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 6
+
+
+@dataclass
+class ClassLimits:
+    """Every limit of presenter mode."""
+
+    max_classes: int = 200
+    max_students: int = 500
+    max_message: int = 16 * 1024  # octets of one websocket message
+    max_highlights: int = 64
+    queue: int = 64  # messages queued per student before the queue is collapsed to the latest state
+    ttl: float = 6 * 3600.0  # seconds a class lives after its last teacher activity
+    idle: float = 30 * 60.0  # seconds a class lives with nobody connected
+
+
+class Peer:
+    """One websocket of a class: its outgoing queue and what it reported."""
+
+    def __init__(self, role: str, limit: int) -> None:
+        self.role = role
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.limit = limit
+        self.following = True
+        self.closed = False
+
+    def put(self, message: dict[str, Any] | None, latest: dict[str, Any] | None = None) -> None:
+        if self.closed:
+            return
+        if message is not None and self.queue.qsize() >= self.limit:
+            # Too slow: what is queued is stale anyway; keep the current state and this message.
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            if latest is not None and latest is not message:
+                self.queue.put_nowait(latest)
+        self.queue.put_nowait(message)
+
+
+@dataclass
+class Classroom:
+    code: str
+    token: str
+    created: float
+    last_active: float
+    last_seen: float
+    state: dict[str, Any] | None = None
+    seq: int = 0
+    teacher: Peer | None = None
+    students: set[Peer] = field(default_factory=set)
+    ended: bool = False
+
+    def check_token(self, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(self.token.encode(), str(token).encode())
+
+    def counts(self) -> dict[str, Any]:
+        return {"type": "students", "count": len(self.students),
+                "following": sum(1 for s in self.students if s.following)}
+
+    def latest(self) -> dict[str, Any] | None:
+        return {"type": "state", **self.state} if self.state is not None else None
+
+    def tell_teacher(self) -> None:
+        if self.teacher is not None:
+            self.teacher.put(self.counts())
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        latest = self.latest()
+        for student in list(self.students):
+            student.put(message, latest)
+
+    def public(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "students": len(self.students),
+                               "following": sum(1 for s in self.students if s.following),
+                               "teacher": self.teacher is not None}
+        if self.state is not None:
+            out["lesson"] = self.state.get("lesson")
+            out["step"] = self.state.get("step")
+        return out
+
+
+class ClassFull(Exception):
+    """No room for another student (or another class)."""
+
+
+class ClassRegistry:
+    """Every class of one app."""
+
+    def __init__(self, limits: ClassLimits | None = None, clock=time.monotonic) -> None:
+        self.limits = limits or ClassLimits()
+        self.clock = clock
+        self.classes: dict[str, Classroom] = {}
+
+    def _new_code(self) -> str:
+        for _ in range(100):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            if code not in self.classes:
+                return code
+        raise ClassFull("no free join code")  # pragma: no cover - 31^6 codes
+
+    def create(self) -> Classroom:
+        self.expire()
+        if len(self.classes) >= self.limits.max_classes:
+            raise ClassFull(f"the server holds at most {self.limits.max_classes} classes at once")
+        now = self.clock()
+        room = Classroom(code=self._new_code(), token=secrets.token_urlsafe(24), created=now, last_active=now,
+                         last_seen=now)
+        self.classes[room.code] = room
+        return room
+
+    def get(self, code: str) -> Classroom | None:
+        self.expire()
+        return self.classes.get(normalize_code(code))
+
+    def end(self, room: Classroom, reason: str) -> None:
+        room.ended = True
+        self.classes.pop(room.code, None)
+        message = {"type": "ended", "reason": reason}
+        for peer in [*room.students, *([room.teacher] if room.teacher else [])]:
+            peer.put(message)
+            peer.put(None)
+
+    def expire(self) -> None:
+        now = self.clock()
+        lim = self.limits
+        for room in list(self.classes.values()):
+            nobody = room.teacher is None and not room.students
+            if now - room.last_active > lim.ttl or (nobody and now - room.last_seen > lim.idle):
+                self.end(room, "the class expired")
+
+    def touch(self, room: Classroom, *, teacher: bool = False) -> None:
+        """Someone connected, left or spoke (`teacher`: the teacher did, which keeps the class alive)."""
+        now = self.clock()
+        room.last_seen = now
+        if teacher:
+            room.last_active = now
+
+
+def normalize_code(code: str) -> str:
+    """Join codes are case-insensitive and may be typed with spaces or dashes."""
+    return "".join(c for c in str(code).upper() if c.isalnum())[:16]

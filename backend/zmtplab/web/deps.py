@@ -1,0 +1,43 @@
+"""Dependencies of the routes, as `Annotated` aliases: `def route(store: CaptureStoreDep)`.
+
+Everything lives on `app.state` (set by `create_app`'s lifespan), so one process may
+run several apps (tests do) without sharing state.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends
+from starlette.requests import HTTPConnection
+
+from .captures import CaptureStore
+from .packets import PacketDecoder
+from .sessions import SessionManager
+from .settings import Settings
+
+
+def get_app_settings(conn: HTTPConnection) -> Settings:
+    """The settings the app was created with."""
+    return conn.app.state.settings
+
+
+def get_capture_store(conn: HTTPConnection) -> CaptureStore:
+    """The app's capture store."""
+    return conn.app.state.captures
+
+
+def get_packet_decoder(conn: HTTPConnection) -> PacketDecoder:
+    """The app's tshark packet decoder."""
+    return conn.app.state.packets
+
+
+def get_session_manager(conn: HTTPConnection) -> SessionManager:
+    """The app's session manager."""
+    return conn.app.state.sessions
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+CaptureStoreDep = Annotated[CaptureStore, Depends(get_capture_store)]
+PacketDecoderDep = Annotated[PacketDecoder, Depends(get_packet_decoder)]
+SessionManagerDep = Annotated[SessionManager, Depends(get_session_manager)]

@@ -1,0 +1,493 @@
+"""Real sessions over loopback TCP: two peers, ours (`peers.tcp.TcpPeer`) or libzmq's (pyzmq), and a tap.
+
+The server side binds on 127.0.0.1 (any free port); a forwarding tap listens on another
+free port and the client side connects to the tap. For every connection the tap opens
+one to the server and copies bytes both ways, feeding them to a `ConnectionDissector`
+as they pass: the browser sees exactly what crossed the wire, whoever produced it.
+
+Because every byte goes through the tap, the session controls the wire: `pause` holds
+bytes in the tap (the peers feel TCP backpressure), `step` lets the next held chunk
+through, `play` releases everything. Faults act on the wire too: `corrupt_byte`,
+`split_writes`, `delay` and `close`. A real session cannot step back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.dissector import ConnectionDissector
+from ..peers.sockets import Again, SocketStateError
+from ..peers.tcp import TcpPeer
+from .models import PeerConfig, SessionCreate
+from .sessions import Session, SessionConfigError, SessionError
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 64 * 1024
+SEND_TIMEOUT = 5.0
+FAULTS = ("corrupt_byte", "split_writes", "delay", "close")
+SIMULATED_ONLY = ("wrong_mechanism", "stop_pong")
+
+
+@dataclass
+class _Held:
+    link: _Link
+    dir: str
+    data: bytes
+    done: asyncio.Future
+
+
+@dataclass
+class _Link:
+    """One connection through the tap."""
+
+    conn: str
+    writers: dict[str, asyncio.StreamWriter]  # direction -> where its bytes go
+    dissector: ConnectionDissector = field(default_factory=ConnectionDissector)
+    eof: set[str] = field(default_factory=set)
+    closed: bool = False
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+
+def _keys() -> tuple[bytes, bytes]:
+    from nacl.public import PrivateKey
+
+    secret = PrivateKey.generate()
+    return bytes(secret.public_key), bytes(secret)
+
+
+class _LabSide:
+    """One of our peers (`TcpPeer`)."""
+
+    def __init__(self, peer: TcpPeer) -> None:
+        self.peer = peer
+        self.drain: asyncio.Task | None = None
+
+    async def send(self, frames: list[bytes]) -> None:
+        try:
+            await self.peer.send(frames, timeout=SEND_TIMEOUT)
+        except TimeoutError:
+            raise SessionError("could not send: no connection is ready to take the message") from None
+        except (SocketStateError, Again, ValueError) as exc:
+            raise SessionError(f"could not send: {exc}") from None
+
+    def start_draining(self) -> None:
+        async def run() -> None:
+            with contextlib.suppress(Exception):
+                while True:
+                    await self.peer.recv()
+
+        self.drain = asyncio.create_task(run())
+
+    def subscribe_all(self) -> None:
+        if self.peer.options.socket_type in ("SUB",):
+            self.peer.subscribe(b"")
+
+    async def close(self) -> None:
+        if self.drain is not None:
+            self.drain.cancel()
+        await self.peer.close(linger=0)
+
+
+class _ZmqSide:
+    """A real libzmq socket (pyzmq's asyncio flavour)."""
+
+    def __init__(self, context: Any, socket: Any, authenticator: Any = None) -> None:
+        self.context = context
+        self.socket = socket
+        self.authenticator = authenticator
+        self.drain: asyncio.Task | None = None
+
+    async def send(self, frames: list[bytes]) -> None:
+        import zmq
+
+        try:
+            await asyncio.wait_for(self.socket.send_multipart(frames), SEND_TIMEOUT)
+        except TimeoutError:
+            raise SessionError("could not send: libzmq has no connection ready to take the message") from None
+        except zmq.ZMQError as exc:
+            raise SessionError(f"could not send: libzmq says {exc}") from None
+
+    def start_draining(self) -> None:
+        async def run() -> None:
+            with contextlib.suppress(Exception):
+                while True:
+                    await self.socket.recv_multipart()
+
+        self.drain = asyncio.create_task(run())
+
+    def subscribe_all(self) -> None:
+        import zmq
+
+        if self.socket.type == zmq.SUB:
+            self.socket.setsockopt(zmq.SUBSCRIBE, b"")
+
+    async def close(self) -> None:
+        if self.drain is not None:
+            self.drain.cancel()
+            with contextlib.suppress(BaseException):
+                await self.drain
+        self.socket.close(linger=0)
+        if self.authenticator is not None:
+            with contextlib.suppress(Exception):
+                self.authenticator.stop()
+        # term() waits for libzmq's I/O thread: never on the event loop.
+        await asyncio.wait_for(asyncio.to_thread(self.context.destroy, 0), 5.0)
+
+
+class TcpRuntime:
+    """Drives a `tcp` session (see the module docstring)."""
+
+    def __init__(self, session: Session, config: SessionCreate, settings: Settings) -> None:
+        self.session = session
+        self.config = config
+        self.settings = settings
+        self.playing = True
+        self.speed = 1.0
+        self.server: _LabSide | _ZmqSide | None = None
+        self.client: _LabSide | _ZmqSide | None = None
+        self.tap: asyncio.AbstractServer | None = None
+        self.server_port = 0
+        self.links: dict[str, _Link] = {}
+        self.held: deque[_Held] = deque()
+        self.faults: list[tuple[str, dict[str, Any]]] = []
+        self._ids = itertools.count()
+        self._closed = False
+        self._t0 = 0.0
+        self._rng = random.Random()
+        self._tasks: set[asyncio.Task] = set()
+
+    @staticmethod
+    def check(config: SessionCreate) -> None:
+        """Refuses configurations a real session cannot run."""
+        for side in ("server", "client"):
+            peer: PeerConfig = getattr(config, side)
+            if peer.libzmq and peer.version != "3.1":
+                raise SessionConfigError(f"{side}: a libzmq peer always announces ZMTP 3.1 (it downgrades by "
+                                         "itself for older peers); choose version 3.1")
+
+    # ---- setup
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time() - self._t0
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._t0 = loop.time()
+        cfg = self.config
+        server_public, server_secret = _keys()
+        client_public, client_secret = _keys()
+        keys = {"server_public": server_public, "server_secret": server_secret,
+                "client_public": client_public, "client_secret": client_secret}
+        if cfg.server.libzmq:
+            self.server, self.server_port = self._zmq_server(cfg.server, keys)
+        else:
+            peer = self._lab_peer(cfg.server, keys, server=True)
+            endpoint = await peer.bind("tcp://127.0.0.1:0")
+            self.server = _LabSide(peer)
+            self.server_port = int(endpoint.rsplit(":", 1)[1])
+        self.tap = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        tap_port = self.tap.sockets[0].getsockname()[1]
+        endpoint = f"tcp://127.0.0.1:{tap_port}"
+        if cfg.client.libzmq:
+            self.client = self._zmq_client(cfg.client, keys, endpoint)
+        else:
+            peer = self._lab_peer(cfg.client, keys, server=False)
+            peer.connect(endpoint)
+            self.client = _LabSide(peer)
+        for side in (self.server, self.client):
+            side.subscribe_all()
+            side.start_draining()
+
+    def _lab_peer(self, cfg: PeerConfig, keys: dict[str, bytes], *, server: bool) -> TcpPeer:
+        opts: dict[str, Any] = {"identity": cfg.identity.encode(), "version": cfg.version,
+                                "mechanism": cfg.mechanism, "name": "server" if server else "client"}
+        if cfg.mechanism == "PLAIN":
+            if server:
+                opts.update(plain_server=True, username=cfg.username or None,
+                            password=cfg.password if cfg.username else None)
+            else:
+                opts.update(username=cfg.username, password=cfg.password)
+        elif cfg.mechanism == "CURVE":
+            if server:
+                opts.update(curve_server=True, curve_publickey=keys["server_public"],
+                            curve_secretkey=keys["server_secret"])
+            else:
+                opts.update(curve_serverkey=keys["server_public"], curve_publickey=keys["client_public"],
+                            curve_secretkey=keys["client_secret"])
+        try:
+            return TcpPeer(cfg.type, **opts)
+        except ValueError as exc:
+            raise SessionConfigError(str(exc)) from None
+
+    def _zmq_socket(self, cfg: PeerConfig, keys: dict[str, bytes], *, server: bool) -> tuple[Any, Any, Any]:
+        import zmq
+        import zmq.asyncio
+        from zmq.utils import z85
+
+        context = zmq.asyncio.Context()
+        socket = context.socket(getattr(zmq, cfg.type))
+        authenticator = None
+        socket.setsockopt(zmq.LINGER, 0)
+        if cfg.identity:
+            socket.setsockopt(zmq.ROUTING_ID, cfg.identity.encode())
+        if cfg.mechanism == "PLAIN":
+            if server:
+                socket.setsockopt(zmq.PLAIN_SERVER, 1)
+                if cfg.username:
+                    from zmq.auth.asyncio import AsyncioAuthenticator
+
+                    authenticator = AsyncioAuthenticator(context)
+                    authenticator.start()
+                    authenticator.configure_plain(domain="*", passwords={cfg.username: cfg.password})
+            else:
+                socket.setsockopt(zmq.PLAIN_USERNAME, cfg.username.encode())
+                socket.setsockopt(zmq.PLAIN_PASSWORD, cfg.password.encode())
+        elif cfg.mechanism == "CURVE":
+            if server:
+                socket.setsockopt(zmq.CURVE_SERVER, 1)
+                socket.setsockopt(zmq.CURVE_PUBLICKEY, z85.encode(keys["server_public"]))
+                socket.setsockopt(zmq.CURVE_SECRETKEY, z85.encode(keys["server_secret"]))
+            else:
+                socket.setsockopt(zmq.CURVE_SERVERKEY, z85.encode(keys["server_public"]))
+                socket.setsockopt(zmq.CURVE_PUBLICKEY, z85.encode(keys["client_public"]))
+                socket.setsockopt(zmq.CURVE_SECRETKEY, z85.encode(keys["client_secret"]))
+        return context, socket, authenticator
+
+    def _zmq_server(self, cfg: PeerConfig, keys: dict[str, bytes]) -> tuple[_ZmqSide, int]:
+        context, socket, auth = self._zmq_socket(cfg, keys, server=True)
+        port = socket.bind_to_random_port("tcp://127.0.0.1")
+        return _ZmqSide(context, socket, auth), port
+
+    def _zmq_client(self, cfg: PeerConfig, keys: dict[str, bytes], endpoint: str) -> _ZmqSide:
+        context, socket, auth = self._zmq_socket(cfg, keys, server=False)
+        socket.connect(endpoint)
+        return _ZmqSide(context, socket, auth)
+
+    # ---- the tap
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closed:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.server_port)
+        except OSError as exc:
+            self.session.error(f"the tap could not reach the server: {exc}")
+            writer.close()
+            return
+        conn = str(next(self._ids))
+        link = _Link(conn, {"c2s": up_writer, "s2c": writer})
+        self.links[conn] = link
+        client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
+        now = self._now()
+        self.session.add_connection(conn, (client_addr[0], client_addr[1]), ("127.0.0.1", self.server_port), now)
+        link.tasks = [asyncio.create_task(self._pump(link, "c2s", reader)),
+                      asyncio.create_task(self._pump(link, "s2c", up_reader))]
+        self.session.push_state()
+
+    async def _pump(self, link: _Link, direction: str, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                data = await reader.read(READ_SIZE)
+                if not data:
+                    break
+                await self._gate(link, direction, data)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            await self._half_close(link, direction)
+
+    async def _gate(self, link: _Link, direction: str, data: bytes) -> None:
+        """Forwards now, or holds the bytes until play/step lets them through (the reader waits meanwhile)."""
+        if self.playing and not self.held:
+            await self._forward(link, direction, data)
+            return
+        done = asyncio.get_running_loop().create_future()
+        self.held.append(_Held(link, direction, data, done))
+        self.session.push_state()
+        await done
+
+    async def _release(self, count: int | None) -> None:
+        n = 0
+        while self.held and (count is None or n < count):
+            item = self.held.popleft()
+            try:
+                await self._forward(item.link, item.dir, item.data)
+            finally:
+                if not item.done.done():
+                    item.done.set_result(None)
+            n += 1
+
+    async def _forward(self, link: _Link, direction: str, data: bytes) -> None:
+        if link.closed:
+            return
+        data, split, delay = self._apply_faults(direction, data)
+        if delay:
+            await asyncio.sleep(delay)
+        writer = link.writers[direction]
+        t = self._now()
+        self.session.add_wire(link.conn, direction, data, t)
+        self._dissect(link, link.dissector.receive_data(direction, data), t)
+        try:
+            if split:
+                for i in range(len(data)):
+                    writer.write(data[i:i + 1])
+                    await writer.drain()
+                    await asyncio.sleep(0.001)
+            else:
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+
+    def _apply_faults(self, direction: str, data: bytes) -> tuple[bytes, bool, float]:
+        split, delay = False, 0.0
+        remaining = []
+        for name, args in self.faults:
+            wanted = args.get("dir")
+            if wanted not in (None, direction):
+                remaining.append((name, args))
+                continue
+            if name == "corrupt_byte":
+                at = args.get("offset")
+                i = at if isinstance(at, int) and 0 <= at < len(data) else self._rng.randrange(len(data))
+                corrupted = bytearray(data)
+                corrupted[i] ^= 0xFF
+                data = bytes(corrupted)
+            elif name == "split_writes":
+                split = True
+            elif name == "delay":
+                delay = max(delay, _number(args.get("seconds"), 1.0, 0.0, 30.0))
+        self.faults = remaining
+        return data, split, delay
+
+    def _dissect(self, link: _Link, pairs: list[tuple[str, Any]], t: float) -> None:
+        if not pairs:
+            return
+        events = []
+        for d, event in pairs:
+            item = event.to_dict(with_fields=True)
+            item["conn"] = link.conn
+            item["dir"] = d
+            item["t"] = round(t, 6)
+            events.append(item)
+        self.session.add_events(events)
+        self.session.push_state()
+
+    async def _half_close(self, link: _Link, direction: str) -> None:
+        link.eof.add(direction)
+        writer = link.writers[direction]
+        with contextlib.suppress(Exception):
+            if writer.can_write_eof():
+                writer.write_eof()
+        if link.eof >= {"c2s", "s2c"} and not link.closed:
+            await self._close_link(link)
+
+    async def _close_link(self, link: _Link) -> None:
+        if link.closed:
+            return
+        link.closed = True
+        t = self._now()
+        self._dissect(link, link.dissector.close(), t)
+        self.session.end_connection(link.conn, t)
+        for writer in link.writers.values():
+            writer.close()
+        for item in [h for h in self.held if h.link is link]:
+            self.held.remove(item)
+            if not item.done.done():
+                item.done.set_result(None)
+        self.session.push_state()
+
+    # ---- commands
+
+    async def send(self, side: str, frames: list[bytes]) -> None:
+        target = self.server if side == "server" else self.client
+        if target is None:
+            raise SessionError("the session is not running")
+        await target.send(frames)
+
+    async def play(self) -> None:
+        self.playing = True
+        await self._release(None)
+
+    async def pause(self) -> None:
+        self.playing = False
+
+    async def step(self) -> None:
+        self.playing = False
+        if not self.held:
+            raise SessionError("nothing is waiting on the wire")
+        await self._release(1)
+
+    async def step_back(self) -> None:
+        raise SessionError("a real TCP session cannot step back (use a simulated session)")
+
+    async def set_speed(self, value: float) -> None:
+        self.speed = value  # real peers run in real time; kept for the state only
+
+    async def fault(self, name: str, args: dict[str, Any]) -> None:
+        if name in SIMULATED_ONLY:
+            raise SessionError(f"the fault {name!r} needs a simulated session")
+        if name not in FAULTS:
+            raise SessionError(f"unknown fault {name!r}; one of {', '.join(FAULTS + SIMULATED_ONLY)}")
+        if args.get("dir") not in (None, "c2s", "s2c"):
+            raise SessionError("dir is 'c2s' or 's2c'")
+        if name == "close":
+            for link in list(self.links.values()):
+                for writer in link.writers.values():
+                    with contextlib.suppress(Exception):
+                        writer.transport.abort()
+                await self._close_link(link)
+            return
+        self.faults.append((name, dict(args)))
+
+    def position(self) -> int:
+        return len(self.session.events)
+
+    def total(self) -> int:
+        return len(self.session.events)
+
+    def closed(self) -> bool:
+        return self._closed
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for item in self.held:
+            if not item.done.done():
+                item.done.set_result(None)
+        self.held.clear()
+        if self.tap is not None:
+            self.tap.close()
+        for side in (self.client, self.server):
+            if side is not None:
+                with contextlib.suppress(Exception):
+                    await side.close()
+        for link in list(self.links.values()):
+            for writer in link.writers.values():
+                with contextlib.suppress(Exception):
+                    writer.transport.abort()
+            for task in link.tasks:
+                task.cancel()
+        tasks = [t for link in self.links.values() for t in link.tasks]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.tap is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.tap.wait_closed(), 1.0)
+
+
+def _number(value: Any, default: float, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return min(max(float(value), low), high)

@@ -1,0 +1,267 @@
+"""Pydantic models of every request, response and websocket message of the web API.
+
+Events are the DESIGN.md contract: the models name the required keys and let the
+kind-specific ones through (`extra="allow"`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Direction = Literal["c2s", "s2c"]
+Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
+SocketType = Literal["REQ", "REP", "DEALER", "ROUTER", "PUB", "XPUB", "SUB", "XSUB", "PUSH", "PULL", "PAIR"]
+Version = Literal["3.1", "3.0", "2.0", "1.0"]
+MechanismName = Literal["NULL", "PLAIN", "CURVE"]
+CaptureState = Literal["uploaded", "dissecting", "done", "error"]
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer: a human-readable `detail` (a list of problems for validation errors)."""
+
+    detail: str | list[Any]
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+# ---------------------------------------------------------------------------- events
+
+
+class EventField(BaseModel):
+    """One annotated field of an element."""
+
+    name: str
+    offset: int
+    length: int
+    value: Any
+    rule: str
+    note: str
+
+
+class Event(BaseModel):
+    """One protocol element (the event contract); kind-specific keys pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    conn: str
+    dir: Direction
+    kind: Kind
+    offset: int
+    length: int
+    fields: list[EventField] | None = None
+    index: int | None = Field(None, description="position within its connection (captures)")
+    packets: list[int] | None = Field(None, description="capture frames that carried the element (captures)")
+    ts: float | None = Field(None, description="capture time in seconds (captures)")
+    t: float | None = Field(None, description="session time in seconds (sessions)")
+    seq: int | None = Field(None, description="position within the session (sessions)")
+
+
+# ---------------------------------------------------------------------------- decode
+
+
+class DecodeRequest(BaseModel):
+    """Bytes of one direction as hex (spaces, colons, commas and 0x prefixes allowed)."""
+
+    hex: str = Field(..., examples=["ff00000000000000017f 03 01 4e554c4c"])
+
+
+class DecodeResponse(BaseModel):
+    events: list[Event]
+
+
+# ---------------------------------------------------------------------------- captures
+
+
+class CaptureCreated(BaseModel):
+    id: str
+
+
+class Progress(BaseModel):
+    """One server-sent event of `GET /api/captures/{id}/progress`."""
+
+    state: CaptureState
+    percent: float
+    detail: str = ""
+
+
+class DirPair(BaseModel):
+    c2s: Any = None
+    s2c: Any = None
+
+
+class ExpertCounts(BaseModel):
+    note: int = 0
+    warn: int = 0
+    error: int = 0
+
+
+class ConnectionSummary(BaseModel):
+    conn: str
+    client: str | None
+    server: str | None
+    versions: DirPair
+    mechanism: str | None
+    socket_types: DirPair
+    identities: DirPair
+    messages: DirPair
+    bytes: DirPair
+    expert: ExpertCounts
+    first_ts: float | None
+    last_ts: float | None
+    events: int = 0
+
+
+class CaptureSummary(BaseModel):
+    id: str
+    name: str
+    size: int
+    created: float
+    state: CaptureState
+    error: str | None
+    percent: float
+    connections: list[ConnectionSummary]
+    expert_total: ExpertCounts
+    events: int
+
+
+class EventPage(BaseModel):
+    events: list[Event]
+    total: int
+
+
+class PacketField(BaseModel):
+    name: str
+    value: str
+    field: str = Field(..., description="tshark's field name, e.g. tcp.seq")
+
+
+class PacketLayer(BaseModel):
+    name: Literal["frame", "eth", "sll", "ip", "ipv6", "tcp"]
+    fields: list[PacketField]
+
+
+class PacketResponse(BaseModel):
+    number: int
+    layers: list[PacketLayer]
+
+
+# ---------------------------------------------------------------------------- sessions
+
+Short = Annotated[str, StringConstraints(max_length=255)]
+
+
+class PeerConfig(BaseModel):
+    """One side of a session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: SocketType = "PAIR"
+    version: Version = "3.1"
+    mechanism: MechanismName = "NULL"
+    identity: Short = ""
+    username: Short = ""
+    password: Short = ""
+    libzmq: bool = Field(False, description="a real libzmq socket (pyzmq) plays this side; tcp mode only")
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["simulated", "tcp"] = "simulated"
+    server: PeerConfig
+    client: PeerConfig
+
+
+class SessionCreated(BaseModel):
+    id: str
+
+
+# ---- websocket: server -> browser
+
+
+class WsEvent(BaseModel):
+    type: Literal["event"] = "event"
+    event: Event
+
+
+class WsState(BaseModel):
+    type: Literal["state"] = "state"
+    playing: bool
+    speed: float
+    position: int
+    total: int
+    closed: bool
+
+
+class WsError(BaseModel):
+    type: Literal["error"] = "error"
+    detail: str
+
+
+class WsReset(BaseModel):
+    type: Literal["reset"] = "reset"
+
+
+class WsLog(BaseModel):
+    """What else happened in a simulated session: bytes delivered, handshakes, messages received, faults."""
+
+    type: Literal["log"] = "log"
+    entry: dict[str, Any]
+
+
+# ---- websocket: browser -> server
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SendCommand(_Command):
+    """Send one message from one side: frames as text (UTF-8) or, with `hex`, as hex."""
+
+    type: Literal["send"]
+    from_: Literal["server", "client"] = Field(..., alias="from")
+    frames: list[str] = Field(..., min_length=1)
+    hex: bool = False
+
+
+class PlayCommand(_Command):
+    type: Literal["play"]
+
+
+class PauseCommand(_Command):
+    type: Literal["pause"]
+
+
+class StepCommand(_Command):
+    type: Literal["step"]
+
+
+class StepBackCommand(_Command):
+    type: Literal["step_back"]
+
+
+class SpeedCommand(_Command):
+    type: Literal["speed"]
+    value: float = Field(..., gt=0, le=1000)
+
+
+class ResetCommand(_Command):
+    type: Literal["reset"]
+
+
+class FaultCommand(_Command):
+    type: Literal["fault"]
+    fault: str = Field(..., max_length=64)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+WsCommand = Annotated[
+    SendCommand | PlayCommand | PauseCommand | StepCommand | StepBackCommand | SpeedCommand | ResetCommand
+    | FaultCommand,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,228 @@
+"""Capture routes: upload, progress, summary, events, tshark's view of one packet, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
+
+from ...engine.events import WIRE_KINDS
+from ..captures import CaptureNotFound, CaptureNotReady
+from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
+from ..eventstore import public
+from ..models import (
+    CaptureCreated,
+    CaptureSummary,
+    ErrorResponse,
+    Event,
+    EventPage,
+    PacketResponse,
+    Progress,
+)
+from ..packets import PacketDecodeError, PacketNotFound
+from ..uploads import receive_capture
+
+router = APIRouter(prefix="/api/captures", tags=["captures"])
+
+CaptureId = Annotated[str, Path(description="the id `POST /api/captures` returned", max_length=64)]
+NOT_FOUND = {404: {"model": ErrorResponse, "description": "no capture has this id"}}
+NOT_READY = {409: {"model": ErrorResponse, "description": "the capture is still being dissected, or failed"}}
+
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {"file": {"type": "string", "format": "binary", "description": "a pcap or pcapng file"}},
+        }}},
+    }
+}
+
+
+def _not_found(capture_id: str) -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"no capture with id {capture_id!r}")
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=CaptureCreated, summary="Upload a capture",
+             openapi_extra=UPLOAD_BODY,
+             responses={413: {"model": ErrorResponse, "description": "larger than the server accepts"},
+                        415: {"model": ErrorResponse, "description": "not a pcap or pcapng capture"},
+                        422: {"model": ErrorResponse, "description": "not a multipart form with a `file` field"}})
+async def upload_capture(request: Request, store: CaptureStoreDep, settings: SettingsDep) -> CaptureCreated:
+    """Stores the multipart field `file` (streamed to disk) and starts dissecting it in the background.
+
+    Follow `GET /api/captures/{id}/progress` until it says `done`.
+    """
+    capture_id, directory = await asyncio.to_thread(store.new_id)
+    try:
+        result = await receive_capture(request, directory / "capture", settings.max_upload_bytes)
+    except BaseException:
+        await asyncio.to_thread(store.discard, directory)
+        raise
+    await store.add(capture_id, directory, result.filename or "capture", result.size)
+    return CaptureCreated(id=capture_id)
+
+
+@router.get("/{capture_id}/progress", summary="Dissection progress (server-sent events)",
+            response_class=StreamingResponse, responses={
+                200: {"content": {"text/event-stream": {}},
+                      "description": "`data: {state, percent, detail}` messages until done or error"},
+                **NOT_FOUND})
+async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep) -> StreamingResponse:
+    """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error."""
+    try:
+        stream = store.progress(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    try:
+        first = await anext(stream)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+
+    async def sse() -> AsyncIterator[bytes]:
+        yield b"data: " + _dumps(Progress(**first).model_dump()) + b"\n\n"
+        async for message in stream:
+            yield b"data: " + _dumps(Progress(**message).model_dump()) + b"\n\n"
+
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/{capture_id}", response_model=CaptureSummary, summary="A capture's connections", responses=NOT_FOUND)
+async def capture_summary(capture_id: CaptureId, store: CaptureStoreDep) -> Any:
+    """Its state and, once dissected, one summary per ZMTP connection: endpoints, versions, mechanism,
+    socket types, identities, message and byte counts, expert counts, first and last time."""
+    try:
+        return store.summary(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+
+
+def _kinds(kind: str | None) -> list[str] | None:
+    if not kind:
+        return None
+    kinds = [k.strip() for k in kind.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in WIRE_KINDS]
+    if unknown:
+        raise HTTPException(422, f"unknown kind {unknown[0]!r}; one of {', '.join(WIRE_KINDS)}")
+    return kinds or None
+
+
+@router.get("/{capture_id}/events", response_model=EventPage, summary="A page of events",
+            responses={**NOT_FOUND, **NOT_READY})
+async def capture_events(
+    capture_id: CaptureId,
+    store: CaptureStoreDep,
+    settings: SettingsDep,
+    conn: Annotated[str | None, Query(max_length=64, description="one connection (all when left out)")] = None,
+    offset: Annotated[int, Query(ge=0, le=2**40)] = 0,
+    limit: Annotated[int, Query(ge=1, description="at most the server's limit (1000 by default)")] = 200,
+    kind: Annotated[str | None, Query(max_length=200, description="kinds, comma-separated")] = None,
+    q: Annotated[str | None, Query(max_length=200, description="text: command, socket type, body (text or "
+                                                                 "hex), expert text")] = None,
+    fields: Annotated[bool, Query(description="1 to include each event's fields")] = False,
+) -> Response:
+    """Events in stream order. Each has `index`, its position within its connection; `total` counts the matches.
+
+    Without `conn` the events of every connection are listed in capture order. Bodies are cut to the
+    server's list limit (then `truncated` is set); `GET .../events/{index}` gives more.
+    """
+    kinds = _kinds(kind)
+    limit = min(limit, settings.events_max_limit)
+    try:
+        _, events_store = store.ready(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    except CaptureNotReady as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    if conn is not None and conn not in events_store.conns:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
+
+    def work() -> bytes:
+        events, total = events_store.page(conn, offset, limit, kinds=kinds, q=q or None)
+        if fields:
+            events_store.fields_of(events)
+        body = [public(ev, settings.list_max_body) for ev in events]
+        return _dumps({"events": body, "total": total})
+
+    return Response(await asyncio.to_thread(work), media_type="application/json")
+
+
+@router.get("/{capture_id}/events/{index}", response_model=Event, summary="One event with its fields",
+            responses={**NOT_FOUND, **NOT_READY, 422: {"model": ErrorResponse}})
+async def capture_event(
+    capture_id: CaptureId,
+    index: Annotated[int, Path(ge=0, le=2**40)],
+    store: CaptureStoreDep,
+    settings: SettingsDep,
+    conn: Annotated[str | None, Query(max_length=64, description="its connection (may be left out when the "
+                                                                 "capture has only one)")] = None,
+) -> Response:
+    """The event at `index` of connection `conn`, with its fields."""
+    try:
+        _, events_store = store.ready(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    except CaptureNotReady as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    if conn is None:
+        if len(events_store.conns) != 1:
+            raise HTTPException(422, "say which connection: ?conn=")
+        conn = next(iter(events_store.conns))
+    if conn not in events_store.conns:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
+
+    def work() -> bytes | None:
+        try:
+            ev = events_store.event(conn, index)
+        except (KeyError, IndexError):
+            return None
+        return _dumps(public(ev, settings.event_max_body))
+
+    body = await asyncio.to_thread(work)
+    if body is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"connection {conn!r} has no event {index}")
+    return Response(body, media_type="application/json")
+
+
+@router.get("/{capture_id}/packets/{number}", response_model=PacketResponse, summary="tshark's view of one packet",
+            responses={**NOT_FOUND, 502: {"model": ErrorResponse, "description": "tshark failed"}})
+async def capture_packet(
+    capture_id: CaptureId,
+    number: Annotated[int, Path(ge=1, le=2**31 - 1, description="the frame number, as in Wireshark")],
+    store: CaptureStoreDep,
+    packets: PacketDecoderDep,
+) -> Any:
+    """The frame, link (eth/sll), IP and TCP layers of packet `number` as tshark decodes them, TCP flags,
+    sequence numbers and analysis flags (retransmission, ...) included."""
+    try:
+        record = store.get(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    try:
+        return await packets.packet(record.id, record.capture_path, number)
+    except PacketNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no packet {number}") from None
+    except PacketDecodeError as exc:
+        raise HTTPException(status.HTTP_502_BAD_GATEWAY, str(exc)) from None
+
+
+@router.delete("/{capture_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a capture",
+               responses=NOT_FOUND)
+async def delete_capture(capture_id: CaptureId, store: CaptureStoreDep, packets: PacketDecoderDep) -> Response:
+    """Deletes the capture and its dissection (stopping it if it still runs)."""
+    try:
+        await store.delete(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    packets.forget(capture_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+

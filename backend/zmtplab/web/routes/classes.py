@@ -1,0 +1,247 @@
+"""Presenter mode routes: `POST /api/classes`, `GET /api/classes/{code}` and the websocket `/ws/classes/{code}`.
+
+See `web.classrooms` for the protocol. Websocket close codes: 4400 bad role or message, 4403 wrong
+teacher token, 4404 no such class, 4409 another teacher connection took over, 4429 the class is full,
+1009 a message over the size limit, 1000 the class ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, WebSocket, status
+from fastapi import Path as PathParam
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer
+from ..models import ErrorResponse
+
+router = APIRouter(tags=["classes"])
+
+Code = Annotated[str, PathParam(description="the class's join code", max_length=16)]
+
+
+def get_registry(conn: HTTPConnection) -> ClassRegistry:
+    """The app's classes (created on first use; tests may set `app.state.classrooms`)."""
+    state = conn.app.state
+    registry = getattr(state, "classrooms", None)
+    if registry is None:
+        registry = state.classrooms = ClassRegistry(ClassLimits())
+    return registry
+
+
+# ---------------------------------------------------------------- models
+
+
+class ClassCreated(BaseModel):
+    code: str = Field(description="6 characters for students to type (case-insensitive)")
+    teacher_token: str = Field(description="proves the teacher on `/ws/classes/{code}?role=teacher&token=...`")
+    join_url: str
+    max_students: int
+
+
+class ClassInfo(BaseModel):
+    code: str
+    students: int
+    following: int
+    teacher: bool = Field(description="whether the teacher is connected")
+    lesson: str | None = None
+    step: int | None = None
+
+
+class Selection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    element: int | None = Field(None, ge=0, le=1_000_000)
+    field: int | None = Field(None, ge=0, le=100_000)
+
+
+class TeacherState(BaseModel):
+    """What the teacher shows: lesson, step (from 1), selected element and field, highlighted fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["state"]
+    lesson: str = Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    step: int = Field(ge=1, le=1000)
+    selection: Selection = Field(default_factory=Selection)
+    highlights: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- REST
+
+
+@router.post("/api/classes", status_code=status.HTTP_201_CREATED, response_model=ClassCreated,
+             summary="Start a class (presenter mode)",
+             responses={503: {"model": ErrorResponse, "description": "the server holds too many classes"}})
+def create_class(conn: HTTPConnection) -> ClassCreated:
+    """A new class: its join code and the teacher's token (keep it: it is shown only once)."""
+    registry = get_registry(conn)
+    try:
+        room = registry.create()
+    except ClassFull as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
+    return ClassCreated(code=room.code, teacher_token=room.token, join_url=f"/lessons.html?join={room.code}",
+                        max_students=registry.limits.max_students)
+
+
+@router.get("/api/classes/{code}", response_model=ClassInfo, summary="A class's state",
+            responses={404: {"model": ErrorResponse, "description": "no class has this code"}})
+def get_class(code: Code, conn: HTTPConnection) -> ClassInfo:
+    """Who is there and what the teacher shows."""
+    room = get_registry(conn).get(code)
+    if room is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no class with this code (it may have ended)")
+    return ClassInfo(**room.public())
+
+
+# ---------------------------------------------------------------- websocket
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
+    with contextlib.suppress(Exception):
+        await ws.send_text(_dumps({"type": "error", "detail": detail}))
+        await ws.close(code=code, reason=detail[:120])
+
+
+async def _writer(ws: WebSocket, peer: Peer) -> None:
+    while True:
+        message = await peer.queue.get()
+        if message is None:
+            if ws.client_state == WebSocketState.CONNECTED:
+                code = 4409 if peer.closed else 1000
+                with contextlib.suppress(Exception):
+                    await ws.close(code=code)
+            return
+        await ws.send_text(_dumps(message))
+
+
+def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> dict[str, Any] | None:
+    """One message from a peer; returns a reply for that peer, if any."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind == "ping":
+        return {"type": "pong"}
+    if peer.role == "teacher":
+        if kind == "state":
+            try:
+                state = TeacherState.model_validate(data)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+                return {"type": "error", "detail": f"bad state: {problems}"}
+            if len(state.highlights) > registry.limits.max_highlights:
+                return {"type": "error", "detail": f"at most {registry.limits.max_highlights} highlights"}
+            room.seq += 1
+            room.state = {**state.model_dump(exclude={"type"}), "seq": room.seq}
+            registry.touch(room, teacher=True)
+            latest = room.latest()
+            assert latest is not None
+            room.broadcast(latest)
+            return None
+        if kind == "end":
+            registry.end(room, "the teacher ended the class")
+            return None
+    elif kind == "status":
+        following = data.get("following")
+        if not isinstance(following, bool):
+            return {"type": "error", "detail": "status needs `following`: true or false"}
+        if peer.following != following:
+            peer.following = following
+            room.tell_teacher()
+        return None
+    return {"type": "error", "detail": f"unknown message type {kind!r} for a {peer.role}"}
+
+
+@router.websocket("/ws/classes/{code}")
+async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_length=16)] = "student",
+                       token: Annotated[str | None, Query(max_length=200)] = None) -> None:
+    """A teacher's or a student's connection to a class (see `web.classrooms` for the messages)."""
+    registry = get_registry(ws)
+    limits = registry.limits
+    await ws.accept()
+    room = registry.get(code)
+    if room is None:
+        await _refuse(ws, 4404, "no class with this code (it may have ended)")
+        return
+    if role == "teacher":
+        if not room.check_token(token):
+            await _refuse(ws, 4403, "wrong teacher token")
+            return
+        peer = Peer("teacher", limits.queue)
+        old, room.teacher = room.teacher, peer
+        if old is not None:
+            old.put({"type": "error", "detail": "another teacher connection took over this class"})
+            old.closed = True  # the writer closes with 4409
+            old.queue.put_nowait(None)
+        registry.touch(room, teacher=True)
+        counts = room.counts()
+        peer.put({"type": "hello", "role": "teacher", "code": room.code, "state": room.latest(),
+                  "max_students": limits.max_students, "count": counts["count"], "following": counts["following"]})
+        room.broadcast({"type": "teacher", "present": True})
+    elif role == "student":
+        if len(room.students) >= limits.max_students:
+            await _refuse(ws, 4429, f"the class is full ({limits.max_students} students)")
+            return
+        peer = Peer("student", limits.queue)
+        room.students.add(peer)
+        registry.touch(room)
+        peer.put({"type": "hello", "role": "student", "code": room.code, "teacher": room.teacher is not None,
+                  "state": room.latest()})
+        room.tell_teacher()
+    else:
+        await _refuse(ws, 4400, "role is teacher or student")
+        return
+
+    async def reader() -> None:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is None:
+                raw = message.get("bytes") or b""
+                text = raw.decode("utf-8", "replace")
+            if len(text) > limits.max_message or len(text.encode("utf-8")) > limits.max_message:
+                with contextlib.suppress(Exception):
+                    await ws.close(code=1009, reason="message too large")
+                return
+            try:
+                data = json.loads(text)
+            except ValueError:
+                peer.put({"type": "error", "detail": "messages are JSON objects"})
+                continue
+            reply = _handle(registry, room, peer, data)
+            if reply is not None:
+                peer.put(reply)
+            if room.ended:
+                return
+
+    tasks = {asyncio.create_task(reader()), asyncio.create_task(_writer(ws, peer))}
+    try:
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError, Exception):
+                await task
+    finally:
+        if peer.role == "teacher":
+            if room.teacher is peer:
+                room.teacher = None
+                room.broadcast({"type": "teacher", "present": False})
+        else:
+            room.students.discard(peer)
+            room.tell_teacher()
+        peer.closed = True
+        registry.touch(room)
+        if ws.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.close(code=1000)

@@ -1,0 +1,36 @@
+"""`POST /api/decode`: one direction's bytes, given as hex, to annotated events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, HTTPException, Response, status
+
+from ...decode import decode_to_dicts, parse_hex
+from ..deps import SettingsDep
+from ..models import DecodeRequest, DecodeResponse, ErrorResponse
+
+router = APIRouter(prefix="/api", tags=["decode"])
+
+
+@router.post("/decode", response_model=DecodeResponse, summary="Decode one direction's bytes",
+             responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
+async def decode(body: DecodeRequest, settings: SettingsDep) -> Response:
+    """Decodes bytes like `zmtplab decode`: from a greeting when there is one, else as ZMTP 3.x frames.
+
+    Every event gets `conn` "0" and `dir` "c2s" and carries its fields.
+    """
+    limit = settings.decode_max_bytes
+    if len(body.hex) > 8 * limit + 64:  # hex digits plus generous separators
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"at most {limit} octets may be decoded at once")
+    try:
+        data = parse_hex(body.hex)
+    except ValueError as exc:
+        raise HTTPException(422, f"not hex: {exc}") from exc
+    if len(data) > limit:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"at most {limit} octets may be decoded at once")
+    events = await asyncio.to_thread(decode_to_dicts, data, with_fields=True, max_body=settings.decode_max_body)
+    # The contract's dicts as they are (a model would add the keys other sources use, as nulls).
+    return Response(json.dumps({"events": events}, separators=(",", ":"), ensure_ascii=False).encode(),
+                    media_type="application/json")

@@ -1,0 +1,213 @@
+"""Lesson routes: the list, one lesson with its steps, one played step (its scene), and answer checks.
+
+Steps are numbered from 1 in every URL and every answer. A step's scene is what the lesson player
+shows: the events so far (the DESIGN.md contract, with fields), the element the step points at, its
+highlighted fields, the writes, the messages the applications received and the peers' log. Lessons
+are played once, deterministically, and kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, status
+from fastapi import Path as PathParam
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import HTTPConnection
+
+from ...lessons import markdown
+from ...lessons.loader import Lesson, load_lessons
+from ...lessons.player import StepScene, check_answer, play_lesson
+from ..models import ErrorResponse
+
+router = APIRouter(prefix="/api/lessons", tags=["lessons"])
+
+LessonId = Annotated[str, PathParam(description="a lesson id from `GET /api/lessons`", max_length=40,
+                                    pattern=r"^[a-z0-9][a-z0-9-]*$")]
+StepNumber = Annotated[int, PathParam(description="the step number, from 1", ge=1, le=1000)]
+NOT_FOUND = {404: {"model": ErrorResponse, "description": "no such lesson or step"}}
+
+
+class LessonLibrary:
+    """The lessons of one app, loaded on first use, each played on first use and then kept."""
+
+    def __init__(self, directory: Path | None = None, captures_dir: Path | None = None) -> None:
+        self.directory = directory
+        self.captures_dir = captures_dir
+        self._lessons: dict[str, Lesson] | None = None
+        self._scenes: dict[str, list[StepScene]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def lessons(self) -> dict[str, Lesson]:
+        with self._lock:
+            if self._lessons is None:
+                self._lessons = load_lessons(self.directory)
+            return self._lessons
+
+    def lesson(self, lesson_id: str) -> Lesson:
+        lesson = self.lessons.get(lesson_id)
+        if lesson is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no lesson {lesson_id!r}")
+        return lesson
+
+    def scene(self, lesson_id: str, number: int) -> StepScene:
+        lesson = self.lesson(lesson_id)
+        if not 1 <= number <= len(lesson.steps):
+            raise HTTPException(status.HTTP_404_NOT_FOUND,
+                                f"lesson {lesson_id!r} has steps 1 to {len(lesson.steps)}, not {number}")
+        with self._lock:
+            scenes = self._scenes.get(lesson_id)
+            if scenes is None:
+                scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
+        return scenes[number - 1]
+
+
+def get_library(conn: HTTPConnection) -> LessonLibrary:
+    """The app's lesson library (created on first use; tests may set `app.state.lesson_library`)."""
+    state = conn.app.state
+    library = getattr(state, "lesson_library", None)
+    if library is None:
+        library = state.lesson_library = LessonLibrary()
+    return library
+
+
+# ---------------------------------------------------------------- models
+
+
+class LessonSummary(BaseModel):
+    id: str
+    title: str
+    summary: str
+    level: str
+    step_count: int
+
+
+class LessonList(BaseModel):
+    lessons: list[LessonSummary]
+
+
+class ReferenceOut(BaseModel):
+    title: str
+    url: str
+    href: str | None = Field(None, description="the url when it may be linked (rfc.zeromq.org), else null")
+
+
+class QuestionOut(BaseModel):
+    prompt: str
+    kind: str = Field(description="`field` or `byte` (answered by clicking the element) or `choice`")
+    choices: list[str] | None = None
+
+
+class StepOut(BaseModel):
+    number: int
+    title: str
+    narration: str = Field(description="the Markdown source")
+    narration_tree: list[dict[str, Any]] = Field(description="the safe parse of the narration (see lessons.markdown)")
+    source: str | None = Field(description="`session`, `wire` or `capture` when the step opens a new source")
+    highlights: list[str]
+    question: QuestionOut | None = None
+
+
+class LessonOut(BaseModel):
+    id: str
+    title: str
+    summary: str
+    level: str
+    step_count: int
+    references: list[ReferenceOut]
+    steps: list[StepOut]
+
+
+class SceneOut(BaseModel):
+    """A played step: everything the lesson player shows (events follow the event contract)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    lesson: str
+    number: int
+    title: str
+    source: dict[str, Any]
+    events: list[dict[str, Any]]
+    element: int | None
+    field: int | None
+    highlights: list[dict[str, Any]]
+    writes: list[dict[str, Any]]
+    received: list[dict[str, Any]]
+    log: list[dict[str, Any]]
+    question: QuestionOut | None
+    narration_tree: list[dict[str, Any]]
+
+
+class AnswerIn(BaseModel):
+    """A choice, or a click in the step's element: its index in the scene, and a field index or a byte offset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    choice: str | None = Field(None, max_length=200)
+    index: int | None = Field(None, ge=0, le=1_000_000)
+    field: int | None = Field(None, ge=0, le=100_000)
+    offset: int | None = Field(None, ge=0, le=1 << 62)
+
+
+class AnswerOut(BaseModel):
+    correct: bool
+    message: str
+    explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once answered correctly")
+
+
+def _question(step_question) -> QuestionOut | None:
+    if step_question is None:
+        return None
+    return QuestionOut(prompt=step_question.prompt, kind=step_question.answer.kind, choices=step_question.choices)
+
+
+# ---------------------------------------------------------------- routes
+
+
+@router.get("", response_model=LessonList, summary="Every lesson")
+def list_lessons(conn: HTTPConnection) -> LessonList:
+    """The lessons in teaching order: id, title, summary, level and step count."""
+    library = get_library(conn)
+    return LessonList(lessons=[LessonSummary(**lesson.summary_dict()) for lesson in library.lessons.values()])
+
+
+@router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
+def get_lesson(lesson_id: LessonId, conn: HTTPConnection) -> LessonOut:
+    """The lesson with every step's title, narration (source and safe tree) and question (without the answer)."""
+    lesson = get_library(conn).lesson(lesson_id)
+    steps = [
+        StepOut(number=n, title=step.title, narration=step.narration, narration_tree=markdown.parse(step.narration),
+                source=step.source_kind, highlights=[h.label or h.field for h in step.highlight],
+                question=_question(step.question))
+        for n, step in enumerate(lesson.steps, 1)
+    ]
+    refs = [ReferenceOut(title=r.title, url=r.url, href=r.url if markdown.allowed_link(r.url) else None)
+            for r in lesson.references]
+    return LessonOut(**lesson.summary_dict(), references=refs, steps=steps)
+
+
+@router.get("/{lesson_id}/steps/{number}", response_model=SceneOut, responses=NOT_FOUND,
+            summary="One step, played")
+def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection) -> dict[str, Any]:
+    """The step's scene: events (with fields), the element it points at, highlighted fields, writes, log."""
+    library = get_library(conn)
+    scene = library.scene(lesson_id, number)
+    out = scene.public()
+    out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
+    return out
+
+
+@router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,
+             responses={**NOT_FOUND, 409: {"model": ErrorResponse, "description": "the step asks no question"}},
+             summary="Check an answer")
+def answer_step(lesson_id: LessonId, number: StepNumber, answer: AnswerIn, conn: HTTPConnection) -> AnswerOut:
+    """Checks `{choice}` or a click `{index, field}` / `{index, offset}` (offset: the byte's stream offset)."""
+    scene = get_library(conn).scene(lesson_id, number)
+    try:
+        result = check_answer(scene, answer.model_dump(exclude_none=True))
+    except LookupError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    return AnswerOut(**result)

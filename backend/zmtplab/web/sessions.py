@@ -1,0 +1,394 @@
+"""Playground sessions: two peers (simulated, or real over loopback TCP) whose every element streams to browsers.
+
+A `Session` keeps the annotated events of its connection(s) (the DESIGN.md contract, with
+`fields`, `t` and `seq`) and the raw bytes that crossed the wire (for the pcapng export).
+It fans out to any number of websocket subscribers: each gets the events so far on
+connect, then every new event, state change, reset and error.
+
+The peers are driven by a runtime: `SimulatedRuntime` (a deterministic simulation on a
+virtual clock: play, pause, step, step back, speed) or `TcpRuntime` (real peers, ours or
+libzmq's, through a forwarding tap that dissects the bytes as they pass). The
+`SessionManager` creates sessions, and ends them when their last websocket has been gone
+for the grace period, or when they are idle too long; ending a session frees its peers
+and ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..capture.pcapwriter import PcapngWriter
+from .models import FaultCommand, SessionCreate
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+SERVER_IP, CLIENT_IP = "127.0.0.1", "127.0.0.1"
+SIM_SERVER_PORT = 25555
+SIM_CLIENT_PORT = 40000
+MAX_WIRE_BYTES = 64 * 1024 * 1024  # bytes of wire log kept for the pcapng export
+
+
+class SessionError(Exception):
+    """A command the session cannot carry out; its text goes to the browser as `{"type": "error"}`."""
+
+
+class SessionConfigError(ValueError):
+    """A session configuration that cannot run (answered with 422)."""
+
+
+@dataclass
+class WireChunk:
+    """Bytes that crossed one direction of one connection at time `t` (seconds since the session start)."""
+
+    conn: str
+    dir: str
+    data: bytes
+    t: float
+
+
+@dataclass
+class ConnEndpoints:
+    """The addresses a connection gets in the pcapng export."""
+
+    client: tuple[str, int]
+    server: tuple[str, int]
+    opened: float
+    closed: float | None = None
+
+
+class Runtime(Protocol):
+    """What drives a session's peers (see `simulated.SimulatedRuntime` and `live.TcpRuntime`)."""
+
+    playing: bool
+    speed: float
+
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+    async def send(self, side: str, frames: list[bytes]) -> None: ...
+    async def play(self) -> None: ...
+    async def pause(self) -> None: ...
+    async def step(self) -> None: ...
+    async def step_back(self) -> None: ...
+    async def set_speed(self, value: float) -> None: ...
+    async def fault(self, name: str, args: dict[str, Any]) -> None: ...
+    def position(self) -> int: ...
+    def total(self) -> int: ...
+    def closed(self) -> bool: ...
+
+
+class Subscriber:
+    """One websocket's queue of outgoing messages."""
+
+    def __init__(self, limit: int) -> None:
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.limit = limit
+        self.overflowed = False
+
+    def put(self, message: dict[str, Any]) -> None:
+        if self.overflowed:
+            return
+        if self.queue.qsize() >= self.limit:
+            # A browser that does not read its socket loses it rather than the server's memory.
+            self.overflowed = True
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(message)
+
+
+class Session:
+    """One playground session (see the module docstring)."""
+
+    def __init__(self, session_id: str, config: SessionCreate, settings: Settings,
+                 runtime_factory: Callable[[Session], Runtime]) -> None:
+        self.id = session_id
+        self.config = config
+        self.settings = settings
+        self.created = time.time()
+        self.wall0 = self.created
+        self.events: list[dict[str, Any]] = []
+        self.wire: list[WireChunk] = []
+        self.wire_bytes = 0
+        self.endpoints: dict[str, ConnEndpoints] = {}
+        self.subscribers: set[Subscriber] = set()
+        self.last_active = time.monotonic()
+        self.last_detached = time.monotonic()
+        self.ended = False
+        self._runtime_factory = runtime_factory
+        self.runtime: Runtime = runtime_factory(self)
+        self.lock = asyncio.Lock()
+        self.events_dropped = 0
+
+    # ---- called by runtimes
+
+    def add_events(self, events: list[dict[str, Any]]) -> None:
+        """Appends events (contract dicts with conn, dir, fields, t) and sends them to every subscriber."""
+        for ev in events:
+            if len(self.events) >= self.settings.session_max_events:
+                self.events_dropped += 1
+                if self.events_dropped == 1:
+                    self.broadcast({"type": "error", "detail": f"the session keeps at most "
+                                    f"{self.settings.session_max_events} events; later ones are not shown"})
+                continue
+            ev["seq"] = len(self.events)
+            self.events.append(ev)
+            self.broadcast({"type": "event", "event": ev})
+
+    def truncate_events(self, count: int) -> None:
+        """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
+        state message says `position` (events with `seq` >= position are gone)."""
+        del self.events[count:]
+
+    def add_wire(self, conn: str, direction: str, data: bytes, t: float) -> None:
+        """Records bytes that crossed the wire (kept for the export, up to a limit)."""
+        if not data or self.wire_bytes + len(data) > MAX_WIRE_BYTES:
+            return
+        self.wire_bytes += len(data)
+        self.wire.append(WireChunk(conn, direction, bytes(data), t))
+
+    def truncate_wire(self, t: float) -> None:
+        """Forgets wire bytes recorded after time `t` (stepping back)."""
+        keep = [c for c in self.wire if c.t <= t]
+        self.wire = keep
+        self.wire_bytes = sum(len(c.data) for c in keep)
+
+    def add_connection(self, conn: str, client: tuple[str, int], server: tuple[str, int], t: float) -> None:
+        """Records a connection's addresses for the export."""
+        self.endpoints.setdefault(conn, ConnEndpoints(client, server, t))
+
+    def end_connection(self, conn: str, t: float) -> None:
+        endpoints = self.endpoints.get(conn)
+        if endpoints is not None and endpoints.closed is None:
+            endpoints.closed = t
+
+    def state(self) -> dict[str, Any]:
+        r = self.runtime
+        return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
+                "total": r.total(), "closed": r.closed()}
+
+    def push_state(self) -> None:
+        self.broadcast(self.state())
+
+    def error(self, detail: str) -> None:
+        """Tells every subscriber about a problem that is not an answer to one of its commands."""
+        self.broadcast({"type": "error", "detail": detail})
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        for sub in list(self.subscribers):
+            sub.put(message)
+
+    # ---- subscribers
+
+    def subscribe(self) -> Subscriber:
+        """A new subscriber that first gets the events so far and the state."""
+        sub = Subscriber(limit=self.settings.session_max_events + 1000)
+        for ev in self.events:
+            sub.queue.put_nowait({"type": "event", "event": ev})
+        sub.queue.put_nowait(self.state())
+        self.subscribers.add(sub)
+        self.touch()
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self.subscribers.discard(sub)
+        if not self.subscribers:
+            self.last_detached = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    # ---- lifecycle and commands
+
+    async def start(self) -> None:
+        await self.runtime.start()
+
+    async def close(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        with contextlib.suppress(Exception):
+            await self.runtime.close()
+        for sub in list(self.subscribers):
+            sub.queue.put_nowait(None)
+
+    async def reset(self) -> None:
+        """Starts over: new peers, no events."""
+        old = self.runtime
+        await old.close()
+        self.events.clear()
+        self.wire.clear()
+        self.wire_bytes = 0
+        self.endpoints.clear()
+        self.events_dropped = 0
+        self.wall0 = time.time()
+        self.broadcast({"type": "reset"})
+        self.runtime = self._runtime_factory(self)
+        await self.runtime.start()
+
+    async def command(self, cmd: Any) -> None:
+        """Carries out one validated websocket command; raises `SessionError` for the browser to see."""
+        self.touch()
+        kind = cmd.type
+        async with self.lock:
+            if self.ended:
+                raise SessionError("the session has ended")
+            r = self.runtime
+            if kind == "send":
+                await r.send(cmd.from_, self._frames(cmd.frames, cmd.hex))
+            elif kind == "play":
+                await r.play()
+            elif kind == "pause":
+                await r.pause()
+            elif kind == "step":
+                await r.step()
+            elif kind == "step_back":
+                await r.step_back()
+            elif kind == "speed":
+                await r.set_speed(cmd.value)
+            elif kind == "reset":
+                await self.reset()
+            elif kind == "fault":
+                assert isinstance(cmd, FaultCommand)
+                await r.fault(cmd.fault, cmd.args)
+            else:  # pragma: no cover - the model admits nothing else
+                raise SessionError(f"unknown command {kind!r}")
+        self.push_state()
+
+    def _frames(self, frames: list[str], as_hex: bool) -> list[bytes]:
+        if len(frames) > self.settings.session_max_frames:
+            raise SessionError(f"at most {self.settings.session_max_frames} frames per message")
+        out = []
+        for i, frame in enumerate(frames):
+            if as_hex:
+                from ..decode import parse_hex
+
+                try:
+                    data = parse_hex(frame)
+                except ValueError as exc:
+                    raise SessionError(f"frame {i + 1} is not hex: {exc}") from None
+            else:
+                data = frame.encode("utf-8")
+            if len(data) > self.settings.session_max_body:
+                raise SessionError(f"frame {i + 1} is larger than {self.settings.session_max_body} octets")
+            out.append(data)
+        return out
+
+    # ---- export
+
+    def export_json(self) -> dict[str, Any]:
+        config = self.config.model_dump(by_alias=True)
+        for side in ("server", "client"):
+            if config[side].get("password"):
+                config[side]["password"] = "***"
+        return {"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0,
+                "events": self.events}
+
+    def export_pcapng(self) -> bytes:
+        """The session's bytes as a capture: one synthetic TCP connection per session connection."""
+        out = io.BytesIO()
+        writer = PcapngWriter(out)
+        base = self.wall0
+        conns: dict[str, Any] = {}
+        last_t: dict[str, float] = {}
+        for n, cid in enumerate(sorted(set(self.endpoints) | {c.conn for c in self.wire}, key=_conn_key)):
+            ep = self.endpoints.get(cid) or ConnEndpoints((CLIENT_IP, SIM_CLIENT_PORT + n),
+                                                          (SERVER_IP, SIM_SERVER_PORT), 0.0)
+            tcp = writer.add_connection(client=ep.client, server=ep.server)
+            first = min([c.t for c in self.wire if c.conn == cid], default=ep.opened)
+            opened = min(ep.opened, first)
+            tcp.handshake(base + opened)
+            conns[cid] = tcp
+            last_t[cid] = opened
+        for chunk in sorted(self.wire, key=lambda c: c.t):
+            ts = max(chunk.t, last_t[chunk.conn])
+            conns[chunk.conn].send(chunk.dir, chunk.data, base + ts)
+            last_t[chunk.conn] = ts
+        for cid, tcp in conns.items():
+            ep = self.endpoints.get(cid)
+            if ep is not None and ep.closed is not None:
+                tcp.close(base + max(ep.closed, last_t[cid]))
+        writer.flush()
+        return out.getvalue()
+
+
+def _conn_key(conn: str) -> tuple[int, str]:
+    return (int(conn), conn) if conn.isdigit() else (1 << 62, conn)
+
+
+class SessionManager:
+    """Every session of this server; owned by the app's lifespan."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sessions: dict[str, Session] = {}
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+    def _factory(self, config: SessionCreate) -> Callable[[Session], Runtime]:
+        if config.mode == "tcp":
+            from .live import TcpRuntime
+
+            TcpRuntime.check(config)
+            return lambda session: TcpRuntime(session, config, self.settings)
+        from .simulated import SimulatedRuntime
+
+        SimulatedRuntime.check(config)
+        return lambda session: SimulatedRuntime(session, config, self.settings)
+
+    async def create(self, config: SessionCreate) -> Session:
+        """A new, started session; `SessionConfigError` for a configuration that cannot run."""
+        if len(self.sessions) >= self.settings.max_sessions:
+            await self.reap()
+            if len(self.sessions) >= self.settings.max_sessions:
+                raise OverflowError(f"the server runs at most {self.settings.max_sessions} sessions at once")
+        factory = self._factory(config)
+        session = Session(uuid.uuid4().hex, config, self.settings, factory)
+        try:
+            await session.start()
+        except (SessionConfigError, SessionError, ValueError) as exc:
+            await session.close()
+            raise SessionConfigError(str(exc)) from exc
+        except BaseException:
+            await session.close()
+            raise
+        self.sessions[session.id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """The session with this id; KeyError otherwise."""
+        return self.sessions[session_id]
+
+    async def end(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            await session.close()
+
+    async def reap(self) -> None:
+        """Ends sessions idle for too long and sessions whose last websocket left more than the grace period ago."""
+        now = time.monotonic()
+        s = self.settings
+        for session in list(self.sessions.values()):
+            abandoned = not session.subscribers and now - session.last_detached > s.session_grace
+            idle = now - session.last_active > s.session_idle_timeout
+            if abandoned or idle or session.ended:
+                log.info("ending session %s (%s)", session.id, "idle" if idle else "abandoned")
+                await self.end(session.id)
+
+
+def dumps(message: dict[str, Any]) -> str:
+    """A websocket message as JSON text."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,91 @@
+"""Settings of the web app, from the environment (prefix `ZMTPLAB_`), e.g. `ZMTPLAB_PORT=9000`."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def default_frontend_dir() -> Path:
+    """The repository's `frontend/` directory: backend/zmtplab/web -> repo root."""
+    return PACKAGE_DIR.parents[1] / "frontend"
+
+
+def default_data_dir() -> Path:
+    """Where uploads and their dissections live unless `ZMTPLAB_DATA_DIR` says otherwise."""
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if cache:
+        return Path(cache) / "zmtplab"
+    home = Path.home()
+    if home.is_dir() and os.access(home, os.W_OK):
+        return home / ".cache" / "zmtplab"
+    return Path(tempfile.gettempdir()) / f"zmtplab-{os.getuid()}"
+
+
+class Settings(BaseSettings):
+    """Everything an operator may tune; every limit the server enforces lives here."""
+
+    model_config = SettingsConfigDict(env_prefix="ZMTPLAB_", env_file=None, extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+
+    # Where things are.
+    data_dir: Path = Field(default_factory=default_data_dir)
+    frontend_dir: Path | None = Field(default_factory=default_frontend_dir)
+    tshark_path: str | None = None
+
+    # Requests.
+    max_json_body: int = Field(1 << 20, ge=1024, description="largest JSON request body in bytes")
+    decode_max_bytes: int = Field(256 * 1024, ge=1, description="largest input of POST /api/decode, in octets")
+    decode_max_body: int | None = Field(64 * 1024, description="bodies in decode results are cut to this")
+
+    # Captures.
+    max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1)
+    max_captures: int = Field(100, ge=1, description="oldest captures are deleted beyond this")
+    max_total_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=1,
+                                 description="oldest captures are deleted when the uploads take more than this")
+    capture_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a capture is kept after its upload")
+    dissect_workers: int = Field(2, ge=1)
+    dissect_executor: Literal["process", "thread"] = "process"
+    max_events_per_capture: int = Field(50_000_000, ge=1)
+    store_max_body: int = Field(16 * 1024 * 1024, ge=4096, description="bodies are stored up to this many octets")
+    list_max_body: int = Field(1024, ge=0, description="bodies in event lists are cut to this many octets")
+    event_max_body: int = Field(1024 * 1024, ge=0, description="bodies in a single event are cut to this")
+    events_max_limit: int = Field(1000, ge=1, description="most events one page may hold")
+    packet_cache_size: int = Field(512, ge=0)
+    packet_timeout: float = Field(60.0, gt=0, description="seconds tshark may take to decode one packet")
+    progress_interval: float = Field(0.25, gt=0, description="seconds between progress messages")
+
+    # Sessions.
+    max_sessions: int = Field(32, ge=1)
+    session_idle_timeout: float = Field(30 * 60.0, gt=0, description="seconds without a command before a session ends")
+    session_grace: float = Field(30.0, ge=0, description="seconds a session outlives its last websocket")
+    session_max_events: int = Field(50_000, ge=1, description="events one session keeps (and streams)")
+    ws_max_message: int = Field(1 << 20, ge=1024, description="largest websocket command, in bytes")
+    session_max_frames: int = Field(1024, ge=1, description="most frames in one `send` command")
+    session_max_body: int = Field(1 << 20, ge=0, description="largest frame a `send` command may carry")
+    sim_step_interval: float = Field(0.3, ge=0, description="seconds between elements of a playing simulated "
+                                                            "session at speed 1")
+
+    # Background work.
+    reap_interval: float = Field(10.0, gt=0, description="seconds between reaper passes")
+
+    @property
+    def captures_dir(self) -> Path:
+        """Where uploads are stored, one directory per capture id."""
+        return self.data_dir / "captures"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment once."""
+    return Settings()

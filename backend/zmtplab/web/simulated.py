@@ -1,0 +1,299 @@
+"""Simulated sessions: two peers on `peers.simulation.Simulation`'s virtual clock, played element by element.
+
+`step` moves the simulation until the next protocol element (greeting, command, frame,
+message, expert) has crossed the wire; `play` does that every `sim_step_interval / speed`
+seconds of real time; `step_back` rewinds the simulation (it is deterministic: the same seed
+and script give the same bytes) to just before the last element. A message sent or a fault
+injected after stepping back starts a new branch of the session.
+
+The simulation's own log also has `link` and `peer` entries (bytes delivered, handshakes,
+messages the applications received, faults); they go to the browser as
+`{"type": "log", "entry": ...}` messages, and the bytes they report are the session's wire
+bytes (for the pcapng export).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from ..engine.events import WIRE_KINDS
+from ..peers.simulation import Simulation
+from .models import PeerConfig, SessionCreate
+from .sessions import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS_PER_ELEMENT = 64  # deliveries without a new element before a step gives up (e.g. an idle session)
+# The browser's fault names (frontend/js/core/session.js) -> the simulation's (peers/faults.py).
+FAULT_ALIASES = {"corrupt_byte": "corrupt", "split_writes": "split", "stop_pong": "stop_answering"}
+WIRE = frozenset(WIRE_KINDS)
+
+
+class SimulatedRuntime:
+    """Drives a `simulated` session (see the module docstring)."""
+
+    def __init__(self, session: Session, config: SessionCreate, settings: Settings, *, seed: int = 0) -> None:
+        self.session = session
+        self.config = config
+        self.settings = settings
+        self.sim = Simulation(seed=seed)
+        self.playing = True
+        self.speed = 1.0
+        self.consumed = 0  # how much of sim.events the session has seen
+        self.high_water = 0  # the most elements this branch has had (the state's `total`)
+        self.history: list[int] = []  # sim.steps before each element, for step_back
+        self._wake = asyncio.Event()
+        self._player: asyncio.Task | None = None
+        self._closed = False
+
+    @staticmethod
+    def check(config: SessionCreate) -> None:
+        """Refuses configurations a simulation cannot run."""
+        for side in ("server", "client"):
+            peer: PeerConfig = getattr(config, side)
+            if peer.libzmq:
+                raise SessionConfigError(f"{side}: libzmq peers need a real session (mode 'tcp')")
+            if peer.version in ("2.0", "1.0") and peer.mechanism != "NULL":
+                raise SessionConfigError(f"{side}: ZMTP {peer.version} has no security mechanisms; only NULL")
+
+    # ---- setup
+
+    def _options(self, cfg: PeerConfig, *, server: bool) -> dict[str, Any]:
+        opts: dict[str, Any] = {"version": cfg.version, "mechanism": cfg.mechanism, "identity": cfg.identity.encode()}
+        if cfg.mechanism == "PLAIN":
+            if server:
+                opts["plain_server"] = True
+                if cfg.username:
+                    opts.update(username=cfg.username, password=cfg.password)
+            else:
+                opts.update(username=cfg.username, password=cfg.password)
+        elif cfg.mechanism == "CURVE" and server:
+            opts["curve_server"] = True  # keys come from the seeded generator; the client learns the public one
+        return opts
+
+    async def start(self) -> None:
+        cfg = self.config
+        try:
+            self.sim.add_peer("server", cfg.server.type, **self._options(cfg.server, server=True))
+            self.sim.add_peer("client", cfg.client.type, **self._options(cfg.client, server=False))
+            self.sim.connect("client", "server")
+            for name, peer in (("server", cfg.server), ("client", cfg.client)):
+                if peer.type == "SUB":
+                    self.sim.subscribe(name, b"")  # a SUB that subscribes to nothing would show nothing
+        except ValueError as exc:
+            raise SessionConfigError(str(exc)) from None
+        self._absorb()
+        self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+
+    # ---- moving the simulation
+
+    def _absorb(self) -> int:
+        """Passes the simulation's new log entries on; returns how many elements they held."""
+        session = self.session
+        entries = self.sim.events[self.consumed:]
+        self.consumed = len(self.sim.events)
+        elements = 0
+        for entry in entries:  # in the simulation's order: a message before the `recv` it caused
+            entry = _renumbered(entry)
+            if entry.get("kind") in WIRE:
+                session.add_events([entry])
+                elements += 1
+                continue
+            self._link_entry(entry)
+            session.broadcast({"type": "log", "entry": entry})
+        self.high_water = max(self.high_water, len(session.events))
+        return elements
+
+    def _link_entry(self, entry: dict[str, Any]) -> None:
+        if entry.get("kind") != "link":
+            return
+        what, conn, t = entry.get("what"), str(entry.get("conn")), float(entry.get("t", 0.0))
+        if what == "open":
+            n = int(conn) if conn.isdigit() else 0
+            self.session.add_connection(conn, (CLIENT_IP, SIM_CLIENT_PORT + n), (SERVER_IP, SIM_SERVER_PORT), t)
+        elif what == "bytes":
+            self.session.add_wire(conn, entry["dir"], bytes.fromhex(entry.get("hex", "")), t)
+        elif what == "closed":
+            self.session.end_connection(conn, t)
+
+    def _advance(self) -> int:
+        """One element forward (several deliveries when an element comes in pieces); returns elements added."""
+        before = self.sim.steps
+        added = 0
+        for _ in range(MAX_STEPS_PER_ELEMENT):
+            if not self.sim.step():
+                break
+            added += self._absorb()
+            if added:
+                break
+        if self.sim.steps != before:
+            self.history.append(before)
+        return added
+
+    def _idle(self) -> bool:
+        return bool(self.sim.state()["idle"])
+
+    async def _play_loop(self) -> None:
+        while not self._closed:
+            if not self.playing:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                added = self._advance()
+            except Exception as exc:  # a bug must not leave a session spinning
+                log.exception("simulation step failed")
+                self.playing = False
+                self.session.error(f"the simulation stopped: {type(exc).__name__}: {exc}")
+                self.session.push_state()
+                continue
+            if added:
+                self.session.push_state()
+            if not added and self._idle():
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+                continue
+            await asyncio.sleep(self.settings.sim_step_interval / self.speed)
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    # ---- commands
+
+    async def send(self, side: str, frames: list[bytes]) -> None:
+        try:
+            self.sim.send(side, frames)
+        except ValueError as exc:
+            raise SessionError(f"could not send: {exc}") from None
+        self._new_branch()
+        self._absorb()
+        self._poke()
+
+    def _new_branch(self) -> None:
+        self.high_water = len(self.session.events)
+
+    async def play(self) -> None:
+        self.playing = True
+        self._poke()
+
+    async def pause(self) -> None:
+        self.playing = False
+
+    async def step(self) -> None:
+        self.playing = False
+        if not self._advance():
+            raise SessionError("nothing more happens: send a message or inject a fault")
+
+    async def step_back(self) -> None:
+        self.playing = False
+        if not self.history:
+            raise SessionError("already at the start")
+        target = self.history.pop()
+        # Simulation.rewind() rebuilds from `script`, which lacks the actions a previous rewind left
+        # waiting in `_replay` (still in the future): put them back so a second step back keeps them.
+        pending = list(getattr(self.sim, "_replay", ()))
+        if pending and all(entry not in self.sim.script for entry in pending):
+            self.sim.script = [*self.sim.script, *pending]
+        # On the event loop on purpose: the simulation seeds CURVE's randomness by patching the engine
+        # module while it runs, which must never overlap real (tcp) sessions' handshakes in another thread.
+        events = self.sim.rewind(to_step=target)
+        self.consumed = len(events)
+        session = self.session
+        # The rewound log is a prefix of the old one: keep as many elements, rebuild the wire bytes.
+        session.wire.clear()
+        session.wire_bytes = 0
+        session.endpoints.clear()
+        count = 0
+        for entry in events:
+            if entry.get("kind") in WIRE:
+                count += 1
+            else:
+                self._link_entry(_renumbered(entry))
+        session.truncate_events(count)
+
+    async def set_speed(self, value: float) -> None:
+        self.speed = value
+        self._poke()
+
+    async def fault(self, name: str, args: dict[str, Any]) -> None:
+        from ..peers.faults import FAULTS
+
+        fault = FAULT_ALIASES.get(name, name)
+        if fault not in FAULTS:
+            names = sorted({*FAULTS, *FAULT_ALIASES})
+            raise SessionError(f"unknown fault {name!r}; one of {', '.join(names)}")
+        params = FAULTS[fault].params
+        unknown = [k for k in args if k not in params and not (fault == "split" and k == "count")]
+        if unknown:
+            raise SessionError(f"fault {name!r} takes no argument {unknown[0]!r}; it takes {', '.join(params)}")
+        kwargs = dict(args)
+        if kwargs.get("conn") is not None:
+            kwargs["conn"] = _sim_conn(kwargs["conn"])
+        if fault == "split" and "at" not in kwargs:
+            kwargs = self._split_args(kwargs)
+        try:
+            self.sim.inject(fault, **kwargs)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SessionError(f"fault {name!r} failed: {exc}") from None
+        self._new_branch()
+        self._absorb()
+        self._poke()
+
+    def _split_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """`split_writes` without offsets: the next `count` (16) octets of the direction, one write each."""
+        count = args.pop("count", 16)
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 4096:
+            raise SessionError("count is a number of octets, 1 to 4096")
+        links = [lk for lk in self.sim.links.values() if not lk.closed]
+        conn = args.get("conn")  # already the simulation's id
+        link = self.sim.links.get(str(conn)) if conn is not None else (links[-1] if links else None)
+        if link is None:
+            raise SessionError("no open connection")
+        direction = args.get("dir") or "c2s"
+        if direction not in ("c2s", "s2c"):
+            raise SessionError("dir is 'c2s' or 's2c'")
+        start = link.dirs[direction].delivered
+        return {**args, "conn": link.id, "dir": direction, "at": list(range(start + 1, start + 1 + count))}
+
+    # ---- state
+
+    def position(self) -> int:
+        return len(self.session.events)
+
+    def total(self) -> int:
+        return max(self.high_water, len(self.session.events))
+
+    def closed(self) -> bool:
+        links = self.sim.links.values()
+        return bool(links) and all(link.closed for link in links)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._poke()
+        if self._player is not None:
+            self._player.cancel()
+            with contextlib.suppress(BaseException):
+                await self._player
+
+
+def _renumbered(entry: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a log entry with the session's connection id: the simulation counts from 1, sessions
+    (like captures and the tcp tap) from 0."""
+    entry = dict(entry)
+    conn = entry.get("conn")
+    if isinstance(conn, str) and conn.isdigit():
+        entry["conn"] = str(int(conn) - 1)
+    return entry
+
+
+def _sim_conn(conn: Any) -> str:
+    """The simulation's id of a session connection id."""
+    text = str(conn)
+    if not text.isdigit():
+        raise SessionError(f"no connection {text!r}")
+    return str(int(text) + 1)

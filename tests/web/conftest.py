@@ -1,0 +1,79 @@
+"""Fixtures of the web tests: apps on temporary data directories, uploads, waiting for dissections."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # starlette's "use httpx2" notice
+    from fastapi.testclient import TestClient
+
+from zmtplab.web import Settings, create_app
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path("/work/shared/captures")
+LOCAL = REPO / "captures"
+
+
+def capture_files() -> list[Path]:
+    """Every sample capture: the project's and, where present, the shared reference ones."""
+    files = sorted(LOCAL.glob("*.pcapng"))
+    if SHARED.is_dir():
+        files += sorted(SHARED.glob("*.pcapng"))
+    return files
+
+
+def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"data_dir": data_dir, "frontend_dir": REPO / "frontend", "dissect_workers": 2,
+                              "progress_interval": 0.1, "reap_interval": 0.2}
+    values.update(overrides)
+    return Settings(**values)
+
+
+def open_client(data_dir: Path, **overrides: Any) -> TestClient:
+    return TestClient(create_app(make_settings(data_dir, **overrides)))
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app per test module (its dissection workers are shared by the module's tests)."""
+    with open_client(tmp_path_factory.mktemp("data")) as c:
+        yield c
+
+
+def upload(client: TestClient, data: bytes | Path, name: str = "capture.pcapng") -> Any:
+    """POSTs a capture; returns the response."""
+    if isinstance(data, Path):
+        with data.open("rb") as f:
+            return client.post("/api/captures", files={"file": (name, f, "application/octet-stream")})
+    return client.post("/api/captures", files={"file": (name, data, "application/octet-stream")})
+
+
+def progress(client: TestClient, capture_id: str) -> list[dict[str, Any]]:
+    """Every message of the progress stream, until it ends."""
+    messages = []
+    with client.stream("GET", f"/api/captures/{capture_id}/progress") as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                messages.append(json.loads(line[len("data: "):]))
+    return messages
+
+
+def dissected(client: TestClient, data: bytes | Path, name: str = "capture.pcapng") -> tuple[str, dict[str, Any]]:
+    """Uploads, waits for the dissection, returns (id, summary)."""
+    response = upload(client, data, name)
+    assert response.status_code == 201, response.text
+    capture_id = response.json()["id"]
+    messages = progress(client, capture_id)
+    assert messages[-1]["state"] in ("done", "error"), messages
+    summary = client.get(f"/api/captures/{capture_id}")
+    assert summary.status_code == 200
+    return capture_id, summary.json()
