@@ -9,8 +9,10 @@ import time
 from collections.abc import Callable
 
 import pytest
+import zmq
 from nacl.bindings import crypto_box
 from pair import connection_pair
+from zmq.utils import z85 as pyzmq_z85
 
 from zmtplab.engine import (
     Command,
@@ -25,9 +27,6 @@ from zmtplab.engine import (
 )
 from zmtplab.engine.curve import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE
 from zmtplab.engine.greeting import encode_greeting
-
-zmq = pytest.importorskip("zmq")
-from zmq.utils import z85 as pyzmq_z85  # noqa: E402
 
 SERVER_KEYS = generate_keypair()
 CLIENT_KEYS = generate_keypair()

@@ -18,8 +18,7 @@ VIEWPORT = {"width": 1500, "height": 950}
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed")
+    assert CHROMIUM.exists(), "Debian's chromium is missing: make test installs it"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -6,15 +6,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 
 
 def test_lesson_modules_under_node():
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
+    assert node is not None, "node is missing: make test installs it"
     result = subprocess.run([node, "--test", str(HERE / "lessons.test.mjs")], capture_output=True, text=True,
                             timeout=120, cwd=HERE.parents[1])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -18,7 +17,6 @@ from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.web.eventstore import public
 
 LIST_MAX_BODY = 1024  # the default Settings.list_max_body
-NEEDS_TSHARK = pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
 
 
 def truth(path: Path, *, with_fields: bool = False) -> dict[str, list[dict[str, Any]]]:
@@ -44,10 +42,10 @@ def all_events(client, capture_id: str, conn: str, **params: Any) -> tuple[list[
     return events, total
 
 
-@pytest.mark.parametrize("path", capture_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+# bulk.pcapng is compared in test_bulk_capture_pages_quickly.
+@pytest.mark.parametrize("path", [p for p in capture_files() if p.name != "bulk.pcapng"],
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_sample_capture(client, path: Path):
-    if path.name == "bulk.pcapng":
-        pytest.skip("bulk.pcapng has its own test")
     capture_id, summary = dissected(client, path, path.name)
     assert summary["state"] == "done", summary
     assert summary["error"] is None
@@ -70,8 +68,7 @@ def test_every_sample_capture(client, path: Path):
 
 
 def test_summaries_of_reference_captures(client):
-    if not SHARED.is_dir():
-        pytest.skip("no shared captures")
+    assert SHARED.is_dir(), f"the shared captures are missing: {SHARED}"
     _, s = dissected(client, SHARED / "dealer_router.pcapng")
     (c,) = s["connections"]
     assert c["socket_types"] == {"c2s": "DEALER", "s2c": "ROUTER"}
@@ -107,8 +104,7 @@ def test_fields_on_demand_match_the_dissector(client):
 
 
 def test_large_bodies_are_cut_in_lists_not_in_fields(client):
-    if not SHARED.is_dir():
-        pytest.skip("no shared captures")
+    assert SHARED.is_dir(), f"the shared captures are missing: {SHARED}"
     path = SHARED / "large.pcapng"
     capture_id, _ = dissected(client, path)
     events, _ = all_events(client, capture_id, "0", kind="frame")
@@ -122,8 +118,7 @@ def test_large_bodies_are_cut_in_lists_not_in_fields(client):
 
 def test_bulk_capture_pages_quickly(client):
     path = SHARED / "bulk.pcapng"
-    if not path.exists():
-        pytest.skip("no bulk capture")
+    assert path.exists(), f"missing {path}"
     started = time.monotonic()
     r = upload(client, path, "bulk.pcapng")
     capture_id = r.json()["id"]
@@ -323,8 +318,7 @@ def test_unreadable_capture_is_an_error_and_others_go_on(client):
 
 def test_a_killed_worker_only_fails_its_own_capture(tmp_path: Path):
     path = SHARED / "bulk.pcapng"
-    if not path.exists():
-        pytest.skip("no bulk capture")
+    assert path.exists(), f"missing {path}"
     small = next(p for p in capture_files() if p.stem == "push_pull")
     with open_client(tmp_path, dissect_workers=1) as c:
         store = c.app.state.captures
@@ -361,8 +355,7 @@ def test_delete(client):
 
 def test_delete_while_dissecting(client):
     path = SHARED / "bulk.pcapng"
-    if not path.exists():
-        pytest.skip("no bulk capture")
+    assert path.exists(), f"missing {path}"
     capture_id = upload(client, path).json()["id"]
     time.sleep(0.3)
     assert client.delete(f"/api/captures/{capture_id}").status_code == 204
@@ -394,7 +387,6 @@ def _fields(layer: dict[str, Any]) -> dict[str, str]:
     return {f["field"]: f["value"] for f in layer["fields"]}
 
 
-@NEEDS_TSHARK
 def test_packet_layers_from_tshark(client):
     path = next(p for p in capture_files() if p.stem == "dealer_router")
     capture_id, _ = dissected(client, path)
@@ -415,7 +407,6 @@ def test_packet_layers_from_tshark(client):
     assert client.get(f"/api/captures/{capture_id}/packets/1;rm").status_code == 422
 
 
-@NEEDS_TSHARK
 def test_packet_analysis_flags(client):
     out = io.BytesIO()
     writer = PcapngWriter(out)

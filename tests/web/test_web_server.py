@@ -88,7 +88,6 @@ def test_websocket_session(server):
 
 def test_static_frontend(server):
     index = Path(__file__).resolve().parents[2] / "frontend" / "index.html"
-    if not index.exists():
-        pytest.skip("no frontend yet")
+    assert index.exists()
     r = httpx.get(f"http://{server}/")
     assert r.status_code == 200 and "default-src 'self'" in r.headers["content-security-policy"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -259,7 +258,6 @@ def test_too_many_sessions(tmp_path: Path):
         assert r.status_code == 429
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark")
 @pytest.mark.parametrize("mode", ["simulated", "tcp"])
 def test_export_reads_in_tshark(client, tmp_path: Path, mode):
     session_id = create(client, mode, {"server": {"type": "REP"}, "client": {"type": "REQ"}})
