@@ -5,6 +5,11 @@ direction starts with a ZMTP signature or both start like ZMTP 1.0 identity fram
 for connections captured mid-stream, when the dissector finds a certain chain of frames.
 Each event gets `conn`, `dir`, `packets` (the frames that carried its bytes) and `ts`
 (the time of the packet that completed it).
+
+`dissect_capture()` yields dicts; `dissect_capture_jsonl()` yields the same events as JSON lines
+text. Without fields, the latter lets the engine write runs of ordinary frames straight as JSON
+(`engine.batch`): the elements that lie within one packet share that packet's `packets` and `ts`,
+so they only need the batch's text joined with one suffix.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+import orjson
+
+from ..engine.batch import JsonBatch
 from ..engine.dissector import ConnectionDissector
 from ..engine.events import WireEvent
 from .errors import CaptureFormatError
@@ -82,6 +90,7 @@ class _Conn:
         self.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
         self.sniff = {"c2s": bytearray(), "s2c": bytearray()}
         self.held: list[tuple[str, Any]] = []  # stream events held while undecided
+        self.held_mid: list[tuple[str, Any]] = []  # engine events held until a mid-stream connection is confirmed
         self.confirmed_mid_stream = False
 
 
@@ -101,11 +110,17 @@ def looks_like_zmtp(first: bytes) -> str | None:
 
 
 class CaptureDissector:
-    """Turns reassembled TCP stream events into ZMTP event dicts (the DESIGN.md contract)."""
+    """Turns reassembled TCP stream events into ZMTP event dicts (the DESIGN.md contract).
 
-    def __init__(self, *, with_fields: bool = True, max_body: int | None = None) -> None:
+    `feed()` gives dicts; with `json=True`, `feed_json()` gives the same events as JSON lines
+    (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form lets the
+    engine write runs of ordinary frames straight as JSON (`engine.batch`), which is much faster.
+    """
+
+    def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False) -> None:
         self.with_fields = with_fields
         self.max_body = max_body
+        self.json = json
         self.connections: dict[str, _Conn] = {}
 
     @property
@@ -115,14 +130,21 @@ class CaptureDissector:
 
     def feed(self, event: Any) -> list[dict[str, Any]]:
         """Handles one stream event; returns the ZMTP events it completed."""
+        return self._feed(event, self._emit)
+
+    def feed_json(self, event: Any) -> str:
+        """Handles one stream event; returns the ZMTP events it completed as JSON lines."""
+        return "".join(self._feed(event, self._emit_json))
+
+    def _feed(self, event: Any, emit: Any) -> list:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.info.last_ts = event.ts
             conn.maps[event.dir].add(event.offset, len(event.data), event.packet, event.ts)
             if conn.info.zmtp is None:
-                return self._undecided(conn, event)
+                return self._undecided(conn, event, emit)
             if conn.info.zmtp:
-                return self._emit(conn, event.dir, conn.dissector.receive_data(event.dir, event.data))
+                return emit(conn, event.dir, conn.dissector.receive_data(event.dir, event.data), event)
             return []
         if isinstance(event, StreamOpened):
             info = ConnectionInfo(event.conn, event.client, event.server, event.syn_seen, event.ts, event.ts)
@@ -135,20 +157,20 @@ class CaptureDissector:
                 conn.held.append(("gap", event))
                 if not conn.info.syn_seen:
                     return []
-                return self._decide(conn, False) if not any(conn.sniff.values()) else []
+                return self._decide(conn, False, emit) if not any(conn.sniff.values()) else []
             if conn.info.zmtp:
-                return self._emit(conn, event.dir, conn.dissector.gap(event.dir, event.length))
+                return emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None)
             return []
         if isinstance(event, StreamClosed):
             conn = self.connections[event.conn]
             conn.info.last_ts = max(conn.info.last_ts, event.ts)
-            out: list[dict[str, Any]] = []
+            out: list = []
             if conn.info.zmtp is None:
-                out.extend(self._decide(conn, self._verdict(conn, final=True)))
+                out.extend(self._decide(conn, self._verdict(conn, final=True), emit))
             if conn.info.zmtp and conn.dissector is not None:
                 events = conn.dissector.close()
                 if conn.info.syn_seen or conn.confirmed_mid_stream:
-                    out.extend(self._emit(conn, None, events))
+                    out.extend(emit(conn, None, events, None))
             return out
         return []
 
@@ -170,7 +192,7 @@ class CaptureDissector:
             return False
         return None if not final else ("v1" in kinds and kinds.count(None) == 0)
 
-    def _undecided(self, conn: _Conn, event: StreamData) -> list[dict[str, Any]]:
+    def _undecided(self, conn: _Conn, event: StreamData, emit: Any) -> list:
         sniff = conn.sniff[event.dir]
         if len(sniff) < SNIFF_BYTES:
             sniff += event.data[: SNIFF_BYTES - len(sniff)]
@@ -178,52 +200,115 @@ class CaptureDissector:
         verdict = self._verdict(conn)
         if verdict is None:
             return []
-        return self._decide(conn, verdict)
+        return self._decide(conn, verdict, emit)
 
-    def _decide(self, conn: _Conn, verdict: bool) -> list[dict[str, Any]]:
+    def _decide(self, conn: _Conn, verdict: bool, emit: Any) -> list:
         conn.info.zmtp = verdict
         held, conn.held = conn.held, []
         if not verdict:
             conn.sniff = {}
             return []
-        conn.dissector = ConnectionDissector(mid_stream=not conn.info.syn_seen)
-        out: list[dict[str, Any]] = []
+        conn.dissector = ConnectionDissector(mid_stream=not conn.info.syn_seen,
+                                             json_batches=self.json and not self.with_fields,
+                                             max_body=self.max_body)
+        out: list = []
         for what, ev in held:
             if what == "data":
-                out.extend(self._emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data)))
+                out.extend(emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data), ev))
             else:
-                out.extend(self._emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length)))
+                out.extend(emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length), None))
         return out
 
     # ---- output
 
-    def _emit(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]]) -> list[dict]:
-        if not events:
-            return []
+    def _release(self, conn: _Conn, events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """The events to output now: a mid-stream connection's wait until a decoded element confirms it."""
         if not conn.info.syn_seen and not conn.confirmed_mid_stream:
             # Mid-stream: only a decoded element (not a note or a gap) shows this is ZMTP.
-            if not any(e.kind in ("frame", "command", "message") for _, e in events):
-                conn.held_mid = getattr(conn, "held_mid", []) + events  # type: ignore[attr-defined]
+            if not any(e.kind in ("frame", "command", "message", "batch") for _, e in events):
+                conn.held_mid.extend(events)
                 return []
             conn.confirmed_mid_stream = True
-            events = [*getattr(conn, "held_mid", []), *events]
-            conn.held_mid = []  # type: ignore[attr-defined]
-        out = []
-        cid = conn.info.conn
-        with_fields, max_body = self.with_fields, self.max_body
-        for d, event in events:
-            item = event.to_dict(with_fields=with_fields, max_body=max_body)
-            packets, ts = conn.maps[d].lookup(event.offset, event.length)
-            item["conn"] = cid
-            item["dir"] = d
-            item["packets"] = packets
-            item["ts"] = ts if ts is not None else conn.info.last_ts
-            out.append(item)
+            events = [*conn.held_mid, *events]
+            conn.held_mid = []
+        return events
+
+    def _forget(self, conn: _Conn, direction: str | None) -> None:
         if direction is not None and conn.dissector is not None:
             decoder = conn.dissector.decoders[direction]
             floor = decoder.pending_start
             conn.maps[direction].forget_before(decoder.offset if floor is None else floor)
+
+    def _item(self, conn: _Conn, d: str, event: WireEvent) -> dict[str, Any]:
+        item = event.to_dict(with_fields=self.with_fields, max_body=self.max_body)
+        packets, ts = conn.maps[d].lookup(event.offset, event.length)
+        item["conn"] = conn.info.conn
+        item["dir"] = d
+        item["packets"] = packets
+        item["ts"] = ts if ts is not None else conn.info.last_ts
+        return item
+
+    def _emit(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
+              chunk: StreamData | None) -> list[dict]:
+        if not events:
+            return []
+        events = self._release(conn, events)
+        if not events:
+            return []
+        out = []
+        item = self._item
+        for d, event in events:
+            if type(event) is JsonBatch:
+                out.extend(item(conn, d, e) for e in event.events())
+            else:
+                out.append(item(conn, d, event))
+        self._forget(conn, direction)
         return out
+
+    def _emit_json(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
+                   chunk: StreamData | None) -> list[str]:
+        if not events:
+            return []
+        events = self._release(conn, events)
+        if not events:
+            return []
+        out = []
+        for d, event in events:
+            if type(event) is JsonBatch:
+                out.append(self._batch_json(conn, d, event, chunk))
+            else:
+                out.append(orjson.dumps(self._item(conn, d, event), option=orjson.OPT_APPEND_NEWLINE).decode())
+        self._forget(conn, direction)
+        return out
+
+    def _suffix(self, conn: _Conn, d: str, packets: list[int], ts: float | None) -> str:
+        """The source keys and the closing brace of an event's JSON line (as orjson writes them)."""
+        source = {"conn": conn.info.conn, "dir": d, "packets": packets,
+                  "ts": ts if ts is not None else conn.info.last_ts}
+        return "," + orjson.dumps(source, option=orjson.OPT_APPEND_NEWLINE).decode()[1:]
+
+    def _batch_json(self, conn: _Conn, d: str, batch: JsonBatch, chunk: StreamData | None) -> str:
+        heads = batch.heads
+        if (chunk is not None and chunk.dir == d and batch.fresh == chunk.offset
+                and batch.end <= chunk.offset + len(chunk.data)):
+            # Every element that starts in this packet's data ends in it too: one suffix for them all.
+            common: str | None = self._suffix(conn, d, [chunk.packet], chunk.ts)
+            special = batch.spans(before=chunk.offset) if batch.start < chunk.offset else []
+            if not special:
+                return common.join(heads) + common  # type: ignore[union-attr]
+        else:
+            common = None
+            special = batch.spans()
+        lookup = conn.maps[d].lookup
+        ends = {}
+        for k, offset, length in special:
+            packets, ts = lookup(offset, length)
+            ends[k] = self._suffix(conn, d, packets, ts)
+        if common is None:
+            return "".join([head + ends[k] for k, head in enumerate(heads)])
+        last = max(ends) + 1
+        first = "".join([heads[k] + ends.get(k, common) for k in range(last)])
+        return first + common.join(heads[last:]) + common if last < len(heads) else first
 
 
 @dataclass
@@ -243,24 +328,35 @@ def dissect_capture(source: str | bytes | BinaryIO, *, with_fields: bool = True,
     (when a `result` is given) or raised after the last event.
     """
     packets = read_tcp_packets(source)
-    yield from _dissect_packets(packets, with_fields=with_fields, max_body=max_body, result=result)
-
-
-def _dissect_packets(packets: Iterable, *, with_fields: bool, max_body: int | None,
-                     result: DissectResult | None) -> Iterator[dict[str, Any]]:
-    reassembler = TcpReassembler()
     dissector = CaptureDissector(with_fields=with_fields, max_body=max_body)
-    feed = dissector.feed
+    for items in _dissect_packets(packets, dissector, dissector.feed, result):
+        yield from items
+
+
+def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool = True, max_body: int | None = None,
+                          result: DissectResult | None = None) -> Iterator[str]:
+    """`dissect_capture()` as JSON lines: yields text pieces, each of zero or more whole lines.
+
+    The lines are what `orjson.dumps` makes of `dissect_capture()`'s dicts, in the same order.
+    """
+    packets = read_tcp_packets(source)
+    dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, json=True)
+    yield from _dissect_packets(packets, dissector, dissector.feed_json, result)
+
+
+def _dissect_packets(packets: Iterable, dissector: CaptureDissector, feed: Any,
+                     result: DissectResult | None) -> Iterator[Any]:
+    reassembler = TcpReassembler()
     error: CaptureFormatError | None = None
     try:
         for packet in packets:
             for stream_event in reassembler.feed(packet):
-                yield from feed(stream_event)
+                yield feed(stream_event)
     except CaptureFormatError as exc:
         # Truncated or corrupt part-way: keep everything decoded so far and say where it stopped.
         error = exc
     for stream_event in reassembler.finish():
-        yield from feed(stream_event)
+        yield feed(stream_event)
     if result is not None:
         result.connections = dissector.infos
         result.error = str(error) if error else None

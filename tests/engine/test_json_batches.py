@@ -1,0 +1,216 @@
+"""JSON batches (engine/batch.py): the fast path of `dissect --jsonl --no-fields` must say exactly what events say.
+
+A decoder with `json_batches=True` hands runs of ordinary frames over as `JsonBatch`es. Whatever
+the bytes and however they are cut, (1) each batch head is `orjson.dumps(event.to_dict(
+with_fields=False, max_body=...))` without its closing brace, for exactly the events a decoder
+without batches reports, in the same order; (2) `JsonBatch.events()`, `events()` and
+`next_event()` give those very events back; (3) `JsonBatch.spans()` names their offsets and
+lengths; (4) a `ConnectionDissector` with batches reports the same as one without, its
+cross-direction checks included.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zmtplab.engine import ConnectionDissector, StreamDecoder
+from zmtplab.engine.batch import JsonBatch
+from zmtplab.engine.commands import ping_body, pong_body, ready_body, subscribe_body
+from zmtplab.engine.framing import U64, encode_frame, encode_message
+from zmtplab.engine.greeting import encode_greeting, encode_v1_identity, encode_v2_tail, signature
+
+FUZZ = settings(max_examples=150, deadline=timedelta(seconds=5), database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def command(body: bytes) -> bytes:
+    return encode_frame(body, command=True)
+
+
+def head(greeting_socket: bytes = b"PUSH", *, minor: int = 1) -> bytes:
+    return encode_greeting(minor=minor) + command(ready_body({"Socket-Type": greeting_socket}))
+
+
+@st.composite
+def elements(draw) -> bytes:
+    """One element after the handshake: mostly ordinary messages, sometimes anything a batch must stop at."""
+    kind = draw(st.sampled_from(["msg", "msg", "msg", "multi", "big", "empty", "long-short", "reserved", "ping",
+                                 "pong", "sub", "cut"]))
+    if kind == "msg":
+        return encode_message([draw(st.binary(max_size=40))])
+    if kind == "multi":
+        return encode_message(draw(st.lists(st.binary(max_size=300), min_size=2, max_size=5)))
+    if kind == "big":
+        return encode_message([draw(st.binary(min_size=250, max_size=700))])
+    if kind == "empty":
+        return encode_frame(b"")
+    if kind == "long-short":
+        body = draw(st.binary(max_size=255))
+        return bytes((draw(st.sampled_from([2, 3])),)) + U64.pack(len(body)) + body
+    if kind == "reserved":
+        return bytes((draw(st.sampled_from([0x08, 0x10, 0x80, 0x09])), 3)) + b"abc"
+    if kind == "ping":
+        return command(ping_body(10, draw(st.binary(max_size=8))))
+    if kind == "pong":
+        return command(pong_body(draw(st.binary(max_size=8))))
+    if kind == "sub":
+        return command(subscribe_body(draw(st.binary(max_size=8))))
+    # "cut": half a message, then more: the decoder sees MORE frames it cannot finish at once
+    return encode_frame(draw(st.binary(max_size=20)), more=True)
+
+
+streams = st.lists(elements(), max_size=40).map(b"".join)
+chunk_sizes = st.lists(st.integers(1, 700), min_size=1, max_size=10)
+max_bodies = st.sampled_from([None, None, 0, 1, 3, 256])
+
+
+def cut(data: bytes, sizes: list[int]) -> list[bytes]:
+    out, pos, i = [], 0, 0
+    while pos < len(data):
+        out.append(data[pos:pos + sizes[i % len(sizes)]])
+        pos += sizes[i % len(sizes)]
+        i += 1
+    return out
+
+
+def json_head(event, max_body) -> str:
+    return orjson.dumps(event.to_dict(with_fields=False, max_body=max_body)).decode()[:-1]
+
+
+def run(decoder: StreamDecoder, chunks: list[bytes], take) -> list:
+    out = []
+    for chunk in chunks:
+        decoder.receive_data(chunk)
+        out.extend(take(decoder))
+    decoder.close()
+    out.extend(take(decoder))
+    return out
+
+
+@FUZZ
+@given(body=streams, sizes=chunk_sizes, max_body=max_bodies,
+       prefix=st.sampled_from(["v3", "v3.0", "v2", "bare3", "bare2", "mid"]))
+def test_batches_say_what_events_say(body, sizes, max_body, prefix):
+    framing = None
+    mid = False
+    if prefix == "v3":
+        data = head() + body
+    elif prefix == "v3.0":
+        data = head(minor=0) + body
+    elif prefix == "v2":
+        data = signature(3) + b"\x01" + encode_v2_tail("PUSH", b"id") + body
+    elif prefix == "bare2":
+        data, framing = body, "2"
+    elif prefix == "mid":
+        data, mid = body, True
+    else:
+        data, framing = body, "3"
+    chunks = cut(data, sizes)
+    plain = run(StreamDecoder(framing=framing, mid_stream=mid), chunks, StreamDecoder.events)
+    batched_decoder = StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body)
+    items = run(batched_decoder, chunks, StreamDecoder.take)
+
+    expected = [json_head(e, max_body) for e in plain]
+    got: list[str] = []
+    expanded = []
+    for item in items:
+        if type(item) is JsonBatch:
+            assert item.heads and item.end - item.start == len(item.data)
+            events = item.events()
+            assert len(events) == len(item.heads)
+            assert [(k, e.offset, e.length) for k, e in enumerate(events)] == item.spans()
+            before = item.start + (item.end - item.start) // 2
+            assert item.spans(before=before) == [(k, e.offset, e.length) for k, e in enumerate(events)
+                                                 if e.offset < before]
+            got.extend(item.heads)
+            expanded.extend(events)
+        else:
+            got.append(json_head(item, max_body))
+            expanded.append(item)
+    assert got == expected
+    assert expanded == plain
+
+    # events() and next_event() never show a batch.
+    assert run(StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body), chunks,
+               StreamDecoder.events) == plain
+    one_by_one = StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body)
+
+    def drain(decoder):
+        out = []
+        while (event := decoder.next_event()) is not None:
+            out.append(event)
+        return out
+
+    assert run(one_by_one, chunks, drain) == plain
+
+
+def test_batches_cover_ordinary_traffic():
+    """On plain bulk traffic nearly everything goes through batches (the point of them).
+
+    (After a command, the rest of that data goes the slow way: the command may change what the
+    owner's checks need, and the owner only learns of it once the data is decoded.)
+    """
+    data = b"".join(encode_message([b"msg %d" % i] if i % 10 else [b"topic", b"x" * (i % 300)])
+                    for i in range(2000))
+    decoder = StreamDecoder(json_batches=True)
+    items = run(decoder, [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
+    batched = sum(len(i) for i in items if type(i) is JsonBatch)
+    assert batched >= 0.95 * sum(1 if type(i) is not JsonBatch else len(i) for i in items)
+
+
+def test_strict_or_negative_max_body_never_batches():
+    assert not StreamDecoder(strict=True, json_batches=True).json_batches
+    assert not StreamDecoder(max_frame_size=100, json_batches=True).json_batches
+    assert not StreamDecoder(json_batches=True, max_body=-1).json_batches
+    assert StreamDecoder(json_batches=True, max_body=0).json_batches
+
+
+def test_curve_and_v1_framing_never_batch():
+    v1 = encode_v1_identity(b"abc") + encode_message([b"a", b"b" * 300], framing="1")
+    decoder = StreamDecoder(json_batches=True)
+    assert all(type(i) is not JsonBatch for i in run(decoder, [v1], StreamDecoder.take))
+    curve = encode_greeting(mechanism="CURVE") + encode_message([b"\x07MESSAGE" + b"x" * 20, b"plain"])
+    decoder = StreamDecoder(json_batches=True)
+    assert all(type(i) is not JsonBatch for i in run(decoder, [curve], StreamDecoder.take))
+
+
+# ---------------------------------------------------------------- the dissector
+
+
+def dissect(c2s: bytes, s2c: bytes, sizes: list[int], *, json_batches: bool, max_body=None) -> list[str]:
+    dissector = ConnectionDissector(json_batches=json_batches, max_body=max_body)
+    out: list[str] = []
+
+    def emit(items):
+        for d, item in items:
+            heads = item.heads if type(item) is JsonBatch else [json_head(item, max_body)]
+            out.extend(f"{d} {h}" for h in heads)
+
+    a, b = cut(c2s, sizes), cut(s2c, sizes[::-1])
+    for i in range(max(len(a), len(b))):
+        if i < len(a):
+            emit(dissector.receive_data("c2s", a[i]))
+        if i < len(b):
+            emit(dissector.receive_data("s2c", b[i]))
+    emit(dissector.close())
+    return out
+
+
+@FUZZ
+@given(c2s_body=streams, s2c_body=streams, sizes=chunk_sizes, max_body=max_bodies,
+       sockets=st.sampled_from([(b"PUSH", b"PULL"), (b"SUB", b"PUB"), (b"XSUB", b"XPUB"), (b"PAIR", b"PAIR")]),
+       minor=st.sampled_from([0, 1]), early=st.booleans())
+def test_dissector_with_batches_reports_the_same(c2s_body, s2c_body, sizes, max_body, sockets, minor, early):
+    """Including the checks that need messages one by one: 3.0-style subscriptions, messages before READY."""
+    sub_style = encode_message([b"\x01weather"]) + encode_message([b"\x00weather"])
+    c2s = encode_greeting(minor=minor)
+    if early:
+        c2s += encode_message([b"too early"]) + sub_style
+    c2s += command(ready_body({"Socket-Type": sockets[0]})) + sub_style + c2s_body + sub_style
+    s2c = head(sockets[1], minor=minor) + s2c_body
+    assert dissect(c2s, s2c, sizes, json_batches=True, max_body=max_body) == \
+        dissect(c2s, s2c, sizes, json_batches=False, max_body=max_body)
