@@ -7,26 +7,37 @@ Each subcommand module offers `register(subparsers)`, which adds its parser and 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
-from . import decode, dissect, live, peer, pipeline, serve, tap
+# Subcommand name -> module in this package. Only the module of the command being run is
+# imported, so `zmtplab dissect` does not pay for asyncio, FastAPI or PySpark.
+SUBCOMMANDS = {
+    "decode": "decode",
+    "dissect": "dissect",
+    "tap": "tap",
+    "live": "live",
+    "serve": "serve",
+    "peer": "peer",
+    "pipeline": "pipeline",
+}
 
-SUBCOMMANDS = [decode, dissect, tap, live, serve, peer, pipeline]
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand (or just those in `only`) registered."""
     parser = argparse.ArgumentParser(prog="zmtplab", description="ZMTP Lab: every byte of ZMTP, explained.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(sub)
+    for name in only or SUBCOMMANDS:
+        importlib.import_module(f".{SUBCOMMANDS[name]}", __name__).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else None
+    args = build_parser([command] if command in SUBCOMMANDS else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:
