@@ -18,6 +18,7 @@ from ..engine.dissector import ConnectionDissector
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[dict[str, Any]], None]
+ConnectionSink = Callable[[str, tuple[str, int], tuple[str, int]], None]
 READ_SIZE = 65536
 
 
@@ -36,13 +37,16 @@ def parse_endpoint(text: str, *, default_host: str = "127.0.0.1") -> tuple[str, 
 
 
 class TapProxy:
-    """Listens on `listen`, forwards each connection to `target`, and reports ZMTP events to `sink`."""
+    """Listens on `listen`, forwards each connection to `target`, and reports ZMTP events to `sink`
+    (and each accepted connection's id, client and target address to `on_connection`)."""
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int], sink: EventSink,
-                 *, with_fields: bool = True, connect_timeout: float = 5.0) -> None:
+                 *, with_fields: bool = True, connect_timeout: float = 5.0,
+                 on_connection: ConnectionSink | None = None) -> None:
         self.listen = listen
         self.target = target
         self.sink = sink
+        self.on_connection = on_connection
         self.with_fields = with_fields
         self.connect_timeout = connect_timeout
         self._ids = itertools.count()
@@ -59,12 +63,14 @@ class TapProxy:
         """Stops listening and closes every forwarded connection."""
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
+        # Connections first: from Python 3.12 on, wait_closed() waits for them to end.
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._server is not None:
+            await self._server.wait_closed()
 
     async def serve_forever(self) -> None:
         """Runs until cancelled."""
@@ -77,9 +83,22 @@ class TapProxy:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        try:
+            await self._forward(reader, writer)
+        except asyncio.CancelledError:
+            # close() cancels us; ending normally keeps asyncio's stream callback from logging
+            # the cancelled handler as an error.
+            writer.close()
+        finally:
+            self._tasks.discard(task)  # type: ignore[arg-type]
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = str(next(self._ids))
         dissector = ConnectionDissector()
         client = writer.get_extra_info("peername")
+        if self.on_connection is not None:
+            peer = tuple(client[:2]) if isinstance(client, tuple) and len(client) >= 2 else ("", 0)
+            self.on_connection(conn, peer, self.target)  # type: ignore[arg-type]
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*self.target),
                                                           self.connect_timeout)
@@ -87,7 +106,6 @@ class TapProxy:
             log.warning("tap %s: cannot reach %s:%s: %s", conn, *self.target, exc)
             self._report(conn, "c2s", [], note=f"target {self.target[0]}:{self.target[1]} unreachable: {exc}")
             writer.close()
-            self._tasks.discard(task)  # type: ignore[arg-type]
             return
         log.info("tap %s: %s -> %s:%s", conn, client, *self.target)
         try:
@@ -99,7 +117,6 @@ class TapProxy:
             self._report(conn, None, dissector.close())
             for w in (writer, up_writer):
                 w.close()
-            self._tasks.discard(task)  # type: ignore[arg-type]
 
     async def _pump(self, conn: str, direction: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     dissector: ConnectionDissector) -> None:

@@ -27,6 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .captures import CaptureStore
+from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
 from .sessions import SessionManager
@@ -134,8 +135,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.sessions = sessions
         app.state.packets = PacketDecoder(cache_size=settings.packet_cache_size, timeout=settings.packet_timeout,
                                           tshark_path=settings.tshark_path)
+        live = LiveSources(settings)
+        app.state.live = live
         await captures.start()
         await sessions.start()
+        await live.start()
         reaper = asyncio.create_task(_reap(captures, sessions, settings.reap_interval), name="zmtplab-reaper")
         try:
             yield
@@ -143,6 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
+            await live.stop()
             await sessions.stop()
             await captures.stop()
 

@@ -12,6 +12,7 @@ from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from .captures import CaptureStore
+from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .sessions import SessionManager
 from .settings import Settings
@@ -37,7 +38,13 @@ def get_session_manager(conn: HTTPConnection) -> SessionManager:
     return conn.app.state.sessions
 
 
+def get_live_sources(conn: HTTPConnection) -> LiveSources:
+    """The app's live sources (live captures and tap proxies)."""
+    return conn.app.state.live
+
+
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 CaptureStoreDep = Annotated[CaptureStore, Depends(get_capture_store)]
 PacketDecoderDep = Annotated[PacketDecoder, Depends(get_packet_decoder)]
 SessionManagerDep = Annotated[SessionManager, Depends(get_session_manager)]
+LiveSourcesDep = Annotated[LiveSources, Depends(get_live_sources)]

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
 
     # Captures.
     max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1)
+    max_captures_per_client: int = Field(20, ge=1, description="captures one client address may have stored (or "
+                                                               "be uploading) at once; more are refused with 429")
+    min_free_disk: int = Field(16 * 1024 * 1024, ge=0, description="uploads that would leave less free space on "
+                                                                   "the data disk are refused with 507")
     max_captures: int = Field(100, ge=1, description="oldest captures are deleted beyond this")
     max_total_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=1,
                                  description="oldest captures are deleted when the uploads take more than this")
@@ -57,6 +61,8 @@ class Settings(BaseSettings):
     dissect_workers: int = Field(2, ge=1)
     dissect_executor: Literal["process", "thread"] = "process"
     max_events_per_capture: int = Field(50_000_000, ge=1)
+    dissect_max_seconds: float = Field(600.0, gt=0, description="a dissection stops after this many seconds; the "
+                                                                "capture ends `error`, keeping what was read")
     store_max_body: int = Field(16 * 1024 * 1024, ge=4096, description="bodies are stored up to this many octets")
     list_max_body: int = Field(1024, ge=0, description="bodies in event lists are cut to this many octets")
     event_max_body: int = Field(1024 * 1024, ge=0, description="bodies in a single event are cut to this")
@@ -67,14 +73,41 @@ class Settings(BaseSettings):
 
     # Sessions.
     max_sessions: int = Field(32, ge=1)
+    max_sessions_per_client: int = Field(8, ge=1, description="sessions one client address may run at once")
+    session_max_connections: int = Field(8, ge=1, description="connections (peers through the tap) open at once "
+                                                              "in one session")
+    session_max_messages: int = Field(50_000, ge=1, description="messages (and faults) one session carries; "
+                                                                "`reset` starts the count again")
+    session_max_sent_bytes: int = Field(64 * 1024 * 1024, ge=1, description="payload octets all messages of one "
+                                                                            "session carry together")
+    session_max_wire_bytes: int = Field(16 * 1024 * 1024, ge=0, description="wire bytes one session keeps for "
+                                                                            "its pcapng export")
     session_idle_timeout: float = Field(30 * 60.0, gt=0, description="seconds without a command before a session ends")
     session_grace: float = Field(30.0, ge=0, description="seconds a session outlives its last websocket")
     session_max_events: int = Field(50_000, ge=1, description="events one session keeps (and streams)")
     ws_max_message: int = Field(1 << 20, ge=1024, description="largest websocket command, in bytes")
+    ws_rate: float = Field(200.0, gt=0, description="websocket commands per second (token bucket refill)")
+    ws_burst: int = Field(200, ge=1, description="websocket commands allowed at once (token bucket size)")
+    ws_abuse_limit: int = Field(200, ge=1, description="refused websocket commands within `ws_abuse_window` "
+                                                       "seconds before the socket is closed (1008)")
+    ws_abuse_window: float = Field(10.0, gt=0)
     session_max_frames: int = Field(1024, ge=1, description="most frames in one `send` command")
     session_max_body: int = Field(1 << 20, ge=0, description="largest frame a `send` command may carry")
     sim_step_interval: float = Field(0.3, ge=0, description="seconds between elements of a playing simulated "
                                                             "session at speed 1")
+
+    # Live sources (a live capture on an interface, or a tap proxy).
+    max_live_sources: int = Field(4, ge=1, description="live sources running at once")
+    live_max_lifetime: float = Field(3600.0, gt=0, description="seconds a live source runs at most")
+    live_grace: float = Field(30.0, ge=0, description="seconds a live source outlives its last websocket")
+    live_max_events: int = Field(20_000, ge=1, description="recent events a live source keeps for late viewers")
+    live_max_history_bytes: int = Field(64 * 1024 * 1024, ge=1024,
+                                        description="JSON text of the recent events a live source keeps, in bytes")
+    live_max_body: int = Field(16 * 1024, ge=0, description="bodies in live events are cut to this many octets")
+    live_queue: int = Field(5_000, ge=16, description="events waiting for one slow websocket (oldest dropped)")
+    live_tap_host: str = Field("127.0.0.1", description="the address tap proxies listen on")
+    live_tap_targets: list[str] = Field(["127.0.0.1", "localhost", "::1"],
+                                        description="hosts a tap may forward to ('*': any)")
 
     # Background work.
     reap_interval: float = Field(10.0, gt=0, description="seconds between reaper passes")

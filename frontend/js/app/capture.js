@@ -16,6 +16,7 @@ import { formatCount } from '../core/bytes.js';
 import { isTyping, h, setChildren } from '../views/dom.js';
 import { UploadView, ConnectionsView, FilterBar, PacketsView } from '../views/capture.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
+import { createLive } from './live.js';
 
 const PAGE = 200;
 const HEX_WINDOW = 150; // elements either side of the selection in the follow-stream view
@@ -39,14 +40,16 @@ export function startCapture(host) {
     gen: 0, // bumps when the connection or filter changes; stale replies are dropped
   };
   let stopProgress = null;
+  let live = null; // the Live tab (app/live.js); while active, the workbench's callbacks go there
+  const isLive = () => !!(live && live.active);
 
   const wb = createWorkbench(
     { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
     {
-      onSelect: (row) => selectRow(row),
-      onPick: (index, dir, offset) => selectElement(index, { pick: { dir, offset } }),
-      onJump: (index, ev) => selectElement(typeof ev.index === 'number' ? ev.index : index, { hint: ev }),
-      context: (ev) => connContext(ev.dir),
+      onSelect: (row) => (isLive() ? live.selectRow(row) : selectRow(row)),
+      onPick: (index, dir, offset) => (isLive() ? live.selectIndex(index) : selectElement(index, { pick: { dir, offset } })),
+      onJump: (index, ev) => (isLive() ? live.selectIndex(index) : selectElement(typeof ev.index === 'number' ? ev.index : index, { hint: ev })),
+      context: (ev) => (isLive() ? live.context(ev.dir) : connContext(ev.dir)),
       copyText: (text) => {
         if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status('Copied as a Follow TCP Stream hex dump.'));
       },
@@ -58,10 +61,37 @@ export function startCapture(host) {
   });
 
   const upload = new UploadView($('upload'), { onFile: (f) => uploadFile(f) });
-  const connections = new ConnectionsView($('connections'), { onSelect: (conn) => openConnection(conn) });
+  const connections = new ConnectionsView($('connections'), { onSelect: (conn) => (isLive() ? live.openConnection(conn) : openConnection(conn)) });
   const filter = new FilterBar($('filter'), { onChange: (f) => setFilter(f) });
   const packets = new PacketsView($('packets'), { onPacket: (n) => showPacket(n) });
   $('open-another').addEventListener('click', () => showUpload(true));
+  live = createLive(host, { api, wb, connections, status, onUrl: () => updateUrl() });
+  $('tab-file').addEventListener('click', () => setMode('file'));
+  $('tab-live').addEventListener('click', () => setMode('live'));
+
+  /** The source tabs: a capture file (uploaded, dissected, paged) or a live source (streamed). */
+  function setMode(mode) {
+    const on = mode === 'live';
+    for (const [id, sel] of [['tab-file', !on], ['tab-live', on]]) {
+      $(id).setAttribute('aria-selected', sel ? 'true' : 'false');
+      $(id).classList.toggle('on', sel);
+    }
+    if (on === isLive()) return;
+    if (on) {
+      if (stopProgress) stopProgress();
+      $('open-another').hidden = true;
+      live.activate();
+      updateUrl();
+      return;
+    }
+    live.deactivate();
+    if (st.summary) showSummary(st.summary, { conn: st.conn, kind: st.filter.kind, q: st.filter.q });
+    else {
+      showUpload(true);
+      $('capture-section').hidden = true;
+      setUrl({});
+    }
+  }
 
   // ---- loading a capture -------------------------------------------------------
   function showUpload(on) {
@@ -98,28 +128,59 @@ export function startCapture(host) {
       showSummary(summary, link);
       return;
     }
-    // Still dissecting: follow the progress stream, then load the summary.
-    showUpload(true);
-    upload.setDissect(0, 'dissecting', summary.name || '');
-    const finish = async () => {
+    // Still dissecting: follow the progress stream. The server serves a big capture's first elements
+    // while it dissects the rest: show them as soon as the summary has connections, everything when done.
+    const hasConnections = (s) => Array.isArray(s.connections) && s.connections.length > 0;
+    let early = hasConnections(summary);
+    if (early) showSummary(summary, link);
+    else {
+      showUpload(true);
+      upload.setDissect(0, 'dissecting', summary.name || '');
+    }
+    let asking = false;
+    const tryEarly = async () => {
+      if (early || asking) return;
+      asking = true;
       try {
-        showSummary(await api.capture(id), link);
-      } catch (err) {
-        upload.setError(err.message);
+        const s = await api.capture(id);
+        if (st.id === id && !early && s.state === 'dissecting' && hasConnections(s)) {
+          early = true;
+          showSummary(s, link);
+        }
+      } catch {
+        // the progress stream reports what went wrong
+      } finally {
+        asking = false;
       }
     };
-    stopProgress = api.captureProgress(
-      id,
-      (msg) => {
-        upload.setDissect(msg.percent, msg.state, msg.detail);
-        if (msg.state === 'done' || msg.state === 'error') finish();
-      },
-      () => pollSummary(id, link),
-    );
+    const finish = async () => {
+      try {
+        const s = await api.capture(id);
+        if (st.id !== id) return;
+        const sel = wb.selection.get();
+        // Keep what the user is looking at in the first elements (their indexes do not change).
+        showSummary(s, early ? { conn: st.conn, el: sel.index ?? undefined, field: sel.field ?? undefined, kind: st.filter.kind, q: st.filter.q } : link);
+      } catch (err) {
+        if (early) status(err.message, 'error');
+        else upload.setError(err.message);
+      }
+    };
+    const onProgress = (msg) => {
+      upload.setDissect(msg.percent, msg.state, msg.detail);
+      const notice = $('dissect-notice');
+      if (notice) notice.textContent = dissectingText(msg.percent);
+      if (msg.state === 'done' || msg.state === 'error') finish();
+      else tryEarly();
+    };
+    stopProgress = api.captureProgress(id, onProgress, () => pollSummary(id, onProgress));
+  }
+
+  function dissectingText(percent) {
+    return `Dissecting the capture: ${Math.round(Number(percent) || 0)}%. Its first elements are shown meanwhile; the rest, and the counts, follow when it is done.`;
   }
 
   /** Without the progress stream: ask for the summary every second until the dissection ends. */
-  async function pollSummary(id, link) {
+  async function pollSummary(id, onProgress) {
     while (st.id === id) {
       let summary;
       try {
@@ -128,16 +189,15 @@ export function startCapture(host) {
         upload.setError(`Could not follow the dissection: ${err.message}`);
         return;
       }
-      if (summary.state === 'done' || summary.state === 'error') {
-        showSummary(summary, link);
-        return;
-      }
+      onProgress({ state: summary.state, percent: summary.percent, detail: '' });
+      if (summary.state === 'done' || summary.state === 'error') return;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
 
   function showSummary(summary, link) {
     st.summary = summary;
+    if (isLive()) return; // shown when the file tab comes back
     showUpload(false);
     $('capture-section').hidden = false;
     const list = Array.isArray(summary.connections) ? summary.connections : [];
@@ -145,10 +205,16 @@ export function startCapture(host) {
     $('capture-title').textContent = summary.name || `Capture ${summary.id}`;
     $('capture-facts').textContent = `${list.length} ZMTP connection${list.length === 1 ? '' : 's'} · expert: ${ex.error || 0} error, ${ex.warn || 0} warn, ${ex.note || 0} note`;
     const notices = [];
-    if (summary.state === 'error' || summary.error) {
-      notices.push(h(doc, 'p', { class: 'banner error', text: `The dissection stopped with an error: ${String(summary.error || 'unknown error').replace(/\.+$/, '')}. What was read before it is shown below.` }));
+    if (summary.state === 'dissecting') {
+      notices.push(h(doc, 'p', { class: 'banner', attrs: { id: 'dissect-notice', role: 'status' }, text: dissectingText(summary.percent) }));
     }
-    if (!list.length) {
+    const failed = summary.state === 'error' || !!summary.error;
+    if (failed) {
+      // With nothing read before the error there is nothing below, and "no ZMTP found" would mislead.
+      const after = list.length ? 'What was read before it is shown below.' : 'No ZMTP connection could be read before it.';
+      notices.push(h(doc, 'p', { class: 'banner error', attrs: { role: 'alert' }, text: `The dissection stopped with an error: ${String(summary.error || 'unknown error').replace(/\.+$/, '')}. ${after}` }));
+    }
+    if (!list.length && !failed) {
       notices.push(
         h(doc, 'p', { class: 'banner', text: 'No ZMTP found in this capture: no TCP stream in it starts with a ZMTP greeting (%xFF, 8 octets, %x7F) or a ZMTP 1.0 identity frame. Capture the connection from its start, and make sure the capture holds its TCP payload.' }),
       );
@@ -335,6 +401,10 @@ export function startCapture(host) {
   }
 
   function updateUrl() {
+    if (isLive()) {
+      if (live.sourceId) setUrl({ live: live.sourceId });
+      return;
+    }
     if (!st.id) return;
     const s = wb.selection.get();
     setUrl({ id: st.id, conn: st.conn, el: s.index, field: s.field, kind: st.filter.kind, q: st.filter.q });
@@ -353,6 +423,9 @@ export function startCapture(host) {
   const link = parseLink(win.location.search);
   showUpload(!link.id);
   $('capture-section').hidden = true;
-  if (link.id) openCapture(link.id, link);
-  return { wb, st, openCapture };
+  if (link.live) {
+    setMode('live');
+    live.attach(link.live);
+  } else if (link.id) openCapture(link.id, link);
+  return { wb, st, openCapture, live, setMode };
 }

@@ -5,7 +5,7 @@
 //   POST /api/sessions                       {mode, server, client} -> 201 {id}
 //   GET  /api/sessions/{id}/export.pcapng    (link)
 //   GET  /api/sessions/{id}/export.json      (link)
-//   WS   /ws/sessions/{id}                   (see session.js)
+//   WS   /ws/sessions/{id}?batch=1&log=0     (see session.js)
 //   POST /api/decode                         {hex} -> {events}
 //   POST /api/captures                       multipart `file` -> 201 {id}; 413/415 {detail}
 //   GET  /api/captures/{id}/progress         text/event-stream: data: {state, percent, detail}
@@ -13,6 +13,11 @@
 //   GET  /api/captures/{id}/events?conn=&offset=&limit=&kind=&q=&fields=0|1 -> {events, total}
 //   GET  /api/captures/{id}/events/{index}?conn=   one event with fields
 //   GET  /api/captures/{id}/packets/{number} -> {layers: [{name, fields: [{name, value}]}]}
+//   GET  /api/live/interfaces                -> {interfaces}
+//   POST /api/live                           {source: "capture", interface, port} | {source: "tap", target,
+//                                            listen_port} -> 201 {id, state, listen}
+//   DELETE /api/live/{id}                    -> 204
+//   WS   /ws/live/{id}                       (see live.js)
 
 export class ApiError extends Error {
   constructor(status, detail) {
@@ -73,13 +78,30 @@ export function createApi(host) {
     sessionExportUrl(id, format) {
       return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;
     },
-    /** ws:// or wss:// URL for a session, from the page's location {protocol, host}. */
+    /**
+     * ws:// or wss:// URL for a session, from the page's location {protocol, host}.
+     * batch=1: a busy session sends several messages per websocket message (a JSON
+     * array); log=0: no simulation `log` messages (the page does not show them).
+     */
     sessionSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}`;
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0`;
     },
     decode(hex) {
       return request('POST', '/api/decode', { hex });
+    },
+    liveInterfaces() {
+      return request('GET', '/api/live/interfaces');
+    },
+    createLive(body) {
+      return request('POST', '/api/live', body);
+    },
+    stopLive(id) {
+      return request('DELETE', `/api/live/${seg(id)}`);
+    },
+    liveSocketUrl(location, id) {
+      const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}`;
     },
     capture(id) {
       return request('GET', `/api/captures/${seg(id)}`);

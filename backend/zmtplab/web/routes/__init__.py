@@ -1,5 +1,5 @@
 """One router per module; `create_app` includes them all."""
 
-from . import captures, classes, decode, health, lessons, sessions
+from . import captures, classes, decode, health, lessons, live, sessions
 
-ROUTERS = [health.router, decode.router, captures.router, sessions.router, lessons.router, classes.router]
+ROUTERS = [health.router, decode.router, captures.router, sessions.router, lessons.router, classes.router, live.router]

@@ -1,0 +1,126 @@
+"""Live routes: the interfaces, starting and stopping a live capture or a tap proxy, and its event stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, WebSocketDisconnect, status
+
+from ..deps import LiveSourcesDep
+from ..live_sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable, Viewer, dumps
+from ..models import ErrorResponse, LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
+
+router = APIRouter(tags=["live"])
+
+SourceId = Annotated[str, Path(max_length=64)]
+NOT_FOUND = {404: {"model": ErrorResponse, "description": "no live source has this id"}}
+
+
+def _source(sources: LiveSources, source_id: str) -> LiveSource:
+    try:
+        return sources.get(source_id)
+    except KeyError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no live source with id {source_id!r}") from None
+
+
+@router.get("/api/live/interfaces", response_model=LiveInterfaces, summary="Interfaces a live capture may use")
+async def interfaces(sources: LiveSourcesDep) -> LiveInterfaces:
+    """The network interfaces of the server (and `any`), the only names `POST /api/live` accepts."""
+    return LiveInterfaces(interfaces=sources.interfaces())
+
+
+@router.post("/api/live", status_code=status.HTTP_201_CREATED, response_model=LiveCreated,
+             summary="Start a live capture or a tap proxy",
+             responses={409: {"model": ErrorResponse, "description": "the tap's listen port is taken"},
+                        422: {"model": ErrorResponse},
+                        429: {"model": ErrorResponse, "description": "too many live sources"},
+                        503: {"model": ErrorResponse, "description": "tshark could not capture here"}})
+async def create_live(body: LiveCreate, sources: LiveSourcesDep) -> LiveCreated:
+    """`{"source": "capture", "interface": "lo", "port": 5555}` captures `tcp port 5555` on `lo` (answers once
+    dumpcap captures); `{"source": "tap", "target": "127.0.0.1:5555", "listen_port": 0}` starts a proxy:
+    point clients at the returned `listen` address. Then open the websocket `/ws/live/{id}`."""
+    try:
+        if isinstance(body, LiveCaptureCreate):
+            source = await sources.create_capture(body.interface, body.port)
+        else:
+            source = await sources.create_tap(body.target, body.listen_port)
+    except LiveError as exc:
+        raise HTTPException(422, str(exc)) from None
+    except OverflowError as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
+    except LiveConflict as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except LiveUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
+    return LiveCreated(id=source.id, state=source.state, listen=source.listen)
+
+
+@router.get("/api/live/{source_id}", response_model=LiveStatus, summary="A live source's state",
+            responses=NOT_FOUND)
+async def live_status(source_id: SourceId, sources: LiveSourcesDep) -> LiveStatus:
+    return LiveStatus.model_validate(_source(sources, source_id).status())
+
+
+@router.delete("/api/live/{source_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Stop a live source",
+               responses=NOT_FOUND)
+async def delete_live(source_id: SourceId, sources: LiveSourcesDep) -> Response:
+    """Stops capturing (tshark ends) or closes the proxy (its port is free again)."""
+    _source(sources, source_id)
+    await sources.end(source_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+async def _pump(websocket: WebSocket, source: LiveSource, viewer: Viewer) -> None:
+    """Sends the viewer's messages as they come; a status after each burst; closes when the source ended."""
+    while True:
+        await viewer.wake.wait()
+        viewer.wake.clear()
+        while True:
+            messages = viewer.next_messages()
+            if not messages:
+                break
+            for text in messages:
+                await websocket.send_text(text)
+        if viewer.status_due:
+            viewer.status_due = False
+            await websocket.send_text(dumps(source.status(viewer)))
+        if viewer.ended and not viewer.queue and not viewer.control:
+            await websocket.close(code=1000)
+            return
+
+
+@router.websocket("/ws/live/{source_id}")
+async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSourcesDep) -> None:
+    """Server -> browser: `connection` (a TCP connection's endpoints), the recent `event`s, then each new one
+    as it arrives, and `status` (state, packets, events, dropped). Closes (1000) when the source has stopped.
+    Nothing is expected from the browser."""
+    await websocket.accept()
+    try:
+        source = sources.get(source_id)
+    except KeyError:
+        await websocket.send_text(dumps({"type": "error", "detail": f"no live source with id {source_id!r}"}))
+        await websocket.close(code=4404)
+        return
+    viewer = source.subscribe()
+    sender = asyncio.create_task(_pump(websocket, source, viewer))
+    try:
+        while True:
+            receiver = asyncio.ensure_future(websocket.receive())
+            done, _ = await asyncio.wait({receiver, sender}, return_when=asyncio.FIRST_COMPLETED)
+            if sender in done:
+                receiver.cancel()
+                with contextlib.suppress(BaseException):
+                    await receiver
+                return
+            if receiver.result()["type"] == "websocket.disconnect":
+                return
+            # Anything the browser sends is ignored (stop with DELETE /api/live/{id}).
+    except WebSocketDisconnect:
+        pass
+    finally:
+        source.unsubscribe(viewer)
+        sender.cancel()
+        with contextlib.suppress(BaseException):
+            await sender

@@ -1,0 +1,263 @@
+// The capture viewer's "Live" tab: the same workbench (connections, sequence,
+// octets, hex, details, expert) fed by a live source's websocket as traffic arrives.
+// A live capture on a server interface, or a tap proxy (see core/live.js).
+//
+// createLive(host, { api, wb, connections, status, onUrl })
+//   -> { active, activate(), deactivate(), attach(id), selectRow(row), selectIndex(index),
+//        openConnection(conn), context(dir), sourceId }
+// capture.js routes the workbench's callbacks here while the tab is active.
+
+import { ArraySource } from '../core/source.js';
+import { createChunker } from '../core/hexdump.js';
+import { peerLabel } from '../core/eventlog.js';
+import { LiveModel, openLive, liveRequest, statusText, describeSource } from '../core/live.js';
+import { setChildren, h } from '../views/dom.js';
+import { LivePanel } from '../views/live.js';
+
+export function createLive(host, { api, wb, connections, status, onUrl = () => {} }) {
+  const doc = host.document;
+  const win = host.window;
+  const $ = (id) => doc.getElementById(id);
+  const model = new LiveModel();
+  const source = new ArraySource([]);
+  const st = {
+    active: false,
+    id: null, // the live source
+    socket: null,
+    conn: null, // the connection shown
+    picked: false, // the user chose a connection (else the first one is shown)
+    chunker: createChunker(),
+    chunked: 0,
+    lastStatus: null,
+    interfacesLoaded: false,
+  };
+
+  const panel = new LivePanel($('live'), { onStart: (form) => start(form), onStop: () => stop() });
+
+  // ---- redraws, at most once a frame -------------------------------------------------
+  let dirty = false;
+  let lastHex = 0;
+  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  function markDirty() {
+    if (dirty || !st.active) return;
+    dirty = true;
+    raf(flush);
+  }
+
+  function flush() {
+    dirty = false;
+    if (!st.active) return;
+    const list = model.summaries();
+    if (st.conn === null && list.length) openConnection(list[0].conn, { auto: true });
+    showViewer(list.length > 0);
+    connections.setConnections(list, st.conn);
+    const log = st.conn !== null ? model.log(st.conn) : null;
+    if (!log) return;
+    source.set(log.events);
+    wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
+    const s = model.summary(st.conn);
+    wb.sequence.setLabels({
+      client: `${peerLabel('client', log.peer('c2s'))}${s.client ? ' · ' + s.client : ''}`,
+      server: `${peerLabel('server', log.peer('s2c'))}${s.server ? ' · ' + s.server : ''}`,
+    });
+    if (typeof s.first_ts === 'number') wb.sequence.setTimeBase(s.first_ts);
+    const sel = wb.selection.get();
+    if (sel.index !== null && log.events[sel.index] !== sel.event && log.events[sel.index]) wb.selection.setEvent(sel.index, log.events[sel.index]);
+    // The hex dump's layout is linear in the stream: a few times a second at most.
+    const now = Date.now();
+    if (now - lastHex > 250 || log.length < 2000) {
+      lastHex = now;
+      for (; st.chunked < log.length; st.chunked++) st.chunker.add(st.chunked, log.events[st.chunked]);
+      wb.hex.setChunks(st.chunker.chunks);
+    } else setTimeout(markDirty, 260);
+  }
+
+  function showViewer(hasData) {
+    $('capture-section').hidden = false;
+    $('workbench').hidden = !hasData;
+    $('connections').hidden = !hasData;
+    const running = st.id !== null;
+    const text = hasData ? '' : running ? 'Waiting for ZMTP traffic… elements appear here as they cross the wire.' : 'Start a live capture or a tap proxy above.';
+    setChildren($('notices'), text ? h(doc, 'p', { class: 'banner', text }) : null);
+  }
+
+  // ---- a connection ------------------------------------------------------------------
+  function openConnection(conn, { auto = false } = {}) {
+    st.conn = String(conn);
+    if (!auto) st.picked = true;
+    st.chunker = createChunker();
+    st.chunked = 0;
+    wb.selection.clear();
+    wb.sequence.setSource(source);
+    wb.sequence.setFollowTail(true);
+    wb.sequence.setSelected(null);
+    wb.hex.setChunks([]);
+    const log = model.log(st.conn);
+    source.set(log ? log.events : []);
+    markDirty();
+  }
+
+  function selectIndex(index) {
+    const log = st.conn !== null ? model.log(st.conn) : null;
+    const ev = log ? log.events[index] : null;
+    if (!ev) return;
+    wb.sequence.setSelected(index);
+    wb.selection.selectElement(index, ev);
+  }
+
+  function context(dir) {
+    const log = st.conn !== null ? model.log(st.conn) : null;
+    return log ? log.context(dir) : {};
+  }
+
+  // ---- the source ----------------------------------------------------------------------
+  async function loadInterfaces() {
+    if (st.interfacesLoaded) return;
+    try {
+      const res = await api.liveInterfaces();
+      panel.setInterfaces(res && Array.isArray(res.interfaces) ? res.interfaces : []);
+      st.interfacesLoaded = true;
+    } catch (err) {
+      panel.setError(`Could not list the server’s interfaces: ${err.message}`);
+    }
+  }
+
+  async function start(form) {
+    const body = liveRequest(form);
+    if (body.error) {
+      panel.setError(body.error);
+      return;
+    }
+    panel.setError('');
+    panel.setBusy(true);
+    panel.setStatus(null, body.source === 'capture' ? 'starting tshark…' : 'starting the proxy…');
+    try {
+      if (st.id) await stop();
+      const res = await api.createLive(body);
+      attach(String(res.id), res.listen || null);
+    } catch (err) {
+      panel.setStatus(null, 'not started');
+      panel.setError(err.message);
+    } finally {
+      panel.setBusy(false);
+    }
+  }
+
+  /** Follow a live source (new, or from a link: the server sends its recent history first). */
+  function attach(id, listen = null) {
+    if (st.socket) st.socket.close();
+    st.id = id;
+    st.conn = null;
+    st.picked = false;
+    st.lastStatus = null;
+    model.clear();
+    source.set([]);
+    wb.selection.clear();
+    wb.hex.setChunks([]);
+    st.chunker = createChunker();
+    st.chunked = 0;
+    panel.setRunning(true);
+    panel.setListen(listen);
+    onUrl();
+    const socket = openLive({
+      WebSocket: host.WebSocket,
+      url: api.liveSocketUrl(win.location, id),
+      onConnection(msg) {
+        if (st.socket !== socket) return;
+        model.addConnection(msg);
+        markDirty();
+      },
+      onEvent(ev) {
+        if (st.socket !== socket) return;
+        model.add(ev);
+        markDirty();
+      },
+      onStatus(s) {
+        if (st.socket !== socket) return;
+        if (!st.lastStatus) panel.setSource(s.source);
+        st.lastStatus = s;
+        panel.setStatus(s, statusText(s));
+        if (s.source && s.source.listen) panel.setListen(s.source.listen);
+        if (st.active) $('capture-facts').textContent = describeSource(s.source);
+        if (s.state === 'stopped' || s.state === 'error') {
+          panel.setRunning(false);
+          panel.setListen(null);
+        }
+      },
+      onError(text) {
+        if (st.socket === socket) panel.setError(text);
+      },
+      onClose(code) {
+        if (st.socket !== socket) return;
+        st.socket = null;
+        panel.setRunning(false);
+        const s = st.lastStatus;
+        if (!s || (s.state !== 'stopped' && s.state !== 'error')) {
+          panel.setStatus(s, `disconnected${code && code !== 1000 ? ` (code ${code})` : ''}`);
+        }
+      },
+    });
+    st.socket = socket;
+    showViewer(false);
+    markDirty();
+  }
+
+  async function stop() {
+    const id = st.id;
+    if (!id) return;
+    try {
+      await api.stopLive(id);
+    } catch (err) {
+      if (err.status !== 404) status(`Stopping: ${err.message}`, 'error');
+    }
+    panel.setRunning(false);
+    panel.setListen(null);
+  }
+
+  // ---- the tab --------------------------------------------------------------------------
+  function activate() {
+    st.active = true;
+    $('upload-section').hidden = true;
+    $('live-section').hidden = false;
+    $('filter').hidden = true;
+    $('packets').hidden = true;
+    $('capture-title').textContent = 'Live';
+    $('capture-facts').textContent = st.lastStatus ? describeSource(st.lastStatus.source) : '';
+    loadInterfaces();
+    if (st.conn !== null) openConnection(st.conn, { auto: !st.picked });
+    else {
+      wb.selection.clear();
+      wb.sequence.setSource(source);
+      wb.hex.setChunks([]);
+      wb.expert.setItems([]);
+    }
+    showViewer(model.size > 0);
+    markDirty();
+  }
+
+  function deactivate() {
+    st.active = false;
+    $('live-section').hidden = true;
+    $('filter').hidden = false;
+    $('packets').hidden = false;
+    wb.sequence.setFollowTail(false);
+  }
+
+  return {
+    get active() {
+      return st.active;
+    },
+    get sourceId() {
+      return st.id;
+    },
+    activate,
+    deactivate,
+    attach,
+    stop,
+    selectRow: (row) => selectIndex(row),
+    selectIndex,
+    openConnection: (conn) => openConnection(conn),
+    context,
+    model,
+  };
+}

@@ -1,0 +1,149 @@
+// The live source picker: capture on a server interface (+ port) or a tap proxy
+// (target host:port + optional listen port), start/stop, the listen address to
+// point clients at, and the status line (state, packets, events, dropped).
+//
+// new LivePanel(container, { onStart(form), onStop() })
+//   form: { source, interface, port, target, listenPort }
+//   .setInterfaces(names) .setRunning(bool) .setBusy(bool) .setListen(address|null)
+//   .setStatus(statusMessage|null, text) .setError(text) .setSource(source) .values()
+
+import { h, clear } from './dom.js';
+
+function field(d, label, control, className = '') {
+  return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', text: label }), control);
+}
+
+export class LivePanel {
+  constructor(container, { onStart, onStop }) {
+    const d = (this.doc = container.ownerDocument);
+    this.kind = {
+      capture: h(d, 'input', { type: 'radio', name: 'live-source', value: 'capture', checked: true, attrs: { id: 'live-kind-capture' } }),
+      tap: h(d, 'input', { type: 'radio', name: 'live-source', value: 'tap', attrs: { id: 'live-kind-tap' } }),
+    };
+    this.iface = h(d, 'select', { attrs: { id: 'live-interface', 'aria-label': 'Interface' } });
+    this.port = h(d, 'input', { type: 'text', value: '5555', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-port', size: 6 } });
+    this.target = h(d, 'input', { type: 'text', value: '127.0.0.1:5555', autocomplete: 'off', attrs: { id: 'live-target', size: 22 } });
+    this.listenPort = h(d, 'input', { type: 'text', placeholder: 'any', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-listen-port', size: 6 } });
+    this.captureFields = h(
+      d,
+      'div',
+      { class: 'live-fields' },
+      field(d, 'Interface', this.iface),
+      field(d, 'TCP port', this.port),
+      h(d, 'p', { class: 'hint', text: 'tshark captures this port on the server (needs capture rights there). Start before the peers connect: elements are found from a connection’s first bytes.' }),
+    );
+    this.tapFields = h(
+      d,
+      'div',
+      { class: 'live-fields', hidden: true },
+      field(d, 'Target (the real endpoint)', this.target),
+      field(d, 'Listen port', this.listenPort),
+      h(d, 'p', { class: 'hint', text: 'A proxy on the server forwards each connection to the target and shows both directions. Needs no capture rights.' }),
+    );
+    this.start = h(d, 'button', { type: 'submit', class: 'primary', text: 'Start', attrs: { id: 'live-start' } });
+    this.stop = h(d, 'button', { type: 'button', text: 'Stop', disabled: true, attrs: { id: 'live-stop' }, on: { click: () => onStop() } });
+    this.listen = h(d, 'p', { class: 'live-listen', hidden: true, attrs: { id: 'live-listen' } });
+    this.state = h(d, 'span', { class: 'live-state', attrs: { id: 'live-state' } });
+    this.detail = h(d, 'span', { class: 'muted', attrs: { id: 'live-detail' } });
+    this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert', id: 'live-error' } });
+    for (const r of Object.values(this.kind)) r.addEventListener('change', () => this.showKind());
+    const form = h(
+      d,
+      'form',
+      {
+        class: 'live-form',
+        on: {
+          submit: (e) => {
+            e.preventDefault();
+            onStart(this.values());
+          },
+        },
+      },
+      h(
+        d,
+        'fieldset',
+        { class: 'live-kind' },
+        h(d, 'legend', { text: 'Source' }),
+        h(d, 'label', { class: 'check' }, this.kind.capture, ' live capture on an interface'),
+        h(d, 'label', { class: 'check' }, this.kind.tap, ' tap proxy'),
+      ),
+      this.captureFields,
+      this.tapFields,
+      h(d, 'div', { class: 'ctl-row' }, this.start, this.stop),
+    );
+    clear(container);
+    container.appendChild(
+      h(d, 'div', { class: 'live-panel' }, form, h(d, 'div', { class: 'live-info' }, this.listen, h(d, 'p', { class: 'live-status', attrs: { role: 'status' } }, this.state, ' ', this.detail), this.error)),
+    );
+    this.setStatus(null, 'Not started.');
+  }
+
+  showKind() {
+    const tap = this.kind.tap.checked;
+    this.tapFields.hidden = !tap;
+    this.captureFields.hidden = tap;
+  }
+
+  values() {
+    return {
+      source: this.kind.tap.checked ? 'tap' : 'capture',
+      interface: this.iface.value,
+      port: this.port.value,
+      target: this.target.value,
+      listenPort: this.listenPort.value,
+    };
+  }
+
+  /** Only interfaces the server has; `lo` first choice when present. */
+  setInterfaces(names) {
+    const d = this.doc;
+    clear(this.iface);
+    const list = Array.isArray(names) ? names.map(String) : [];
+    for (const n of list) this.iface.appendChild(h(d, 'option', { value: n, text: n }));
+    const wanted = this.wantedIface && list.includes(this.wantedIface) ? this.wantedIface : 'lo';
+    if (list.includes(wanted)) this.iface.value = wanted;
+    this.iface.disabled = !list.length;
+  }
+
+  /** Show a running source's settings in the form (a page opened by link). source: the status's `source`. */
+  setSource(src) {
+    if (!src || typeof src !== 'object') return;
+    const tap = src.kind === 'tap';
+    this.kind.tap.checked = tap;
+    this.kind.capture.checked = !tap;
+    if (tap && typeof src.target === 'string') this.target.value = src.target;
+    if (!tap && typeof src.interface === 'string') {
+      this.wantedIface = src.interface;
+      this.iface.value = src.interface;
+    }
+    if (!tap && src.port !== undefined) this.port.value = String(src.port);
+    this.showKind();
+  }
+
+  setRunning(on) {
+    this.running = !!on;
+    this.stop.disabled = !on;
+    this.start.textContent = on ? 'Restart' : 'Start';
+  }
+
+  setBusy(on) {
+    this.start.disabled = !!on;
+  }
+
+  setListen(address) {
+    this.listen.textContent = address ? `Point your clients at tcp://${address}` : '';
+    this.listen.hidden = !address;
+  }
+
+  /** status: the websocket's status message (or null); text: what to show instead/besides. */
+  setStatus(status, text = '') {
+    this.state.textContent = text || '';
+    this.state.className = `live-state state-${status && status.state ? String(status.state).replace(/[^a-z]/g, '') : 'none'}`;
+    this.detail.textContent = status && status.detail ? `— ${status.detail}` : '';
+  }
+
+  setError(text) {
+    this.error.textContent = text || '';
+    this.error.hidden = !text;
+  }
+}
