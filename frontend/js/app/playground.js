@@ -209,10 +209,13 @@ export function startPlayground(host) {
       onReset() {
         resetData(d);
       },
-      onClose(code) {
+      onClose(code, reason) {
         setConnected(false);
         playing = false;
-        controls.setStatus(`Disconnected from session ${id}${code && code !== 1000 ? ` (code ${code})` : ''}.`);
+        // 1000: the session ended; 1008: too many refused commands; 1013: this page fell behind; 4404: no session.
+        const why = code && code !== 1000 ? ` (code ${code}${reason ? `: ${reason}` : ''})` : '';
+        controls.setStatus(`Disconnected from session ${id}${why}.`);
+        if (why) status(`Disconnected from session ${id}${why}.`, 'error');
       },
     });
     session = { id, socket };
@@ -242,7 +245,9 @@ export function startPlayground(host) {
         d.log.addAll(interleaveBySegments(byDir, parsed.segments));
         markDirty();
         status(`Decoded ${d.log.length} element${d.log.length === 1 ? '' : 's'}.`);
-        if (d.log.length) selectIndex(0);
+        // Show the first protocol element, not a note such as "no greeting" that comes before it.
+        const first = d.log.events.findIndex((ev) => ev.kind !== 'expert' && ev.kind !== 'gap');
+        if (d.log.length) selectIndex(first >= 0 ? first : 0);
       } catch (err) {
         paste.setError(err.message);
       } finally {

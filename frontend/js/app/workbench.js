@@ -52,6 +52,7 @@ export function createWorkbench(slots, opts) {
       const s = on ? SIZES.large : SIZES.normal;
       sequence.setRowHeight(s.row);
       hex.setLineHeight(s.line);
+      octets.render(); // its rows wrap at a width counted in characters, which the font size changes
     },
   };
 }

@@ -117,8 +117,8 @@ export class ConnectionsView {
         'tr',
         { class: String(c.conn) === String(selected) ? 'selected' : '', tabIndex: 0 },
         h(d, 'td', { text: String(c.conn) }),
-        h(d, 'td', { class: 'mono', text: c.client || '' }),
-        h(d, 'td', { class: 'mono', text: c.server || '' }),
+        h(d, 'td', { class: 'mono', text: c.client || '–' }),
+        h(d, 'td', { class: 'mono', text: c.server || '–' }),
         h(d, 'td', { text: pair(c.versions) }),
         h(d, 'td', { text: c.mechanism || '–' }),
         h(d, 'td', { text: pair(c.socket_types) }),
@@ -215,19 +215,22 @@ export class PacketsView {
       return;
     }
     const layers = Array.isArray(result.layers) ? result.layers : [];
-    setChildren(
-      this.layers,
-      h(d, 'p', { class: 'muted', text: `Frame #${number}` }),
-      layers.map((layer, i) =>
-        h(
-          d,
-          'details',
-          { class: 'tree-node', open: i === layers.length - 1 },
-          h(d, 'summary', { text: layerTitle(layer) }),
-          (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: `${f.name}: ` }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
-        ),
+    const nodes = layers.map((layer, i) =>
+      h(
+        d,
+        'details',
+        { class: 'tree-node', open: i === layers.length - 1 },
+        h(d, 'summary', { text: layerTitle(layer) }),
+        (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: `${f.name}: ` }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
       ),
     );
+    setChildren(this.layers, h(d, 'p', { class: 'muted', text: `Frame #${number}` }), nodes);
+    // Scroll the panel to the open (TCP) layer: in a short panel the collapsed layers above would hide it.
+    const open = nodes[nodes.length - 1];
+    const body = this.layers.parentNode;
+    if (open && body && typeof open.getBoundingClientRect === 'function' && typeof body.getBoundingClientRect === 'function') {
+      body.scrollTop += open.getBoundingClientRect().top - body.getBoundingClientRect().top;
+    }
   }
 }
 

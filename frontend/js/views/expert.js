@@ -73,6 +73,10 @@ export class ExpertView {
       list.appendChild(li);
     }
     this.body.appendChild(list);
+    if (!shown.length) {
+      const n = this.items.length;
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: `${n === 1 ? 'The one item is' : `All ${n} items are`} hidden by the severity filters above.` }));
+    }
     if (this.total > this.items.length) this.body.appendChild(h(d, 'p', { class: 'hint', text: `Showing the first ${this.items.length} of ${this.total}.` }));
   }
 }

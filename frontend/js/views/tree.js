@@ -60,7 +60,7 @@ export class TreeView {
       leaf(d, 'Stream offset', String(event.offset)),
       leaf(d, 'Length', `${event.length} octet${event.length === 1 ? '' : 's'}`),
     ];
-    if (typeof event.ts === 'number') info.push(leaf(d, 'Time', `${event.ts.toFixed(6)} s`));
+    if (typeof event.ts === 'number') info.push(leaf(d, 'Time', captureTime(event.ts)));
     if (typeof event.t === 'number') info.push(leaf(d, 'Time', `${event.t.toFixed(3)} s`));
     if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(d, 'Packets', event.packets.join(', ')));
     if (typeof event.seq === 'number') info.push(leaf(d, 'Session seq', String(event.seq)));
@@ -112,6 +112,14 @@ export class TreeView {
       if (on && scroll && row.scrollIntoView) row.scrollIntoView({ block: 'nearest' });
     }
   }
+}
+
+/** A capture timestamp (seconds since the epoch) as a UTC date with microseconds, as Wireshark shows arrival times. */
+export function captureTime(ts) {
+  if (!(ts > 1e8 && ts < 1e11)) return `${ts.toFixed(6)} s`;
+  const us = Math.round(ts * 1e6);
+  const iso = new Date(Math.floor(us / 1e6) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+  return `${iso}.${String(us % 1e6).padStart(6, '0')} UTC`;
 }
 
 function leaf(d, name, value) {

@@ -1,0 +1,152 @@
+"""Fixtures of the browser tests: Debian's Chromium through Playwright, a real uvicorn server on a free
+127.0.0.1 port, pages that record script errors and dialogs, and the screenshot directories."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zmtplab.web import Settings, create_app
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+SHARED_CAPTURES = Path("/work/shared/captures")
+LOCAL_CAPTURES = REPO / "captures"
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1500, "height": 950}
+
+
+def capture_path(name: str) -> Path:
+    """A sample capture: the shared reference ones first, then the project's own."""
+    for directory in (SHARED_CAPTURES, LOCAL_CAPTURES):
+        path = directory / name
+        if path.is_file():
+            return path
+    raise AssertionError(f"sample capture {name} is missing from {SHARED_CAPTURES} and {LOCAL_CAPTURES}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """`uvicorn` serving the app on 127.0.0.1 (a free port) in a thread of this process."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.app = app
+        self.port = free_port()
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, name="browser-test-server", daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One real server for the browser tests: the repository's frontend, uploads in a temporary directory."""
+    logging.getLogger("zmtplab.peers").setLevel(logging.ERROR)
+    settings = Settings(data_dir=tmp_path_factory.mktemp("browser-data"), frontend_dir=REPO / "frontend",
+                        progress_interval=0.1, reap_interval=0.5)
+    server = LiveServer(create_app(settings)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class PageErrors:
+    """What went wrong in a page: uncaught exceptions, console errors and dialogs (none are expected)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.expected: list[str] = []  # substrings of console errors a test provokes on purpose
+
+    def console(self, msg: Any) -> None:
+        if msg.type == "error" and not any(s in msg.text for s in self.expected):
+            self.errors.append(msg.text)
+
+    def dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (own context) whose errors and dialogs are recorded in `page.problems`; the test fails if
+    any happened."""
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    pg.set_default_timeout(10_000)
+    pg.set_default_navigation_timeout(15_000)
+    problems = PageErrors()
+    pg.on("pageerror", lambda exc: problems.errors.append(str(exc)))
+    pg.on("console", problems.console)
+    pg.on("dialog", problems.dialog)
+    pg.problems = problems
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert not problems.dialogs, f"dialogs opened: {problems.dialogs}"
+    assert not problems.errors, f"errors in the page: {problems.errors}"
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Any:
+    """`artifacts(name)`: test-artifacts/<name>/ (created), where screenshots go."""
+
+    def make(name: str) -> Path:
+        path = ARTIFACTS / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def sample() -> Any:
+    """`sample(name)`: the path of a sample capture (see `capture_path`)."""
+    return capture_path
