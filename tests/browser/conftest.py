@@ -17,7 +17,7 @@ from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-SHARED_CAPTURES = Path("/work/shared/captures")
+SHARED_CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 LOCAL_CAPTURES = REPO / "captures"
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -25,7 +25,7 @@ from zmtplab.engine.commands import ping_body, ready_body
 from zmtplab.engine.framing import U64, encode_frame, encode_message
 from zmtplab.engine.greeting import encode_greeting
 
-SHARED = Path("/work/shared/captures")
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 OURS = Path(__file__).resolve().parents[2] / "captures"
 CAPTURES = sorted(SHARED.glob("*.pcapng")) + sorted(OURS.glob("*.pcapng"))
 VARIANTS = [(False, None), (True, None), (False, 8), (True, 8), (False, 0)]

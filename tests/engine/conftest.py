@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-CAPTURES = Path("/work/shared/captures")
+CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 
 # The server (bind) port of each scenario, from the captures' README table.
 SERVER_PORTS = {
