@@ -13,12 +13,12 @@ run: setup
 	$(BIN)/zmtplab serve
 
 test: setup
-	$(BIN)/ruff check backend tests benchmarks captures
+	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check backend tests benchmarks captures
+	$(BIN)/ruff check backend tests benchmarks captures docs
 
 setup: $(STAMPS)/system $(STAMPS)/python
 

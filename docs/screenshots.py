@@ -1,0 +1,83 @@
+"""Takes the README's screenshots: a real `zmtplab serve`, Debian's Chromium through Playwright.
+
+    .venv/bin/python docs/screenshots.py        # writes docs/img/*.png
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "img"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> int:
+    """Starts the server, visits each main view, saves a PNG of each."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-shots-")}
+    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--port", str(port)], env=env)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/api/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        OUT.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 950})
+            # Playground: a DEALER/ROUTER session played to its first message.
+            page.goto(f"{base}/index.html")
+            for side, kind in (("server", "ROUTER"), ("client", "DEALER")):
+                page.locator(f"fieldset.peer-{side} label.field",
+                             has=page.locator(".field-label:text-is('Socket')")).locator("select").select_option(kind)
+            page.click("button:text-is('Start session')")
+            page.wait_for_selector("#sequence .seq-row[data-index='3']", timeout=20000)
+            page.locator(".composer select").first.select_option("client")  # a DEALER may send first
+            page.fill("textarea[aria-label='Frame 1']", "Hello, class!")
+            page.click("button:text-is('Send message')")
+            page.wait_for_selector("#sequence .seq-row[data-index='5']", timeout=20000)
+            page.click("#sequence .seq-row[data-index='3']")
+            page.wait_for_timeout(400)
+            page.screenshot(path=str(OUT / "playground.png"))
+            # Capture viewer: dealer_router with the DEALER's READY selected.
+            page.goto(f"{base}/capture.html")
+            page.set_input_files("input[type=file]", str(ROOT / "captures" / "dealer_router.pcapng"))
+            page.wait_for_selector("#sequence .seq-row[data-index='3']", timeout=30000)
+            page.click("#sequence .seq-row[data-index='3']")
+            page.wait_for_timeout(600)
+            page.screenshot(path=str(OUT / "capture-viewer.png"))
+            # Lessons: the greeting lesson at its padding step.
+            page.goto(f"{base}/lessons.html?lesson=greeting&step=3")
+            page.wait_for_timeout(2500)
+            page.screenshot(path=str(OUT / "lessons.png"))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+    print(f"screenshots in {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
