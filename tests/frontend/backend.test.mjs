@@ -52,8 +52,8 @@ test('HTTP routes and their errors', async () => {
   await assert.rejects(api.capture('other'), /HTTP 500/);
   assert.equal(api.sessionExportUrl('s1', 'pcapng'), '/api/sessions/s1/export.pcapng');
   assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
-  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1');
-  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1');
+  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0');
+  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0');
   assert.equal(detailText(null, 413), 'the file is too large');
 });
 
@@ -183,9 +183,17 @@ test('the session websocket: messages in, commands out (queued until open)', () 
   ws.onmessage({ data: JSON.stringify({ type: 'error', detail: 'bad frame' }) });
   ws.onmessage({ data: JSON.stringify({ type: 'reset' }) });
   ws.onmessage({ data: '{' });
+  // ?batch=1: several messages in one websocket message, in order.
+  ws.onmessage({ data: JSON.stringify([
+    { type: 'event', event: { kind: 'frame', seq: 1 } },
+    { type: 'state', playing: false, speed: 1, position: 2, total: 9, closed: true },
+    { type: 'error', detail: 'rate limit: slow down' },
+  ]) });
   assert.equal(got.events[0].kind, 'greeting');
   assert.equal(got.states[0].total, 9);
-  assert.deepEqual(got.errors, ['bad frame', 'unreadable message from the server']);
+  assert.deepEqual(got.events.map((e) => e.seq), [0, 1]);
+  assert.equal(got.states[1].closed, true);
+  assert.deepEqual(got.errors, ['bad frame', 'unreadable message from the server', 'rate limit: slow down']);
   assert.equal(got.resets, 1);
 });
 

@@ -17,7 +17,7 @@ with warnings.catch_warnings():
 from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path("/work/shared/captures")
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 LOCAL = REPO / "captures"
 
 
@@ -31,7 +31,10 @@ def capture_files() -> list[Path]:
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"data_dir": data_dir, "frontend_dir": REPO / "frontend", "dissect_workers": 2,
-                              "progress_interval": 0.1, "reap_interval": 0.2}
+                              "progress_interval": 0.1, "reap_interval": 0.2,
+                              # every upload and session of a test comes from one address: the per-client
+                              # limits have their own tests (test_limits.py)
+                              "max_captures_per_client": 10_000, "max_sessions_per_client": 1000}
     values.update(overrides)
     return Settings(**values)
 

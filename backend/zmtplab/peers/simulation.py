@@ -53,12 +53,11 @@ counts. A new action after a rewind drops the replayed future (a new branch).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ..engine import Connection, ConnectionDissector
@@ -79,42 +78,45 @@ DEFAULT_MAX_STEPS = 10_000
 # ---------------------------------------------------------------- determinism of CURVE's randomness
 
 
-@contextlib.contextmanager
-def _seeded_crypto(rng: random.Random) -> Iterator[None]:
-    """CURVE's short-term keys, cookie keys and nonces from the simulation's generator (byte-for-byte replays)."""
-    try:
+_CURVE: Any = None  # (engine.curve, crypto_scalarmult_base), imported on first use
+
+
+def _curve() -> Any:
+    global _CURVE
+    if _CURVE is None:
         from nacl.bindings import crypto_scalarmult_base
 
         from ..engine import curve
-    except ImportError:  # pragma: no cover - curve.py is part of the engine
-        yield
-        return
-    saved = curve.random_bytes, curve.crypto_box_keypair
 
-    def random_bytes(size: int = 32) -> bytes:
-        return rng.randbytes(size)
-
-    def keypair() -> tuple[bytes, bytes]:
-        secret = rng.randbytes(32)
-        return crypto_scalarmult_base(secret), secret
-
-    curve.random_bytes, curve.crypto_box_keypair = random_bytes, keypair
-    try:
-        yield
-    finally:
-        curve.random_bytes, curve.crypto_box_keypair = saved
+        _CURVE = (curve, crypto_scalarmult_base)
+    return _CURVE
 
 
 def _deterministic(method: Callable) -> Callable:
+    always = method.__name__ in ("rewind", "inject", "add_peer")  # these may bring CURVE in
+
     @functools.wraps(method)
     def wrapper(self: Simulation, *args: Any, **kwargs: Any) -> Any:
-        if self._in_crypto:
+        if self._in_crypto or not (always or self._uses_curve()):
+            # Patching the engine's randomness is only needed while a CURVE handshake may run.
             return method(self, *args, **kwargs)
+        curve, crypto_scalarmult_base = _curve()
+        rng = self.rng
+        saved = curve.random_bytes, curve.crypto_box_keypair
+
+        def random_bytes(size: int = 32) -> bytes:
+            return rng.randbytes(size)
+
+        def keypair() -> tuple[bytes, bytes]:
+            secret = rng.randbytes(32)
+            return crypto_scalarmult_base(secret), secret
+
         self._in_crypto = True
+        curve.random_bytes, curve.crypto_box_keypair = random_bytes, keypair
         try:
-            with _seeded_crypto(self.rng):
-                return method(self, *args, **kwargs)
+            return method(self, *args, **kwargs)
         finally:
+            curve.random_bytes, curve.crypto_box_keypair = saved
             self._in_crypto = False
 
     return wrapper
@@ -736,6 +738,16 @@ class Simulation:
             if names == {peer_a, peer_b} and not link.closed:
                 return link
         return None
+
+    def _uses_curve(self) -> bool:
+        for peer in self.peers.values():
+            if peer.options.mechanism == "CURVE" or peer.overrides.get("mechanism") == "CURVE":
+                return True
+        return False
+
+    def idle(self) -> bool:
+        """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state())."""
+        return self._next_item() is None
 
     def state(self) -> dict[str, Any]:
         """Where the session stands: virtual time, bytes in flight per link direction, peers and connections."""

@@ -38,6 +38,7 @@ from .settings import Settings
 log = logging.getLogger(__name__)
 
 ID_RE = re.compile(r"^[0-9a-f]{32}$")
+PREVIEW_EVENTS = 5000  # a capture's first events, dissected and served first while the rest is dissected
 UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
 
 
@@ -67,6 +68,7 @@ class CaptureRecord:
     name: str
     size: int
     created: float
+    client: str = ""
     state: str = UPLOADED
     error: str | None = None
     percent: float = 0.0
@@ -74,6 +76,7 @@ class CaptureRecord:
     directory: Path = field(default_factory=Path)
     store: EventStore | None = None
     summary: dict[str, Any] | None = None
+    store_bytes: int = 0
     job: asyncio.Task | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -85,9 +88,14 @@ class CaptureRecord:
     def store_path(self) -> Path:
         return self.directory / "events.sqlite"
 
+    @property
+    def disk_bytes(self) -> int:
+        """What the capture takes on disk: the upload and, once dissected, its event store."""
+        return self.size + self.store_bytes
+
     def meta(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "size": self.size, "created": self.created,
-                "state": self.state, "error": self.error}
+                "client": self.client, "state": self.state, "error": self.error}
 
     def progress(self) -> dict[str, Any]:
         """The `{state, percent, detail}` message of the progress stream."""
@@ -105,6 +113,7 @@ class CaptureStore:
         self.settings = settings
         self.root = settings.captures_dir
         self.records: dict[str, CaptureRecord] = {}
+        self.uploading: dict[str, int] = {}  # client address -> uploads in progress
         self._executor: Executor | None = None
         self._queue: asyncio.Semaphore | None = None
         self._stopping = False
@@ -120,13 +129,15 @@ class CaptureStore:
             record = await asyncio.to_thread(self._reload, directory)
             if record is None:
                 continue
-            if record.state == DONE:
+            if record.state == DONE or (record.state == ERROR and record.store_path.exists()):
                 try:
                     record.store = await asyncio.to_thread(EventStore, record.store_path)
                     record.summary = record.store.summary
+                    record.store_bytes = _file_size(record.store_path)
                     record.percent = 100.0
                 except Exception:
-                    record.state = UPLOADED  # dissect it again
+                    if record.state == DONE:
+                        record.state = UPLOADED  # dissect it again
             self.records[record.id] = record
             if record.state == UPLOADED:
                 self._schedule(record)
@@ -166,7 +177,8 @@ class CaptureStore:
             shutil.rmtree(directory, ignore_errors=True)
             return None
         record = CaptureRecord(id=directory.name, name=str(meta.get("name", "capture")), size=int(meta.get("size", 0)),
-                               created=float(meta.get("created", time.time())), directory=directory)
+                               created=float(meta.get("created", time.time())), directory=directory,
+                               client=str(meta.get("client", "")))
         record.state = meta.get("state", UPLOADED)
         record.error = meta.get("error")
         (directory / "cancel").unlink(missing_ok=True)
@@ -192,24 +204,34 @@ class CaptureStore:
         """Removes the directory of an upload that failed."""
         shutil.rmtree(directory, ignore_errors=True)
 
-    async def add(self, capture_id: str, directory: Path, name: str, size: int) -> CaptureRecord:
-        """Registers a finished upload (its bytes already in `directory/capture`) and queues its dissection."""
+    async def add(self, capture_id: str, directory: Path, name: str, size: int, client: str = "") -> CaptureRecord:
+        """Registers a finished upload (its bytes already in `directory/capture`) and queues its dissection.
+
+        Raises OSError (a full disk) when its metadata cannot be written; nothing is registered then.
+        """
         record = CaptureRecord(id=capture_id, name=display_name(name), size=size, created=time.time(),
-                               directory=directory)
+                               directory=directory, client=client)
+        await asyncio.to_thread(self._write_meta, record, True)
         self.records[capture_id] = record
-        await asyncio.to_thread(self._write_meta, record)
         self._schedule(record)
         await self._evict(keep=capture_id)
         return record
 
-    def _write_meta(self, record: CaptureRecord) -> None:
+    def count_for(self, client: str) -> int:
+        """Captures this client address has stored or is uploading."""
+        return sum(1 for r in self.records.values() if r.client == client) + self.uploading.get(client, 0)
+
+    def _write_meta(self, record: CaptureRecord, strict: bool = False) -> None:
         path = record.directory / "meta.json"
         tmp = path.with_name("meta.json.tmp")
         try:
             tmp.write_text(json.dumps(record.meta()))
             os.replace(tmp, path)
-        except OSError:  # deleted meanwhile
-            pass
+        except OSError:  # deleted meanwhile, or the disk is full
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            if strict:
+                raise
 
     # ---- dissection
 
@@ -234,10 +256,16 @@ class CaptureStore:
             args = (str(record.capture_path), str(record.store_path), str(directory / "progress.json"),
                     str(directory / "cancel"))
             kwargs = {"store_max_body": s.store_max_body, "max_events": s.max_events_per_capture,
-                      "progress_interval": s.progress_interval}
+                      "progress_interval": s.progress_interval, "max_seconds": s.dissect_max_seconds,
+                      "time_limit": s.dissect_max_seconds}
             poller = asyncio.get_running_loop().create_task(self._poll_progress(record))
+            started = time.monotonic()
             try:
-                result = await self._run(args, kwargs)
+                result = await self._preview(record, args, kwargs)
+                if result is None:  # more than the preview holds: now the whole capture
+                    # in what is left of the time limit (it is the capture's, not each run's)
+                    left = s.dissect_max_seconds - (time.monotonic() - started)
+                    result = await self._run(args, {**kwargs, "max_seconds": max(left, 0.001)})
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the worker died: this capture fails, the others go on
@@ -253,7 +281,9 @@ class CaptureStore:
         with contextlib.suppress(OSError):
             (record.directory / "progress.json").unlink(missing_ok=True)
         changes: dict[str, Any]
-        if state == DONE:
+        preview = record.store  # the preview's store, served until now (None without a preview)
+        if state == DONE or (state == ERROR and result.get("partial")):
+            # A dissection stopped by a limit keeps what it read: the capture is `error`, its events readable.
             try:
                 store = await asyncio.to_thread(EventStore, record.store_path)
             except Exception as exc:
@@ -261,13 +291,50 @@ class CaptureStore:
             else:
                 record.store = store
                 record.summary = store.summary
-                changes = {"state": DONE, "error": result.get("error"), "percent": 100.0, "detail": ""}
+                record.store_bytes = _file_size(record.store_path)
+                changes = {"state": state, "error": result.get("error"), "percent": 100.0, "detail": ""}
         else:
             changes = {"state": ERROR, "error": result.get("error") or "dissection failed"}
         for key, value in changes.items():
             setattr(record, key, value)
+        if preview is not None and preview is not record.store:
+            self._retire_preview(record, preview)
         await asyncio.to_thread(self._write_meta, record)
         self._set(record)
+        await self._evict(keep=record.id)  # its event store counts towards the stored bytes too
+
+    async def _preview(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+        """Dissects the first `PREVIEW_EVENTS` events into a store of their own and serves it (the capture
+        still `dissecting`) while the whole capture is dissected: a big capture shows its first elements
+        within a second or two. Returns the result when that was the whole capture (or it failed), else None.
+        The preview is a prefix of the full dissection, so element indexes stay valid when it is replaced."""
+        capture, store_path, progress, cancel = args
+        limit = PREVIEW_EVENTS
+        path = record.directory / "preview.sqlite"
+        result = await self._run((capture, str(path), progress, cancel), {**kwargs, "max_events": limit})
+        state = result.get("state")
+        if state != DONE or result.get("events", 0) < limit or kwargs.get("max_events", limit + 1) <= limit:
+            if path.exists() and (state == DONE or result.get("partial")):
+                await asyncio.to_thread(os.replace, path, store_path)  # all there is: the preview is the result
+            return result
+        try:
+            store = await asyncio.to_thread(EventStore, path)
+        except Exception:
+            log.exception("the preview of %s could not be read", record.id)
+            return None
+        if record.id not in self.records or self._stopping:
+            store.close()
+            return {"state": "cancelled", "error": "cancelled", "events": 0}
+        record.store = store
+        record.summary = store.summary
+        self._set(record, detail=f"showing the first {limit:,} elements")
+        return None
+
+    def _retire_preview(self, record: CaptureRecord, preview: EventStore) -> None:
+        """Closes a replaced preview store once requests that may still be reading it are over."""
+        with contextlib.suppress(OSError):
+            (record.directory / "preview.sqlite").unlink(missing_ok=True)  # open handles keep reading
+        asyncio.get_running_loop().call_later(10.0, preview.close)
 
     async def _run(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         """Runs one dissection in the pool. When a worker process dies (killed, out of memory) every
@@ -376,14 +443,17 @@ class CaptureStore:
     async def _evict(self, keep: str | None = None) -> None:
         """Deletes the oldest captures while there are too many or they take too much space."""
         oldest = sorted((r for r in self.records.values() if r.id != keep), key=lambda r: r.created)
-        total = sum(r.size for r in self.records.values())
+        total = sum(r.disk_bytes for r in self.records.values())
         count = len(self.records)
         for record in oldest:
             if count <= self.settings.max_captures and total <= self.settings.max_total_bytes:
                 break
+            if record.id not in self.records:
+                continue
+            log.info("evicting capture %s (%d captures, %d bytes stored)", record.id, count, total)
             await self.delete(record.id)
             count -= 1
-            total -= record.size
+            total -= record.disk_bytes
 
     async def expire(self) -> int:
         """Deletes captures older than the configured lifetime; returns how many went."""
@@ -393,6 +463,13 @@ class CaptureStore:
             with contextlib.suppress(CaptureNotFound):
                 await self.delete(capture_id)
         return len(old)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _ingest(args: tuple, kwargs: dict) -> dict[str, Any]:

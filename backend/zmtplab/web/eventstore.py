@@ -260,14 +260,23 @@ class StoreWriter:
             self.path.unlink(missing_ok=True)
 
 
-class _CountingReader:
-    """A read-only file wrapper that remembers how far it got (for progress)."""
+class TimeLimit(Exception):
+    """The dissection took longer than the server allows (raised from the capture reader or the event loop)."""
 
-    def __init__(self, f: Any) -> None:
+
+class _CountingReader:
+    """A read-only file wrapper that remembers how far it got (for progress) and enforces a deadline:
+    a read after `deadline` (time.monotonic) raises `TimeLimit`, so even a capture whose packets
+    hold no ZMTP event at all cannot keep a worker busy longer than that."""
+
+    def __init__(self, f: Any, deadline: float | None = None) -> None:
         self._f = f
         self.pos = 0
+        self.deadline = deadline
 
     def read(self, n: int = -1) -> bytes:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeLimit()
         data = self._f.read(n)
         self.pos += len(data)
         return data
@@ -280,12 +289,15 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
 
 
 def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, store_max_body: int,
-                   max_events: int, progress_interval: float) -> dict[str, Any]:
+                   max_events: int, progress_interval: float, max_seconds: float | None = None,
+                   time_limit: float | None = None) -> dict[str, Any]:
     """Dissects `capture` into a store at `store` (worker process or thread entry point).
 
     Writes `{state, percent, detail}` to the `progress` file as it goes and stops when the
     `cancel` file appears. Returns `{"state": "done"|"error", "error": str|None, "events": n}`;
-    never raises for a bad capture (that is the "error" state).
+    never raises for a bad capture (that is the "error" state). After `max_seconds` it stops
+    and returns `{"state": "error", "partial": True, ...}` with a store of what it read so far
+    (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`).
     """
     store_path, progress_path, cancel_path = Path(store), Path(progress), Path(cancel)
     tmp_path = store_path.with_name(store_path.name + ".building")
@@ -303,25 +315,35 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     def report(percent: float) -> None:
         _write_json(progress_path, {"state": "dissecting", "percent": round(percent, 1), "detail": ""})
 
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    timed_out = False
     try:
         report(0)
         with open(capture, "rb") as raw:
-            counting = _CountingReader(raw)
-            for n, ev in enumerate(dissect_capture(counting, with_fields=True, max_body=store_max_body,
-                                                   result=result)):
-                writer.add(ev)
-                if not n & 1023:
-                    now = time.monotonic()
-                    if now - last >= progress_interval:
-                        last = now
-                        if os.path.exists(cancel_path):
-                            raise Cancelled()
-                        report(min(99.0, 100.0 * counting.pos / size))
-                if writer.total >= max_events:
-                    error = f"stopped after {max_events} events (the server's limit per capture)"
-                    break
+            counting = _CountingReader(raw, deadline)
+            try:
+                for n, ev in enumerate(dissect_capture(counting, with_fields=True, max_body=store_max_body,
+                                                       result=result)):
+                    writer.add(ev)
+                    if not n & 63:
+                        now = time.monotonic()
+                        if deadline is not None and now > deadline:
+                            raise TimeLimit()
+                        if not n & 1023 and now - last >= progress_interval:
+                            last = now
+                            if os.path.exists(cancel_path):
+                                raise Cancelled()
+                            report(min(99.0, 100.0 * counting.pos / size))
+                    if writer.total >= max_events:
+                        error = f"stopped after {max_events} events (the server's limit per capture)"
+                        break
+            except TimeLimit:
+                timed_out = True
+                error = (f"the dissection took longer than the server's limit of {time_limit or max_seconds:g} s "
+                         "and was stopped "
+                         f"at byte {counting.pos} of {size}; the events read until then are kept")
         error = error or result.error
-        summary = writer.finish(result, error)
+        summary = writer.finish(None if timed_out else result, error)
         os.replace(tmp_path, store_path)
     except Cancelled:
         writer.abort()
@@ -337,6 +359,8 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     except Exception as exc:  # a bug in the dissector must not take the server down
         writer.abort()
         return {"state": "error", "error": f"dissection failed: {type(exc).__name__}: {exc}", "events": 0}
+    if timed_out:
+        return {"state": "error", "error": error, "events": summary["events"], "partial": True}
     if error and not summary["events"] and not result.connections:
         return {"state": "error", "error": error, "events": 0}  # nothing readable at all
     return {"state": "done", "error": error, "events": summary["events"]}

@@ -8,7 +8,13 @@ as they pass: the browser sees exactly what crossed the wire, whoever produced i
 Because every byte goes through the tap, the session controls the wire: `pause` holds
 bytes in the tap (the peers feel TCP backpressure), `step` lets the next held chunk
 through, `play` releases everything. Faults act on the wire too: `corrupt_byte`,
-`split_writes`, `delay` and `close`. A real session cannot step back.
+`split_writes`, `delay` and `close`; `kill` makes one peer die at once, as if its process
+had been killed (whatever it had not yet written is lost). A real session cannot step back.
+
+When the tap cannot reach the server (it was killed, or stopped listening), it reports an
+`expert` event "target ... unreachable", stops listening (so a reconnecting client is refused
+by the kernel instead of spinning through the tap), and the session's state says `closed`.
+At most `session_max_connections` connections go through the tap at once.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 64 * 1024
 SEND_TIMEOUT = 5.0
-FAULTS = ("corrupt_byte", "split_writes", "delay", "close")
+FAULTS = ("corrupt_byte", "split_writes", "delay", "close", "kill")
 SIMULATED_ONLY = ("wrong_mechanism", "stop_pong")
 
 
@@ -96,6 +102,12 @@ class _LabSide:
             self.drain.cancel()
         await self.peer.close(linger=0)
 
+    async def kill(self) -> None:
+        """Dies at once: its connections are aborted, unwritten output is lost."""
+        for proto in list(self.peer._protocols.values()):
+            proto.abort()
+        await self.close()
+
 
 class _ZmqSide:
     """A real libzmq socket (pyzmq's asyncio flavour)."""
@@ -142,6 +154,10 @@ class _ZmqSide:
         # term() waits for libzmq's I/O thread: never on the event loop.
         await asyncio.wait_for(asyncio.to_thread(self.context.destroy, 0), 5.0)
 
+    async def kill(self) -> None:
+        """Dies at once: linger 0 drops whatever libzmq had not yet written."""
+        await self.close()
+
 
 class TcpRuntime:
     """Drives a `tcp` session (see the module docstring)."""
@@ -156,7 +172,11 @@ class TcpRuntime:
         self.client: _LabSide | _ZmqSide | None = None
         self.tap: asyncio.AbstractServer | None = None
         self.server_port = 0
-        self.links: dict[str, _Link] = {}
+        self.links: dict[str, _Link] = {}  # open connections (closed ones are forgotten)
+        self.connections = 0  # connections the tap has carried
+        self.killed: set[str] = set()
+        self.tap_port = 0
+        self.target_lost = False
         self.held: deque[_Held] = deque()
         self.faults: list[tuple[str, dict[str, Any]]] = []
         self._ids = itertools.count()
@@ -195,7 +215,7 @@ class TcpRuntime:
             self.server = _LabSide(peer)
             self.server_port = int(endpoint.rsplit(":", 1)[1])
         self.tap = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        tap_port = self.tap.sockets[0].getsockname()[1]
+        tap_port = self.tap_port = self.tap.sockets[0].getsockname()[1]
         endpoint = f"tcp://127.0.0.1:{tap_port}"
         if cfg.client.libzmq:
             self.client = self._zmq_client(cfg.client, keys, endpoint)
@@ -275,16 +295,24 @@ class TcpRuntime:
     # ---- the tap
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._closed:
+        if self._closed or self.target_lost:
             writer.close()
+            return
+        limit = self.settings.session_max_connections
+        if len(self.links) >= limit:
+            self.session.error(f"a connection to the tap was refused: the session has {limit} open connections, "
+                               "its limit")
+            writer.transport.abort()
             return
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.server_port)
-        except OSError as exc:
-            self.session.error(f"the tap could not reach the server: {exc}")
-            writer.close()
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.server_port),
+                                                          SEND_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            self._target_lost(str(exc) or type(exc).__name__)
+            writer.transport.abort()
             return
         conn = str(next(self._ids))
+        self.connections += 1
         link = _Link(conn, {"c2s": up_writer, "s2c": writer})
         self.links[conn] = link
         client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
@@ -292,6 +320,24 @@ class TcpRuntime:
         self.session.add_connection(conn, (client_addr[0], client_addr[1]), ("127.0.0.1", self.server_port), now)
         link.tasks = [asyncio.create_task(self._pump(link, "c2s", reader)),
                       asyncio.create_task(self._pump(link, "s2c", up_reader))]
+        for task in link.tasks:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        self.session.push_state()
+
+    def _target_lost(self, why: str) -> None:
+        """The server cannot be reached: say so once, as an expert event and an error, and stop listening."""
+        if self.target_lost:
+            return
+        self.target_lost = True
+        conn = str(next(self._ids))
+        text = f"target 127.0.0.1:{self.server_port} unreachable: {why}; the tap stopped listening"
+        self.session.add_events([{"conn": conn, "dir": "c2s", "offset": 0, "length": 0, "kind": "expert",
+                                  "severity": "error", "text": text, "fields": [], "t": round(self._now(), 6)}])
+        self.session.error(f"the tap could not reach the server ({why}): it stopped listening. Reset the session "
+                           "to start its peers again")
+        if self.tap is not None:
+            self.tap.close()
         self.session.push_state()
 
     async def _pump(self, link: _Link, direction: str, reader: asyncio.StreamReader) -> None:
@@ -405,11 +451,15 @@ class TcpRuntime:
             self.held.remove(item)
             if not item.done.done():
                 item.done.set_result(None)
+        if self.links.get(link.conn) is link and not self._closed:
+            del self.links[link.conn]  # its pump tasks end by themselves now that the writers are closed
         self.session.push_state()
 
     # ---- commands
 
     async def send(self, side: str, frames: list[bytes]) -> None:
+        if side in self.killed:
+            raise SessionError(f"the {side} was killed; reset the session to start it again")
         target = self.server if side == "server" else self.client
         if target is None:
             raise SessionError("the session is not running")
@@ -441,6 +491,9 @@ class TcpRuntime:
             raise SessionError(f"unknown fault {name!r}; one of {', '.join(FAULTS + SIMULATED_ONLY)}")
         if args.get("dir") not in (None, "c2s", "s2c"):
             raise SessionError("dir is 'c2s' or 's2c'")
+        if name == "kill":
+            await self._kill(args.get("peer", args.get("side", "server")))
+            return
         if name == "close":
             for link in list(self.links.values()):
                 for writer in link.writers.values():
@@ -450,6 +503,17 @@ class TcpRuntime:
             return
         self.faults.append((name, dict(args)))
 
+    async def _kill(self, side: Any) -> None:
+        if side not in ("server", "client"):
+            raise SessionError("side is 'server' or 'client'")
+        if side in self.killed:
+            raise SessionError(f"the {side} is already dead")
+        target = self.server if side == "server" else self.client
+        if target is None:
+            raise SessionError("the session is not running")
+        self.killed.add(side)
+        await target.kill()
+
     def position(self) -> int:
         return len(self.session.events)
 
@@ -457,7 +521,13 @@ class TcpRuntime:
         return len(self.session.events)
 
     def closed(self) -> bool:
-        return self._closed
+        """True once the runtime stopped, or when connections came and went and none is open now
+        while nobody can open a new one (a peer was killed, or the tap lost its target)."""
+        if self._closed:
+            return True
+        if self.links:
+            return False
+        return self.connections > 0 or self.target_lost
 
     async def close(self) -> None:
         if self._closed:
@@ -479,7 +549,9 @@ class TcpRuntime:
                     writer.transport.abort()
             for task in link.tasks:
                 task.cancel()
-        tasks = [t for link in self.links.values() for t in link.tasks]
+        tasks = [*self._tasks]
+        for task in tasks:
+            task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self.tap is not None:

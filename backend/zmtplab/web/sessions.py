@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import orjson
 
 from ..capture.pcapwriter import PcapngWriter
 from .models import FaultCommand, SessionCreate
@@ -35,7 +38,6 @@ log = logging.getLogger(__name__)
 SERVER_IP, CLIENT_IP = "127.0.0.1", "127.0.0.1"
 SIM_SERVER_PORT = 25555
 SIM_CLIENT_PORT = 40000
-MAX_WIRE_BYTES = 64 * 1024 * 1024  # bytes of wire log kept for the pcapng export
 
 
 class SessionError(Exception):
@@ -46,7 +48,11 @@ class SessionConfigError(ValueError):
     """A session configuration that cannot run (answered with 422)."""
 
 
-@dataclass
+class TooManySessions(OverflowError):
+    """The server, or this client, runs as many sessions as it may (answered with 429)."""
+
+
+@dataclass(slots=True)
 class WireChunk:
     """Bytes that crossed one direction of one connection at time `t` (seconds since the session start)."""
 
@@ -86,36 +92,116 @@ class Runtime(Protocol):
     def closed(self) -> bool: ...
 
 
-class Subscriber:
-    """One websocket's queue of outgoing messages."""
+class EventLog:
+    """A session's events as JSON text, in order: the newest in a list, older ones in zlib-compressed
+    blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands)."""
 
-    def __init__(self, limit: int) -> None:
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    BLOCK = 256
+
+    def __init__(self) -> None:
+        self.blocks: list[bytes] = []
+        self.tail: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.blocks) * self.BLOCK + len(self.tail)
+
+    def append(self, text: str) -> None:
+        self.tail.append(text)
+        if len(self.tail) >= self.BLOCK:
+            # JSON text never holds a raw newline: it separates the events of a block.
+            self.blocks.append(zlib.compress("\n".join(self.tail).encode(), 1))
+            self.tail = []
+
+    @staticmethod
+    def _unpack(block: bytes) -> list[str]:
+        return zlib.decompress(block).decode().split("\n")
+
+    def __iter__(self) -> Iterator[str]:
+        for block in self.blocks:
+            yield from self._unpack(block)
+        yield from self.tail
+
+    def truncate(self, count: int) -> None:
+        """Keeps the first `count` events."""
+        if count >= len(self):
+            return
+        k, r = divmod(max(count, 0), self.BLOCK)
+        if k < len(self.blocks):
+            self.tail = self._unpack(self.blocks[k])[:r]
+            del self.blocks[k:]
+        else:
+            del self.tail[r:]
+
+    def clear(self) -> None:
+        self.blocks.clear()
+        self.tail.clear()
+
+
+class Subscriber:
+    """One websocket's queue of outgoing messages, each already JSON text."""
+
+    def __init__(self, limit: int, logs: bool = True) -> None:
+        self.items: deque[str] = deque()
         self.limit = limit
+        self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.overflowed = False
+        self.ended = False
+        self._ready = asyncio.Event()
 
     def put(self, message: dict[str, Any]) -> None:
-        if self.overflowed:
+        self.put_text(dumps(message))
+
+    def put_text(self, text: str) -> None:
+        if self.ended:
             return
-        if self.queue.qsize() >= self.limit:
+        if len(self.items) >= self.limit:
             # A browser that does not read its socket loses it rather than the server's memory.
             self.overflowed = True
-            self.queue.put_nowait(None)
+            self.items.clear()
+            self.end()
             return
-        self.queue.put_nowait(message)
+        self.items.append(text)
+        self._ready.set()
+
+    def end(self) -> None:
+        """No more messages: the socket closes once what is queued has been sent."""
+        self.ended = True
+        self._ready.set()
+
+    async def take(self, most: int) -> list[str] | None:
+        """Waits for messages and returns those queued (at most `most`); None once ended and drained."""
+        while not self.items:
+            if self.ended:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        items = self.items
+        if len(items) <= most:
+            out = list(items)
+            items.clear()
+            return out
+        return [items.popleft() for _ in range(most)]
+
+    def take_nowait(self, most: int) -> list[str]:
+        """What is queued now (at most `most`), without waiting."""
+        items = self.items
+        return [items.popleft() for _ in range(min(most, len(items)))]
 
 
 class Session:
     """One playground session (see the module docstring)."""
 
     def __init__(self, session_id: str, config: SessionCreate, settings: Settings,
-                 runtime_factory: Callable[[Session], Runtime]) -> None:
+                 runtime_factory: Callable[[Session], Runtime], client: str = "") -> None:
         self.id = session_id
         self.config = config
         self.settings = settings
+        self.client = client
+        self.messages = 0  # messages and faults carried since the start (or the last reset)
+        self.sent_bytes = 0
         self.created = time.time()
         self.wall0 = self.created
-        self.events: list[dict[str, Any]] = []
+        self.events = EventLog()
         self.wire: list[WireChunk] = []
         self.wire_bytes = 0
         self.endpoints: dict[str, ConnEndpoints] = {}
@@ -127,6 +213,7 @@ class Session:
         self.runtime: Runtime = runtime_factory(self)
         self.lock = asyncio.Lock()
         self.events_dropped = 0
+        self._state_scheduled = False
 
     # ---- called by runtimes
 
@@ -140,17 +227,19 @@ class Session:
                                     f"{self.settings.session_max_events} events; later ones are not shown"})
                 continue
             ev["seq"] = len(self.events)
-            self.events.append(ev)
-            self.broadcast({"type": "event", "event": ev})
+            text = dumps(ev)
+            self.events.append(text)
+            if self.subscribers:
+                self.broadcast_text('{"type":"event","event":' + text + "}")
 
     def truncate_events(self, count: int) -> None:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
         state message says `position` (events with `seq` >= position are gone)."""
-        del self.events[count:]
+        self.events.truncate(count)
 
     def add_wire(self, conn: str, direction: str, data: bytes, t: float) -> None:
         """Records bytes that crossed the wire (kept for the export, up to a limit)."""
-        if not data or self.wire_bytes + len(data) > MAX_WIRE_BYTES:
+        if not data or self.wire_bytes + len(data) > self.settings.session_max_wire_bytes:
             return
         self.wire_bytes += len(data)
         self.wire.append(WireChunk(conn, direction, bytes(data), t))
@@ -176,24 +265,45 @@ class Session:
                 "total": r.total(), "closed": r.closed()}
 
     def push_state(self) -> None:
-        self.broadcast(self.state())
+        """Sends the state soon: every change within one turn of the event loop makes one state message,
+        computed when it is sent (so its `position` covers every event sent before it)."""
+        if self._state_scheduled or not self.subscribers:
+            return
+        self._state_scheduled = True
+        asyncio.get_running_loop().call_soon(self._flush_state)
+
+    def _flush_state(self) -> None:
+        self._state_scheduled = False
+        if not self.ended:
+            self.broadcast(self.state())
 
     def error(self, detail: str) -> None:
         """Tells every subscriber about a problem that is not an answer to one of its commands."""
         self.broadcast({"type": "error", "detail": detail})
 
     def broadcast(self, message: dict[str, Any]) -> None:
+        if self.subscribers:
+            self.broadcast_text(dumps(message))
+
+    def broadcast_text(self, text: str) -> None:
         for sub in list(self.subscribers):
-            sub.put(message)
+            sub.put_text(text)
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """A `log` message (what else happened in a simulated session) for the subscribers that want them."""
+        subs = [sub for sub in self.subscribers if sub.logs]
+        if subs:
+            text = '{"type":"log","entry":' + dumps(entry) + "}"
+            for sub in subs:
+                sub.put_text(text)
 
     # ---- subscribers
 
-    def subscribe(self) -> Subscriber:
+    def subscribe(self, logs: bool = True) -> Subscriber:
         """A new subscriber that first gets the events so far and the state."""
-        sub = Subscriber(limit=self.settings.session_max_events + 1000)
-        for ev in self.events:
-            sub.queue.put_nowait({"type": "event", "event": ev})
-        sub.queue.put_nowait(self.state())
+        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs)
+        sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
+        sub.put(self.state())
         self.subscribers.add(sub)
         self.touch()
         return sub
@@ -218,7 +328,7 @@ class Session:
         with contextlib.suppress(Exception):
             await self.runtime.close()
         for sub in list(self.subscribers):
-            sub.queue.put_nowait(None)
+            sub.end()
 
     async def reset(self) -> None:
         """Starts over: new peers, no events."""
@@ -229,6 +339,8 @@ class Session:
         self.wire_bytes = 0
         self.endpoints.clear()
         self.events_dropped = 0
+        self.messages = 0
+        self.sent_bytes = 0
         self.wall0 = time.time()
         self.broadcast({"type": "reset"})
         self.runtime = self._runtime_factory(self)
@@ -243,7 +355,14 @@ class Session:
                 raise SessionError("the session has ended")
             r = self.runtime
             if kind == "send":
-                await r.send(cmd.from_, self._frames(cmd.frames, cmd.hex))
+                frames = self._frames(cmd.frames, cmd.hex)
+                self._count_message()
+                size = sum(len(f) for f in frames)
+                if self.sent_bytes + size > self.settings.session_max_sent_bytes:
+                    raise SessionError(f"this session has carried its limit of {self.settings.session_max_sent_bytes}"
+                                       " octets of messages; reset it or start a new session")
+                self.sent_bytes += size
+                await r.send(cmd.from_, frames)
             elif kind == "play":
                 await r.play()
             elif kind == "pause":
@@ -258,10 +377,18 @@ class Session:
                 await self.reset()
             elif kind == "fault":
                 assert isinstance(cmd, FaultCommand)
+                self._count_message()
                 await r.fault(cmd.fault, cmd.args)
             else:  # pragma: no cover - the model admits nothing else
                 raise SessionError(f"unknown command {kind!r}")
         self.push_state()
+
+    def _count_message(self) -> None:
+        limit = self.settings.session_max_messages
+        if self.messages >= limit:
+            raise SessionError(f"this session has carried its limit of {limit} messages and faults; "
+                               "reset it or start a new session")
+        self.messages += 1
 
     def _frames(self, frames: list[str], as_hex: bool) -> list[bytes]:
         if len(frames) > self.settings.session_max_frames:
@@ -284,13 +411,14 @@ class Session:
 
     # ---- export
 
-    def export_json(self) -> dict[str, Any]:
+    def export_json(self) -> str:
+        """The configuration (passwords hidden) and every event, as JSON text."""
         config = self.config.model_dump(by_alias=True)
         for side in ("server", "client"):
             if config[side].get("password"):
                 config[side]["password"] = "***"
-        return {"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0,
-                "events": self.events}
+        head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
+        return head[:-1] + ',"events":[' + ",".join(self.events) + "]}"
 
     def export_pcapng(self) -> bytes:
         """The session's bytes as a capture: one synthetic TCP connection per session connection."""
@@ -349,14 +477,23 @@ class SessionManager:
         SimulatedRuntime.check(config)
         return lambda session: SimulatedRuntime(session, config, self.settings)
 
-    async def create(self, config: SessionCreate) -> Session:
-        """A new, started session; `SessionConfigError` for a configuration that cannot run."""
-        if len(self.sessions) >= self.settings.max_sessions:
+    def count_for(self, client: str) -> int:
+        """Sessions this client address runs."""
+        return sum(1 for s in self.sessions.values() if s.client == client and not s.ended)
+
+    async def create(self, config: SessionCreate, client: str = "") -> Session:
+        """A new, started session; `SessionConfigError` for a configuration that cannot run,
+        `TooManySessions` when the server or this client already runs as many as it may."""
+        s = self.settings
+        if len(self.sessions) >= s.max_sessions or self.count_for(client) >= s.max_sessions_per_client:
             await self.reap()
-            if len(self.sessions) >= self.settings.max_sessions:
-                raise OverflowError(f"the server runs at most {self.settings.max_sessions} sessions at once")
+            if len(self.sessions) >= s.max_sessions:
+                raise TooManySessions(f"the server runs at most {s.max_sessions} sessions at once; try again later")
+            if self.count_for(client) >= s.max_sessions_per_client:
+                raise TooManySessions(f"this address already runs {s.max_sessions_per_client} sessions (the limit); "
+                                      "close one (its page) and try again")
         factory = self._factory(config)
-        session = Session(uuid.uuid4().hex, config, self.settings, factory)
+        session = Session(uuid.uuid4().hex, config, self.settings, factory, client)
         try:
             await session.start()
         except (SessionConfigError, SessionError, ValueError) as exc:
@@ -390,5 +527,5 @@ class SessionManager:
 
 
 def dumps(message: dict[str, Any]) -> str:
-    """A websocket message as JSON text."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    """A websocket message (or an event) as compact JSON text."""
+    return orjson.dumps(message).decode()

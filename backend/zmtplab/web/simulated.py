@@ -28,6 +28,9 @@ from .settings import Settings
 log = logging.getLogger(__name__)
 
 MAX_STEPS_PER_ELEMENT = 64  # deliveries without a new element before a step gives up (e.g. an idle session)
+MAX_ELEMENTS_PER_TURN = 256  # elements a playing session catches up on before it lets others run
+MAX_BACKLOG = 1.0  # seconds of playback a session that fell behind catches up on at most
+LIVE = 0.002  # an interval shorter than this (a timer's resolution) plays whatever is ready at once
 # The browser's fault names (frontend/js/core/session.js) -> the simulation's (peers/faults.py).
 FAULT_ALIASES = {"corrupt_byte": "corrupt", "split_writes": "split", "stop_pong": "stop_answering"}
 WIRE = frozenset(WIRE_KINDS)
@@ -95,7 +98,9 @@ class SimulatedRuntime:
         """Passes the simulation's new log entries on; returns how many elements they held."""
         session = self.session
         entries = self.sim.events[self.consumed:]
-        self.consumed = len(self.sim.events)
+        # The session keeps the elements (as JSON); the simulation's copies can go (rewind rebuilds them).
+        del self.sim.events[:]
+        self.consumed = 0
         elements = 0
         for entry in entries:  # in the simulation's order: a message before the `recv` it caused
             entry = _renumbered(entry)
@@ -104,7 +109,7 @@ class SimulatedRuntime:
                 elements += 1
                 continue
             self._link_entry(entry)
-            session.broadcast({"type": "log", "entry": entry})
+            session.log(entry)
         self.high_water = max(self.high_water, len(session.events))
         return elements
 
@@ -135,16 +140,35 @@ class SimulatedRuntime:
         return added
 
     def _idle(self) -> bool:
-        return bool(self.sim.state()["idle"])
+        return self.sim.idle()
 
     async def _play_loop(self) -> None:
+        """Plays one element every `sim_step_interval / speed` seconds, on a schedule: a session that
+        woke late (a busy server, a fast speed) plays every element that is due in one turn. At the
+        highest speeds (an interval under `LIVE`) it plays whatever is ready as soon as it is ready:
+        elements reach the browser as fast as the traffic arrives."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while not self._closed:
             if not self.playing:
                 self._wake.clear()
                 await self._wake.wait()
+                due = loop.time()
                 continue
+            interval = self.settings.sim_step_interval / self.speed
+            live = interval < LIVE
+            now = loop.time()
+            due = max(due, now - MAX_BACKLOG)
+            added = 0
             try:
-                added = self._advance()
+                for _ in range(MAX_ELEMENTS_PER_TURN):
+                    step = self._advance()
+                    added += step
+                    if not step:
+                        break
+                    due += interval
+                    if (due > now and not live) or not self.playing:
+                        break
             except Exception as exc:  # a bug must not leave a session spinning
                 log.exception("simulation step failed")
                 self.playing = False
@@ -153,12 +177,17 @@ class SimulatedRuntime:
                 continue
             if added:
                 self.session.push_state()
-            if not added and self._idle():
+            elif self._idle():
+                # Nothing scheduled: sleep until a command pokes us (or a second passes, to be safe).
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+                timer = loop.call_later(1.0, self._wake.set)
+                await self._wake.wait()
+                timer.cancel()
+                due = loop.time()
                 continue
-            await asyncio.sleep(self.settings.sim_step_interval / self.speed)
+            else:
+                due = now + interval
+            await asyncio.sleep(0.0 if live else max(0.0, due - loop.time()))
 
     def _poke(self) -> None:
         self._wake.set()
@@ -202,7 +231,8 @@ class SimulatedRuntime:
         # On the event loop on purpose: the simulation seeds CURVE's randomness by patching the engine
         # module while it runs, which must never overlap real (tcp) sessions' handshakes in another thread.
         events = self.sim.rewind(to_step=target)
-        self.consumed = len(events)
+        del self.sim.events[:]
+        self.consumed = 0
         session = self.session
         # The rewound log is a prefix of the old one: keep as many elements, rebuild the wire bytes.
         session.wire.clear()
@@ -223,6 +253,8 @@ class SimulatedRuntime:
     async def fault(self, name: str, args: dict[str, Any]) -> None:
         from ..peers.faults import FAULTS
 
+        if name == "kill":
+            raise SessionError("the fault 'kill' needs a real session (mode 'tcp'); here try 'close'")
         fault = FAULT_ALIASES.get(name, name)
         if fault not in FAULTS:
             names = sorted({*FAULTS, *FAULT_ALIASES})

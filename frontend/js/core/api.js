@@ -34,6 +34,8 @@ export function detailText(body, status) {
   if (Array.isArray(d)) return d.map((e) => (e && e.msg ? `${(e.loc || []).join('.')}: ${e.msg}` : JSON.stringify(e))).join('; ');
   if (status === 413) return 'the file is too large';
   if (status === 415) return 'not a capture file (pcap or pcapng expected)';
+  if (status === 429) return 'too many at once from this address: try again later';
+  if (status === 507) return 'the server has no disk space left for this file';
   return `HTTP ${status}`;
 }
 

@@ -1,7 +1,8 @@
 // A playground session's websocket, over an injected WebSocket constructor. DOM-free.
 //
 // Server -> browser: {type: "event", event}, {type: "state", playing, speed,
-//   position, total, closed}, {type: "error", detail}, {type: "reset"}.
+//   position, total, closed}, {type: "error", detail}, {type: "reset"}; with
+//   ?batch=1 a websocket message may hold an array of them, in order.
 // Browser -> server: {type: "send", from, frames, hex}, {type: "play"},
 //   {type: "pause"}, {type: "step"}, {type: "step_back"}, {type: "speed", value},
 //   {type: "reset"}, {type: "fault", fault, args}.
@@ -13,6 +14,7 @@ export const FAULTS = [
   { fault: 'wrong_mechanism', label: 'Wrong mechanism', help: 'announce a different security mechanism in the greeting' },
   { fault: 'stop_pong', label: 'Stop answering PING', help: 'the peer stops sending PONG' },
   { fault: 'close', label: 'Close the connection', help: 'drop the TCP connection now' },
+  { fault: 'kill', label: 'Kill the peer', help: 'the peer dies at once, whatever it was writing (real TCP sessions)' },
 ];
 
 export function openSession({ WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose }) {
@@ -34,6 +36,10 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
       if (onError) onError(`unreadable message from the server`);
       return;
     }
+    if (Array.isArray(msg)) for (const m of msg) dispatch(m);
+    else dispatch(msg);
+  };
+  function dispatch(msg) {
     switch (msg && msg.type) {
       case 'event':
         if (msg.event && onEvent) onEvent(msg.event);
@@ -50,7 +56,7 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
       default:
         break;
     }
-  };
+  }
   ws.onclose = (e) => {
     open = false;
     if (!closed && onClose) onClose(e && e.code, e && e.reason);

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import shutil
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -14,6 +16,7 @@ from ...engine.events import WIRE_KINDS
 from ..captures import CaptureNotFound, CaptureNotReady
 from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
 from ..eventstore import public
+from ..limits import client_address
 from ..models import (
     CaptureCreated,
     CaptureSummary,
@@ -55,20 +58,57 @@ def _dumps(obj: Any) -> bytes:
              openapi_extra=UPLOAD_BODY,
              responses={413: {"model": ErrorResponse, "description": "larger than the server accepts"},
                         415: {"model": ErrorResponse, "description": "not a pcap or pcapng capture"},
-                        422: {"model": ErrorResponse, "description": "not a multipart form with a `file` field"}})
+                        422: {"model": ErrorResponse, "description": "not a multipart form with a `file` field"},
+                        429: {"model": ErrorResponse, "description": "this client stores too many captures"},
+                        507: {"model": ErrorResponse, "description": "the server's disk has no room for it"}})
 async def upload_capture(request: Request, store: CaptureStoreDep, settings: SettingsDep) -> CaptureCreated:
     """Stores the multipart field `file` (streamed to disk) and starts dissecting it in the background.
 
-    Follow `GET /api/captures/{id}/progress` until it says `done`.
+    Follow `GET /api/captures/{id}/progress` until it says `done`. Whatever goes wrong, nothing of a
+    refused upload stays on disk.
     """
-    capture_id, directory = await asyncio.to_thread(store.new_id)
+    client = client_address(request)
+    if store.count_for(client) >= settings.max_captures_per_client:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
+                            f"this address already has {settings.max_captures_per_client} captures on the server "
+                            "(the limit); delete one, or wait until they expire")
+    declared = request.headers.get("content-length", "")
+    needed = int(declared) if declared.isdigit() else 0
+    free = await asyncio.to_thread(_free_disk, store.root)
+    if free is not None and free - needed < settings.min_free_disk:
+        raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, _disk_full(free))
+    store.uploading[client] = store.uploading.get(client, 0) + 1
+    directory = None
     try:
+        capture_id, directory = await asyncio.to_thread(store.new_id)
         result = await receive_capture(request, directory / "capture", settings.max_upload_bytes)
-    except BaseException:
-        await asyncio.to_thread(store.discard, directory)
+        await store.add(capture_id, directory, result.filename or "capture", result.size, client)
+    except BaseException as exc:
+        if directory is not None:
+            await asyncio.to_thread(store.discard, directory)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
+                                _disk_full(await asyncio.to_thread(_free_disk, store.root))) from None
         raise
-    await store.add(capture_id, directory, result.filename or "capture", result.size)
+    finally:
+        left = store.uploading.get(client, 1) - 1
+        if left > 0:
+            store.uploading[client] = left
+        else:
+            store.uploading.pop(client, None)
     return CaptureCreated(id=capture_id)
+
+
+def _free_disk(path: Any) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _disk_full(free: int | None) -> str:
+    left = f" ({free} bytes free)" if free is not None else ""
+    return f"the server's disk has no room for this capture{left}; it was not stored. Try again later"
 
 
 @router.get("/{capture_id}/progress", summary="Dissection progress (server-sent events)",

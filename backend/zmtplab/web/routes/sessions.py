@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, WebSocketDisconnect, status
+import orjson
+from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, WebSocketDisconnect, status
 from pydantic import TypeAdapter, ValidationError
 
 from ..deps import SessionManagerDep, SettingsDep
+from ..limits import AbuseWindow, TokenBucket, client_address
 from ..models import ErrorResponse, SessionCreate, SessionCreated, WsCommand
 from ..sessions import Session, SessionConfigError, SessionError, SessionManager, dumps
 
@@ -19,6 +20,8 @@ router = APIRouter(tags=["sessions"])
 SessionId = Annotated[str, Path(max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no session has this id"}}
 COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
+BATCH_MOST = 512  # messages in one websocket message (with ?batch=1)
+BATCH_WINDOW = 0.025  # seconds a batching socket waits for more messages before it sends
 
 
 def _session(manager: SessionManager, session_id: str) -> Session:
@@ -31,14 +34,14 @@ def _session(manager: SessionManager, session_id: str) -> Session:
 @router.post("/api/sessions", status_code=status.HTTP_201_CREATED, response_model=SessionCreated,
              summary="Start a session", responses={422: {"model": ErrorResponse},
                                                     429: {"model": ErrorResponse, "description": "too many sessions"}})
-async def create_session(body: SessionCreate, manager: SessionManagerDep) -> SessionCreated:
+async def create_session(body: SessionCreate, manager: SessionManagerDep, request: Request) -> SessionCreated:
     """Starts two peers, `server` (binds) and `client` (connects): simulated on a virtual clock, or real ones
     over loopback TCP (`mode: "tcp"`, where `libzmq: true` makes a side a real libzmq socket).
 
     Then open the websocket `/ws/sessions/{id}`.
     """
     try:
-        session = await manager.create(body)
+        session = await manager.create(body, client_address(request))
     except SessionConfigError as exc:
         raise HTTPException(422, str(exc)) from None
     except OverflowError as exc:
@@ -60,7 +63,7 @@ async def export_pcapng(session_id: SessionId, manager: SessionManagerDep) -> Re
 async def export_json(session_id: SessionId, manager: SessionManagerDep) -> Response:
     """The configuration (passwords hidden) and every event, as JSON."""
     session = _session(manager, session_id)
-    body = await asyncio.to_thread(lambda: json.dumps(session.export_json(), separators=(",", ":")).encode())
+    body = await asyncio.to_thread(lambda: session.export_json().encode())
     return Response(body, media_type="application/json", headers={
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.json"'})
 
@@ -90,10 +93,18 @@ def _validation_text(exc: ValidationError) -> str:
 
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
-                         settings: SettingsDep) -> None:
-    """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` messages.
+                         settings: SettingsDep, batch: bool = False, log: bool = True) -> None:
+    """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
+    sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
+    JSON array of them in order (far fewer websocket messages when a session is busy; what the page
+    uses); `?log=0` leaves the `log` messages out.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
-    A bad command is answered with an `error` message; the session goes on."""
+    A bad command is answered with an `error` message; the session goes on.
+
+    Commands are rate-limited per socket (a token bucket: `ws_rate` a second, bursts of `ws_burst`);
+    one over the limit is dropped and answered with `{"type": "error", "detail": "rate limit: ..."}`.
+    A socket whose commands keep being refused (more than `ws_abuse_limit` within `ws_abuse_window`
+    seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation)."""
     await websocket.accept()
     try:
         session = manager.get(session_id)
@@ -101,46 +112,79 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
         await websocket.send_text(_error(f"no session with id {session_id!r}"))
         await websocket.close(code=4404)
         return
-    sub = session.subscribe()
+    sub = session.subscribe(logs=log)
+    most = BATCH_MOST if batch else 1
 
     async def pump() -> None:
         while True:
-            message = await sub.queue.get()
-            if message is None:
+            texts = await sub.take(most)
+            if texts is None:
                 if sub.overflowed:
                     with contextlib.suppress(Exception):
                         await websocket.send_text(_error("this socket fell too far behind; reconnect"))
                 await websocket.close(code=1013 if sub.overflowed else 1000)
                 return
-            await websocket.send_text(dumps(message))
+            if batch and len(texts) < most:
+                await asyncio.sleep(BATCH_WINDOW)  # let a burst gather: one websocket message for all of it
+                texts += sub.take_nowait(most - len(texts))
+            await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
 
     sender = asyncio.create_task(pump())
+    bucket = TokenBucket(settings.ws_rate, settings.ws_burst)
+    abuse = AbuseWindow(settings.ws_abuse_limit, settings.ws_abuse_window)
+    last_rate_error = -1.0
+
+    async def refuse(detail: str | None) -> bool:
+        """Answers a refused command (when `detail`); closes the socket (1008) and returns True on abuse."""
+        if detail is not None:
+            sub.put({"type": "error", "detail": detail})
+        if not abuse.add():
+            return False
+        sender.cancel()
+        with contextlib.suppress(BaseException):
+            await sender
+        reason = f"too many refused commands (over {settings.ws_abuse_limit} in {settings.ws_abuse_window:g} s)"
+        with contextlib.suppress(Exception):
+            await websocket.send_text(_error(f"closing this socket: {reason}"))
+            await websocket.close(code=1008, reason=reason)
+        return True
+
     try:
         while True:
-            receiver = asyncio.ensure_future(websocket.receive())
-            done, _ = await asyncio.wait({receiver, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if sender in done:
-                receiver.cancel()
+            # When the pump closes the socket (the session ended), the server enqueues the disconnect.
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect" or sender.done():
                 return
-            message = receiver.result()
-            if message["type"] == "websocket.disconnect":
-                return
+            if not bucket.take():
+                now = asyncio.get_running_loop().time()
+                detail = None
+                if now - last_rate_error >= 1.0:  # one answer a second: refusals must not amplify a flood
+                    last_rate_error = now
+                    detail = (f"rate limit: at most {settings.ws_rate:g} commands a second (bursts of "
+                              f"{settings.ws_burst}); commands over it are dropped")
+                if await refuse(detail):
+                    return
+                continue
             text = message.get("text")
             if text is None:
-                sub.put({"type": "error", "detail": "commands are JSON text messages"})
+                if await refuse("commands are JSON text messages"):
+                    return
                 continue
             if len(text) > settings.ws_max_message:
-                sub.put({"type": "error", "detail": f"commands are at most {settings.ws_max_message} bytes"})
+                if await refuse(f"commands are at most {settings.ws_max_message} bytes"):
+                    return
                 continue
             try:
-                raw = json.loads(text)
+                raw = orjson.loads(text)
             except ValueError:
-                sub.put({"type": "error", "detail": "not JSON"})
+                if await refuse("not JSON"):
+                    return
                 continue
             try:
                 command = COMMANDS.validate_python(raw)
             except ValidationError as exc:
-                sub.put({"type": "error", "detail": _validation_text(exc)})
+                if await refuse(_validation_text(exc)):
+                    return
                 continue
             try:
                 await session.command(command)
@@ -152,6 +196,7 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
         pass
     finally:
         session.unsubscribe(sub)
-        sender.cancel()
+        if not sender.done():
+            sender.cancel()
         with contextlib.suppress(BaseException):
             await sender
