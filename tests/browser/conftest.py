@@ -83,7 +83,9 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         server.stop()
 
 
-@pytest.fixture(scope="session")
+# Module scope on purpose: Playwright's sync API keeps an asyncio loop running in this thread while it is
+# open, which would break every later test that calls asyncio.run(); each module closes its own.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
     from playwright.sync_api import sync_playwright
