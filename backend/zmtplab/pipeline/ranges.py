@@ -1,0 +1,716 @@
+"""Reading a pcap/pcapng capture in byte ranges, so one large file can be spread over many tasks.
+
+`capture.pcapfile` reads a capture from its first byte to its last. This module cuts a file into
+ranges that start and end at packet boundaries and reads each range on its own, with the same
+frame numbers, timestamps, link types and error checks a sequential read would give.
+
+* `probe(path)` reads a file's header on the driver: format, byte order, link type, and (pcapng)
+  the interface table of the header blocks, the `State` every range needs.
+* `scan_range(...)` parses one range structurally (no protocol decoding): where its first packet
+  boundary is, how many frames it holds, which byte it ends on, the interface state after it,
+  and the first error, if any. Ranges are scanned in parallel, each *assuming* the file's header
+  state and a heuristically found start; `chain_scans` then walks them in order on the driver,
+  checks every assumption against the previous range's authoritative result, and rescans the
+  (rare) ranges where an assumption failed. The outcome is exactly what a sequential read sees.
+* `read_range(...)` yields the `TcpPacket`s of one planned range.
+
+Boundaries: a pcapng block carries its length at both ends, so a candidate block start is checked
+for a known type, a sane length and an equal trailing length, and so are the two blocks after it.
+A classic pcap record header has no marker: a candidate is checked for a plausible timestamp,
+captured <= original length and a sane size, and so are the next three headers. A wrong guess
+is harmless: the chain check notices it and rescans that range from the right offset.
+
+Gzip-compressed files cannot be entered in the middle; they are always one range, read by
+`capture.pcapfile.CaptureReader`.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from ..capture.errors import CaptureFormatError
+from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp, sniff_format
+
+__all__ = [
+    "FileHeader",
+    "PlannedRange",
+    "RangeScan",
+    "ScanError",
+    "State",
+    "chain_scans",
+    "nominal_ranges",
+    "payload_start",
+    "probe",
+    "read_range",
+    "read_range_located",
+    "scan_range",
+]
+
+MAX_RECORD = 64 << 20  # as in pcapfile: larger blocks/records are corruption
+_CHUNK = 1 << 20
+
+_PCAP_MAGICS = {
+    0xA1B2C3D4: ("<", 1_000_000, 16),
+    0xD4C3B2A1: (">", 1_000_000, 16),
+    0xA1B23C4D: ("<", 1_000_000_000, 16),
+    0x4D3CB2A1: (">", 1_000_000_000, 16),
+    0xA1B2CD34: ("<", 1_000_000, 24),
+    0x34CDB2A1: (">", 1_000_000, 24),
+}
+_SHB, _IDB, _PB, _SPB, _EPB = 0x0A0D0D0A, 1, 2, 3, 6
+_BOM, _BOM_SWAPPED = 0x1A2B3C4D, 0x4D3C2B1A
+# Block types a heuristic boundary may start with (the standard and experimental ones in use).
+_KNOWN_BLOCKS = frozenset({_SHB, _IDB, _PB, _SPB, 4, 5, _EPB, 7, 8, 9, 0x0A, 0x0B, 0xBAD, 0x40000BAD})
+_U32LE = struct.Struct("<I")
+_GZIP = b"\x1f\x8b"
+
+Interface = tuple[int, int, int, int]  # linktype, snaplen, timestamp units per second, tsoffset seconds
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """What a pcapng reader knows at a block boundary: the section's byte order and interfaces."""
+
+    order: str = "<"
+    interfaces: tuple[Interface, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileHeader:
+    """A capture file as the driver sees it before reading packets."""
+
+    path: str
+    size: int
+    format: str  # 'pcap' or 'pcapng'
+    compressed: bool = False
+    # classic pcap
+    order: str = "<"
+    div: int = 1_000_000
+    rec_len: int = 16
+    linktype: int = 1
+    snaplen: int = 0
+    first_sec: int | None = None  # the first record's seconds, to judge candidate headers
+    # pcapng
+    data_start: int = 0  # first byte after the leading header blocks (SHB, IDBs, ...)
+    header_state: State = State()  # the interface state there
+
+    @property
+    def splittable(self) -> bool:
+        return not self.compressed
+
+
+@dataclass(frozen=True, slots=True)
+class ScanError:
+    """A problem found in a range; `frames` counts the range's frames before it."""
+
+    kind: str  # 'truncated' or 'corrupt'
+    what: str
+    offset: int
+    frames: int
+
+
+@dataclass(slots=True)
+class RangeScan:
+    """The structural result of scanning one range."""
+
+    index: int
+    nominal_start: int
+    nominal_end: int
+    start: int | None  # the first packet boundary at or after nominal_start (None: none in the range)
+    end: int  # the first boundary at or after nominal_end reached by parsing (or where parsing stopped)
+    frames: int = 0
+    state_in: State | None = None  # the state this scan assumed at `start`
+    state_out: State | None = None
+    last_ts: float | None = None  # timestamp of the range's last timestamped packet (for SPBs after it)
+    error: ScanError | None = None
+    exact: bool = False  # start and state_in are known to be right (not guessed)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRange:
+    """One range to read: exact start and stop boundaries and everything needed to decode it."""
+
+    cap: int  # index of the capture in the plan
+    index: int
+    start: int
+    stop: int
+    first_frame: int  # number of the range's first frame (1-based, counting all frames)
+    state: State
+    last_ts: float  # the timestamp an SPB before any timestamped packet of the range takes
+    frames: int
+    header: FileHeader = field(repr=False, default=None)  # type: ignore[assignment]
+
+
+# --------------------------------------------------------------------------- file header
+
+
+def probe(path: str) -> FileHeader:
+    """Reads the header of a capture file; raises `CaptureFormatError` when it is not one."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(_CHUNK)
+    if not head:
+        raise CaptureFormatError("The file is empty, not a pcap or pcapng capture.")
+    fmt = sniff_format(head)
+    if fmt is None:
+        raise CaptureFormatError(f"Not a pcap or pcapng capture file (it starts with bytes {head[:4].hex(' ')}).")
+    if head[:2] == _GZIP:
+        return FileHeader(path, size, fmt, compressed=True)
+    if fmt == "pcap":
+        if len(head) < 24:
+            raise CaptureFormatError("The capture is truncated: it ends inside the file header at byte 0 "
+                                     "(after frame 0).", offset=0, frame=0)
+        order, div, rec_len = _PCAP_MAGICS[_U32LE.unpack_from(head)[0]]
+        snaplen, network = struct.unpack_from(order + "II", head, 16)
+        first_sec = struct.unpack_from(order + "I", head, 24)[0] if len(head) >= 28 else None
+        return FileHeader(path, size, fmt, order=order, div=div, rec_len=rec_len, linktype=network & 0xFFFF,
+                          snaplen=snaplen, first_sec=first_sec, data_start=24)
+    # pcapng: walk the leading non-packet blocks to learn the interfaces every range starts with.
+    state = State()
+    pos = 0
+    with open(path, "rb") as f:
+        buf = _Buf(f, 0)
+        while buf.fill(pos, 12):
+            o = pos - buf.base
+            if _U32LE.unpack_from(buf.data, o)[0] == _SHB:
+                bom = _U32LE.unpack_from(buf.data, o + 8)[0]
+                if bom not in (_BOM, _BOM_SWAPPED):
+                    break
+                state = State("<" if bom == _BOM else ">", ())
+            btype, blen = struct.unpack_from(state.order + "II", buf.data, o)
+            if btype in (_EPB, _SPB, _PB) or blen < 12 or blen & 3 or blen > MAX_RECORD or not buf.fill(pos, blen):
+                break
+            if btype == _IDB:
+                if blen < 20:
+                    break
+                o = pos - buf.base
+                iface = _parse_idb(buf.data[o + 8:o + blen], state.order)
+                state = State(state.order, (*state.interfaces, iface))
+            pos += blen
+    return FileHeader(path, size, fmt, data_start=pos, header_state=state)
+
+
+def _parse_idb(body: bytes, order: str) -> Interface:
+    """An Interface Description Block body (after the 8-byte block header), like pcapfile reads it."""
+    linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
+    div, tsoffset = 1_000_000, 0
+    p, end = 8, len(body) - 4
+    opt = struct.Struct(order + "HH")
+    while p + 4 <= end:
+        code, length = opt.unpack_from(body, p)
+        if code == 0:
+            break
+        value = body[p + 4:p + 4 + length]
+        if code == 9 and length >= 1:
+            res = value[0]
+            div = 2 ** (res & 0x7F) if res & 0x80 else 10**res
+        elif code == 14 and length >= 8:
+            tsoffset = struct.unpack_from(order + "q", value)[0]
+        p += 4 + ((length + 3) & ~3)
+    return (linktype, snaplen, div, tsoffset)
+
+
+class _Buf:
+    """A window [base, base + len(data)) of a file, refilled in 1 MiB reads; never reads what is not there."""
+
+    __slots__ = ("base", "chunk", "data", "f")
+
+    def __init__(self, f, base: int, chunk: int = _CHUNK) -> None:
+        self.f = f
+        self.base = base
+        self.data = b""
+        self.chunk = chunk
+
+    def fill(self, pos: int, n: int) -> bool:
+        """Make bytes [pos, pos + n) available; False if the file ends first."""
+        have = self.base + len(self.data)
+        if pos >= self.base and pos + n <= have:
+            return True
+        if pos < self.base or pos > have:
+            self.f.seek(pos)
+            self.base, self.data = pos, b""
+            have = pos
+        keep = self.data[pos - self.base:]
+        parts = [keep]
+        got = len(keep)
+        self.f.seek(have)
+        while got < n:
+            chunk = self.f.read(max(self.chunk, n - got))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        self.base, self.data = pos, b"".join(parts)
+        return got >= n
+
+
+# --------------------------------------------------------------------------- planning helpers
+
+
+def nominal_ranges(header: FileHeader, split_size: int) -> list[tuple[int, int]]:
+    """Cuts a file into byte ranges of about `split_size` (the first starts after the file header)."""
+    start = 0 if header.format == "pcapng" else 24  # a pcapng range 0 reads the header blocks itself
+    if header.compressed or header.size - start <= split_size:
+        return [(start, header.size if not header.compressed else 1 << 62)]
+    out = []
+    pos = start
+    while pos < header.size:
+        end = min(pos + split_size, header.size)
+        if header.size - end < split_size // 4:  # no tiny last range
+            end = header.size
+        out.append((pos, end))
+        pos = end
+    return out
+
+
+# --------------------------------------------------------------------------- boundary heuristics
+
+
+def _pcap_record_ok(buf: _Buf, pos: int, h: FileHeader, rec: struct.Struct, ref_sec: int | None) -> tuple[bool, int]:
+    """Whether a plausible record header sits at `pos`; (ok, position of the next header)."""
+    if not buf.fill(pos, h.rec_len):
+        return False, 0
+    sec, frac, incl, orig = rec.unpack_from(buf.data, pos - buf.base)
+    limit = h.snaplen if 0 < h.snaplen <= MAX_RECORD else 262144
+    if frac >= h.div or incl > max(limit, 262144) or orig < incl or orig > MAX_RECORD:
+        return False, 0
+    if ref_sec is not None and abs(sec - ref_sec) > 366 * 86400:
+        return False, 0
+    return True, pos + h.rec_len + incl
+
+
+def _pcap_candidate(buf: _Buf, pos: int, h: FileHeader, rec: struct.Struct) -> bool:
+    ok, nxt = _pcap_record_ok(buf, pos, h, rec, h.first_sec)
+    if not ok:
+        return False
+    sec = rec.unpack_from(buf.data, pos - buf.base)[0]
+    for _ in range(3):
+        if nxt == h.size:
+            return True
+        if nxt > h.size:
+            return False
+        ok, nxt2 = _pcap_record_ok(buf, nxt, h, rec, sec)
+        if not ok:
+            return False
+        nxt = nxt2
+    return True
+
+
+def _pcapng_block_ok(buf: _Buf, pos: int, order: str) -> int:
+    """Length of a plausible block at `pos`, else 0."""
+    if not buf.fill(pos, 12):
+        return 0
+    o = pos - buf.base
+    btype = _U32LE.unpack_from(buf.data, o)[0]
+    if btype == _SHB:
+        bom = _U32LE.unpack_from(buf.data, o + 8)[0]
+        if bom not in (_BOM, _BOM_SWAPPED):
+            return 0
+        order = "<" if bom == _BOM else ">"
+    else:
+        btype = struct.unpack_from(order + "I", buf.data, o)[0]
+    if btype not in _KNOWN_BLOCKS:
+        return 0
+    blen = struct.unpack_from(order + "I", buf.data, o + 4)[0]
+    if blen < 12 or blen & 3 or blen > MAX_RECORD or not buf.fill(pos, blen):
+        return 0
+    o = pos - buf.base
+    if struct.unpack_from(order + "I", buf.data, o + blen - 4)[0] != blen:
+        return 0
+    if btype in (_EPB, _PB):
+        if blen < 32:
+            return 0
+        if_id = struct.unpack_from(order + ("I" if btype == _EPB else "H"), buf.data, o + 8)[0]
+        caplen = struct.unpack_from(order + "I", buf.data, o + 20)[0]
+        if if_id > 0xFFFF or caplen > blen - 32:
+            return 0
+    return blen
+
+
+def _pcapng_candidate(buf: _Buf, pos: int, size: int, order: str) -> bool:
+    for _ in range(3):
+        if pos == size:
+            return True
+        blen = _pcapng_block_ok(buf, pos, order)
+        if not blen:
+            return False
+        pos += blen
+    return True
+
+
+def find_boundary(buf: _Buf, h: FileHeader, start: int, end: int, order: str) -> int | None:
+    """The first offset in [start, end) where a packet boundary plausibly starts."""
+    if h.format == "pcapng":
+        pos = (start + 3) & ~3
+        step = 4
+        while pos < end:
+            if _pcapng_candidate(buf, pos, h.size, order):
+                return pos
+            pos += step
+        return None
+    rec = struct.Struct(h.order + "IIII")
+    pos = start
+    while pos < end:
+        if _pcap_candidate(buf, pos, h, rec):
+            return pos
+        pos += 1
+    return None
+
+
+# --------------------------------------------------------------------------- the block walkers
+
+
+def _walk_pcap(buf: _Buf, h: FileHeader, pos: int, stop: int, emit) -> tuple[int, int, ScanError | None]:
+    """Walks records from `pos` while pos < stop; `emit(local_index, ts, linktype, data, data_offset)`
+    per frame (or no callback: None), `data_offset` being where the frame's bytes sit in the file.
+
+    Returns (frames, end, error); checks what `pcapfile` checks, in the same order.
+    """
+    rec = struct.Struct(h.order + "IIII")
+    rec_len, div = h.rec_len, h.div
+    frames = 0
+    while pos < stop:
+        o = pos - buf.base
+        if o < 0 or o + rec_len > len(buf.data):
+            if not buf.fill(pos, rec_len):
+                if pos >= h.size:
+                    return frames, pos, None
+                return frames, pos, ScanError("truncated", "the header of frame {n1}", pos, frames)
+            o = pos - buf.base
+        sec, frac, incl, _orig = rec.unpack_from(buf.data, o)
+        if incl > MAX_RECORD:
+            return frames, pos, ScanError("corrupt", f"frame {{n1}} claims {incl} captured bytes", pos, frames)
+        size = rec_len + incl
+        if o + size > len(buf.data):
+            if not buf.fill(pos, size):
+                return frames, pos, ScanError("truncated", f"frame {{n1}} (record of {size} bytes)", pos, frames)
+            o = pos - buf.base
+        if emit is not None:
+            emit(frames, sec + frac / div, h.linktype, buf.data[o + rec_len:o + size], pos + rec_len)
+        frames += 1
+        pos += size
+    return frames, pos, None
+
+
+def _walk_pcapng(buf: _Buf, h: FileHeader, pos: int, stop: int, state: State, last_ts: float | None,
+                 emit) -> tuple[int, int, State, float | None, ScanError | None]:
+    """Walks blocks from `pos` while pos < stop with `state`; like `_walk_pcap`, plus state and last ts."""
+    order = state.order
+    interfaces = list(state.interfaces)
+    hdr = struct.Struct(order + "II")
+    u32 = struct.Struct(order + "I")
+    epb = struct.Struct(order + "IIIII")
+    pb = struct.Struct(order + "HHIIII")
+    frames = 0
+    changed = False
+
+    def done(error: ScanError | None):
+        st = State(order, tuple(interfaces)) if changed else state
+        return frames, pos, st, last_ts, error
+
+    while pos < stop:
+        o = pos - buf.base
+        if o < 0 or o + 12 > len(buf.data):
+            if not buf.fill(pos, 12):
+                if pos >= h.size:
+                    return done(None)
+                return done(ScanError("truncated", "a block header", pos, frames))
+            o = pos - buf.base
+        data = buf.data
+        btype, blen = hdr.unpack_from(data, o)
+        if btype == _SHB:
+            bom = _U32LE.unpack_from(data, o + 8)[0]
+            if bom == _BOM:
+                order = "<"
+            elif bom == _BOM_SWAPPED:
+                order = ">"
+            else:
+                return done(ScanError("corrupt", "a section header with an invalid byte-order magic", pos, frames))
+            hdr = struct.Struct(order + "II")
+            u32 = struct.Struct(order + "I")
+            epb = struct.Struct(order + "IIIII")
+            pb = struct.Struct(order + "HHIIII")
+            btype, blen = hdr.unpack_from(data, o)
+            interfaces = []
+            changed = True
+        if blen < 12 or blen & 3 or blen > MAX_RECORD:
+            return done(ScanError("corrupt", f"a block (type 0x{btype:08x}) with impossible length {blen}",
+                                  pos, frames))
+        if o + blen > len(data):
+            if not buf.fill(pos, blen):
+                what = "frame {n1}" if btype in (_EPB, _SPB, _PB) else f"a block of type 0x{btype:08x}"
+                return done(ScanError("truncated", f"{what} ({blen}-byte block)", pos, frames))
+            o = pos - buf.base
+            data = buf.data
+        if u32.unpack_from(data, o + blen - 4)[0] != blen:
+            return done(ScanError("corrupt", "a block whose trailing length differs from its leading length",
+                                  pos, frames))
+        if btype in (_EPB, _PB):
+            if blen < 32:
+                return done(ScanError("corrupt", "a packet block too short for its header", pos, frames))
+            if btype == _EPB:
+                if_id, hi, lo, caplen, _orig = epb.unpack_from(data, o + 8)
+            else:
+                if_id, _drops, hi, lo, caplen, _orig = pb.unpack_from(data, o + 8)
+            if caplen > blen - 32:
+                return done(ScanError("corrupt", "frame {n1} claims more bytes than its block holds", pos, frames))
+            if if_id >= len(interfaces):
+                return done(ScanError("corrupt", f"frame {{n1}} names undefined interface {if_id}", pos, frames))
+            linktype, _snap, div, tsoffset = interfaces[if_id]
+            last_ts = ((hi << 32) | lo) / div + tsoffset
+            if emit is not None:
+                emit(frames, last_ts, linktype, data[o + 28:o + 28 + caplen], pos + 28)
+            frames += 1
+        elif btype == _SPB:
+            if not interfaces:
+                return done(ScanError("corrupt", "a simple packet block before any interface description",
+                                      pos, frames))
+            if emit is not None:
+                linktype, snaplen, _div, _off = interfaces[0]
+                orig = u32.unpack_from(data, o + 8)[0]
+                caplen = min(orig, blen - 16)
+                if snaplen:
+                    caplen = min(caplen, snaplen)
+                emit(frames, last_ts if last_ts is not None else 0.0, linktype, data[o + 12:o + 12 + caplen], pos + 12)
+            frames += 1
+        elif btype == _IDB:
+            if blen < 20:
+                return done(ScanError("corrupt", "an interface description block too short for its header",
+                                      pos, frames))
+            interfaces.append(_parse_idb(data[o + 8:o + blen], order))
+            changed = True
+        pos += blen
+    return done(None)
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+def _initial_state(h: FileHeader, start: int) -> State:
+    return State() if start == 0 else h.header_state
+
+
+def scan_range(h: FileHeader, index: int, nominal_start: int, nominal_end: int, *,
+               start: int | None = None, state: State | None = None) -> RangeScan:
+    """Scans one range. Without `start`, the first boundary is found heuristically (unless the range
+    begins the file's packet data) and the header state is assumed; with it, both are taken as exact."""
+    if h.compressed:
+        return _scan_compressed(h, index)
+    exact = start is not None
+    with open(h.path, "rb", buffering=0) as f:
+        buf = _Buf(f, 0, min(_CHUNK, max(1 << 16, nominal_end - nominal_start + (1 << 16))))
+        first = nominal_start == (0 if h.format == "pcapng" else 24)
+        if start is None:
+            if first:
+                start, exact = nominal_start, True
+            else:
+                order = h.header_state.order if h.format == "pcapng" else h.order
+                start = find_boundary(buf, h, nominal_start, nominal_end, order)
+        if state is None:
+            state = _initial_state(h, start if start is not None else nominal_start)
+        scan = RangeScan(index, nominal_start, nominal_end, start, nominal_end, state_in=state, exact=exact)
+        if start is None or start >= nominal_end:
+            scan.start = None
+            scan.end = start if start is not None else nominal_end
+            scan.state_out = state
+            return scan
+        if h.format == "pcap":
+            frames, end, error = _walk_pcap(buf, h, start, nominal_end, None)
+            scan.state_out = state
+        else:
+            frames, end, st, last_ts, error = _walk_pcapng(buf, h, start, nominal_end, state, None, None)
+            scan.state_out = st
+            scan.last_ts = last_ts
+        scan.frames, scan.end, scan.error = frames, end, error
+        return scan
+
+
+def _scan_compressed(h: FileHeader, index: int) -> RangeScan:
+    """A gzip capture: one range, read sequentially by pcapfile (frames counted, first error kept)."""
+    scan = RangeScan(index, 0, 1 << 62, 0, 1 << 62, state_in=State(), state_out=State(), exact=True)
+    reader = CaptureReader(h.path)
+    frames = 0
+    try:
+        for _frame in reader.frames():
+            frames += 1
+    except CaptureFormatError as exc:
+        kind = "truncated" if type(exc).__name__ == "TruncatedCaptureError" else "corrupt"
+        scan.error = ScanError(kind, str(exc), exc.offset or 0, frames)
+    finally:
+        reader.close()
+    scan.frames = frames
+    return scan
+
+
+def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRange], ScanError | None, int]:
+    """Checks the scans of one file in order, rescanning where a guess was wrong.
+
+    Returns the planned ranges (only non-empty ones), the file's first error (frame counts made
+    global: `frames` is then the number of frames read before it) and how many ranges were rescanned.
+    """
+    planned: list[PlannedRange] = []
+    rescans = 0
+    frame_base = 0
+    prev_end: int | None = None
+    prev_state = State()
+    last_ts = 0.0
+    for scan in sorted(scans, key=lambda s: s.nominal_start):
+        if h.compressed:
+            planned.append(PlannedRange(-1, scan.index, 0, 1 << 62, 1, State(), 0.0, scan.frames, h))
+            err = scan.error
+            return planned, (replace(err, frames=scan.frames) if err else None), 0
+        if prev_end is not None:
+            if prev_end >= scan.nominal_end:
+                # The previous range ran over this one completely: it is empty.
+                continue
+            expected_state = prev_state if h.format == "pcapng" else State()
+            ok = (scan.start == prev_end and (h.format == "pcap" or scan.state_in == expected_state))
+            if not ok:
+                rescans += 1
+                scan = scan_range(h, scan.index, scan.nominal_start, scan.nominal_end, start=prev_end,
+                                  state=expected_state)
+        if scan.frames:
+            stop = scan.error.offset if scan.error else scan.end
+            planned.append(PlannedRange(-1, scan.index, scan.start, stop, frame_base + 1,  # type: ignore[arg-type]
+                                        scan.state_in or State(), last_ts, scan.frames, h))
+        if scan.error is not None:
+            err = replace(scan.error, frames=frame_base + scan.error.frames)
+            return planned, err, rescans
+        frame_base += scan.frames
+        if scan.last_ts is not None:
+            last_ts = scan.last_ts
+        prev_end = scan.end
+        prev_state = scan.state_out or prev_state
+    return planned, None, rescans
+
+
+def error_message(err: ScanError) -> str:
+    """The error as a sentence in `pcapfile`'s words."""
+    if err.what.startswith("The ") or err.what.startswith("Not "):
+        return err.what  # already a message (compressed files)
+    what = err.what.replace("{n1}", str(err.frames + 1))
+    if err.kind == "truncated":
+        return f"The capture is truncated: it ends inside {what} at byte {err.offset} (after frame {err.frames})."
+    return f"The capture is corrupt: {what} at byte {err.offset} (after frame {err.frames})."
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_range(r: PlannedRange, stats: ReaderStats | None = None) -> Iterator[TcpPacket]:
+    """The TCP segments of one planned range, numbered and timed as a sequential read numbers them."""
+    for pkt, _offset in read_range_located(r, stats):
+        yield pkt
+
+
+def read_range_located(r: PlannedRange, stats: ReaderStats | None = None
+                       ) -> Iterator[tuple[TcpPacket, int | None]]:
+    """Like `read_range`, with the file offset of each segment's payload (None when it has none, or
+    when it cannot be located, e.g. in a gzip file)."""
+    h = r.header
+    if stats is None:
+        stats = ReaderStats()
+    if h.compressed:
+        for pkt in _read_compressed(r, stats):
+            yield pkt, None
+        return
+    out: list[tuple[TcpPacket, int | None]] = []
+    number = r.first_frame
+
+    def emit(_i: int, ts: float, linktype: int, data: bytes, data_offset: int) -> None:
+        nonlocal number
+        pkt = decode_tcp(number, ts, linktype, data, stats)
+        number += 1
+        if pkt is not None:
+            start = payload_start(data, linktype, pkt.payload) if pkt.payload else None
+            out.append((pkt, None if start is None else data_offset + start))
+
+    with open(h.path, "rb", buffering=0) as f:
+        buf = _Buf(f, r.start, min(_CHUNK, max(1 << 16, r.stop - r.start)))
+        pos, state, last_ts = r.start, r.state, r.last_ts
+        # Walk in slices so packets stream out instead of piling up for the whole range.
+        while pos < r.stop:
+            stop = min(r.stop, pos + 4 * _CHUNK)
+            before = pos
+            if h.format == "pcap":
+                _n, pos, error = _walk_pcap(buf, h, pos, stop, emit)
+            else:
+                _n, pos, state, last_ts, error = _walk_pcapng(buf, h, pos, stop, state, last_ts, emit)
+            if out:
+                yield from out
+                out.clear()
+            if error is not None:
+                raise CaptureFormatError(f"{h.path}: the file changed since it was planned: "
+                                         f"{error_message(error)}", offset=error.offset)
+            if pos == before:
+                break
+    if number - r.first_frame != r.frames:
+        raise CaptureFormatError(f"{h.path}: the file changed since it was planned "
+                                 f"(range {r.index}: {number - r.first_frame} frames, expected {r.frames}).")
+
+
+_VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
+_RAW_TYPES = (101, 12, 14, 228, 229)
+
+
+def _ip_start(data: bytes, linktype: int) -> int | None:
+    """Where the IP header of a frame starts (the link layers `pcapfile.decode_tcp` knows)."""
+    if linktype == 1:
+        off = 14
+        if len(data) < off:
+            return None
+        etype = (data[12] << 8) | data[13]
+        while etype in _VLAN_TYPES and off + 4 <= len(data):
+            etype = (data[off + 2] << 8) | data[off + 3]
+            off += 4
+        return off
+    if linktype == 113:
+        return 16
+    if linktype == 276:
+        return 20
+    if linktype in (0, 108):
+        return 4
+    if linktype in _RAW_TYPES:
+        return 0
+    return None
+
+
+def payload_start(data: bytes, linktype: int, payload: bytes) -> int | None:
+    """Where `payload` (the TCP payload `decode_tcp` found in `data`) starts within the frame.
+
+    The payload ends where the IP packet ends (or where the capture cut the frame); the answer is
+    checked against the bytes themselves, and None means "could not locate it" (the caller then
+    ships the bytes instead of their offset)."""
+    ip = _ip_start(data, linktype)
+    n = len(data)
+    if ip is None or ip >= n:
+        return None
+    version = data[ip] >> 4
+    if version == 4 and ip + 4 <= n:
+        total = (data[ip + 2] << 8) | data[ip + 3]
+        end = ip + total if total else n
+    elif version == 6 and ip + 6 <= n:
+        plen = (data[ip + 4] << 8) | data[ip + 5]
+        end = ip + 40 + plen if plen else n
+    else:
+        return None
+    start = min(end, n) - len(payload)
+    if start < 0 or not data.startswith(payload, start):
+        return None
+    return start
+
+
+def _read_compressed(r: PlannedRange, stats: ReaderStats) -> Iterator[TcpPacket]:
+    reader = CaptureReader(r.header.path)
+    try:
+        for pkt in reader.tcp_packets():
+            if pkt.number > r.frames:
+                break
+            yield pkt
+    except CaptureFormatError:
+        pass  # planned: the error is in the plan already, and the packets before it were yielded
+    finally:
+        reader.close()

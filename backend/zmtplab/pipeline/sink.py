@@ -1,0 +1,250 @@
+"""Writing the `events` table from the dissect tasks themselves, with a driver-side commit.
+
+The events of a corpus are many times larger than its captures (each field of each element is a
+row of a nested column), and passing them through the JVM to Spark's Parquet writer costs about
+as much again as dissecting them. So each dissect task writes its events straight to one Parquet
+file with pyarrow (C++), under a staging directory, and returns one small row naming the file.
+The driver then commits: it moves exactly the files the job's successful task attempts reported
+into the table directory (retried or speculative attempts leave files nobody reported, which are
+removed with the staging directory) and writes `_SUCCESS`, as Spark's own committer does.
+
+Paths go through `pyarrow.fs`, so the table can live on any file system pyarrow reaches (a
+local or shared path, HDFS, S3...). Every executor must be able to write there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from .rows import STAGE_SCHEMA
+from .stages import dissect_partition
+
+EVENT_HEAD = ["capture", "conn", "dir", "offset", "length", "kind", "ts", "packets", "fields"]
+EVENT_TAIL = ["seq", "emit_frame", "message_size", "extra"]
+
+
+def _events_schema() -> pa.Schema:
+    by_name = {f.name: f for f in STAGE_SCHEMA}
+    middle = [f.name for f in STAGE_SCHEMA if f.name not in EVENT_HEAD and f.name not in EVENT_TAIL
+              and f.name not in ("cap", "first_frame")]
+    fields = [pa.field("capture", pa.string()), pa.field("conn", pa.string())]
+    fields += [by_name[n] for n in [*EVENT_HEAD[2:], *middle, *EVENT_TAIL]]
+    return pa.schema(fields)
+
+
+EVENTS_SCHEMA = _events_schema()
+FILE_SCHEMA = pa.schema([
+    pa.field("kind", pa.string()),  # "events" (a part of the table) or "stats" (stages.ZMTP_STATS_SCHEMA)
+    pa.field("path", pa.string()),
+    pa.field("rows", pa.int64()),
+    pa.field("bytes", pa.int64()),
+])
+ZMTP_STATS_SCHEMA = pa.schema([
+    pa.field("capture", pa.string()),
+    pa.field("conn", pa.string()),
+    pa.field("events", pa.int64()),
+    pa.field("greetings", pa.int64()),
+    pa.field("frames", pa.int64()),
+    pa.field("messages", pa.int64()),
+    pa.field("message_bytes", pa.int64()),
+    pa.field("commands", pa.int64()),
+    pa.field("experts", pa.int64()),
+    pa.field("expert_errors", pa.int64()),
+    pa.field("gaps", pa.int64()),
+    pa.field("version_c2s", pa.string()),
+    pa.field("version_s2c", pa.string()),
+    pa.field("mechanism", pa.string()),
+    pa.field("socket_type_client", pa.string()),
+    pa.field("socket_type_server", pa.string()),
+])
+_COUNTED = {"greeting": "greetings", "frame": "frames", "message": "messages", "command": "commands",
+            "expert": "experts", "gap": "gaps"}
+ROW_GROUP_ROWS = 65536
+ROW_GROUP_BYTES = 64 << 20
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system and path of a directory named by a path or URI."""
+    return pafs.FileSystem.from_uri(uri)
+
+
+def finalize(batch: pa.RecordBatch, conn_ids: dict[tuple[int, int], str], names: list[str]) -> pa.RecordBatch:
+    """A stage batch as a batch of the `events` table: (cap, first_frame) become capture and conn."""
+    caps = batch.column("cap").to_pylist()
+    firsts = batch.column("first_frame").to_pylist()
+    conn = pa.array([conn_ids.get((c, f)) for c, f in zip(caps, firsts, strict=True)], pa.string())
+    capture = pa.array([names[c] for c in caps], pa.string())
+    cols = {"capture": capture, "conn": conn}
+    return pa.RecordBatch.from_arrays(
+        [cols[f.name] if f.name in cols else batch.column(f.name) for f in EVENTS_SCHEMA], schema=EVENTS_SCHEMA)
+
+
+class ZmtpStats:
+    """What each connection said in ZMTP, counted from the event tables a task writes (the
+    `connections` table's ZMTP columns: counting here spares a second pass over the much larger
+    events table). Counts use Arrow group-bys; only greetings and commands are looked at in Python."""
+
+    def __init__(self) -> None:
+        self.conns: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def _row(self, capture: str, conn: str) -> dict[str, Any]:
+        row = self.conns.get((capture, conn))
+        if row is None:
+            row = self.conns[(capture, conn)] = {f.name: 0 for f in ZMTP_STATS_SCHEMA if f.type == pa.int64()}
+            row.update(capture=capture, conn=conn, version_c2s=None, version_s2c=None, mechanism=None,
+                       socket_type_client=None, socket_type_server=None)
+        return row
+
+    def add(self, table: pa.Table) -> None:
+        counts = table.group_by(["capture", "conn", "kind"]).aggregate([("kind", "count")]).to_pylist()
+        for r in counts:
+            row = self._row(r["capture"], r["conn"])
+            row["events"] += r["kind_count"]
+            column = _COUNTED.get(r["kind"])
+            if column:
+                row[column] += r["kind_count"]
+        messages = table.filter(pc.equal(table.column("kind"), "message"))
+        if messages.num_rows:
+            for r in messages.group_by(["capture", "conn"]).aggregate([("message_size", "sum")]).to_pylist():
+                self._row(r["capture"], r["conn"])["message_bytes"] += r["message_size_sum"] or 0
+        errors = table.filter(pc.and_(pc.equal(table.column("kind"), "expert"),
+                                      pc.equal(table.column("severity"), "error")))
+        if errors.num_rows:
+            for r in errors.group_by(["capture", "conn"]).aggregate([("kind", "count")]).to_pylist():
+                self._row(r["capture"], r["conn"])["expert_errors"] += r["kind_count"]
+        rare = table.filter(pc.is_in(table.column("kind"), pa.array(["greeting", "command"])))
+        if rare.num_rows:
+            cols = ["capture", "conn", "dir", "kind", "version", "mechanism", "socket_type", "name", "properties"]
+            for e in rare.select(cols).to_pylist():
+                self._note(e)
+
+    def _note(self, e: dict[str, Any]) -> None:
+        row = self._row(e["capture"], e["conn"])
+        client = e["dir"] == "c2s"
+        side = "socket_type_client" if client else "socket_type_server"
+        if e["kind"] == "greeting":
+            version = "version_c2s" if client else "version_s2c"
+            if row[version] is None:
+                row[version] = e["version"]
+            if row["mechanism"] is None:
+                row["mechanism"] = e["mechanism"]
+            if e["socket_type"] and row[side] is None:
+                row[side] = e["socket_type"]
+        elif e["name"] in ("READY", "INITIATE") and e["properties"]:
+            props = dict(e["properties"])
+            value = props.get("Socket-Type", props.get("socket-type"))
+            if value is not None and row[side] is None:
+                row[side] = value
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pylist(list(self.conns.values()), schema=ZMTP_STATS_SCHEMA)
+
+
+class _PartWriter:
+    """One Parquet file per task, written in row groups of about ROW_GROUP_ROWS rows."""
+
+    def __init__(self, staging: str, stats: ZmtpStats | None = None) -> None:
+        self.stats = stats
+        self.filesystem, base = resolve(staging)
+        self.path = f"{base.rstrip('/')}/part-{uuid.uuid4().hex}.parquet"
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
+        self.rows = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        self.pending_bytes += batch.nbytes
+        if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, EVENTS_SCHEMA, filesystem=self.filesystem,
+                                           compression="snappy")
+        table = pa.Table.from_batches(self.pending, schema=EVENTS_SCHEMA)
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        if self.stats is not None:
+            self.stats.add(table)
+        self.rows += table.num_rows
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+
+    def close(self) -> list[dict[str, Any]]:
+        self.flush()
+        if self.writer is None:
+            return []
+        self.writer.close()
+        size = self.filesystem.get_file_info(self.path).size or 0
+        return [{"kind": "events", "path": self.path, "rows": self.rows, "bytes": size}]
+
+
+def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, run: Any,
+                           with_fields: bool = True, max_body: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Dissects the partition's packet groups and writes their events to one staged Parquet file.
+
+    `run` is a dict (or a Spark broadcast of one) with `ids` ((cap, first_frame) -> conn),
+    `names` and `paths` (by cap). Yields one row (FILE_SCHEMA) naming the file, or nothing for an
+    empty partition.
+    """
+    info = run.value if hasattr(run, "value") else run
+    ids, names = info["ids"], info["names"]
+    stats = ZmtpStats()
+    writer = _PartWriter(staging, stats)
+    for batch in dissect_partition(batches, paths=info["paths"], with_fields=with_fields, max_body=max_body,
+                                   max_rows=512):
+        writer.add(finalize(batch, ids, names))
+    files = writer.close()
+    if stats.conns:
+        path = writer.path.replace("/part-", "/stats-")
+        table = stats.table()
+        pq.write_table(table, path, filesystem=writer.filesystem)
+        files.append({"kind": "stats", "path": path, "rows": table.num_rows, "bytes": 0})
+    if files:
+        yield pa.RecordBatch.from_pylist(files, schema=FILE_SCHEMA)
+
+
+def prepare(table_uri: str, run_id: str) -> str:
+    """Creates (empty) the table directory and a staging directory in it; returns the staging URI."""
+    filesystem, path = resolve(table_uri)
+    filesystem.delete_dir_contents(path, missing_dir_ok=True)
+    staging = f"{path.rstrip('/')}/_temporary/{run_id}"
+    filesystem.create_dir(staging, recursive=True)
+    return table_uri.rstrip("/") + f"/_temporary/{run_id}" if "://" in table_uri else staging
+
+
+def commit(table_uri: str, files: list[dict[str, Any]]) -> dict[str, int]:
+    """Moves the reported event files into the table, drops the staging area (with the stats
+    files: read them before), writes `_SUCCESS`."""
+    filesystem, path = resolve(table_uri)
+    base = path.rstrip("/")
+    rows = size = 0
+    files = [f for f in files if f.get("kind", "events") == "events"]
+    for i, f in enumerate(sorted(files, key=lambda f: f["path"])):
+        filesystem.move(f["path"], f"{base}/part-{i:05d}-{f['path'].rsplit('part-', 1)[-1]}")
+        rows += f["rows"]
+        size += f["bytes"]
+    filesystem.delete_dir(f"{base}/_temporary")
+    if not files:  # an empty table still has a schema
+        pq.write_table(EVENTS_SCHEMA.empty_table(), f"{base}/part-00000-empty.parquet", filesystem=filesystem)
+    with filesystem.open_output_stream(f"{base}/_SUCCESS"):
+        pass
+    return {"files": len(files), "rows": rows, "bytes": size}
+
+
+def abort(table_uri: str) -> None:
+    """Removes a failed run's staging area."""
+    filesystem, path = resolve(table_uri)
+    with contextlib.suppress(FileNotFoundError, OSError):
+        filesystem.delete_dir(f"{path.rstrip('/')}/_temporary")

@@ -1,0 +1,331 @@
+"""The per-partition work of the pipeline, in plain Python (no Spark needed to run or test it).
+
+Both stages read packet batches sorted by (cap, flow, frame): every group of one `flow` (a hash of
+the connection's address pair, both directions together) is a run of consecutive rows, and the
+packets of a group come in capture order. A group is fed, packet by packet, to the same
+`TcpReassembler` and `CaptureDissector` that `zmtplab dissect` uses, and finished when the next
+group starts, so a partition streams: only one group's reassembly state is held at a time.
+
+A group may hold several TCP connections (a port pair reused, or a hash collision); each is
+named by the frame that opened it (`first_frame`), which the driver turns into the capture-wide
+id `zmtplab dissect` gives ("0", "1", ... in order of first appearance).
+
+* `connections_partition`: reassembly only, over packets without payload bytes (placeholders of
+  the same length: connection identity never depends on the bytes). One row per connection.
+* `dissect_partition`: reassembly and dissection; the ZMTP events as `rows.STAGE_SCHEMA` batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..capture.dissect import CaptureDissector
+from ..capture.pcapfile import TcpPacket
+from ..capture.tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
+from .rows import EventBatcher
+
+PACKET_SCHEMA = pa.schema([
+    pa.field("cap", pa.int32()),
+    pa.field("flow", pa.int64()),
+    pa.field("frame", pa.int64()),
+    pa.field("ts", pa.float64()),
+    pa.field("src", pa.string()),
+    pa.field("dst", pa.string()),
+    pa.field("sport", pa.int32()),
+    pa.field("dport", pa.int32()),
+    pa.field("seq", pa.int64()),
+    pa.field("ack", pa.int64()),
+    pa.field("flags", pa.int32()),
+    pa.field("plen", pa.int32()),
+    pa.field("missing", pa.int64()),
+    pa.field("poff", pa.int64()),  # where the payload sits in the capture file, when it was located
+    pa.field("payload", pa.binary()),  # the payload itself otherwise (gzip files, odd frames)
+])
+_IN_COLUMNS = ("cap", "flow", "frame", "ts", "src", "dst", "sport", "dport", "seq", "ack", "flags", "plen",
+               "missing", "poff", "payload")
+
+CONNECTION_SCHEMA = pa.schema([
+    pa.field("cap", pa.int32()),
+    pa.field("flow", pa.int64()),
+    pa.field("first_frame", pa.int64()),
+    pa.field("last_frame", pa.int64()),
+    pa.field("client_ip", pa.string()),
+    pa.field("client_port", pa.int32()),
+    pa.field("server_ip", pa.string()),
+    pa.field("server_port", pa.int32()),
+    pa.field("syn_seen", pa.bool_()),
+    pa.field("first_ts", pa.float64()),
+    pa.field("last_ts", pa.float64()),
+    pa.field("close_reason", pa.string()),
+    pa.field("bytes_c2s", pa.int64()),
+    pa.field("bytes_s2c", pa.int64()),
+    pa.field("gap_bytes_c2s", pa.int64()),
+    pa.field("gap_bytes_s2c", pa.int64()),
+    pa.field("packets", pa.int64()),
+])
+
+
+def flow_key(src: str, sport: int, dst: str, dport: int) -> int:
+    """A stable 63-bit hash of a connection's address pair, the same for both directions."""
+    import zlib
+
+    a, b = (src, sport), (dst, dport)
+    if b < a:
+        a, b = b, a
+    text = f"{a[0]}|{a[1]}|{b[0]}|{b[1]}".encode()
+    return (zlib.crc32(text) << 31) ^ (zlib.adler32(text) & 0x7FFFFFFF)
+
+
+class PayloadReader:
+    """Reads payload bytes back from the capture files by offset (`paths[cap]`)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.fds: dict[int, int] = {}
+
+    def read(self, cap: int, offset: int, length: int) -> bytes:
+        fd = self.fds.get(cap)
+        if fd is None:
+            if len(self.fds) >= 64:
+                self.close()
+            fd = self.fds[cap] = os.open(self.paths[cap], os.O_RDONLY)
+        data = os.pread(fd, length, offset)
+        if len(data) != length:
+            raise RuntimeError(f"{self.paths[cap]}: the file changed while it was read "
+                               f"({len(data)} of {length} bytes at {offset})")
+        return data
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def _groups(batches: Iterable[pa.RecordBatch], payloads: PayloadReader | None = None
+            ) -> Iterator[tuple[tuple[int, int], list[TcpPacket]]]:
+    """(key, packets) for each run of packets; a key repeats when a group spans batches.
+
+    Payloads shipped by offset are read from the capture with `payloads`; without a reader,
+    placeholders of the payload's length stand in (connection identity never depends on bytes).
+    """
+    zeros = memoryview(bytes(1 << 16))
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        cols = [batch.column(name).to_pylist() for name in _IN_COLUMNS]
+        run: list[TcpPacket] = []
+        key = None
+        for cap, flow, frame, ts, src, dst, sport, dport, seq, ack, flags, plen, missing, poff, payload in zip(
+                *cols, strict=True):
+            if payload is None:
+                if poff is not None and payloads is not None:
+                    payload = payloads.read(cap, poff, plen)
+                else:
+                    if plen > len(zeros):
+                        zeros = memoryview(bytes(plen))
+                    payload = zeros[:plen]
+            k = (cap, flow)
+            if k != key:
+                if run:
+                    yield key, run  # type: ignore[misc]
+                run = []
+                key = k
+            run.append(TcpPacket(frame, ts, src, dst, sport, dport, seq, ack, flags, payload, missing))
+        if run:
+            yield key, run  # type: ignore[misc]
+
+
+class _Order:
+    """Checks that packets of a group come in frame order (the sort the job asks Spark for)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def check(self, frame: int) -> None:
+        if frame <= self.last:
+            raise RuntimeError(f"packets out of order within a connection group (frame {frame} after {self.last})")
+        self.last = frame
+
+
+# --------------------------------------------------------------------------- connections
+
+
+class _ConnStats:
+    __slots__ = ("bytes", "close", "first", "gaps", "last_frame", "last_ts", "opened", "packets")
+
+    def __init__(self, opened: StreamOpened) -> None:
+        self.opened = opened
+        self.first = opened.packet
+        self.bytes = {"c2s": 0, "s2c": 0}
+        self.gaps = {"c2s": 0, "s2c": 0}
+        self.last_ts = opened.ts
+        self.last_frame = opened.packet
+        self.close: StreamClosed | None = None
+        self.packets = 0
+
+
+def connections_partition(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One row (CONNECTION_SCHEMA) per TCP connection of the partition's groups."""
+    rows: list[tuple] = []
+    current: tuple[int, int] | None = None
+    reasm: TcpReassembler | None = None
+    conns: dict[str, _ConnStats] = {}
+    order = _Order()
+
+    def finish_group() -> None:
+        assert reasm is not None and current is not None
+        _account(reasm.finish(), conns)
+        for st in conns.values():
+            o, c = st.opened, st.close
+            rows.append((current[0], current[1], st.first, max(st.last_frame, c.packet if c else 0),
+                         o.client[0], o.client[1], o.server[0], o.server[1], o.syn_seen, o.ts,
+                         max(st.last_ts, c.ts if c else st.last_ts), c.reason if c else None,
+                         st.bytes["c2s"], st.bytes["s2c"], st.gaps["c2s"], st.gaps["s2c"], st.packets))
+
+    for key, packets in _groups(batches):
+        if key != current:
+            if reasm is not None:
+                finish_group()
+            current, reasm, conns, order = key, TcpReassembler(), {}, _Order()
+        feed = reasm.feed  # type: ignore[union-attr]
+        # Which connection a packet went to (read-only peek; without it `packets` stays 0).
+        flows = getattr(reasm, "_flows", None)
+        if not isinstance(flows, dict):
+            flows = {}
+        for pkt in packets:
+            order.check(pkt.number)
+            _account(feed(pkt), conns)
+            half = flows.get((pkt.src, pkt.sport, pkt.dst, pkt.dport))
+            conn = getattr(half, "conn", None)
+            st = conns.get(getattr(conn, "id", None))  # type: ignore[arg-type]
+            if st is not None:
+                st.packets += 1
+        if len(rows) >= 4096:
+            yield _conn_batch(rows)
+            rows = []
+    if reasm is not None:
+        finish_group()
+    if rows:
+        yield _conn_batch(rows)
+
+
+def _account(events: list, conns: dict[str, _ConnStats]) -> None:
+    for ev in events:
+        if isinstance(ev, StreamData):
+            st = conns[ev.conn]
+            st.bytes[ev.dir] += len(ev.data)
+            st.last_ts = ev.ts
+            st.last_frame = max(st.last_frame, ev.packet)
+        elif isinstance(ev, StreamOpened):
+            conns[ev.conn] = _ConnStats(ev)
+        elif isinstance(ev, StreamGap):
+            conns[ev.conn].gaps[ev.dir] += ev.length
+        elif isinstance(ev, StreamClosed):
+            conns[ev.conn].close = ev
+
+
+def _conn_batch(rows: list[tuple]) -> pa.RecordBatch:
+    columns = list(zip(*rows, strict=True))
+    return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, CONNECTION_SCHEMA, strict=True)],
+                                      schema=CONNECTION_SCHEMA)
+
+
+# --------------------------------------------------------------------------- dissection
+
+
+def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | None = None,
+                      with_fields: bool = True, max_body: int | None = None,
+                      max_rows: int = 4096) -> Iterator[pa.RecordBatch]:
+    """The ZMTP events (rows.STAGE_SCHEMA) of every connection in the partition's groups.
+
+    `paths[cap]` is the capture file to read payloads from when the rows carry offsets."""
+    out = EventBatcher(max_rows=max_rows)
+    current: tuple[int, int] | None = None
+    reasm: TcpReassembler | None = None
+    dissector: CaptureDissector | None = None
+    first_frames: dict[str, int] = {}
+    seqs: dict[str, int] = {}
+    order = _Order()
+
+    def emit(stream_events: list, emit_frame: int | None) -> None:
+        cap = current[0]  # type: ignore[index]
+        for sev in stream_events:
+            if isinstance(sev, StreamOpened):
+                first_frames[sev.conn] = sev.packet
+                seqs[sev.conn] = 0
+            for event in dissector.feed(sev):  # type: ignore[union-attr]
+                local = event["conn"]
+                n = seqs[local]
+                seqs[local] = n + 1
+                out.add(cap, first_frames[local], n, emit_frame, event)
+
+    payloads = PayloadReader(paths) if paths is not None else None
+    try:
+        for key, packets in _groups(batches, payloads):
+            if key != current:
+                if reasm is not None:
+                    emit(reasm.finish(), None)
+                current = key
+                reasm = TcpReassembler()
+                dissector = CaptureDissector(with_fields=with_fields, max_body=max_body)
+                first_frames, seqs, order = {}, {}, _Order()
+            feed = reasm.feed  # type: ignore[union-attr]
+            for pkt in packets:
+                order.check(pkt.number)
+                stream_events = feed(pkt)
+                if stream_events:
+                    emit(stream_events, pkt.number)
+                    if out.full:
+                        yield from out.flush()
+        if reasm is not None:
+            emit(reasm.finish(), None)
+        if len(out):
+            yield from out.flush()
+    finally:
+        if payloads is not None:
+            payloads.close()
+
+
+def packets_batch(cap: int, located: list[tuple[TcpPacket, int | None]], *, inline: bool = False) -> pa.RecordBatch:
+    """Located TcpPackets as one record batch of PACKET_SCHEMA: each payload by its file offset
+    (`poff`) when it has one, else (or with `inline`) the bytes themselves."""
+    n = len(located)
+    packets = [p for p, _o in located]
+    flows = []
+    cache: dict[tuple, int] = {}
+    for p in packets:
+        k = (p.src, p.sport, p.dst, p.dport)
+        f = cache.get(k)
+        if f is None:
+            f = cache[k] = flow_key(*k)
+        flows.append(f)
+    if inline:
+        offsets: list[int | None] = [None] * n
+        payloads: list[bytes | None] = [p.payload if p.payload else None for p in packets]
+    else:
+        offsets = [o for _p, o in located]
+        payloads = [p.payload if o is None and p.payload else None for p, o in located]
+    arrays: list[Any] = [
+        pa.array([cap] * n, pa.int32()),
+        pa.array(flows, pa.int64()),
+        pa.array([p.number for p in packets], pa.int64()),
+        pa.array([p.ts for p in packets], pa.float64()),
+        pa.array([p.src for p in packets], pa.string()),
+        pa.array([p.dst for p in packets], pa.string()),
+        pa.array([p.sport for p in packets], pa.int32()),
+        pa.array([p.dport for p in packets], pa.int32()),
+        pa.array([p.seq for p in packets], pa.int64()),
+        pa.array([p.ack for p in packets], pa.int64()),
+        pa.array([p.flags for p in packets], pa.int32()),
+        pa.array([len(p.payload) for p in packets], pa.int32()),
+        pa.array([p.missing for p in packets], pa.int64()),
+        pa.array(offsets, pa.int64()),
+        pa.array(payloads, pa.binary()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=PACKET_SCHEMA)

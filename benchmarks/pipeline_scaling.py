@@ -1,0 +1,263 @@
+"""The Spark pipeline against single-process `zmtplab dissect` on a corpus of over 1 GB.
+
+Builds a corpus under a temporary directory (removed afterwards unless --keep):
+
+* one large capture (over 500 MB by default) holding many concurrent connections, their packets
+  interleaved as on a busy host: libzmq connections of the shared reference captures replayed
+  with rewritten addresses, mostly bulk transfers (`large.pcapng`: 1 MiB messages) with a share
+  of dense small-message traffic (`bulk.pcapng`: 200,000 messages in 5.9 MB);
+* many smaller captures (test runs): copies of the shared and project captures and small
+  merges of the same connections.
+
+Then, in the same run:
+
+1. single-process dissect: `zmtplab dissect --jsonl FILE` (the command's own code, output to
+   /dev/null) for every file, one after the other in one process, so no per-file start-up is
+   counted (`--processes` also times one process per file);
+2. the pipeline: `run_pipeline` on local[*] (every core); the JVM start is timed apart.
+
+It prints MB/s for both and the ratio pipeline / dissect (goal >= 1.5 on 2 cores), the pipeline's
+phases, and the load average (other work on the machine skews both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "captures"
+PROJECT = ROOT / "captures"
+MB = 1 << 20
+
+_SHB = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
+# IDB: Ethernet, snaplen 262144, if_tsresol = 6 (microseconds)
+_IDB_BODY = struct.pack("<HHI", 1, 0, 262144) + struct.pack("<HHB3x", 9, 1, 6) + struct.pack("<HH", 0, 0)
+_IDB = struct.pack("<II", 1, len(_IDB_BODY) + 12) + _IDB_BODY + struct.pack("<I", len(_IDB_BODY) + 12)
+
+
+@dataclass
+class Conn:
+    """The frames (Ethernet, IPv4) of one recorded connection, with their relative times."""
+
+    frames: list[bytes]
+    times: list[float]
+    size: int
+
+
+def load_connection(path: Path) -> Conn:
+    """All frames of a one-connection capture."""
+    from zmtplab.capture.pcapfile import CaptureReader
+
+    frames, times = [], []
+    t0 = None
+    for frame in CaptureReader(str(path)).frames():
+        if t0 is None:
+            t0 = frame.ts
+        frames.append(frame.data)
+        times.append(frame.ts - t0)
+    return Conn(frames, times, sum(len(f) for f in frames))
+
+
+def _readdress(frame: bytes, addr: bytes) -> bytes:
+    """The frame with both IPv4 addresses replaced (a loopback capture has 127.0.0.1 at both ends)."""
+    if len(frame) >= 34 and frame[12:14] == b"\x08\x00":
+        return frame[:26] + addr + addr + frame[34:]
+    return frame
+
+
+def _epb(frame: bytes, ts_us: int) -> bytes:
+    pad = -len(frame) % 4
+    total = 32 + len(frame) + pad
+    return b"".join((struct.pack("<IIIIIII", 6, total, 0, ts_us >> 32, ts_us & 0xFFFFFFFF, len(frame), len(frame)),
+                     frame, b"\0" * pad, struct.pack("<I", total)))
+
+
+def write_merged(path: Path, conns: list[Conn], *, first_id: int, start_ts: float, burst: int = 16) -> int:
+    """Writes the connections interleaved (bursts of packets round-robin), each on its own address."""
+    clock = int(start_ts * 1e6)
+    cursors = [0] * len(conns)
+    active = list(range(len(conns)))
+    addrs = [bytes([10, (first_id + i) >> 16 & 255, (first_id + i) >> 8 & 255, (first_id + i) & 255])
+             for i in range(len(conns))]
+    with open(path, "wb") as out:
+        out.write(_SHB)
+        out.write(_IDB)
+        while active:
+            still = []
+            for i in active:
+                c = conns[i]
+                j = cursors[i]
+                for frame in c.frames[j:j + burst]:
+                    clock += 3
+                    out.write(_epb(_readdress(frame, addrs[i]), clock))
+                cursors[i] = j + burst
+                if cursors[i] < len(c.frames):
+                    still.append(i)
+            active = still
+    return path.stat().st_size
+
+
+def build_corpus(root: Path, total_mb: int, big_mb: int, dense_share: float) -> list[Path]:
+    """The corpus: one big interleaved capture and many test-run captures; returns the files."""
+    bulk = load_connection(SHARED / "bulk.pcapng")
+    large = load_connection(SHARED / "large.pcapng")
+    small = [p for p in sorted(PROJECT.glob("*.pcapng")) + sorted(SHARED.glob("*.pcapng"))
+             if p.name not in ("bulk.pcapng", "large.pcapng")]
+    files: list[Path] = []
+    ident = 1
+
+    def mix(target_bytes: int) -> list[Conn]:
+        dense = max(0, round(target_bytes * dense_share / bulk.size))
+        bulky = max(1, round((target_bytes - dense * bulk.size) / large.size))
+        # spread the dense connections evenly among the bulk transfers
+        out: list[Conn] = [large] * bulky
+        for k in range(dense):
+            out.insert((k * len(out)) // max(dense, 1), bulk)
+        return out
+
+    big = root / "incident-big.pcapng"
+    conns = mix(big_mb * MB)
+    write_merged(big, conns, first_id=ident, start_ts=1_700_000_000.0)
+    ident += len(conns)
+    files.append(big)
+    runs = root / "test-runs"
+    runs.mkdir()
+    used = big.stat().st_size
+    n = 0
+    while used < total_mb * MB:
+        n += 1
+        if n % 4 == 0:  # a copy of a recorded scenario or two, as test suites keep them
+            for p in small[(n // 4) % len(small)::len(small) // 2 or 1][:2]:
+                target = runs / f"run{n:04d}-{p.name}"
+                shutil.copyfile(p, target)
+                files.append(target)
+                used += target.stat().st_size
+            continue
+        target = runs / f"run{n:04d}.pcapng"
+        conns = mix(12 * MB)
+        write_merged(target, conns, first_id=ident, start_ts=1_700_000_000.0 + 3600 * n)
+        ident += len(conns)
+        files.append(target)
+        used += target.stat().st_size
+    return files
+
+
+def dissect_processes(files: list[Path]) -> float:
+    """Wall time of `zmtplab dissect --jsonl` over every file, one process per file, output discarded."""
+    zmtplab = shutil.which("zmtplab", path=str(Path(sys.executable).parent)) or "zmtplab"
+    start = time.perf_counter()
+    for f in files:
+        subprocess.run([zmtplab, "dissect", "--jsonl", str(f)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def dissect_in_process(files: list[Path]) -> tuple[float, int]:
+    """`zmtplab dissect --jsonl FILE` for every file, run one after the other in one fresh process
+    (the command's own code; its output only counted, in C, not kept), so no per-file start-up is
+    counted; (seconds, events)."""
+    code = (
+        "import contextlib, io, sys, time\n"
+        "from zmtplab.cli import main\n"
+        "class Sink(io.TextIOBase):\n"
+        "    lines = 0\n"
+        "    def write(self, s):\n"
+        "        Sink.lines += s.count('\\n') if isinstance(s, str) else s.count(b'\\n')\n"
+        "        return len(s)\n"
+        "    @property\n"
+        "    def buffer(self):\n"
+        "        return self\n"
+        "start = time.perf_counter()\n"
+        "with contextlib.redirect_stdout(Sink()):\n"
+        "    for path in sys.argv[1:]:\n"
+        "        assert main(['dissect', '--jsonl', path]) == 0\n"
+        "print(time.perf_counter() - start, Sink.lines)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, *map(str, files)], capture_output=True, text=True, check=True)
+    seconds, lines = res.stdout.split()
+    return float(seconds), int(lines)
+
+
+def run_pipeline_timed(files: list[Path], out: Path, master: str | None) -> tuple[float, float, dict]:
+    """(JVM and session start, pipeline run, summary)."""
+    from zmtplab.pipeline.job import get_session, run_pipeline
+    from zmtplab.pipeline.progress import ProgressBar
+
+    start = time.perf_counter()
+    spark = get_session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = time.perf_counter() - start
+    start = time.perf_counter()
+    summary = run_pipeline([str(f) for f in files], out, spark=spark, progress=ProgressBar(sys.stderr))
+    run = time.perf_counter() - start
+    spark.stop()
+    return jvm, run, summary
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total-mb", type=int, default=1100, help="corpus size (default 1100 MB)")
+    parser.add_argument("--big-mb", type=int, default=520, help="size of the one large capture (default 520 MB)")
+    parser.add_argument("--dense-share", type=float, default=0.25,
+                        help="share of bytes that is dense small-message traffic (default 0.25)")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--workdir", type=Path, default=None, help="where to build the corpus (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the corpus and the pipeline's output")
+    parser.add_argument("--processes", action="store_true",
+                        help="also time one `zmtplab dissect` process per file (start-up included)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="zmtplab-bench-", dir=args.workdir))
+    try:
+        t = time.perf_counter()
+        files = build_corpus(work, args.total_mb, args.big_mb, args.dense_share)
+        size = sum(f.stat().st_size for f in files)
+        big = max(f.stat().st_size for f in files)
+        print(f"corpus: {len(files)} captures, {size / MB:.0f} MB (largest {big / MB:.0f} MB), "
+              f"built in {time.perf_counter() - t:.0f}s under {work}", flush=True)
+
+        print(f"load average before: {load()}", flush=True)
+        single, events = dissect_in_process(files)
+        single_rate = size / MB / single
+        print(f"dissect  (zmtplab dissect --jsonl, every file in one process): {single:7.1f}s  "
+              f"{single_rate:6.2f} MB/s", flush=True)
+        print(f"load average: {load()}", flush=True)
+        jvm, run, summary = run_pipeline_timed(files, work / "out", args.master)
+        pipe_rate = size / MB / run
+        print(f"pipeline (local[*], {os.cpu_count()} cores): {run:7.1f}s  {pipe_rate:6.2f} MB/s  "
+              f"({summary['events']:,} events, {summary['connections']} TCP connections); "
+              f"JVM start {jvm:.1f}s apart ({size / MB / (run + jvm):.2f} MB/s with it)", flush=True)
+        print(f"  phases (s): {json.dumps(summary['timings'])}", flush=True)
+        print(f"load average after: {load()}", flush=True)
+        if events != summary["events"]:
+            print(f"  WARNING: event counts differ: dissect {events:,}, pipeline {summary['events']:,}")
+        if args.processes:
+            procs = dissect_processes(files)
+            print(f"dissect  (one `zmtplab dissect --jsonl` process per file): {procs:7.1f}s  "
+                  f"{size / MB / procs:6.2f} MB/s", flush=True)
+        ratio = pipe_rate / single_rate
+        print(f"pipeline_scaling: pipeline={pipe_rate:.2f} MB/s dissect={single_rate:.2f} MB/s "
+              f"ratio={ratio:.2f} (goal >= 1.5 on 2 cores; JVM start {jvm:.1f}s excluded)")
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""The Spark job end to end on local[2]: the shared and project captures plus damaged files,
+every capture cut into 64 KiB ranges. Each capture's events equal `zmtplab dissect`'s row for
+row; damaged files are reported in the errors table and the rest of the run goes on."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pipeline_util import (
+    PROJECT,
+    SHARED,
+    as_events,
+    block_offsets,
+    busy_capture,
+    dissect_reference,
+    read_capture_table,
+    read_events,
+    read_table,
+    same_as_dissect_arrow,
+    sequential_error,
+    write_classic_pcap,
+)
+
+from zmtplab.capture.dissect import dissect_capture
+from zmtplab.pipeline.job import run_pipeline
+from zmtplab.pipeline.rows import event_to_comparable
+
+pytestmark = pytest.mark.spark
+
+BULK = str(SHARED / "bulk.pcapng")
+SOURCES = [SHARED / "req_rep.pcapng", SHARED / "pub_sub.pcapng", PROJECT / "curve.pcapng",
+           SHARED / "dealer_router.pcapng", PROJECT / "plain_ok.pcapng"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("corpus")
+    damaged = d / "damaged"
+    damaged.mkdir()
+    files = {"dir": damaged}
+    files["bulk_head"] = damaged / "bulk_head.pcap"
+    write_classic_pcap(SHARED / "bulk.pcapng", files["bulk_head"], max_frames=1500)
+    files["busy"] = damaged / "busy.pcapng"
+    busy_capture(files["busy"], SOURCES, late_interface=True, new_section=True, simple_blocks=True)
+    large = (SHARED / "large.pcapng").read_bytes()
+    files["truncated"] = damaged / "truncated.pcapng"
+    files["truncated"].write_bytes(large[:600_001])
+    busy = bytearray(files["busy"].read_bytes())
+    at = next(o for o in block_offsets(files["busy"]) if o > len(busy) // 2)
+    busy[at + 4:at + 8] = struct.pack("<I", 0x7FFFFF00)
+    files["corrupt"] = damaged / "corrupt.pcapng"
+    files["corrupt"].write_bytes(bytes(busy))
+    files["corrupt_cut"] = d / "corrupt_cut.pcapng"  # what the pipeline reads of it: up to the damage
+    files["corrupt_cut"].write_bytes(bytes(busy[:at]))
+    files["garbage"] = damaged / "garbage.pcap"
+    files["garbage"].write_bytes(b"<script>alert(1)</script> not a capture")
+    files["empty"] = damaged / "empty.pcapng"
+    files["empty"].write_bytes(b"")
+    (damaged / "README.md").write_text("not a capture, and not named like one: ignored in a directory")
+    files["notes"] = d / "notes.txt"
+    files["notes"].write_text("named explicitly, so reported")
+    return files
+
+
+@pytest.fixture(scope="module")
+def run(spark, corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    progress: list[dict] = []
+    summary = run_pipeline([str(SHARED), str(PROJECT), str(corpus["dir"]), str(corpus["notes"])], out,
+                           spark=spark, progress=progress.append, split_size=64 << 10)
+    return {"out": out, "summary": summary, "progress": progress,
+            "events": read_events(out, skip=(BULK,))}
+
+
+def readable(corpus) -> list[Path]:
+    return ([*sorted(SHARED.glob("*.pcapng")), *sorted(PROJECT.glob("*.pcapng"))]
+            + [corpus[k] for k in ("bulk_head", "busy", "truncated", "corrupt")])
+
+
+def test_every_capture_has_dissects_events_row_for_row(run, corpus):
+    events = run["events"]
+    for path in readable(corpus):
+        if str(path) == BULK:
+            continue  # 420,004 rows: compared in Arrow by the next test
+        reference = corpus["corrupt_cut"] if path == corpus["corrupt"] else path
+        ref, _result = dissect_reference(reference)
+        got = as_events(events.get(str(path), []))
+        assert len(got) == len(ref), path.name
+        assert got == ref, path.name
+    assert len(events) == len(readable(corpus)) - 1
+
+
+def test_big_capture_was_split_and_still_matches(run):
+    summary = run["summary"]
+    assert summary["ranges"] > 100  # bulk alone is 90 ranges of 64 KiB
+    bulk = read_capture_table(run["out"], BULK)
+    assert bulk.num_rows == 420_004
+    assert bulk.column("seq").to_pylist() == list(range(420_004))
+    assert same_as_dissect_arrow(run["out"], BULK)
+
+
+def test_damaged_and_foreign_files_are_reported_and_the_run_goes_on(run, corpus):
+    errors = {Path(e["capture"]).name: e for e in read_table(run["out"], "errors")}
+    assert set(errors) == {"truncated.pcapng", "corrupt.pcapng", "garbage.pcap", "empty.pcapng", "notes.txt"}
+    assert errors["truncated.pcapng"]["kind"] == "truncated"
+    assert errors["truncated.pcapng"]["message"] == sequential_error(corpus["truncated"])
+    assert errors["corrupt.pcapng"]["kind"] == "corrupt"
+    assert errors["corrupt.pcapng"]["message"] == sequential_error(corpus["corrupt"])
+    assert errors["corrupt.pcapng"]["offset"] == corpus["corrupt_cut"].stat().st_size
+    for name in ("garbage.pcap", "empty.pcapng", "notes.txt"):
+        assert errors[name]["kind"] == "not-a-capture"
+    assert run["summary"]["captures"] == len(readable(corpus))
+
+
+def test_connections_table_numbers_connections_like_dissect(run, corpus):
+    rows = read_table(run["out"], "connections")
+    by_capture: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        by_capture.setdefault(r["capture"], {})[r["conn"]] = r
+    for path in [corpus["busy"], SHARED / "dealer_router.pcapng", PROJECT / "curve.pcapng", corpus["truncated"]]:
+        _events, result = dissect_reference(path)
+        got = by_capture[str(path)]
+        assert set(got) == {c.conn for c in result.connections}, path.name
+        for info in result.connections:
+            row = got[info.conn]
+            assert (row["client_ip"], row["client_port"]) == info.client
+            assert (row["server_ip"], row["server_port"]) == info.server
+            assert row["syn_seen"] == info.syn_seen
+    dr = by_capture[str(SHARED / "dealer_router.pcapng")]["0"]
+    assert (dr["version_c2s"], dr["mechanism"], dr["socket_type_client"], dr["socket_type_server"]) == (
+        "3.1", "NULL", "DEALER", "ROUTER")
+    assert dr["messages"] == 6 and dr["zmtp"]
+    assert dr["packets"] == 24 and dr["close_reason"] == "fin"  # the reference README's count
+    assert sum(r["events"] for r in rows) == run["summary"]["events"]
+
+
+def test_report_and_summary(run):
+    out = run["out"]
+    page = (out / "report.html").read_text()
+    for title in ("ZMTP versions and mechanisms", "Socket-type pairs", "Message-size distribution",
+                  "Messages over time", "Expert events by severity"):
+        assert title in page
+    assert page.count("<svg") >= 5
+    assert "<script>" not in page  # capture text is escaped
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["events"] == sum(len(v) for v in run["events"].values()) + 420_004
+    assert summary["zmtp_connections"] <= summary["connections"]
+    assert set(summary["timings"]) >= {"session", "plan", "connections", "events", "tables", "report", "total"}
+
+
+def test_progress_goes_through_the_phases_to_the_end(run):
+    progress = run["progress"]
+    phases = []
+    for p in progress:
+        if not phases or phases[-1] != p["phase"]:
+            phases.append(p["phase"])
+    assert phases == ["start", "plan", "connections", "events", "tables", "report"]
+    fractions = [p["fraction"] for p in progress]
+    assert fractions == sorted(fractions)
+    assert progress[-1]["fraction"] == 1.0 and progress[-1].get("done")
+    assert any(p["tasks_total"] for p in progress)  # the status tracker was read
+    assert {p["job_group"] for p in progress} == {run["summary"]["job_group"]}
+
+
+def test_events_table_schema(run):
+    schema = pq.read_schema(next((run["out"] / "events").glob("part-*.parquet")))
+    assert schema.names[:9] == ["capture", "conn", "dir", "offset", "length", "kind", "ts", "packets", "fields"]
+    fields = schema.field("fields").type.value_type
+    assert [f.name for f in fields] == ["name", "offset", "length", "value", "rule", "note"]
+    assert str(fields.field("value").type) == "string"
+    assert str(schema.field("properties").type).startswith("map<string, string")
+    assert str(schema.field("frames").type) == "list<element: string>"
+    assert str(schema.field("packets").type) == "list<element: int64>"
+
+
+def test_no_fields_and_max_body(spark, tmp_path):
+    path = SHARED / "push_pull_multipart.pcapng"
+    run_pipeline([str(path)], tmp_path, spark=spark, with_fields=False, max_body=8, report=False)
+    got = as_events(read_events(tmp_path)[str(path)])
+    ref = [event_to_comparable(e) for e in dissect_capture(str(path), with_fields=False, max_body=8)]
+    assert got == ref
+    assert all("fields" not in e for e in got)
+
+
+def test_cli(spark, tmp_path, capsys):
+    from zmtplab.cli import main
+
+    assert main(["pipeline", str(SHARED / "req_rep.pcapng"), str(SHARED / "pub_sub.pcapng"),
+                 "--out", str(tmp_path / "a"), "--quiet", "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 captures" in printed and "events" in printed
+    assert (tmp_path / "a" / "events" / "_SUCCESS").exists()
+    assert not (tmp_path / "a" / "report.html").exists()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hi")
+    assert main(["pipeline", str(notes), "--out", str(tmp_path / "b"), "--quiet"]) == 2
+    assert "no readable captures" in capsys.readouterr().err
+    assert spark.sparkContext._jsc is not None  # the shared session was not stopped by the CLI
