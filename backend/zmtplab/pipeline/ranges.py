@@ -32,7 +32,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..capture.errors import CaptureFormatError
-from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp, sniff_format
+
+# The formats' constants are the sequential reader's, so both read a capture the same way.
+from ..capture.pcapfile import (
+    _BOM,
+    _BOM_SWAPPED,
+    _CHUNK,
+    _EPB,
+    _IDB,
+    _PB,
+    _PCAP_MAGICS,
+    _SHB,
+    _SPB,
+    MAX_RECORD,
+    CaptureReader,
+    ReaderStats,
+    TcpPacket,
+    decode_tcp,
+    sniff_format,
+)
 
 __all__ = [
     "FileHeader",
@@ -49,19 +67,7 @@ __all__ = [
     "scan_range",
 ]
 
-MAX_RECORD = 64 << 20  # as in pcapfile: larger blocks/records are corruption
-_CHUNK = 1 << 20
 
-_PCAP_MAGICS = {
-    0xA1B2C3D4: ("<", 1_000_000, 16),
-    0xD4C3B2A1: (">", 1_000_000, 16),
-    0xA1B23C4D: ("<", 1_000_000_000, 16),
-    0x4D3CB2A1: (">", 1_000_000_000, 16),
-    0xA1B2CD34: ("<", 1_000_000, 24),
-    0x34CDB2A1: (">", 1_000_000, 24),
-}
-_SHB, _IDB, _PB, _SPB, _EPB = 0x0A0D0D0A, 1, 2, 3, 6
-_BOM, _BOM_SWAPPED = 0x1A2B3C4D, 0x4D3C2B1A
 # Block types a heuristic boundary may start with (the standard and experimental ones in use).
 _KNOWN_BLOCKS = frozenset({_SHB, _IDB, _PB, _SPB, 4, 5, _EPB, 7, 8, 9, 0x0A, 0x0B, 0xBAD, 0x40000BAD})
 _U32LE = struct.Struct("<I")
