@@ -18,6 +18,7 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -81,14 +82,22 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
 
 
 def _package_zip() -> str:
-    """A zip of the zmtplab package for executors that do not have it installed."""
+    """A zip of the zmtplab package for executors that do not have it installed (removed when
+    this process exits: the driver serves it to executors until then)."""
     root = Path(__file__).resolve().parents[1]
-    target = Path(tempfile.gettempdir()) / f"zmtplab-{os.getpid()}.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+    fd, name = tempfile.mkstemp(prefix="zmtplab-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in root.rglob("*"):
             if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
                 zf.write(path, Path("zmtplab") / path.relative_to(root))
-    return str(target)
+    atexit.register(_remove, name)
+    return name
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 class _Reporter:

@@ -255,15 +255,20 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
 
     def emit(stream_events: list, emit_frame: int | None) -> None:
         cap = current[0]  # type: ignore[index]
+        events, keys = out.events, out.keys
         for sev in stream_events:
             if isinstance(sev, StreamOpened):
                 first_frames[sev.conn] = sev.packet
                 seqs[sev.conn] = 0
-            for event in dissector.feed(sev):  # type: ignore[union-attr]
+            produced = dissector.feed(sev)  # type: ignore[union-attr]
+            for event in produced:  # EventBatcher.add, inlined: this runs once per event
                 local = event["conn"]
                 n = seqs[local]
                 seqs[local] = n + 1
-                out.add(cap, first_frames[local], n, emit_frame, event)
+                events.append(event)
+                keys.append((cap, first_frames[local], n, emit_frame))
+            if produced:
+                out.approx_bytes += sum(6 * e["length"] + 256 for e in produced)
 
     payloads = PayloadReader(paths) if paths is not None else None
     try:
