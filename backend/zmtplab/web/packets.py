@@ -9,6 +9,7 @@ capture object is always closed, which also stops tshark once the packet was rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 from collections import OrderedDict
@@ -76,7 +77,10 @@ def decode_packet(path: Path, number: int, tshark_path: str | None = None) -> di
         raise PacketDecodeError(f"tshark failed: {type(exc).__name__}: {exc}") from exc
     finally:
         if capture is not None:
-            capture.close()
+            # Closing early (we stop at the first matching packet) can find tshark already gone
+            # with an error code, which pyshark raises as a crash; the packet we read is still good.
+            with contextlib.suppress(Exception):
+                capture.close()
     raise PacketNotFound(number)
 
 
