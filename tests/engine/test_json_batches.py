@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zmtplab.engine import ConnectionDissector, StreamDecoder
-from zmtplab.engine.batch import JsonBatch
+from zmtplab.engine.batch import FrameRun, JsonBatch
 from zmtplab.engine.commands import ping_body, pong_body, ready_body, subscribe_body
 from zmtplab.engine.framing import U64, encode_frame, encode_message
 from zmtplab.engine.greeting import encode_greeting, encode_v1_identity, encode_v2_tail, signature
@@ -148,6 +148,34 @@ def test_batches_say_what_events_say(body, sizes, max_body, prefix):
     assert run(one_by_one, chunks, drain) == plain
 
 
+@given(body=streams, sizes=chunk_sizes, prefix=st.sampled_from(["v3", "v2", "bare2", "mid"]))
+def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
+    """`frame_runs=True`: runs are `FrameRun`s (octets, no JSON) whose `events()` are the plain events."""
+    framing, mid = None, False
+    if prefix == "v3":
+        data = head() + body
+    elif prefix == "v2":
+        data = signature(3) + b"\x01" + encode_v2_tail("PUSH", b"id") + body
+    elif prefix == "bare2":
+        data, framing = body, "2"
+    else:
+        data, mid = body, True
+    chunks = cut(data, sizes)
+    plain = run(StreamDecoder(framing=framing, mid_stream=mid), chunks, StreamDecoder.events)
+    decoder = StreamDecoder(framing=framing, mid_stream=mid, frame_runs=True)
+    assert decoder.frame_runs and not decoder.json_batches
+    expanded = []
+    for item in run(decoder, chunks, StreamDecoder.take):
+        if isinstance(item, FrameRun):
+            assert type(item) is FrameRun and len(item) and item.end - item.start == len(item.data)
+            assert len(item.events()) == len(item)
+            expanded.extend(item.events())
+        else:
+            expanded.append(item)
+    assert expanded == plain
+    assert run(StreamDecoder(framing=framing, mid_stream=mid, frame_runs=True), chunks, StreamDecoder.events) == plain
+
+
 def test_batches_cover_ordinary_traffic():
     """On plain bulk traffic nearly everything goes through batches (the point of them).
 
@@ -160,6 +188,9 @@ def test_batches_cover_ordinary_traffic():
     items = run(decoder, [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
     batched = sum(len(i) for i in items if type(i) is JsonBatch)
     assert batched >= 0.95 * sum(1 if type(i) is not JsonBatch else len(i) for i in items)
+    runs = run(StreamDecoder(frame_runs=True), [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
+    in_runs = sum(len(i) for i in runs if type(i) is FrameRun)
+    assert in_runs == batched
 
 
 def test_strict_or_negative_max_body_never_batches():

@@ -9,7 +9,9 @@ Each event gets `conn`, `dir`, `packets` (the frames that carried its bytes) and
 `dissect_capture()` yields dicts; `dissect_capture_jsonl()` yields the same events as JSON lines
 text. Without fields, the latter lets the engine write runs of ordinary frames straight as JSON
 (`engine.batch`): the elements that lie within one packet share that packet's `packets` and `ts`,
-so they only need the batch's text joined with one suffix.
+so they only need the batch's text joined with one suffix. With `runs=True`, `feed_runs()` hands
+such runs over as `SourcedRun`s (their octets and each event's source keys) for a consumer that
+lays the events out itself, as the Spark pipeline does in Arrow columns.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..engine.batch import JsonBatch
+from ..engine.batch import FrameRun, JsonBatch
 from ..engine.dissector import ConnectionDissector
 from ..engine.events import WireEvent
 from .errors import CaptureFormatError
@@ -30,6 +32,19 @@ from .tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpRea
 
 # How many first bytes of a direction we look at before deciding whether it is ZMTP.
 SNIFF_BYTES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class SourcedRun:
+    """A `FrameRun` of one connection's direction with the source keys of each of its events:
+    `packets[i]` and `ts[i]` are what `feed()` would give the run's i-th event (lists may be shared
+    between events: read them, don't change them)."""
+
+    conn: str
+    dir: str
+    run: FrameRun
+    packets: list[list[int]]
+    ts: list[float]
 
 
 @dataclass
@@ -115,12 +130,15 @@ class CaptureDissector:
     `feed()` gives dicts; with `json=True`, `feed_json()` gives the same events as JSON lines
     (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form lets the
     engine write runs of ordinary frames straight as JSON (`engine.batch`), which is much faster.
+    With `runs=True`, `feed_runs()` gives dicts and `SourcedRun`s (runs of ordinary frames).
     """
 
-    def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False) -> None:
+    def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False,
+                 runs: bool = False) -> None:
         self.with_fields = with_fields
         self.max_body = max_body
         self.json = json
+        self.runs = runs and not json
         self.connections: dict[str, _Conn] = {}
 
     @property
@@ -135,6 +153,11 @@ class CaptureDissector:
     def feed_json(self, event: Any) -> str:
         """Handles one stream event; returns the ZMTP events it completed as JSON lines."""
         return "".join(self._feed(event, self._emit_json))
+
+    def feed_runs(self, event: Any) -> list[dict[str, Any] | SourcedRun]:
+        """Handles one stream event; returns the ZMTP events it completed, runs of ordinary frames
+        as `SourcedRun`s (with `runs=True`) and every other event as a dict."""
+        return self._feed(event, self._emit_runs)
 
     def _feed(self, event: Any, emit: Any) -> list:
         if isinstance(event, StreamData):
@@ -210,6 +233,7 @@ class CaptureDissector:
             return []
         conn.dissector = ConnectionDissector(mid_stream=not conn.info.syn_seen,
                                              json_batches=self.json and not self.with_fields,
+                                             frame_runs=self.runs,
                                              max_body=self.max_body)
         out: list = []
         for what, ev in held:
@@ -258,12 +282,50 @@ class CaptureDissector:
         out = []
         item = self._item
         for d, event in events:
-            if type(event) is JsonBatch:
+            if isinstance(event, FrameRun):
                 out.extend(item(conn, d, e) for e in event.events())
             else:
                 out.append(item(conn, d, event))
         self._forget(conn, direction)
         return out
+
+    def _emit_runs(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
+                   chunk: StreamData | None) -> list[dict | SourcedRun]:
+        if not events:
+            return []
+        events = self._release(conn, events)
+        if not events:
+            return []
+        out: list[dict | SourcedRun] = []
+        for d, event in events:
+            if type(event) is FrameRun:
+                out.append(self._sourced_run(conn, d, event, chunk))
+            elif isinstance(event, FrameRun):
+                out.extend(self._item(conn, d, e) for e in event.events())
+            else:
+                out.append(self._item(conn, d, event))
+        self._forget(conn, direction)
+        return out
+
+    def _sourced_run(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> SourcedRun:
+        n = len(run)
+        packets: list[Any]
+        stamps: list[Any]
+        if (chunk is not None and chunk.dir == d and run.fresh == chunk.offset
+                and run.end <= chunk.offset + len(chunk.data)):
+            # Every element that starts in this packet's data ends in it too (as in `_batch_json`).
+            packets = [[chunk.packet]] * n
+            stamps = [chunk.ts] * n
+            special = run.spans(before=chunk.offset) if run.start < chunk.offset else []
+        else:
+            packets, stamps = [None] * n, [None] * n
+            special = run.spans()
+        lookup = conn.maps[d].lookup
+        for k, offset, length in special:
+            found, ts = lookup(offset, length)
+            packets[k] = found
+            stamps[k] = ts if ts is not None else conn.info.last_ts
+        return SourcedRun(conn.info.conn, d, run, packets, stamps)
 
     def _emit_json(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
                    chunk: StreamData | None) -> list[str]:

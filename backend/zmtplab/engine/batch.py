@@ -1,18 +1,23 @@
-"""JSON batches: runs of ordinary message frames, written straight as the event contract's JSON.
+"""Batches: runs of ordinary message frames, handed over whole instead of as an event each.
 
 `zmtplab dissect --jsonl --no-fields` on a bulk capture spends its time per element: a `Frame`
 and a `Message` per frame, a dict per event, a serializer call per dict. When its owner asks for
-it (`StreamDecoder(json_batches=True)`), the decoder hands runs of ordinary frames to `scan()`,
-which writes each frame's and each message's JSON object directly, exactly as
-`event.to_dict(with_fields=False, max_body=...)` would serialize without the closing brace (the
-source appends `conn`, `dir`, `packets`, `ts` and the brace).
+it, the decoder hands runs of ordinary frames over in one piece:
 
-`scan()` takes only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes above
-255, whole messages only -- and stops at anything else: a command, a reserved bit, a LONG size
-that deserves a note, a frame or message not complete yet. The decoder then goes on with its own
-code from there, so it stays the single judge of every rule; a `JsonBatch` is only ever what the
-decoder would have reported as `Frame` and `Message` events, and `JsonBatch.events()` gives those
-events back for any consumer that wants objects. (Tests compare both forms byte for byte.)
+* `StreamDecoder(json_batches=True)`: `scan()` writes each frame's and each message's JSON object
+  directly, exactly as `event.to_dict(with_fields=False, max_body=...)` would serialize without
+  the closing brace (the source appends `conn`, `dir`, `packets`, `ts` and the brace): a
+  `JsonBatch`;
+* `StreamDecoder(frame_runs=True)`: `scan_run()` only finds where the run ends; the `FrameRun`
+  keeps the run's octets, for an owner that lays the events out itself (the Spark pipeline
+  builds its Arrow columns from them, see `pipeline/runs.py`).
+
+Both scans take only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
+above 255, whole messages only -- and stop at anything else: a command, a reserved bit, a LONG
+size that deserves a note, a frame or message not complete yet. The decoder then goes on with its
+own code from there, so it stays the single judge of every rule; a batch is only ever what the
+decoder would have reported as `Frame` and `Message` events, and `events()` gives those events
+back for any consumer that wants objects. (Tests compare both forms byte for byte.)
 """
 
 from __future__ import annotations
@@ -28,32 +33,31 @@ _HEX0 = [f"00{k:02x}" for k in range(256)]
 _HEX1 = [f"01{k:02x}" for k in range(256)]
 
 
-class JsonBatch:
-    """Consecutive frame and message events of one direction, each as its JSON object text.
+class FrameRun:
+    """Consecutive whole ordinary messages of one direction (their frame and message events), as octets.
 
-    `heads[i]` is the i-th event's JSON object without its closing brace. `start`/`end` are the
-    stream offsets the batch covers (whole messages), `fresh` the offset where the data of the
-    `receive_data()` call that produced it began: every event of the batch lies within
-    [fresh, end) except those `leading()` names.
+    `start`/`end` are the stream offsets the run covers, `fresh` the offset where the data of the
+    `receive_data()` call that produced it began: every event of the run lies within [fresh, end)
+    except those `spans(before=fresh)` names. `len()` is the number of events (frames and messages).
     """
 
-    __slots__ = ("data", "end", "framing", "fresh", "heads", "start")
+    __slots__ = ("count", "data", "end", "framing", "fresh", "start")
 
     kind = "batch"
 
-    def __init__(self, start: int, data: bytes | bytearray, heads: list[str], fresh: int, framing: str) -> None:
+    def __init__(self, start: int, data: bytes | bytearray, fresh: int, framing: str, count: int) -> None:
         self.start = start
         self.end = start + len(data)
         self.data = data
-        self.heads = heads
         self.fresh = fresh
         self.framing = framing
+        self.count = count
 
     def __len__(self) -> int:
-        return len(self.heads)
+        return self.count
 
     def __repr__(self) -> str:
-        return f"JsonBatch(start={self.start}, end={self.end}, events={len(self.heads)})"
+        return f"{type(self).__name__}(start={self.start}, end={self.end}, events={self.count})"
 
     def _frames(self):  # -> Iterator[tuple[int, int, int, int, int]]
         """(position, header length, flags, size, end) of every frame, positions within `data`."""
@@ -88,7 +92,7 @@ class JsonBatch:
         return out
 
     def spans(self, before: int | None = None) -> list[tuple[int, int, int]]:
-        """(index in `heads`, offset, length) of every event, or only of those starting before `before`."""
+        """(index among the events, offset, length) of every event, or only of those starting before `before`."""
         out: list[tuple[int, int, int]] = []
         start = self.start
         k = 0
@@ -108,6 +112,46 @@ class JsonBatch:
                 k += 1
                 first = None
         return out
+
+
+class JsonBatch(FrameRun):
+    """A `FrameRun` with each event's JSON object text: `heads[i]` is the i-th event's object
+    without its closing brace."""
+
+    __slots__ = ("heads",)
+
+    def __init__(self, start: int, data: bytes | bytearray, heads: list[str], fresh: int, framing: str) -> None:
+        super().__init__(start, data, fresh, framing, len(heads))
+        self.heads = heads
+
+
+def scan_run(buf: bytearray, pos: int) -> tuple[int, int]:
+    """Where the whole ordinary messages at `buf[pos:]` end, and how many events (frames and
+    messages) they make. Stops where `scan()` does."""
+    n = len(buf)
+    count = 0
+    done_pos, done = pos, 0  # the end of the last whole message, and the events up to it
+    while n - pos >= 2:
+        flags = buf[pos]
+        if flags < 2:
+            end = pos + 2 + buf[pos + 1]
+        elif flags < 4:
+            if n - pos < 9:
+                break
+            size = int.from_bytes(buf[pos + 1:pos + 9], "big")
+            if size < 256:
+                break  # LONG for a short frame: the decoder adds its note
+            end = pos + 9 + size
+        else:
+            break  # COMMAND or a reserved bit: the decoder decides
+        if end > n:
+            break
+        count += 1
+        if not flags & 1:
+            count += 1  # the message this frame completes
+            done_pos, done = end, count
+        pos = end
+    return done_pos, done
 
 
 def scan(buf: bytearray, pos: int, base: int, max_body: int | None) -> tuple[int, list[str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from .batch import JsonBatch, scan
+from .batch import FrameRun, JsonBatch, scan, scan_run
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
@@ -45,6 +45,7 @@ class StreamDecoder:
         framing: str | None = None,
         mechanism: str | None = None,
         json_batches: bool = False,
+        frame_runs: bool = False,
         max_body: int | None = None,
     ) -> None:
         self.strict = strict
@@ -64,9 +65,12 @@ class StreamDecoder:
         self._candidates: list[int] = []
         self._lost_since = 0
         self._state = _GREETING
-        # JSON batches (see batch.py): only for a lenient decoder whose owner prints JSON without fields.
-        self.json_batches = (json_batches and not strict and max_frame_size is None
-                             and (max_body is None or max_body >= 0))
+        # Batches (see batch.py): only for a lenient decoder; JSON ones for an owner that prints JSON
+        # without fields, frame runs for an owner that lays the events out itself.
+        lenient = not strict and max_frame_size is None and (max_body is None or max_body >= 0)
+        self.json_batches = json_batches and lenient
+        self.frame_runs = frame_runs and lenient and not self.json_batches
+        self.batching = self.json_batches or self.frame_runs
         self.max_body = max_body
         self.batch_ok = True  # the owner's say: none of its checks needs these messages one by one
         self._fresh = 0  # stream offset where the data of the current receive_data() call begins
@@ -169,7 +173,7 @@ class StreamDecoder:
         if not self._events:
             return None
         event = self._events.popleft()
-        if type(event) is JsonBatch:
+        if isinstance(event, FrameRun):
             self._events.extendleft(reversed(event.events()))
             event = self._events.popleft()
         return event
@@ -178,12 +182,13 @@ class StreamDecoder:
         """Every element decoded so far and not yet taken."""
         out = list(self._events)
         self._events.clear()
-        if self.json_batches and any(type(e) is JsonBatch for e in out):
-            return [x for e in out for x in (e.events() if type(e) is JsonBatch else (e,))]
+        if self.batching and any(isinstance(e, FrameRun) for e in out):
+            return [x for e in out for x in (e.events() if isinstance(e, FrameRun) else (e,))]
         return out
 
-    def take(self) -> list[WireEvent | JsonBatch]:
-        """Like `events()`, but runs of ordinary frames stay `JsonBatch`es (with `json_batches`)."""
+    def take(self) -> list[WireEvent | FrameRun]:
+        """Like `events()`, but runs of ordinary frames stay whole: `JsonBatch`es (with `json_batches`)
+        or `FrameRun`s (with `frame_runs`)."""
         out = list(self._events)
         self._events.clear()
         return out
@@ -255,7 +260,7 @@ class StreamDecoder:
                     continue
                 if self.framing == "1":
                     self._parse_v1_frames()
-                elif (self.json_batches and self.batch_ok and self.mechanism != "CURVE"
+                elif (self.batching and self.batch_ok and self.mechanism != "CURVE"
                       and self.framing in ("2", "3")):
                     self._parse_frames_batched()
                 else:
@@ -434,15 +439,23 @@ class StreamDecoder:
     # ---- frames
 
     def _parse_frames_batched(self) -> None:
-        """`_parse_frames`, with runs of whole ordinary messages taken by `batch.scan` as JSON."""
+        """`_parse_frames`, with runs of whole ordinary messages taken by `batch.scan` (as JSON) or
+        `batch.scan_run`."""
         while True:
             if not self._pending:
-                pos, heads = scan(self._buf, self._pos, self._base, self.max_body)
-                if heads:
-                    start = self._pos
-                    self._events.append(JsonBatch(self._base + start, self._buf[start:pos], heads,
-                                                  self._fresh, self.framing or "3"))
-                    self._pos = pos
+                start = self._pos
+                if self.json_batches:
+                    pos, heads = scan(self._buf, start, self._base, self.max_body)
+                    if heads:
+                        self._events.append(JsonBatch(self._base + start, self._buf[start:pos], heads,
+                                                      self._fresh, self.framing or "3"))
+                        self._pos = pos
+                else:
+                    pos, count = scan_run(self._buf, start)
+                    if count:
+                        self._events.append(FrameRun(self._base + start, bytes(self._buf[start:pos]),
+                                                     self._fresh, self.framing or "3", count))
+                        self._pos = pos
             # What scan() left: an unusual frame, the frames of an unfinished message, or too few bytes.
             if not self._parse_frames(resume=True):
                 return

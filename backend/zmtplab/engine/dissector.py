@@ -20,16 +20,18 @@ OTHER = {C2S: S2C, S2C: C2S}
 class ConnectionDissector:
     """Reads a whole connection (both directions) and never raises on bad input."""
 
-    def __init__(self, *, mid_stream: bool = False, json_batches: bool = False, max_body: int | None = None) -> None:
+    def __init__(self, *, mid_stream: bool = False, json_batches: bool = False, frame_runs: bool = False,
+                 max_body: int | None = None) -> None:
         """`json_batches`: the owner prints JSON without fields, so runs of ordinary frames may come
-        back as `JsonBatch`es (see batch.py) once no check here needs their messages one by one."""
+        back as `JsonBatch`es (see batch.py) once no check here needs their messages one by one;
+        `frame_runs`: they may come back as `FrameRun`s, for an owner that lays out events itself."""
         self.decoders = {
             C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream,
-                               json_batches=json_batches, max_body=max_body),
+                               json_batches=json_batches, frame_runs=frame_runs, max_body=max_body),
             S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream,
-                               json_batches=json_batches, max_body=max_body),
+                               json_batches=json_batches, frame_runs=frame_runs, max_body=max_body),
         }
-        self.json_batches = self.decoders[C2S].json_batches
+        self.batching = self.decoders[C2S].batching
         for decoder in self.decoders.values():
             decoder.batch_ok = False
         self.mid_stream = mid_stream
@@ -53,8 +55,8 @@ class ConnectionDissector:
     def receive_data(self, direction: str, data: bytes, *, boundary: bool = True) -> list[tuple[str, WireEvent]]:
         """Feeds one direction's bytes; returns the (direction, event) pairs now decoded.
 
-        With `json_batches`, an item may also be a `JsonBatch` standing for consecutive frame and
-        message events (`JsonBatch.events()` gives them).
+        With `json_batches` or `frame_runs`, an item may also be a `JsonBatch` or `FrameRun` standing
+        for consecutive frame and message events (its `events()` gives them).
         """
         decoder = self.decoders[direction]
         decoder.receive_data(data, boundary=boundary)
@@ -108,7 +110,7 @@ class ConnectionDissector:
                 self._on_greeting(direction, event, out)  # type: ignore[arg-type]
             elif kind == "command":
                 self._on_command(direction, event, out)  # type: ignore[arg-type]
-        if self.json_batches:
+        if self.batching:
             # Messages need no check of ours once this side's handshake is done, unless they may be
             # 3.0-style subscriptions; the decoder batches them only then.
             decoder.batch_ok = ((self.mid_stream or self._handshake_done(direction))

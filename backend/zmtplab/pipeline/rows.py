@@ -112,20 +112,32 @@ def field_value_text(value: Any) -> str | None:
 
 
 class EventBatcher:
-    """Collects event dicts with their connection keys and turns them into Arrow record batches."""
+    """Collects event dicts with their connection keys, and runs of ordinary frames
+    (`pipeline.runs`), and turns them into Arrow record batches."""
 
-    def __init__(self, max_rows: int = 4096, max_bytes: int = 16 << 20) -> None:
+    def __init__(self, max_rows: int = 4096, max_bytes: int = 16 << 20, *, with_fields: bool = True,
+                 max_body: int | None = None) -> None:
         self.max_rows = max_rows
         self.max_bytes = max_bytes
+        self.with_fields = with_fields
+        self.max_body = max_body
         self._reset()
 
     def _reset(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.keys: list[tuple[int, int, int, int | None]] = []
+        self.runs: list[tuple[int, int, int, int | None, Any]] = []
+        self.run_rows = 0
         self.approx_bytes = 0
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self.events) + self.run_rows
+
+    def add_run(self, cap: int, first_frame: int, seq: int, emit_frame: int | None, run: Any) -> None:
+        """A `capture.dissect.SourcedRun` whose first event has sequence number `seq`."""
+        self.runs.append((cap, first_frame, seq, emit_frame, run))
+        self.run_rows += len(run.run)
+        self.approx_bytes += 6 * len(run.run.data) + 256 * len(run.run)
 
     def add(self, cap: int, first_frame: int, seq: int, emit_frame: int | None, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -135,11 +147,15 @@ class EventBatcher:
 
     @property
     def full(self) -> bool:
-        return len(self.events) >= self.max_rows or self.approx_bytes >= self.max_bytes
+        return len(self) >= self.max_rows or self.approx_bytes >= self.max_bytes
 
     def flush(self) -> list[pa.RecordBatch]:
         """The collected events as record batches (one per event shape: no copy to merge them)."""
-        batches = events_to_batches(self.events, self.keys)
+        batches = events_to_batches(self.events, self.keys) if self.events else []
+        if self.runs:
+            from .runs import runs_to_batches
+
+            batches += runs_to_batches(self.runs, with_fields=self.with_fields, max_body=self.max_body)
         self._reset()
         return batches
 

@@ -243,7 +243,7 @@ def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, r
     stats = ZmtpStats()
     writer = _PartWriter(staging, stats, ids, names)
     for batch in dissect_partition(batches, paths=info["paths"], with_fields=with_fields, max_body=max_body,
-                                   max_rows=512):
+                                   max_rows=4096):
         writer.add(batch)
     files = writer.close()
     if stats.conns:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..capture.dissect import CaptureDissector
+from ..capture.dissect import CaptureDissector, SourcedRun
 from ..capture.pcapfile import TcpPacket
 from ..capture.tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
 from .rows import EventBatcher
@@ -245,7 +245,7 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
     """The ZMTP events (rows.STAGE_SCHEMA) of every connection in the partition's groups.
 
     `paths[cap]` is the capture file to read payloads from when the rows carry offsets."""
-    out = EventBatcher(max_rows=max_rows)
+    out = EventBatcher(max_rows=max_rows, with_fields=with_fields, max_body=max_body)
     current: tuple[int, int] | None = None
     reasm: TcpReassembler | None = None
     dissector: CaptureDissector | None = None
@@ -260,15 +260,20 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
             if isinstance(sev, StreamOpened):
                 first_frames[sev.conn] = sev.packet
                 seqs[sev.conn] = 0
-            produced = dissector.feed(sev)  # type: ignore[union-attr]
+            produced = dissector.feed_runs(sev)  # type: ignore[union-attr]
             for event in produced:  # EventBatcher.add, inlined: this runs once per event
+                if type(event) is SourcedRun:
+                    local = event.conn
+                    n = seqs[local]
+                    seqs[local] = n + len(event.run)
+                    out.add_run(cap, first_frames[local], n, emit_frame, event)
+                    continue
                 local = event["conn"]
                 n = seqs[local]
                 seqs[local] = n + 1
                 events.append(event)
                 keys.append((cap, first_frames[local], n, emit_frame))
-            if produced:
-                out.approx_bytes += sum(6 * e["length"] + 256 for e in produced)
+                out.approx_bytes += 6 * event["length"] + 256
 
     payloads = PayloadReader(paths) if paths is not None else None
     try:
@@ -278,7 +283,7 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                     emit(reasm.finish(), None)
                 current = key
                 reasm = TcpReassembler()
-                dissector = CaptureDissector(with_fields=with_fields, max_body=max_body)
+                dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, runs=True)
                 first_frames, seqs, order = {}, {}, _Order()
             feed = reasm.feed  # type: ignore[union-attr]
             for pkt in packets:

@@ -1,0 +1,75 @@
+"""Runs of ordinary frames laid out as columns give exactly the rows their events' dicts give."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zmtplab.capture.dissect import SourcedRun
+from zmtplab.engine.batch import FrameRun, scan_run
+from zmtplab.engine.framing import encode_frame
+from zmtplab.pipeline.rows import events_to_batches
+from zmtplab.pipeline.runs import runs_to_batches
+
+BODIES = st.one_of(
+    st.binary(max_size=40),
+    st.text(alphabet="abc xyz:0123", max_size=30).map(str.encode),
+    st.integers(256, 5000).map(lambda n: bytes([0x41 + n % 26]) * n),  # LONG frames, some over the 4096 display cut
+)
+MESSAGES = st.lists(st.lists(BODIES, min_size=1, max_size=4), min_size=1, max_size=12)
+
+
+def make_run(messages: list[list[bytes]], framing: str, start: int) -> FrameRun:
+    data = b"".join(encode_frame(body, more=i < len(parts) - 1) for parts in messages for i, body in enumerate(parts))
+    end, count = scan_run(bytearray(data), 0)
+    assert end == len(data)
+    return FrameRun(start, data, start, framing, count)
+
+
+def rows_by_seq(batches) -> list[dict]:
+    return sorted((r for b in batches for r in b.to_pylist()), key=lambda r: r["seq"])
+
+
+def expected_rows(run: FrameRun, sourced: SourcedRun, *, with_fields: bool, max_body: int | None) -> list[dict]:
+    events, keys = [], []
+    for k, event in enumerate(run.events()):
+        d = event.to_dict(with_fields=with_fields, max_body=max_body)
+        d.update(conn=sourced.conn, dir=sourced.dir, packets=sourced.packets[k], ts=sourced.ts[k])
+        events.append(d)
+        keys.append((3, 17, 100 + k, 42))
+    return rows_by_seq(events_to_batches(events, keys))
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=MESSAGES, framing=st.sampled_from(["3", "2"]), start=st.integers(0, 1 << 40),
+       with_fields=st.booleans(), max_body=st.sampled_from([None, 0, 1, 7, 300, 4096]))
+def test_columns_equal_the_rows_of_the_events_dicts(messages, framing, start, with_fields, max_body):
+    run = make_run(messages, framing, start)
+    n = len(run)
+    sourced = SourcedRun("5", "s2c", run, [[1000 + k, 1001 + k] for k in range(n)], [1.5 + k for k in range(n)])
+    got = rows_by_seq(runs_to_batches([(3, 17, 100, 42, sourced)], with_fields=with_fields, max_body=max_body))
+    assert got == expected_rows(run, sourced, with_fields=with_fields, max_body=max_body)
+
+
+def test_several_runs_in_one_batch_keep_their_own_keys():
+    a = make_run([[b"one"], [b"two", b"three"]], "3", 0)
+    b = make_run([[b"\x00\xff" * 200]], "3", 50)
+    items = [
+        (0, 1, 0, 9, SourcedRun("0", "c2s", a, [[9]] * len(a), [0.5] * len(a))),
+        (1, 4, 7, None, SourcedRun("2", "s2c", b, [[11, 12]] * len(b), [0.25] * len(b))),
+    ]
+    rows = [r for batch in runs_to_batches(items) for r in batch.to_pylist()]
+    assert len(rows) == len(a) + len(b) == 5 + 2
+    by = {(r["cap"], r["seq"]): r for r in rows}
+    assert by[(0, 4)]["kind"] == "message" and by[(0, 4)]["frames"] == [b"two".hex(), b"three".hex()]
+    assert [f["name"] for f in by[(0, 4)]["fields"]] == ["frame 1", "frame 2"]
+    assert by[(1, 7)]["emit_frame"] is None and by[(1, 7)]["packets"] == [11, 12]
+    assert by[(1, 7)]["fields"][2]["value"] == ("00ff" * 200)  # not printable: shown as hex
+    assert by[(1, 8)]["message_size"] == 400
+
+
+@pytest.mark.parametrize("data", [b"\x04\x00", b"\x02\x00\x00\x00\x00\x00\x00\x00\x05hello", b"\x01\x01a"])
+def test_scan_run_stops_where_the_decoder_must_judge(data):
+    """A command, a LONG size under 256, an unfinished message: no run."""
+    assert scan_run(bytearray(data), 0) == (0, 0)
