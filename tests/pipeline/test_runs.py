@@ -20,41 +20,48 @@ BODIES = st.one_of(
 MESSAGES = st.lists(st.lists(BODIES, min_size=1, max_size=4), min_size=1, max_size=12)
 
 
-def make_run(messages: list[list[bytes]], framing: str, start: int) -> FrameRun:
+def make_run(messages: list[list[bytes]], framing: str, start: int, *, keep_starts: bool = True) -> FrameRun:
     data = b"".join(encode_frame(body, more=i < len(parts) - 1) for parts in messages for i, body in enumerate(parts))
-    end, count = scan_run(bytearray(data), 0)
-    assert end == len(data)
-    return FrameRun(start, data, start, framing, count)
+    end, count, starts = scan_run(bytearray(data), 0)
+    assert end == len(data) and len(starts) == sum(map(len, messages))
+    return FrameRun(start, data, start, framing, count, starts if keep_starts else None)
 
 
-def rows_by_seq(batches) -> list[dict]:
-    return sorted((r for b in batches for r in b.to_pylist()), key=lambda r: r["seq"])
-
-
-def expected_rows(run: FrameRun, sourced: SourcedRun, *, with_fields: bool, max_body: int | None) -> list[dict]:
+def expected_rows(items, *, with_fields: bool, max_body: int | None) -> list[dict]:
+    """The rows `events_to_batches` makes of the dicts of the runs' events."""
     events, keys = [], []
-    for k, event in enumerate(run.events()):
-        d = event.to_dict(with_fields=with_fields, max_body=max_body)
-        d.update(conn=sourced.conn, dir=sourced.dir, packets=sourced.packets[k], ts=sourced.ts[k])
-        events.append(d)
-        keys.append((3, 17, 100 + k, 42))
-    return rows_by_seq(events_to_batches(events, keys))
+    for cap, first, seq, emit, sourced in items:
+        for k, event in enumerate(sourced.run.events()):
+            d = event.to_dict(with_fields=with_fields, max_body=max_body)
+            d.update(conn=sourced.conn, dir=sourced.dir, packets=sourced.packets[k], ts=sourced.ts[k])
+            events.append(d)
+            keys.append((cap, first, seq + k, emit))
+    return sorted((r for b in events_to_batches(events, keys) for r in b.to_pylist()),
+                  key=lambda r: (r["cap"], r["seq"]))
+
+
+RUNS = st.lists(st.tuples(MESSAGES, st.sampled_from(["3", "2"]), st.integers(0, 1 << 40), st.booleans(),
+                          st.sampled_from(["c2s", "s2c"]), st.one_of(st.none(), st.integers(1, 10**6))),
+                min_size=1, max_size=3)
 
 
 @settings(max_examples=150, deadline=None)
-@given(messages=MESSAGES, framing=st.sampled_from(["3", "2"]), start=st.integers(0, 1 << 40),
-       with_fields=st.booleans(), max_body=st.sampled_from([None, 0, 1, 7, 300, 4096]))
-def test_columns_equal_the_rows_of_the_events_dicts(messages, framing, start, with_fields, max_body):
-    run = make_run(messages, framing, start)
-    n = len(run)
-    sourced = SourcedRun("5", "s2c", run, [[1000 + k, 1001 + k] for k in range(n)], [1.5 + k for k in range(n)])
-    got = rows_by_seq(runs_to_batches([(3, 17, 100, 42, sourced)], with_fields=with_fields, max_body=max_body))
-    assert got == expected_rows(run, sourced, with_fields=with_fields, max_body=max_body)
+@given(runs=RUNS, with_fields=st.booleans(), max_body=st.sampled_from([None, 0, 1, 7, 300, 4096]))
+def test_columns_equal_the_rows_of_the_events_dicts(runs, with_fields, max_body):
+    items = []
+    for i, (messages, framing, start, keep_starts, d, emit) in enumerate(runs):
+        run = make_run(messages, framing, start, keep_starts=keep_starts)
+        n = len(run)
+        sourced = SourcedRun(str(i), d, run, [[1000 + k, 1001 + k] for k in range(n)], [1.5 + k for k in range(n)])
+        items.append((i, 17 + i, 100 * i, emit, sourced))
+    batches = runs_to_batches(items, with_fields=with_fields, max_body=max_body)
+    got = sorted((r for b in batches for r in b.to_pylist()), key=lambda r: (r["cap"], r["seq"]))
+    assert got == expected_rows(items, with_fields=with_fields, max_body=max_body)
 
 
 def test_several_runs_in_one_batch_keep_their_own_keys():
     a = make_run([[b"one"], [b"two", b"three"]], "3", 0)
-    b = make_run([[b"\x00\xff" * 200]], "3", 50)
+    b = make_run([[b"\x00\xff" * 200]], "2", 50)
     items = [
         (0, 1, 0, 9, SourcedRun("0", "c2s", a, [[9]] * len(a), [0.5] * len(a))),
         (1, 4, 7, None, SourcedRun("2", "s2c", b, [[11, 12]] * len(b), [0.25] * len(b))),
@@ -72,4 +79,4 @@ def test_several_runs_in_one_batch_keep_their_own_keys():
 @pytest.mark.parametrize("data", [b"\x04\x00", b"\x02\x00\x00\x00\x00\x00\x00\x00\x05hello", b"\x01\x01a"])
 def test_scan_run_stops_where_the_decoder_must_judge(data):
     """A command, a LONG size under 256, an unfinished message: no run."""
-    assert scan_run(bytearray(data), 0) == (0, 0)
+    assert scan_run(bytearray(data), 0) == (0, 0, [])

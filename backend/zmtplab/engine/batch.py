@@ -38,20 +38,23 @@ class FrameRun:
 
     `start`/`end` are the stream offsets the run covers, `fresh` the offset where the data of the
     `receive_data()` call that produced it began: every event of the run lies within [fresh, end)
-    except those `spans(before=fresh)` names. `len()` is the number of events (frames and messages).
+    except those `spans(before=fresh)` names. `len()` is the number of events (frames and messages);
+    `starts`, when the scan kept them, the position of every frame within `data`.
     """
 
-    __slots__ = ("count", "data", "end", "framing", "fresh", "start")
+    __slots__ = ("count", "data", "end", "framing", "fresh", "start", "starts")
 
     kind = "batch"
 
-    def __init__(self, start: int, data: bytes | bytearray, fresh: int, framing: str, count: int) -> None:
+    def __init__(self, start: int, data: bytes | bytearray, fresh: int, framing: str, count: int,
+                 starts: list[int] | None = None) -> None:
         self.start = start
         self.end = start + len(data)
         self.data = data
         self.fresh = fresh
         self.framing = framing
         self.count = count
+        self.starts = starts
 
     def __len__(self) -> int:
         return self.count
@@ -125,12 +128,15 @@ class JsonBatch(FrameRun):
         self.heads = heads
 
 
-def scan_run(buf: bytearray, pos: int) -> tuple[int, int]:
-    """Where the whole ordinary messages at `buf[pos:]` end, and how many events (frames and
-    messages) they make. Stops where `scan()` does."""
+def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:
+    """Where the whole ordinary messages at `buf[pos:]` end, how many events (frames and messages)
+    they make, and where each of their frames starts (relative to `pos`). Stops where `scan()` does."""
     n = len(buf)
     count = 0
     done_pos, done = pos, 0  # the end of the last whole message, and the events up to it
+    starts: list[int] = []
+    kept = 0  # frames up to the end of the last whole message
+    origin = pos
     while n - pos >= 2:
         flags = buf[pos]
         if flags < 2:
@@ -147,11 +153,13 @@ def scan_run(buf: bytearray, pos: int) -> tuple[int, int]:
         if end > n:
             break
         count += 1
+        starts.append(pos - origin)
         if not flags & 1:
             count += 1  # the message this frame completes
-            done_pos, done = end, count
+            done_pos, done, kept = end, count, len(starts)
         pos = end
-    return done_pos, done
+    del starts[kept:]
+    return done_pos, done, starts
 
 
 def scan(buf: bytearray, pos: int, base: int, max_body: int | None) -> tuple[int, list[str]]:

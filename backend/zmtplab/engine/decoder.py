@@ -451,10 +451,10 @@ class StreamDecoder:
                                                       self._fresh, self.framing or "3"))
                         self._pos = pos
                 else:
-                    pos, count = scan_run(self._buf, start)
+                    pos, count, starts = scan_run(self._buf, start)
                     if count:
                         self._events.append(FrameRun(self._base + start, bytes(self._buf[start:pos]),
-                                                     self._fresh, self.framing or "3", count))
+                                                     self._fresh, self.framing or "3", count, starts))
                         self._pos = pos
             # What scan() left: an unusual frame, the frames of an unfinished message, or too few bytes.
             if not self._parse_frames(resume=True):
