@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from zmtplab.capture.dissect import SourcedRun
 from zmtplab.engine.batch import FrameRun, scan_run
 from zmtplab.engine.framing import encode_frame
-from zmtplab.pipeline.rows import events_to_batches
+from zmtplab.pipeline import rows
+from zmtplab.pipeline.rows import EventBatcher, events_to_batches
 from zmtplab.pipeline.runs import runs_to_batches
 
 BODIES = st.one_of(
@@ -80,3 +81,19 @@ def test_several_runs_in_one_batch_keep_their_own_keys():
 def test_scan_run_stops_where_the_decoder_must_judge(data):
     """A command, a LONG size under 256, an unfinished message: no run."""
     assert scan_run(bytearray(data), 0) == (0, 0, [])
+
+
+def test_a_giant_run_goes_as_dicts_with_the_same_rows(monkeypatch):
+    """Runs over MAX_RUN_OCTETS (their hex would overflow 32-bit offsets) take the dict path."""
+    run = make_run([[b"x" * 300, b"y"], [b"z"]], "3", 10)
+    sourced = SourcedRun("0", "s2c", run, [[5]] * len(run), [2.5] * len(run))
+    expected = expected_rows([(0, 1, 0, 7, sourced)], with_fields=True, max_body=None)
+    batcher = EventBatcher()
+    batcher.add_run(0, 1, 0, 7, sourced)
+    assert batcher.runs and not batcher.events
+    monkeypatch.setattr(rows, "MAX_RUN_OCTETS", 100)
+    giant = EventBatcher()
+    giant.add_run(0, 1, 0, 7, sourced)
+    assert not giant.runs and len(giant.events) == len(run)
+    for got in (batcher.flush(), giant.flush()):
+        assert sorted((r for b in got for r in b.to_pylist()), key=lambda r: r["seq"]) == expected

@@ -111,6 +111,9 @@ def field_value_text(value: Any) -> str | None:
     return _json(value)
 
 
+MAX_RUN_OCTETS = 64 << 20  # runs of ordinary frames up to this size are laid out as columns (pipeline.runs)
+
+
 class EventBatcher:
     """Collects event dicts with their connection keys, and runs of ordinary frames
     (`pipeline.runs`), and turns them into Arrow record batches."""
@@ -135,6 +138,13 @@ class EventBatcher:
 
     def add_run(self, cap: int, first_frame: int, seq: int, emit_frame: int | None, run: Any) -> None:
         """A `capture.dissect.SourcedRun` whose first event has sequence number `seq`."""
+        if len(run.run.data) > MAX_RUN_OCTETS:
+            # Laid out as columns, a run's hex must fit 32-bit string offsets: giant messages go as dicts.
+            for k, event in enumerate(run.run.events()):
+                item = event.to_dict(with_fields=self.with_fields, max_body=self.max_body)
+                item.update(conn=run.conn, dir=run.dir, packets=run.packets[k], ts=run.ts[k])
+                self.add(cap, first_frame, seq + k, emit_frame, item)
+            return
         self.runs.append((cap, first_frame, seq, emit_frame, run))
         self.run_rows += len(run.run)
         self.approx_bytes += 6 * len(run.run.data) + 256 * len(run.run)
