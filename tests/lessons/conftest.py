@@ -92,8 +92,8 @@ class LiveServer:
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """A real server (its class registry: 50 students per class, small messages)."""
-    app = make_app(tmp_path_factory.mktemp("live"), ClassLimits(max_students=50, max_message=4096))
+    """A real server (its class registry: 50 students per class, small messages, 1 s to send `auth`)."""
+    app = make_app(tmp_path_factory.mktemp("live"), ClassLimits(max_students=50, max_message=4096, auth_timeout=1.0))
     server = LiveServer(app).start()
     try:
         yield server

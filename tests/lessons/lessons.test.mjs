@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk, byClass } from '../frontend/fake-dom.mjs';
 import { renderNarration, allowedLink } from '../../frontend/js/lessons/narration.js';
-import { createFollower, createBroadcaster, teacherState, normalizeCode, openClassSocket } from '../../frontend/js/lessons/classroom.js';
+import { createFollower, createBroadcaster, teacherState, normalizeCode, openClassSocket, authMessage } from '../../frontend/js/lessons/classroom.js';
 import { rangesOf, inRanges } from '../../frontend/js/lessons/highlights.js';
 import { LessonPanel, ClassBar, LessonList } from '../../frontend/js/lessons/views.js';
 import { createLessonsApi } from '../../frontend/js/lessons/api.js';
@@ -102,6 +102,29 @@ test('the class socket queues until open and reports close codes', () => {
   assert.deepEqual(closes, [[4404, 'no class', false]]);
 });
 
+test("a teacher's socket sends its auth message first, before anything queued, on every open", () => {
+  const sockets = [];
+  class FakeWS {
+    constructor(url) {
+      this.url = url;
+      this.sent = [];
+      sockets.push(this);
+    }
+    send(t) {
+      this.sent.push(t);
+    }
+    close() {}
+  }
+  const s = openClassSocket({ WebSocket: FakeWS, url: 'ws://x/ws/classes/ABC?role=teacher', first: authMessage('tok-1') });
+  s.send({ type: 'state', lesson: 'greeting', step: 1 });
+  assert.equal(sockets[0].sent.length, 0);
+  sockets[0].onopen();
+  assert.deepEqual(sockets[0].sent.map((t) => JSON.parse(t)), [{ type: 'auth', token: 'tok-1' }, { type: 'state', lesson: 'greeting', step: 1 }]);
+  assert.ok(!sockets[0].url.includes('tok-1'));
+  s.send({ type: 'end' });
+  assert.deepEqual(JSON.parse(sockets[0].sent[2]), { type: 'end' });
+});
+
 test('highlight ranges per direction', () => {
   const r = rangesOf([{ offset: 1, length: 8, dir: 'c2s' }, { offset: 70, length: 2 }], 's2c');
   assert.deepEqual(r, { c2s: [[1, 9]], s2c: [[70, 72]] });
@@ -167,5 +190,7 @@ test('the lessons API client caches GETs and reports errors', async () => {
   await assert.rejects(api.lesson('nope'), /no lesson 'nope'/);
   await api.answer('a', 2, { choice: 'x' });
   assert.deepEqual(seen, ['GET /api/lessons', 'GET /api/lessons/nope', 'POST /api/lessons/a/steps/2/answer']);
-  assert.equal(api.classSocketUrl({ protocol: 'https:', host: 'h:1' }, 'ABC', 'teacher', 't k'), 'wss://h:1/ws/classes/ABC?role=teacher&token=t%20k');
+  // The teacher's token is never part of the URL (it goes in the socket's first message).
+  assert.equal(api.classSocketUrl({ protocol: 'https:', host: 'h:1' }, 'ABC', 'teacher', 'secret'), 'wss://h:1/ws/classes/ABC?role=teacher');
+  assert.equal(api.classSocketUrl({ protocol: 'http:', host: 'h' }, 'ABC', 'student'), 'ws://h/ws/classes/ABC?role=student');
 });

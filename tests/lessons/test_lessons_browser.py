@@ -1,8 +1,10 @@
 """The lessons page in real Chromium: a teacher presents, a student follows across three steps, wanders off,
-and re-syncs with "Follow the teacher". Screenshots go to test-artifacts/lessons/."""
+and re-syncs with "Follow the teacher"; the teacher's token goes in its socket's first message, never in a URL.
+Screenshots go to test-artifacts/lessons/."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -29,12 +31,23 @@ def browser():
             b.close()
 
 
-def open_page(browser, errors: list[str]):
+def open_page(browser, errors: list[str], urls: list[str] | None = None, sent: list[tuple[str, str]] | None = None):
+    """A page in a context of its own; `urls` collects every URL it requests (websockets too), `sent` every
+    (websocket URL, text frame) it sends."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(10_000)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    if urls is not None:
+        page.on("request", lambda req: urls.append(req.url))
+
+        def socket(ws) -> None:
+            urls.append(ws.url)
+            if sent is not None:
+                ws.on("framesent", lambda payload: sent.append((ws.url, payload if isinstance(payload, str) else "")))
+
+        page.on("websocket", socket)
     return context, page
 
 
@@ -71,8 +84,10 @@ def same_view(teacher, student) -> None:
 def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
     errors: list[str] = []
     base = live_server.base
-    t_ctx, teacher = open_page(browser, errors)
-    s_ctx, student = open_page(browser, errors)
+    urls: list[str] = []  # every URL either page requested or showed
+    sent: list[tuple[str, str]] = []  # the teacher's websocket frames
+    t_ctx, teacher = open_page(browser, errors, urls, sent)
+    s_ctx, student = open_page(browser, errors, urls)
     try:
         # The teacher opens a lesson by deep link and presents it.
         teacher.goto(f"{base}/lessons.html?lesson=greeting&step=1")
@@ -81,6 +96,13 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         code = teacher.text_content("#join-code").strip()
         assert re.fullmatch(r"[A-HJ-NP-Z2-9]{6}", code)
         assert f"present={code}" in teacher.url
+        token = teacher.evaluate(f"() => sessionStorage.getItem('zmtplab.class.{code}')")
+        assert token and len(token) >= 24
+        teacher.wait_for_selector(".conn-state:text-is('live')")
+        # The token went as the first frame of the teacher's socket, whose URL does not hold it.
+        first = json.loads(sent[0][1])
+        assert first == {"type": "auth", "token": token} and sent[0][0].endswith(f"/ws/classes/{code}?role=teacher")
+        urls.append(teacher.url)
 
         # The student joins with the code and lands where the teacher is.
         student.goto(f"{base}/lessons.html?join={code}")
@@ -144,6 +166,10 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         teacher.wait_for_selector(".conn-state:text-is('live')")
         teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
         at_step(teacher, 8, 9)
+        urls.append(teacher.url)
+        # The resumed socket sent the token (from sessionStorage) as its first frame again.
+        resumed = [text for url, text in sent if url == sent[0][0]]
+        assert sum(1 for text in resumed if json.loads(text)["type"] == "auth") == 2
         teacher.click("button:text-is('Next ▶')")
         at_step(student, 9, 9)
         same_view(teacher, student)
@@ -166,7 +192,11 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         student.click("button:text-is('Check my answer')")
         student.wait_for_selector(".answer-result.right")
         student.screenshot(path=str(artifacts / "07-student-answered.png"))
+        urls.append(student.url)
     finally:
         t_ctx.close()
         s_ctx.close()
     assert not errors, errors
+    assert any("/ws/classes/" in url for url in urls)
+    leaked = [url for url in urls if token in url]
+    assert not leaked, leaked

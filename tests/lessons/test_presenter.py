@@ -1,9 +1,14 @@
-"""Presenter mode over real websockets: a teacher and 50 students on a real uvicorn server, plus the limits."""
+"""Presenter mode over real websockets: a teacher and 50 students on a real uvicorn server, the limits, and
+the teacher's token, which goes in the socket's first message and never in a URL (nor an access log)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -48,6 +53,13 @@ async def wait_counts(teacher: ClientConnection, count: int, following: int) -> 
             return msg
 
 
+async def teacher_connect(base: str, token: str) -> ClientConnection:
+    """A teacher's socket: `?role=teacher`, then the token as the first message."""
+    ws = await connect(f"{base}?role=teacher")
+    await ws.send(json.dumps({"type": "auth", "token": token}))
+    return ws
+
+
 def state(step: int, element: int, field: int | None, highlights: list[int]) -> dict[str, Any]:
     return {"type": "state", "lesson": "greeting", "step": step, "selection": {"element": element, "field": field},
             "highlights": highlights}
@@ -60,7 +72,7 @@ def test_fifty_students_follow_a_teacher(live_server):
 
     async def scenario() -> None:
         started = time.monotonic()
-        async with connect(f"{base}?role=teacher&token={token}") as teacher:
+        async with await teacher_connect(base, token) as teacher:
             hello = await recv(teacher, "hello")
             assert hello["role"] == "teacher" and hello["count"] == 0 and hello["state"] is None
 
@@ -112,7 +124,7 @@ def test_fifty_students_follow_a_teacher(live_server):
                 # The teacher drops out and comes back (a page reload): students are told both times.
                 await teacher.close()
                 assert (await recv(students[7], "teacher"))["present"] is False
-                async with connect(f"{base}?role=teacher&token={token}") as again:
+                async with await teacher_connect(base, token) as again:
                     back = await recv(again, "hello")
                     assert back["count"] == STUDENTS and back["state"]["seq"] == 3
                     assert (await recv(students[7], "teacher"))["present"] is True
@@ -144,14 +156,9 @@ def test_refusals_and_limits(live_server):
         async with connect(f"{live_server.ws_base}/ws/classes/NOPE22?role=student") as ws:
             assert (await recv(ws))["type"] == "error"
             assert await closed_code(ws) == 4404
-        async with connect(f"{base}?role=teacher&token=wrong") as ws:
-            assert "wrong teacher token" in (await recv(ws))["detail"]
-            assert await closed_code(ws) == 4403
-        async with connect(f"{base}?role=teacher") as ws:
-            assert await closed_code(ws) == 4403
         async with connect(f"{base}?role=admin") as ws:
             assert await closed_code(ws) == 4400
-        async with connect(f"{base}?role=teacher&token={token}") as teacher:
+        async with await teacher_connect(base, token) as teacher:
             await recv(teacher, "hello")
             bad = [
                 {"type": "state", "lesson": "../x", "step": 1},
@@ -168,7 +175,7 @@ def test_refusals_and_limits(live_server):
             await teacher.send(json.dumps({"type": "ping"}))
             assert (await recv(teacher, "pong")) == {"type": "pong"}
             # A second teacher connection with the token takes over; the first is closed with 4409.
-            async with connect(f"{base}?role=teacher&token={token}") as second:
+            async with await teacher_connect(base, token) as second:
                 await recv(second, "hello")
                 assert await closed_code(teacher) == 4409
             async with connect(f"{base}?role=student") as student:
@@ -221,3 +228,140 @@ def test_classes_expire():
     assert registry.get(c.code) is None  # an hour without the teacher doing anything
     ended = [c.students.pop().queue.get_nowait()]
     assert ended == [{"type": "ended", "reason": "the class expired"}]
+
+
+def test_the_token_is_the_first_message(live_server):
+    """Right token: the teacher drives; wrong, malformed, late or oversized first messages are refused and closed;
+    a `?token=` in the URL grants nothing, even with the right token."""
+    made = new_class(live_server)
+    code, token = made["code"], made["teacher_token"]
+    base = f"{live_server.ws_base}/ws/classes/{code}"
+
+    def info() -> dict[str, Any]:
+        return httpx.get(f"{live_server.base}/api/classes/{code}", timeout=10).json()
+
+    async def refused(ws: ClientConnection) -> tuple[str, int | None]:
+        err = await recv(ws)
+        assert err["type"] == "error", err
+        return err["detail"], await closed_code(ws)
+
+    async def scenario() -> None:
+        # A student sends nothing special and follows what the authenticated teacher shows.
+        async with connect(f"{base}?role=student") as student:
+            assert (await recv(student, "hello"))["teacher"] is False
+            async with await teacher_connect(base, token) as teacher:
+                hello = await recv(teacher, "hello")
+                assert hello["role"] == "teacher" and hello["count"] == 1
+                assert (await recv(student, "teacher"))["present"] is True
+                await teacher.send(json.dumps(state(2, 0, 1, [1])))
+                got = await recv(student, "state")
+                assert got["step"] == 2 and got["selection"] == {"element": 0, "field": 1}
+                assert info()["teacher"] is True and info()["step"] == 2
+
+            # A wrong token: a clear error, close code 4403, and the class is not driven.
+            async with await teacher_connect(base, "x" + token[1:]) as ws:
+                assert await refused(ws) == ("wrong teacher token", 4403)
+            async with await teacher_connect(base, "y" * 300) as ws:  # longer than any token, under the size limit
+                assert await refused(ws) == ("wrong teacher token", 4403)
+
+            # The token in the URL is refused outright, with the right token too: no hello, no presenter rights.
+            for query in (f"?role=teacher&token={token}", f"?token={token}&role=teacher",
+                          f"?role=student&token={token}"):
+                async with connect(base + query) as ws:
+                    detail, closed = await refused(ws)
+                    assert "never in the URL" in detail and closed == 4400
+            assert info()["teacher"] is False
+
+            # Malformed first messages: the expected shape is named, the input (maybe a token) is not echoed.
+            malformed = ["not json", json.dumps([token]),
+                         json.dumps({"type": "state", "lesson": "greeting", "step": 1}),
+                         json.dumps({"type": "auth"}), json.dumps({"type": "auth", "token": 12}),
+                         json.dumps({"type": "auth", "token": ""}),
+                         json.dumps({"type": "auth", "token": token, "role": "admin"})]
+            for first in malformed:
+                async with connect(f"{base}?role=teacher") as ws:
+                    await ws.send(first)
+                    detail, closed = await refused(ws)
+                    assert closed == 4400 and '{"type": "auth", "token": "..."}' in detail, first
+                    assert token not in detail
+            # An oversized first message (binary, too) closes with 1009 before it is parsed.
+            for first in (json.dumps({"type": "auth", "token": "z" * 5000}), b"\x00" * 5000):
+                async with connect(f"{base}?role=teacher") as ws:
+                    await ws.send(first)
+                    assert await refused(ws) == ("message too large", 1009)
+
+            # A teacher socket that never sends its first message is closed at the deadline (1 s on this server),
+            # and meanwhile it is no teacher.
+            started = time.monotonic()
+            async with connect(f"{base}?role=teacher") as ws:
+                await asyncio.sleep(0.3)
+                assert info()["teacher"] is False
+                detail, closed = await refused(ws)
+                assert closed == 4408 and "within 1 s" in detail
+            assert 0.9 <= time.monotonic() - started < 5
+
+            # Through all of it the student stayed and saw no teacher come: only the first one leave, then the next
+            # one come, whom it follows.
+            assert (await recv(student, "teacher"))["present"] is False
+            async with await teacher_connect(base, token) as teacher:
+                await recv(teacher, "hello")
+                assert (await recv(student, "teacher"))["present"] is True
+                await teacher.send(json.dumps(state(3, 0, 0, [])))
+                assert (await recv(student, "state"))["step"] == 3
+
+    asyncio.run(scenario())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_access_log_never_holds_the_token(tmp_path):
+    """`zmtplab serve` with uvicorn's access log on: a class created, taught, followed and ended leaves request
+    lines for every route it used, and the token in none of them."""
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    env = {**os.environ, "ZMTPLAB_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--port", str(port),
+                                 "--log-level", "info"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, log_path.read_text()
+            try:
+                if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "zmtplab serve did not start"
+            time.sleep(0.1)
+        res = httpx.post(f"{base}/api/classes", timeout=10)
+        assert res.status_code == 201 and res.headers["cache-control"] == "no-store"
+        code, token = res.json()["code"], res.json()["teacher_token"]
+        ws_base = f"ws://127.0.0.1:{port}/ws/classes/{code}"
+
+        async def scenario() -> None:
+            async with connect(f"{ws_base}?role=student") as student, await teacher_connect(ws_base, token) as teacher:
+                await recv(student, "hello")
+                await recv(teacher, "hello")
+                await teacher.send(json.dumps(state(1, 0, 0, [0])))
+                assert (await recv(student, "state"))["seq"] == 1
+                await teacher.send(json.dumps({"type": "end"}))
+                await recv(student, "ended")
+
+        asyncio.run(scenario())
+        assert httpx.get(f"{base}/api/classes/{code}", timeout=10).status_code == 404
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    text = log_path.read_text()
+    # uvicorn logged the request lines (so the check below looks at a real access log) ...
+    assert '"POST /api/classes HTTP/1.1" 201' in text, text
+    assert f'"WebSocket /ws/classes/{code}?role=teacher" [accepted]' in text, text
+    assert f'"WebSocket /ws/classes/{code}?role=student" [accepted]' in text, text
+    # ... and the token appears nowhere in them.
+    assert token not in text

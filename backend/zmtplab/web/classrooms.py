@@ -1,7 +1,11 @@
 """Presenter mode: classes a teacher leads and students follow, mirrored over websockets.
 
 `POST /api/classes` makes a class: a 6-character join code (no 0/O, 1/I/L) and a teacher token.
-The teacher's websocket (`/ws/classes/{code}?role=teacher&token=...`) sends what it shows:
+The teacher's websocket (`/ws/classes/{code}?role=teacher`) proves itself with its first message,
+`{"type": "auth", "token": "..."}`, sent within `ClassLimits.auth_timeout` seconds of connecting: the
+token never travels in a URL, where access logs, proxies and browser history would keep it (a URL
+with `?token=` is refused). Students (`?role=student`) send nothing special. Then the teacher sends
+what it shows:
 
     {"type": "state", "lesson": "greeting", "step": 3,
      "selection": {"element": 0, "field": 2}, "highlights": [0, 2]}
@@ -40,6 +44,8 @@ class ClassLimits:
     queue: int = 64  # messages queued per student before the queue is collapsed to the latest state
     ttl: float = 6 * 3600.0  # seconds a class lives after its last teacher activity
     idle: float = 30 * 60.0  # seconds a class lives with nobody connected
+    auth_timeout: float = 5.0  # seconds a teacher's socket has to send its `auth` message
+    max_token: int = 200  # characters of a token in an `auth` message (real ones are 32)
 
 
 class Peer:
@@ -66,8 +72,10 @@ class Peer:
 
 @dataclass
 class Classroom:
+    """One class: its join code, the teacher's token, the latest state and who is connected."""
+
     code: str
-    token: str
+    token: str = field(repr=False)  # a secret: never in a repr that could reach a log
     created: float
     last_active: float
     last_seen: float
@@ -78,6 +86,7 @@ class Classroom:
     ended: bool = False
 
     def check_token(self, token: str | None) -> bool:
+        """Whether `token` is this class's teacher token (compared in constant time)."""
         return bool(token) and hmac.compare_digest(self.token.encode(), str(token).encode())
 
     def counts(self) -> dict[str, Any]:

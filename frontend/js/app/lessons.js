@@ -19,8 +19,10 @@ import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLessonsApi } from '../lessons/api.js';
 import { createHighlighter } from '../lessons/highlights.js';
 import { LessonList, LessonPanel, ClassBar } from '../lessons/views.js';
-import { openClassSocket, createFollower, createBroadcaster, teacherState, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
+import { openClassSocket, authMessage, createFollower, createBroadcaster, teacherState, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
 
+// The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
+// server only as the socket's first message: never in a URL, where logs and history would keep it.
 const TOKEN_KEY = 'zmtplab.class.';
 
 export function startLessons(host) {
@@ -352,15 +354,16 @@ export function startLessons(host) {
     updateUrl();
     socket = openClassSocket({
       WebSocket: host.WebSocket,
-      url: api.classSocketUrl(win.location, code, 'teacher', token),
+      url: api.classSocketUrl(win.location, code, 'teacher'),
+      first: authMessage(token),
       onOpen() {
-        retryDelay = 1000;
+        // Live only once the server's hello says the token was taken; what is sent meanwhile follows the auth.
         broadcaster.reset();
-        teacherBar(true);
         broadcast();
       },
       onMessage(msg) {
         if (msg.type === 'hello' || msg.type === 'students') {
+          if (msg.type === 'hello') retryDelay = 1000;
           counts.count = msg.count || 0;
           counts.following = msg.following || 0;
           teacherBar(true);

@@ -6,7 +6,8 @@
 //   POST /api/lessons/{id}/steps/{n}/answer    {choice} | {index, field, offset} -> {correct, message, explain}
 //   POST /api/classes                          -> 201 {code, teacher_token, join_url}
 //   GET  /api/classes/{code}                   -> {code, students, following, teacher, lesson, step}
-//   WS   /ws/classes/{code}?role=teacher&token=... | ?role=student   (see classroom.js)
+//   WS   /ws/classes/{code}?role=teacher | ?role=student   (see classroom.js; the teacher's token goes
+//        in its first message, never in the URL, where logs and history would keep it)
 
 import { ApiError, detailText } from '../core/api.js';
 
@@ -53,10 +54,10 @@ export function createLessonsApi(host) {
     answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer`, body),
     createClass: () => request('POST', '/api/classes', {}),
     classInfo: (code) => request('GET', `/api/classes/${seg(code)}`),
-    /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. */
-    classSocketUrl(location, code, role, token) {
+    /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. Never holds the token. */
+    classSocketUrl(location, code, role) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      const q = role === 'teacher' ? `?role=teacher&token=${encodeURIComponent(token || '')}` : '?role=student';
+      const q = role === 'teacher' ? '?role=teacher' : '?role=student';
       return `${scheme}//${location.host}${base}/ws/classes/${seg(code)}${q}`;
     },
   };

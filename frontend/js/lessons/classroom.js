@@ -6,19 +6,31 @@
 //                      {type: "error", detail}, {type: "ended", reason}
 //   server -> student: {type: "hello", role, code, teacher, state}, {type: "state", lesson, step, selection, highlights, seq},
 //                      {type: "teacher", present}, {type: "error", detail}, {type: "ended", reason}
-//   teacher -> server: {type: "state", lesson, step, selection: {element, field}, highlights}, {type: "end"}
+//   teacher -> server: first {type: "auth", token} (within a few seconds of connecting: the token never goes in
+//                      the URL, where access logs and browser history would keep it), then
+//                      {type: "state", lesson, step, selection: {element, field}, highlights}, {type: "end"}
 //   student -> server: {type: "status", following}
 
-// Close codes after which reconnecting is pointless.
+// Close codes after which reconnecting is pointless (4408, a late `auth`, is worth another try).
 export const FINAL_CLOSE = new Set([1000, 4400, 4403, 4404, 4409, 4429]);
 
-export function openClassSocket({ WebSocket, url, onMessage, onOpen, onClose }) {
+/** A teacher socket's first message. */
+export function authMessage(token) {
+  return { type: 'auth', token: String(token || '') };
+}
+
+/**
+ * A class websocket that queues what is sent before it opens. `first` (an object), when given, is sent on
+ * open before anything queued: the server reads a teacher's `auth` as the first message or not at all.
+ */
+export function openClassSocket({ WebSocket, url, first, onMessage, onOpen, onClose }) {
   const ws = new WebSocket(url);
   const queue = [];
   let open = false;
   let closed = false;
   ws.onopen = () => {
     open = true;
+    if (first) ws.send(JSON.stringify(first));
     for (const m of queue.splice(0)) ws.send(m);
     if (onOpen) onOpen();
   };

@@ -1,8 +1,11 @@
 """Presenter mode routes: `POST /api/classes`, `GET /api/classes/{code}` and the websocket `/ws/classes/{code}`.
 
-See `web.classrooms` for the protocol. Websocket close codes: 4400 bad role or message, 4403 wrong
-teacher token, 4404 no such class, 4409 another teacher connection took over, 4429 the class is full,
-1009 a message over the size limit, 1000 the class ended.
+See `web.classrooms` for the protocol. A teacher connects with `?role=teacher` and sends
+`{"type": "auth", "token": "..."}` as its first message; the token is never accepted in the URL.
+
+Websocket close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong
+teacher token, 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection
+took over, 4429 the class is full, 1009 a message over the size limit, 1000 the class ended.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ import contextlib
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, WebSocket, status
+from fastapi import APIRouter, HTTPException, Query, Response, WebSocket, status
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import HTTPConnection
+from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer
@@ -40,7 +44,8 @@ def get_registry(conn: HTTPConnection) -> ClassRegistry:
 
 class ClassCreated(BaseModel):
     code: str = Field(description="6 characters for students to type (case-insensitive)")
-    teacher_token: str = Field(description="proves the teacher on `/ws/classes/{code}?role=teacher&token=...`")
+    teacher_token: str = Field(description="proves the teacher: the first message on `/ws/classes/{code}?role=teacher` "
+                                           "is `{\"type\": \"auth\", \"token\": ...}` (never put it in a URL)")
     join_url: str
     max_students: int
 
@@ -73,14 +78,24 @@ class TeacherState(BaseModel):
     highlights: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(default_factory=list)
 
 
+class TeacherAuth(BaseModel):
+    """A teacher socket's first message: the token `POST /api/classes` gave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["auth"]
+    token: str = Field(min_length=1)
+
+
 # ---------------------------------------------------------------- REST
 
 
 @router.post("/api/classes", status_code=status.HTTP_201_CREATED, response_model=ClassCreated,
              summary="Start a class (presenter mode)",
              responses={503: {"model": ErrorResponse, "description": "the server holds too many classes"}})
-def create_class(conn: HTTPConnection) -> ClassCreated:
+def create_class(conn: HTTPConnection, response: Response) -> ClassCreated:
     """A new class: its join code and the teacher's token (keep it: it is shown only once)."""
+    response.headers["Cache-Control"] = "no-store"  # the body holds a secret: no cache may keep it
     registry = get_registry(conn)
     try:
         room = registry.create()
@@ -111,6 +126,57 @@ async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     with contextlib.suppress(Exception):
         await ws.send_text(_dumps({"type": "error", "detail": detail}))
         await ws.close(code=code, reason=detail[:120])
+
+
+class Refused(Exception):
+    """A connection the server turns away: the close code and what to tell the client."""
+
+    def __init__(self, code: int, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def _message_text(message: Message) -> str:
+    """A websocket message's text (binary messages are read as UTF-8)."""
+    text = message.get("text")
+    if text is None:
+        text = (message.get("bytes") or b"").decode("utf-8", "replace")
+    return text
+
+
+def _too_large(text: str, limit: int) -> bool:
+    return len(text) > limit or len(text.encode("utf-8")) > limit
+
+
+AUTH_SHAPE = 'a teacher\'s first message is {"type": "auth", "token": "..."}'
+
+
+async def _authenticate(ws: WebSocket, room: Classroom, limits: ClassLimits) -> bool:
+    """Reads a teacher socket's first message and checks its token.
+
+    Returns False when the client left first; raises `Refused` when the message is late, too large,
+    malformed or holds the wrong token. The deadline keeps an unauthenticated socket from holding a
+    connection open for free.
+    """
+    try:
+        async with asyncio.timeout(limits.auth_timeout):
+            message = await ws.receive()
+    except TimeoutError:
+        raise Refused(4408, f"{AUTH_SHAPE}, within {limits.auth_timeout:g} s of connecting") from None
+    if message["type"] == "websocket.disconnect":
+        return False
+    text = _message_text(message)
+    if _too_large(text, limits.max_message):
+        raise Refused(1009, "message too large")
+    try:
+        auth = TeacherAuth.model_validate_json(text)
+    except ValidationError:
+        # The errors would quote the input, which may be a token: answer with the expected shape only.
+        raise Refused(4400, AUTH_SHAPE) from None
+    if len(auth.token) > limits.max_token or not room.check_token(auth.token):
+        raise Refused(4403, "wrong teacher token")
+    return True
 
 
 async def _writer(ws: WebSocket, peer: Peer) -> None:
@@ -161,19 +227,33 @@ def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> 
 
 
 @router.websocket("/ws/classes/{code}")
-async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_length=16)] = "student",
-                       token: Annotated[str | None, Query(max_length=200)] = None) -> None:
-    """A teacher's or a student's connection to a class (see `web.classrooms` for the messages)."""
+async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_length=16)] = "student") -> None:
+    """A teacher's or a student's connection to a class (see `web.classrooms` for the messages).
+
+    A teacher's first message is `{"type": "auth", "token": "..."}`; a student sends nothing special.
+    """
     registry = get_registry(ws)
     limits = registry.limits
     await ws.accept()
+    if "token" in ws.query_params:
+        # A URL ends up in access logs, proxies and browser history: refuse it even with the right token, so
+        # an old client learns why instead of working while it leaks.
+        await _refuse(ws, 4400, "the teacher token goes in the first message "
+                                '({"type": "auth", "token": "..."}), never in the URL')
+        return
     room = registry.get(code)
     if room is None:
         await _refuse(ws, 4404, "no class with this code (it may have ended)")
         return
     if role == "teacher":
-        if not room.check_token(token):
-            await _refuse(ws, 4403, "wrong teacher token")
+        try:
+            if not await _authenticate(ws, room, limits):
+                return
+        except Refused as exc:
+            await _refuse(ws, exc.code, exc.detail)
+            return
+        if room.ended:  # it ended (or expired) while the token was on its way
+            await _refuse(ws, 4404, "no class with this code (it may have ended)")
             return
         peer = Peer("teacher", limits.queue)
         old, room.teacher = room.teacher, peer
@@ -205,11 +285,8 @@ async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_
             message = await ws.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            text = message.get("text")
-            if text is None:
-                raw = message.get("bytes") or b""
-                text = raw.decode("utf-8", "replace")
-            if len(text) > limits.max_message or len(text.encode("utf-8")) > limits.max_message:
+            text = _message_text(message)
+            if _too_large(text, limits.max_message):
                 with contextlib.suppress(Exception):
                     await ws.close(code=1009, reason="message too large")
                 return
