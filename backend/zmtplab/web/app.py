@@ -1,10 +1,10 @@
 """The FastAPI application: `create_app(settings)` wires routers, the static frontend and the background tasks.
 
 The lifespan owns every background task: the capture store (its dissection workers and
-progress pollers), the session manager, and the reaper that expires old captures and
-idle sessions. Every HTTP response carries a strict Content-Security-Policy (no inline
-script anywhere but the one hashed script of `/docs`), `X-Content-Type-Options: nosniff`
-and `Referrer-Policy: no-referrer`.
+progress pollers), the session manager, the corpus runs (the Spark pipeline's worker thread
+and session), and the reaper that expires old captures and idle sessions. Every HTTP
+response carries a strict Content-Security-Policy (no inline script anywhere but the one
+hashed script of `/docs`), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .captures import CaptureStore
+from .corpus import CorpusRuns
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
@@ -137,9 +138,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                           tshark_path=settings.tshark_path)
         live = LiveSources(settings)
         app.state.live = live
+        corpus = CorpusRuns(settings)
+        app.state.corpus = corpus
         await captures.start()
         await sessions.start()
         await live.start()
+        await corpus.start()
         reaper = asyncio.create_task(_reap(captures, sessions, settings.reap_interval), name="zmtplab-reaper")
         try:
             yield
@@ -147,6 +151,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
+            await corpus.stop()
             await live.stop()
             await sessions.stop()
             await captures.stop()

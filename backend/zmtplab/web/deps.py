@@ -12,6 +12,7 @@ from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from .captures import CaptureStore
+from .corpus import CorpusRuns
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .sessions import SessionManager
@@ -38,6 +39,11 @@ def get_session_manager(conn: HTTPConnection) -> SessionManager:
     return conn.app.state.sessions
 
 
+def get_corpus_runs(conn: HTTPConnection) -> CorpusRuns:
+    """The app's corpus runs (the Spark pipeline over uploaded captures)."""
+    return conn.app.state.corpus
+
+
 def get_live_sources(conn: HTTPConnection) -> LiveSources:
     """The app's live sources (live captures and tap proxies)."""
     return conn.app.state.live
@@ -48,3 +54,4 @@ CaptureStoreDep = Annotated[CaptureStore, Depends(get_capture_store)]
 PacketDecoderDep = Annotated[PacketDecoder, Depends(get_packet_decoder)]
 SessionManagerDep = Annotated[SessionManager, Depends(get_session_manager)]
 LiveSourcesDep = Annotated[LiveSources, Depends(get_live_sources)]
+CorpusRunsDep = Annotated[CorpusRuns, Depends(get_corpus_runs)]

@@ -109,6 +109,16 @@ class Settings(BaseSettings):
     live_tap_targets: list[str] = Field(["127.0.0.1", "localhost", "::1"],
                                         description="hosts a tap may forward to ('*': any)")
 
+    # Corpus runs (the Spark pipeline over uploaded captures, the Corpus page).
+    corpus_master: str = Field("local[2]", description="the Spark master of corpus runs (the session is started at "
+                                                        "the first run and kept until the server stops)")
+    corpus_spark_conf: dict[str, str] = Field({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"},
+                                              description="Spark settings of the session corpus runs use (JSON)")
+    max_corpus_runs: int = Field(20, ge=1, description="finished corpus runs kept; the oldest are deleted beyond")
+    corpus_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a corpus run is kept after it started")
+    corpus_max_captures: int = Field(100, ge=1, description="captures one corpus run may take")
+    corpus_max_seconds: float = Field(3600.0, gt=0, description="a corpus run is cancelled after this many seconds")
+
     # Background work.
     reap_interval: float = Field(10.0, gt=0, description="seconds between reaper passes")
 
@@ -116,6 +126,11 @@ class Settings(BaseSettings):
     def captures_dir(self) -> Path:
         """Where uploads are stored, one directory per capture id."""
         return self.data_dir / "captures"
+
+    @property
+    def corpus_dir(self) -> Path:
+        """Where corpus runs are kept, one directory per run id."""
+        return self.data_dir / "corpus"
 
 
 @lru_cache

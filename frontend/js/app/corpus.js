@@ -1,0 +1,277 @@
+// The Corpus page (corpus.html): pick uploaded captures (or upload more), start
+// a Spark pipeline run over them, watch its progress, cancel it, then browse
+// its report and its events / connections / errors tables a page at a time.
+// host = { document, window, fetch, XMLHttpRequest, EventSource, FormData }
+//
+// URL: corpus.html?run=<id>&tab=report|events|connections|errors
+
+import { createApi } from '../core/api.js';
+import { createCorpusApi, FINAL_STATES } from '../core/corpus-api.js';
+import { PAGE_SIZE, TABLES } from '../core/corpus-tables.js';
+import { CapturePicker, RunList, RunHead, ReportView, TableView } from '../views/corpus.js';
+import { initShell, statusLine } from './workbench.js';
+
+const TABS = ['report', ...TABLES];
+const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };
+
+export function startCorpus(host) {
+  const doc = host.document;
+  const win = host.window;
+  const $ = (id) => doc.getElementById(id);
+  const api = createApi(host);
+  const corpus = createCorpusApi(host);
+  const status = statusLine(doc);
+  initShell(host, () => {});
+
+  const st = {
+    captures: [],
+    checked: new Set(),
+    runs: [],
+    run: null, // the open run
+    tab: 'report',
+    queries: Object.fromEntries(TABLES.map((t) => [t, { ...EMPTY_QUERY }])),
+    gen: 0, // bumps when another run or page is asked for; stale replies are dropped
+  };
+  let stopProgress = null;
+
+  const picker = new CapturePicker($('picker'), { onUpload: (files) => uploadFiles(files), onStart: (ids) => startRun(ids) });
+  const runList = new RunList($('runs'), { onOpen: (id) => openRun(id) });
+  const head = new RunHead($('run-head'), { onCancel: () => cancelRun(), onDelete: () => deleteRun() });
+  const report = new ReportView($('pane-report'));
+  const tableView = new TableView($('pane-table'), { onQuery: (changes) => changeQuery(changes) });
+  for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => setTab(tab));
+
+  // ---- captures ------------------------------------------------------------------
+
+  async function loadCaptures() {
+    try {
+      st.captures = (await corpus.captures()).captures;
+    } catch (err) {
+      picker.setNote(`Could not list the captures: ${err.message}`, 'error');
+      return;
+    }
+    const ids = new Set(st.captures.map((c) => c.id));
+    st.checked = new Set([...st.checked].filter((id) => ids.has(id)));
+    picker.setCaptures(st.captures, st.checked);
+  }
+
+  async function uploadFiles(files) {
+    st.checked = new Set(picker.selected());
+    for (const [i, file] of files.entries()) {
+      const which = files.length > 1 ? ` (${i + 1} of ${files.length})` : '';
+      picker.setNote(`Uploading ${file.name}${which}…`);
+      try {
+        const { promise } = api.uploadCapture(file, (loaded, total) => {
+          const pct = total ? Math.round((100 * loaded) / total) : 0;
+          picker.setNote(`Uploading ${file.name}${which}: ${pct}%`);
+        });
+        const res = await promise;
+        st.checked.add(String(res.id));
+      } catch (err) {
+        picker.setNote(`${file.name} was not stored: ${err.message}`, 'error');
+        await loadCaptures();
+        return;
+      }
+    }
+    picker.setNote(files.length > 1 ? `${files.length} captures uploaded.` : `${files[0].name} uploaded.`);
+    await loadCaptures();
+  }
+
+  // ---- runs ------------------------------------------------------------------------
+
+  async function loadRuns() {
+    try {
+      st.runs = (await corpus.runs()).runs;
+    } catch (err) {
+      status(`Could not list the runs: ${err.message}`, 'error');
+      return;
+    }
+    runList.setRuns(st.runs, st.run && st.run.id);
+    picker.setBusy(st.runs.some((r) => r.state === 'running'));
+  }
+
+  async function startRun(ids) {
+    if (!ids.length) return;
+    picker.setBusy(true);
+    let res;
+    try {
+      res = await corpus.startRun(ids);
+    } catch (err) {
+      picker.setNote(`The run was not started: ${err.message}`, 'error');
+      picker.setBusy(false);
+      return;
+    }
+    picker.setNote('');
+    for (const q of Object.values(st.queries)) Object.assign(q, EMPTY_QUERY);
+    await openRun(res.id, 'report');
+    await loadRuns();
+  }
+
+  async function openRun(id, tab) {
+    if (stopProgress) stopProgress();
+    stopProgress = null;
+    const gen = ++st.gen;
+    let run;
+    try {
+      run = await corpus.run(id);
+    } catch (err) {
+      if (gen !== st.gen) return;
+      status(err.status === 404 ? 'That run is no longer on the server.' : `Could not open the run: ${err.message}`, 'error');
+      showRun(null);
+      return;
+    }
+    if (gen !== st.gen) return;
+    if (!st.run || st.run.id !== run.id) {
+      for (const q of Object.values(st.queries)) Object.assign(q, EMPTY_QUERY);
+      report.clear();
+    }
+    showRun(run, tab || st.tab);
+    if (run.state === 'running') follow(run.id, gen);
+  }
+
+  /** Follows a running run's progress stream (polling when the stream breaks) until it ends. */
+  function follow(id, gen) {
+    const onMessage = (msg) => {
+      if (gen !== st.gen) return;
+      head.setProgress(msg);
+      if (FINAL_STATES.includes(msg.state)) finished(id, gen);
+    };
+    stopProgress = corpus.followProgress(id, onMessage, () => poll(id, gen, onMessage));
+  }
+
+  async function poll(id, gen, onMessage) {
+    while (gen === st.gen) {
+      try {
+        const run = await corpus.run(id);
+        onMessage(run);
+        if (FINAL_STATES.includes(run.state)) return;
+      } catch (err) {
+        status(`Lost the run's progress: ${err.message}`, 'error');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+
+  async function finished(id, gen) {
+    try {
+      const run = await corpus.run(id);
+      if (gen === st.gen) showRun(run, st.tab);
+    } catch {
+      // deleted meanwhile: the list below says so
+    }
+    await loadRuns();
+  }
+
+  function showRun(run, tab = st.tab) {
+    st.run = run;
+    runList.setRuns(st.runs, run && run.id);
+    $('empty').hidden = !!run;
+    $('run-section').hidden = !run;
+    if (!run) {
+      setUrl({});
+      return;
+    }
+    head.setRun(run);
+    const done = run.state === 'done';
+    $('run-tabs').hidden = !done;
+    $('pane-report').hidden = true;
+    $('pane-table').hidden = true;
+    if (done) {
+      const s = run.summary || {};
+      const counts = { events: s.events, connections: s.connections, errors: s.errors };
+      for (const t of TABLES) $(`tab-${t}`).textContent = `${t[0].toUpperCase()}${t.slice(1)} (${Number(counts[t] || 0).toLocaleString('en-US')})`;
+      setTab(TABS.includes(tab) ? tab : 'report');
+    } else {
+      setUrl({ run: run.id });
+    }
+  }
+
+  async function cancelRun() {
+    if (!st.run) return;
+    try {
+      head.setProgress(await corpus.cancelRun(st.run.id));
+    } catch (err) {
+      status(`Could not cancel: ${err.message}`, 'error');
+    }
+  }
+
+  async function deleteRun() {
+    if (!st.run) return;
+    const id = st.run.id;
+    if (stopProgress) stopProgress();
+    st.gen++;
+    try {
+      await corpus.deleteRun(id);
+    } catch (err) {
+      if (err.status !== 404) {
+        status(`Could not delete the run: ${err.message}`, 'error');
+        return;
+      }
+    }
+    showRun(null);
+    status('The run was deleted.');
+    await loadRuns();
+  }
+
+  // ---- report and tables -----------------------------------------------------------
+
+  function setTab(tab) {
+    st.tab = tab;
+    for (const t of TABS) {
+      const on = t === tab;
+      $(`tab-${t}`).setAttribute('aria-selected', on ? 'true' : 'false');
+      $(`tab-${t}`).classList.toggle('on', on);
+    }
+    if (!st.run || st.run.state !== 'done') return;
+    setUrl({ run: st.run.id, tab });
+    $('pane-report').hidden = tab !== 'report';
+    $('pane-table').hidden = tab === 'report';
+    if (tab === 'report') {
+      report.show(corpus.reportUrl(st.run.id));
+      return;
+    }
+    tableView.configure(tab, st.run.captures, st.queries[tab]);
+    loadPage();
+  }
+
+  function changeQuery(changes) {
+    Object.assign(st.queries[st.tab], changes);
+    loadPage();
+  }
+
+  async function loadPage() {
+    const run = st.run;
+    const table = st.tab;
+    if (!run || !TABLES.includes(table)) return;
+    const gen = ++st.gen;
+    const q = st.queries[table];
+    try {
+      const page = await corpus.table(run.id, table, { ...q, limit: PAGE_SIZE });
+      if (gen !== st.gen) return;
+      const names = new Map(run.captures.map((c) => [c.id, c.name]));
+      tableView.setPage(table, page, { names });
+    } catch (err) {
+      if (gen === st.gen) tableView.setError(`Could not read the ${table} table: ${err.message}`);
+    }
+  }
+
+  // ---- URL ---------------------------------------------------------------------------
+
+  function setUrl(params) {
+    const url = new win.URL(win.location.href);
+    url.search = '';
+    for (const [k, v] of Object.entries(params)) if (v) url.searchParams.set(k, v);
+    win.history.replaceState(null, '', url.pathname + url.search);
+  }
+
+  async function init() {
+    const params = new win.URL(win.location.href).searchParams;
+    await Promise.all([loadCaptures(), loadRuns()]);
+    const id = params.get('run');
+    if (id) await openRun(id, params.get('tab') || 'report');
+    else showRun(null);
+  }
+
+  init();
+}
