@@ -242,7 +242,9 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
     ids = {(r["cap"], r["first_frame"]): r["conn"] for r in conns.select("cap", "first_frame", "conn").collect()}
     run = sc.broadcast({"ids": ids, "names": [c.name for c in plan.captures],
                         "paths": [c.path for c in plan.captures]})
-    grouped, n_parts = _balanced_groups(spark, packets, T.flow_costs(conns), partitions or parallelism * 3)
+    # Several partitions a core: Spark hands them to cores as cores free up, so an estimate that is
+    # off for some flows leaves little idle time at the end.
+    grouped, n_parts = _balanced_groups(spark, packets, T.flow_costs(conns), partitions or parallelism * 6)
     events_path = os.path.join(out_dir, "events")
     staging = sink.prepare(events_path, uuid.uuid4().hex)
     try:
