@@ -50,10 +50,13 @@ export function query(params) {
 
 const seg = (s) => encodeURIComponent(String(s));
 
-export function createApi(host) {
+/**
+ * A JSON request function over `host.fetch`: request(method, path, body?) resolves the parsed
+ * body (null when empty) or throws an ApiError with the server's `detail`.
+ */
+export function jsonRequester(host) {
   const base = host.base || '';
-
-  async function request(method, path, body) {
+  return async function request(method, path, body) {
     const init = { method, headers: { Accept: 'application/json' } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
@@ -71,7 +74,41 @@ export function createApi(host) {
     }
     if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
     return data;
-  }
+  };
+}
+
+/**
+ * Follow a server-sent event stream of JSON messages until `isFinal(message)`: onMessage gets
+ * each message, onFailure a broken stream. Returns the function that closes it.
+ */
+export function followEvents(host, url, isFinal, onMessage, onFailure) {
+  const es = new host.EventSource(url);
+  let closed = false;
+  const close = () => {
+    if (!closed) es.close();
+    closed = true;
+  };
+  es.onmessage = (e) => {
+    let msg;
+    try {
+      msg = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    onMessage(msg);
+    if (isFinal(msg)) close();
+  };
+  es.onerror = () => {
+    if (closed) return;
+    close();
+    if (onFailure) onFailure();
+  };
+  return close;
+}
+
+export function createApi(host) {
+  const base = host.base || '';
+  const request = jsonRequester(host);
 
   return {
     createSession(config) {
@@ -123,28 +160,8 @@ export function createApi(host) {
      * returned function.
      */
     captureProgress(id, onMessage, onFailure) {
-      const es = new host.EventSource(`${base}/api/captures/${seg(id)}/progress`);
-      let closed = false;
-      const close = () => {
-        if (!closed) es.close();
-        closed = true;
-      };
-      es.onmessage = (e) => {
-        let msg;
-        try {
-          msg = JSON.parse(e.data);
-        } catch {
-          return;
-        }
-        onMessage(msg);
-        if (msg.state === 'done' || msg.state === 'error') close();
-      };
-      es.onerror = () => {
-        if (closed) return;
-        close();
-        if (onFailure) onFailure();
-      };
-      return close;
+      return followEvents(host, `${base}/api/captures/${seg(id)}/progress`,
+        (msg) => msg.state === 'done' || msg.state === 'error', onMessage, onFailure);
     },
     /**
      * Upload a capture with upload progress (XMLHttpRequest, the only browser API

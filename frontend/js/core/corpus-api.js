@@ -13,7 +13,7 @@
 //   GET    /api/corpus/runs/{id}/report              text/html (its own CSP: shown in a sandboxed iframe)
 //   GET    /api/corpus/runs/{id}/tables/{table}?offset=&limit=&capture=&kind=&conn=&dir= -> {rows, total, offset, limit}
 
-import { ApiError, detailText, query } from './api.js';
+import { followEvents, jsonRequester, query } from './api.js';
 
 export const FINAL_STATES = ['done', 'error', 'cancelled'];
 
@@ -22,25 +22,7 @@ const seg = (s) => encodeURIComponent(String(s));
 export function createCorpusApi(host) {
   const base = host.base || '';
 
-  async function request(method, path, body) {
-    const init = { method, headers: { Accept: 'application/json' } };
-    if (body !== undefined) {
-      init.headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
-    const res = await host.fetch(base + path, init);
-    const text = await res.text();
-    let data = null;
-    if (text) {
-      try {
-        data = JSON.parse(text);
-      } catch {
-        data = { detail: text.slice(0, 300) };
-      }
-    }
-    if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
-    return data;
-  }
+  const request = jsonRequester(host);
 
   return {
     captures() {
@@ -74,28 +56,8 @@ export function createCorpusApi(host) {
      * the stream breaks before that.
      */
     followProgress(id, onMessage, onFailure) {
-      const es = new host.EventSource(`${base}/api/corpus/runs/${seg(id)}/progress`);
-      let closed = false;
-      const close = () => {
-        if (!closed) es.close();
-        closed = true;
-      };
-      es.onmessage = (e) => {
-        let msg;
-        try {
-          msg = JSON.parse(e.data);
-        } catch {
-          return;
-        }
-        onMessage(msg);
-        if (FINAL_STATES.includes(msg.state)) close();
-      };
-      es.onerror = () => {
-        if (closed) return;
-        close();
-        if (onFailure) onFailure();
-      };
-      return close;
+      return followEvents(host, `${base}/api/corpus/runs/${seg(id)}/progress`,
+        (msg) => FINAL_STATES.includes(msg.state), onMessage, onFailure);
     },
   };
 }

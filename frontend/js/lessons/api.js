@@ -9,7 +9,7 @@
 //   WS   /ws/classes/{code}?role=teacher | ?role=student   (see classroom.js; the teacher's token goes
 //        in its first message, never in the URL, where logs and history would keep it)
 
-import { ApiError, detailText } from '../core/api.js';
+import { jsonRequester } from '../core/api.js';
 
 const seg = (s) => encodeURIComponent(String(s));
 
@@ -17,25 +17,7 @@ export function createLessonsApi(host) {
   const base = host.base || '';
   const cache = new Map();
 
-  async function request(method, path, body) {
-    const init = { method, headers: { Accept: 'application/json' } };
-    if (body !== undefined) {
-      init.headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
-    const res = await host.fetch(base + path, init);
-    const text = await res.text();
-    let data = null;
-    if (text) {
-      try {
-        data = JSON.parse(text);
-      } catch {
-        data = { detail: text.slice(0, 300) };
-      }
-    }
-    if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
-    return data;
-  }
+  const request = jsonRequester(host);
 
   /** GETs are immutable for the life of the server: keep them. */
   function cached(path) {
