@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import logging
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from testkit import LiveServer
 from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,49 +32,13 @@ def capture_path(name: str) -> Path:
     raise AssertionError(f"sample capture {name} is missing from {SHARED_CAPTURES} and {LOCAL_CAPTURES}")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LiveServer:
-    """`uvicorn` serving the app on 127.0.0.1 (a free port) in a thread of this process."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.app = app
-        self.port = free_port()
-        self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(self.config)
-        self.thread = threading.Thread(target=self.server.run, name="browser-test-server", daemon=True)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.02)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-
-
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One real server for the browser tests: the repository's frontend, uploads in a temporary directory."""
     logging.getLogger("zmtplab.peers").setLevel(logging.ERROR)
     settings = Settings(data_dir=tmp_path_factory.mktemp("browser-data"), frontend_dir=REPO / "frontend",
                         progress_interval=0.1, reap_interval=0.5)
-    server = LiveServer(create_app(settings)).start()
+    server = LiveServer(create_app(settings), name="browser-test-server").start()
     try:
         yield server
     finally:

@@ -7,8 +7,6 @@ test-artifacts/corpus/; with ZMTPLAB_UPDATE_SCREENSHOTS=1 the README's docs/img/
 from __future__ import annotations
 
 import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from testkit import LiveServer
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
@@ -30,39 +29,14 @@ EVIL = "<img src=x onerror=alert(1)>"
 DOCS_SHOT = REPO / "docs" / "img" / "corpus.png"
 
 
-class CorpusServer:
-    """uvicorn serving an app of its own (a fresh data directory: the picker shows this test's uploads only, and
-    the Spark session the app starts is stopped with it, at the end of this module) in a thread."""
-
-    def __init__(self, data_dir: Path) -> None:
-        import uvicorn
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        settings = Settings(data_dir=data_dir, frontend_dir=REPO / "frontend", progress_interval=0.1,
-                            corpus_spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="corpus-test-server", daemon=True)
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> CorpusServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive(), "the corpus test server did not start"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(60)
-
-
 @pytest.fixture(scope="module")
-def corpus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusServer]:
-    with CorpusServer(tmp_path_factory.mktemp("corpus-browser-data")) as server:
+def corpus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server of its own: a fresh data directory (the picker shows this test's uploads only), and the
+    Spark session its app starts is stopped with it, at the end of this module."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("corpus-browser-data"), frontend_dir=REPO / "frontend",
+                        progress_interval=0.1,
+                        corpus_spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
+    with LiveServer(create_app(settings), name="corpus-test-server") as server:
         yield server
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from testkit import free_port
 from zmtplab.web.classrooms import ClassLimits, ClassRegistry
 
 STUDENTS = 50
@@ -310,12 +310,6 @@ def test_the_token_is_the_first_message(live_server):
                 assert (await recv(student, "state"))["step"] == 3
 
     asyncio.run(scenario())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_access_log_never_holds_the_token(tmp_path):

@@ -17,16 +17,12 @@ import pyspark
 import pytest
 from pipeline_util import PROJECT, SHARED, as_events, dissect_reference, read_events
 
+from testkit import free_port
+
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 SUBMIT = REPO / "backend" / "zmtplab" / "pipeline" / "submit.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:

@@ -1,0 +1,59 @@
+"""Helpers several test folders share (on `sys.path` through pytest's `pythonpath`): free ports and a
+real uvicorn server in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (on 127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """`uvicorn` serving an app on 127.0.0.1 (a free port) in a thread of this process."""
+
+    def __init__(self, app: Any, *, name: str = "test-server", **config: Any) -> None:
+        import uvicorn
+
+        self.app = app
+        self.port = free_port()
+        options = {"log_level": "warning", "lifespan": "on", **config}
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, **options)
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, name=name, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_base(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> LiveServer:
+        """Starts the server and waits until it accepts connections."""
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        """Asks the server to exit and waits for its thread (an app's lifespan may stop a Spark session)."""
+        self.server.should_exit = True
+        self.thread.join(60)
+
+    def __enter__(self) -> LiveServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
