@@ -150,6 +150,11 @@ class Connection:
         self._out.clear()
         return out
 
+    @property
+    def has_data_to_send(self) -> bool:
+        """Whether `data_to_send()` has bytes (cheaper than asking for them)."""
+        return bool(self._out)
+
     def send(self, frames: list[bytes] | tuple[bytes, ...]) -> bytes:
         """The wire bytes of one message; only once the handshake is complete."""
         if self.state != READY:

@@ -39,6 +39,7 @@ class ConnectionDissector:
         self.socket_types: dict[str, str] = {}
         self.identities: dict[str, bytes] = {}
         self.ready: dict[str, bool] = {C2S: False, S2C: False}
+        self._done: dict[str, bool] = {C2S: False, S2C: False}  # _handshake_done's answers once True
         self.errors: dict[str, str] = {}
         self._pings: dict[str, list[str]] = {C2S: [], S2C: []}
         self._pair_checked = False
@@ -86,10 +87,14 @@ class ConnectionDissector:
         return out
 
     def _handshake_done(self, direction: str) -> bool:
+        if self._done[direction]:  # once done, always done: asked for every message
+            return True
         greeting = self.greetings.get(direction)
         if greeting is None:
             return False
-        return greeting.version in ("1.0", "2.0") or self.ready[direction]
+        done = greeting.version in ("1.0", "2.0") or self.ready[direction]
+        self._done[direction] = done
+        return done
 
     # ---- cross-direction checks
 

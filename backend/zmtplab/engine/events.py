@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .fields import Field
-from .framing import body_field, header_fields
+from .framing import BODY_NOTE, BODY_RULE, body_field, body_value, header_field_dicts, header_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,10 @@ class WireEvent(Event):
         """The kind-specific keys of the event contract."""
         return {}
 
+    def field_dicts(self) -> list[dict[str, Any]]:
+        """The fields as the JSON contract's dicts (`[f.to_dict() for f in self.fields]`)."""
+        return [f.to_dict() for f in self.fields]
+
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
         """The event as the JSON contract's object (without conn/dir/packets/ts)."""
         out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length}
@@ -45,7 +49,7 @@ class WireEvent(Event):
         if max_body is not None:
             _cut_bodies(out, max_body)
         if with_fields:
-            out["fields"] = [f.to_dict() for f in self.fields]
+            out["fields"] = self.field_dicts()
         return out
 
 
@@ -142,10 +146,21 @@ class Frame(WireEvent):
         fields.append(body_field(self.offset + len(self.header), self.body))
         return fields
 
+    def field_dicts(self) -> list[dict[str, Any]]:
+        # The same dicts as `[f.to_dict() for f in self.fields]`, built directly: every frame a session
+        # streams goes through here.
+        offset = self.offset
+        header = self.header
+        out = header_field_dicts(offset, header, self.framing)
+        body = self.body
+        out.append({"name": "body", "offset": offset + len(header), "length": len(body),
+                    "value": body_value(body), "rule": BODY_RULE, "note": BODY_NOTE})
+        return out
+
     def info(self) -> dict[str, Any]:
+        body = self.body.hex()
         out: dict[str, Any] = {
-            "more": self.more, "long": self.long, "size": self.size,
-            "body": self.body.hex(), "hex": self.header.hex() + self.body.hex(),
+            "more": self.more, "long": self.long, "size": self.size, "body": body, "hex": self.header.hex() + body,
         }
         if self.truncated:
             out["truncated"] = True
@@ -153,8 +168,19 @@ class Frame(WireEvent):
 
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
         """As `WireEvent.to_dict`, with `hex` cut like `body` (it repeats the body)."""
+        if max_body is None:  # the common case in one go (same keys, same order)
+            body = self.body.hex()
+            header = self.header
+            out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length,
+                                   "more": bool(self.flags & 1), "long": len(header) > 2, "size": self.size,
+                                   "body": body, "hex": header.hex() + body}
+            if self.truncated:
+                out["truncated"] = True
+            if with_fields:
+                out["fields"] = self.field_dicts()
+            return out
         out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
-        if max_body is not None and len(self.body) > max_body:
+        if len(self.body) > max_body:
             out["hex"] = self.header.hex() + self.body[:max_body].hex()
         return out
 
@@ -177,8 +203,23 @@ class Message(WireEvent):
             out.append(body_field(part.offset + len(part.header), part.body, name=f"frame {i}"))
         return out
 
+    def field_dicts(self) -> list[dict[str, Any]]:
+        return [{"name": f"frame {i}", "offset": part.offset + len(part.header), "length": len(part.body),
+                 "value": body_value(part.body), "rule": BODY_RULE, "note": BODY_NOTE}
+                for i, part in enumerate(self.parts, 1)]
+
     def info(self) -> dict[str, Any]:
         return {"frames": [p.body.hex() for p in self.parts]}
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        """As `WireEvent.to_dict` (built in one go when nothing is cut: every message goes through here)."""
+        if max_body is not None:
+            return WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length,
+                               "frames": [p.body.hex() for p in self.parts]}
+        if with_fields:
+            out["fields"] = self.field_dicts()
+        return out
 
 
 @dataclass(frozen=True, slots=True)

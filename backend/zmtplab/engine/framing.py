@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
+from typing import Any
 
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE
-from .fields import Field
+from .fields import Field, text_or_hex
 
 U64 = struct.Struct(">Q")
 
@@ -50,6 +52,28 @@ def flag_names(flags: int, framing: str) -> str:
 
 def header_fields(offset: int, header: bytes, framing: str, *, command: bool = False) -> list[Field]:
     """The flags and size fields of a frame header that starts at stream `offset`."""
+    return [Field(name, offset + rel, length, value, rule, note)
+            for name, rel, length, value, rule, note in _header_template(bytes(header), framing, command)]
+
+
+def header_field_dicts(offset: int, header: bytes, framing: str, *, command: bool = False) -> list[dict[str, Any]]:
+    """`header_fields` as the JSON contract's dicts (what `Field.to_dict` gives), without the `Field`s."""
+    if type(header) is not bytes:
+        header = bytes(header)
+    return [{"name": name, "offset": offset + rel, "length": length, "value": value, "rule": rule, "note": note}
+            for name, rel, length, value, rule, note in _header_template(header, framing, command)]
+
+
+@lru_cache(maxsize=4096)
+def _header_template(header: bytes, framing: str, command: bool) -> tuple[tuple[str, int, int, Any, str, str], ...]:
+    # Everything but the offset follows from the header's octets, and most streams use a handful of
+    # headers: build the fields once per header and only shift them (a frame's fields are made for
+    # every frame a session or a capture shows).
+    return tuple((f.name, f.offset, f.length, f.value, f.rule, f.note)
+                 for f in _header_fields(0, header, framing, command))
+
+
+def _header_fields(offset: int, header: bytes, framing: str, command: bool) -> list[Field]:
     if framing == "1":
         if header[0] == 0xFF:
             length = U64.unpack_from(header, 1)[0]
@@ -87,10 +111,18 @@ def header_fields(offset: int, header: bytes, framing: str, *, command: bool = F
 def body_field(offset: int, body: bytes, *, name: str = "body", rule: str = "message-body",
                note: str = "Application data; ZMTP never looks inside it.", limit: int = 4096) -> Field:
     """A field for an opaque body, its value as text or hex (cut at `limit` octets for display)."""
-    from .fields import text_or_hex
+    return Field(name, offset, len(body), body_value(body, limit), rule, note)
 
-    shown = body[:limit]
-    value = text_or_hex(shown)
+
+def body_value(body: bytes, limit: int = 4096) -> str:
+    """The value of a body field: the body as text or hex, cut at `limit` octets."""
+    if type(body) is bytes and len(body) <= limit:  # the common case, without a copy
+        return text_or_hex(body)
+    value = text_or_hex(body[:limit])  # (a body may also be a stand-in for one stored cut short)
     if len(body) > limit:
         value += f"… ({len(body) - limit} more octets)"
-    return Field(name, offset, len(body), value, rule, note)
+    return value
+
+
+BODY_RULE = "message-body"
+BODY_NOTE = "Application data; ZMTP never looks inside it."
