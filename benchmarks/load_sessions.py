@@ -19,9 +19,12 @@ session count limits (`ZMTPLAB_MAX_SESSIONS`, `ZMTPLAB_MAX_SESSIONS_PER_CLIENT`,
 its schedule in a burst; the rate stays the default 200 commands a second). The clients
 connect with `?batch=1&log=0`, as the page does.
 
-The server's RSS is sampled from /proc/PID/status every half second. The summary ends with
+The server's RSS is sampled from /proc/PID/status every half second; its CPU time (and the client
+processes') is reported per message sent, with the machine's load average: the machine runs the
+clients too, and anything else running on it shows in the latencies. The summary ends with
 
     load_sessions: clients=100 sent=... delivered=... lost=0 p50=...ms p99=...ms rss_max=...MiB
+                   server_cpu=...us/msg load=... goals=met|FAILED   (on one line)
 
 and the exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` ms (100),
 RSS under `--rss-goal` MiB (1024).
@@ -187,13 +190,16 @@ def client_process(ids: list[int], base: str, rate: float, duration: float, drai
         ready_q.put(len(clients))
         start_wall = await asyncio.to_thread(go_q.get)
         start = time.monotonic() + (start_wall - time.time())
+        cpu0 = time.process_time()
         await asyncio.gather(*(c.run(start, duration) for c in clients))
         deadline = time.monotonic() + drain
         while time.monotonic() < deadline and any(c.sent for c in clients):
             await asyncio.sleep(0.1)
+        cpu = time.process_time() - cpu0
         for c in clients:
             await c.ws.close()
         return {
+            "cpu": cpu,
             "sent": sum(c.count for c in clients),
             "delivered": sum(c.delivered for c in clients),
             "unexpected": sum(c.unexpected for c in clients),
@@ -280,6 +286,7 @@ def main() -> int:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         start_wall = time.time() + 1.0
+        load_before = os.getloadavg()
         cpu0 = cpu_seconds(server.pid)
         for _ in procs:
             go_q.put(start_wall)
@@ -320,15 +327,19 @@ def main() -> int:
           f"unexpected {sum(r['unexpected'] for r in results)}")
     print(f"event latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms")
     print(f"server RSS: idle {rss_idle / 1024:.0f} MiB, max {rss_max:.0f} MiB, end {rss_end / 1024:.0f} MiB")
-    print(f"server CPU: {cpu:.1f} s ({cpu / max(sent, 1) * 1e6:.0f} us per message); machine load average "
-          f"{load[0]:.1f} on {os.cpu_count()} CPUs")
+    client_cpu = sum(r["cpu"] for r in results)
+    cpu_per_msg = cpu / max(sent, 1) * 1e6
+    print(f"server CPU: {cpu:.1f} s ({cpu_per_msg:.0f} us per message); client processes' CPU: {client_cpu:.1f} s "
+          f"({client_cpu / max(sent, 1) * 1e6:.0f} us per message); machine load average {load[0]:.1f} on "
+          f"{os.cpu_count()} CPUs (load average before the run: {load_before[0]:.1f})")
     if errors:
         print(f"errors from the server (first ones): {errors[:5]}")
     if closed:
         print(f"sockets closed early: {closed[:5]}")
     ok = sent == delivered and p99 < args.p99_goal and rss_max < args.rss_goal
     print(f"load_sessions: clients={args.clients} sent={sent} delivered={delivered} lost={sent - delivered} "
-          f"p50={p50:.1f}ms p99={p99:.1f}ms rss_max={rss_max:.0f}MiB goals={'met' if ok else 'FAILED'}")
+          f"p50={p50:.1f}ms p99={p99:.1f}ms rss_max={rss_max:.0f}MiB server_cpu={cpu_per_msg:.0f}us/msg "
+          f"load={load[0]:.1f} goals={'met' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,14 @@ from zmtplab.web import Settings, create_app
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 LOCAL = REPO / "captures"
+_THIS = sys.modules[__name__]
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: Any) -> None:
+    """The test modules here `from conftest import ...` this file. When `pytest tests/web tests/lessons`
+    loads another directory's conftest.py after this one, that one holds the name `conftest`: give it back
+    to this file before the modules here are imported (collection then goes on as usual)."""
+    sys.modules["conftest"] = _THIS
 
 
 def capture_files() -> list[Path]:

@@ -40,6 +40,7 @@ log = logging.getLogger("zmtplab.peers")
 
 C2S, S2C = "c2s", "s2c"
 OUTPUT_BUDGET = 256 * 1024  # octets of queued messages encoded per take_output() call
+_NO_TIMERS = (None, None, None, None)
 
 
 class PeerCore:
@@ -179,8 +180,11 @@ class PeerConnection:
     @property
     def deadline(self) -> float | None:
         """The earliest timer, or None."""
+        timers = (self.handshake_deadline, self.ping_deadline, self.timeout_deadline, self.ttl_deadline)
+        if timers == _NO_TIMERS:  # the common case (asked before every simulation step)
+            return None
         best = None
-        for t in (self.handshake_deadline, self.ping_deadline, self.timeout_deadline, self.ttl_deadline):
+        for t in timers:
             if t is not None and (best is None or t < best):
                 best = t
         return best
@@ -278,8 +282,10 @@ class PeerConnection:
 
     @property
     def has_output(self) -> bool:
+        """Whether `take_output()` may have bytes: the engine's own, or queued messages once ready."""
         pipe = self.pipe
-        return bool(self._out) or (self.ready and pipe is not None and bool(pipe.out))
+        return (bool(self._out) or self.conn.has_data_to_send
+                or (self.ready and pipe is not None and bool(pipe.out)))
 
     def close(self, reason: str = "closed locally") -> None:
         """Closes from our side (the runtime then closes the transport)."""

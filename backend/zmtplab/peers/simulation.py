@@ -19,7 +19,7 @@ API (everything is synchronous; times are virtual seconds)::
     sim.inject("corrupt", conn="1", dir="c2s", offset=70)   # faults, see faults.FAULTS
     sim.events                                 # the whole log
     sim.state()                                # t, pending bytes per link direction, peers and connections
-    sim.script                                 # every external action with its virtual time and step count
+    sim.script                                 # every external action: {"op", "t", "step", "args": pairs}
 
 `add_peer(name, socket_type, *, version="3.1", mechanism="NULL"|"PLAIN"|"CURVE", identity=b"",
 username=None, password=None, plain_server=False, plain_users=None, curve_server=False,
@@ -48,7 +48,13 @@ order), a timer (handshake timeout, heartbeat, reconnection), or an EOF. Applica
 (`send`, `subscribe`, ...) happen between steps; their effects (writes) are scheduled, not
 delivered, so they cost no step. `rewind(to_step=0)` rebuilds the session from the seed and
 replays the script up to `to_step`; stepping on replays the later actions at the same step
-counts. A new action after a rewind drops the replayed future (a new branch).
+counts. A new action after a rewind drops the replayed future (a new branch). A script entry is
+`{"op", "t", "step", "args"}` with the action's arguments as (name, value) pairs (tuples, which
+the garbage collector stops tracking: a busy session keeps thousands of entries).
+
+The peers are the same `PeerCore`s the TCP runtime drives, with the engine's fast path for the
+messages of ready clear-text connections (it hands anything unusual to the strict decoder, so a
+peer accepts and refuses exactly the same bytes); the dissector reads every byte either way.
 """
 
 from __future__ import annotations
@@ -97,7 +103,7 @@ def _deterministic(method: Callable) -> Callable:
 
     @functools.wraps(method)
     def wrapper(self: Simulation, *args: Any, **kwargs: Any) -> Any:
-        if self._in_crypto or not (always or self._uses_curve()):
+        if self._in_crypto or not (always or self._curve):
             # Patching the engine's randomness is only needed while a CURVE handshake may run.
             return method(self, *args, **kwargs)
         curve, crypto_scalarmult_base = _curve()
@@ -118,6 +124,8 @@ def _deterministic(method: Callable) -> Callable:
         finally:
             curve.random_bytes, curve.crypto_box_keypair = saved
             self._in_crypto = False
+            if always:  # only these bring peers or faults that may use CURVE: `_curve` is kept here
+                self._curve = self._uses_curve()
 
     return wrapper
 
@@ -169,7 +177,9 @@ class _Link:
         self.peers = {"client": client, "server": server}
         self.connecter = connecter
         self.dirs = {C2S: _Direction(C2S), S2C: _Direction(S2C)}
+        self.dir_list = (self.dirs[C2S], self.dirs[S2C])
         self.pcs: dict[str, PeerConnection] = {}
+        self.pc_list: tuple[tuple[int, str, PeerConnection], ...] = ()  # (index in SIDES, side, pc), once opened
         self.side_closed = {"client": False, "server": False}
         self.closed = False
         self.dissector = ConnectionDissector()
@@ -196,7 +206,8 @@ class _SimPeer:
         self.options = options
         self.auto_recv = auto_recv
         self.auto_serverkey = auto_serverkey
-        self.core = PeerCore(options, name=name, rng=sim.rng, emit=sim._log, fast_path=False, log_closures=False)
+        self.core = PeerCore(options, name=name, rng=sim.rng, emit=sim._log, fast_path=True, log_closures=False)
+        self.socket = self.core.socket
         self.blocked: deque[tuple[bytes, ...]] = deque()  # sends waiting (libzmq would block the caller)
         self.overrides: dict[str, Any] = {}  # faults: what the next connections announce instead
 
@@ -237,11 +248,14 @@ class Simulation:
         self._replay: deque[dict[str, Any]] = deque()
         self._replaying = False
         self._in_crypto = False
+        self._curve = False  # whether a peer uses (or a fault made it announce) CURVE; see _deterministic
         self._reset()
 
     def _reset(self) -> None:
         self.rng = random.Random(self.seed)
         self.t = 0.0
+        self._t_last = 0.0
+        self._t_round = 0.0
         self.steps = 0
         self.seq = 0
         self.events: list[dict[str, Any]] = []
@@ -254,10 +268,23 @@ class Simulation:
     # ------------------------------------------------------------------ the log
 
     def _log(self, event: dict[str, Any]) -> None:
-        event["t"] = round(self.t, 9)
+        t = self.t
+        if t != self._t_last:  # (`_t_rounded`, inline: every entry of the log comes here)
+            self._t_last = t
+            self._t_round = round(t, 9)
+        event["t"] = self._t_round
         self.seq += 1
         event["seq"] = self.seq
         self.events.append(event)
+
+    def _t_rounded(self) -> float:
+        """`round(self.t, 9)`, remembered for the current time (rounding a float is slow, and every entry
+        of a step has the same time)."""
+        t = self.t
+        if t != self._t_last:
+            self._t_last = t
+            self._t_round = round(t, 9)
+        return self._t_round
 
     def _link_event(self, link: _Link, what: str, **data: Any) -> None:
         self._log({"kind": "link", "what": what, "conn": link.id, **data})
@@ -267,7 +294,10 @@ class Simulation:
     def _action(self, op: str, **args: Any) -> Any:
         if not self._replaying:
             self._replay.clear()  # a new action after a rewind starts a new branch
-        entry = {"op": op, "t": round(self.t, 9), "step": self.steps, "args": args}
+        # `args` as (name, value) pairs: an entry of atoms and tuples is one the garbage collector stops
+        # tracking, and a busy session keeps one per message (every tracked object lengthens every full
+        # collection, a pause of the whole server).
+        entry = {"op": op, "t": self._t_rounded(), "step": self.steps, "args": tuple(args.items())}
         self.script.append(entry)
         try:
             return getattr(self, f"_op_{op}")(**args)
@@ -281,7 +311,7 @@ class Simulation:
             self.t = max(self.t, entry["t"])  # run(until_t=...) may have moved the clock past the last step
             self._replaying = True
             try:
-                self._action(entry["op"], **entry["args"])
+                self._action(entry["op"], **dict(entry["args"]))
             finally:
                 self._replaying = False
 
@@ -349,10 +379,12 @@ class Simulation:
     @_deterministic
     def send(self, peer_name: str, frames: list[bytes] | tuple[bytes, ...]) -> None:
         """The peer's application sends one message (it waits, as a blocked libzmq send would, when it must)."""
-        frames = [f.encode("utf-8") if isinstance(f, str) else bytes(f) for f in frames]
+        # A tuple: the script keeps every message, and a script entry of atoms and tuples is one the
+        # garbage collector can stop tracking (a busy session sends thousands).
+        frames = tuple([f.encode("utf-8") if isinstance(f, str) else bytes(f) for f in frames])
         self._action("send", peer_name=peer_name, frames=frames)
 
-    def _op_send(self, peer_name: str, frames: list[bytes]) -> None:
+    def _op_send(self, peer_name: str, frames: tuple[bytes, ...] | list[bytes]) -> None:
         peer = self._peer(peer_name)
         msg = tuple(frames)
         if peer.blocked:
@@ -480,88 +512,95 @@ class Simulation:
         return self.events[start:]
 
     def _step_once(self) -> bool:
-        self._apply_replay()
+        if self._replay:
+            self._apply_replay()
         item = self._next_item()
         if item is None:
             return False
-        key, action = item
-        self.t = max(self.t, key[0])
+        key, action, args = item
+        if key[0] > self.t:
+            self.t = key[0]
         self.steps += 1
-        action()
+        action(*args)
         self._settle()
         return True
 
-    def _next_item(self) -> tuple[tuple, Callable[[], None]] | None:
+    def _next_item(self) -> tuple[tuple, Callable[..., None], tuple] | None:
+        """The next scheduled item: (key, action, its arguments); None when idle. Keys order the items:
+        (time, 0 delivery | 1 timer | 2 reconnection, tie-breaker)."""
         best: tuple | None = None
-        best_action: Callable[[], None] | None = None
+        best_item: tuple | None = None
         for link in self.links.values():
-            for dname in (C2S, S2C):
-                d = link.dirs[dname]
+            if link.closed:  # (a closed link has nothing in flight, no end of stream to come and no timer)
+                continue
+            for d in link.dir_list:
                 if d.chunks:
                     head = d.chunks[0]
-                    key = (max(head.arrival, d.hold_until), 0, head.seq)
-                    action = functools.partial(self._deliver, link, dname)
+                    key = (head.arrival if head.arrival >= d.hold_until else d.hold_until, 0, head.seq)
+                    if best is None or key < best:
+                        best, best_item = key, (self._deliver, (link, d.name))
                 elif d.eof and not d.eof_done:
                     key = (max(d.eof_time, d.hold_until), 0, d.eof_seq)
-                    action = functools.partial(self._deliver_eof, link, dname)
-                else:
-                    continue
-                if best is None or key < best:
-                    best, best_action = key, action
-            for i, side in enumerate(SIDES):
-                pc = link.pcs.get(side)
-                if pc is None or pc.closed or link.side_closed[side]:
+                    if best is None or key < best:
+                        best, best_item = key, (self._deliver_eof, (link, d.name))
+            for i, side, pc in link.pc_list:
+                if pc.closed or link.side_closed[side]:
                     continue
                 deadline = pc.deadline
                 if deadline is not None:
                     key = (deadline, 1, link.num * 2 + i)
                     if best is None or key < best:
-                        best, best_action = key, functools.partial(self._timer, link, side)
+                        best, best_item = key, (self._timer, (link, side))
         for c in self._connecters:
             if c.active and c.next_attempt is not None:
                 key = (c.next_attempt, 2, c.num)
                 if best is None or key < best:
-                    best, best_action = key, functools.partial(self._reconnect, c)
-        if best is None or best_action is None:
+                    best, best_item = key, (self._reconnect, (c,))
+        if best is None or best_item is None:
             return None
-        return best, best_action
+        return best, best_item[0], best_item[1]
 
     # ------------------------------------------------------------------ items
 
     def _deliver(self, link: _Link, dname: str) -> None:
         d = link.dirs[dname]
         chunk = d.chunks[0]
+        pending = d.pending
         if not chunk.fed:
             chunk.fed = True
             for _, event in link.dissector.receive_data(dname, chunk.data):
-                d.pending.append(event)
-        end = chunk.start + len(chunk.data)
+                pending.append(event)
+        start = chunk.start
+        pos = chunk.pos
+        end = start + len(chunk.data)
         unit_end = end
-        for event in d.pending:
+        for event in pending:
             if event.kind in ELEMENT_KINDS:
                 event_end = event.offset + event.length
-                if event_end > chunk.pos:
-                    unit_end = min(event_end, end)
+                if event_end > pos:
+                    unit_end = event_end if event_end < end else end
                     break
-        data = chunk.data[chunk.pos - chunk.start:unit_end - chunk.start]
-        self._link_event(link, "bytes", dir=dname, offset=chunk.pos, length=len(data), hex=data.hex())
+        data = chunk.data if pos == start and unit_end == end else chunk.data[pos - start:unit_end - start]
+        self._log({"kind": "link", "what": "bytes", "conn": link.id, "dir": dname, "offset": pos,
+                   "length": len(data), "hex": data.hex()})
         chunk.pos = unit_end
         d.delivered = unit_end
         if unit_end >= end:
             d.chunks.popleft()
-        while d.pending:
-            event = d.pending[0]
-            if d.chunks and event.offset + event.length > d.delivered:
+        while pending:
+            event = pending[0]
+            if d.chunks and event.offset + event.length > unit_end:
                 break
-            d.pending.popleft()
+            pending.popleft()
             self._wire_event(link, dname, event)
         reader = READER[dname]
-        pc = link.pcs[reader]
         if not link.side_closed[reader]:
-            pc.receive(data, self.t)
+            link.pcs[reader].receive(data, self.t)
 
     def _wire_event(self, link: _Link, dname: str, event) -> None:
-        self._log({"conn": link.id, "dir": dname, **event.to_dict()})
+        entry = {"conn": link.id, "dir": dname}
+        entry.update(event.to_dict())
+        self._log(entry)
 
     def _deliver_eof(self, link: _Link, dname: str) -> None:
         d = link.dirs[dname]
@@ -598,6 +637,7 @@ class Simulation:
                                                                     connection=client_conn)
         link.pcs["server"] = connecter.server.core.open_connection(conn_id, is_client=False,
                                                                     connection=server_conn)
+        link.pc_list = tuple((i, side, link.pcs[side]) for i, side in enumerate(SIDES))
         for side in SIDES:
             link.pcs[side].start(self.t)
         return link
@@ -616,12 +656,16 @@ class Simulation:
                     buf[o - start] ^= d.corrupt.pop(o)
                     self._link_event(link, "fault", fault="corrupt", dir=d.name, offset=o)
                 data = bytes(buf)
-        cuts = sorted(o for o in d.split_at if start < o < end)
-        d.split_at -= set(cuts)
+        cuts = sorted(o for o in d.split_at if start < o < end) if d.split_at else None
+        if cuts:
+            d.split_at -= set(cuts)
         d.written = end
         if d.dead:
             return
         arrival = self.t + self.latency
+        if not cuts:  # the common case: one write, one chunk
+            d.chunks.append(_Chunk(start, data, arrival, next(self._write_seq)))
+            return
         bounds = [start, *cuts, end]
         for a, b in itertools.pairwise(bounds):
             d.chunks.append(_Chunk(a, data[a - start:b - start], arrival, next(self._write_seq)))
@@ -677,45 +721,68 @@ class Simulation:
 
     def _settle(self) -> None:
         """After any action: applications read and retry blocked sends, peers write, closed sides close."""
+        peers = tuple(self.peers.values())
         for _ in range(100):
-            moved = False
-            for peer in self.peers.values():
-                core = peer.core
-                while peer.blocked:
-                    try:
-                        core.send(peer.blocked[0])
-                    except (Again, SocketStateError):
-                        break
-                    peer.blocked.popleft()
+            moved = False  # something happened that the next round may build on
+            wrote = False
+            for peer in peers:
+                if peer.blocked and self._retry_blocked(peer):
                     moved = True
-                if peer.auto_recv:
-                    while True:
-                        try:
-                            msg = core.recv()
-                        except SocketStateError:
-                            break
-                        if msg is None:
-                            break
-                        self._log({"kind": "peer", "peer": peer.name, "what": "recv",
-                                   "frames": [f.hex() for f in msg]})
-            for link in list(self.links.values()):
+                # (An unreadable socket's recv() gives None or refuses: skip it, the common case.)
+                if peer.auto_recv and peer.socket.readable:
+                    self._read_all(peer)
+            for link in tuple(self.links.values()):
                 if link.closed:
                     continue
-                for side in SIDES:
-                    pc = link.pcs[side]
-                    if link.side_closed[side]:
+                side_closed = link.side_closed
+                for _, side, pc in link.pc_list:
+                    if side_closed[side]:
                         continue
-                    data = pc.take_output(1 << 40)
-                    if data:
-                        self._write(link, side, data)
-                        moved = True
+                    if pc.has_output:
+                        data = pc.take_output(1 << 40)
+                        if data:
+                            self._write(link, side, data)
+                            wrote = True
                     if pc.closed:
                         self._close_side(link, side, pc.close_reason or "closed")
                         moved = True
                 if not link.closed and link.pcs["client"].ready:
                     link.connecter.ivl = link.connecter.client.options.reconnect_ivl
+            # Writing only schedules deliveries: another round finds something new only when writing freed a
+            # pipe that a blocked send waits for (this round read every socket and emptied every output).
+            if wrote and not moved:
+                for peer in peers:
+                    if peer.blocked:
+                        moved = True
+                        break
             if not moved:
                 break
+
+    def _retry_blocked(self, peer: _SimPeer) -> bool:
+        """Sends what waits in `peer.blocked` as far as the socket takes it; True when something went."""
+        core = peer.core
+        blocked = peer.blocked
+        sent = False
+        while blocked:
+            try:
+                core.send(blocked[0])
+            except (Again, SocketStateError):
+                break
+            blocked.popleft()
+            sent = True
+        return sent
+
+    def _read_all(self, peer: _SimPeer) -> None:
+        """The application of an `auto_recv` peer reads every message its socket has."""
+        core = peer.core
+        while True:
+            try:
+                msg = core.recv()
+            except SocketStateError:
+                break
+            if msg is None:
+                break
+            self._log({"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]})
 
     # ------------------------------------------------------------------ lookups and state
 
@@ -746,8 +813,30 @@ class Simulation:
         return False
 
     def idle(self) -> bool:
-        """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state())."""
-        return self._next_item() is None
+        """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state()).
+
+        The same answer as `_next_item() is None`, without ranking anything (a live session asks after
+        every element)."""
+        for link in self.links.values():
+            if link.closed:
+                continue
+            for d in link.dir_list:
+                if d.chunks or (d.eof and not d.eof_done):
+                    return False
+            side_closed = link.side_closed
+            for _, side, pc in link.pc_list:
+                if not pc.closed and not side_closed[side] and pc.deadline is not None:
+                    return False
+        # (Loops rather than all() over generators: a live session asks this after every element.)
+        for c in self._connecters:  # noqa: SIM110
+            if c.active and c.next_attempt is not None:
+                return False
+        return True
+
+    def replay_due(self) -> bool:
+        """True when an action replayed after a rewind is due now: the next step applies it (even when idle)."""
+        replay = self._replay
+        return bool(replay) and replay[0]["step"] <= self.steps
 
     def state(self) -> dict[str, Any]:
         """Where the session stands: virtual time, bytes in flight per link direction, peers and connections."""

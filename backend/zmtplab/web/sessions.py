@@ -25,7 +25,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -52,9 +52,12 @@ class TooManySessions(OverflowError):
     """The server, or this client, runs as many sessions as it may (answered with 429)."""
 
 
-@dataclass(slots=True)
-class WireChunk:
-    """Bytes that crossed one direction of one connection at time `t` (seconds since the session start)."""
+class WireChunk(NamedTuple):
+    """Bytes that crossed one direction of one connection at time `t` (seconds since the session start).
+
+    `Session.wire` keeps them as plain tuples (`WireChunk._make` reads one): the garbage collector
+    stops tracking a plain tuple of atoms (not a subclass's), and a busy session keeps one per
+    message; every tracked object lengthens every full collection, a pause of the whole server."""
 
     conn: str
     dir: str
@@ -101,15 +104,18 @@ class EventLog:
     def __init__(self) -> None:
         self.blocks: list[bytes] = []
         self.tail: list[str] = []
+        self.count = 0  # len(self), kept as an attribute: the hot path asks for it with every event
 
     def __len__(self) -> int:
-        return len(self.blocks) * self.BLOCK + len(self.tail)
+        return self.count
 
     def append(self, text: str) -> None:
-        self.tail.append(text)
-        if len(self.tail) >= self.BLOCK:
+        tail = self.tail
+        tail.append(text)
+        self.count += 1
+        if len(tail) >= self.BLOCK:
             # JSON text never holds a raw newline: it separates the events of a block.
-            self.blocks.append(zlib.compress("\n".join(self.tail).encode(), 1))
+            self.blocks.append(zlib.compress("\n".join(tail).encode(), 1))
             self.tail = []
 
     @staticmethod
@@ -131,10 +137,12 @@ class EventLog:
             del self.blocks[k:]
         else:
             del self.tail[r:]
+        self.count = len(self.blocks) * self.BLOCK + len(self.tail)
 
     def clear(self) -> None:
         self.blocks.clear()
         self.tail.clear()
+        self.count = 0
 
 
 class Subscriber:
@@ -202,10 +210,11 @@ class Session:
         self.created = time.time()
         self.wall0 = self.created
         self.events = EventLog()
-        self.wire: list[WireChunk] = []
+        self.wire: list[tuple[str, str, bytes, float]] = []  # WireChunk fields, as plain tuples
         self.wire_bytes = 0
         self.endpoints: dict[str, ConnEndpoints] = {}
         self.subscribers: set[Subscriber] = set()
+        self.log_subscribers = 0  # how many of them want `log` messages (kept by subscribe/unsubscribe)
         self.last_active = time.monotonic()
         self.last_detached = time.monotonic()
         self.ended = False
@@ -214,23 +223,30 @@ class Session:
         self.lock = asyncio.Lock()
         self.events_dropped = 0
         self._state_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- called by runtimes
 
     def add_events(self, events: list[dict[str, Any]]) -> None:
         """Appends events (contract dicts with conn, dir, fields, t) and sends them to every subscriber."""
         for ev in events:
-            if len(self.events) >= self.settings.session_max_events:
-                self.events_dropped += 1
-                if self.events_dropped == 1:
-                    self.broadcast({"type": "error", "detail": f"the session keeps at most "
-                                    f"{self.settings.session_max_events} events; later ones are not shown"})
-                continue
-            ev["seq"] = len(self.events)
-            text = dumps(ev)
-            self.events.append(text)
-            if self.subscribers:
-                self.broadcast_text('{"type":"event","event":' + text + "}")
+            self.add_event(ev)
+
+    def add_event(self, ev: dict[str, Any]) -> None:
+        """Appends one event (see `add_events`); it is serialised once, for the log and every subscriber."""
+        events = self.events
+        seq = events.count
+        if seq >= self.settings.session_max_events:
+            self.events_dropped += 1
+            if self.events_dropped == 1:
+                self.broadcast({"type": "error", "detail": f"the session keeps at most "
+                                f"{self.settings.session_max_events} events; later ones are not shown"})
+            return
+        ev["seq"] = seq
+        text = orjson.dumps(ev).decode()
+        events.append(text)
+        if self.subscribers:
+            self.broadcast_text('{"type":"event","event":' + text + "}")
 
     def truncate_events(self, count: int) -> None:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
@@ -242,13 +258,13 @@ class Session:
         if not data or self.wire_bytes + len(data) > self.settings.session_max_wire_bytes:
             return
         self.wire_bytes += len(data)
-        self.wire.append(WireChunk(conn, direction, bytes(data), t))
+        self.wire.append((conn, direction, data if type(data) is bytes else bytes(data), t))
 
     def truncate_wire(self, t: float) -> None:
         """Forgets wire bytes recorded after time `t` (stepping back)."""
-        keep = [c for c in self.wire if c.t <= t]
+        keep = [c for c in self.wire if c[3] <= t]
         self.wire = keep
-        self.wire_bytes = sum(len(c.data) for c in keep)
+        self.wire_bytes = sum(len(c[2]) for c in keep)
 
     def add_connection(self, conn: str, client: tuple[str, int], server: tuple[str, int], t: float) -> None:
         """Records a connection's addresses for the export."""
@@ -270,7 +286,10 @@ class Session:
         if self._state_scheduled or not self.subscribers:
             return
         self._state_scheduled = True
-        asyncio.get_running_loop().call_soon(self._flush_state)
+        loop = self._loop
+        if loop is None:  # (a session lives on the loop that runs it: ask once, not with every message)
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._flush_state)
 
     def _flush_state(self) -> None:
         self._state_scheduled = False
@@ -286,15 +305,16 @@ class Session:
             self.broadcast_text(dumps(message))
 
     def broadcast_text(self, text: str) -> None:
-        for sub in list(self.subscribers):
+        for sub in self.subscribers:  # (put_text never changes the set)
             sub.put_text(text)
 
     def log(self, entry: dict[str, Any]) -> None:
         """A `log` message (what else happened in a simulated session) for the subscribers that want them."""
-        subs = [sub for sub in self.subscribers if sub.logs]
-        if subs:
-            text = '{"type":"log","entry":' + dumps(entry) + "}"
-            for sub in subs:
+        if not self.log_subscribers:  # the common case for a busy session: the page asks for no log
+            return
+        text = '{"type":"log","entry":' + dumps(entry) + "}"
+        for sub in self.subscribers:
+            if sub.logs:
                 sub.put_text(text)
 
     # ---- subscribers
@@ -305,11 +325,13 @@ class Session:
         sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
         sub.put(self.state())
         self.subscribers.add(sub)
+        self.log_subscribers = sum(1 for s in self.subscribers if s.logs)
         self.touch()
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
+        self.log_subscribers = sum(1 for s in self.subscribers if s.logs)
         if not self.subscribers:
             self.last_detached = time.monotonic()
 
@@ -357,7 +379,7 @@ class Session:
             if kind == "send":
                 frames = self._frames(cmd.frames, cmd.hex)
                 self._count_message()
-                size = sum(len(f) for f in frames)
+                size = sum(map(len, frames))
                 if self.sent_bytes + size > self.settings.session_max_sent_bytes:
                     raise SessionError(f"this session has carried its limit of {self.settings.session_max_sent_bytes}"
                                        " octets of messages; reset it or start a new session")
@@ -393,6 +415,7 @@ class Session:
     def _frames(self, frames: list[str], as_hex: bool) -> list[bytes]:
         if len(frames) > self.settings.session_max_frames:
             raise SessionError(f"at most {self.settings.session_max_frames} frames per message")
+        limit = self.settings.session_max_body
         out = []
         for i, frame in enumerate(frames):
             if as_hex:
@@ -404,8 +427,8 @@ class Session:
                     raise SessionError(f"frame {i + 1} is not hex: {exc}") from None
             else:
                 data = frame.encode("utf-8")
-            if len(data) > self.settings.session_max_body:
-                raise SessionError(f"frame {i + 1} is larger than {self.settings.session_max_body} octets")
+            if len(data) > limit:
+                raise SessionError(f"frame {i + 1} is larger than {limit} octets")
             out.append(data)
         return out
 
@@ -427,16 +450,17 @@ class Session:
         base = self.wall0
         conns: dict[str, Any] = {}
         last_t: dict[str, float] = {}
-        for n, cid in enumerate(sorted(set(self.endpoints) | {c.conn for c in self.wire}, key=_conn_key)):
+        wire = [WireChunk._make(c) for c in self.wire]
+        for n, cid in enumerate(sorted(set(self.endpoints) | {c.conn for c in wire}, key=_conn_key)):
             ep = self.endpoints.get(cid) or ConnEndpoints((CLIENT_IP, SIM_CLIENT_PORT + n),
                                                           (SERVER_IP, SIM_SERVER_PORT), 0.0)
             tcp = writer.add_connection(client=ep.client, server=ep.server)
-            first = min([c.t for c in self.wire if c.conn == cid], default=ep.opened)
+            first = min([c.t for c in wire if c.conn == cid], default=ep.opened)
             opened = min(ep.opened, first)
             tcp.handshake(base + opened)
             conns[cid] = tcp
             last_t[cid] = opened
-        for chunk in sorted(self.wire, key=lambda c: c.t):
+        for chunk in sorted(wire, key=lambda c: c.t):
             ts = max(chunk.t, last_t[chunk.conn])
             conns[chunk.conn].send(chunk.dir, chunk.data, base + ts)
             last_t[chunk.conn] = ts

@@ -8,8 +8,12 @@ injected after stepping back starts a new branch of the session.
 
 The simulation's own log also has `link` and `peer` entries (bytes delivered, handshakes,
 messages the applications received, faults); they go to the browser as
-`{"type": "log", "entry": ...}` messages, and the bytes they report are the session's wire
-bytes (for the pcapng export).
+`{"type": "log", "entry": ...}` messages (to the sockets that want them), and the bytes they
+report are the session's wire bytes (for the pcapng export).
+
+A session playing live (an interval under `LIVE`) whose player waits for work plays what a
+`send` sets going within the command itself: the same elements in the same order as the player
+would on waking, without a task switch per message (a busy server runs a hundred such sessions).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class SimulatedRuntime:
         self.history: list[int] = []  # sim.steps before each element, for step_back
         self._wake = asyncio.Event()
         self._player: asyncio.Task | None = None
+        self._parked = False  # the player waits for a command (paused, or nothing scheduled)
+        self._due = 0.0  # when the player plays its next element (the loop's clock)
         self._closed = False
 
     @staticmethod
@@ -96,21 +102,41 @@ class SimulatedRuntime:
 
     def _absorb(self) -> int:
         """Passes the simulation's new log entries on; returns how many elements they held."""
+        sim_events = self.sim.events
+        if not sim_events:
+            return 0
         session = self.session
-        entries = self.sim.events[self.consumed:]
-        # The session keeps the elements (as JSON); the simulation's copies can go (rewind rebuilds them).
-        del self.sim.events[:]
+        # The session keeps the elements (as JSON); the simulation's copies can go (rewind rebuilds them),
+        # so they are renumbered in place rather than copied.
+        entries = sim_events[:]
+        del sim_events[:]
         self.consumed = 0
         elements = 0
+        add_event = session.add_event
+        logs = session.log_subscribers
+        session_conn = _SESSION_CONN
         for entry in entries:  # in the simulation's order: a message before the `recv` it caused
-            entry = _renumbered(entry)
-            if entry.get("kind") in WIRE:
-                session.add_events([entry])
+            conn = entry.get("conn")
+            if conn is not None:  # (`_renumber`, inline: every entry of a busy session comes here)
+                ours = session_conn.get(conn)
+                if ours is not None:
+                    entry["conn"] = ours
+                else:
+                    _renumber(entry)
+            kind = entry["kind"]
+            if kind in WIRE:
+                add_event(entry)
                 elements += 1
                 continue
-            self._link_entry(entry)
-            session.log(entry)
-        self.high_water = max(self.high_water, len(session.events))
+            if kind == "link":
+                if entry["what"] == "bytes":
+                    session.add_wire(entry["conn"], entry["dir"], bytes.fromhex(entry["hex"]), entry["t"])
+                else:
+                    self._link_entry(entry)
+            if logs:
+                session.log(entry)
+        if len(session.events) > self.high_water:
+            self.high_water = len(session.events)
         return elements
 
     def _link_entry(self, entry: dict[str, Any]) -> None:
@@ -127,20 +153,23 @@ class SimulatedRuntime:
 
     def _advance(self) -> int:
         """One element forward (several deliveries when an element comes in pieces); returns elements added."""
-        before = self.sim.steps
+        sim = self.sim
+        before = sim.steps
         added = 0
         for _ in range(MAX_STEPS_PER_ELEMENT):
-            if not self.sim.step():
+            if not sim.step():
                 break
             added += self._absorb()
             if added:
                 break
-        if self.sim.steps != before:
+        if sim.steps != before:
             self.history.append(before)
         return added
 
     def _idle(self) -> bool:
-        return self.sim.idle()
+        """Nothing scheduled, and no replayed action (after a step back) due at this step."""
+        sim = self.sim
+        return sim.idle() and not sim.replay_due()
 
     async def _play_loop(self) -> None:
         """Plays one element every `sim_step_interval / speed` seconds, on a schedule: a session that
@@ -148,46 +177,71 @@ class SimulatedRuntime:
         highest speeds (an interval under `LIVE`) it plays whatever is ready as soon as it is ready:
         elements reach the browser as fast as the traffic arrives."""
         loop = asyncio.get_running_loop()
-        due = loop.time()
+        self._due = loop.time()
+        wake = self._wake
         while not self._closed:
-            if not self.playing:
-                self._wake.clear()
-                await self._wake.wait()
-                due = loop.time()
-                continue
-            interval = self.settings.sim_step_interval / self.speed
-            live = interval < LIVE
-            now = loop.time()
-            due = max(due, now - MAX_BACKLOG)
-            added = 0
+            if self.playing:
+                interval = self.settings.sim_step_interval / self.speed
+                if not self._turn(loop.time(), interval):
+                    await asyncio.sleep(0.0 if interval < LIVE else max(0.0, self._due - loop.time()))
+                    continue
+            # Paused, or nothing scheduled: sleep until a command pokes us. Nothing else can schedule
+            # anything: every command that gives the simulation work (send, fault, play, speed) pokes or
+            # plays at once (`_play_now`). (No timer here: one per idle wait, that is per message of a
+            # busy session, would cost more than the step.)
+            wake.clear()
+            self._parked = True
             try:
-                for _ in range(MAX_ELEMENTS_PER_TURN):
-                    step = self._advance()
-                    added += step
-                    if not step:
-                        break
-                    due += interval
-                    if (due > now and not live) or not self.playing:
-                        break
-            except Exception as exc:  # a bug must not leave a session spinning
-                log.exception("simulation step failed")
-                self.playing = False
-                self.session.error(f"the simulation stopped: {type(exc).__name__}: {exc}")
-                self.session.push_state()
-                continue
-            if added:
-                self.session.push_state()
-            elif self._idle():
-                # Nothing scheduled: sleep until a command pokes us (or a second passes, to be safe).
-                self._wake.clear()
-                timer = loop.call_later(1.0, self._wake.set)
-                await self._wake.wait()
-                timer.cancel()
-                due = loop.time()
-                continue
-            else:
-                due = now + interval
-            await asyncio.sleep(0.0 if live else max(0.0, due - loop.time()))
+                await wake.wait()
+            finally:
+                self._parked = False
+            self._due = loop.time()
+
+    def _turn(self, now: float, interval: float) -> bool:
+        """Plays what is due at `now` (everything ready, when `interval` is under `LIVE`); returns True when
+        the player should wait for a command: nothing is scheduled (or a failure paused the session)."""
+        live = interval < LIVE
+        due = max(self._due, now - MAX_BACKLOG)
+        added = 0
+        ran_out = False  # the last _advance() found nothing to show
+        idle = False  # known to be idle
+        try:
+            for _ in range(MAX_ELEMENTS_PER_TURN):
+                step = self._advance()
+                if not step:
+                    ran_out = True
+                    break
+                added += step
+                due += interval
+                if (due > now and not live) or not self.playing:
+                    break
+                if self._idle():  # (cheaper than an _advance() that finds nothing)
+                    ran_out = idle = True
+                    break
+        except Exception as exc:  # a bug must not leave a session spinning
+            log.exception("simulation step failed")
+            self.playing = False
+            self.session.error(f"the simulation stopped: {type(exc).__name__}: {exc}")
+            self.session.push_state()
+            return True  # paused now: wait for a command
+        if added:
+            self.session.push_state()
+        if ran_out and (idle or self._idle()):
+            return True
+        self._due = due if added else now + interval
+        return False
+
+    def _play_now(self) -> None:
+        """After a command that gave the simulation work: a live session whose player waits for work plays
+        it here and now, exactly as the player would have on waking (same elements, same order), without
+        the task switch; anything else pokes the player."""
+        if self._parked and self.playing and not self._closed:
+            interval = self.settings.sim_step_interval / self.speed
+            # Live, the schedule plays no part (everything ready plays at once) and the player takes the
+            # clock afresh when it wakes: no need to read it here.
+            if interval < LIVE and self._turn(self._due, interval):
+                return  # played everything: the player goes on waiting
+        self._poke()
 
     def _poke(self) -> None:
         self._wake.set()
@@ -201,7 +255,7 @@ class SimulatedRuntime:
             raise SessionError(f"could not send: {exc}") from None
         self._new_branch()
         self._absorb()
-        self._poke()
+        self._play_now()
 
     def _new_branch(self) -> None:
         self.high_water = len(self.session.events)
@@ -317,10 +371,25 @@ def _renumbered(entry: dict[str, Any]) -> dict[str, Any]:
     """A copy of a log entry with the session's connection id: the simulation counts from 1, sessions
     (like captures and the tcp tap) from 0."""
     entry = dict(entry)
-    conn = entry.get("conn")
-    if isinstance(conn, str) and conn.isdigit():
-        entry["conn"] = str(int(conn) - 1)
+    _renumber(entry)
     return entry
+
+
+_SESSION_CONN: dict[str, str] = {}  # the simulation's connection id -> the session's (a cache)
+
+
+def _renumber(entry: dict[str, Any]) -> None:
+    """Gives a log entry the session's connection id, in place (see `_renumbered`)."""
+    conn = entry.get("conn")
+    if type(conn) is str:
+        ours = _SESSION_CONN.get(conn)
+        if ours is None:
+            if not conn.isdigit():
+                return
+            ours = str(int(conn) - 1)
+            if len(_SESSION_CONN) < 4096:
+                _SESSION_CONN[conn] = ours
+        entry["conn"] = ours
 
 
 def _sim_conn(conn: Any) -> str:

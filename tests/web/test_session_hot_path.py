@@ -1,0 +1,181 @@
+"""What makes busy simulated sessions cheap, and stays correct: the event log's count, a live session that
+plays a command's traffic within the command, records a busy session keeps without burdening the garbage
+collector, `log` messages only for sockets that want them, and batched websocket messages that carry exactly
+the messages an unbatched socket gets."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from typing import Any
+
+import pytest
+from conftest import open_client
+from pydantic import TypeAdapter
+
+from zmtplab.web.models import SessionCreate, WsCommand
+from zmtplab.web.sessions import EventLog, Session, WireChunk
+from zmtplab.web.settings import Settings
+from zmtplab.web.simulated import SimulatedRuntime
+
+pytestmark = pytest.mark.timeout(60)
+
+COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
+PUSH_PULL = {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"}}
+
+
+def command(raw: dict[str, Any]) -> Any:
+    return COMMANDS.validate_python(raw)
+
+
+async def started_session(**settings: Any) -> Session:
+    config = SessionCreate.model_validate(PUSH_PULL)
+    s = Settings(**settings)
+    session = Session("test", config, s, lambda sess: SimulatedRuntime(sess, config, s))
+    await session.start()
+    return session
+
+
+async def settle(session: Session) -> None:
+    runtime = session.runtime
+    assert isinstance(runtime, SimulatedRuntime)
+    for _ in range(1000):
+        await asyncio.sleep(0)
+        if runtime.sim.idle() and runtime._parked:
+            return
+    raise AssertionError("the session did not settle")
+
+
+def test_event_log_counts_across_blocks():
+    log = EventLog()
+    texts = [json.dumps({"n": i}) for i in range(3 * EventLog.BLOCK + 17)]
+    for i, text in enumerate(texts, 1):
+        log.append(text)
+        assert len(log) == i
+    assert list(log) == texts
+    for keep in (3 * EventLog.BLOCK + 5, 2 * EventLog.BLOCK, EventLog.BLOCK + 1, 7, 0):
+        log.truncate(keep)
+        assert len(log) == keep and list(log) == texts[:keep]
+    log.append(texts[0])
+    assert len(log) == 1
+    log.clear()
+    assert len(log) == 0 and list(log) == []
+
+
+def test_a_live_session_plays_a_send_within_the_command():
+    async def run() -> None:
+        session = await started_session()
+        sub = session.subscribe(logs=False)
+        await session.command(command({"type": "speed", "value": 1000}))
+        await settle(session)
+        before = len(session.events)
+        await session.command(command({"type": "send", "from": "server", "frames": ["now"]}))
+        # No turn of the event loop in between: the waiting player was not needed.
+        kinds = [json.loads(t)["event"]["kind"] for t in sub.items if t.startswith('{"type":"event"')]
+        assert len(session.events) == before + 2 and kinds[-2:] == ["frame", "message"]
+        await settle(session)
+        assert len(session.events) == before + 2
+        # At speed 1 the player keeps its pace: nothing shows before its next step is due.
+        await session.command(command({"type": "speed", "value": 1}))
+        await settle(session)
+        await session.command(command({"type": "send", "from": "server", "frames": ["later"]}))
+        assert len(session.events) == before + 2
+        await session.close()
+
+    asyncio.run(run())
+
+
+def test_what_a_busy_session_keeps_is_not_tracked_by_the_garbage_collector():
+    """One wire chunk and one script entry per message, thousands per session: tuples and dicts of atoms,
+    which collections stop tracking (each tracked object lengthens every full collection; nested tuples
+    take a collection per level)."""
+
+    async def run() -> None:
+        session = await started_session()
+        await session.command(command({"type": "speed", "value": 1000}))
+        await settle(session)
+        for i in range(20):
+            await session.command(command({"type": "send", "from": "server", "frames": [f"m{i}", "x"]}))
+        await settle(session)
+        runtime = session.runtime
+        assert isinstance(runtime, SimulatedRuntime)
+        for _ in range(4):
+            gc.collect()
+        sends = [e for e in runtime.sim.script if e["op"] == "send"]
+        assert len(sends) == 20 and not any(gc.is_tracked(e) for e in sends)
+        assert len(session.wire) > 20 and not any(gc.is_tracked(c) for c in session.wire)
+        chunk = WireChunk._make(session.wire[-1])
+        assert chunk.conn == "0" and chunk.dir == "s2c" and chunk.data.endswith(b"x")
+        await session.close()
+
+    asyncio.run(run())
+
+
+def test_log_messages_go_only_to_sockets_that_want_them():
+    async def run() -> None:
+        session = await started_session()
+        quiet = session.subscribe(logs=False)
+        chatty = session.subscribe(logs=True)
+        assert session.log_subscribers == 1
+        await session.command(command({"type": "speed", "value": 1000}))
+        await settle(session)
+        assert not any(t.startswith('{"type":"log"') for t in quiet.items)
+        assert any(t.startswith('{"type":"log"') for t in chatty.items)
+        session.unsubscribe(chatty)
+        assert session.log_subscribers == 0
+        await session.close()
+
+    asyncio.run(run())
+
+
+def test_batched_socket_gets_exactly_the_messages_of_an_unbatched_one(tmp_path):
+    with open_client(tmp_path, sim_step_interval=0.005) as client:
+        r = client.post("/api/sessions", json=PUSH_PULL)
+        session_id = r.json()["id"]
+        with client.websocket_connect(f"/ws/sessions/{session_id}?log=0") as plain, \
+                client.websocket_connect(f"/ws/sessions/{session_id}?batch=1&log=0") as batched:
+            for sock in (plain, batched):
+                sock.send_json({"type": "speed", "value": 1000})
+            for i in range(30):
+                plain.send_json({"type": "send", "from": "server", "frames": [f"{i}", "two"]})
+
+            def events(sock: Any, batch: bool) -> list[str]:
+                out: list[str] = []
+                while len(out) < 4 + 2 * 30 + 30:
+                    data = json.loads(sock.receive_text())
+                    for m in (data if batch else [data]):
+                        if m["type"] == "event":
+                            out.append(json.dumps(m["event"], sort_keys=True))
+                return out
+
+            got_plain, got_batched = events(plain, False), events(batched, True)
+        assert got_plain == got_batched
+        assert [json.loads(e)["seq"] for e in got_batched] == list(range(len(got_batched)))
+
+
+def test_batch_clock_wakes_every_waiting_socket_at_one_tick():
+    from zmtplab.web.routes.sessions import BatchClock
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        clock = BatchClock(loop, 0.02)
+        woken: list[float] = []
+
+        async def wait() -> None:
+            await clock.tick()
+            woken.append(loop.time())
+
+        first = asyncio.create_task(wait())
+        await asyncio.sleep(0.005)
+        second = asyncio.create_task(wait())
+        cancelled = asyncio.create_task(wait())
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.gather(first, second)
+        assert len(woken) == 2 and abs(woken[0] - woken[1]) < 0.002  # one tick for both
+        assert clock.timer is None and clock.waiters == []
+        await asyncio.wait_for(wait(), 1)  # and ticks again when asked
+        assert len(woken) == 3
+
+    asyncio.run(run())
