@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..capture.dissect import SourcedRun
-from ..engine.framing import body_field, header_fields
+from ..engine.framing import body_field, body_value, header_fields
 from .rows import FIELD_TYPE, STAGE_SCHEMA
 
 RunItem = tuple[int, int, int, int | None, SourcedRun]  # cap, first_frame, seq of the first event, emit_frame, run
@@ -140,7 +140,7 @@ class _Layout:
         others = np.flatnonzero(~(ascii_text | as_hex))
         if len(others):
             blob = self.blob
-            found = [body_field(0, blob[a:b]).value for a, b in zip(first[others].tolist(), end[others].tolist(),
+            found = [body_value(blob[a:b]) for a, b in zip(first[others].tolist(), end[others].tolist(),
                                                                      strict=True)]
             mask = np.zeros(self.n, bool)
             mask[others] = True

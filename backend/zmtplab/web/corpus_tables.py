@@ -16,11 +16,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
+if TYPE_CHECKING:  # pyarrow is imported when a table is first read: the server starts without it
+    import pyarrow as pa
+    import pyarrow.dataset as ds
 
 TABLES = ("events", "connections", "errors")
 # Key columns read to order each table (besides `capture`), and the sort after the capture's rank.
@@ -67,6 +67,7 @@ class TableReader:
 
         `captures` are the run's `capture` values in the run's order (they order the rows).
         """
+        import pyarrow.dataset as ds
         if query.table not in TABLES:
             raise UnknownTable(query.table)
         dataset = ds.dataset(out_dir / query.table, format="parquet")
@@ -90,6 +91,8 @@ class TableReader:
     def _order(self, out_dir: Path, dataset: ds.Dataset, query: TableQuery, expr: ds.Expression | None,
                captures: list[str]) -> pa.Array:
         """Positions (within the filtered scan) of the matching rows, in display order."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
         key = (str(out_dir), query.table, query.capture, query.kind, query.conn, query.dir)
         with self._lock:
             cached = self._orders.get(key)
@@ -114,6 +117,7 @@ class TableReader:
 
     def _row(self, row: dict[str, Any], types: dict[str, pa.DataType]) -> dict[str, Any]:
         """A row as JSON: maps as objects, long texts (hex bodies) cut to `max_cell` characters."""
+        import pyarrow as pa
         out: dict[str, Any] = {}
         for name, value in row.items():
             t = types[name]
@@ -136,6 +140,7 @@ class TableReader:
 
 
 def _filter(query: TableQuery) -> ds.Expression | None:
+    import pyarrow.compute as pc
     expr = None
     for name in FILTERS[query.table]:
         value = getattr(query, name)
@@ -148,6 +153,8 @@ def _filter(query: TableQuery) -> ds.Expression | None:
 
 def _conn_numbers(conn: pa.ChunkedArray) -> pa.ChunkedArray:
     """Connection ids ("0", "1", ...) as numbers, so "10" sorts after "9"."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     try:
         return pc.cast(conn, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not numbers: keep their text order
