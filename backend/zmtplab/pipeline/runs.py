@@ -10,8 +10,10 @@ The runs of one batch are joined into one buffer; every frame's position, flags,
 number then come from numpy over the frame starts the decoder's scan kept, the `hex` column is the
 hex of that buffer cut at the frame starts, `body` the same text without each header, a message's
 `frames` are a list view over `body`, and the repeated texts of fields (names, rules, notes) are
-taken from small dictionaries made once from the engine's own field functions. Only a body field's
-value (text or hex, the contract's rule) is made in Python, one call per frame.
+taken from small dictionaries made once from the engine's own field functions. A body field's value
+(text or hex, the contract's rule) is decided in bulk for printable ASCII bodies and for bodies with
+an ASCII control character; the engine's `body_value` decides every other body, one call each.
+(Batches of runs stay far below 2 GiB of hex, so 32-bit string offsets hold: `rows.MAX_RUN_OCTETS`.)
 
 Frame rows and message rows come out as two batches; the tables carry their own order (`seq`).
 """
@@ -104,7 +106,6 @@ class _Layout:
         first_of_run = np.cumsum(per_run) - per_run
         local = np.arange(n) - first_of_run[self.run]
         k = local + done_before - done_before[first_of_run][self.run]  # event number within its run
-        self.k = k
         self.event = (np.cumsum(events) - np.array(events))[self.run] + k  # index into stamps/packets
         self.msg_last = np.flatnonzero(self.last)  # the last frame of each message
         self.msg_first = np.concatenate(([0], self.msg_last[:-1] + 1)).astype(np.int64)
@@ -140,8 +141,7 @@ class _Layout:
         others = np.flatnonzero(~(ascii_text | as_hex))
         if len(others):
             blob = self.blob
-            found = [body_value(blob[a:b]) for a, b in zip(first[others].tolist(), end[others].tolist(),
-                                                                     strict=True)]
+            found = [body_value(blob[a:b]) for a, b in zip(first[others].tolist(), end[others].tolist(), strict=True)]
             mask = np.zeros(self.n, bool)
             mask[others] = True
             values = pc.replace_with_mask(values, pa.array(mask), pa.array(found, pa.string()))
