@@ -1,12 +1,34 @@
-"""Helpers several test folders share (on `sys.path` through pytest's `pythonpath`): free ports and a
-real uvicorn server in a thread."""
+"""Helpers several test folders share (on `sys.path` through pytest's `pythonpath`): free ports, a
+real uvicorn server in a thread, and uploads and event streams through a test client."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+
+def upload(client: Any, data: bytes | Path, name: str = "capture.pcapng") -> Any:
+    """POSTs a capture to `/api/captures`; returns the response."""
+    if isinstance(data, Path):
+        with data.open("rb") as f:
+            return client.post("/api/captures", files={"file": (name, f, "application/octet-stream")})
+    return client.post("/api/captures", files={"file": (name, data, "application/octet-stream")})
+
+
+def event_stream(client: Any, path: str) -> list[dict[str, Any]]:
+    """Every JSON message of a server-sent event stream, until the server ends it."""
+    messages = []
+    with client.stream("GET", path) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                messages.append(json.loads(line[len("data: "):]))
+    return messages
 
 
 def free_port() -> int:

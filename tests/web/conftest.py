@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's "use httpx2" notice
     from fastapi.testclient import TestClient
 
+from testkit import event_stream, upload
 from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,24 +59,9 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         yield c
 
 
-def upload(client: TestClient, data: bytes | Path, name: str = "capture.pcapng") -> Any:
-    """POSTs a capture; returns the response."""
-    if isinstance(data, Path):
-        with data.open("rb") as f:
-            return client.post("/api/captures", files={"file": (name, f, "application/octet-stream")})
-    return client.post("/api/captures", files={"file": (name, data, "application/octet-stream")})
-
-
 def progress(client: TestClient, capture_id: str) -> list[dict[str, Any]]:
-    """Every message of the progress stream, until it ends."""
-    messages = []
-    with client.stream("GET", f"/api/captures/{capture_id}/progress") as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                messages.append(json.loads(line[len("data: "):]))
-    return messages
+    """Every message of a capture's progress stream, until it ends."""
+    return event_stream(client, f"/api/captures/{capture_id}/progress")
 
 
 def dissected(client: TestClient, data: bytes | Path, name: str = "capture.pcapng") -> tuple[str, dict[str, Any]]:

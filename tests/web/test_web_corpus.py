@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from testkit import event_stream, upload
 from zmtplab.pipeline.rows import event_to_comparable, row_to_event
 from zmtplab.web import Settings, create_app
 
@@ -47,22 +48,9 @@ def open_client(data_dir: Path, **overrides: Any) -> TestClient:
     return TestClient(create_app(Settings(**values)))
 
 
-def upload(client: TestClient, data: bytes | Path, name: str) -> Any:
-    """POSTs a capture; returns the response."""
-    body = data.read_bytes() if isinstance(data, Path) else data
-    return client.post("/api/captures", files={"file": (name, body, "application/octet-stream")})
-
-
 def stream_progress(client: Any, run_id: str) -> list[dict[str, Any]]:
     """Every message of the run's progress stream, until it ends."""
-    messages = []
-    with client.stream("GET", f"/api/corpus/runs/{run_id}/progress") as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                messages.append(json.loads(line[len("data: "):]))
-    return messages
+    return event_stream(client, f"/api/corpus/runs/{run_id}/progress")
 
 
 def dissect_jsonl(path: Path) -> list[dict[str, Any]]:
