@@ -166,16 +166,31 @@ def test_batch_clock_wakes_every_waiting_socket_at_one_tick():
             await clock.tick()
             woken.append(loop.time())
 
-        first = asyncio.create_task(wait())
-        await asyncio.sleep(0.005)
-        second = asyncio.create_task(wait())
-        cancelled = asyncio.create_task(wait())
-        await asyncio.sleep(0)
-        cancelled.cancel()
-        await first
-        # One tick for both: the tick that resumed `first` made `second` ready in the same loop pass, so it
-        # is done by the time this task (resumed by `first`'s completion, a pass later) looks.
-        assert second.done() and len(woken) == 2
+        # Two sockets that start waiting at different moments of one period (ticks fall on multiples of
+        # the period): the second a little after the first, before the first's tick. A loaded machine may
+        # oversleep past the tick; then the pair is tried again in a later period.
+        for _attempt in range(50):
+            woken.clear()
+            first = asyncio.create_task(wait())
+            await asyncio.sleep(0)
+            assert clock.timer is not None
+            due = clock.timer.when()
+            assert abs(due / 0.02 - round(due / 0.02)) < 1e-6  # on the period's grid
+            await asyncio.sleep(0.002)
+            second = asyncio.create_task(wait())
+            cancelled = asyncio.create_task(wait())
+            await asyncio.sleep(0)
+            cancelled.cancel()
+            if first.done():  # the tick came before the second waiter: not the case under test
+                await second
+                continue
+            await first
+            # One tick for both: the tick that resumed `first` made `second` ready in the same loop pass,
+            # so it is done by the time this task (resumed by `first`'s completion, a pass later) looks.
+            assert second.done() and len(woken) == 2
+            break
+        else:
+            raise AssertionError("never got a second waiter in before the first one's tick")
         assert clock.timer is None and clock.waiters == []
         await asyncio.wait_for(wait(), 1)  # and ticks again when asked
         assert len(woken) == 3
