@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import SHARED, make_settings, open_client, progress, upload
+from webkit import SHARED, make_settings, open_client, progress, upload
 
 from zmtplab.capture.tap import TapProxy
 from zmtplab.web import create_app

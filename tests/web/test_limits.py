@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, make_settings, open_client, progress, upload
+from webkit import SHARED, make_settings, open_client, progress, upload
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

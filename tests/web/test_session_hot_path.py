@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import open_client
 from pydantic import TypeAdapter
+from webkit import open_client
 
 from zmtplab.web.models import SessionCreate, WsCommand
 from zmtplab.web.sessions import EventLog, Session, WireChunk

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO, open_client
+from webkit import REPO, open_client
 
 from zmtplab.decode import decode_to_dicts, parse_hex
 from zmtplab.web import Settings, get_settings

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, capture_files, dissected, open_client, progress, upload
+from webkit import SHARED, capture_files, dissected, open_client, progress, upload
 
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter

@@ -39,8 +39,7 @@ SHARED = REPO.parent / "shared" / "captures"  # shared/ sits beside the reposito
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
 
 
-# The app and upload helpers are this module's own (not conftest's): `from conftest import` picks whichever
-# conftest pytest loaded last, which is tests/browser's when both directories are named on the command line.
+# This module's app has settings of its own: a small Spark configuration for the corpus runs.
 def open_client(data_dir: Path, **overrides: Any) -> TestClient:
     """A test client of an app on `data_dir` (its lifespan runs inside `with`)."""
     values: dict[str, Any] = {"data_dir": data_dir, "frontend_dir": REPO / "frontend", "progress_interval": 0.1,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import zmq
-from conftest import REPO, make_settings, open_client
+from webkit import REPO, make_settings, open_client
 
 from zmtplab.web import create_app
 from zmtplab.web.live_sources import Viewer, cut_bodies

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-from conftest import capture_files, make_settings
+from webkit import capture_files, make_settings
 
 from zmtplab.web import create_app
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import open_client
+from webkit import open_client
 
 from zmtplab.capture.dissect import dissect_capture
 

@@ -1,0 +1,58 @@
+"""Helpers of the web tests (apps on temporary data directories, uploads, waiting for dissections), in a
+module with a name of its own: `from conftest import` would pick whichever folder's conftest loaded last."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # starlette's "use httpx2" notice
+    from fastapi.testclient import TestClient
+
+from testkit import event_stream, upload
+from zmtplab.web import Settings, create_app
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
+LOCAL = REPO / "captures"
+
+
+def capture_files() -> list[Path]:
+    """Every sample capture: the project's and, where present, the shared reference ones."""
+    files = sorted(LOCAL.glob("*.pcapng"))
+    if SHARED.is_dir():
+        files += sorted(SHARED.glob("*.pcapng"))
+    return files
+
+
+def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"data_dir": data_dir, "frontend_dir": REPO / "frontend", "dissect_workers": 2,
+                              "progress_interval": 0.1, "reap_interval": 0.2,
+                              # every upload and session of a test comes from one address: the per-client
+                              # limits have their own tests (test_limits.py)
+                              "max_captures_per_client": 10_000, "max_sessions_per_client": 1000}
+    values.update(overrides)
+    return Settings(**values)
+
+
+def open_client(data_dir: Path, **overrides: Any) -> TestClient:
+    return TestClient(create_app(make_settings(data_dir, **overrides)))
+
+
+def progress(client: TestClient, capture_id: str) -> list[dict[str, Any]]:
+    """Every message of a capture's progress stream, until it ends."""
+    return event_stream(client, f"/api/captures/{capture_id}/progress")
+
+
+def dissected(client: TestClient, data: bytes | Path, name: str = "capture.pcapng") -> tuple[str, dict[str, Any]]:
+    """Uploads, waits for the dissection, returns (id, summary)."""
+    response = upload(client, data, name)
+    assert response.status_code == 201, response.text
+    capture_id = response.json()["id"]
+    messages = progress(client, capture_id)
+    assert messages[-1]["state"] in ("done", "error"), messages
+    summary = client.get(f"/api/captures/{capture_id}")
+    assert summary.status_code == 200
+    return capture_id, summary.json()
