@@ -88,6 +88,18 @@ _BOM_SWAPPED = 0x4D3C2B1A
 _GZIP_MAGIC = b"\x1f\x8b"
 
 _U32LE = struct.Struct("<I")
+
+
+def section_order(data: bytes | bytearray | memoryview, offset: int) -> str | None:
+    """The byte order ("<" or ">") a pcapng section header at `offset` declares by its byte-order
+    magic, or None when the magic is neither."""
+    bom = _U32LE.unpack_from(data, offset + 8)[0]
+    if bom == _BOM:
+        return "<"
+    if bom == _BOM_SWAPPED:
+        return ">"
+    return None
+
 _ETH_VLAN = (0x8100, 0x88A8, 0x9100)
 _IPV4_HDR = struct.Struct("!BxH2xHxB2x4s4s")  # ver/ihl, total length, flags/frag, proto, src, dst
 _IPV6_HDR = struct.Struct("!4xHB1x16s16s")  # payload length, next header, src, dst
@@ -164,7 +176,7 @@ def sniff_format(first_bytes: bytes) -> str | None:
     magic = _U32LE.unpack_from(head)[0]
     if magic in _PCAP_MAGICS:
         return "pcap"
-    if magic == _SHB and len(head) >= 12 and _U32LE.unpack_from(head, 8)[0] in (_BOM, _BOM_SWAPPED):
+    if magic == _SHB and len(head) >= 12 and section_order(head, 0) is not None:
         return "pcapng"
     return None
 
@@ -562,14 +574,11 @@ def _pcapng_frames(inp: _Input, stats: ReaderStats) -> Iterator[tuple[int, float
         btype, blen = hdr.unpack_from(buf, pos)
         if btype == _SHB:
             # A new section may switch byte order; the byte-order magic says which.
-            bom = _U32LE.unpack_from(buf, pos + 8)[0]
-            if bom == _BOM:
-                order = "<"
-            elif bom == _BOM_SWAPPED:
-                order = ">"
-            else:
+            declared = section_order(buf, pos)
+            if declared is None:
                 inp.pos = pos
                 raise _corrupt("a section header with an invalid byte-order magic", inp, number)
+            order = declared
             hdr = struct.Struct(order + "II")
             u32 = struct.Struct(order + "I")
             epb = struct.Struct(order + "IIIII")

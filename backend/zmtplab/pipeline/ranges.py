@@ -35,8 +35,6 @@ from ..capture.errors import CaptureFormatError
 
 # The formats' constants are the sequential reader's, so both read a capture the same way.
 from ..capture.pcapfile import (
-    _BOM,
-    _BOM_SWAPPED,
     _CHUNK,
     _EPB,
     _IDB,
@@ -49,6 +47,7 @@ from ..capture.pcapfile import (
     ReaderStats,
     TcpPacket,
     decode_tcp,
+    section_order,
     sniff_format,
 )
 
@@ -182,10 +181,10 @@ def probe(path: str) -> FileHeader:
         while buf.fill(pos, 12):
             o = pos - buf.base
             if _U32LE.unpack_from(buf.data, o)[0] == _SHB:
-                bom = _U32LE.unpack_from(buf.data, o + 8)[0]
-                if bom not in (_BOM, _BOM_SWAPPED):
+                declared = section_order(buf.data, o)
+                if declared is None:
                     break
-                state = State("<" if bom == _BOM else ">", ())
+                state = State(declared, ())
             btype, blen = struct.unpack_from(state.order + "II", buf.data, o)
             if btype in (_EPB, _SPB, _PB) or blen < 12 or blen & 3 or blen > MAX_RECORD or not buf.fill(pos, blen):
                 break
@@ -312,10 +311,10 @@ def _pcapng_block_ok(buf: _Buf, pos: int, order: str) -> int:
     o = pos - buf.base
     btype = _U32LE.unpack_from(buf.data, o)[0]
     if btype == _SHB:
-        bom = _U32LE.unpack_from(buf.data, o + 8)[0]
-        if bom not in (_BOM, _BOM_SWAPPED):
+        declared = section_order(buf.data, o)
+        if declared is None:
             return 0
-        order = "<" if bom == _BOM else ">"
+        order = declared
     else:
         btype = struct.unpack_from(order + "I", buf.data, o)[0]
     if btype not in _KNOWN_BLOCKS:
@@ -428,13 +427,10 @@ def _walk_pcapng(buf: _Buf, h: FileHeader, pos: int, stop: int, state: State, la
         data = buf.data
         btype, blen = hdr.unpack_from(data, o)
         if btype == _SHB:
-            bom = _U32LE.unpack_from(data, o + 8)[0]
-            if bom == _BOM:
-                order = "<"
-            elif bom == _BOM_SWAPPED:
-                order = ">"
-            else:
+            declared = section_order(data, o)
+            if declared is None:
                 return done(ScanError("corrupt", "a section header with an invalid byte-order magic", pos, frames))
+            order = declared
             hdr = struct.Struct(order + "II")
             u32 = struct.Struct(order + "I")
             epb = struct.Struct(order + "IIIII")
