@@ -55,7 +55,7 @@ def test_rewind_replays_to_the_same_events() -> None:
     assert all(e["kind"] in ("peer", "link") for e in sim.events)  # setup only: peers added, links opened
     sim.run()
     assert json.dumps(sim.events) == log
-    assert first and sim.script[-1]["op"] == "send"
+    assert first and sim.actions()[-1].op == "send"
     # Rewind to a step in the middle, then go on: the same future.
     sim.rewind(to_step=10)
     assert sim.steps == 10

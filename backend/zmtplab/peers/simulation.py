@@ -19,7 +19,7 @@ API (everything is synchronous; times are virtual seconds)::
     sim.inject("corrupt", conn="1", dir="c2s", offset=70)   # faults, see faults.FAULTS
     sim.events                                 # the whole log
     sim.state()                                # t, pending bytes per link direction, peers and connections
-    sim.script                                 # every external action: {"op", "t", "step", "args": pairs}
+    sim.actions()                              # every external action so far, as `ScriptEntry`s
 
 `add_peer(name, socket_type, *, version="3.1", mechanism="NULL"|"PLAIN"|"CURVE", identity=b"",
 username=None, password=None, plain_server=False, plain_users=None, curve_server=False,
@@ -48,9 +48,11 @@ order), a timer (handshake timeout, heartbeat, reconnection), or an EOF. Applica
 (`send`, `subscribe`, ...) happen between steps; their effects (writes) are scheduled, not
 delivered, so they cost no step. `rewind(to_step=0)` rebuilds the session from the seed and
 replays the script up to `to_step`; stepping on replays the later actions at the same step
-counts. A new action after a rewind drops the replayed future (a new branch). A script entry is
-`{"op", "t", "step", "args"}` with the action's arguments as (name, value) pairs (tuples, which
-the garbage collector stops tracking: a busy session keeps thousands of entries).
+counts. A new action after a rewind drops the replayed future (a new branch). The script keeps
+each action packed with `marshal` (bytes: no object the garbage collector tracks, where a busy
+session keeps one entry per message and every tracked object lengthens the collections of the
+older generations, which pause the whole server; nested tuples would stay tracked for a
+collection per level).
 
 The peers are the same `PeerCore`s the TCP runtime drives, with the engine's fast path for the
 messages of ready clear-text connections (it hands anything unusual to the strict decoder, so a
@@ -61,10 +63,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import marshal
 import random
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine import Connection, ConnectionDissector
 from ..engine.errors import LocalProtocolError
@@ -131,6 +134,27 @@ def _deterministic(method: Callable) -> Callable:
 
 
 # ---------------------------------------------------------------- the pieces
+
+
+class ScriptEntry(NamedTuple):
+    """One action of the script: what `rewind` replays (the action's arguments as (name, value) pairs)."""
+
+    op: str
+    t: float
+    step: int
+    args: tuple[tuple[str, Any], ...]
+
+
+def _pack(entry: ScriptEntry) -> bytes | ScriptEntry:
+    """The entry as `Simulation.script` keeps it: marshalled (an argument marshal cannot write keeps it as is)."""
+    try:
+        return marshal.dumps(tuple(entry))
+    except ValueError:
+        return entry
+
+
+def _unpack(packed: bytes | ScriptEntry) -> ScriptEntry:
+    return ScriptEntry._make(marshal.loads(packed)) if type(packed) is bytes else packed
 
 
 class _Chunk:
@@ -244,8 +268,8 @@ class Simulation:
     def __init__(self, seed: int = 0, *, latency: float = 0.001) -> None:
         self.seed = seed
         self.latency = latency
-        self.script: list[dict[str, Any]] = []
-        self._replay: deque[dict[str, Any]] = deque()
+        self.script: list[bytes | ScriptEntry] = []  # packed (see the module docstring); read with actions()
+        self._replay: deque[ScriptEntry] = deque()
         self._replaying = False
         self._in_crypto = False
         self._curve = False  # whether a peer uses (or a fault made it announce) CURVE; see _deterministic
@@ -294,26 +318,35 @@ class Simulation:
     def _action(self, op: str, **args: Any) -> Any:
         if not self._replaying:
             self._replay.clear()  # a new action after a rewind starts a new branch
-        # `args` as (name, value) pairs: an entry of atoms and tuples is one the garbage collector stops
-        # tracking, and a busy session keeps one per message (every tracked object lengthens every full
-        # collection, a pause of the whole server).
-        entry = {"op": op, "t": self._t_rounded(), "step": self.steps, "args": tuple(args.items())}
-        self.script.append(entry)
+        script = self.script
+        script.append(_pack(ScriptEntry(op, self._t_rounded(), self.steps, tuple(args.items()))))
+        n = len(script)
         try:
             return getattr(self, f"_op_{op}")(**args)
         except Exception:
-            self.script.remove(entry)
+            del script[n - 1]  # (an action never records another: this is still its entry)
             raise
 
     def _apply_replay(self) -> None:
-        while self._replay and self._replay[0]["step"] <= self.steps:
+        while self._replay and self._replay[0].step <= self.steps:
             entry = self._replay.popleft()
-            self.t = max(self.t, entry["t"])  # run(until_t=...) may have moved the clock past the last step
+            self.t = max(self.t, entry.t)  # run(until_t=...) may have moved the clock past the last step
             self._replaying = True
             try:
-                self._action(entry["op"], **dict(entry["args"]))
+                self._action(entry.op, **dict(entry.args))
             finally:
                 self._replaying = False
+
+    def actions(self) -> list[ScriptEntry]:
+        """Every external action so far, in order: what `rewind` replays."""
+        return [_unpack(packed) for packed in self.script]
+
+    def keep_replayed_future(self) -> None:
+        """Puts the actions that a previous rewind left waiting (still in the future) back into the script,
+        so that the next rewind keeps them too."""
+        pending = [_pack(entry) for entry in self._replay]
+        if pending and all(packed not in self.script for packed in pending):
+            self.script = [*self.script, *pending]
 
     @_deterministic
     def rewind(self, to_step: int = 0) -> list[dict[str, Any]]:
@@ -321,7 +354,7 @@ class Simulation:
         script = self.script
         self._reset()
         self.script = []
-        self._replay = deque(script)
+        self._replay = deque(map(_unpack, script))
         self._apply_replay()
         while self.steps < to_step:
             if not self._step_once():
@@ -379,8 +412,7 @@ class Simulation:
     @_deterministic
     def send(self, peer_name: str, frames: list[bytes] | tuple[bytes, ...]) -> None:
         """The peer's application sends one message (it waits, as a blocked libzmq send would, when it must)."""
-        # A tuple: the script keeps every message, and a script entry of atoms and tuples is one the
-        # garbage collector can stop tracking (a busy session sends thousands).
+        # A tuple of bytes: the script keeps every message, packed (marshal writes tuples, not lists of bytes).
         frames = tuple([f.encode("utf-8") if isinstance(f, str) else bytes(f) for f in frames])
         self._action("send", peer_name=peer_name, frames=frames)
 
@@ -836,7 +868,7 @@ class Simulation:
     def replay_due(self) -> bool:
         """True when an action replayed after a rewind is due now: the next step applies it (even when idle)."""
         replay = self._replay
-        return bool(replay) and replay[0]["step"] <= self.steps
+        return bool(replay) and replay[0].step <= self.steps
 
     def state(self) -> dict[str, Any]:
         """Where the session stands: virtual time, bytes in flight per link direction, peers and connections."""

@@ -277,11 +277,9 @@ class SimulatedRuntime:
         if not self.history:
             raise SessionError("already at the start")
         target = self.history.pop()
-        # Simulation.rewind() rebuilds from `script`, which lacks the actions a previous rewind left
-        # waiting in `_replay` (still in the future): put them back so a second step back keeps them.
-        pending = list(getattr(self.sim, "_replay", ()))
-        if pending and all(entry not in self.sim.script for entry in pending):
-            self.sim.script = [*self.sim.script, *pending]
+        # Simulation.rewind() rebuilds from the actions so far, without those a previous rewind left waiting
+        # (still in the future): put them back so a second step back keeps them.
+        self.sim.keep_replayed_future()
         # On the event loop on purpose: the simulation seeds CURVE's randomness by patching the engine
         # module while it runs, which must never overlap real (tcp) sessions' handshakes in another thread.
         events = self.sim.rewind(to_step=target)
