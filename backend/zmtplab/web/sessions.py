@@ -146,14 +146,17 @@ class EventLog:
 
 
 class Subscriber:
-    """One websocket's queue of outgoing messages, each already JSON text."""
+    """One websocket's queue of outgoing messages, each already JSON text, and whether the session's state
+    changed since the socket last sent it (`take_state`)."""
 
-    def __init__(self, limit: int, logs: bool = True) -> None:
+    def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None) -> None:
         self.items: deque[str] = deque()
         self.limit = limit
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.overflowed = False
         self.ended = False
+        self.state_due = False
+        self._state = state
         self._ready = asyncio.Event()
 
     def put(self, message: dict[str, Any]) -> None:
@@ -176,11 +179,28 @@ class Subscriber:
         self.ended = True
         self._ready.set()
 
+    def state_changed(self) -> None:
+        """The session's state changed: a state message is due after what is queued (one for any number of
+        changes until it is sent)."""
+        if not self.ended and self._state is not None:
+            self.state_due = True
+            self._ready.set()
+
+    def take_state(self) -> str | None:
+        """The session's state message, computed now, when one is due and nothing is queued before it."""
+        if not self.state_due or self.items or self._state is None:
+            return None
+        self.state_due = False
+        return self._state()
+
     async def take(self, most: int) -> list[str] | None:
-        """Waits for messages and returns those queued (at most `most`); None once ended and drained."""
+        """Waits for messages (or a due state) and returns those queued (at most `most`; none when only the
+        state is due); None once ended and drained."""
         while not self.items:
             if self.ended:
                 return None
+            if self.state_due:
+                return []
             self._ready.clear()
             await self._ready.wait()
         items = self.items
@@ -222,8 +242,6 @@ class Session:
         self.runtime: Runtime = runtime_factory(self)
         self.lock = asyncio.Lock()
         self.events_dropped = 0
-        self._state_scheduled = False
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- called by runtimes
 
@@ -281,20 +299,15 @@ class Session:
                 "total": r.total(), "closed": r.closed()}
 
     def push_state(self) -> None:
-        """Sends the state soon: every change within one turn of the event loop makes one state message,
-        computed when it is sent (so its `position` covers every event sent before it)."""
-        if self._state_scheduled or not self.subscribers:
-            return
-        self._state_scheduled = True
-        loop = self._loop
-        if loop is None:  # (a session lives on the loop that runs it: ask once, not with every message)
-            loop = self._loop = asyncio.get_running_loop()
-        loop.call_soon(self._flush_state)
+        """Sends the state soon: each subscriber sends one state message after what it has queued, for any
+        number of changes until then, computed when it is sent (so its `position` covers every event sent
+        before it). A busy session changes its state with every message; its sockets send the state once
+        a batch."""
+        for sub in self.subscribers:
+            sub.state_changed()
 
-    def _flush_state(self) -> None:
-        self._state_scheduled = False
-        if not self.ended:
-            self.broadcast(self.state())
+    def _state_text(self) -> str:
+        return dumps(self.state())
 
     def error(self, detail: str) -> None:
         """Tells every subscriber about a problem that is not an answer to one of its commands."""
@@ -321,7 +334,7 @@ class Session:
 
     def subscribe(self, logs: bool = True) -> Subscriber:
         """A new subscriber that first gets the events so far and the state."""
-        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs)
+        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text)
         sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
         sub.put(self.state())
         self.subscribers.add(sub)

@@ -173,10 +173,18 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
                         await websocket.send_text(_error("this socket fell too far behind; reconnect"))
                 await websocket.close(code=1013 if sub.overflowed else 1000)
                 return
-            if batch and len(texts) < most:
-                await clock.tick()  # let a burst gather: one websocket message for all of it
-                texts += sub.take_nowait(most - len(texts))
-            await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
+            if batch:
+                if len(texts) < most:
+                    await clock.tick()  # let a burst gather: one websocket message for all of it
+                    texts += sub.take_nowait(most - len(texts))
+                state = sub.take_state()  # (after the events it counts)
+                if state is not None:
+                    texts.append(state)
+            elif not texts:  # only the state is due
+                state = sub.take_state()
+                texts = [state] if state is not None else []
+            if texts:
+                await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
 
     sender = asyncio.create_task(pump())
     bucket = TokenBucket(settings.ws_rate, settings.ws_burst)
