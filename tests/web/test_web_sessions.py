@@ -193,6 +193,10 @@ def test_malformed_commands_get_errors_and_the_session_survives(client, mode):
             ws.send_text(text)
             error = receive_until(ws, is_error)[-1]
             assert isinstance(error["detail"], str) and error["detail"], text
+            if text == "not json":
+                assert error["detail"] == "not JSON"
+            elif text in ("[1, 2]", "{}", '{"type": "play", "extra": true}'):
+                assert error["detail"].startswith("bad command: "), error
         ws.send_bytes(b"\x00\x01")
         receive_until(ws, is_error)
         ws.send_text(json.dumps({"type": "send", "from": "server", "frames": ["x" * (2 << 20)]}))
