@@ -397,16 +397,21 @@ def test_too_many_sources_is_429(tmp_path):
 
 
 def test_abandoned_and_old_sources_stop(tmp_path):
-    with open_client(tmp_path, live_grace=0.3, reap_interval=0.1) as c:
+    # (A grace long enough for the second source's websocket to attach on a busy machine.)
+    with open_client(tmp_path, live_grace=1.0, reap_interval=0.1) as c:
         body = {"source": "tap", "target": f"127.0.0.1:{free_port()}"}
         abandoned = c.post("/api/live", json=body).json()
         watched = c.post("/api/live", json=body).json()
         with c.websocket_connect(f"/ws/live/{watched['id']}") as ws:
             listener = Listener(ws)
             listener.until(status("capturing"))
-            time.sleep(1.0)
             # Nobody watched the first one: stopped (or already forgotten); the watched one runs on.
-            r = c.get(f"/api/live/{abandoned['id']}")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                r = c.get(f"/api/live/{abandoned['id']}")
+                if r.status_code == 404 or r.json()["state"] == "stopped":
+                    break
+                time.sleep(0.1)
             assert r.status_code == 404 or r.json()["state"] == "stopped", r.text
             assert c.get(f"/api/live/{watched['id']}").json()["state"] == "capturing"
         port = int(abandoned["listen"].rsplit(":", 1)[1])
