@@ -22,7 +22,7 @@ back for any consumer that wants objects. (Tests compare both forms byte for byt
 
 from __future__ import annotations
 
-from .events import Frame, Message
+from .events import Frame, Message, make_frame, make_message
 
 # Hex windows grow from this many octets (doubling up to _MAX_SPAN) while a batch keeps going.
 _FIRST_SPAN = 2048
@@ -84,13 +84,12 @@ class FrameRun:
         data, start, framing = bytes(self.data), self.start, self.framing
         parts: list[Frame] = []
         for pos, hlen, flags, size, end in self._frames():
-            frame = Frame(start + pos, end - pos, flags=flags, size=size, header=data[pos:pos + hlen],
-                          body=data[pos + hlen:end], framing=framing)
+            frame = make_frame(start + pos, end - pos, flags, size, data[pos:pos + hlen], data[pos + hlen:end], framing)
             out.append(frame)
             parts.append(frame)
             if not flags & 1:
                 first = parts[0].offset
-                out.append(Message(first, frame.offset + frame.length - first, parts=tuple(parts)))
+                out.append(make_message(first, frame.offset + frame.length - first, tuple(parts)))
                 parts = []
         return out
 

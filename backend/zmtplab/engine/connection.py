@@ -146,6 +146,8 @@ class Connection:
 
     def data_to_send(self) -> bytes:
         """Bytes the connection produced by itself (greeting parts, handshake replies, PONGs)."""
+        if not self._out:  # the usual answer: a peer asks after every write
+            return b""
         out = bytes(self._out)
         self._out.clear()
         return out

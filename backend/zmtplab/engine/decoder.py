@@ -18,8 +18,8 @@ from .batch import FrameRun, JsonBatch, scan, scan_run
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
-from .events import Command, Expert, Frame, Gap, Greeting, Message, WireEvent
-from .framing import U64
+from .events import Command, Expert, Frame, Gap, Greeting, WireEvent, make_frame, make_message
+from .framing import SHORT_HEADERS, U64
 from .greeting import V1_LONG_HEADER, mechanism_of, v1_fields, v2_fields, v3_fields, v3_problems
 
 # Version families a direction can be detected as; the other direction's family decides
@@ -221,10 +221,10 @@ class StreamDecoder:
         self._pos = 0
 
     def _compact(self) -> None:
-        if self._pos > 65536 and self._pos * 2 > len(self._buf):
-            del self._buf[: self._pos]
-            self._base += self._pos
-            self._pos = 0
+        """Drops the consumed bytes from the buffer."""
+        del self._buf[: self._pos]
+        self._base += self._pos
+        self._pos = 0
 
     def _frame_in_progress(self) -> tuple[bytes, int, int] | None:
         """Header, flags and size of a frame whose header is buffered but whose body is not complete."""
@@ -265,7 +265,8 @@ class StreamDecoder:
                     self._parse_frames_batched()
                 else:
                     self._parse_frames()
-                self._compact()
+                if self._pos > 65536 and self._pos * 2 > len(self._buf):  # once they dominate the buffer
+                    self._compact()
                 return
             if state == _GREETING:
                 if not self._parse_greeting():
@@ -473,6 +474,8 @@ class StreamDecoder:
         framing = self.framing or "3"
         reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
         max_size = self.max_frame_size
+        commands = framing == "3"  # 2.0 framing has no COMMAND bit
+        curve = commands and self.mechanism == "CURVE"
         while n - pos >= 2:
             flags = buf[pos]
             if flags & FLAG_LONG:
@@ -490,20 +493,20 @@ class StreamDecoder:
             end = pos + hlen + size
             if end > n:
                 break
-            header = bytes(buf[pos:pos + hlen])
+            # The usual headers are shared objects (cheaper than a copy, and their hash is computed once).
+            header = SHORT_HEADERS[flags][size] if flags < 2 else bytes(buf[pos:pos + hlen])
             body = bytes(buf[pos + hlen:end])
             self._pos = end
             if flags & reserved:
                 self._problem(base + pos, 1, "warn", f"reserved flag bits set: 0x{flags & reserved:02x}", "flags")
             # libzmq sends CURVE's MESSAGE as a data frame (COMMAND clear): it is still a MESSAGE command.
-            if framing == "3" and (flags & FLAG_COMMAND or (self.mechanism == "CURVE" and body[:8] == b"\x07MESSAGE")):
+            if commands and (flags & FLAG_COMMAND or (curve and body[:8] == b"\x07MESSAGE")):
                 self._command(base + pos, end - pos, flags, header, body)
                 resume = False
             else:
                 if hlen == 9 and size <= 255:
                     self._expert(base + pos, 9, "note", f"LONG size used for a {size}-octet frame", "long-size")
-                self._deliver_frame(Frame(base + pos, end - pos, flags=flags, size=size, header=header, body=body,
-                                          framing=framing))
+                self._deliver_frame(make_frame(base + pos, end - pos, flags, size, header, body, framing))
                 if resume and not self._pending and self._state == _FRAMES:
                     return True
             if self._state != _FRAMES:
@@ -545,8 +548,7 @@ class StreamDecoder:
             if flags & 0xFE:
                 self._problem(base + pos + hlen - 1, 1, "note", f"reserved 1.0 flag bits set: 0x{flags & 0xFE:02x}",
                               "flags")
-            self._deliver_frame(Frame(base + pos, end - pos, flags=flags, size=size, header=header, body=body,
-                                      framing="1"))
+            self._deliver_frame(make_frame(base + pos, end - pos, flags, size, header, body, "1"))
             if self._state != _FRAMES:
                 return
             pos = end
@@ -562,9 +564,9 @@ class StreamDecoder:
             parts = (*self._pending, frame)
             self._pending = []
             first = parts[0].offset
-            events.append(Message(first, frame.offset + frame.length - first, parts=parts))
+            events.append(make_message(first, frame.offset + frame.length - first, parts))
         else:
-            events.append(Message(frame.offset, frame.length, parts=(frame,)))
+            events.append(make_message(frame.offset, frame.length, (frame,)))
 
     def _command(self, offset: int, length: int, flags: int, header: bytes, body: bytes) -> None:
         if flags & FLAG_MORE:

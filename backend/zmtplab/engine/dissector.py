@@ -110,7 +110,8 @@ class ConnectionDissector:
                 if not self._handshake_done(direction) and not self.mid_stream:
                     out.append((direction, _expert(event, "warn", "message sent before the handshake completed",
                                                    "traffic")))
-                self._subscription_note(direction, event, out)  # type: ignore[arg-type]
+                if self.socket_types.get(direction) in ("SUB", "XSUB"):  # (asked here: most messages are not)
+                    self._subscription_note(direction, event, out)  # type: ignore[arg-type]
             elif kind == "greeting":
                 self._on_greeting(direction, event, out)  # type: ignore[arg-type]
             elif kind == "command":
@@ -222,9 +223,9 @@ class ConnectionDissector:
                                                "(23/ZMTP socket-type table)", rule="socket-type")))
 
     def _subscription_note(self, direction: str, message: Message, out: list) -> None:
-        sender = self.socket_types.get(direction)
+        """A note for a message from a SUB/XSUB socket that is a 3.0/2.0-style (un)subscription."""
         greeting = self.greetings.get(direction)
-        if sender not in ("SUB", "XSUB") or greeting is None or len(message.parts) != 1:
+        if greeting is None or len(message.parts) != 1:
             return
         body = message.parts[0].body
         # The connection speaks the lower of the two versions: a 3.1 SUB talking to a 3.0 PUB prefixes too.

@@ -20,12 +20,11 @@ from collections import deque
 
 from .connection import READY, Connection
 from .errors import RemoteProtocolError
-from .framing import U64
+from .framing import SHORT_HEADERS, U64
 
 TAIL_LIMIT = 65536  # a partial message larger than this goes to the decoder, which buffers in amortised O(n)
 
-_SHORT = [bytes((0, n)) for n in range(256)]
-_SHORT_MORE = [bytes((1, n)) for n in range(256)]
+_SHORT, _SHORT_MORE = SHORT_HEADERS
 
 
 class FastPath:
@@ -117,9 +116,10 @@ class FastPath:
                     append(tuple(parts))
                     parts = None
                 msg_start = pos
-        dec = self._dec
         if msg_start:
-            dec._consume_all()
+            dec = self._dec
+            if dec._buf:  # bytes the connection consumed before the fast path took over
+                dec._consume_all()
             dec._base += msg_start
         if unusual or n - msg_start > TAIL_LIMIT:
             self._to_slow(data[msg_start:])

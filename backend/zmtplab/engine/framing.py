@@ -16,6 +16,9 @@ from .fields import Field, text_or_hex
 
 U64 = struct.Struct(">Q")
 
+SHORT_HEADERS = (tuple(bytes((0, n)) for n in range(256)), tuple(bytes((FLAG_MORE, n)) for n in range(256)))
+"""The headers of short message frames, final and MORE, indexed [flags][size]: made once, not per frame."""
+
 
 def encode_frame(body: bytes, *, more: bool = False, command: bool = False, framing: str = "3") -> bytes:
     """The wire bytes of one frame carrying `body` in the given framing."""
@@ -52,25 +55,29 @@ def flag_names(flags: int, framing: str) -> str:
 
 def header_fields(offset: int, header: bytes, framing: str, *, command: bool = False) -> list[Field]:
     """The flags and size fields of a frame header that starts at stream `offset`."""
-    return [Field(name, offset + rel, length, value, rule, note)
-            for name, rel, length, value, rule, note in _header_template(bytes(header), framing, command)]
+    return [Field(d["name"], offset + d["offset"], d["length"], d["value"], d["rule"], d["note"])
+            for d in _header_template(bytes(header), framing, command)]
 
 
 def header_field_dicts(offset: int, header: bytes, framing: str, *, command: bool = False) -> list[dict[str, Any]]:
     """`header_fields` as the JSON contract's dicts (what `Field.to_dict` gives), without the `Field`s."""
     if type(header) is not bytes:
         header = bytes(header)
-    return [{"name": name, "offset": offset + rel, "length": length, "value": value, "rule": rule, "note": note}
-            for name, rel, length, value, rule, note in _header_template(header, framing, command)]
+    out = []
+    for template in _header_template(header, framing, command):
+        # A copy of a dict with the same keys is cheaper than building one; updating a key keeps its place.
+        d = template.copy()
+        d["offset"] += offset
+        out.append(d)
+    return out
 
 
 @lru_cache(maxsize=4096)
-def _header_template(header: bytes, framing: str, command: bool) -> tuple[tuple[str, int, int, Any, str, str], ...]:
+def _header_template(header: bytes, framing: str, command: bool) -> tuple[dict[str, Any], ...]:
     # Everything but the offset follows from the header's octets, and most streams use a handful of
-    # headers: build the fields once per header and only shift them (a frame's fields are made for
-    # every frame a session or a capture shows).
-    return tuple((f.name, f.offset, f.length, f.value, f.rule, f.note)
-                 for f in _header_fields(0, header, framing, command))
+    # headers: build the fields once per header (at offset 0) and only copy and shift them (a frame's
+    # fields are made for every frame a session or a capture shows). Callers copy: never mutate these.
+    return tuple(f.to_dict() for f in _header_fields(0, header, framing, command))
 
 
 def _header_fields(offset: int, header: bytes, framing: str, command: bool) -> list[Field]:
