@@ -296,3 +296,23 @@ def test_handshake_timeout_on_a_silent_peer() -> None:
     sim.run(until_t=5)
     closed = peer(sim.events, "closed", "s")
     assert closed and "handshake timed out" in closed[0]["reason"] and closed[0]["t"] == pytest.approx(2.0)
+
+
+def test_open_links_and_idle_agree_with_the_links_through_reconnections() -> None:
+    # `_open_links` (the tuple the per-step loops use) must always be the links not closed yet, in order, and
+    # `idle()` must give the same answer as ranking the scheduled items.
+    sim = ready_push_pull(server={"heartbeat_ivl": 0.5, "heartbeat_timeout": 1.0})
+
+    def check() -> None:
+        assert sim._open_links == tuple(link for link in sim.links.values() if not link.closed)
+        assert sim.idle() == (sim._next_item() is None)
+
+    sim.inject("close", conn="1", side="server")
+    while sim.t < 3.0 and sim.step():
+        check()
+    sim.inject("stop_answering", peer="client")
+    while sim.t < 6.0 and sim.step():
+        check()
+    assert len(sim.links) >= 3 and any(link.closed for link in sim.links.values())
+    sim.rewind(5)
+    check()

@@ -265,9 +265,8 @@ class PeerConnection:
         """Every byte to write now: the engine's own output, then queued messages (up to `budget` octets)."""
         conn = self.conn
         out = self._out
-        auto = conn.data_to_send()
-        if auto:
-            out.append(auto)
+        if conn.has_data_to_send:  # (asking first is cheaper than an empty data_to_send(), the common case)
+            out.append(conn.data_to_send())
         pipe = self.pipe
         if self.ready and not self.closed and pipe is not None and pipe.out and not self.ignored:
             self._encode_pipe(pipe, budget)
@@ -308,17 +307,17 @@ class PeerConnection:
         size = 0
         while items and size < budget:
             item = items[0]
+            if fast is not None and type(item) is tuple:  # takes at least this message (the common case first)
+                data, _ = fast.encode_queue(items, budget - size)
+                out.append(data)
+                size += len(data)
+                continue
             if isinstance(item, Subscription):
                 items.popleft()
                 try:
                     data = conn.subscribe(item.topic) if item.subscribe else conn.cancel(item.topic)
                 except LocalProtocolError:
                     continue
-                out.append(data)
-                size += len(data)
-                continue
-            if fast is not None and type(item) is tuple:  # takes at least this message
-                data, _ = fast.encode_queue(items, budget - size)
                 out.append(data)
                 size += len(data)
                 continue

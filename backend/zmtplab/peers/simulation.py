@@ -145,12 +145,13 @@ class ScriptEntry(NamedTuple):
     args: tuple[tuple[str, Any], ...]
 
 
-def _pack(entry: ScriptEntry) -> bytes | ScriptEntry:
-    """The entry as `Simulation.script` keeps it: marshalled (an argument marshal cannot write keeps it as is)."""
+def _pack(op: str, t: float, step: int, args: tuple[tuple[str, Any], ...]) -> bytes | ScriptEntry:
+    """An action as `Simulation.script` keeps it: marshalled (an argument marshal cannot write keeps it as a
+    `ScriptEntry`). Takes the fields rather than a `ScriptEntry`: the usual case (every send) then makes none."""
     try:
-        return marshal.dumps(tuple(entry))
+        return marshal.dumps((op, t, step, args))
     except ValueError:
-        return entry
+        return ScriptEntry(op, t, step, args)
 
 
 def _unpack(packed: bytes | ScriptEntry) -> ScriptEntry:
@@ -174,6 +175,7 @@ class _Direction:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.reader = READER[name]  # the side that reads this direction
         self.chunks: deque[_Chunk] = deque()
         self.written = 0
         self.delivered = 0
@@ -285,6 +287,11 @@ class Simulation:
         self.events: list[dict[str, Any]] = []
         self.peers: dict[str, _SimPeer] = {}
         self.links: dict[str, _Link] = {}
+        # The same, as tuples for the loops that run per step (`_settle`, `_next_item`, `idle`): every peer,
+        # and the links not closed yet (in opening order). Replaced, never changed in place, so that a loop
+        # over the old tuple is not disturbed.
+        self._peer_list: tuple[_SimPeer, ...] = ()
+        self._open_links: tuple[_Link, ...] = ()
         self._connecters: list[_Connecter] = []
         self._conn_ids = itertools.count(1)
         self._write_seq = itertools.count(1)
@@ -319,7 +326,7 @@ class Simulation:
         if not self._replaying:
             self._replay.clear()  # a new action after a rewind starts a new branch
         script = self.script
-        script.append(_pack(ScriptEntry(op, self._t_rounded(), self.steps, tuple(args.items()))))
+        script.append(_pack(op, self._t_rounded(), self.steps, tuple(args.items())))
         n = len(script)
         try:
             return getattr(self, f"_op_{op}")(**args)
@@ -344,7 +351,7 @@ class Simulation:
     def keep_replayed_future(self) -> None:
         """Puts the actions that a previous rewind left waiting (still in the future) back into the script,
         so that the next rewind keeps them too."""
-        pending = [_pack(entry) for entry in self._replay]
+        pending = [_pack(*entry) for entry in self._replay]
         if pending and all(packed not in self.script for packed in pending):
             self.script = [*self.script, *pending]
 
@@ -388,6 +395,7 @@ class Simulation:
                 options["curve_serverkey"] = bytes(32)  # replaced by the server's key at connect time
         peer_options = PeerOptions(socket_type, **options)
         self.peers[name] = _SimPeer(self, name, peer_options, auto_recv, auto_serverkey)
+        self._peer_list = tuple(self.peers.values())
         self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
 
     @_deterministic
@@ -561,20 +569,20 @@ class Simulation:
         """The next scheduled item: (key, action, its arguments); None when idle. Keys order the items:
         (time, 0 delivery | 1 timer | 2 reconnection, tie-breaker)."""
         best: tuple | None = None
-        best_item: tuple | None = None
-        for link in self.links.values():
-            if link.closed:  # (a closed link has nothing in flight, no end of stream to come and no timer)
-                continue
+        best_action: Callable[..., None] | None = None
+        best_args: tuple = ()
+        # (Only open links: a closed link has nothing in flight, no end of stream to come and no timer.)
+        for link in self._open_links:
             for d in link.dir_list:
                 if d.chunks:
                     head = d.chunks[0]
                     key = (head.arrival if head.arrival >= d.hold_until else d.hold_until, 0, head.seq)
                     if best is None or key < best:
-                        best, best_item = key, (self._deliver, (link, d.name))
+                        best, best_action, best_args = key, self._deliver, (link, d)
                 elif d.eof and not d.eof_done:
                     key = (max(d.eof_time, d.hold_until), 0, d.eof_seq)
                     if best is None or key < best:
-                        best, best_item = key, (self._deliver_eof, (link, d.name))
+                        best, best_action, best_args = key, self._deliver_eof, (link, d)
             for i, side, pc in link.pc_list:
                 if pc.closed or link.side_closed[side]:
                     continue
@@ -582,20 +590,20 @@ class Simulation:
                 if deadline is not None:
                     key = (deadline, 1, link.num * 2 + i)
                     if best is None or key < best:
-                        best, best_item = key, (self._timer, (link, side))
+                        best, best_action, best_args = key, self._timer, (link, side)
         for c in self._connecters:
             if c.active and c.next_attempt is not None:
                 key = (c.next_attempt, 2, c.num)
                 if best is None or key < best:
-                    best, best_item = key, (self._reconnect, (c,))
-        if best is None or best_item is None:
+                    best, best_action, best_args = key, self._reconnect, (c,)
+        if best is None or best_action is None:
             return None
-        return best, best_item[0], best_item[1]
+        return best, best_action, best_args
 
     # ------------------------------------------------------------------ items
 
-    def _deliver(self, link: _Link, dname: str) -> None:
-        d = link.dirs[dname]
+    def _deliver(self, link: _Link, d: _Direction) -> None:
+        dname = d.name
         chunk = d.chunks[0]
         pending = d.pending
         if not chunk.fed:
@@ -625,22 +633,20 @@ class Simulation:
                 break
             pending.popleft()
             self._wire_event(link, dname, event)
-        reader = READER[dname]
+        reader = d.reader
         if not link.side_closed[reader]:
             link.pcs[reader].receive(data, self.t)
 
     def _wire_event(self, link: _Link, dname: str, event) -> None:
-        entry = {"conn": link.id, "dir": dname}
-        entry.update(event.to_dict())
-        self._log(entry)
+        self._log({"conn": link.id, "dir": dname, **event.to_dict()})
 
-    def _deliver_eof(self, link: _Link, dname: str) -> None:
-        d = link.dirs[dname]
+    def _deliver_eof(self, link: _Link, d: _Direction) -> None:
+        dname = d.name
         d.eof_done = True
         while d.pending:
             self._wire_event(link, dname, d.pending.popleft())
         self._link_event(link, "eof", dir=dname)
-        reader = READER[dname]
+        reader = d.reader
         if not link.side_closed[reader]:
             link.pcs[reader].receive(b"", self.t)
         self._maybe_closed(link)
@@ -659,6 +665,7 @@ class Simulation:
         link = _Link(conn_id, int(conn_id), connecter.client, connecter.server, connecter)
         connecter.link = link
         self.links[conn_id] = link
+        self._open_links = (*self._open_links, link)
         self._link_event(link, "open", client=connecter.client.name, server=connecter.server.name)
         try:
             client_conn = connecter.client.make_connection()
@@ -735,6 +742,7 @@ class Simulation:
             if d.chunks or (d.eof and not d.eof_done):
                 return
         link.closed = True
+        self._open_links = tuple(lk for lk in self._open_links if lk is not link)
         for dname, event in link.dissector.close():
             self._wire_event(link, dname, event)
         self._link_event(link, "closed")
@@ -753,7 +761,7 @@ class Simulation:
 
     def _settle(self) -> None:
         """After any action: applications read and retry blocked sends, peers write, closed sides close."""
-        peers = tuple(self.peers.values())
+        peers = self._peer_list
         for _ in range(100):
             moved = False  # something happened that the next round may build on
             wrote = False
@@ -763,18 +771,17 @@ class Simulation:
                 # (An unreadable socket's recv() gives None or refuses: skip it, the common case.)
                 if peer.auto_recv and peer.socket.readable:
                     self._read_all(peer)
-            for link in tuple(self.links.values()):
-                if link.closed:
+            for link in self._open_links:
+                if link.closed:  # (closed earlier in this round)
                     continue
                 side_closed = link.side_closed
                 for _, side, pc in link.pc_list:
                     if side_closed[side]:
                         continue
-                    if pc.has_output:
-                        data = pc.take_output(1 << 40)
-                        if data:
-                            self._write(link, side, data)
-                            wrote = True
+                    data = pc.take_output(1 << 40)  # (b"" when it has nothing: cheaper than asking has_output)
+                    if data:
+                        self._write(link, side, data)
+                        wrote = True
                     if pc.closed:
                         self._close_side(link, side, pc.close_reason or "closed")
                         moved = True
@@ -806,15 +813,17 @@ class Simulation:
 
     def _read_all(self, peer: _SimPeer) -> None:
         """The application of an `auto_recv` peer reads every message its socket has."""
-        core = peer.core
+        socket = peer.socket
         while True:
             try:
-                msg = core.recv()
+                msg = socket.recv()
             except SocketStateError:
                 break
             if msg is None:
                 break
             self._log({"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]})
+            if not socket.readable:  # recv() would give None now: spare the call (a PULL's usual last one)
+                break
 
     # ------------------------------------------------------------------ lookups and state
 
@@ -849,9 +858,7 @@ class Simulation:
 
         The same answer as `_next_item() is None`, without ranking anything (a live session asks after
         every element)."""
-        for link in self.links.values():
-            if link.closed:
-                continue
+        for link in self._open_links:
             for d in link.dir_list:
                 if d.chunks or (d.eof and not d.eof_done):
                     return False
