@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import io
 import logging
 import time
@@ -25,7 +24,6 @@ import uuid
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -99,16 +97,12 @@ class Runtime(Protocol):
 
 class EventLog:
     """A session's events as JSON text, in order: the newest in a list, older ones in zlib-compressed
-    blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands).
-
-    A full block is compressed on a worker thread (zlib lets go of the interpreter lock while it
-    works, so a busy server compresses on its other core): `blocks` holds a block's future until a
-    later block finds it done and puts the bytes in its place."""
+    blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands)."""
 
     BLOCK = 256
 
     def __init__(self) -> None:
-        self.blocks: list[bytes | Future[bytes]] = []
+        self.blocks: list[bytes] = []
         self.tail: list[str] = []
         self.count = 0  # len(self), kept as an attribute: the hot path asks for it with every event
 
@@ -120,20 +114,13 @@ class EventLog:
         tail.append(text)
         self.count += 1
         if len(tail) >= self.BLOCK:
-            blocks = self.blocks
-            for i in range(len(blocks) - 1, -1, -1):  # the newest blocks, back to the first compressed one
-                block = blocks[i]
-                if isinstance(block, bytes):
-                    break
-                if block.done():
-                    blocks[i] = block.result()
-            blocks.append(_compressor().submit(_compress_block, tail))
+            # JSON text never holds a raw newline: it separates the events of a block.
+            self.blocks.append(zlib.compress("\n".join(tail).encode(), 1))
             self.tail = []
 
     @staticmethod
-    def _unpack(block: bytes | Future[bytes]) -> list[str]:
-        data = block if isinstance(block, bytes) else block.result()
-        return zlib.decompress(data).decode().split("\n")
+    def _unpack(block: bytes) -> list[str]:
+        return zlib.decompress(block).decode().split("\n")
 
     def __iter__(self) -> Iterator[str]:
         for block in self.blocks:
@@ -156,17 +143,6 @@ class EventLog:
         self.blocks.clear()
         self.tail.clear()
         self.count = 0
-
-
-def _compress_block(texts: list[str]) -> bytes:
-    # JSON text never holds a raw newline: it separates the events of a block.
-    return zlib.compress("\n".join(texts).encode(), 1)
-
-
-@functools.cache
-def _compressor() -> ThreadPoolExecutor:
-    """The thread that compresses every session's event blocks."""
-    return ThreadPoolExecutor(1, thread_name_prefix="zmtplab-eventlog")
 
 
 class Subscriber:
