@@ -21,15 +21,16 @@ SessionId = Annotated[str, Path(max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no session has this id"}}
 COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
 BATCH_MOST = 512  # messages in one websocket message (with ?batch=1)
-BATCH_WINDOW = 0.025  # seconds a batching socket waits, at most, for more messages before it sends
+BATCH_WINDOW = 0.025  # a batching socket that sent less than this ago waits for the next tick to send again
 
 
 class BatchClock:
-    """Ticks every `period` seconds while some socket waits for one: batching sockets send at the ticks.
+    """Ticks every `period` seconds while some socket waits for one: a batching socket that sent less than
+    a period ago sends again at the next tick.
 
     One timer for all of them instead of one per socket and batch, and the sockets' sends come
     together rather than between other work (a busy server keeps more of each in its caches); a
-    message waits for the next tick, `period` at most (half of it on average)."""
+    message waits for the next tick, `period` at most."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, period: float) -> None:
         self.loop = loop
@@ -168,6 +169,8 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     clock = batch_clock()
 
     async def pump() -> None:
+        loop = asyncio.get_running_loop()
+        sent_at = loop.time() - BATCH_WINDOW
         while True:
             texts = await sub.take(most)
             if texts is None:
@@ -177,8 +180,12 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
                 await websocket.close(code=1013 if sub.overflowed else 1000)
                 return
             if batch:
-                if len(texts) < most:
-                    await clock.tick()  # let a burst gather: one websocket message for all of it
+                if len(texts) < most and loop.time() - sent_at < BATCH_WINDOW:
+                    # Sent a moment ago: let the rest of a burst gather, one websocket message for all of it.
+                    # (After a quiet window, send at once: a page sees its first element without delay, and
+                    # a busy server, whose turns of the event loop outlast the window, sends one turn after
+                    # the events instead of waiting for the next tick's turn.)
+                    await clock.tick()
                     texts += sub.take_nowait(most - len(texts))
                 state = sub.take_state()  # (after the events it counts)
                 if state is not None:
@@ -188,6 +195,7 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
                 texts = [state] if state is not None else []
             if texts:
                 await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
+                sent_at = loop.time()
 
     sender = asyncio.create_task(pump())
     bucket = TokenBucket(settings.ws_rate, settings.ws_burst)
