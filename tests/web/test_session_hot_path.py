@@ -145,7 +145,9 @@ def test_batched_socket_gets_exactly_the_messages_of_an_unbatched_one(tmp_path):
                 out: list[str] = []
                 while len(out) < 4 + 2 * 30 + 30:
                     data = json.loads(sock.receive_text())
-                    for m in (data if batch else [data]):
+                    # A batching socket sends an array when it has several messages, one object otherwise.
+                    assert batch or not isinstance(data, list)
+                    for m in (data if isinstance(data, list) else [data]):
                         if m["type"] == "event":
                             out.append(json.dumps(m["event"], sort_keys=True))
                 return out
@@ -195,5 +197,29 @@ def test_batch_clock_wakes_every_waiting_socket_at_one_tick():
         assert clock.timer is None and clock.waiters == []
         await asyncio.wait_for(wait(), 1)  # and ticks again when asked
         assert len(woken) == 3
+
+    asyncio.run(run())
+
+
+def test_a_busy_session_sends_one_state_after_the_events_it_counts():
+    """Every command changes the state; a subscriber gets one state message for all the changes until it
+    sends, computed then (its position counts every event queued before it), not one per command."""
+
+    async def run() -> None:
+        session = await started_session()
+        await session.command(command({"type": "speed", "value": 1000}))
+        await settle(session)
+        sub = session.subscribe(logs=False)
+        sub.items.clear()
+        assert sub.take_state() is None  # nothing changed since subscribing
+        for i in range(20):
+            await session.command(command({"type": "send", "from": "server", "frames": [f"m{i}"]}))
+        assert len(sub.items) == 40 and not any(t.startswith('{"type":"state"') for t in sub.items)
+        assert sub.take_state() is None  # not before the events it counts
+        assert await sub.take(512) is not None and not sub.items
+        state = json.loads(sub.take_state() or "null")
+        assert state["type"] == "state" and state["position"] == len(session.events) == state["total"]
+        assert sub.take_state() is None  # one for all twenty commands
+        await session.close()
 
     asyncio.run(run())
