@@ -230,6 +230,40 @@ def test_classes_expire():
     assert ended == [{"type": "ended", "reason": "the class expired"}]
 
 
+def test_one_address_may_keep_only_a_few_teacher_sockets_waiting_to_authenticate(live_server):
+    """Each unauthenticated teacher socket is dropped at the auth deadline; meanwhile one address may hold at
+    most `max_pending_auth` of them (4429 beyond that), and a closed one frees its place."""
+    made = new_class(live_server)
+    base = f"{live_server.ws_base}/ws/classes/{made['code']}"
+    registry = live_server.app.state.classrooms
+    most = registry.limits.max_pending_auth
+
+    async def scenario() -> None:
+        waiting = [await connect(f"{base}?role=teacher") for _ in range(most)]
+        try:
+            async with asyncio.timeout(10):
+                while sum(registry.pending_auth.values()) < most:
+                    await asyncio.sleep(0.01)
+            async with connect(f"{base}?role=teacher") as extra:
+                err = await recv(extra, "error")
+                assert f"at most {most} teacher connections" in err["detail"]
+                assert await closed_code(extra) == 4429
+            await waiting.pop().close()  # a place frees up (once the server sees the close): the teacher gets in
+            async with asyncio.timeout(10):
+                while sum(registry.pending_auth.values()) >= most:
+                    await asyncio.sleep(0.01)
+            async with await teacher_connect(base, made["teacher_token"]) as teacher:
+                assert (await recv(teacher, "hello"))["role"] == "teacher"
+        finally:
+            for ws in waiting:
+                await ws.close()
+        async with asyncio.timeout(10):
+            while registry.pending_auth:
+                await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
+
+
 def test_the_token_is_the_first_message(live_server):
     """Right token: the teacher drives; wrong, malformed, late or oversized first messages are refused and closed;
     a `?token=` in the URL grants nothing, even with the right token."""

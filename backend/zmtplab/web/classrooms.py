@@ -23,9 +23,12 @@ latest state: the queue is cleared and refilled with the current state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import secrets
 import time
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,7 @@ class ClassLimits:
     ttl: float = 6 * 3600.0  # seconds a class lives after its last teacher activity
     idle: float = 30 * 60.0  # seconds a class lives with nobody connected
     auth_timeout: float = 5.0  # seconds a teacher's socket has to send its `auth` message
+    max_pending_auth: int = 8  # teacher sockets of one client address waiting to send their `auth` message
     max_token: int = 200  # characters of a token in an `auth` message (real ones are 32)
 
 
@@ -119,6 +123,10 @@ class ClassFull(Exception):
     """No room for another student (or another class)."""
 
 
+class TooManyWaiting(Exception):
+    """A client address has as many unauthenticated teacher sockets open as it may."""
+
+
 class ClassRegistry:
     """Every class of one app."""
 
@@ -126,6 +134,7 @@ class ClassRegistry:
         self.limits = limits or ClassLimits()
         self.clock = clock
         self.classes: dict[str, Classroom] = {}
+        self.pending_auth: Counter[str] = Counter()  # client address -> its teacher sockets not yet authenticated
 
     def _new_code(self) -> str:
         for _ in range(100):
@@ -163,6 +172,22 @@ class ClassRegistry:
             nobody = room.teacher is None and not room.students
             if now - room.last_active > lim.ttl or (nobody and now - room.last_seen > lim.idle):
                 self.end(room, "the class expired")
+
+    @contextlib.contextmanager
+    def authenticating(self, address: str) -> Iterator[None]:
+        """Counts one teacher socket of `address` as waiting to authenticate while the block runs; raises
+        `TooManyWaiting` when the address already has `max_pending_auth` of them. (Each is dropped at the
+        auth deadline; without a count, one address could hold any number of them open at once.)"""
+        if self.pending_auth[address] >= self.limits.max_pending_auth:
+            raise TooManyWaiting(f"at most {self.limits.max_pending_auth} teacher connections from one address "
+                                 "may wait to authenticate at once")
+        self.pending_auth[address] += 1
+        try:
+            yield
+        finally:
+            self.pending_auth[address] -= 1
+            if not self.pending_auth[address]:
+                del self.pending_auth[address]
 
     def touch(self, room: Classroom, *, teacher: bool = False) -> None:
         """Someone connected, left or spoke (`teacher`: the teacher did, which keeps the class alive)."""

@@ -5,7 +5,8 @@ See `web.classrooms` for the protocol. A teacher connects with `?role=teacher` a
 
 Websocket close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong
 teacher token, 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection
-took over, 4429 the class is full, 1009 a message over the size limit, 1000 the class ended.
+took over, 4429 the class is full (or this address has `max_pending_auth` teacher sockets waiting to
+authenticate), 1009 a message over the size limit, 1000 the class ended.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from starlette.requests import HTTPConnection
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer
+from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
+from ..limits import client_address
 from ..models import ErrorResponse
 
 router = APIRouter(tags=["classes"])
@@ -247,8 +249,12 @@ async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_
         return
     if role == "teacher":
         try:
-            if not await _authenticate(ws, room, limits):
-                return
+            with registry.authenticating(client_address(ws)):
+                if not await _authenticate(ws, room, limits):
+                    return
+        except TooManyWaiting as exc:
+            await _refuse(ws, 4429, str(exc))
+            return
         except Refused as exc:
             await _refuse(ws, exc.code, exc.detail)
             return
