@@ -288,3 +288,14 @@ def test_runs_are_kept_evicted_and_expire(corpus, tmp_path):
             time.sleep(0.1)
         assert [r["id"] for r in client.get("/api/corpus/runs").json()["runs"]] == [kept[2]]
         assert not (tmp_path / "corpus" / kept[1]).exists()
+    # Their tables and reports take at most `max_corpus_bytes`: the oldest go first, the newest stays whatever
+    # its size.
+    size = sum(f.stat().st_size for f in (source / "out").rglob("*") if f.is_file())
+    assert size > 10_000
+    newer = [_copy_run(source, tmp_path, now - age) for age in (8, 6)]
+    with open_client(tmp_path, max_corpus_bytes=2 * size + size // 2) as client:
+        assert [r["id"] for r in client.get("/api/corpus/runs").json()["runs"]] == newer[::-1]
+        assert not (tmp_path / "corpus" / kept[2]).exists()
+    with open_client(tmp_path, max_corpus_bytes=size // 2) as client:
+        assert [r["id"] for r in client.get("/api/corpus/runs").json()["runs"]] == [newer[1]]
+        assert page(client, newer[1], "connections")["total"] == 3

@@ -93,6 +93,7 @@ class RunRecord:
     summary: dict[str, Any] | None = None
     detail: str = ""
     job_group: str | None = None
+    disk_bytes: int = 0  # octets of its tables and report (what `max_corpus_bytes` counts)
     cancel_reason: str | None = None  # set when a cancel was asked for
     job: asyncio.Task | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -207,6 +208,7 @@ class CorpusRuns:
             shutil.rmtree(record.out_dir, ignore_errors=True)
             self._write_meta(record)
         shutil.rmtree(record.inputs_dir, ignore_errors=True)
+        record.disk_bytes = _tree_bytes(record.out_dir)
         return record
 
     # ---- starting a run
@@ -265,9 +267,11 @@ class CorpusRuns:
             await self._request_cancel(record, f"stopped at the time limit ({self.settings.corpus_max_seconds:g} s)")
             state, error, summary = await future
         record.finished = time.time()
+        record.disk_bytes = await asyncio.to_thread(_tree_bytes, record.out_dir)
         self._set(record, state=state, error=error, summary=summary, detail="")
         if record.id in self.records:
             await asyncio.to_thread(self._write_meta, record)
+            await self._evict(keep=record.id)
         else:  # deleted while it ran
             self.tables.forget(record.out_dir)
             await asyncio.to_thread(shutil.rmtree, record.directory, True)
@@ -400,13 +404,23 @@ class CorpusRuns:
         await asyncio.to_thread(shutil.rmtree, record.directory, True)
 
     async def _evict(self, keep: str | None = None) -> None:
-        """Deletes the oldest finished runs while more than `max_corpus_runs` are kept."""
-        finished = sorted((r for r in self.records.values() if r.state in FINAL and r.id != keep),
-                          key=lambda r: r.created)
-        excess = len(self.records) - self.settings.max_corpus_runs
-        for record in finished[:max(0, excess)]:
+        """Deletes the oldest finished runs (but `keep`, and the newest) while more than `max_corpus_runs` are
+        kept or their tables and reports take more than `max_corpus_bytes`."""
+        finished = sorted((r for r in self.records.values() if r.state in FINAL), key=lambda r: r.created)
+        newest = finished[-1].id if finished else None
+        count = len(self.records)
+        total = sum(r.disk_bytes for r in self.records.values())
+        for record in finished:
+            too_many = count > self.settings.max_corpus_runs
+            if not too_many and total <= self.settings.max_corpus_bytes:
+                break
+            if record.id == keep or record.id not in self.records or (record.id == newest and not too_many):
+                continue  # (the newest run is kept whatever its size)
+            log.info("evicting corpus run %s (%d runs, %d bytes kept)", record.id, count, total)
             with contextlib.suppress(RunNotFound):
                 await self.delete(record.id)
+            count -= 1
+            total -= record.disk_bytes
 
     async def expire(self) -> int:
         """Deletes finished runs older than `corpus_ttl`; returns how many went."""
@@ -490,6 +504,16 @@ class CorpusRuns:
                 tmp.unlink(missing_ok=True)
             if strict:
                 raise
+
+
+def _tree_bytes(directory: Path) -> int:
+    """Octets of the files under `directory` (0 when it does not exist)."""
+    total = 0
+    for path in directory.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                total += path.stat().st_size
+    return total
 
 
 def _unique_names(names: list[str]) -> list[str]:

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     corpus_spark_conf: dict[str, str] = Field({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"},
                                               description="Spark settings of the session corpus runs use (JSON)")
     max_corpus_runs: int = Field(20, ge=1, description="finished corpus runs kept; the oldest are deleted beyond")
+    max_corpus_bytes: int = Field(2 * 1024 * 1024 * 1024, ge=1,
+                                  description="octets of corpus tables and reports kept; the oldest finished runs "
+                                              "are deleted beyond (the newest is kept whatever its size)")
     corpus_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a corpus run is kept after it started")
     corpus_max_captures: int = Field(100, ge=1, description="captures one corpus run may take")
     corpus_max_seconds: float = Field(3600.0, gt=0, description="a corpus run is cancelled after this many seconds")
