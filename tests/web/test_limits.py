@@ -40,6 +40,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from zmtplab.capture.live import LiveCapture, check_interface, check_port
 from zmtplab.web import create_app
+from zmtplab.web.limits import evictions
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -372,3 +373,14 @@ def test_hostile_requests_never_get_a_500(client: TestClient) -> None:
         r = client.request(method, path, **kwargs)
         assert r.status_code < 500, (method, path, r.status_code, r.text)
         assert "detail" in json.loads(r.text or "{}") or r.status_code == 204, (path, r.text)
+
+
+def test_evictions_delete_the_oldest_until_count_and_bytes_fit() -> None:
+    sizes = {"a": 5, "b": 1, "c": 3}  # oldest first; 4 stored in all (one not deletable), 10 octets
+
+    def plan(max_count: int, max_bytes: int) -> list[str]:
+        return evictions(list(sizes), count=4, total=10, max_count=max_count, max_bytes=max_bytes, size=sizes.get)
+    assert plan(4, 10) == []
+    assert plan(3, 10) == ["a"]
+    assert plan(4, 4) == ["a", "b"]  # 5 octets gone: still 5 > 4, one more
+    assert plan(0, 100) == ["a", "b", "c"]  # as far as the deletable ones go

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .eventstore import EventStore, ingest_capture
+from .limits import evictions
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -443,17 +444,14 @@ class CaptureStore:
     async def _evict(self, keep: str | None = None) -> None:
         """Deletes the oldest captures while there are too many or they take too much space."""
         oldest = sorted((r for r in self.records.values() if r.id != keep), key=lambda r: r.created)
+        s = self.settings
         total = sum(r.disk_bytes for r in self.records.values())
-        count = len(self.records)
-        for record in oldest:
-            if count <= self.settings.max_captures and total <= self.settings.max_total_bytes:
-                break
-            if record.id not in self.records:
-                continue
-            log.info("evicting capture %s (%d captures, %d bytes stored)", record.id, count, total)
-            await self.delete(record.id)
-            count -= 1
-            total -= record.disk_bytes
+        for record in evictions(oldest, count=len(self.records), total=total,
+                                max_count=s.max_captures, max_bytes=s.max_total_bytes, size=lambda r: r.disk_bytes):
+            if record.id in self.records:  # (not deleted meanwhile)
+                log.info("evicting capture %s (over %d captures or %d bytes)", record.id, s.max_captures,
+                         s.max_total_bytes)
+                await self.delete(record.id)
 
     async def expire(self) -> int:
         """Deletes captures older than the configured lifetime; returns how many went."""

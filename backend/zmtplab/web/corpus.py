@@ -36,6 +36,7 @@ from typing import Any
 from .captures import ID_RE, CaptureRecord
 from .corpus_report import relabel
 from .corpus_tables import TableQuery, TableReader
+from .limits import evictions
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -404,23 +405,19 @@ class CorpusRuns:
         await asyncio.to_thread(shutil.rmtree, record.directory, True)
 
     async def _evict(self, keep: str | None = None) -> None:
-        """Deletes the oldest finished runs (but `keep`, and the newest) while more than `max_corpus_runs` are
-        kept or their tables and reports take more than `max_corpus_bytes`."""
+        """Deletes the oldest finished runs (never `keep`, nor the newest finished one, whatever its size) while
+        more than `max_corpus_runs` are kept or their tables and reports take more than `max_corpus_bytes`."""
         finished = sorted((r for r in self.records.values() if r.state in FINAL), key=lambda r: r.created)
-        newest = finished[-1].id if finished else None
-        count = len(self.records)
+        deletable = [r for r in finished[:-1] if r.id != keep]
+        s = self.settings
         total = sum(r.disk_bytes for r in self.records.values())
-        for record in finished:
-            too_many = count > self.settings.max_corpus_runs
-            if not too_many and total <= self.settings.max_corpus_bytes:
-                break
-            if record.id == keep or record.id not in self.records or (record.id == newest and not too_many):
-                continue  # (the newest run is kept whatever its size)
-            log.info("evicting corpus run %s (%d runs, %d bytes kept)", record.id, count, total)
-            with contextlib.suppress(RunNotFound):
-                await self.delete(record.id)
-            count -= 1
-            total -= record.disk_bytes
+        for record in evictions(deletable, count=len(self.records), total=total,
+                                max_count=s.max_corpus_runs, max_bytes=s.max_corpus_bytes, size=lambda r: r.disk_bytes):
+            if record.id in self.records:  # (not deleted meanwhile)
+                log.info("evicting corpus run %s (over %d runs or %d bytes)", record.id, s.max_corpus_runs,
+                         s.max_corpus_bytes)
+                with contextlib.suppress(RunNotFound):
+                    await self.delete(record.id)
 
     async def expire(self) -> int:
         """Deletes finished runs older than `corpus_ttl`; returns how many went."""

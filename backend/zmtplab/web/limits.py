@@ -1,4 +1,5 @@
-"""Small building blocks of the server's limits: who a client is, token buckets, abuse windows.
+"""Small building blocks of the server's limits: who a client is, token buckets, abuse windows, which
+stored things to evict.
 
 Every limit itself is a setting (see `settings.Settings`); this module only holds the
 mechanics shared by the routes that enforce them.
@@ -8,8 +9,26 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from starlette.requests import HTTPConnection
+
+T = TypeVar("T")
+
+
+def evictions(oldest_first: Iterable[T], *, count: int, total: int, max_count: int, max_bytes: int,
+              size: Callable[[T], int]) -> list[T]:
+    """Which of the deletable things in `oldest_first` to delete, oldest first, so that what is stored
+    (`count` things, `total` octets, the undeletable ones included) fits within `max_count` and `max_bytes`."""
+    out = []
+    for item in oldest_first:
+        if count <= max_count and total <= max_bytes:
+            break
+        out.append(item)
+        count -= 1
+        total -= size(item)
+    return out
 
 
 def client_address(conn: HTTPConnection) -> str:

@@ -114,7 +114,8 @@ class Settings(BaseSettings):
                                                         "the first run and kept until the server stops)")
     corpus_spark_conf: dict[str, str] = Field({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"},
                                               description="Spark settings of the session corpus runs use (JSON)")
-    max_corpus_runs: int = Field(20, ge=1, description="finished corpus runs kept; the oldest are deleted beyond")
+    max_corpus_runs: int = Field(20, ge=1, description="corpus runs kept; the oldest finished ones are deleted beyond "
+                                                       "(the newest finished one stays)")
     max_corpus_bytes: int = Field(2 * 1024 * 1024 * 1024, ge=1,
                                   description="octets of corpus tables and reports kept; the oldest finished runs "
                                               "are deleted beyond (the newest is kept whatever its size)")
