@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -47,20 +48,37 @@ async def settle(session: Session) -> None:
     raise AssertionError("the session did not settle")
 
 
-def test_event_log_counts_across_blocks():
-    log = EventLog()
+@pytest.mark.parametrize("first_block", [EventLog.BLOCK, 1, 37, EventLog.BLOCK - 1])
+def test_event_log_counts_across_blocks(first_block):
+    log = EventLog(first_block=first_block)
     texts = [json.dumps({"n": i}) for i in range(3 * EventLog.BLOCK + 17)]
     for i, text in enumerate(texts, 1):
         log.append(text)
         assert len(log) == i
+    assert len(log.blocks) == 1 + (len(texts) - first_block) // EventLog.BLOCK  # the first one is shorter
     assert list(log) == texts
-    for keep in (3 * EventLog.BLOCK + 5, 2 * EventLog.BLOCK, EventLog.BLOCK + 1, 7, 0):
+    keeps = {3 * EventLog.BLOCK + 5, 2 * EventLog.BLOCK, EventLog.BLOCK + 1, first_block + 1, first_block,
+             first_block - 1, 7, 0}
+    for keep in sorted(keeps, reverse=True):
         log.truncate(keep)
         assert len(log) == keep and list(log) == texts[:keep]
+        for text in texts[keep:keep + 300]:  # and it grows again from there, block by block
+            log.append(text)
+        assert len(log) == min(keep + 300, len(texts)) and list(log) == texts[:len(log)]
+        log.truncate(keep)
     log.append(texts[0])
     assert len(log) == 1
     log.clear()
     assert len(log) == 0 and list(log) == []
+    for text in texts[:first_block]:
+        log.append(text)
+    assert len(log.blocks) == 1 and log.tail == []  # after a clear, the first block is short again
+
+
+def test_sessions_started_together_compress_at_different_events():
+    config = SessionCreate.model_validate(PUSH_PULL)
+    sizes = {Session(uuid.uuid4().hex, config, Settings(), lambda sess: None).events.first_block for _ in range(50)}
+    assert len(sizes) > 30 and all(1 <= n <= EventLog.BLOCK for n in sizes)
 
 
 def test_a_live_session_plays_a_send_within_the_command():

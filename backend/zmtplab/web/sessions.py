@@ -97,14 +97,20 @@ class Runtime(Protocol):
 
 class EventLog:
     """A session's events as JSON text, in order: the newest in a list, older ones in zlib-compressed
-    blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands)."""
+    blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands).
+
+    The first block holds `first_block` events (1 to `BLOCK`): sessions give theirs different sizes so
+    that sessions started together, and as busy as each other, do not all compress a block in the same
+    turn of the event loop (a pause for every socket at once)."""
 
     BLOCK = 256
 
-    def __init__(self) -> None:
+    def __init__(self, first_block: int = BLOCK) -> None:
+        self.first_block = max(1, min(first_block, self.BLOCK))
         self.blocks: list[bytes] = []
         self.tail: list[str] = []
         self.count = 0  # len(self), kept as an attribute: the hot path asks for it with every event
+        self.tail_limit = self.first_block  # when the tail becomes a block
 
     def __len__(self) -> int:
         return self.count
@@ -113,10 +119,11 @@ class EventLog:
         tail = self.tail
         tail.append(text)
         self.count += 1
-        if len(tail) >= self.BLOCK:
+        if len(tail) >= self.tail_limit:
             # JSON text never holds a raw newline: it separates the events of a block.
             self.blocks.append(zlib.compress("\n".join(tail).encode(), 1))
             self.tail = []
+            self.tail_limit = self.BLOCK
 
     @staticmethod
     def _unpack(block: bytes) -> list[str]:
@@ -131,18 +138,28 @@ class EventLog:
         """Keeps the first `count` events."""
         if count >= len(self):
             return
-        k, r = divmod(max(count, 0), self.BLOCK)
+        count = max(count, 0)
+        if count < self.first_block:
+            k, r = 0, count
+        else:
+            k, r = divmod(count - self.first_block, self.BLOCK)
+            k += 1
         if k < len(self.blocks):
             self.tail = self._unpack(self.blocks[k])[:r]
             del self.blocks[k:]
         else:
             del self.tail[r:]
-        self.count = len(self.blocks) * self.BLOCK + len(self.tail)
+        self._recount()
 
     def clear(self) -> None:
         self.blocks.clear()
         self.tail.clear()
-        self.count = 0
+        self._recount()
+
+    def _recount(self) -> None:
+        blocks = len(self.blocks)
+        self.count = (self.first_block + (blocks - 1) * self.BLOCK if blocks else 0) + len(self.tail)
+        self.tail_limit = self.BLOCK if blocks else self.first_block
 
 
 class Subscriber:
@@ -229,7 +246,8 @@ class Session:
         self.sent_bytes = 0
         self.created = time.time()
         self.wall0 = self.created
-        self.events = EventLog()
+        # The first block's size comes from the id (random for real sessions), see EventLog.
+        self.events = EventLog(first_block=1 + zlib.crc32(session_id.encode()) % EventLog.BLOCK)
         self.wire: list[tuple[str, str, bytes, float]] = []  # WireChunk fields, as plain tuples
         self.wire_bytes = 0
         self.endpoints: dict[str, ConnEndpoints] = {}
