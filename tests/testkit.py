@@ -46,7 +46,10 @@ class LiveServer:
 
         self.app = app
         self.port = free_port()
-        options = {"log_level": "warning", "lifespan": "on", **config}
+        from zmtplab.web.wsprotocol import CommandFrameProtocol
+
+        # (The websocket protocol `zmtplab serve` runs, see zmtplab.web.server.)
+        options = {"log_level": "warning", "lifespan": "on", "ws": CommandFrameProtocol, **config}
         self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, **options)
         self.server = uvicorn.Server(self.config)
         self.thread = threading.Thread(target=self.server.run, name=name, daemon=True)

@@ -35,6 +35,7 @@ from webkit import SHARED, make_settings, open_client, progress, upload
 
 from zmtplab.capture.tap import TapProxy
 from zmtplab.web import create_app
+from zmtplab.web.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -141,7 +142,8 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                                           ws=CommandFrameProtocol))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, 20, "uvicorn")

@@ -20,6 +20,7 @@ from webkit import REPO, make_settings, open_client
 
 from zmtplab.web import create_app
 from zmtplab.web.live_sources import Viewer, cut_bodies
+from zmtplab.web.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -493,7 +494,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     app = create_app(make_settings(tmp_path_factory.mktemp("live-browser")))
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                                           ws=CommandFrameProtocol))
     thread = threading.Thread(target=server.run, name="live-browser-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

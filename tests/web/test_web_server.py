@@ -1,4 +1,5 @@
-"""The app under a real uvicorn server: health, a streamed upload, the 413 path, a websocket session."""
+"""The app under a real uvicorn server, configured as `zmtplab serve` configures it: health, a streamed upload,
+the 413 path, a websocket session."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import uvicorn
 from webkit import capture_files, make_settings
 
 from zmtplab.web import create_app
+from zmtplab.web.server import uvicorn_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,9 +29,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    app = create_app(make_settings(tmp_path_factory.mktemp("server"), max_upload_bytes=100_000))
     port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    settings = make_settings(tmp_path_factory.mktemp("server"), max_upload_bytes=100_000, host="127.0.0.1", port=port)
+    config = uvicorn_config(create_app(settings), settings, log_level="warning")  # as `zmtplab serve` runs it
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

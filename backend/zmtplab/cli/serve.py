@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..web import create_app, get_settings
+    from ..web.server import uvicorn_config
 
     settings = get_settings()
     updates = {}
@@ -34,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update=updates)
     app = create_app(settings)
     tune_gc()
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level,
-                ws_max_size=max(settings.ws_max_message * 2, 1 << 20))
+    uvicorn.Server(uvicorn_config(app, settings, log_level=args.log_level)).run()
     return 0
 
 

@@ -1,0 +1,127 @@
+"""The server's websocket protocol: uvicorn's (websockets, sans-I/O), reading the frames that carry commands itself.
+
+A busy session's page sends a command every few milliseconds, each in one small text frame.
+uvicorn's protocol reads every frame through websockets' general parser (generator coroutines,
+an `Opcode` enum and a `Frame` per frame), which was about a sixth of the server's work per
+message under `benchmarks/load_sessions.py`. `CommandFrameProtocol` reads the common frame,
+a whole, masked, unfragmented, uncompressed text frame within the size limit, by itself, and
+hands every other frame (control frames, fragments, compressed, oversized or malformed ones) to
+websockets' parser, one whole frame at a time. The parser therefore always waits at a frame
+boundary, and everything it decides (errors and their close codes, pings, the closing
+handshake) is unchanged. The ASGI messages are the ones uvicorn's protocol would queue, with
+its flow control (reading pauses while the application has messages to take).
+
+It reads frames itself only once it knows the parser waits at a frame boundary with nothing
+buffered (after the handshake); when it cannot tell, websockets reads everything, as in uvicorn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
+from websockets.speedups import apply_mask  # type: ignore[import-not-found]  # (websockets' C helper)
+from websockets.streams import StreamReader
+
+_WAITING_FOR_A_FRAME = StreamReader.at_eof.__code__  # where websockets' parser waits between frames
+_FIN_TEXT = 0x81  # FIN, no RSV bits (nothing compressed), opcode 1 (text)
+_MASKED = 0x80
+
+
+class CommandFrameProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websockets-sansio protocol that reads whole, masked, uncompressed text frames itself (see the
+    module docstring); pass it as uvicorn's `ws`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.direct: bool | None = None  # None until the handshake is over; False: websockets reads everything
+        self.pending = b""  # the start of a frame still arriving
+        self.frame_limit = 0  # the largest payload read here (websockets refuses larger ones)
+
+    def data_received(self, data: bytes) -> None:
+        """Reads the frames in `data` (and what came before it)."""
+        direct = self.direct
+        if direct is None and self.conn.state is State.OPEN:
+            direct = self.direct = self._at_frame_boundary()
+            limits = [size for size in (self.conn.max_message_size, self.conn.max_fragment_size) if size is not None]
+            self.frame_limit = min(limits) if limits else 1 << 62
+        if not direct:
+            super().data_received(data)
+            return
+        self._read_frames(self.pending + data if self.pending else data)
+
+    def _read_frames(self, buf: bytes) -> None:
+        size = len(buf)
+        limit = self.frame_limit
+        queued = False
+        pos = 0
+        while size - pos >= 2:
+            head1 = buf[pos]
+            head2 = buf[pos + 1]
+            length = head2 & 0x7F
+            start = pos + 2
+            if length == 126:
+                if size - pos < 4:
+                    break
+                length = int.from_bytes(buf[pos + 2:pos + 4], "big")
+                start = pos + 4
+            elif length == 127:
+                if size - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2:pos + 10], "big")
+                start = pos + 10
+            if head2 & _MASKED:
+                start += 4
+            end = start + length
+            if end > size:
+                if length <= limit:
+                    break  # the rest is on its way (at most the limit)
+                # Too large: websockets refuses it from its header (close code 1009), without waiting for it.
+                self._to_parser(buf[pos:])
+                self.direct = False
+                pos = size
+                break
+            text = None
+            if (head1 == _FIN_TEXT and head2 & _MASKED and length <= limit and self.conn.current_size is None
+                    and not self.frames):
+                with contextlib.suppress(UnicodeDecodeError):  # (websockets' path closes with 1007)
+                    text = apply_mask(buf[start:end], buf[start - 4:start]).decode()
+            if text is None:
+                self._to_parser(buf[pos:end])
+                pos = end
+                open_ = self.conn.state is State.OPEN and not self.transport.is_closing()
+                if open_ and not self.conn.reader.buffer:
+                    continue
+                self.direct = False
+                if open_:  # (the parser did not take the frame whole: it reads everything from here on)
+                    self._to_parser(buf[pos:])
+                # else closing, cleanly or after a failure: websockets discards what follows, uvicorn has closed.
+                pos = size
+                break
+            pos = end
+            if not self.close_sent:  # (past `websocket.close`, uvicorn drops messages)
+                self.queue.put_nowait({"type": "websocket.receive", "text": text})
+                queued = True
+        self.pending = buf[pos:] if pos < size else b""
+        if queued and not self.read_paused:
+            # uvicorn's flow control: read no more until the application has taken what is queued.
+            self.read_paused = True
+            self.transport.pause_reading()
+
+    def _to_parser(self, data: bytes) -> None:
+        if data:
+            super().data_received(data)
+
+    def _at_frame_boundary(self) -> bool:
+        """True when websockets' parser has nothing buffered and waits for the first octet of a frame, outside
+        any fragmented message."""
+        conn = self.conn
+        if (conn.state is not State.OPEN or conn.parser_exc is not None or conn.reader.buffer
+                or conn.current_size is not None or conn.debug or self.frames):
+            return False
+        gen = conn.parser
+        while (inner := getattr(gen, "gi_yieldfrom", None)) is not None:
+            gen = inner
+        return getattr(gen, "gi_code", None) is _WAITING_FOR_A_FRAME
