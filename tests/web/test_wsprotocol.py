@@ -142,6 +142,22 @@ def test_the_same_as_uvicorns_protocol_however_the_frames_are_split(frame_groups
     assert feed(chunks, CommandFrameProtocol) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.lists(st.integers(1, 40), max_size=10))
+def test_any_octets_end_as_uvicorns_protocol_ends(noise, sizes):
+    # Whatever a hostile client sends after the handshake: no exception, and, when no message came of it (the
+    # usual case for noise), the same outcome as uvicorn's own protocol given the same octets in one read.
+    chunks, pos = [], 0
+    for size in [*sizes, len(noise)]:
+        if pos < len(noise):
+            chunks.append(noise[pos:pos + size])
+            pos += size
+    got = feed(chunks, CommandFrameProtocol)
+    assert all(m["type"] in ("websocket.receive", "websocket.disconnect") for m in got["messages"])
+    if not any(m["type"] == "websocket.receive" for m in got["messages"]):
+        assert got == feed([noise], WebSocketsSansIOProtocol)
+
+
 def test_one_octet_at_a_time():
     frames = [frame(Opcode.TEXT, b'{"type":"send","frames":["a"]}'), frame(Opcode.PING, b"p"),
               frame(Opcode.TEXT, "é".encode() * 100), frame(Opcode.BINARY, b"\x00\x01"),

@@ -28,6 +28,7 @@ from websockets.streams import StreamReader
 _WAITING_FOR_A_FRAME = StreamReader.at_eof.__code__  # where websockets' parser waits between frames
 _FIN_TEXT = 0x81  # FIN, no RSV bits (nothing compressed), opcode 1 (text)
 _MASKED = 0x80
+_OPCODES = frozenset({0, 1, 2, 8, 9, 10})  # continuation, text, binary, close, ping, pong
 
 
 class CommandFrameProtocol(WebSocketsSansIOProtocol):
@@ -60,6 +61,12 @@ class CommandFrameProtocol(WebSocketsSansIOProtocol):
         while size - pos >= 2:
             head1 = buf[pos]
             head2 = buf[pos + 1]
+            if not head2 & _MASKED or head1 & 0x0F not in _OPCODES:
+                # websockets refuses this from its first two octets (close code 1002), without waiting for more.
+                self._to_parser(buf[pos:])
+                self.direct = False
+                pos = size
+                break
             length = head2 & 0x7F
             start = pos + 2
             if length == 126:
@@ -72,20 +79,18 @@ class CommandFrameProtocol(WebSocketsSansIOProtocol):
                     break
                 length = int.from_bytes(buf[pos + 2:pos + 10], "big")
                 start = pos + 10
-            if head2 & _MASKED:
-                start += 4
-            end = start + length
-            if end > size:
-                if length <= limit:
-                    break  # the rest is on its way (at most the limit)
+            if length > limit:
                 # Too large: websockets refuses it from its header (close code 1009), without waiting for it.
                 self._to_parser(buf[pos:])
                 self.direct = False
                 pos = size
                 break
+            start += 4  # (the mask)
+            end = start + length
+            if end > size:
+                break  # the rest is on its way (at most the limit)
             text = None
-            if (head1 == _FIN_TEXT and head2 & _MASKED and length <= limit and self.conn.current_size is None
-                    and not self.frames):
+            if head1 == _FIN_TEXT and self.conn.current_size is None and not self.frames:
                 with contextlib.suppress(UnicodeDecodeError):  # (websockets' path closes with 1007)
                     text = apply_mask(buf[start:end], buf[start - 4:start]).decode()
             if text is None:
