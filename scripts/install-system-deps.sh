@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ZMTP Lab needs: tshark/dumpcap (captures, lower-layer
-# decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests).
+# decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests), and Debian's
+# python3 with venv for the Makefile's environment.
 # Shared by the Makefile and the Dockerfile (which passes --server). Safe to run twice: it does nothing when
 # every package is already there.
 set -euo pipefail
@@ -9,6 +10,8 @@ set -euo pipefail
 PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps)
 if [ "${1:-}" != "--server" ]; then
     PACKAGES+=(chromium chromium-driver)
+    # Debian's interpreter for the virtual environment (the Makefile prefers it: an optimised build).
+    PACKAGES+=(python3 python3-venv)
     # The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
     command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
 fi
