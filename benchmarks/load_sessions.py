@@ -19,17 +19,22 @@ session count limits (`ZMTPLAB_MAX_SESSIONS`, `ZMTPLAB_MAX_SESSIONS_PER_CLIENT`,
 its schedule in a burst; the rate stays the default 200 commands a second). The clients
 connect with `?batch=1&log=0`, as the page does.
 
+Where the load runs: the clients share the machine with the server, as they would not in a class (there
+they are browsers on other machines). `--pin` confines the client processes to every CPU but the first,
+which leaves that one to the server (not pinned itself); by default nothing is confined, as in the
+README's figures.
+
 The server's RSS is sampled from /proc/PID/status every half second; its CPU time (and the client
 processes') is reported per message sent, with the machine's load average: the machine runs the
 clients too, and anything else running on it shows in the latencies. The summary ends with
 
     load_sessions: clients=100 sent=... delivered=... lost=0 p50=...ms p99=...ms rss_max=...MiB
-                   server_cpu=...us/msg load=... goals=met|FAILED   (on one line)
+                   server_cpu=...us/msg load=... clients_pinned=yes|no goals=met|FAILED   (on one line)
 
 and the exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` ms (100),
 RSS under `--rss-goal` MiB (1024).
 
-Usage: python benchmarks/load_sessions.py [--clients 100] [--rate 100] [--duration 60] [--procs 2]
+Usage: python benchmarks/load_sessions.py [--clients 100] [--rate 100] [--duration 60] [--procs 2] [--pin]
 """
 
 from __future__ import annotations
@@ -174,7 +179,9 @@ class Client:
 
 
 def client_process(ids: list[int], base: str, rate: float, duration: float, drain: float,
-                   ready_q: mp.Queue, go_q: mp.Queue, result_q: mp.Queue) -> None:
+                   ready_q: mp.Queue, go_q: mp.Queue, result_q: mp.Queue, cpus: set[int] | None = None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # (see "Where the load runs" in the module docstring)
     try:
         import uvloop
 
@@ -223,6 +230,9 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="messages per second per client")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of sending")
     ap.add_argument("--procs", type=int, default=2, help="client processes")
+    ap.add_argument("--pin", action="store_true",
+                    help="confine the client processes to every CPU but the first, leaving that one to the "
+                         "server (nothing is confined on a machine with one CPU)")
     ap.add_argument("--drain", type=float, default=15.0, help="seconds to wait for the last events")
     ap.add_argument("--burst", type=int, default=1000,
                     help="the server's websocket burst allowance (ZMTPLAB_WS_BURST): a client process the OS "
@@ -256,11 +266,13 @@ def main() -> int:
 
         ctx = mp.get_context("spawn")
         ready_q, go_q, result_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
+        available = sorted(os.sched_getaffinity(0))
+        client_cpus = set(available[1:]) if args.pin and len(available) > 1 else None
         n = max(1, min(args.procs, args.clients))
         shares = [list(range(i, args.clients, n)) for i in range(n)]
         for ids in shares:
             p = ctx.Process(target=client_process, args=(ids, base, args.rate, args.duration, args.drain,
-                                                         ready_q, go_q, result_q), daemon=True)
+                                                         ready_q, go_q, result_q, client_cpus), daemon=True)
             p.start()
             procs.append(p)
         ready = 0
@@ -332,6 +344,8 @@ def main() -> int:
     print(f"server CPU: {cpu:.1f} s ({cpu_per_msg:.0f} us per message); client processes' CPU: {client_cpu:.1f} s "
           f"({client_cpu / max(sent, 1) * 1e6:.0f} us per message); machine load average {load[0]:.1f} on "
           f"{os.cpu_count()} CPUs (load average before the run: {load_before[0]:.1f})")
+    print("client processes on CPUs " + (",".join(map(str, sorted(client_cpus))) + ", the server on the others"
+                                         if client_cpus else "shared with the server (not confined)"))
     if errors:
         print(f"errors from the server (first ones): {errors[:5]}")
     if closed:
@@ -339,7 +353,7 @@ def main() -> int:
     ok = sent == delivered and p99 < args.p99_goal and rss_max < args.rss_goal
     print(f"load_sessions: clients={args.clients} sent={sent} delivered={delivered} lost={sent - delivered} "
           f"p50={p50:.1f}ms p99={p99:.1f}ms rss_max={rss_max:.0f}MiB server_cpu={cpu_per_msg:.0f}us/msg "
-          f"load={load[0]:.1f} goals={'met' if ok else 'FAILED'}")
+          f"load={load[0]:.1f} clients_pinned={'yes' if client_cpus else 'no'} goals={'met' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 
