@@ -2,8 +2,8 @@
 # system packages, the virtual environment and the package with its dev extras.
 # Every step is guarded by a stamp file, so a second run only does what changed.
 
-# Debian's python3 when there is one: an optimised build (PGO, LTO, libpython linked in). A default pyenv
-# build of the same 3.11 runs the server about a fifth slower (README, "What limits the session load").
+# Debian's python3 when there is one: an optimised build with libpython linked in. A default pyenv build of
+# the same 3.11 runs the server about a fifth slower (README, "What limits the session load").
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 VENV := .venv
 BIN := $(VENV)/bin
