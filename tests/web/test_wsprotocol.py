@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +17,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.sync.client import connect
 
+from testkit import LiveServer
 from zmtplab.web.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(120)
@@ -207,21 +205,9 @@ async def echo_app(scope: dict, receive: Any, send: Any) -> None:
 
 @pytest.fixture(scope="module")
 def echo_server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(echo_app, host="127.0.0.1", port=port, ws=CommandFrameProtocol, ws_max_size=1 << 20,
-                            log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.02)
-    yield f"ws://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(10)
+    with LiveServer(echo_app, name="echo-server", ws_max_size=1 << 20) as server:  # (CommandFrameProtocol)
+        assert server.config.ws is CommandFrameProtocol
+        yield server.ws_base + "/"
 
 
 @pytest.mark.parametrize("compression", [None, "deflate"])
