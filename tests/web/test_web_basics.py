@@ -92,6 +92,18 @@ def test_decode_bare_frames(client):
     assert events[-1]["kind"] == "message" and len(events[-1]["frames"]) == 2
 
 
+def test_decode_bare_v1_stream_and_forced_version(client):
+    # An anonymous 1.0 identity frame (01 00), then `hello`: 23/ZMTP's detection says ZMTP 1.0.
+    v1 = "01 00 06 00" + b"hello".hex()
+    events = client.post("/api/decode", json={"hex": v1}).json()["events"]
+    assert events[0]["kind"] == "expert" and "read as ZMTP 1.0" in events[0]["text"]
+    assert events[1]["kind"] == "greeting" and events[1]["version"] == "1.0"
+    assert events[-1]["kind"] == "message" and events[-1]["frames"] == [b"hello".hex()]
+    forced = client.post("/api/decode", json={"hex": v1, "version": "3"}).json()["events"]
+    assert not any(e["kind"] == "greeting" for e in forced)
+    assert client.post("/api/decode", json={"hex": v1, "version": "4"}).status_code == 422
+
+
 @pytest.mark.parametrize("bad", ["zz", "abc", "0x0g"])
 def test_decode_bad_hex(client, bad):
     r = client.post("/api/decode", json={"hex": bad})

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..decode import decode_bytes, parse_hex
+from ..decode import VERSIONS, decode_to_dicts, parse_hex
 from .output import write_jsonl, write_line
 
-__all__ = ["decode_bytes", "parse_hex", "register", "run"]
+__all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jsonl", action="store_true", help="print JSON lines (the event contract)")
     p.add_argument("--no-fields", action="store_true", help="leave out the fields of each event")
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
+    p.add_argument("--version", choices=VERSIONS, default="auto",
+                   help="what the bytes are: auto (23/ZMTP's detection, the default), 1.0 (a 1.0 stream from its "
+                        "identity frame), 2.0 or 3 (from a greeting if there is one, else frames of that version)")
     p.set_defaults(func=run)
 
 
@@ -39,9 +42,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"zmtplab decode: {exc}", file=sys.stderr)
         return 2
     out = sys.stdout
-    for event in decode_bytes(data):
-        as_dict = event.to_dict(with_fields=not args.no_fields, max_body=args.max_body)
-        as_dict = {"conn": "0", "dir": "c2s", **as_dict}
+    for as_dict in decode_to_dicts(data, with_fields=not args.no_fields, max_body=args.max_body,
+                                   version=args.version):
         if args.jsonl:
             write_jsonl(out, as_dict)
         else:

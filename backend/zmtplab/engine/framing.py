@@ -133,3 +133,33 @@ def body_value(body: bytes, limit: int = 4096) -> str:
 
 BODY_RULE = "message-body"
 BODY_NOTE = "Application data; ZMTP never looks inside it."
+
+
+def v1_stream_problem(data: bytes | bytearray) -> tuple[int, str] | None:
+    """Why `data` is not one direction of a ZMTP 1.0 stream from its first byte, or None when it is.
+
+    A 1.0 stream (13/ZMTP) is an identity frame (flags not validated) and then frames whose
+    length counts their flags octet (so it is at least 1) and whose flags have only bit 0 (MORE)
+    set; the frames tile the bytes exactly, except that the last one may be cut short. The answer
+    is the offset where the reading fails and what is wrong there.
+    """
+    pos, end, first = 0, len(data), True
+    while pos < end:
+        if data[pos] == 0xFF:
+            if end - pos < 10:
+                return pos, "the stream ends inside a long frame header"
+            length, head = U64.unpack_from(data, pos + 1)[0], 10
+            if first and data[pos + 9] & 1:
+                return pos, "it starts with a %xFF signature, not a 1.0 identity frame"
+        else:
+            length, head = data[pos], 2
+        if length == 0:
+            return pos, "a frame length of 0 (a 1.0 length counts the flags octet, so it is at least 1)"
+        if end - pos < head:
+            return pos, "the stream ends inside a frame header"
+        flags = data[pos + head - 1]
+        if not first and flags & 0xFE:
+            return pos + head - 1, f"flags 0x{flags:02x} set reserved bits (a 1.0 frame has only MORE)"
+        pos += head - 1 + length
+        first = False
+    return None

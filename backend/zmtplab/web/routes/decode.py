@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api", tags=["decode"])
 @router.post("/decode", response_model=DecodeResponse, summary="Decode one direction's bytes",
              responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 async def decode(body: DecodeRequest, settings: SettingsDep) -> Response:
-    """Decodes bytes like `zmtplab decode`: from a greeting when there is one, else as ZMTP 3.x frames.
+    """Decodes bytes like `zmtplab decode`: from a greeting, as a ZMTP 1.0 stream, else as ZMTP 3.x frames.
 
     Every event gets `conn` "0" and `dir` "c2s" and carries its fields.
     """
@@ -30,7 +30,8 @@ async def decode(body: DecodeRequest, settings: SettingsDep) -> Response:
         raise HTTPException(422, f"not hex: {exc}") from exc
     if len(data) > limit:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"at most {limit} octets may be decoded at once")
-    events = await asyncio.to_thread(decode_to_dicts, data, with_fields=True, max_body=settings.decode_max_body)
+    events = await asyncio.to_thread(decode_to_dicts, data, with_fields=True, max_body=settings.decode_max_body,
+                                     version=body.version)
     # The contract's dicts as they are (a model would add the keys other sources use, as nulls).
     return Response(json.dumps({"events": events}, separators=(",", ":"), ensure_ascii=False).encode(),
                     media_type="application/json")
