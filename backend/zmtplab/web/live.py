@@ -31,7 +31,7 @@ from typing import Any
 from ..engine.dissector import ConnectionDissector
 from ..peers.sockets import Again, SocketStateError
 from ..peers.tcp import TcpPeer
-from .models import PeerConfig, SessionCreate
+from .models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from .sessions import Session, SessionConfigError, SessionError
 from .settings import Settings
 
@@ -61,6 +61,7 @@ class _Link:
     eof: set[str] = field(default_factory=set)
     closed: bool = False
     tasks: list[asyncio.Task] = field(default_factory=list)
+    sent: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})  # octets forwarded per direction
 
 
 def _keys() -> tuple[bytes, bytes]:
@@ -93,9 +94,10 @@ class _LabSide:
 
         self.drain = asyncio.create_task(run())
 
-    def subscribe_all(self) -> None:
+    def subscribe_all(self, topic: bytes = b"") -> None:
+        """A SUB subscribes to `topic` (every message by default)."""
         if self.peer.options.socket_type in ("SUB",):
-            self.peer.subscribe(b"")
+            self.peer.subscribe(topic)
 
     async def close(self) -> None:
         if self.drain is not None:
@@ -136,11 +138,12 @@ class _ZmqSide:
 
         self.drain = asyncio.create_task(run())
 
-    def subscribe_all(self) -> None:
+    def subscribe_all(self, topic: bytes = b"") -> None:
+        """A SUB subscribes to `topic` (every message by default)."""
         import zmq
 
         if self.socket.type == zmq.SUB:
-            self.socket.setsockopt(zmq.SUBSCRIBE, b"")
+            self.socket.setsockopt(zmq.SUBSCRIBE, topic)
 
     async def close(self) -> None:
         if self.drain is not None:
@@ -166,7 +169,7 @@ class TcpRuntime:
         self.session = session
         self.config = config
         self.settings = settings
-        self.playing = True
+        self.playing = config.autoplay
         self.speed = 1.0
         self.server: _LabSide | _ZmqSide | None = None
         self.client: _LabSide | _ZmqSide | None = None
@@ -223,12 +226,13 @@ class TcpRuntime:
             peer = self._lab_peer(cfg.client, keys, server=False)
             peer.connect(endpoint)
             self.client = _LabSide(peer)
-        for side in (self.server, self.client):
-            side.subscribe_all()
+        for side, peer_cfg in ((self.server, cfg.server), (self.client, cfg.client)):
+            side.subscribe_all(peer_cfg.subscribe.encode())
             side.start_draining()
 
     def _lab_peer(self, cfg: PeerConfig, keys: dict[str, bytes], *, server: bool) -> TcpPeer:
         opts: dict[str, Any] = {"identity": cfg.identity.encode(), "version": cfg.version,
+                                "strategy": GREETING_STRATEGY[cfg.greeting],
                                 "mechanism": cfg.mechanism, "name": "server" if server else "client"}
         if cfg.mechanism == "PLAIN":
             if server:
@@ -318,12 +322,17 @@ class TcpRuntime:
         client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
         now = self._now()
         self.session.add_connection(conn, (client_addr[0], client_addr[1]), ("127.0.0.1", self.server_port), now)
+        self._mark("open", conn=conn)
         link.tasks = [asyncio.create_task(self._pump(link, "c2s", reader)),
                       asyncio.create_task(self._pump(link, "s2c", up_reader))]
         for task in link.tasks:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         self.session.push_state()
+
+    def _mark(self, what: str, **data: Any) -> None:
+        """A `link` log entry, as the simulation writes them: the page marks these in its sequence."""
+        self.session.log({"kind": "link", "what": what, **data, "t": round(self._now(), 6)})
 
     def _target_lost(self, why: str) -> None:
         """The server cannot be reached: say so once, as an expert event and an error, and stop listening."""
@@ -376,12 +385,13 @@ class TcpRuntime:
     async def _forward(self, link: _Link, direction: str, data: bytes) -> None:
         if link.closed:
             return
-        data, split, delay = self._apply_faults(direction, data)
+        data, split, delay = self._apply_faults(link, direction, data)
         if delay:
             await asyncio.sleep(delay)
         writer = link.writers[direction]
         t = self._now()
         self.session.add_wire(link.conn, direction, data, t)
+        link.sent[direction] += len(data)
         self._dissect(link, link.dissector.receive_data(direction, data), t)
         try:
             if split:
@@ -395,7 +405,7 @@ class TcpRuntime:
         except (ConnectionError, OSError):
             pass
 
-    def _apply_faults(self, direction: str, data: bytes) -> tuple[bytes, bool, float]:
+    def _apply_faults(self, link: _Link, direction: str, data: bytes) -> tuple[bytes, bool, float]:
         split, delay = False, 0.0
         remaining = []
         for name, args in self.faults:
@@ -409,10 +419,13 @@ class TcpRuntime:
                 corrupted = bytearray(data)
                 corrupted[i] ^= 0xFF
                 data = bytes(corrupted)
+                self._mark("fault", fault="corrupt", conn=link.conn, dir=direction, offset=link.sent[direction] + i)
             elif name == "split_writes":
                 split = True
+                self._mark("fault", fault="split", conn=link.conn, dir=direction, at=[link.sent[direction]])
             elif name == "delay":
                 delay = max(delay, _number(args.get("seconds"), 1.0, 0.0, 30.0))
+                self._mark("fault", fault="delay", conn=link.conn, dir=direction, seconds=delay)
         self.faults = remaining
         return data, split, delay
 
@@ -430,6 +443,9 @@ class TcpRuntime:
         self.session.push_state()
 
     async def _half_close(self, link: _Link, direction: str) -> None:
+        if not link.eof and not link.closed:  # the first side to close: say who
+            side = "client" if direction == "c2s" else "server"
+            self._mark("half-closed", conn=link.conn, side=side, reason=f"the {side} closed the connection")
         link.eof.add(direction)
         writer = link.writers[direction]
         with contextlib.suppress(Exception):
@@ -445,6 +461,7 @@ class TcpRuntime:
         t = self._now()
         self._dissect(link, link.dissector.close(), t)
         self.session.end_connection(link.conn, t)
+        self._mark("closed", conn=link.conn)
         for writer in link.writers.values():
             writer.close()
         for item in [h for h in self.held if h.link is link]:
@@ -492,9 +509,17 @@ class TcpRuntime:
         if args.get("dir") not in (None, "c2s", "s2c"):
             raise SessionError("dir is 'c2s' or 's2c'")
         if name == "kill":
-            await self._kill(args.get("peer", args.get("side", "server")))
+            side = args.get("peer", args.get("side", "server"))
+            await self._kill(side)
+            self._mark("fault", fault="kill", peer=side)
             return
+        peer = args.get("peer")
+        if peer is not None and args.get("dir") is None and name != "close":
+            if peer not in ("server", "client"):
+                raise SessionError("peer is 'server' or 'client'")
+            args = {**args, "dir": "s2c" if peer == "server" else "c2s"}  # the direction that peer writes
         if name == "close":
+            self._mark("fault", fault="close", side=peer or "server")
             for link in list(self.links.values()):
                 for writer in link.writers.values():
                     with contextlib.suppress(Exception):

@@ -133,6 +133,10 @@ class CaptureSummary(BaseModel):
 class EventPage(BaseModel):
     events: list[Event]
     total: int
+    searched: int | None = Field(None, description="a text search: the elements it looked at")
+    elements: int | None = Field(None, description="a text search: the elements a complete search looks at")
+    partial: bool | None = Field(None, description="a text search the time limit stopped: `total` counts the "
+                                                   "matches in the `searched` elements; `more=1` searches on")
 
 
 class PacketField(BaseModel):
@@ -156,6 +160,10 @@ class PacketResponse(BaseModel):
 Short = Annotated[str, StringConstraints(max_length=255)]
 
 
+# The form's greeting choice -> the engine's strategy (engine/connection.py).
+GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}
+
+
 class PeerConfig(BaseModel):
     """One side of a session."""
 
@@ -168,6 +176,11 @@ class PeerConfig(BaseModel):
     username: Short = ""
     password: Short = ""
     libzmq: bool = Field(False, description="a real libzmq socket (pyzmq) plays this side; tcp mode only")
+    greeting: Literal["libzmq", "full"] = Field(
+        "libzmq", description="how our peer writes its 3.x greeting: `libzmq` (10 + 1 + 53 octets, the signature's "
+        "padding = identity length + 1, so a 1.0 peer reads it as a frame header) or `full` (the 64 octets at "
+        "once, padding zeros: 23/ZMTP's full-greeting strategy)")
+    subscribe: Short = Field("", description="a SUB's subscription (a topic prefix; empty: every message)")
 
 
 class SessionCreate(BaseModel):
@@ -176,6 +189,7 @@ class SessionCreate(BaseModel):
     mode: Literal["simulated", "tcp"] = "simulated"
     server: PeerConfig
     client: PeerConfig
+    autoplay: bool = Field(True, description="play at once; false: the session waits at t=0 for play or step")
 
 
 class SessionCreated(BaseModel):

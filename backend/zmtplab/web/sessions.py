@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 SERVER_IP, CLIENT_IP = "127.0.0.1", "127.0.0.1"
 SIM_SERVER_PORT = 25555
 SIM_CLIENT_PORT = 40000
+LATER_PEER_OPTIONS = {"greeting": "libzmq", "subscribe": ""}  # peer options newer than the export format, by default
 
 
 class SessionError(Exception):
@@ -166,10 +167,12 @@ class Subscriber:
     """One websocket's queue of outgoing messages, each already JSON text, and whether the session's state
     changed since the socket last sent it (`take_state`)."""
 
-    def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None) -> None:
+    def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None,
+                 marks: bool = False) -> None:
         self.items: deque[str] = deque()
         self.limit = limit
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
+        self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
         self.overflowed = False
         self.ended = False
         self.state_due = False
@@ -252,7 +255,8 @@ class Session:
         self.wire_bytes = 0
         self.endpoints: dict[str, ConnEndpoints] = {}
         self.subscribers: set[Subscriber] = set()
-        self.log_subscribers = 0  # how many of them want `log` messages (kept by subscribe/unsubscribe)
+        self.log_subscribers = 0  # how many of them want `log` messages, all or marks (kept by (un)subscribe)
+        self.full_log_subscribers = 0  # how many want all of them
         self.last_active = time.monotonic()
         self.last_detached = time.monotonic()
         self.ended = False
@@ -341,30 +345,39 @@ class Session:
 
     def log(self, entry: dict[str, Any]) -> None:
         """A `log` message (what else happened in a simulated session) for the subscribers that want them."""
-        if not self.log_subscribers:  # the common case for a busy session: the page asks for no log
+        if not self.log_subscribers:  # the common case for a busy session: no socket asks for the log
+            return
+        mark = is_mark(entry)
+        if not mark and not self.full_log_subscribers:  # (the page: marks only, and most entries are bytes)
             return
         text = '{"type":"log","entry":' + dumps(entry) + "}"
         for sub in self.subscribers:
-            if sub.logs:
+            if sub.logs or (mark and sub.marks):
                 sub.put_text(text)
 
     # ---- subscribers
 
-    def subscribe(self, logs: bool = True) -> Subscriber:
-        """A new subscriber that first gets the events so far and the state."""
-        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text)
+    def subscribe(self, logs: bool = True, marks: bool = False) -> Subscriber:
+        """A new subscriber that first gets the events so far and the state (with `marks`, and no `logs`, the
+        marks among the log entries from now on)."""
+        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text,
+                         marks=marks)
         sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
         sub.put(self.state())
         self.subscribers.add(sub)
-        self.log_subscribers = sum(1 for s in self.subscribers if s.logs)
+        self._count_log_subscribers()
         self.touch()
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
-        self.log_subscribers = sum(1 for s in self.subscribers if s.logs)
+        self._count_log_subscribers()
         if not self.subscribers:
             self.last_detached = time.monotonic()
+
+    def _count_log_subscribers(self) -> None:
+        self.log_subscribers = sum(1 for s in self.subscribers if s.logs or s.marks)
+        self.full_log_subscribers = sum(1 for s in self.subscribers if s.logs)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -468,7 +481,13 @@ class Session:
     def export_json(self) -> str:
         """The configuration (passwords hidden) and every event, as JSON text."""
         config = self.config.model_dump(by_alias=True)
+        # Options added later appear only when set: the export of a session that does not use them is unchanged.
+        if config.get("autoplay") is True:
+            del config["autoplay"]
         for side in ("server", "client"):
+            for key, default in LATER_PEER_OPTIONS.items():
+                if config[side].get(key) == default:
+                    del config[side][key]
             if config[side].get("password"):
                 config[side]["password"] = "***"
         head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
@@ -579,6 +598,14 @@ class SessionManager:
             if abandoned or idle or session.ended:
                 log.info("ending session %s (%s)", session.id, "idle" if idle else "abandoned")
                 await self.end(session.id)
+
+
+MARKS = frozenset({"open", "half-closed", "closed", "fault"})
+
+
+def is_mark(entry: dict[str, Any]) -> bool:
+    """A log entry the page marks in its sequence: a connection opened or closed (and why), a fault."""
+    return entry.get("kind") == "link" and entry.get("what") in MARKS
 
 
 def dumps(message: dict[str, Any]) -> str:

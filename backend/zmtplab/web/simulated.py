@@ -25,7 +25,7 @@ from typing import Any
 
 from ..engine.events import WIRE_KINDS
 from ..peers.simulation import Simulation
-from .models import PeerConfig, SessionCreate
+from .models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from .sessions import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
 from .settings import Settings
 
@@ -48,7 +48,7 @@ class SimulatedRuntime:
         self.config = config
         self.settings = settings
         self.sim = Simulation(seed=seed)
-        self.playing = True
+        self.playing = config.autoplay
         self.speed = 1.0
         self.consumed = 0  # how much of sim.events the session has seen
         self.high_water = 0  # the most elements this branch has had (the state's `total`)
@@ -72,7 +72,8 @@ class SimulatedRuntime:
     # ---- setup
 
     def _options(self, cfg: PeerConfig, *, server: bool) -> dict[str, Any]:
-        opts: dict[str, Any] = {"version": cfg.version, "mechanism": cfg.mechanism, "identity": cfg.identity.encode()}
+        opts: dict[str, Any] = {"version": cfg.version, "mechanism": cfg.mechanism, "identity": cfg.identity.encode(),
+                                "strategy": GREETING_STRATEGY[cfg.greeting]}
         if cfg.mechanism == "PLAIN":
             if server:
                 opts["plain_server"] = True
@@ -92,7 +93,8 @@ class SimulatedRuntime:
             self.sim.connect("client", "server")
             for name, peer in (("server", cfg.server), ("client", cfg.client)):
                 if peer.type == "SUB":
-                    self.sim.subscribe(name, b"")  # a SUB that subscribes to nothing would show nothing
+                    # (a SUB that subscribes to nothing would show nothing: the form's topic, or every message)
+                    self.sim.subscribe(name, peer.subscribe.encode())
         except ValueError as exc:
             raise SessionConfigError(str(exc)) from None
         self._absorb()
@@ -312,6 +314,7 @@ class SimulatedRuntime:
             names = sorted({*FAULTS, *FAULT_ALIASES})
             raise SessionError(f"unknown fault {name!r}; one of {', '.join(names)}")
         params = FAULTS[fault].params
+        args = _peer_to_direction(fault, args)
         unknown = [k for k in args if k not in params and not (fault == "split" and k == "count")]
         if unknown:
             raise SessionError(f"fault {name!r} takes no argument {unknown[0]!r}; it takes {', '.join(params)}")
@@ -363,6 +366,23 @@ class SimulatedRuntime:
             self._player.cancel()
             with contextlib.suppress(BaseException):
                 await self._player
+
+
+TRANSPORT_FAULTS = frozenset({"corrupt", "split", "delay", "garbage"})  # they act on one direction (`dir`)
+
+
+def _peer_to_direction(fault: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The page names the peer whose output a fault affects (`peer`): a transport fault takes the direction
+    that peer writes (`dir`), `close` the side that closes."""
+    peer = args.get("peer")
+    if peer is None or (fault not in TRANSPORT_FAULTS and fault != "close"):
+        return args
+    if peer not in ("server", "client"):
+        raise SessionError("peer is 'server' or 'client'")
+    rest = {k: v for k, v in args.items() if k != "peer"}
+    if fault == "close":
+        return {"side": peer, **rest}
+    return {"dir": "s2c" if peer == "server" else "c2s", **rest}
 
 
 def _renumbered(entry: dict[str, Any]) -> dict[str, Any]:

@@ -145,11 +145,13 @@ def _validation_text(exc: ValidationError) -> str:
 
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
-                         settings: SettingsDep, batch: bool = False, log: bool = True) -> None:
+                         settings: SettingsDep, batch: bool = False, log: bool = True,
+                         marks: bool = False) -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
-    uses); `?log=0` leaves the `log` messages out.
+    uses); `?log=0` leaves the `log` messages out, and `?log=0&marks=1` keeps only those that mark the
+    sequence: connections opened and closed (`half-closed` says who closed and why), faults.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
     A bad command is answered with an `error` message; the session goes on.
 
@@ -164,7 +166,7 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
         await websocket.send_text(_error(f"no session with id {session_id!r}"))
         await websocket.close(code=4404)
         return
-    sub = session.subscribe(logs=log)
+    sub = session.subscribe(logs=log, marks=marks)
     most = BATCH_MOST if batch else 1
     clock = batch_clock()
 
