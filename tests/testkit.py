@@ -46,11 +46,15 @@ class LiveServer:
 
         self.app = app
         self.port = free_port()
+        from zmtplab.web.server import uvicorn_config
         from zmtplab.web.wsprotocol import CommandFrameProtocol
 
-        # (The websocket protocol `zmtplab serve` runs, see zmtplab.web.server.)
-        options = {"log_level": "warning", "lifespan": "on", "ws": CommandFrameProtocol, **config}
-        self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, **options)
+        options = {"log_level": "warning", "lifespan": "on", **config}
+        settings = getattr(getattr(app, "state", None), "settings", None)
+        if settings is not None:  # our app: served as `zmtplab serve` serves it (zmtplab.web.server)
+            self.config = uvicorn_config(app, settings, host="127.0.0.1", port=self.port, **options)
+        else:
+            self.config = uvicorn.Config(app, host="127.0.0.1", port=self.port, ws=CommandFrameProtocol, **options)
         self.server = uvicorn.Server(self.config)
         self.thread = threading.Thread(target=self.server.run, name=name, daemon=True)
 

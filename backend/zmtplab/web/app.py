@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .captures import CaptureStore
@@ -45,6 +46,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 CDN = "https://cdn.jsdelivr.net"
 UPLOAD_PATH = "/api/captures"
+CATCH_ALL = "/api/{rest:path}"
 
 
 def _docs_page(openapi_url: str, title: str) -> tuple[bytes, str]:
@@ -62,17 +64,24 @@ class _BodyTooLarge(HTTPException):
     pass
 
 
+class _BodyStalled(HTTPException):
+    pass
+
+
 class SecurityHeaders:
     """Pure ASGI middleware around the whole app (error pages included).
 
-    Adds the security headers to every HTTP response that does not set its own CSP, and
-    refuses request bodies over `max_body` on every route but the capture upload (which
-    streams to disk and enforces its own, larger limit).
+    Adds the security headers to every HTTP response that does not set its own CSP, refuses
+    request bodies over `max_body` on every route but the capture upload (which streams to disk
+    and enforces its own, larger limit), and ends a request whose body stalls for `body_idle`
+    seconds with 408 (a client that declares more than it sends would otherwise hold its request,
+    and an upload slot, forever).
     """
 
-    def __init__(self, app: ASGIApp, max_body: int) -> None:
+    def __init__(self, app: ASGIApp, max_body: int, body_idle: float = 30.0) -> None:
         self.app = app
         self.max_body = max_body
+        self.body_idle = body_idle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -92,23 +101,35 @@ class SecurityHeaders:
                 message = {**message, "headers": headers}
             await send(message)
 
-        if scope["path"].rstrip("/") == UPLOAD_PATH or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             await self.app(scope, receive, send_with_headers)
             return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
-                response = JSONResponse({"detail": f"the request body is larger than {self.max_body} bytes"}, 413)
-                await response(scope, receive, send_with_headers)
-                return
+        max_body = None if scope["path"].rstrip("/") == UPLOAD_PATH else self.max_body
+        if max_body is not None:
+            for name, value in scope.get("headers", []):
+                if name == b"content-length" and value.isdigit() and int(value) > max_body:
+                    response = JSONResponse({"detail": f"the request body is larger than {max_body} bytes"}, 413)
+                    await response(scope, receive, send_with_headers)
+                    return
         seen = 0
+        body_done = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
+            nonlocal seen, body_done
+            if body_done:  # (now it waits for the client to leave, e.g. under a stream: no deadline)
+                return await receive()
+            try:
+                async with asyncio.timeout(self.body_idle):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyStalled(408, f"the request body stalled: no octets for {self.body_idle:g} s",
+                                   headers={"Connection": "close"}) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            if message["type"] == "http.request" and max_body is not None:
                 seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    raise _BodyTooLarge(413, f"the request body is larger than {self.max_body} bytes")
+                if seen > max_body:
+                    raise _BodyTooLarge(413, f"the request body is larger than {max_body} bytes")
             return message
 
         await self.app(scope, limited_receive, send_with_headers)
@@ -118,9 +139,10 @@ class ZmtpLabApp(FastAPI):
     """FastAPI with `SecurityHeaders` outside every other middleware (so 500 pages get the headers too)."""
 
     zmtplab_max_body: int = 1 << 20
+    zmtplab_body_idle: float = 30.0
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack(), self.zmtplab_max_body)
+        return SecurityHeaders(super().build_middleware_stack(), self.zmtplab_max_body, self.zmtplab_body_idle)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -165,6 +187,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.zmtplab_max_body = settings.max_json_body
+    app.zmtplab_body_idle = settings.body_idle_timeout
     app.state.settings = settings
 
     @app.exception_handler(RequestValidationError)
@@ -182,9 +205,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def docs() -> HTMLResponse:
         return HTMLResponse(docs_html, headers={"Content-Security-Policy": docs_csp})
 
-    @app.api_route("/api/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
-    async def no_such_route(rest: str) -> JSONResponse:
-        # Without this the static mount at / would answer unknown API paths with a plain-text 404.
+    @app.api_route(CATCH_ALL, methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    async def no_such_route(rest: str, request: Request) -> JSONResponse:
+        # Without this the static mount at / would answer unknown API paths with a plain-text 404. (It also
+        # matches an existing path with another method, which the router would have answered with 405.)
+        allowed = _allowed_methods(request)
+        if allowed:
+            return JSONResponse({"detail": f"{request.method} is not allowed on /api/{rest}: use {', '.join(allowed)}"},
+                                status_code=405, headers={"Allow": ", ".join(allowed)})
         return JSONResponse({"detail": f"no API route /api/{rest}"}, status_code=404)
 
     frontend = settings.frontend_dir
@@ -193,6 +221,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     else:
         log.warning("no frontend directory at %s; serving the API only", frontend)
     return app
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods the app's routes take on this request's path (empty when no route has the path)."""
+    routes = [r for r in request.app.router.routes if getattr(r, "path", None) != CATCH_ALL]
+    allowed = []
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in routes if not isinstance(route, Mount)):
+            allowed.append(method)
+    return allowed
 
 
 async def _reap(captures: CaptureStore, sessions: SessionManager, interval: float) -> None:

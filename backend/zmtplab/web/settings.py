@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     max_json_body: int = Field(1 << 20, ge=1024, description="largest JSON request body in bytes")
     decode_max_bytes: int = Field(256 * 1024, ge=1, description="largest input of POST /api/decode, in octets")
     decode_max_body: int | None = Field(64 * 1024, description="bodies in decode results are cut to this")
+    max_request_head: int = Field(32 * 1024, ge=1024, description="octets of a request's line and headers; more are "
+                                                                  "refused with 431 (the connection closes)")
+    max_request_headers: int = Field(100, ge=8, description="header fields of one request; more are refused with 431")
+    body_idle_timeout: float = Field(30.0, gt=0, description="seconds a request body may stall (no new octets) before "
+                                                             "the request is ended with 408 (an upload's slot freed)")
 
     # Captures.
     max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1)
@@ -67,6 +72,11 @@ class Settings(BaseSettings):
     list_max_body: int = Field(1024, ge=0, description="bodies in event lists are cut to this many octets")
     event_max_body: int = Field(1024 * 1024, ge=0, description="bodies in a single event are cut to this")
     events_max_limit: int = Field(1000, ge=1, description="most events one page may hold")
+    search_max_seconds: float = Field(10.0, gt=0, description="a text search (`q`) answers after this many seconds "
+                                                              "with what it found so far (`searched` of `elements`); "
+                                                              "`more=1` searches on from there")
+    max_searches_per_client: int = Field(2, ge=1, description="text searches one client address may run at once; "
+                                                              "more are refused with 429")
     packet_cache_size: int = Field(512, ge=0)
     packet_timeout: float = Field(60.0, gt=0, description="seconds tshark may take to decode one packet")
     progress_interval: float = Field(0.25, gt=0, description="seconds between progress messages")

@@ -69,9 +69,7 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
     if ctype != b"multipart/form-data" or not boundary:
         raise UploadProblem(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
                             f"send the capture as multipart/form-data with a field named '{FIELD}'")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes + MULTIPART_OVERHEAD:
-        raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+    check_declared_size(request, max_bytes)
 
     st = _State()
 
@@ -166,6 +164,14 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
     finally:
         await asyncio.to_thread(out.close)
     return UploadResult(st.filename, size, sniffed)
+
+
+def check_declared_size(request: Request, max_bytes: int) -> None:
+    """Raises 413 when the request's Content-Length already says the file cannot fit within `max_bytes` (before
+    anything else is checked: a size the server never takes is the answer, not a disk that cannot hold it)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes + MULTIPART_OVERHEAD:
+        raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
 
 
 def _sniff(head: bytes) -> str:

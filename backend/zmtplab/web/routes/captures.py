@@ -6,6 +6,8 @@ import asyncio
 import errno
 import json
 import shutil
+import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -15,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from ...engine.events import WIRE_KINDS
 from ..captures import CaptureNotFound, CaptureNotReady
 from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
-from ..eventstore import public
+from ..eventstore import SearchCancelled, SearchLimits, public
 from ..limits import client_address
 from ..models import (
     CaptureCreated,
@@ -27,7 +29,8 @@ from ..models import (
     Progress,
 )
 from ..packets import PacketDecodeError, PacketNotFound
-from ..uploads import receive_capture
+from ..searches import run_until_disconnect
+from ..uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
 
@@ -72,14 +75,15 @@ async def upload_capture(request: Request, store: CaptureStoreDep, settings: Set
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
                             f"this address already has {settings.max_captures_per_client} captures on the server "
                             "(the limit); delete one, or wait until they expire")
+    check_declared_size(request, settings.max_upload_bytes)
     declared = request.headers.get("content-length", "")
     needed = int(declared) if declared.isdigit() else 0
-    free = await asyncio.to_thread(_free_disk, store.root)
-    if free is not None and free - needed < settings.min_free_disk:
-        raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, _disk_full(free))
-    store.uploading[client] = store.uploading.get(client, 0) + 1
+    store.uploading[client] = store.uploading.get(client, 0) + 1  # before any await: concurrent uploads see it
     directory = None
     try:
+        free = await asyncio.to_thread(_free_disk, store.root)
+        if free is not None and free - needed < settings.min_free_disk:
+            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, _disk_full(free))
         capture_id, directory = await asyncio.to_thread(store.new_id)
         result = await receive_capture(request, directory / "capture", settings.max_upload_bytes)
         await store.add(capture_id, directory, result.filename or "capture", result.size, client)
@@ -157,9 +161,12 @@ def _kinds(kind: str | None) -> list[str] | None:
 
 
 @router.get("/{capture_id}/events", response_model=EventPage, summary="A page of events",
-            responses={**NOT_FOUND, **NOT_READY})
+            responses={**NOT_FOUND, **NOT_READY,
+                       429: {"model": ErrorResponse, "description": "this client already runs as many searches as "
+                                                                   "the server allows"}})
 async def capture_events(
     capture_id: CaptureId,
+    request: Request,
     store: CaptureStoreDep,
     settings: SettingsDep,
     conn: Annotated[str | None, Query(max_length=64, description="one connection (all when left out)")] = None,
@@ -168,12 +175,18 @@ async def capture_events(
     kind: Annotated[str | None, Query(max_length=200, description="kinds, comma-separated")] = None,
     q: Annotated[str | None, Query(max_length=200, description="text: command, socket type, body (text or "
                                                                  "hex), expert text")] = None,
+    more: Annotated[bool, Query(description="1 to search on where the time limit stopped the same search "
+                                            "before (else its partial result is answered as it stands)")] = False,
     fields: Annotated[bool, Query(description="1 to include each event's fields")] = False,
 ) -> Response:
     """Events in stream order. Each has `index`, its position within its connection; `total` counts the matches.
 
     Without `conn` the events of every connection are listed in capture order. Bodies are cut to the
     server's list limit (then `truncated` is set); `GET .../events/{index}` gives more.
+
+    A text search (`q`) also answers `searched` and `elements` (how many elements it looked at, of how
+    many) and `partial`: true when the server's time limit stopped it, `total` then counts the matches
+    found so far. It is cancelled when the client goes away, and one client may run only a few at once.
     """
     kinds = _kinds(kind)
     limit = min(limit, settings.events_max_limit)
@@ -186,14 +199,33 @@ async def capture_events(
     if conn is not None and conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
 
-    def work() -> bytes:
-        events, total = events_store.page(conn, offset, limit, kinds=kinds, q=q or None)
+    def work(cancel: threading.Event | None = None) -> bytes:
+        limits = SearchLimits(time.monotonic() + settings.search_max_seconds, cancel, more)
+        found = events_store.listing(conn, offset, limit, kinds=kinds, q=q or None, limits=limits)
         if fields:
-            events_store.fields_of(events)
-        body = [public(ev, settings.list_max_body) for ev in events]
-        return _dumps({"events": body, "total": total})
+            events_store.fields_of(found.events)
+        out: dict[str, Any] = {"events": [public(ev, settings.list_max_body) for ev in found.events],
+                               "total": found.total}
+        if found.searched is not None:
+            out.update(searched=found.searched, elements=found.elements, partial=found.partial)
+        return _dumps(out)
 
-    return Response(await asyncio.to_thread(work), media_type="application/json")
+    if not q:
+        return Response(await asyncio.to_thread(work), media_type="application/json")
+    client = client_address(request)
+    if not store.searches.take(client):
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
+                            f"this address already runs {settings.max_searches_per_client} searches (the limit); "
+                            "wait for one to answer")
+    try:
+        body, gone = await run_until_disconnect(request, work)
+    except SearchCancelled:
+        gone, body = True, None
+    finally:
+        store.searches.release(client)
+    if gone or body is None:
+        return Response(status_code=499)  # (nobody reads it: the client went away)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/{capture_id}/events/{index}", response_model=Event, summary="One event with its fields",

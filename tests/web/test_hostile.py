@@ -1,0 +1,185 @@
+"""Hostile clients on loopback (issue 17): each test reproduces one probe and checks the bound that answers it.
+
+Every loop is bounded in count and in time; every server listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from webkit import REPO, TestClient, make_settings, upload
+
+from testkit import LiveServer
+from zmtplab.web import create_app
+
+pytestmark = pytest.mark.timeout(90)
+
+CAPTURE = REPO / "captures" / "req_rep.pcapng"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A real uvicorn server as `zmtplab serve` runs it, with short body deadlines and few uploads per address."""
+    settings = make_settings(tmp_path_factory.mktemp("hostile"), body_idle_timeout=1.0, max_captures_per_client=3,
+                             max_request_head=16 * 1024, max_request_headers=100, dissect_executor="thread")
+    with LiveServer(create_app(settings), name="hostile-server") as srv:
+        yield srv
+
+
+def exchange(port: int, data: bytes, *, timeout: float = 10.0) -> bytes:
+    """Sends `data` on a new connection and reads until the server closes it (or `timeout`)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        # (The server may answer and close before taking it all: the answer is still there to read.)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            s.sendall(data)
+        return read_all(s, timeout)
+
+
+def read_all(s: socket.socket, timeout: float) -> bytes:
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except (TimeoutError, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def status_of(response: bytes) -> int:
+    assert response.startswith(b"HTTP/1.1 "), response[:200]
+    return int(response[9:12])
+
+
+def healthy(server: LiveServer) -> bool:
+    return httpx.get(f"{server.base}/api/health", timeout=10).status_code == 200
+
+
+# ---------------------------------------------------------------- 3. request heads
+
+
+def test_huge_header_is_431(server: LiveServer) -> None:
+    for size in (1 << 20, 10 << 20):
+        head = b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * size + b"\r\n\r\n"
+        response = exchange(server.port, head)
+        assert status_of(response) == 431, response[:200]
+        assert b"larger than 16384 octets" in response
+    assert healthy(server)
+
+
+def test_too_many_headers_is_431(server: LiveServer) -> None:
+    fields = b"".join(b"X-H%d: v\r\n" % n for n in range(2000))
+    response = exchange(server.port, b"GET /api/health HTTP/1.1\r\nHost: x\r\n" + fields + b"\r\n")
+    assert status_of(response) == 431 and b"more than 100 header fields" in response
+    # A hundred fields are fine.
+    fields = b"".join(b"X-H%d: v\r\n" % n for n in range(98))
+    response = exchange(server.port, b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + fields + b"\r\n")
+    assert status_of(response) == 200
+
+
+def test_unfinished_heads_are_cut_off(server: LiveServer) -> None:
+    # Heads that never end: each is refused once past the limit, not kept in memory.
+    sockets = []
+    try:
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sockets.append(s)
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for _ in range(64):  # up to 4 MiB, never the end of the head
+                    s.sendall(b"b" * 65536)
+        for s in sockets:
+            response = read_all(s, 10)
+            assert status_of(response) == 431, response[:200]
+    finally:
+        for s in sockets:
+            s.close()
+    assert healthy(server)
+
+
+# ---------------------------------------------------------------- 4. request bodies
+
+
+def stalled_upload(port: int, declared: int = 100_000) -> socket.socket:
+    """An upload that declares `declared` octets and sends the first few hundred only."""
+    body = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pcapng\"\r\n"
+            b"Content-Type: application/octet-stream\r\n\r\n" + CAPTURE.read_bytes()[:200])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST /api/captures HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+              b"Content-Length: %d\r\n\r\n" % declared + body)
+    return s
+
+
+def test_stalled_bodies_time_out_and_free_their_upload_slots(server: LiveServer) -> None:
+    sockets = [stalled_upload(server.port) for _ in range(20)]
+    try:
+        started = time.monotonic()
+        statuses = [status_of(read_all(s, 10)) for s in sockets]
+        # The first three take the address's slots and are ended at the 1 s deadline; the others find no slot.
+        assert statuses.count(408) == 3 and statuses.count(429) == 17, statuses
+        assert time.monotonic() - started < 8
+    finally:
+        for s in sockets:
+            s.close()
+    # The address may upload again: the stalled uploads held its three slots only while they ran.
+    with httpx.Client(base_url=server.base, timeout=30) as c:
+        r = upload(c, CAPTURE)
+        assert r.status_code == 201, r.text
+        assert c.delete(f"/api/captures/{r.json()['id']}").status_code == 204
+    # A stalled JSON body too.
+    body = b'{"hex": "04 29"'
+    response = exchange(server.port, b"POST /api/decode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: 1000\r\n\r\n" + body)
+    assert status_of(response) == 408
+
+
+def test_a_slow_body_that_keeps_moving_is_not_cut(server: LiveServer) -> None:
+    data = CAPTURE.read_bytes()
+    body = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pcapng\"\r\n\r\n" + data
+            + b"\r\n--b--\r\n")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"POST /api/captures HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                  b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n" % len(body))
+        step = len(body) // 4 + 1
+        for n in range(0, len(body), step):  # 4 pieces over about 2 s: no pause reaches the 1 s deadline
+            s.sendall(body[n:n + step])
+            time.sleep(0.5)
+        response = read_all(s, 10)
+    assert status_of(response) == 201, response[:300]
+    capture_id = json.loads(response.split(b"\r\n\r\n", 1)[1])["id"]
+    assert httpx.delete(f"{server.base}/api/captures/{capture_id}").status_code == 204
+
+
+# ---------------------------------------------------------------- 6. small wrong answers
+
+
+def test_declared_size_over_the_limit_is_413_before_the_disk_check(tmp_path: Path) -> None:
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        r = c.post("/api/captures", content=b"--b\r\n",
+                   headers={"content-type": "multipart/form-data; boundary=b", "content-length": "999999999999"})
+        assert r.status_code == 413, r.text
+        assert "limit" in r.json()["detail"]
+
+
+def test_a_wrong_method_is_405_with_allow(tmp_path: Path) -> None:
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        for method, path, allow in [("PUT", "/api/health", "GET"), ("GET", "/api/classes", "POST"),
+                                    ("DELETE", "/api/decode", "POST"), ("PATCH", "/api/captures", "POST"),
+                                    ("POST", "/api/captures/" + "a" * 32 + "/events", "GET")]:
+            r = c.request(method, path)
+            assert r.status_code == 405, (method, path, r.status_code, r.text)
+            assert allow in r.headers["allow"].split(", "), r.headers
+            assert method in r.json()["detail"]
+        r = c.get("/api/no-such-thing")
+        assert r.status_code == 404 and "allow" not in r.headers
