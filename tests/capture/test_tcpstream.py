@@ -290,18 +290,65 @@ def test_truncated_out_of_order_segment_gap_is_reported_when_reached():
     assert bytes(streams["0", "c2s"]) == b"0123456789ab" + bytes(8) + b"z"
 
 
-def test_hole_acknowledged_by_the_peer_is_a_gap_immediately():
+def test_hole_acknowledged_by_the_peer_is_a_gap_immediately_without_a_reorder_window():
     packets = [
         *handshake(0, 9000),
         seg(4, 1, b"a" * 100),
         seg(5, 201, b"c" * 100),  # 101..200 was lost by the capture
         seg(6, 9001, flags=ACK, c2s=False, ack=301),  # ...but the receiver has it
     ]
-    r = TcpReassembler()
+    r = TcpReassembler(reorder_window=0)
     events = [e for p in packets for e in r.feed(p)]
     gaps = [e for e in events if isinstance(e, StreamGap)]
     assert [(g.offset, g.length, g.packet) for g in gaps] == [(100, 100, 6)]
     assert events[-1] == StreamData("0", "c2s", 200, b"c" * 100, 5, 5.0)
+
+
+def test_acknowledged_hole_becomes_a_gap_once_the_reorder_window_has_passed():
+    r = TcpReassembler(reorder_window=3)
+    for p in [*handshake(0, 9000), seg(4, 1, b"a" * 100), seg(5, 201, b"c" * 100)]:
+        r.feed(p)
+    assert r.feed(seg(6, 9001, flags=ACK, c2s=False, ack=301)) == []
+    for n in (7, 8, 9):  # three later packets may still bring bytes 100..199
+        assert r.feed(seg(n, 9001, flags=ACK, c2s=False, ack=301, ts=float(n))) == []
+    events = r.feed(seg(10, 9001, flags=ACK, c2s=False, ack=301))
+    # the gap names the ACK that proved the bytes were sent, and the buffered bytes follow it
+    assert events == [StreamGap("0", "c2s", 100, 100, 6, 6.0), StreamData("0", "c2s", 200, b"c" * 100, 5, 5.0)]
+
+
+def test_segment_written_after_the_ack_that_covers_it_fills_the_hole():
+    # Issue 15.1: multi-queue NICs, -i any and merged captures write a segment after its ACK.
+    body = bytes(range(256)) * 512  # 128 KiB in four 32 KiB segments, like large.pcapng
+    segs = split(body, 0, [32768], first=4)
+    packets = [*handshake(0, 9000), segs[0], segs[1], segs[3],
+               seg(8, 9001, flags=ACK, c2s=False, ack=1 + len(body)),  # the receiver has all of it...
+               segs[2]]  # ...and the capture too, one packet late
+    events = run(packets)
+    streams, gaps, _ = collect(events)
+    assert not gaps
+    assert bytes(streams["0", "c2s"]) == body
+    assert [e.packet for e in events if isinstance(e, StreamData)] == [4, 5, 6, 7]
+
+
+def test_ack_between_several_holes_gives_up_only_what_it_covers_up_to_each_buffered_byte():
+    packets = [
+        *handshake(0, 9000),
+        seg(4, 1, b"a" * 100),  # 0..99
+        seg(5, 201, b"c" * 100),  # 200..299 (hole 100..199)
+        seg(6, 401, b"e" * 100),  # 400..499 (hole 300..399)
+        seg(7, 601, b"g" * 100),  # 600..699 (hole 500..599)
+        seg(8, 9001, flags=ACK, c2s=False, ack=351),  # lands inside the second hole
+    ]
+    r = TcpReassembler(reorder_window=0)
+    events = [e for p in packets for e in r.feed(p)]
+    # The gaps stop at the first buffered byte: 100..199 is one gap, not 100..349; 300..349 is a
+    # second one; 350..399 may still come (the ACK does not cover it), so nothing after it moves.
+    assert [(type(e).__name__, e.offset, getattr(e, "length", len(getattr(e, "data", b"")))) for e in events[-3:]] \
+        == [("StreamGap", 100, 100), ("StreamData", 200, 100), ("StreamGap", 300, 50)]
+    events = r.feed(seg(9, 351, b"d" * 50))  # the retransmission of the rest fills the second hole
+    assert [(e.offset, e.data[:1], len(e.data)) for e in events] == [(350, b"d", 50), (400, b"e", 100)]
+    tail = r.finish()
+    assert [(type(e).__name__, e.offset) for e in tail[:2]] == [("StreamGap", 500), ("StreamData", 600)]
 
 
 def test_ack_short_of_the_buffered_data_only_gives_up_what_it_covers():
@@ -311,12 +358,20 @@ def test_ack_short_of_the_buffered_data_only_gives_up_what_it_covers():
         seg(5, 301, b"d" * 100),
         seg(6, 9001, flags=ACK, c2s=False, ack=151),  # 101..150 received by the peer, 151.. not yet
     ]
-    r = TcpReassembler()
+    r = TcpReassembler(reorder_window=0)
     events = [e for p in packets for e in r.feed(p)]
     assert [(g.offset, g.length) for g in events if isinstance(g, StreamGap)] == [(100, 50)]
     # the retransmission of the rest still fills the hole
     events = r.feed(seg(7, 151, b"b" * 150))
     assert [(e.offset, len(e.data)) for e in events] == [(150, 150), (300, 100)]
+
+
+def test_snaplen_cut_is_filled_by_a_full_retransmission_later_in_the_capture():
+    packets = [*handshake(0, 9000), seg(4, 1, b"0123456789"), seg(5, 11, b"ab", missing=8),
+               seg(6, 21, b"tail"), seg(7, 11, b"abcdefghij")]  # the same segment again, whole
+    streams, gaps, _ = collect(run(packets))
+    assert not gaps
+    assert bytes(streams["0", "c2s"]) == b"0123456789abcdefghijtail"
 
 
 def test_out_of_order_buffer_is_bounded_and_overflow_becomes_a_gap():

@@ -20,28 +20,42 @@ Rules, in the order a segment meets them:
 * Duplicates and overlaps. Bytes before the delivery point are dropped (retransmissions,
   keep-alive and zero-window probes at seq-1). Overlapping out-of-order segments keep the bytes
   seen FIRST (the usual policy of reassemblers and of Linux/BSD stacks); a later segment only fills
-  what is still uncovered. Bytes known to be missing (snaplen) count as covered too.
-* Gaps. A hole is a range not yet seen while later bytes of the same direction are buffered (or
-  its FIN is known). It becomes a `StreamGap` when:
-  1. the other side ACKs past the hole start: the receiver got those bytes, so the capture lost
-     them. The gap runs up to the ACK but never past the first buffered byte or the FIN; the rest
-     of a hole may still be filled by a retransmission. (An ACK past the last byte seen, with
-     nothing buffered and no FIN known, proves nothing: it may only cover an unseen FIN.)
-  2. the bytes or segments buffered past holes exceed `max_buffer` / `max_segments` for one
-     direction, or `max_total_buffer` for all connections: the first hole is given up;
-  3. the connection ends (RST, a reused port pair, or `finish()` at the end of the capture):
+  what is still uncovered. Bytes a frame carried but the capture cut off (snaplen) do not count
+  as seen: a retransmission that holds them fills them in.
+* Gaps. The rule: a byte the capture contains is never reported missing, and a byte it lacks is
+  always reported missing, exactly (offset and length), within the bounds below. Captures are
+  often written out of order (multi-queue NICs, `-i any`, merged files), so a segment may come
+  after the ACK that covers it; a hole is therefore held open for `reorder_window` later packets
+  (of the whole capture) after the evidence that its bytes exist, and a late segment fills it.
+  A hole is a range not yet seen while later bytes of the same direction are buffered (or its
+  FIN is known). It becomes a `StreamGap` when:
+  1. the other side ACKed past the hole start (the receiver got those bytes) and
+     `reorder_window` packets have passed since that ACK without bringing them. Every hole below
+     the ACK is then given up, each gap running up to the ACK but never past the next buffered
+     byte or the FIN; the rest of a hole may still be filled by a retransmission. (An ACK past
+     the last byte seen, with nothing buffered and no FIN known, proves nothing: it may only
+     cover an unseen FIN.)
+  2. bytes a segment carried that the capture cut off (`TcpPacket.missing`, snaplen) were not
+     brought by any of the next `reorder_window` packets: a gap of exactly that offset and
+     length, reported when the stream reaches them;
+  3. the bytes or segments buffered past holes exceed `max_buffer` / `max_segments` for one
+     direction, or `max_total_buffer` for all connections: the first hole is given up at once
+     (this and the window bound memory; they, and a segment written after its connection's RST,
+     are the only ways a byte the capture holds can still be reported missing);
+  4. the connection ends (RST, a reused port pair, or `finish()` at the end of the capture):
      every remaining hole is reported, up to the FIN when one was seen.
-  Bytes a segment carried that the capture cut off (`TcpPacket.missing`, snaplen) are a gap of
-  exactly that offset and length, reported when the stream reaches them. A retransmission that
-  arrives after its bytes were declared a gap is dropped like any other old data.
+  A retransmission that arrives after its bytes were declared a gap is dropped like any other
+  old data. `reorder_window=0` reports ACKed holes and snaplen cuts at once.
 * Each `StreamData` names the frame that carried its bytes (`packet`, `ts`), so data released
-  from the out-of-order buffer keeps its own frame; gap and close events name the frame whose
-  arrival decided them.
+  from the out-of-order buffer keeps its own frame; a gap names the frame that showed the bytes
+  missing (the ACK, the cut frame) or whose arrival decided it (buffer limits, the close); close
+  events name the frame whose arrival decided them.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right, insort
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -153,7 +167,7 @@ class _Conn:
 class _Half:
     """One direction of a connection."""
 
-    __slots__ = ("base", "conn", "dir", "fin", "isn", "next", "peer", "pending", "pending_bytes")
+    __slots__ = ("acked", "base", "conn", "dir", "fin", "isn", "next", "peer", "pending", "pending_bytes")
 
     def __init__(self, conn: _Conn, direction: Direction) -> None:
         self.conn = conn
@@ -163,10 +177,12 @@ class _Half:
         self.isn: int | None = None  # raw ISN when the SYN was seen
         self.next = 0  # next offset to deliver
         self.fin: int | None = None  # offset of the FIN, once seen
-        # Out-of-order entries [start, end, bytes | None, packet, ts]; None marks bytes known to be
-        # missing. Sorted by start, non-overlapping; packet/ts are those of the carrying frame.
+        # Out-of-order entries [start, end, bytes | None, packet, ts, due]; None marks bytes a frame
+        # carried but the capture cut off (snaplen), which later bytes may still fill until `due`
+        # (a packet count). Sorted by start, non-overlapping; packet/ts are those of the carrying frame.
         self.pending: list[list] = []
         self.pending_bytes = 0
+        self.acked = 0  # the highest offset an ACK proved received, once it covered a hole
 
     def offset(self, seq: int) -> int:
         """Unwrap a raw sequence number into a stream offset near the delivery point."""
@@ -180,31 +196,45 @@ class TcpReassembler:
     """Reassembles TCP connections from segments fed in capture order (see the module docstring).
 
     `max_buffer` / `max_segments` bound one direction's out-of-order buffer, `max_total_buffer`
-    all of them together; `idle_timeout` (seconds of capture time) decides when a quiet port
-    pair counts as a new connection and when closed connections are forgotten.
+    all of them together; `reorder_window` is how many later packets (of the whole capture) may
+    still bring bytes an ACK or a snaplen cut showed missing before they are reported as a gap
+    (0: at once); `idle_timeout` (seconds of capture time) decides when a quiet port pair counts
+    as a new connection and when closed connections are forgotten.
     """
 
     def __init__(self, *, max_buffer: int = 4 << 20, max_segments: int = 4096,
-                 max_total_buffer: int = 64 << 20, idle_timeout: float = 120.0) -> None:
+                 max_total_buffer: int = 64 << 20, reorder_window: int = 1024,
+                 idle_timeout: float = 120.0) -> None:
+        if reorder_window < 0:
+            raise ValueError(f"reorder_window must be >= 0, not {reorder_window}")
         self.max_buffer = max_buffer
         self.max_segments = max_segments
         self.max_total_buffer = max_total_buffer
+        self.reorder_window = reorder_window
         self.idle_timeout = idle_timeout
         self._flows: dict[tuple, _Half] = {}  # (src, sport, dst, dport) -> the sending half
         self._conns: dict[str, _Conn] = {}  # connections still in the table, by id
         self._next_id = 0
         self._total_pending = 0
         self._fed = 0
+        self._count = 0  # every packet fed, the clock of `reorder_window`
+        # Holes waiting for late bytes, oldest first: (due, half, upto | None, packet, ts). At
+        # `due` the holes below `upto` are given up (None: a snaplen cut is reported when reached).
+        self._waiting: deque[tuple[int, _Half, int | None, int, float]] = deque()
 
     # ------------------------------------------------------------------ public API
 
     def feed(self, pkt: Segment) -> list[StreamEvent]:
         """Take one captured segment; return the stream events it causes (often one StreamData)."""
+        self._count += 1
         key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
         half = self._flows.get(key)
         flags = pkt.flags
+        out: list[StreamEvent] = []
+        if self._waiting and self._waiting[0][0] < self._count:
+            self._expire(out)
         # Fast path: an established direction, no SYN/FIN/RST, payload exactly where expected.
-        if (half is not None and not flags & 0x07 and half.base is not None and not pkt.missing
+        elif (half is not None and not flags & 0x07 and half.base is not None and not pkt.missing
                 and not half.pending and half.fin is None and not half.conn.closed
                 and not half.peer.pending and half.peer.fin is None):
             conn = half.conn
@@ -212,12 +242,11 @@ class TcpReassembler:
             conn.last_packet = pkt.number
             payload = pkt.payload
             if not payload:
-                return []
+                return out
             off = half.next
             if ((pkt.seq - half.base) & _MASK) == (off & _MASK):
                 half.next = off + len(payload)
                 return [StreamData(conn.id, half.dir, off, payload, pkt.number, pkt.ts)]
-        out: list[StreamEvent] = []
         self._slow(pkt, key, half, out)
         self._fed += 1
         if self._fed & 0xFFF == 0:
@@ -233,6 +262,7 @@ class TcpReassembler:
                 self._close(conn, "fin" if both_fin else "end-of-capture", conn.last_ts, conn.last_packet, out)
         self._conns.clear()
         self._flows.clear()
+        self._waiting.clear()
         return out
 
     # ------------------------------------------------------------------ connections
@@ -313,7 +343,7 @@ class TcpReassembler:
                 self._set_fin(half, off + len(payload) + missing)
         if flags & _ACK:
             self._acked(half.peer, pkt.ack, pkt, out)
-        self._maybe_closed(conn, pkt, out)
+        self._maybe_closed(conn, pkt.number, pkt.ts, out)
 
     def _set_fin(self, half: _Half, fin: int) -> None:
         half.fin = fin
@@ -361,13 +391,22 @@ class TcpReassembler:
         elif payload:
             self._insert(half, off, end, payload, pkt)
         if gend > end:
-            self._insert(half, end, gend, None, pkt)
-        self._drain(half, pkt, out)
+            # A snaplen cut: the bytes exist, and a retransmission later in the capture may hold them.
+            due = self._count + self.reorder_window
+            self._insert(half, end, gend, None, pkt, due)
+            if self.reorder_window:
+                self._waiting.append((due, half, None, pkt.number, pkt.ts))
+        self._drain(half, pkt.number, pkt.ts, out)
         self._enforce_limits(half, pkt, out)
 
-    def _insert(self, half: _Half, start: int, end: int, data: bytes | None, pkt: Segment) -> None:
-        """Buffer [start, end) beyond the delivery point, keeping bytes already buffered (first seen)."""
+    def _insert(self, half: _Half, start: int, end: int, data: bytes | None, pkt: Segment, due: int = 0) -> None:
+        """Buffer [start, end) beyond the delivery point, keeping bytes already buffered (first seen).
+
+        Real bytes replace bytes buffered as cut off by snaplen: the capture holds them after all.
+        """
         pend = half.pending
+        if data is not None:
+            self._uncover(pend, start, end)
         pieces = []
         cur = start
         for i in range(max(bisect_right(pend, start, key=_first) - 1, 0), len(pend)):
@@ -385,18 +424,41 @@ class TcpReassembler:
             pieces.append((cur, end))
         for a, b in pieces:
             if data is None:
-                insort(pend, [a, b, None, pkt.number, pkt.ts], key=_first)
+                insort(pend, [a, b, None, pkt.number, pkt.ts, due], key=_first)
             else:
-                insort(pend, [a, b, data[a - start:b - start], pkt.number, pkt.ts], key=_first)
+                insort(pend, [a, b, data[a - start:b - start], pkt.number, pkt.ts, 0], key=_first)
                 half.pending_bytes += b - a
                 self._total_pending += b - a
 
-    def _drain(self, half: _Half, pkt: Segment, out: list[StreamEvent]) -> None:
-        """Deliver buffered entries that now start at the delivery point (data keeps its carrier frame)."""
+    @staticmethod
+    def _uncover(pend: list[list], start: int, end: int) -> None:
+        """Cut [start, end) out of the snaplen entries (data None) of `pend`."""
+        i = max(bisect_right(pend, start, key=_first) - 1, 0)
+        while i < len(pend) and pend[i][0] < end:
+            entry = pend[i]
+            s, e = entry[0], entry[1]
+            if entry[2] is not None or e <= start:
+                i += 1
+                continue
+            parts = []
+            if s < start:
+                parts.append([s, start, None, *entry[3:]])
+            if e > end:
+                parts.append([end, e, None, *entry[3:]])
+            pend[i:i + 1] = parts
+            i += len(parts)
+
+    def _drain(self, half: _Half, packet: int, ts: float, out: list[StreamEvent], *, force: bool = False) -> None:
+        """Deliver buffered entries that now start at the delivery point (data keeps its carrier frame).
+
+        A snaplen cut is reported once its `due` has passed (or with `force`); until then it waits.
+        """
         pend = half.pending
         done = 0
-        for start, end, data, packet, ts in pend:
+        for start, end, data, carrier, carrier_ts, due in pend:
             if start > half.next:
+                break
+            if data is None and end > half.next and due > self._count and not force:
                 break
             done += 1
             self._forget(half, data, end - start)
@@ -407,10 +469,10 @@ class TcpReassembler:
                     data = data[half.next - start:]
                 start = half.next
             if data is None:
-                # A snaplen cut: certain since its frame was read, reported now that it is reached.
-                self._gap(half, start, end - start, pkt.number, pkt.ts, out)
+                # A snaplen cut no later packet filled: missing, as its own frame showed.
+                self._gap(half, start, end - start, carrier, carrier_ts, out)
             else:
-                out.append(StreamData(half.conn.id, half.dir, start, data, packet, ts))
+                out.append(StreamData(half.conn.id, half.dir, start, data, carrier, carrier_ts))
             half.next = end
         if done:
             del pend[:done]
@@ -436,41 +498,73 @@ class TcpReassembler:
     def _enforce_limits(self, half: _Half, pkt: Segment, out: list[StreamEvent]) -> None:
         while half.pending and (half.pending_bytes > self.max_buffer or len(half.pending) > self.max_segments):
             self._skip_hole(half, half.pending[0][0], pkt.number, pkt.ts, out)
-            self._drain(half, pkt, out)
+            self._drain(half, pkt.number, pkt.ts, out, force=True)
         while self._total_pending > self.max_total_buffer:
             fattest = max((h for c in self._conns.values() for h in (c.c2s, c.s2c)),
                           key=lambda h: h.pending_bytes)
             if not fattest.pending:
                 break
             self._skip_hole(fattest, fattest.pending[0][0], pkt.number, pkt.ts, out)
-            self._drain(fattest, pkt, out)
-            self._maybe_closed(fattest.conn, pkt, out)
+            self._drain(fattest, pkt.number, pkt.ts, out, force=True)
+            self._maybe_closed(fattest.conn, pkt.number, pkt.ts, out)
 
     def _acked(self, half: _Half, ack: int, pkt: Segment, out: list[StreamEvent]) -> None:
-        """The peer acknowledged `half`'s bytes up to raw `ack`: holes below that are capture loss."""
+        """The peer acknowledged `half`'s bytes up to raw `ack`: holes below that are capture loss,
+        unless one of the next `reorder_window` packets brings them (a capture written out of order)."""
         if half.base is None or not (half.pending or half.fin is not None):
             return
-        limit = half.pending[0][0] if half.pending else half.fin
-        if half.fin is not None:
-            limit = min(limit, half.fin)  # type: ignore[type-var]
-        upto = min(half.offset(ack), limit)  # type: ignore[type-var]
-        if upto > half.next:
-            self._skip_hole(half, upto, pkt.number, pkt.ts, out)
-            self._drain(half, pkt, out)
+        upto = half.offset(ack)
+        if upto <= half.next or upto <= half.acked:
+            return
+        half.acked = upto
+        if self.reorder_window:
+            self._waiting.append((self._count + self.reorder_window, half, upto, pkt.number, pkt.ts))
+        else:
+            self._give_up(half, upto, pkt.number, pkt.ts, out)
+
+    def _give_up(self, half: _Half, upto: int, packet: int, ts: float, out: list[StreamEvent]) -> None:
+        """Report the holes below `upto` as gaps; a gap never runs past a buffered byte or the FIN."""
+        while half.next < upto:
+            if half.pending:
+                limit = half.pending[0][0]
+            elif half.fin is not None:
+                limit = half.fin
+            else:
+                break  # nothing seen beyond: the ACK may only cover an unseen FIN
+            if half.fin is not None:
+                limit = min(limit, half.fin)
+            before = half.next
+            self._skip_hole(half, min(upto, limit), packet, ts, out)
+            self._drain(half, packet, ts, out)
+            if half.next == before:
+                break  # a snaplen cut still waiting for its bytes
+
+    def _expire(self, out: list[StreamEvent]) -> None:
+        """Give up the holes whose window of late packets has passed."""
+        waiting, count = self._waiting, self._count
+        while waiting and waiting[0][0] < count:
+            _due, half, upto, packet, ts = waiting.popleft()
+            if half.conn.closed:
+                continue
+            if upto is None:
+                self._drain(half, packet, ts, out)
+            else:
+                self._give_up(half, upto, packet, ts, out)
+            self._maybe_closed(half.conn, packet, ts, out)
 
     # ------------------------------------------------------------------ closing
 
-    def _maybe_closed(self, conn: _Conn, pkt: Segment, out: list[StreamEvent]) -> None:
+    def _maybe_closed(self, conn: _Conn, packet: int, ts: float, out: list[StreamEvent]) -> None:
         c2s, s2c = conn.c2s, conn.s2c
         if (not conn.closed and c2s.fin is not None and s2c.fin is not None
                 and c2s.next >= c2s.fin and s2c.next >= s2c.fin):
             conn.closed = True
-            out.append(StreamClosed(conn.id, pkt.ts, pkt.number, "fin"))
+            out.append(StreamClosed(conn.id, ts, packet, "fin"))
 
     def _close(self, conn: _Conn, reason: CloseReason, ts: float, packet: int, out: list[StreamEvent]) -> None:
         """Flush both directions (holes become gaps) and report the connection closed."""
         for half in (conn.c2s, conn.s2c):
-            for start, end, data, carrier, carrier_ts in half.pending:
+            for start, end, data, carrier, carrier_ts, _due in half.pending:
                 self._forget(half, data, end - start)
                 if end <= half.next:
                     continue
@@ -480,7 +574,7 @@ class TcpReassembler:
                     data = data[half.next - start:]
                     start = half.next
                 if data is None:
-                    self._skip_hole(half, end, packet, ts, out)
+                    self._skip_hole(half, end, carrier, carrier_ts, out)
                 else:
                     out.append(StreamData(conn.id, half.dir, start, data, carrier, carrier_ts))
                     half.next = end
