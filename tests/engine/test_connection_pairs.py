@@ -409,6 +409,17 @@ def test_malformed_input_to_a_strict_peer(case):
         conn.receive_data(b"\x00\x01x")  # a closed connection ignores what follows
 
 
+def test_unknown_2_0_socket_type_never_completes_the_handshake():
+    """JeroMQ 0.3.6 (libzmq 3.2) announces XSUB as octet 10, which 15/ZMTP lacks: refused, never ready."""
+    conn = Connection("XPUB")
+    conn.start()
+    with pytest.raises(RemoteProtocolError) as info:
+        conn.receive_data(b"\xff" + bytes(7) + b"\x01\x7f\x01\x0a\x00\x00")
+    assert (info.value.offset, info.value.rule) == (11, "socket-type")
+    assert [e.kind for e in conn.events()] == ["closed"]
+    assert conn.state == "closed"
+
+
 def test_ready_without_socket_type_is_refused_with_error():
     conn = Connection("PULL")
     conn.start()

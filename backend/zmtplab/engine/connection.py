@@ -294,6 +294,8 @@ class Connection:
             self.peer_socket_type = greeting.socket_type
             self.peer_identity = greeting.identity or b""
             self.state = HANDSHAKE
+            if greeting.version == "2.0" and greeting.socket_type is None:
+                return  # an octet 15/ZMTP lacks: the decoder's error, raised right after this event, closes
             if self.peer_socket_type is not None and not self._check_peer_type(self.peer_socket_type):
                 return
             self._handshake_done({})
