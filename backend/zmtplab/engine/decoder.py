@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 from .batch import FrameRun, JsonBatch, scan, scan_run
 from .commands import decode_command
@@ -29,6 +30,15 @@ FAMILY_V2 = "2.0"
 FAMILY_V3 = "3"
 
 _GREETING, _FRAMES, _LOST, _CLOSED = "greeting", "frames", "lost", "closed"
+
+CURVE_DATA_FRAME_TEXT = (
+    "CURVE MESSAGE sent in a data frame (flags 0x00 or 0x02: COMMAND clear), as libzmq 4.3 does; 23/ZMTP says "
+    "encrypted data SHALL be sent as commands. Read as MESSAGE commands because their body starts with "
+    "\\x07MESSAGE (noted once per direction)")
+CURVE_DATA_FRAME_FLAGS_NOTE = (
+    "On the wire these flags say a message frame: COMMAND (bit 2) is clear, and MORE (bit 0) is clear whatever "
+    "the application message (CURVE carries MORE inside the box). The body starts with \\x07MESSAGE, so this is "
+    "read as CURVE's MESSAGE command; 23/ZMTP wants COMMAND set here, libzmq 4.3 leaves it clear.")
 _MAX_CANDIDATES = 32
 
 
@@ -63,6 +73,7 @@ class StreamDecoder:
         self._truncated_frame: tuple[int, bytes, bytes, int] | None = None  # offset, header, prefix, flags
         self._discard = 0
         self._candidates: list[int] = []
+        self._curve_data_frame_noted = False
         self._lost_since = 0
         self._state = _GREETING
         # Batches (see batch.py): only for a lenient decoder; JSON ones for an owner that prints JSON
@@ -575,11 +586,17 @@ class StreamDecoder:
             self._problem(offset, length, "warn", "command inside a multipart message", "traffic")
         decoded = decode_command(body, offset + len(header), self.mechanism)
         fields = [*_command_header_fields(offset, header), *decoded.fields]
+        curve_data_frame = not flags & FLAG_COMMAND  # a CURVE MESSAGE in a data frame (see _parse_frames)
+        if curve_data_frame:
+            fields[0] = replace(fields[0], note=CURVE_DATA_FRAME_FLAGS_NOTE)
         if len(header) == 9 and len(body) <= 255:
             decoded.problems.append(("note", f"LONG size used for a {len(body)}-octet command", "command-size",
                                      offset, 9))
         self._events.append(Command(offset, length, name=decoded.name, raw=header + body, details=decoded.details,
                                     field_list=tuple(fields), metadata=decoded.metadata))
+        if curve_data_frame and not self._curve_data_frame_noted:
+            self._curve_data_frame_noted = True
+            self._expert(offset, 1, "note", CURVE_DATA_FRAME_TEXT, "flags")
         if decoded.name == "ERROR":
             # An ERROR is a fact of the stream, not a decoding problem: never raise for it here.
             self._expert(offset, length, "error", f"ERROR received: {decoded.details.get('reason', '')!r}", "error")
