@@ -36,7 +36,8 @@ def played(lessons):
 
 def make_app(data_dir: Path, limits: ClassLimits | None = None):
     app = create_app(Settings(data_dir=data_dir, frontend_dir=REPO / "frontend", reap_interval=0.5))
-    app.state.classrooms = ClassRegistry(limits or ClassLimits())
+    # Every class of a test comes from one address: the per-address limit has its own test (test_hostile.py).
+    app.state.classrooms = ClassRegistry(limits or ClassLimits(max_classes_per_address=1000))
     return app
 
 
@@ -49,7 +50,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A real server (its class registry: 50 students per class, small messages, 1 s to send `auth`)."""
-    app = make_app(tmp_path_factory.mktemp("live"), ClassLimits(max_students=50, max_message=4096, auth_timeout=1.0))
+    app = make_app(tmp_path_factory.mktemp("live"), ClassLimits(max_students=50, max_message=4096, auth_timeout=1.0,
+                                                                      max_classes_per_address=1000))
     server = LiveServer(app, name="lesson-test-server", ws_max_size=1 << 20).start()
     try:
         yield server

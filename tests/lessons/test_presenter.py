@@ -208,7 +208,8 @@ def test_a_slow_student_keeps_the_latest_state():
 
 def test_classes_expire():
     now = [1000.0]
-    registry = ClassRegistry(ClassLimits(ttl=3600, idle=600, max_classes=2), clock=lambda: now[0])
+    registry = ClassRegistry(ClassLimits(ttl=3600, idle=600, max_classes=2, reserve=0, teacher_grace=1e9),
+                             clock=lambda: now[0])
     a = registry.create()
     b = registry.create()
     with pytest.raises(Exception, match="at most 2 classes"):

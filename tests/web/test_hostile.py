@@ -14,10 +14,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.websockets import WebSocketDisconnect
 from webkit import REPO, TestClient, make_settings, upload
 
 from testkit import LiveServer
 from zmtplab.web import create_app
+from zmtplab.web.classrooms import ClassLimits, ClassRegistry, Peer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -183,3 +185,105 @@ def test_a_wrong_method_is_405_with_allow(tmp_path: Path) -> None:
             assert method in r.json()["detail"]
         r = c.get("/api/no-such-thing")
         assert r.status_code == 404 and "allow" not in r.headers
+
+
+# ---------------------------------------------------------------- 1. class slots
+
+
+def test_one_address_cannot_take_every_class(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    with TestClient(app, client=("192.0.2.10", 40000)) as script:
+        started = time.monotonic()
+        statuses = [script.post("/api/classes").status_code for _ in range(250)]
+        assert time.monotonic() - started < 30
+        assert statuses.count(201) == 4 and statuses.count(429) == 246, statuses[:10]
+        assert "at most 4" in script.post("/api/classes").json()["detail"]
+        # Another teacher starts a class as usual, and so does one elsewhere in the same IPv6 /64... once it is its
+        # network's turn: the /64 counts as one address.
+        assert TestClient(app, client=("192.0.2.11", 40000)).post("/api/classes").status_code == 201
+        v6 = [TestClient(app, client=(f"2001:db8::{n:x}", 40000)).post("/api/classes").status_code
+              for n in range(1, 7)]
+        assert v6 == [201] * 4 + [429] * 2
+
+
+def test_the_last_classes_are_kept_for_new_teachers(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    app.state.classrooms = ClassRegistry(ClassLimits(max_classes=10, reserve=3, max_classes_per_address=4))
+    with TestClient(app) as c:
+        def create(address: str) -> int:
+            return TestClient(app, client=(address, 40000)).post("/api/classes").status_code
+
+        assert [create("192.0.2.1") for _ in range(4)] == [201] * 4
+        assert [create("192.0.2.2") for _ in range(4)] == [201, 201, 201, 503]  # 7 held: the rest is reserved
+        assert [create(f"192.0.2.{n}") for n in range(3, 7)] == [201, 201, 201, 503]  # full at 10
+        r = TestClient(app, client=("192.0.2.2", 40000)).post("/api/classes")
+        assert r.status_code == 503 and "at most 10 classes" in r.json()["detail"]
+        c.app.state.classrooms.limits.max_classes = 20
+        r = TestClient(app, client=("192.0.2.2", 40000)).post("/api/classes")
+        assert r.status_code == 201
+
+
+def test_a_class_without_its_teacher_ends_quickly() -> None:
+    now = [1000.0]
+    registry = ClassRegistry(ClassLimits(teacher_grace=120.0), clock=lambda: now[0])
+    never = registry.create("192.0.2.1")  # nobody ever comes
+    left = registry.create("192.0.2.1")  # the teacher comes and goes; students stay
+    back = registry.create("192.0.2.1")  # the teacher reloads the page
+    for room in (left, back):
+        room.teacher = Peer("teacher", 8)
+        room.students.add(Peer("student", 8))
+    now[0] += 100
+    left.teacher = None
+    registry.teacher_left(left)
+    back.teacher = None
+    registry.teacher_left(back)
+    now[0] += 21
+    assert registry.get(never.code) is None  # 121 s without a teacher
+    assert registry.get(left.code) is left and registry.get(back.code) is back
+    back.teacher = Peer("teacher", 8)
+    now[0] += 100
+    assert registry.get(left.code) is None
+    assert registry.get(back.code) is back
+    assert left.students.pop().queue.get_nowait() == {"type": "ended", "reason": "the teacher did not come back"}
+    # The address's places are free again.
+    assert len([registry.create("192.0.2.1") for _ in range(3)]) == 3
+
+
+# ---------------------------------------------------------------- 6. class sockets: message rate
+
+
+def test_a_flooding_class_socket_is_closed(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    with TestClient(app) as c:
+        code = c.post("/api/classes").json()["code"]
+        with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:
+            assert ws.receive_json()["type"] == "hello"
+            started = time.monotonic()
+            sent = 0
+            with pytest.raises(WebSocketDisconnect) as closed:
+                for _ in range(10_000):
+                    ws.send_text('{"type": "status", "following": true}')
+                    sent += 1
+                for _ in range(10_000):
+                    ws.receive_json()
+            assert closed.value.code == 1008
+            assert time.monotonic() - started < 30
+        # Others are not affected.
+        with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:
+            assert ws.receive_json()["type"] == "hello"
+            ws.send_text('{"type": "ping"}')
+            assert ws.receive_json() == {"type": "pong"}
+
+
+def test_a_class_socket_over_the_rate_is_told(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    app.state.classrooms = ClassRegistry(ClassLimits(rate=5, burst=5, abuse_limit=1000))
+    with TestClient(app) as c:
+        code = c.post("/api/classes").json()["code"]
+        with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:
+            assert ws.receive_json()["type"] == "hello"
+            for _ in range(8):
+                ws.send_text('{"type": "ping"}')
+            replies = [ws.receive_json() for _ in range(8)]
+            assert replies.count({"type": "pong"}) == 5
+            assert next(r["detail"] for r in replies if r["type"] == "error").startswith("rate limit: at most 5")

@@ -15,9 +15,13 @@ gets the latest state at once. Students tell the server whether they follow or w
 (`{"type": "status", "following": bool}`), and the teacher sees the counts
 (`{"type": "students", "count", "following"}`). `{"type": "end"}` from the teacher ends the class.
 
-Limits (`ClassLimits`): classes per server, students per class, message size, and how long a class
-lives without activity. A student whose socket cannot keep up loses queued messages, never the
-latest state: the queue is cleared and refilled with the current state.
+Limits (`ClassLimits`): classes per server and per client address (an IPv6 address counts by its /64),
+a reserve of classes only an address without one may start (so one school's script cannot take
+presenter mode from every other teacher), students per class, message size and rate, and how long a
+class lives without activity or without its teacher's socket (a class whose teacher never connects,
+or left, ends within `teacher_grace`: a reload is back well before). A student whose socket cannot
+keep up loses queued messages, never the latest state: the queue is cleared and refilled with the
+current state.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import secrets
 import time
 from collections import Counter
@@ -41,6 +46,9 @@ class ClassLimits:
     """Every limit of presenter mode."""
 
     max_classes: int = 200
+    max_classes_per_address: int = 4  # classes one client address (IPv6: one /64) may have at once
+    reserve: int = 20  # the last classes of `max_classes` go only to addresses that have none yet
+    teacher_grace: float = 120.0  # seconds a class lives without a teacher socket (never connected, or left)
     max_students: int = 500
     max_message: int = 16 * 1024  # octets of one websocket message
     max_highlights: int = 64
@@ -50,6 +58,10 @@ class ClassLimits:
     auth_timeout: float = 5.0  # seconds a teacher's socket has to send its `auth` message
     max_pending_auth: int = 8  # teacher sockets of one client address waiting to send their `auth` message
     max_token: int = 200  # characters of a token in an `auth` message (real ones are 32)
+    rate: float = 20.0  # messages a second one socket may send (token bucket refill)
+    burst: int = 40  # messages one socket may send at once (token bucket size)
+    abuse_limit: int = 100  # refused messages within `abuse_window` seconds before the socket is closed (1008)
+    abuse_window: float = 10.0
 
 
 class Peer:
@@ -83,6 +95,8 @@ class Classroom:
     created: float
     last_active: float
     last_seen: float
+    owner: str = ""  # the address key (`address_key`) of the client that created it
+    teacher_gone: float = 0.0  # since when no teacher socket is connected (its creation, or the teacher leaving)
     state: dict[str, Any] | None = None
     seq: int = 0
     teacher: Peer | None = None
@@ -123,6 +137,10 @@ class ClassFull(Exception):
     """No room for another student (or another class)."""
 
 
+class TooManyClasses(Exception):
+    """This client address has as many classes as it may."""
+
+
 class TooManyWaiting(Exception):
     """A client address has as many unauthenticated teacher sockets open as it may."""
 
@@ -143,13 +161,26 @@ class ClassRegistry:
                 return code
         raise ClassFull("no free join code")  # pragma: no cover - 31^6 codes
 
-    def create(self) -> Classroom:
+    def create(self, address: str = "") -> Classroom:
+        """A new class for a client at `address`; raises `TooManyClasses` when that address has
+        `max_classes_per_address`, `ClassFull` when the server has no room (the last `reserve` places are kept for
+        addresses without a class)."""
         self.expire()
-        if len(self.classes) >= self.limits.max_classes:
-            raise ClassFull(f"the server holds at most {self.limits.max_classes} classes at once")
+        lim = self.limits
+        owner = address_key(address)
+        mine = sum(1 for room in self.classes.values() if room.owner == owner)
+        if mine >= lim.max_classes_per_address:
+            raise TooManyClasses(f"this address already has {mine} classes (at most {lim.max_classes_per_address}); "
+                                 "end one, or wait: a class without its teacher ends after "
+                                 f"{lim.teacher_grace:g} s")
+        if len(self.classes) >= lim.max_classes:
+            raise ClassFull(f"the server holds at most {lim.max_classes} classes at once")
+        if mine and len(self.classes) >= lim.max_classes - lim.reserve:
+            raise ClassFull(f"the server is nearly full: its last {lim.reserve} classes are kept for teachers "
+                            "who have none yet")
         now = self.clock()
         room = Classroom(code=self._new_code(), token=secrets.token_urlsafe(24), created=now, last_active=now,
-                         last_seen=now)
+                         last_seen=now, owner=owner, teacher_gone=now)
         self.classes[room.code] = room
         return room
 
@@ -172,6 +203,8 @@ class ClassRegistry:
             nobody = room.teacher is None and not room.students
             if now - room.last_active > lim.ttl or (nobody and now - room.last_seen > lim.idle):
                 self.end(room, "the class expired")
+            elif room.teacher is None and now - room.teacher_gone > lim.teacher_grace:
+                self.end(room, "the teacher did not come back")
 
     @contextlib.contextmanager
     def authenticating(self, address: str) -> Iterator[None]:
@@ -189,12 +222,30 @@ class ClassRegistry:
             if not self.pending_auth[address]:
                 del self.pending_auth[address]
 
+    def teacher_left(self, room: Classroom) -> None:
+        """The teacher's socket closed: the class ends unless a teacher is back within `teacher_grace`."""
+        room.teacher_gone = self.clock()
+
     def touch(self, room: Classroom, *, teacher: bool = False) -> None:
         """Someone connected, left or spoke (`teacher`: the teacher did, which keeps the class alive)."""
         now = self.clock()
         room.last_seen = now
         if teacher:
             room.last_active = now
+
+
+def address_key(address: str) -> str:
+    """What per-address limits count by: the address itself, or an IPv6 address's /64 (one subscriber's
+    network hands out any number of addresses within it)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def normalize_code(code: str) -> str:

@@ -6,7 +6,8 @@ See `web.classrooms` for the protocol. A teacher connects with `?role=teacher` a
 Websocket close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong
 teacher token, 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection
 took over, 4429 the class is full (or this address has `max_pending_auth` teacher sockets waiting to
-authenticate), 1009 a message over the size limit, 1000 the class ended.
+authenticate), 1008 too many messages (more than `abuse_limit` over the rate within `abuse_window`),
+1009 a message over the size limit, 1000 the class ended.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from starlette.requests import HTTPConnection
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
-from ..limits import client_address
+from ..classrooms import ClassFull, ClassLimits, ClassRegistry, Classroom, Peer, TooManyClasses, TooManyWaiting
+from ..limits import AbuseWindow, TokenBucket, client_address
 from ..models import ErrorResponse
 
 router = APIRouter(tags=["classes"])
@@ -94,13 +95,16 @@ class TeacherAuth(BaseModel):
 
 @router.post("/api/classes", status_code=status.HTTP_201_CREATED, response_model=ClassCreated,
              summary="Start a class (presenter mode)",
-             responses={503: {"model": ErrorResponse, "description": "the server holds too many classes"}})
+             responses={429: {"model": ErrorResponse, "description": "this address has too many classes"},
+                        503: {"model": ErrorResponse, "description": "the server holds too many classes"}})
 def create_class(conn: HTTPConnection, response: Response) -> ClassCreated:
     """A new class: its join code and the teacher's token (keep it: it is shown only once)."""
     response.headers["Cache-Control"] = "no-store"  # the body holds a secret: no cache may keep it
     registry = get_registry(conn)
     try:
-        room = registry.create()
+        room = registry.create(client_address(conn))
+    except TooManyClasses as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
     except ClassFull as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
     return ClassCreated(code=room.code, teacher_token=room.token, join_url=f"/lessons.html?join={room.code}",
@@ -286,6 +290,9 @@ async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_
         await _refuse(ws, 4400, "role is teacher or student")
         return
 
+    bucket = TokenBucket(limits.rate, limits.burst)
+    abuse = AbuseWindow(limits.abuse_limit, limits.abuse_window)
+
     async def reader() -> None:
         while True:
             message = await ws.receive()
@@ -296,6 +303,16 @@ async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_
                 with contextlib.suppress(Exception):
                     await ws.close(code=1009, reason="message too large")
                 return
+            if not bucket.take():
+                if abuse.add():
+                    reason = f"too many messages (over {limits.abuse_limit} refused in {limits.abuse_window:g} s)"
+                    with contextlib.suppress(Exception):
+                        await ws.send_text(_dumps({"type": "error", "detail": reason}))
+                        await ws.close(code=1008, reason=reason)
+                    return
+                peer.put({"type": "error", "detail": f"rate limit: at most {limits.rate:g} messages a second "
+                                                     f"(bursts of {limits.burst}); this one was dropped"})
+                continue
             try:
                 data = json.loads(text)
             except ValueError:
@@ -319,6 +336,7 @@ async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_
         if peer.role == "teacher":
             if room.teacher is peer:
                 room.teacher = None
+                registry.teacher_left(room)
                 room.broadcast({"type": "teacher", "present": False})
         else:
             room.students.discard(peer)
