@@ -34,6 +34,7 @@ from typing import Any
 
 from .eventstore import EventStore, ingest_capture
 from .limits import evictions
+from .searches import ClientSlots
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ class CaptureStore:
         self.root = settings.captures_dir
         self.records: dict[str, CaptureRecord] = {}
         self.uploading: dict[str, int] = {}  # client address -> uploads in progress
+        self.searches = ClientSlots(settings.max_searches_per_client)  # text searches running per client
         self._executor: Executor | None = None
         self._queue: asyncio.Semaphore | None = None
         self._stopping = False

@@ -32,10 +32,12 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..capture.dissect import DissectResult, dissect_capture
 from ..capture.errors import CaptureFormatError
@@ -441,6 +443,55 @@ class TextQuery:
 # --------------------------------------------------------------------------- reading
 
 
+class SearchCancelled(Exception):
+    """The client that asked for a search went away (`SearchLimits.cancel` was set)."""
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """How far one request may search: until `deadline` (a `time.monotonic()` value), unless `cancel` is
+    set first. A search an earlier deadline stopped is answered as it stands unless `more` is set."""
+
+    deadline: float | None = None
+    cancel: threading.Event | None = None
+    more: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of events and how many match; a text search also says how many elements it searched
+    (`searched` of `elements`: fewer when a time limit stopped it)."""
+
+    events: list[dict[str, Any]]
+    total: int
+    searched: int | None = None
+    elements: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Whether the search stopped before the end (its `total` counts what it found so far)."""
+        return self.searched is not None and self.elements is not None and self.searched < self.elements
+
+
+@dataclass
+class _Search:
+    """A text search of some connections, resumable where a deadline stopped it."""
+
+    conns: list[_Conn]
+    elements: int
+    hits: dict[int, array] = field(default_factory=dict)  # conn_no -> matching indexes so far
+    at: int = 0  # the connection being searched (a position in `conns`)
+    block: int = 0  # its next block
+    searched: int = 0
+    timed_out: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def complete(self) -> bool:
+        return self.at >= len(self.conns)
+
+
+
 class _LongBody:
     """A body stored cut short that still reports its real length (for `body_field`)."""
 
@@ -491,6 +542,7 @@ class EventStore:
         self._filters: OrderedDict[tuple, array] = OrderedDict()
         self._filter_cache = filter_cache
         self._order: array | None = None
+        self._searches: OrderedDict[tuple, _Search] = OrderedDict()
 
     def close(self) -> None:
         """Closes the database."""
@@ -521,30 +573,76 @@ class EventStore:
         first, lines = self._block(c, idx)
         return lines[idx - first]
 
-    def _search(self, c: _Conn, kinds: frozenset[int] | None, query: TextQuery) -> Iterator[int]:
-        """Indexes of the connection's events that match, reading only blocks that can hold a match.
+    def _search_block(self, db: sqlite3.Connection, c: _Conn, first: int, end: int,
+                      kinds: frozenset[int] | None, query: TextQuery) -> list[int]:
+        """Indexes of the matching events of the block of `c` that starts at `first` (and ends before `end`).
 
         A block is skipped without splitting it when it holds no event of the wanted kinds, or when
         its whole text fails the query's cheap test (the usual case for a rare search term).
         """
         kinds_of = c.kinds
-        firsts = c.firsts
-        for n, first in enumerate(firsts):
-            end = firsts[n + 1] if n + 1 < len(firsts) else c.count
-            if kinds is not None and not any(k in kinds for k in kinds_of[first:end]):
+        if kinds is not None and not any(k in kinds for k in kinds_of[first:end]):
+            return []
+        row = db.execute("SELECT data FROM blocks WHERE conn_no=? AND first=?", (c.conn_no, first)).fetchone()
+        if row is None:
+            return []
+        text = zlib.decompress(row[0]).decode()
+        if not query.line_may_match(text):
+            return []
+        out = []
+        for idx, line in enumerate(text.split("\n"), first):
+            if kinds is not None and kinds_of[idx] not in kinds:
                 continue
-            row = self.db.execute("SELECT data FROM blocks WHERE conn_no=? AND first=?",
-                                  (c.conn_no, first)).fetchone()
-            if row is None:
-                continue
-            text = zlib.decompress(row[0]).decode()
-            if not query.line_may_match(text):
-                continue
-            for idx, line in enumerate(text.split("\n"), first):
-                if kinds is not None and kinds_of[idx] not in kinds:
-                    continue
-                if query.line_may_match(line) and query.matches(_loads(line)):
-                    yield idx
+            if query.line_may_match(line) and query.matches(_loads(line)):
+                out.append(idx)
+        return out
+
+    def _advance(self, s: _Search, kinds: frozenset[int] | None, query: TextQuery, limits: SearchLimits) -> None:
+        """Searches on from where `s` stopped, block by block, until it is complete or `limits` stop it.
+
+        It reads through a database connection of its own, so paging (and other searches) go on meanwhile.
+        At least one block is searched per call, so a search always gets on. Raises `SearchCancelled`
+        when `limits.cancel` is set (what was found so far is kept, and the next request searches on).
+        """
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        s.timed_out = False
+        try:
+            while s.at < len(s.conns):
+                c = s.conns[s.at]
+                hits = s.hits.setdefault(c.conn_no, array("I"))
+                while s.block < len(c.firsts):
+                    first = c.firsts[s.block]
+                    end = c.firsts[s.block + 1] if s.block + 1 < len(c.firsts) else c.count
+                    found = self._search_block(db, c, first, end, kinds, query)
+                    if found:
+                        hits.extend(found)
+                    s.searched += end - first
+                    s.block += 1
+                    if limits.cancel is not None and limits.cancel.is_set():
+                        raise SearchCancelled()
+                    if limits.deadline is not None and time.monotonic() > limits.deadline:
+                        s.timed_out = s.at < len(s.conns) - 1 or s.block < len(c.firsts)
+                        if s.timed_out:
+                            return
+                s.at += 1
+                s.block = 0
+        finally:
+            db.close()
+
+    def _positions(self, s: _Search, single: _Conn | None) -> Any:
+        """The matches `s` found so far: indexes within `single`, else positions in capture order."""
+        if single is not None or len(self.conns) == 1:
+            conn_no = single.conn_no if single is not None else next(iter(self.by_no))
+            return array("I", s.hits.get(conn_no, ()))
+        parts = [(conn_no, array("I", idx)) for conn_no, idx in list(s.hits.items())]
+        parts = [(conn_no, idx) for conn_no, idx in parts if idx]
+        if not parts:
+            return array("I")
+        with self.lock:
+            order = self._orders()
+        which = np.frombuffer(order, dtype=np.uint32)[0::2]
+        found = [np.flatnonzero(which == conn_no)[np.frombuffer(idx, dtype=np.uint32)] for conn_no, idx in parts]
+        return np.sort(np.concatenate(found)) if len(found) > 1 else found[0]
 
     def _orders(self) -> array:
         if self._order is None:
@@ -560,36 +658,21 @@ class EventStore:
         """The connection with this id; KeyError when there is none."""
         return self.conns[conn]
 
-    def _matching(self, c: _Conn | None, kinds: frozenset[int] | None, query: TextQuery | None) -> array:
-        """Positions (indexes, or global positions when `c` is None) of the matching events."""
-        key = (c.conn_no if c else None, tuple(sorted(kinds)) if kinds is not None else None,
-               query.q if query else None)
+    def _matching(self, c: _Conn | None, kinds: frozenset[int]) -> array:
+        """Positions (indexes, or global positions when `c` is None) of the events of these kinds."""
+        key = (c.conn_no if c else None, tuple(sorted(kinds)))
         hit = self._filters.get(key)
         if hit is not None:
             self._filters.move_to_end(key)
             return hit
         out = array("I")
         if c is not None:
-            kinds_of = c.kinds
-            if query is None:
-                assert kinds is not None
-                out.extend(i for i, k in enumerate(kinds_of) if k in kinds)
-            else:
-                out.extend(self._search(c, kinds, query))
+            out.extend(i for i, k in enumerate(c.kinds) if k in kinds)
         else:
             order = self._orders()
-            if query is None:
-                assert kinds is not None
-                for pos in range(len(order) // 2):
-                    if self.by_no[order[2 * pos]].kinds[order[2 * pos + 1]] in kinds:
-                        out.append(pos)
-            else:
-                hits: dict[int, set[int]] = {}
-                for conn in self.conns.values():
-                    hits[conn.conn_no] = set(self._matching(conn, kinds, query))
-                for pos in range(len(order) // 2):
-                    if order[2 * pos + 1] in hits[order[2 * pos]]:
-                        out.append(pos)
+            for pos in range(len(order) // 2):
+                if self.by_no[order[2 * pos]].kinds[order[2 * pos + 1]] in kinds:
+                    out.append(pos)
         self._filters[key] = out
         if len(self._filters) > self._filter_cache:
             self._filters.popitem(last=False)
@@ -597,22 +680,61 @@ class EventStore:
 
     def page(self, conn: str | None, offset: int, limit: int, *, kinds: Iterable[str] | None = None,
              q: str | None = None) -> tuple[list[dict[str, Any]], int]:
-        """One page of events (dicts with private keys) and the number of matches."""
+        """One page of events (dicts with private keys) and the number of matches (searching to the end)."""
+        found = self.listing(conn, offset, limit, kinds=kinds, q=q)
+        return found.events, found.total
+
+    def listing(self, conn: str | None, offset: int, limit: int, *, kinds: Iterable[str] | None = None,
+                q: str | None = None, limits: SearchLimits | None = None) -> Page:
+        """One page of events (dicts with private keys) of one connection (or all, in capture order).
+
+        A text search (`q`) stops where `limits` say: the page then holds what was found so far and
+        says how many elements were searched. Searches are kept (a few, least recently used out), so
+        the next pages, and a search that goes on (`limits.more`), start from where it stopped.
+        """
+        c = self.conns[conn] if conn is not None else None
+        kind_codes = frozenset(KIND_CODES.get(k, 254) for k in kinds) if kinds else None
+        if not q:
+            with self.lock:
+                if kind_codes is None:
+                    total = c.count if c is not None else self.total
+                    positions: Iterable[int] = range(offset, min(offset + limit, total))
+                else:
+                    matching = self._matching(c, kind_codes)
+                    total = len(matching)
+                    positions = matching[offset:offset + limit]
+                return Page(self._events(c, positions), total)
+        limits = limits or SearchLimits()
+        query = TextQuery(q)
+        key = (c.conn_no if c else None, tuple(sorted(kind_codes)) if kind_codes is not None else None, q)
         with self.lock:
-            c = self.conns[conn] if conn is not None else None
-            kind_codes = frozenset(KIND_CODES.get(k, 254) for k in kinds) if kinds else None
-            query = TextQuery(q) if q else None
-            if kind_codes is None and query is None:
-                total = c.count if c is not None else self.total
-                positions: Iterable[int] = range(offset, min(offset + limit, total))
+            s = self._searches.get(key)
+            if s is None:
+                conns = [c] if c is not None else [self.by_no[n] for n in sorted(self.by_no)]
+                s = self._searches[key] = _Search(conns, sum(x.count for x in conns))
+                if len(self._searches) > self._filter_cache:
+                    self._searches.popitem(last=False)
             else:
-                matching = self._matching(c, kind_codes, query)
-                total = len(matching)
-                positions = matching[offset:offset + limit]
-            if c is not None:
-                return [_loads(self._line(c, i)) for i in positions], total
-            order = self._orders()
-            return [_loads(self._line(self.by_no[order[2 * p]], order[2 * p + 1])) for p in positions], total
+                self._searches.move_to_end(key)
+        if not s.complete and (limits.more or not s.timed_out):
+            wait = -1 if limits.deadline is None else max(0.0, limits.deadline - time.monotonic())
+            if s.lock.acquire(timeout=wait):  # (another request may be searching on: share its result)
+                try:
+                    if not s.complete and (limits.more or not s.timed_out):
+                        self._advance(s, kind_codes, query, limits)
+                finally:
+                    s.lock.release()
+        searched = s.searched
+        positions = self._positions(s, c)
+        window = [int(p) for p in positions[offset:offset + limit]]
+        with self.lock:
+            return Page(self._events(c, window), len(positions), searched, s.elements)
+
+    def _events(self, c: _Conn | None, positions: Iterable[int]) -> list[dict[str, Any]]:
+        if c is not None:
+            return [_loads(self._line(c, i)) for i in positions]
+        order = self._orders()
+        return [_loads(self._line(self.by_no[order[2 * p]], order[2 * p + 1])) for p in positions]
 
     def event(self, conn: str, index: int) -> dict[str, Any]:
         """One event with its fields; KeyError/IndexError when there is none."""

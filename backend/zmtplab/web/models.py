@@ -211,6 +211,7 @@ class WsState(BaseModel):
     position: int
     total: int
     closed: bool
+    mode: Literal["simulated", "tcp"] = "simulated"
 
 
 class WsError(BaseModel):

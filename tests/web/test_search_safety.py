@@ -1,0 +1,153 @@
+"""Issue 17 point 2: a text search over a big capture is safe. It does not block paging, it stops when its
+client goes away, it is bounded in time (partial results say how many elements were searched), and one
+client may run only so many at once. A real uvicorn server (client disconnects are real TCP closes) on
+bulk.pcapng: 420,004 elements, where one search for a common word takes a few seconds."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from webkit import SHARED, make_settings
+
+from testkit import LiveServer, event_stream, upload
+from zmtplab.web import create_app
+
+BULK = SHARED / "bulk.pcapng"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
+    assert BULK.is_file(), f"the shared captures are missing: {BULK}"
+    settings = make_settings(tmp_path_factory.mktemp("search"), max_searches_per_client=1, search_max_seconds=60.0)
+    with LiveServer(create_app(settings), name="search-test-server") as srv:
+        yield srv, settings
+
+
+@pytest.fixture(scope="module")
+def bulk(server: tuple[LiveServer, Any]) -> str:
+    srv, _ = server
+    with httpx.Client(base_url=srv.base, timeout=120) as http:
+        r = upload(http, BULK, "bulk.pcapng")
+        assert r.status_code == 201, r.text
+        capture_id = r.json()["id"]
+        assert event_stream(http, f"/api/captures/{capture_id}/progress")[-1]["state"] == "done"
+    return capture_id
+
+
+def events_url(capture_id: str) -> str:
+    return f"/api/captures/{capture_id}/events"
+
+
+def search_in_background(base: str, capture_id: str, q: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """Starts a search in a thread of its own; returns the thread and where its response goes."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        t0 = time.monotonic()
+        with httpx.Client(base_url=base, timeout=120) as http:
+            out["response"] = http.get(events_url(capture_id), params={"q": q, "limit": 5})
+        out["seconds"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def wait_until_searching(srv: LiveServer) -> None:
+    """Waits until the server runs the search started in the background (a search of another client would
+    take its slot)."""
+    deadline = time.monotonic() + 10
+    while not srv.app.state.captures.searches.busy:
+        assert time.monotonic() < deadline, "the background search never started"
+        time.sleep(0.01)
+    time.sleep(0.1)
+
+
+def test_paging_answers_while_a_search_runs_and_a_second_search_is_refused(server, bulk):
+    srv, _ = server
+    thread, out = search_in_background(srv.base, bulk, "x")  # in 38,666 elements: a few seconds
+    with httpx.Client(base_url=srv.base, timeout=30) as http:
+        wait_until_searching(srv)
+        # The same client's second search: 429, at once.
+        t0 = time.monotonic()
+        r = http.get(events_url(bulk), params={"q": "topic.3"})
+        assert r.status_code == 429, r.text
+        assert "searches" in r.json()["detail"]
+        # A page far into the capture, and one event with its fields: they do not wait for the search.
+        t0 = time.monotonic()
+        page = http.get(events_url(bulk), params={"offset": 300_000, "limit": 100})
+        one = http.get(f"{events_url(bulk)}/123456", params={"conn": "0"})
+        waited = time.monotonic() - t0
+        assert page.status_code == 200 and one.status_code == 200
+        assert [e["index"] for e in page.json()["events"]] == list(range(300_000, 300_100))
+        assert one.json()["index"] == 123456 and one.json()["fields"]
+        assert thread.is_alive(), "the search ended before the pages were asked for: make it longer"
+    thread.join(120)
+    assert waited < 1.0 < out["seconds"], (waited, out["seconds"])
+    body = out["response"].json()
+    assert out["response"].status_code == 200
+    assert body["total"] == 38_666 and body["partial"] is False and body["searched"] == body["elements"] == 420_004
+
+
+def test_a_search_stops_when_its_client_goes(server, bulk):
+    srv, settings = server
+    host, port = "127.0.0.1", srv.port
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(f"GET {events_url(bulk)}?q=MSG&limit=5 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        with httpx.Client(base_url=srv.base, timeout=30) as http:
+            wait_until_searching(srv)
+    gone = time.monotonic()  # the socket is closed: the client went away
+    with httpx.Client(base_url=srv.base, timeout=30) as http:
+        # Its slot is free again within a fraction of a second: the search (seconds of work) stopped.
+        while True:
+            settings.search_max_seconds = 0.05
+            r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5})
+            if r.status_code != 429:
+                break
+            assert time.monotonic() - gone < 1.0, "the search went on after its client had gone"
+            time.sleep(0.02)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        # It stopped part way (what it had found is kept and searched on from there).
+        assert body["partial"] is True and 0 < body["searched"] < body["elements"], body
+        settings.search_max_seconds = 60.0
+        r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5, "more": 1}).json()
+        assert r["partial"] is False and r["searched"] == 420_004 and r["total"] == 360_000
+
+
+def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk):
+    srv, settings = server
+    settings.search_max_seconds = 0.2
+    try:
+        with httpx.Client(base_url=srv.base, timeout=30) as http:
+            first = http.get(events_url(bulk), params={"q": "topic", "limit": 1000}).json()
+            assert first["partial"] is True and 0 < first["searched"] < first["elements"] == 420_004, first
+            assert first["total"] == len(first["events"]) or first["total"] > 1000
+            assert all("746f706963" in e.get("body", "") or any("746f706963" in f for f in e.get("frames", []))
+                       for e in first["events"])
+            # Asked again without `more`: the same partial answer, no more work.
+            again = http.get(events_url(bulk), params={"q": "topic", "limit": 1000}).json()
+            assert (again["searched"], again["total"]) == (first["searched"], first["total"])
+            # `more=1` searches on until the end.
+            searched = [first["searched"]]
+            body = first
+            while body["partial"]:
+                body = http.get(events_url(bulk), params={"q": "topic", "more": 1, "limit": 5}).json()
+                assert body["searched"] > searched[-1]
+                searched.append(body["searched"])
+                assert len(searched) < 200
+            assert body["searched"] == 420_004 and len(searched) > 2
+            # Every 10th of 200,000 messages has a topic frame: 20,000 messages and their 20,000 frames.
+            assert body["total"] == 40_000
+            # Paged, the matches are in capture order, each with its connection and index.
+            page = http.get(events_url(bulk), params={"q": "topic", "offset": 39_998, "limit": 5}).json()
+            assert [(e["conn"], e["kind"]) for e in page["events"]] == [("0", "frame"), ("0", "message")]
+            assert page["events"][0]["index"] < page["events"][1]["index"]
+    finally:
+        settings.search_max_seconds = 60.0
