@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zmq
 
 from zmtplab.engine import ConnectionDissector
 from zmtplab.peers.tcp import TcpPeer
 
-from .conftest import MIB, TIMEOUT, EventLog, run
+from .conftest import MIB, TIMEOUT, EventLog, run, zbind, zmq_context, zrecv, zsock
 
 pytestmark = pytest.mark.interop
 
@@ -459,6 +460,44 @@ def test_jeromq_xpub_and_xsub_announce_octets_15_zmtp_lacks(jq: JeroMQ, their_ty
         theirs_g = wire.greeting("c2s")
         assert theirs_g.raw[10:12] == bytes([1, octet]) and theirs_g.socket_type is None
         assert ("c2s", "error", f"unknown 2.0 socket type octet {octet}") in wire.experts()
+
+    run(main())
+
+
+def test_libzmq_takes_what_we_refuse_from_jeromq_xsub(jq: JeroMQ) -> None:
+    """The same JeroMQ XSUB (octet 10) against libzmq 4.3.5: libzmq never reads a 2.0 peer's socket type."""
+
+    async def main() -> None:
+        xsub = jq.socket("XSUB")
+        async with zmq_context() as ctx:
+            xpub = zsock(ctx, zmq.XPUB)
+            xsub.connect(zbind(xpub))
+            await xsub.send([b"\x01news"])
+            assert await zrecv(xpub) == [b"\x01news"]
+
+    run(main())
+
+
+# ---------------------------------------------------------------- heartbeats
+
+
+def test_no_ping_on_a_2_0_connection(jq: JeroMQ) -> None:
+    """ZMTP 2.0 has no commands: JeroMQ would read a PING's flags 0x04 as a message. We send none."""
+
+    async def main() -> None:
+        theirs = jq.socket("PAIR")
+        wire, log = Wire(), EventLog()
+        async with TcpPeer("PAIR", heartbeat_ivl=0.05, on_wire=wire, on_event=log) as ours:
+            await _pair_up(ours, theirs, ours_binds=True)
+            await asyncio.sleep(0.4)  # eight heartbeat intervals
+            await ours.send([b"only", b"this"])
+            assert await theirs.recv() == [b"only", b"this"]
+            with pytest.raises(TimeoutError):
+                await theirs.recv(timeout=0.2)
+            assert ours.ready_count() == 1 and log.what("closed") == []
+        assert log.what("ping-sent") == []
+        assert wire.raw["1", "s2c"][14:] == b"\x01\x04only\x00\x04this"  # after the greeting, the one message
+        assert wire.problems() == []
 
     run(main())
 
