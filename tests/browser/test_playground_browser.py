@@ -115,6 +115,7 @@ def test_playground_session_end_to_end(page, live_server, artifacts):
     client = page.locator("fieldset.peer-client label.field", has=page.locator(".field-label:text-is('Socket')"))
     server.locator("select").select_option("PUSH")
     client.locator("select").select_option("PULL")
+    page.check("input[name='autoplay']")  # (new sessions wait at t = 0 unless told to play)
     page.click("button:text-is('Start session')")
     page.wait_for_selector("#sequence .seq-row:not(.loading)")
 

@@ -35,8 +35,10 @@ test('HTTP routes and their errors', async () => {
     method: 'POST',
     body: {
       mode: 'simulated',
-      server: { type: 'PUSH', version: '3.1', mechanism: 'NULL', identity: '', username: '', password: '', libzmq: false },
-      client: { type: 'PULL', version: '3.0', mechanism: 'PLAIN', identity: '', username: 'u', password: 'p', libzmq: true },
+      // A real libzmq socket only plays in tcp sessions: a simulated one asks for none. New sessions wait at t = 0.
+      server: { type: 'PUSH', version: '3.1', mechanism: 'NULL', identity: '', username: '', password: '', libzmq: false, greeting: 'libzmq' },
+      client: { type: 'PULL', version: '3.0', mechanism: 'PLAIN', identity: '', username: 'u', password: 'p', libzmq: false, greeting: 'libzmq' },
+      autoplay: false,
     },
   });
   await api.decode('ff00');
@@ -52,8 +54,8 @@ test('HTTP routes and their errors', async () => {
   await assert.rejects(api.capture('other'), /HTTP 500/);
   assert.equal(api.sessionExportUrl('s1', 'pcapng'), '/api/sessions/s1/export.pcapng');
   assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
-  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0');
-  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0');
+  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0&marks=1');
+  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0&marks=1');
   assert.equal(detailText(null, 413), 'the file is too large');
 });
 
@@ -203,4 +205,13 @@ test('deep links', () => {
   assert.deepEqual(parseLink(''), {});
   assert.equal(buildLink({ el: 42, id: 'abc', conn: '0', field: null, q: 'a b&c' }), '?id=abc&conn=0&el=42&q=a%20b%26c');
   assert.deepEqual(parseLink(buildLink({ id: 'x y', el: 0 })), { id: 'x y', el: 0 });
+});
+
+test('session requests: tcp keeps libzmq, a SUB sends its topic, the greeting strategy and autoplay', () => {
+  const req = sessionRequest('tcp', { type: 'PUB', greeting: 'full' }, { type: 'SUB', subscribe: 'weather', libzmq: true }, { autoplay: true });
+  assert.equal(req.server.greeting, 'full');
+  assert.equal(req.server.subscribe, undefined);
+  assert.equal(req.client.subscribe, 'weather');
+  assert.equal(req.client.libzmq, true);
+  assert.equal(req.autoplay, true);
 });

@@ -318,7 +318,7 @@ class Session:
     def state(self) -> dict[str, Any]:
         r = self.runtime
         return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
-                "total": r.total(), "closed": r.closed()}
+                "total": r.total(), "closed": r.closed(), "mode": self.config.mode}
 
     def push_state(self) -> None:
         """Sends the state soon: each subscriber sends one state message after what it has queued, for any

@@ -6,6 +6,8 @@ import { createApi } from '../core/api.js';
 import { openSession } from '../core/session.js';
 import { EventLog, peerLabel } from '../core/eventlog.js';
 import { ArraySource } from '../core/source.js';
+import { Marker, MarkedSource } from '../core/marks.js';
+import { TEXT } from '../core/playground-text.js';
 import { createChunker } from '../core/hexdump.js';
 import { interleaveBySegments } from '../core/hexparse.js';
 import { parseLink, buildLink } from '../core/links.js';
@@ -14,9 +16,21 @@ import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/control
 import { PasteView } from '../views/paste.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 
-function makeDataset() {
+function makeDataset({ marks = false } = {}) {
   const log = new EventLog();
-  return { log, source: new ArraySource(log.events), chunker: createChunker(), chunked: 0 };
+  const source = new ArraySource(log.events);
+  const marker = new Marker();
+  // A session's sequence shows connection boundaries and faults as rows of their own (core/marks.js).
+  const rows = marks ? new MarkedSource(source, marker.marks) : source;
+  return { log, source, rows, marker, chunker: createChunker(), chunked: 0 };
+}
+
+/** The element a sequence row shows (null for a mark), and the row of an element. */
+function eventOfRow(d, row) {
+  return d.rows.eventOf ? d.rows.eventOf(row) : row;
+}
+function rowOfEvent(d, index) {
+  return d.rows.rowOf ? d.rows.rowOf(index) : index;
 }
 
 export function startPlayground(host) {
@@ -25,17 +39,23 @@ export function startPlayground(host) {
   const $ = (id) => doc.getElementById(id);
   const api = createApi(host);
   const status = statusLine(doc);
-  const data = { session: makeDataset(), paste: makeDataset() };
+  const data = { session: makeDataset({ marks: true }), paste: makeDataset() };
   let active = 'session';
   let session = null; // { id, socket }
   let playing = false;
+  let mode = 'simulated'; // of the session shown
+  let queuedAt = null; // the position when a message was sent while paused (the composer says it waits)
+  let socketTypes = { server: '', client: '' };
   let pendingLink = null; // { el, field } from the URL, applied when that element arrives
   const ds = () => data[active];
 
   const wb = createWorkbench(
     { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
     {
-      onSelect: (index) => selectIndex(index),
+      onSelect: (row) => {
+        const index = eventOfRow(ds(), row);
+        if (index !== null) selectIndex(index);
+      },
       onPick: (index) => selectIndex(index),
       onJump: (index) => selectIndex(index),
       context: (ev) => ds().log.context(ev.dir),
@@ -61,7 +81,16 @@ export function startPlayground(host) {
     const d = ds();
     d.source.set(d.log.events);
     wb.expert.setItems(d.log.experts.map((i) => ({ index: i, event: d.log.events[i] })));
-    wb.sequence.setLabels({ client: peerLabel('client', d.log.peer('c2s')), server: peerLabel('server', d.log.peer('s2c')) });
+    const server = d.log.peer('s2c');
+    const client = d.log.peer('c2s');
+    wb.sequence.setLabels({ client: peerLabel('client', client), server: peerLabel('server', server) });
+    if (d === data.session) {
+      const types = { server: server.socketType || socketTypes.server, client: client.socketType || socketTypes.client };
+      if (types.server !== socketTypes.server || types.client !== socketTypes.client) {
+        socketTypes = types;
+        composer.setSocketTypes(types);
+      }
+    }
     const sel = wb.selection.get();
     if (sel.index !== null && d.log.events[sel.index] !== sel.event) {
       if (sel.index < d.log.length) wb.selection.setEvent(sel.index, d.log.events[sel.index]);
@@ -87,10 +116,12 @@ export function startPlayground(host) {
   }
   function resetData(d) {
     d.log.clear();
+    d.marker.clear();
+    if (d.rows.setMarks) d.rows.setMarks(d.marker.marks);
     rebuildChunks(d);
     if (d === ds()) {
       wb.selection.clear();
-      wb.sequence.setSource(d.source);
+      wb.sequence.setSource(d.rows);
       wb.sequence.setSelected(null);
     }
     markDirty();
@@ -99,7 +130,7 @@ export function startPlayground(host) {
   function selectIndex(index) {
     const ev = ds().log.events[index];
     if (!ev) return;
-    wb.sequence.setSelected(index);
+    wb.sequence.setSelected(rowOfEvent(ds(), index));
     wb.selection.selectElement(index, ev);
   }
 
@@ -131,7 +162,7 @@ export function startPlayground(host) {
       panes[k].hidden = k !== active;
     }
     wb.selection.clear();
-    wb.sequence.setSource(ds().source);
+    wb.sequence.setSource(ds().rows);
     wb.sequence.setFollowTail(active === 'session');
     wb.hex.setChunks([]);
     ds().chunked = 0;
@@ -149,7 +180,9 @@ export function startPlayground(host) {
       form.setError('');
       try {
         const res = await api.createSession(request);
-        connect(String(res.id));
+        socketTypes = { server: request.server.type, client: request.client.type };
+        composer.setSocketTypes(socketTypes);
+        connect(String(res.id), request.mode);
         $('session-setup').open = false;
       } catch (err) {
         form.setError(err.message);
@@ -170,7 +203,15 @@ export function startPlayground(host) {
       else if (cmd === 'speed') s.speed(value);
     },
   });
-  const composer = new Composer($('composer'), { onSend: (cmd) => session && session.socket.send(cmd) });
+  const composer = new Composer($('composer'), {
+    onSend(cmd) {
+      if (!session) return;
+      session.socket.send(cmd);
+      // Paused, the message waits in the sending peer: say so until the session moves on.
+      queuedAt = playing ? null : data.session.log.length;
+      composer.setNote(playing ? '' : TEXT.composer.queued);
+    },
+  });
   const faults = new FaultMenu($('faults'), { onFault: (fault, args) => session && session.socket.fault(fault, args) });
   composer.setEnabled(false);
   faults.setEnabled(false);
@@ -181,10 +222,18 @@ export function startPlayground(host) {
     faults.setEnabled(on);
   }
 
-  function connect(id) {
+  function setMode(m) {
+    mode = m === 'tcp' ? 'tcp' : 'simulated';
+    faults.setMode(mode);
+  }
+
+  function connect(id, sessionMode) {
     if (session) session.socket.close();
     const d = data.session;
     resetData(d);
+    queuedAt = null;
+    composer.setNote('');
+    if (sessionMode) setMode(sessionMode);
     if (active !== 'session') showTab('session');
     const socket = openSession({
       WebSocket: host.WebSocket,
@@ -200,8 +249,21 @@ export function startPlayground(host) {
       onState(s) {
         playing = !!s.playing;
         controls.setState(s);
+        if ((s.mode === 'tcp' || s.mode === 'simulated') && s.mode !== mode) setMode(s.mode);
         if (typeof s.position === 'number' && d.log.truncate(s.position)) {
+          d.marker.truncate(s.position);
+          d.rows.setMarks(d.marker.marks);
           rebuildChunks(d);
+          markDirty();
+        }
+        if (queuedAt !== null && (playing || (typeof s.position === 'number' && s.position > queuedAt))) {
+          queuedAt = null;
+          composer.setNote('');
+        }
+      },
+      onLog(entry) {
+        if (d.marker.take(entry, d.log.length)) {
+          d.rows.setMarks(d.marker.marks);
           markDirty();
         }
       },

@@ -5,7 +5,7 @@
 //   POST /api/sessions                       {mode, server, client} -> 201 {id}
 //   GET  /api/sessions/{id}/export.pcapng    (link)
 //   GET  /api/sessions/{id}/export.json      (link)
-//   WS   /ws/sessions/{id}?batch=1&log=0     (see session.js)
+//   WS   /ws/sessions/{id}?batch=1&log=0&marks=1   (see session.js)
 //   POST /api/decode                         {hex} -> {events}
 //   POST /api/captures                       multipart `file` -> 201 {id}; 413/415 {detail}
 //   GET  /api/captures/{id}/progress         text/event-stream: data: {state, percent, detail}
@@ -124,7 +124,7 @@ export function createApi(host) {
      */
     sessionSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0`;
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1`;
     },
     decode(hex) {
       return request('POST', '/api/decode', { hex });

@@ -75,17 +75,82 @@ export function escapeBytes(bytes, max = 32) {
   return '"' + s + '"' + (bytes.length > max ? '…' : '');
 }
 
-/** Preview of a hex string (as the backend sends bodies) — see escapeBytes. */
+/** Preview of a hex string (as the backend sends bodies) — see escapeBytes; bytes that are valid UTF-8
+ * with some non-ASCII text show as that text (see utf8Preview). */
 export function previewHex(hex, max = 32) {
   if (typeof hex !== 'string') return '""';
   const even = hex.length - (hex.length % 2);
   let bytes;
   try {
-    bytes = hexToBytes(hex.slice(0, Math.min(even, 2 * (max + 1))));
+    // (3 octets more than shown: enough to finish a character cut at `max`)
+    bytes = hexToBytes(hex.slice(0, Math.min(even, 2 * (max + 4))));
   } catch {
     return hex.slice(0, max);
   }
-  return escapeBytes(bytes, max);
+  const text = utf8Preview(bytes, max, even / 2);
+  return text !== null ? text : escapeBytes(bytes, max);
+}
+
+const UTF8 = typeof TextDecoder === 'function' ? new TextDecoder('utf-8', { fatal: true }) : null;
+
+/** `bytes` as text when they are UTF-8 (not mere ASCII), else null. */
+export function utf8Text(bytes) {
+  if (!UTF8 || !bytes.some((b) => b >= 0x80)) return null;
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A quoted preview of UTF-8 text (escaped as escapeBytes does), or null when the first `max` octets
+ * (ended at a character boundary) are not UTF-8 or are plain ASCII. `total`: the whole length, for the
+ * ellipsis.
+ */
+export function utf8Preview(bytes, max = 32, total = bytes.length) {
+  let n = Math.min(bytes.length, max);
+  while (n > 0 && n < bytes.length && (bytes[n] & 0xc0) === 0x80) n--; // not inside a character
+  const text = utf8Text(bytes.subarray ? bytes.subarray(0, n) : bytes.slice(0, n));
+  if (text === null) return null;
+  let s = '';
+  for (const ch of text) {
+    const c = ch.codePointAt(0);
+    if (ch === '"') s += '\\"';
+    else if (ch === '\\') s += '\\\\';
+    else if (c === 0x0a) s += '\\n';
+    else if (c === 0x0d) s += '\\r';
+    else if (c === 0x09) s += '\\t';
+    else if (c < 0x20 || c === 0x7f || (c >= 0x80 && c < 0xa0)) s += '\\x' + byteHex(c & 0xff);
+    else s += ch;
+  }
+  return '"' + s + '"' + (total > n ? '…' : '');
+}
+
+/**
+ * The UTF-8 column of a text dump: per octet, the character it starts (its continuation octets get ''),
+ * or '.' for an octet that is not printable or not part of a character complete within `bytes`.
+ */
+export function utf8Cells(bytes) {
+  const out = new Array(bytes.length).fill('.');
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    const len = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
+    if (len === 1) {
+      out[i] = isPrintable(b) ? String.fromCharCode(b) : '.';
+      i++;
+      continue;
+    }
+    const text = len && i + len <= bytes.length ? utf8Text(bytes.slice(i, i + len)) : null;
+    if (text === null || /[\u0080-\u009f]/.test(text)) {
+      i++;
+      continue;
+    }
+    out[i] = text;
+    for (let k = 1; k < len; k++) out[i + k] = '';
+    i += len;
+  }
+  return out;
 }
 
 /** UTF-8 encode a string. */

@@ -27,15 +27,26 @@ export function frameBytes(frame) {
 
 /**
  * What each frame will look like on the wire.
- * Returns [{ size, long, more, error }] — `long` when the body needs the 8-octet
- * size field, `more` on every frame but the last.
+ * Returns [{ size, long, more, error, header, routing, wire }] — `long` when the body
+ * needs the 8-octet size field, `more` on every frame but the last. With `routing` (a
+ * ROUTER sends) the first frame is the routing id: `wire` false, no header.
  */
-export function describeFrames(frames) {
+export function describeFrames(frames, { routing = false } = {}) {
   return frames.map((f, i) => {
     const { bytes, error } = frameBytes(f);
     const size = bytes ? bytes.length : 0;
-    return { size, long: size > SHORT_MAX, more: i < frames.length - 1, error: error || null, header: size > SHORT_MAX ? 9 : 2 };
+    if (routing && i === 0) {
+      // A ROUTER's first frame names the connection to send on: the socket takes it off, it never goes on the wire.
+      return { size, long: false, more: false, error: error || null, header: 0, routing: true, wire: false };
+    }
+    return { size, long: size > SHORT_MAX, more: i < frames.length - 1, error: error || null, header: size > SHORT_MAX ? 9 : 2, routing: false, wire: true };
   });
+}
+
+/** The frames and octets of a described message that go on the wire: { frames, octets }. */
+export function wireTotals(desc) {
+  const wire = desc.filter((f) => f.wire !== false);
+  return { frames: wire.length, octets: wire.reduce((n, f) => n + f.size + f.header, 0) };
 }
 
 /**

@@ -41,19 +41,30 @@ export const VERSIONS = ['3.1', '3.0', '2.0', '1.0'];
 export const MECHANISMS = ['NULL', 'PLAIN', 'CURVE'];
 export const KINDS = ['greeting', 'command', 'frame', 'message', 'expert', 'gap'];
 
+export const GREETINGS = ['libzmq', 'full'];
+
 /**
  * The body of POST /api/sessions from the form's values.
- * peer: { type, version, mechanism, identity, username, password, libzmq }.
+ * peer: { type, version, mechanism, identity, username, password, libzmq, greeting, subscribe };
+ * options: { autoplay } (false: the session waits at t = 0).
  */
-export function sessionRequest(mode, server, client) {
-  const peer = (p) => ({
-    type: SOCKET_TYPES.includes(p.type) ? p.type : 'PAIR',
-    version: VERSIONS.includes(p.version) ? p.version : '3.1',
-    mechanism: MECHANISMS.includes(p.mechanism) ? p.mechanism : 'NULL',
-    identity: p.identity || '',
-    username: p.username || '',
-    password: p.password || '',
-    libzmq: !!p.libzmq,
-  });
-  return { mode: mode === 'tcp' ? 'tcp' : 'simulated', server: peer(server), client: peer(client) };
+export function sessionRequest(mode, server, client, { autoplay = false } = {}) {
+  const tcp = mode === 'tcp';
+  const peer = (p) => {
+    const type = SOCKET_TYPES.includes(p.type) ? p.type : 'PAIR';
+    const out = {
+      type,
+      version: VERSIONS.includes(p.version) ? p.version : '3.1',
+      mechanism: MECHANISMS.includes(p.mechanism) ? p.mechanism : 'NULL',
+      identity: p.identity || '',
+      username: p.username || '',
+      password: p.password || '',
+      // A real libzmq socket exists only among real peers (tcp).
+      libzmq: tcp && !!p.libzmq,
+      greeting: GREETINGS.includes(p.greeting) ? p.greeting : 'libzmq',
+    };
+    if (type === 'SUB') out.subscribe = p.subscribe || '';
+    return out;
+  };
+  return { mode: tcp ? 'tcp' : 'simulated', server: peer(server), client: peer(client), autoplay: !!autoplay };
 }

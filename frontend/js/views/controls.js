@@ -2,9 +2,10 @@
 // the message composer and the fault menu.
 
 import { h, clear, setChildren } from './dom.js';
-import { SOCKET_TYPES, VERSIONS, MECHANISMS, sessionRequest } from '../core/links.js';
-import { newFrame, describeFrames, buildSendCommand } from '../core/composer.js';
-import { FAULTS } from '../core/session.js';
+import { SOCKET_TYPES, VERSIONS, MECHANISMS, GREETINGS, sessionRequest } from '../core/links.js';
+import { newFrame, describeFrames, wireTotals, buildSendCommand } from '../core/composer.js';
+import { faultsFor } from '../core/session.js';
+import { TEXT } from '../core/playground-text.js';
 
 function select(d, options, value, props = {}) {
   const sel = h(d, 'select', props);
@@ -27,6 +28,7 @@ export class SessionForm {
     this.onCreate = onCreate;
     this.mode = { simulated: h(d, 'input', { type: 'radio', name: 'mode', value: 'simulated', checked: true }), tcp: h(d, 'input', { type: 'radio', name: 'mode', value: 'tcp' }) };
     this.peers = { server: this.peerFields('server', 'PUSH'), client: this.peerFields('client', 'PULL') };
+    this.autoplay = h(d, 'input', { type: 'checkbox', name: 'autoplay' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
     this.submit = h(d, 'button', { type: 'submit', class: 'primary', text: 'Start session' });
     const form = h(
@@ -43,11 +45,20 @@ export class SessionForm {
       ),
       this.peers.server.root,
       this.peers.client.root,
+      h(d, 'label', { class: 'check autoplay' }, this.autoplay, ` ${TEXT.form.autoplay}`),
       this.error,
       this.submit,
     );
     clear(container);
     container.appendChild(form);
+    for (const radio of Object.values(this.mode)) radio.addEventListener('change', () => this.syncMode());
+    this.syncMode();
+  }
+
+  /** A real libzmq socket is only offered for real TCP sessions. */
+  syncMode() {
+    const tcp = this.mode.tcp.checked;
+    for (const c of Object.values(this.peers)) c.libzmqField.hidden = !tcp;
   }
 
   peerFields(role, type) {
@@ -59,8 +70,18 @@ export class SessionForm {
       identity: h(d, 'input', { type: 'text', placeholder: 'optional', autocomplete: 'off' }),
       username: h(d, 'input', { type: 'text', placeholder: 'PLAIN only', autocomplete: 'off' }),
       password: h(d, 'input', { type: 'text', placeholder: 'PLAIN only', autocomplete: 'off' }),
-      libzmq: h(d, 'input', { type: 'checkbox' }),
+      libzmq: h(d, 'input', { type: 'checkbox', name: `${role}-libzmq` }),
+      greeting: h(d, 'select', { name: `${role}-greeting`, title: TEXT.form.greetingHelp }),
+      subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, placeholder: TEXT.form.topicHint, autocomplete: 'off' }),
     };
+    for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, text: TEXT.form.greetingOptions[g] }));
+    c.greeting.value = 'libzmq';
+    const topic = field(d, TEXT.form.topic, c.subscribe, 'topic');
+    const syncType = () => {
+      topic.hidden = c.type.value !== 'SUB';
+    };
+    c.type.addEventListener('change', syncType);
+    syncType();
     const creds = h(d, 'div', { class: 'creds' }, field(d, 'Username', c.username), field(d, 'Password', c.password));
     const sync = () => {
       creds.hidden = c.mechanism.value !== 'PLAIN';
@@ -74,20 +95,22 @@ export class SessionForm {
       h(d, 'legend', { text: role === 'server' ? 'Server (binds)' : 'Client (connects)' }),
       h(d, 'div', { class: 'row3' }, field(d, 'Socket', c.type), field(d, 'ZMTP', c.version), field(d, 'Mechanism', c.mechanism)),
       field(d, 'Identity', c.identity),
+      topic,
       creds,
-      h(d, 'label', { class: 'check', title: 'Behave like libzmq 4.3: greeting in three writes, padding = identity length + 1' }, c.libzmq, ' libzmq-style greeting'),
+      field(d, TEXT.form.greeting, c.greeting),
+      (c.libzmqField = h(d, 'label', { class: 'check', title: TEXT.form.realLibzmqHelp }, c.libzmq, ` ${TEXT.form.realLibzmq}`)),
     );
     return c;
   }
 
   values(c) {
-    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked };
+    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.subscribe.value };
   }
 
   onSubmit(e) {
     e.preventDefault();
     const mode = this.mode.tcp.checked ? 'tcp' : 'simulated';
-    this.onCreate(sessionRequest(mode, this.values(this.peers.server), this.values(this.peers.client)));
+    this.onCreate(sessionRequest(mode, this.values(this.peers.server), this.values(this.peers.client), { autoplay: this.autoplay.checked }));
   }
 
   setBusy(busy) {
@@ -169,13 +192,16 @@ export class Composer {
     const d = (this.doc = container.ownerDocument);
     this.onSend = onSend;
     this.frames = [newFrame('My Message')];
+    this.types = { server: '', client: '' };
     this.from = select(d, ['server', 'client'], 'server');
+    this.from.addEventListener('change', () => this.describe());
+    this.note = h(d, 'p', { class: 'composer-note', attrs: { 'aria-live': 'polite' }, hidden: true });
     this.list = h(d, 'ol', { class: 'composer-frames' });
     this.summary = h(d, 'p', { class: 'composer-summary' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
     this.send = h(d, 'button', { type: 'button', class: 'primary', text: 'Send message', on: { click: () => this.doSend() } });
     const add = h(d, 'button', { type: 'button', text: '+ Frame', on: { click: () => this.addFrame() } });
-    const root = h(d, 'div', { class: 'composer' }, field(d, 'Send from', this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.summary, this.error);
+    const root = h(d, 'div', { class: 'composer' }, field(d, 'Send from', this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.note, this.summary, this.error);
     clear(container);
     container.appendChild(root);
     this.renderFrames();
@@ -217,15 +243,32 @@ export class Composer {
     this.describe();
   }
 
+  /** The sessions' socket types ({ server, client }): a ROUTER's first frame is its routing id. */
+  setSocketTypes(types) {
+    this.types = { server: types.server || '', client: types.client || '' };
+    this.describe();
+  }
+
+  routing() {
+    return this.types[this.from.value] === 'ROUTER';
+  }
+
   describe() {
-    const desc = describeFrames(this.frames);
+    const routing = this.routing();
+    const desc = describeFrames(this.frames, { routing });
     desc.forEach((f, i) => {
       const info = this.infos[i];
       info.classList.toggle('bad', !!f.error);
-      info.textContent = f.error ? f.error : `${f.size} octet${f.size === 1 ? '' : 's'} · ${f.long ? 'LONG (8-octet size)' : 'short (1-octet size)'}${f.more ? ' · MORE' : ' · last'}`;
+      info.classList.toggle('routing', !!f.routing);
+      info.textContent = f.error ? f.error : f.routing ? TEXT.composer.routingId({ size: f.size }) : `${f.size} octet${f.size === 1 ? '' : 's'} · ${f.long ? 'LONG (8-octet size)' : 'short (1-octet size)'}${f.more ? ' · MORE' : ' · last'}`;
     });
-    const total = desc.reduce((n, f) => n + f.size + f.header, 0);
-    this.summary.textContent = `${desc.length} frame${desc.length === 1 ? '' : 's'}, ${total} octets on the wire. MORE is set on all frames but the last; frames over 255 octets use the long size.`;
+    this.summary.textContent = (routing ? TEXT.composer.summaryRouter : TEXT.composer.summary)(wireTotals(desc));
+  }
+
+  /** A line under the Send button (e.g. that the message waits for the next step); '' hides it. */
+  setNote(text) {
+    this.note.textContent = text || '';
+    this.note.hidden = !text;
   }
 
   doSend() {
@@ -255,22 +298,33 @@ export class Composer {
 export class FaultMenu {
   constructor(container, { onFault }) {
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', {});
-    for (const f of FAULTS) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help }));
+    this.kind = h(d, 'select', { attrs: { 'aria-label': 'Fault' } });
     this.peer = select(d, ['server', 'client'], 'server');
     this.seconds = h(d, 'input', { type: 'number', min: 0, max: 60, step: 0.5, value: 2 });
     this.secondsField = field(d, 'Seconds', this.seconds, 'inline');
     this.help = h(d, 'p', { class: 'hint' });
     this.inject = h(d, 'button', { type: 'button', text: 'Inject fault', on: { click: () => onFault(this.kind.value, this.args()) } });
-    const sync = () => {
-      const f = FAULTS.find((x) => x.fault === this.kind.value);
-      this.help.textContent = f ? f.help : '';
-      this.secondsField.hidden = this.kind.value !== 'delay';
-    };
-    this.kind.addEventListener('change', sync);
-    sync();
+    this.kind.addEventListener('change', () => this.sync());
+    this.setMode('simulated');
     clear(container);
     container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'Fault', this.kind, 'inline'), field(d, 'Peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
+  }
+
+  /** Offer the faults a session of this mode ('simulated' or 'tcp') can inject. */
+  setMode(mode) {
+    const d = this.doc;
+    const was = this.kind.value;
+    this.faults = faultsFor(mode);
+    clear(this.kind);
+    for (const f of this.faults) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help }));
+    if (this.faults.some((f) => f.fault === was)) this.kind.value = was;
+    this.sync();
+  }
+
+  sync() {
+    const f = this.faults.find((x) => x.fault === this.kind.value);
+    this.help.textContent = f ? f.help : '';
+    this.secondsField.hidden = this.kind.value !== 'delay';
   }
 
   args() {

@@ -2,7 +2,8 @@
 // coloured per direction as Wireshark's Follow TCP Stream does (client red-ish,
 // server blue-ish and indented). Offset, hex and ASCII columns; the selected
 // element's bytes and the selected field's bytes are highlighted. Virtual: only
-// the visible lines are built. An "ASCII" mode shows the same stream as text.
+// the visible lines are built. An "ASCII" mode shows the same stream as text, and a
+// "UTF-8" mode as text decoded as UTF-8 (a character in the cell of its first octet).
 //
 // new HexView(container, { selection, onPick(index, dir, offset), copyText(text), title })
 //   .setChunks(chunks, note)   chunks from core/hexdump.js buildChunks()
@@ -10,7 +11,7 @@
 import { h, clear, panel, frameThrottle, onResize } from './dom.js';
 import { layoutLines, toFollowText, BYTES_PER_LINE } from '../core/hexdump.js';
 import { visibleRange, contentHeight, scrollToReveal } from '../core/virtual.js';
-import { byteHex, isPrintable } from '../core/bytes.js';
+import { byteHex, isPrintable, utf8Cells } from '../core/bytes.js';
 
 const LINE_HEIGHT = 20;
 const ASCII_PER_LINE = 64;
@@ -32,6 +33,7 @@ export class HexView {
     this.modeButtons = {
       hex: h(d, 'button', { type: 'button', class: 'small toggle on', text: 'Hex', on: { click: () => this.setMode('hex') } }),
       ascii: h(d, 'button', { type: 'button', class: 'small toggle', text: 'ASCII', on: { click: () => this.setMode('ascii') } }),
+      utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', title: 'The stream as text decoded as UTF-8', on: { click: () => this.setMode('utf8') } }),
     };
     p.tools.append(
       this.noteEl,
@@ -39,6 +41,7 @@ export class HexView {
       h(d, 'span', { class: 'legend s2c', text: 'server → client' }),
       this.modeButtons.hex,
       this.modeButtons.ascii,
+      this.modeButtons.utf8,
     );
     if (copyText) {
       p.tools.append(h(d, 'button', { type: 'button', class: 'small', text: 'Copy', title: 'Copy as a Follow TCP Stream hex dump (paste it back in Paste mode)', on: { click: () => this.copy() } }));
@@ -70,9 +73,8 @@ export class HexView {
   }
 
   setMode(mode) {
-    this.mode = mode === 'ascii' ? 'ascii' : 'hex';
-    this.modeButtons.hex.classList.toggle('on', this.mode === 'hex');
-    this.modeButtons.ascii.classList.toggle('on', this.mode === 'ascii');
+    this.mode = mode === 'ascii' || mode === 'utf8' ? mode : 'hex';
+    for (const [name, button] of Object.entries(this.modeButtons)) button.classList.toggle('on', this.mode === name);
     this.relayout();
     this.reveal();
   }
@@ -84,7 +86,7 @@ export class HexView {
   }
 
   relayout() {
-    this.lines = layoutLines(this.chunks, this.mode === 'ascii' ? ASCII_PER_LINE : BYTES_PER_LINE);
+    this.lines = layoutLines(this.chunks, this.mode === 'hex' ? BYTES_PER_LINE : ASCII_PER_LINE);
     this.spacer.style.height = `${contentHeight(this.lines.count, this.lineHeight)}px`;
     this.empty.hidden = this.lines.count > 0;
     this.viewport.hidden = this.lines.count === 0;
@@ -136,7 +138,8 @@ export class HexView {
       const inEl = (o) => el && el.dir === line.dir && o >= el.start && o < el.end;
       const inField = (o) => field && field.dir === line.dir && o >= field.start && o < field.end;
       const hexCol = h(d, 'span', { class: 'hex-bytes' });
-      const asciiCol = h(d, 'span', { class: 'hex-ascii' });
+      const asciiCol = h(d, 'span', { class: this.mode === 'utf8' ? 'hex-ascii hex-utf8' : 'hex-ascii' });
+      const text = this.mode === 'utf8' ? utf8Cells(line.bytes) : null;
       line.bytes.forEach((b, k) => {
         const o = line.offset + k;
         const cls = inField(o) ? 'b sel-field' : inEl(o) ? 'b sel-el' : 'b';
@@ -146,7 +149,7 @@ export class HexView {
           hexCol.appendChild(cell);
           if (k === 7) hexCol.appendChild(d.createTextNode(' '));
         }
-        const ch = h(d, 'span', { class: cls, text: isPrintable(b) ? String.fromCharCode(b) : '.' });
+        const ch = h(d, 'span', { class: cls, text: text ? text[k] : isPrintable(b) ? String.fromCharCode(b) : '.' });
         ch.dataset.k = String(k);
         asciiCol.appendChild(ch);
       });

@@ -10,6 +10,7 @@
 import { h, clear, frameThrottle, onResize } from './dom.js';
 import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
 import { infoLabel } from '../core/labels.js';
+import { absoluteTime, relativeTime } from '../core/times.js';
 
 export class SequenceView {
   constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
@@ -71,6 +72,12 @@ export class SequenceView {
     this.serverHead.textContent = this.labels.server;
   }
 
+  /** How rows are numbered: fn(row, event) -> text (null: 1, 2, 3...). A filtered list shows element indexes. */
+  setRowNumbers(fn) {
+    this.rowNumber = typeof fn === 'function' ? fn : null;
+    this.schedule();
+  }
+
   setTimeBase(t) {
     this.timeBase = typeof t === 'number' ? t : null;
     this.schedule();
@@ -120,7 +127,15 @@ export class SequenceView {
     const row = h(d, 'div', { class: 'seq-row', attrs: { role: 'option', 'aria-selected': i === this.selected ? 'true' : 'false' } });
     row.dataset.index = String(i);
     row.style.height = `${this.rowHeight}px`;
-    const num = h(d, 'span', { class: 'seq-num', text: String(i + 1) });
+    const num = h(d, 'span', { class: 'seq-num', text: this.rowNumber ? this.rowNumber(i, ev) : String((ev && typeof ev.seq === 'number' ? ev.seq : i) + 1) });
+    if (ev && ev.kind === 'mark') {
+      // A connection boundary or a fault (core/marks.js): a row of its own, not an element.
+      row.classList.add('seq-mark', `mark-${safeClass(ev.mark)}`);
+      row.setAttribute('aria-disabled', 'true');
+      row.setAttribute('title', ev.text);
+      row.append(h(d, 'span', { class: 'seq-num' }), h(d, 'span', { class: 'seq-time' }), h(d, 'div', { class: 'seq-lane' }, h(d, 'span', { class: 'mark-text', text: ev.text })));
+      return row;
+    }
     if (!ev) {
       row.classList.add('loading');
       row.append(num, h(d, 'span', { class: 'seq-time' }), h(d, 'div', { class: 'seq-lane' }, h(d, 'span', { class: 'seq-label', text: '…' })));
@@ -137,21 +152,20 @@ export class SequenceView {
     } else {
       lane.append(h(d, 'div', { class: 'arrow' }, h(d, 'span', { class: 'arrow-head' })), h(d, 'span', { class: 'seq-label', text: label }));
     }
-    row.append(num, h(d, 'span', { class: 'seq-time', text: this.timeText(ev) }), lane);
+    row.append(num, h(d, 'span', { class: 'seq-time', text: this.timeText(ev), title: typeof ev.ts === 'number' ? absoluteTime(ev.ts) : undefined }), lane);
     return row;
   }
 
   timeText(ev) {
     const t = typeof ev.ts === 'number' ? ev.ts : typeof ev.t === 'number' ? ev.t : null;
     if (t === null) return '';
-    const rel = this.timeBase !== null ? t - this.timeBase : t;
-    return rel.toFixed(Math.abs(rel) < 1000 ? 6 : 3);
+    return relativeTime(t, this.timeBase);
   }
 
   /** Select row `index` (from a click or a key) and tell the app. */
   select(index) {
     const total = this.source ? this.source.length : 0;
-    if (!(index >= 0 && index < total)) return;
+    if (!(index >= 0 && index < total) || this.isMark(index)) return;
     this.setSelected(index);
     this.onSelect(index);
   }
@@ -175,7 +189,22 @@ export class SequenceView {
     if (!(e.key in moves)) return;
     e.preventDefault();
     e.stopPropagation();
-    this.select(Math.min(total - 1, Math.max(0, moves[e.key])));
+    const to = Math.min(total - 1, Math.max(0, moves[e.key]));
+    this.select(this.skipMarks(to, to < cur || e.key === 'End' ? -1 : 1));
+  }
+
+  /** A row that holds a mark (a source such as core/marks.js MarkedSource may have them). */
+  isMark(row) {
+    return !!(this.source && this.source.isMark && this.source.isMark(row));
+  }
+
+  /** `row`, or the nearest element row from it in direction `step` (then the other way). */
+  skipMarks(row, step) {
+    const total = this.source ? this.source.length : 0;
+    for (const s of [step, -step]) {
+      for (let r = row; r >= 0 && r < total; r += s) if (!this.isMark(r)) return r;
+    }
+    return row;
   }
 
   /** Move the selection by `delta` rows (the page's own up/down shortcut). */
@@ -183,7 +212,7 @@ export class SequenceView {
     const total = this.source ? this.source.length : 0;
     if (!total) return;
     const cur = this.selected === null ? (delta > 0 ? -1 : total) : this.selected;
-    this.select(Math.min(total - 1, Math.max(0, cur + delta)));
+    this.select(this.skipMarks(Math.min(total - 1, Math.max(0, cur + delta)), delta < 0 ? -1 : 1));
   }
 
   destroy() {

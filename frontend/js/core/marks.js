@@ -1,0 +1,144 @@
+// Marks in a session's sequence: where a connection closed (who closed it, and why), where the next
+// one opened, and where a fault was injected. DOM-free.
+//
+// The server sends them as `log` entries (`?marks=1`): {kind: "link", what: "open" | "half-closed" |
+// "closed" | "fault", conn, side, reason, fault, ...}. A mark sits before the element that arrived
+// after it (`at`, an element index). MarkedSource shows marks as rows of their own among the
+// elements; rowOf/eventOf translate between row and element indexes.
+
+import { TEXT } from './playground-text.js';
+
+const MARK_TEXT = TEXT.marks;
+
+function dirText(dir) {
+  return MARK_TEXT.dirs[dir] || String(dir);
+}
+
+/**
+ * Turns `log` entries into marks: new Marker(); .take(entry, at) -> mark | null ; .truncate(count) ; .clear()
+ * A mark: { kind: 'mark', mark: 'open' | 'closed' | 'fault', conn, text, at }.
+ */
+export class Marker {
+  constructor() {
+    this.clear();
+  }
+
+  clear() {
+    this.marks = [];
+    this.closers = new Map(); // conn -> { side, reason } of its first half-close
+  }
+
+  take(entry, at) {
+    if (!entry || entry.kind !== 'link') return null;
+    const conn = entry.conn !== undefined ? String(entry.conn) : '';
+    let mark = null;
+    if (entry.what === 'half-closed') {
+      if (!this.closers.has(conn)) this.closers.set(conn, { side: entry.side, reason: entry.reason });
+    } else if (entry.what === 'open') {
+      if (at > 0 || this.marks.length) mark = { mark: 'open', conn, text: MARK_TEXT.open({ conn }) };
+    } else if (entry.what === 'closed') {
+      const who = this.closers.get(conn);
+      const text = who && who.side ? MARK_TEXT.closed({ conn, side: who.side, reason: who.reason || '' }) : MARK_TEXT.closedQuietly({ conn });
+      mark = { mark: 'closed', conn, text };
+    } else if (entry.what === 'fault') {
+      const make = MARK_TEXT.fault[entry.fault] || MARK_TEXT.fault.other;
+      mark = { mark: 'fault', conn, text: make({ ...entry, conn, way: dirText(entry.dir) }) };
+    }
+    if (!mark) return null;
+    const full = { kind: 'mark', ...mark, at };
+    this.marks.push(full);
+    return full;
+  }
+
+  /** Stepping back to `count` elements: marks at or after the cut happened after it. */
+  truncate(count) {
+    const before = this.marks.length;
+    this.marks = this.marks.filter((m) => m.at < count);
+    return this.marks.length !== before;
+  }
+}
+
+/**
+ * A source (see source.js) of rows: the elements of `events` (a source) with `marks` (sorted by `at`)
+ * as rows of their own, each before the element it precedes.
+ */
+export class MarkedSource {
+  constructor(events, marks = []) {
+    this.events = events;
+    this.marks = marks;
+    this.listeners = new Set();
+    events.subscribe(() => this.emit());
+  }
+
+  setMarks(marks) {
+    this.marks = marks;
+    this.emit();
+  }
+
+  subscribe(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  emit() {
+    for (const fn of [...this.listeners]) fn();
+  }
+
+  get length() {
+    return this.events.length + this.visibleMarks();
+  }
+
+  /** Marks that precede an element already shown, or the end (a mark never sits past the last element). */
+  visibleMarks() {
+    const n = this.events.length;
+    let k = this.marks.length;
+    while (k > 0 && this.marks[k - 1].at > n) k--;
+    return k;
+  }
+
+  /** How many marks sit on rows before `row`. */
+  marksBefore(row) {
+    let lo = 0;
+    let hi = this.visibleMarks();
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.marks[mid].at + mid < row) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  get(row) {
+    const m = this.marksBefore(row);
+    if (m < this.visibleMarks() && this.marks[m].at + m === row) return this.marks[m];
+    return this.events.get(row - m);
+  }
+
+  isMark(row) {
+    const item = this.get(row);
+    return !!item && item.kind === 'mark';
+  }
+
+  /** The element shown on `row`, or null for a mark. */
+  eventOf(row) {
+    const m = this.marksBefore(row);
+    if (m < this.visibleMarks() && this.marks[m].at + m === row) return null;
+    return row - m;
+  }
+
+  /** The row that shows element `index`. */
+  rowOf(index) {
+    let lo = 0;
+    let hi = this.visibleMarks();
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.marks[mid].at <= index) lo = mid + 1;
+      else hi = mid;
+    }
+    return index + lo;
+  }
+
+  ensure(start, end) {
+    return this.events.ensure ? this.events.ensure(start, end) : Promise.resolve();
+  }
+}
