@@ -114,6 +114,48 @@ def test_connect_before_bind_queues_and_reconnects_with_backoff() -> None:
     run(main())
 
 
+def test_a_bound_sender_waits_for_its_first_peer() -> None:
+    async def main() -> None:
+        async with TcpPeer("PUSH") as push:
+            endpoint = await push.bind("tcp://127.0.0.1:0")
+            sending = asyncio.ensure_future(push.send([b"first"]))  # no pipe yet: send() waits, as libzmq's
+            await asyncio.sleep(0.1)
+            assert not sending.done()
+            async with TcpPeer("PULL") as pull:
+                pull.connect(endpoint)
+                await asyncio.wait_for(sending, TIMEOUT)  # the handshake wakes it
+                assert await pull.recv(timeout=TIMEOUT) == [b"first"]
+
+    run(main())
+
+
+def test_close_lingers_for_queued_messages_within_linger() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        port = _free_port()
+        push = TcpPeer("PUSH", reconnect_ivl=0.02)
+        push.connect(f"tcp://127.0.0.1:{port}")
+        await push.send([b"for a late peer"])
+        assert push.unsent() == (1, 0)  # queued in the connect-side pipe, counted though it is not up
+        closing = asyncio.ensure_future(push.close(linger=-1))  # ZMQ_LINGER -1: as long as it takes
+        await asyncio.sleep(0.3)
+        assert not closing.done()  # it keeps reconnecting meanwhile
+        async with TcpPeer("PULL") as pull:
+            await pull.bind(f"tcp://127.0.0.1:{port}")
+            assert await pull.recv(timeout=TIMEOUT) == [b"for a late peer"]
+            await asyncio.wait_for(closing, TIMEOUT)
+
+        nobody = TcpPeer("PUSH")
+        nobody.connect(f"tcp://127.0.0.1:{_free_port()}")
+        await nobody.send([b"never delivered"])
+        started = loop.time()
+        assert not await nobody.drain(0.2)
+        await nobody.close(linger=0.3)
+        assert 0.5 <= loop.time() - started < 0.2 + 0.3 + 2.0  # linger bounds it
+
+    run(main())
+
+
 def test_heartbeats_between_our_peers_with_ttl() -> None:
     async def main() -> None:
         log_a, log_b = EventLog(), EventLog()

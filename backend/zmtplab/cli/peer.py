@@ -10,10 +10,13 @@ with CURVE, where the wire only shows encrypted MESSAGE boxes, a `message` event
 message as the application's recv() returned it (with a ROUTER's identity frame, without a
 REQ's delimiter).
 
-It exits 0 once it has sent every `--send` and received `--recv N` messages (with nothing to
-do, it runs until `--timeout`), and 1 when `--timeout` comes first. REQ sends before it
-receives and alternates; REP and ROUTER receive before they send; PUB/XPUB wait for a
-subscriber whose subscriptions match each message (libzmq would drop it: the slow joiner).
+It exits 0 once it has received `--recv N` messages and every `--send` is on the wire (with
+nothing to do, it runs until `--timeout`); 1 when `--timeout` comes first (it bounds the whole
+run) or when `--linger` runs out with messages still queued (a connect() queues them until its
+connection is up, as libzmq does; they are dropped, and said so); 2 on bad arguments. It never
+waits for the other side to hang up. REQ sends before it receives and alternates; REP and
+ROUTER receive before they send; PUB/XPUB wait for a subscriber whose subscriptions match each
+message (libzmq would drop it: the slow joiner).
 """
 
 from __future__ import annotations
@@ -80,7 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="give up after S seconds (exit 1 when the work is not done)")
-    p.add_argument("--linger", type=float, default=2.0, metavar="S", help="time to flush queued output at exit")
+    p.add_argument("--linger", type=float, default=2.0, metavar="S",
+                   help="once the work is done, wait up to S seconds for queued messages to go out (as "
+                        "ZMQ_LINGER; -1: as long as it takes, within --timeout); what is left is dropped, exit 1 "
+                        "(default 2)")
     p.add_argument("-v", "--verbose", action="store_true", help="log connection closures and reasons to stderr")
     p.set_defaults(func=run)
 
@@ -281,6 +287,14 @@ async def _main(args: argparse.Namespace) -> int:
         for topic in args.unsubscribe:
             peer.unsubscribe(topic.encode("utf-8"))
 
+    deadline = None if args.timeout is None else loop.time() + args.timeout
+
+    def timeout_left() -> float | None:
+        return None if deadline is None else max(deadline - loop.time(), 0.0)
+
+    def sent_out() -> int:
+        return max(state["sent"] - peer.unsent()[0], 0)  # accepted by the socket and not still queued
+
     nothing_to_do = not messages and not args.recv
     status = 0
     try:
@@ -291,12 +305,23 @@ async def _main(args: argparse.Namespace) -> int:
                 await loop.create_future()  # until interrupted
         else:
             await asyncio.wait_for(work(), args.timeout)
+            # Sends are done when the socket took them; linger (within --timeout) puts them on the wire.
+            linger = None if args.linger < 0 else args.linger
+            left = timeout_left()
+            timeout_first = left is not None and (linger is None or left <= linger)
+            if not await peer.drain(left if timeout_first else linger):
+                if timeout_first:
+                    raise TimeoutError
+                queued, octets = peer.unsent()
+                print(f"zmtplab peer: {queued} message(s) dropped: not on the wire after --linger {args.linger:g} s"
+                      + (f" ({octets} octets still buffered)" if octets else ""), file=sys.stderr)
+                status = 1
     except TimeoutError:
-        print(f"zmtplab peer: timed out after {args.timeout:g} s: sent {state['sent']}/{len(messages)}, "
+        print(f"zmtplab peer: timed out after {args.timeout:g} s: sent {sent_out()}/{len(messages)}, "
               f"received {state['received']}/{args.recv}", file=sys.stderr)
         status = 1
     finally:
-        await peer.close(linger=args.linger if status == 0 else 0)
+        await peer.close(linger=0)  # what had to go out went out above (or was given up)
         for conn_id in list(printer.dissectors):
             printer.close_conn(conn_id)
     return status
@@ -317,6 +342,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.recv < 0:
         print("zmtplab peer: --recv must not be negative", file=sys.stderr)
+        return 2
+    if args.linger < 0 and args.linger != -1:
+        print("zmtplab peer: --linger is S >= 0, or -1 to wait as long as it takes", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
                         format="zmtplab peer: %(message)s")

@@ -24,7 +24,11 @@ reconnect_ivl(_max), sndhwm, rcvhwm, max_frame_size, immediate, xpub_verbose, pr
   `reconnect_ivl_max`) whenever the connection fails or ends; `await wait_ready(n)` waits for n
   connections to finish their handshake.
 - `await send(frames, timeout=None)`, `send_nowait(frames)` (raises `Again`), `await recv(timeout=None)`,
-  `recv_nowait()`, `subscribe(topic)`, `unsubscribe(topic)`, `await close(linger=1.0)`.
+  `recv_nowait()`, `subscribe(topic)`, `unsubscribe(topic)`.
+- `await drain(timeout=None) -> bool` waits until nothing is queued (messages in pipes, those of a
+  connect() whose connection is not up yet included, and octets in transports); `unsent()` counts it.
+  `await close(linger=1.0)` drains for up to `linger` s (ZMQ_LINGER: negative waits as long as it
+  takes, 0 drops at once; connecters keep reconnecting meanwhile) and then closes everything.
 - `on_event(dict)` gets peer-level events (`{"kind": "peer", "what": "connected" | "accepted" |
   "handshake" | "closed" | "ping" | "pong" | "ping-sent" | "subscription" | "reconnect" |
   "connect-failed" | "ignored" | "received", "conn": ..., "t": seconds since the peer started,
@@ -280,6 +284,10 @@ class _Connecter:
                                      reason=str(exc) or exc.__class__.__name__)
             else:
                 self.protocol = proto
+                if self.stopped:
+                    # stop() came as the connection completed, and Python 3.11's wait_for swallows such
+                    # a cancellation: awaiting `lost` would wait for the other side to hang up.
+                    break
                 await proto.lost
                 self.protocol = None
                 if proto.pc is not None and proto.pc.ready:
@@ -340,6 +348,8 @@ class TcpPeer:
             event["t"] = round(self._loop.time() - self._t0, 6)
         if self.on_event is not None:
             self.on_event(event)
+        if event.get("what") == "handshake":
+            self._wake_senders()  # a pipe comes up: a send() waiting for a peer (bound PUSH) can go
         self._changed()
 
     def _changed(self) -> None:
@@ -544,28 +554,40 @@ class TcpPeer:
 
     # ------------------------------------------------------------------ closing
 
-    def pending_output(self) -> int:
-        """Messages still queued in pipes plus octets still buffered in transports."""
-        total = sum(len(p.out) for p in self.core.socket.pipes.values() if p.up)
+    def unsent(self) -> tuple[int, int]:
+        """What is not on the wire yet: messages queued in pipes (up or still connecting), octets in transports."""
+        messages = sum(len(p.out) for p in self.core.socket.pipes.values())
+        octets = 0
         for proto in self._protocols.values():
             if proto.transport is not None and not proto.transport.is_closing():
-                total += proto.transport.get_write_buffer_size()
-        return total
+                octets += proto.transport.get_write_buffer_size()
+        return messages, octets
+
+    def pending_output(self) -> int:
+        """Messages still queued in pipes plus octets still buffered in transports."""
+        return sum(self.unsent())
+
+    async def drain(self, timeout: float | None = None) -> bool:
+        """Waits up to `timeout` s (None: as long as it takes) until nothing is unsent; whether nothing is."""
+        loop = self._use_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self.pending_output():
+            if deadline is not None and loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
 
     async def close(self, linger: float = 1.0) -> None:
-        """Stops connecting and listening, lets queued output drain for up to `linger` s, closes everything."""
+        """Stops listening, drains for up to `linger` s (negative: as long as it takes), closes everything."""
         if self.closed:
             return
-        loop = self._use_loop()
-        for connecter in self._connecters:
-            connecter.stopped = True
         for server in self._servers:
             server.close()
-        if linger > 0:
-            with contextlib.suppress(TimeoutError):
-                deadline = loop.time() + linger
-                while self.pending_output() and loop.time() < deadline:
-                    await asyncio.sleep(0.005)
+        if linger != 0:
+            # Connecters keep (re)connecting meanwhile: a connect()'s queue waits for its peer, as in libzmq.
+            await self.drain(None if linger < 0 else linger)
+        for connecter in self._connecters:
+            connecter.stopped = True
         self.closed = True
         for connecter in self._connecters:
             await connecter.stop()
