@@ -5,7 +5,9 @@
 //
 // Element indexes: `el` (URL) and selection.index are an element's index in its
 // connection's unfiltered list (the backend's `index` key, else its position in
-// an unfiltered page). With a filter, the sequence shows matching rows only.
+// an unfiltered page). With a filter, the sequence shows matching rows only: of
+// every connection unless "this connection only" is ticked, each numbered
+// with its connection and index; opening one opens its connection.
 
 import { createApi } from '../core/api.js';
 import { PagedSource } from '../core/source.js';
@@ -14,7 +16,8 @@ import { fieldAt } from '../core/octets.js';
 import { parseLink, buildLink } from '../core/links.js';
 import { formatCount } from '../core/bytes.js';
 import { isTyping, h, setChildren } from '../views/dom.js';
-import { UploadView, ConnectionsView, FilterBar, PacketsView } from '../views/capture.js';
+import { UploadView, ConnectionsView, FilterBar, PacketsView, CaptureListView } from '../views/capture.js';
+import { createCaptureSearchApi, matchText } from '../core/capture-search.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLive } from './live.js';
 
@@ -27,13 +30,14 @@ export function startCapture(host) {
   const win = host.window;
   const $ = (id) => doc.getElementById(id);
   const api = createApi(host);
+  const searchApi = createCaptureSearchApi(host);
   const status = statusLine(doc);
 
   const st = {
     id: null,
     summary: null,
     conn: null,
-    filter: { kind: '', q: '' },
+    filter: { kind: '', q: '', scope: 'all' },
     list: null, // PagedSource of the sequence (filtered)
     stream: null, // PagedSource of the whole connection (the list itself when unfiltered)
     full: new Map(), // element index -> event with fields (small LRU)
@@ -62,7 +66,9 @@ export function startCapture(host) {
 
   const upload = new UploadView($('upload'), { onFile: (f) => uploadFile(f) });
   const connections = new ConnectionsView($('connections'), { onSelect: (conn) => (isLive() ? live.openConnection(conn) : openConnection(conn)) });
-  const filter = new FilterBar($('filter'), { onChange: (f) => setFilter(f) });
+  const filter = new FilterBar($('filter'), { onChange: (f) => setFilter(f), onMore: () => searchFurther() });
+  const myCaptures = new CaptureListView($('my-captures'), { onOpen: (id) => openCapture(id), onDelete: (id, name) => deleteCapture(id, name) });
+  $('delete-capture').addEventListener('click', () => st.id && deleteCapture(st.id, st.summary?.name || st.id));
   const packets = new PacketsView($('packets'), { onPacket: (n) => showPacket(n) });
   $('open-another').addEventListener('click', () => showUpload(true));
   live = createLive(host, { api, wb, connections, status, onUrl: () => updateUrl() });
@@ -85,7 +91,7 @@ export function startCapture(host) {
       return;
     }
     live.deactivate();
-    if (st.summary) showSummary(st.summary, { conn: st.conn, kind: st.filter.kind, q: st.filter.q });
+    if (st.summary) showSummary(st.summary, { conn: st.conn, kind: st.filter.kind, q: st.filter.q, scope: st.filter.scope });
     else {
       showUpload(true);
       $('capture-section').hidden = true;
@@ -97,6 +103,39 @@ export function startCapture(host) {
   function showUpload(on) {
     $('upload-section').hidden = !on;
     $('open-another').hidden = on || !st.id;
+    if (on) refreshMyCaptures();
+  }
+
+  /** The list of this client's captures (under the upload zone). */
+  async function refreshMyCaptures() {
+    try {
+      const res = await searchApi.myCaptures();
+      myCaptures.setCaptures(Array.isArray(res?.captures) ? res.captures : [], st.id);
+    } catch (err) {
+      myCaptures.setCaptures([]);
+      status(`Your captures: ${err.message}`, 'error');
+    }
+  }
+
+  async function deleteCapture(id, name) {
+    try {
+      await searchApi.deleteCapture(id);
+    } catch (err) {
+      if (err.status !== 404) {
+        status(`Could not delete ${name}: ${err.message}`, 'error');
+        return;
+      }
+    }
+    status(`Deleted ${name} from the server.`);
+    if (st.id === id) {
+      if (stopProgress) stopProgress();
+      st.id = null;
+      st.summary = null;
+      $('capture-section').hidden = true;
+      upload.reset();
+      setUrl({});
+      showUpload(true);
+    } else refreshMyCaptures();
   }
 
   async function uploadFile(file) {
@@ -159,7 +198,7 @@ export function startCapture(host) {
         if (st.id !== id) return;
         const sel = wb.selection.get();
         // Keep what the user is looking at in the first elements (their indexes do not change).
-        showSummary(s, early ? { conn: st.conn, el: sel.index ?? undefined, field: sel.field ?? undefined, kind: st.filter.kind, q: st.filter.q } : link);
+        showSummary(s, early ? { conn: st.conn, el: sel.index ?? undefined, field: sel.field ?? undefined, kind: st.filter.kind, q: st.filter.q, scope: st.filter.scope } : link);
       } catch (err) {
         if (early) status(err.message, 'error');
         else upload.setError(err.message);
@@ -225,7 +264,7 @@ export function startCapture(host) {
     connections.setConnections(list, null);
     if (list.length) {
       const wanted = list.find((c) => String(c.conn) === String(link.conn));
-      const filt = { kind: link.kind || '', q: link.q || '' };
+      const filt = { kind: link.kind || '', q: link.q || '', scope: link.scope || st.filter.scope || 'all' };
       filter.set(filt);
       openConnection(String((wanted || list[0]).conn), { filter: filt, el: link.el, field: link.field });
     }
@@ -247,16 +286,22 @@ export function startCapture(host) {
     return new PagedSource({ pageSize: PAGE, fetchPage: (offset, limit) => api.captureEvents(id, { conn, offset, limit, kind, q, fields: 0 }) });
   }
 
-  function openConnection(conn, { filter: filt = st.filter, el, field } = {}) {
+  function openConnection(conn, { filter: filt = st.filter, el, field, keepList = false } = {}) {
     st.conn = conn;
     st.full.clear();
     const c = connInfo();
     connections.setConnections(st.summary.connections, conn);
     const types = c && c.socket_types ? c.socket_types : {};
     wb.sequence.setLabels({ client: `client ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `server ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
-    wb.sequence.setTimeBase(typeof c?.first_ts === 'number' ? c.first_ts : null);
+    // Times count from the capture's first packet (as Wireshark's do): the same on every connection, so
+    // a list of matches from several connections and the details of one agree.
+    const firsts = (st.summary.connections || []).map((x) => x.first_ts).filter((t) => typeof t === 'number');
+    const first = firsts.length ? Math.min(...firsts) : null;
+    wb.sequence.setTimeBase(first);
+    wb.tree.setTimeBase(first);
     st.stream = makeSource('', '');
-    applyFilter(filt);
+    // A list of every connection's matches stays as it is when one of them opens its connection.
+    if (!(keepList && st.list && st.list !== st.stream && st.filter.scope === 'all')) applyFilter(filt);
     loadExperts(c);
     if (typeof el === 'number') {
       selectElement(el).then(() => {
@@ -272,24 +317,48 @@ export function startCapture(host) {
   }
 
   function setFilter(f) {
-    applyFilter(f);
+    applyFilter({ ...f, scope: f.scope || st.filter.scope });
     const sel = wb.selection.get().index;
     if (sel !== null) wb.sequence.setSelected(rowOf(sel));
     updateUrl();
   }
 
-  function applyFilter({ kind = '', q = '' }) {
-    st.filter = { kind, q };
+  /** The filtered list: matches of every connection (scope 'all') or of the open one. */
+  function makeListSource(kind, q, scope, more = false) {
+    const { id } = st;
+    const conn = scope === 'conn' ? st.conn : undefined;
+    let searchOn = more; // only the first page goes on with a search the time limit stopped
+    const source = new PagedSource({
+      pageSize: PAGE,
+      fetchPage: (offset, limit) => {
+        const m = searchOn && offset === 0;
+        searchOn = false;
+        return searchApi.events(id, { conn, offset, limit, kind, q, more: m }).then((res) => {
+          if (offset === 0) source.search = res;
+          return res;
+        });
+      },
+    });
+    source.search = null;
+    return source;
+  }
+
+  function applyFilter({ kind = '', q = '', scope = 'all' }, { more = false } = {}) {
+    st.filter = { kind, q, scope };
     st.gen += 1;
     const gen = st.gen;
     const filtered = !!(kind || q);
-    st.list = filtered ? makeSource(kind, q) : st.stream;
+    st.list = filtered ? makeListSource(kind, q, scope, more) : st.stream;
     wb.sequence.setSource(st.list);
-    filter.setCount('');
+    wb.sequence.setRowNumbers(filtered ? rowNumber : null);
+    filter.setCount(filtered && q ? 'searching…' : '');
     st.list.load().then(
       () => {
         if (gen !== st.gen) return;
-        filter.setCount(filtered ? `${formatCount(st.list.length)} matching` : `${formatCount(st.list.length)} elements`);
+        if (filtered) {
+          const res = st.list.search || { total: st.list.length };
+          filter.setCount(matchText(res, { scope, conn: st.conn, connections: (st.summary?.connections || []).length }), { more: !!res.partial });
+        } else filter.setCount(`${formatCount(st.list.length)} elements`);
         const sel = wb.selection.get().index;
         if (sel !== null) wb.sequence.setSelected(rowOf(sel));
       },
@@ -297,6 +366,17 @@ export function startCapture(host) {
         if (gen === st.gen) filter.setCount(`filter failed: ${err.message}`);
       },
     );
+  }
+
+  /** "Search further": the same search, on from where the server's time limit stopped it. */
+  function searchFurther() {
+    applyFilter(st.filter, { more: true });
+  }
+
+  /** A filtered row is numbered as its element: connection and index (1-based, as in the unfiltered list). */
+  function rowNumber(row, ev) {
+    if (!ev || typeof ev.index !== 'number') return String(row + 1);
+    return st.filter.scope === 'all' ? `${ev.conn}:${ev.index + 1}` : String(ev.index + 1);
   }
 
   async function loadExperts(c) {
@@ -323,7 +403,7 @@ export function startCapture(host) {
   /** Row of the sequence list showing element `index`, or null (filtered out / not loaded). */
   function rowOf(index) {
     if (st.list === st.stream) return index;
-    return st.list.findLoaded((event) => event.index === index);
+    return st.list.findLoaded((event) => event.index === index && (event.conn === undefined || String(event.conn) === String(st.conn)));
   }
 
   function selectRow(row) {
@@ -333,6 +413,10 @@ export function startCapture(host) {
       return;
     }
     const index = typeof ev.index === 'number' ? ev.index : row;
+    if (st.list !== st.stream && ev.conn !== undefined && String(ev.conn) !== String(st.conn)) {
+      openConnection(String(ev.conn), { el: index, keepList: true });
+      return;
+    }
     selectElement(index, { row, hint: ev });
   }
 

@@ -60,7 +60,10 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
       client: `${peerLabel('client', log.peer('c2s'))}${s.client ? ' · ' + s.client : ''}`,
       server: `${peerLabel('server', log.peer('s2c'))}${s.server ? ' · ' + s.server : ''}`,
     });
-    if (typeof s.first_ts === 'number') wb.sequence.setTimeBase(s.first_ts);
+    if (typeof s.first_ts === 'number' && s.first_ts !== wb.tree.timeBase) {
+      wb.sequence.setTimeBase(s.first_ts);
+      wb.tree.setTimeBase(s.first_ts); // the details count time as the sequence does
+    }
     const sel = wb.selection.get();
     if (sel.index !== null && log.events[sel.index] !== sel.event && log.events[sel.index]) wb.selection.setEvent(sel.index, log.events[sel.index]);
     // The hex dump's layout is linear in the stream: a few times a second at most.

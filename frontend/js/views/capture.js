@@ -92,6 +92,8 @@ function progress(d, label) {
   };
 }
 
+const MAX_CONN_ROWS = 8;
+
 /**
  * The connections of a capture, one row each; click to open.
  * new ConnectionsView(container, { onSelect(conn) }) ; .setConnections(list, selected)
@@ -109,7 +111,7 @@ export class ConnectionsView {
   setConnections(list, selected) {
     const d = this.doc;
     const pair = (o, fmt = (x) => x) => (o && typeof o === 'object' ? `${fmt(o.c2s ?? '–')} / ${fmt(o.s2c ?? '–')}` : '–');
-    const head = h(d, 'tr', {}, ...['#', 'Client', 'Server', 'ZMTP c2s / s2c', 'Mechanism', 'Sockets c2s / s2c', 'Messages', 'Octets', 'Expert'].map((t) => h(d, 'th', { text: t })));
+    const head = h(d, 'tr', {}, ...['#', 'Client', 'Server', 'ZMTP c2s / s2c', 'Mechanism', 'Sockets c2s / s2c', 'Identities c2s / s2c', 'Messages', 'Octets', 'Expert'].map((t) => h(d, 'th', { text: t })));
     const rows = list.map((c) => {
       const ex = c.expert || {};
       const tr = h(
@@ -122,6 +124,7 @@ export class ConnectionsView {
         h(d, 'td', { text: pair(c.versions) }),
         h(d, 'td', { text: c.mechanism || '–' }),
         h(d, 'td', { text: pair(c.socket_types) }),
+        h(d, 'td', { class: 'mono', text: pair(c.identities, (x) => (x === '' ? '""' : x)) }),
         h(d, 'td', { text: pair(c.messages, formatCount) }),
         h(d, 'td', { text: pair(c.bytes, (n) => (typeof n === 'number' ? humanSize(n) : n)) }),
         h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${s}` }))),
@@ -133,21 +136,28 @@ export class ConnectionsView {
       return tr;
     });
     setChildren(this.body, h(d, 'div', { class: 'table-wrap' }, h(d, 'table', { class: 'connections' }, h(d, 'thead', {}, head), h(d, 'tbody', {}, rows))));
+    // As tall as its rows, up to MAX_CONN_ROWS of them; more scroll.
+    this.body.style.maxHeight = list.length > MAX_CONN_ROWS ? `${(MAX_CONN_ROWS + 1) * 1.75 + 0.5}rem` : 'none';
   }
 }
 
 /**
- * Filter: element kind and free text (command name, socket type, text in bodies).
- * new FilterBar(container, { onChange({kind, q}) }) ; .set({kind, q}) ; .setCount(shown, all)
+ * Filter: element kind and free text (command name, socket type, text in bodies), in every connection
+ * unless "this connection only" is ticked; "Search further" goes on with a search the time limit stopped.
+ * new FilterBar(container, { onChange({kind, q, scope}), onMore() }) ; .set({kind, q, scope}) ; .setCount(text, {more})
  */
 export class FilterBar {
-  constructor(container, { onChange }) {
+  constructor(container, { onChange, onMore = () => {} }) {
     const d = (this.doc = container.ownerDocument);
     this.kind = h(d, 'select', { attrs: { 'aria-label': 'Element kind' } }, h(d, 'option', { value: '', text: 'all kinds' }), ...KINDS.map((k) => h(d, 'option', { value: k, text: k })));
     this.q = h(d, 'input', { type: 'search', placeholder: 'Filter: READY, DEALER, text in bodies…', attrs: { 'aria-label': 'Filter text' } });
-    this.count = h(d, 'span', { class: 'filter-count' });
-    const fire = () => onChange({ kind: this.kind.value, q: this.q.value.trim() });
+    this.scope = h(d, 'input', { type: 'checkbox', attrs: { id: 'filter-this-conn' } });
+    const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' this connection only');
+    this.count = h(d, 'span', { class: 'filter-count', attrs: { role: 'status' } });
+    this.more = h(d, 'button', { type: 'button', class: 'small', text: 'Search further', hidden: true, on: { click: () => onMore() } });
+    const fire = () => onChange({ kind: this.kind.value, q: this.q.value.trim(), scope: this.scope.checked ? 'conn' : 'all' });
     this.kind.addEventListener('change', fire);
+    this.scope.addEventListener('change', fire);
     let timer = null;
     this.q.addEventListener('input', () => {
       clearTimeout(timer);
@@ -160,16 +170,55 @@ export class FilterBar {
       }
     });
     clear(container);
-    container.appendChild(h(d, 'form', { class: 'filter-bar', on: { submit: (e) => e.preventDefault() } }, this.kind, this.q, this.count));
+    container.appendChild(h(d, 'form', { class: 'filter-bar', on: { submit: (e) => e.preventDefault() } }, this.kind, this.q, scopeLabel, this.count, this.more));
   }
 
-  set({ kind = '', q = '' }) {
+  set({ kind = '', q = '', scope = 'all' }) {
     this.kind.value = kind;
     this.q.value = q;
+    this.scope.checked = scope === 'conn';
   }
 
-  setCount(text) {
+  setCount(text, { more = false } = {}) {
     this.count.textContent = text;
+    this.more.hidden = !more;
+  }
+}
+
+/**
+ * This client's captures on the server, to reopen or delete.
+ * new CaptureListView(container, { onOpen(id), onDelete(id, name) }) ; .setCaptures(list, current) ; .setError(text)
+ */
+export class CaptureListView {
+  constructor(container, { onOpen, onDelete }) {
+    const d = (this.doc = container.ownerDocument);
+    this.onOpen = onOpen;
+    this.onDelete = onDelete;
+    this.list = h(d, 'ul', { class: 'capture-list' });
+    this.note = h(d, 'p', { class: 'hint' });
+    clear(container);
+    container.append(h(d, 'h2', { text: 'Your captures on this server' }), this.note, this.list);
+    this.setCaptures([]);
+  }
+
+  setCaptures(list, current = null) {
+    const d = this.doc;
+    this.note.textContent = list.length
+      ? `${list.length} uploaded from this address (the server keeps a limited number per address: delete the ones you are done with).`
+      : 'None yet: the captures you upload are listed here, to reopen or delete.';
+    setChildren(
+      this.list,
+      list.map((c) =>
+        h(
+          d,
+          'li',
+          { class: String(c.id) === String(current) ? 'current' : '' },
+          h(d, 'button', { type: 'button', class: 'link capture-open', text: c.name || c.id, title: `Open ${c.name || c.id}`, on: { click: () => this.onOpen(String(c.id)) } }),
+          h(d, 'span', { class: 'muted', text: ` ${humanSize(c.size || 0)} · ${c.state || ''}` }),
+          h(d, 'button', { type: 'button', class: 'small danger capture-delete', text: 'Delete', attrs: { 'aria-label': `Delete ${c.name || c.id}` }, on: { click: () => this.onDelete(String(c.id), c.name || c.id) } }),
+        ),
+      ),
+    );
   }
 }
 

@@ -7,6 +7,7 @@ import { h, clear, panel } from './dom.js';
 import { elementTitle, fieldValueText } from '../core/labels.js';
 import { ruleColor } from '../core/rules.js';
 import { previewHex } from '../core/bytes.js';
+import { absoluteTime, relativeTime } from '../core/times.js';
 
 // Kind keys shown under "Summary" (everything but the framing keys and fields).
 const SKIP = new Set(['conn', 'dir', 'offset', 'length', 'kind', 'fields', 'hex', 'seq', 't', 'ts', 'packets', 'index']);
@@ -30,10 +31,17 @@ export class TreeView {
     clear(container);
     container.appendChild(p.root);
     this.rows = [];
+    this.timeBase = null;
     selection.subscribe((state, prev) => {
       if (state.event !== prev.event || state.index !== prev.index) this.render();
       else if (state.field !== prev.field) this.highlight(true);
     });
+    this.render();
+  }
+
+  /** Times are shown relative to `t` (the first packet, as in the sequence); null: absolute. */
+  setTimeBase(t) {
+    this.timeBase = typeof t === 'number' ? t : null;
     this.render();
   }
 
@@ -60,7 +68,12 @@ export class TreeView {
       leaf(d, 'Stream offset', String(event.offset)),
       leaf(d, 'Length', `${event.length} octet${event.length === 1 ? '' : 's'}`),
     ];
-    if (typeof event.ts === 'number') info.push(leaf(d, 'Time', captureTime(event.ts)));
+    if (typeof event.ts === 'number') {
+      // As the sequence shows it: seconds since the first packet; the UTC time on hover.
+      const time = leaf(d, 'Time', this.timeBase !== null ? `${relativeTime(event.ts, this.timeBase)} s` : absoluteTime(event.ts));
+      time.setAttribute('title', this.timeBase !== null ? `${absoluteTime(event.ts)} (${relativeTime(event.ts, this.timeBase)} s after the first packet)` : absoluteTime(event.ts));
+      info.push(time);
+    }
     if (typeof event.t === 'number') info.push(leaf(d, 'Time', `${event.t.toFixed(3)} s`));
     if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(d, 'Packets', event.packets.join(', ')));
     if (typeof event.seq === 'number') info.push(leaf(d, 'Session seq', String(event.seq)));
@@ -112,14 +125,6 @@ export class TreeView {
       if (on && scroll && row.scrollIntoView) row.scrollIntoView({ block: 'nearest' });
     }
   }
-}
-
-/** A capture timestamp (seconds since the epoch) as a UTC date with microseconds, as Wireshark shows arrival times. */
-export function captureTime(ts) {
-  if (!(ts > 1e8 && ts < 1e11)) return `${ts.toFixed(6)} s`;
-  const us = Math.round(ts * 1e6);
-  const iso = new Date(Math.floor(us / 1e6) * 1000).toISOString().slice(0, 19).replace('T', ' ');
-  return `${iso}.${String(us % 1e6).padStart(6, '0')} UTC`;
 }
 
 function leaf(d, name, value) {
