@@ -239,3 +239,30 @@ def test_times_one_convention_with_the_other_on_hover(page, server, artifacts, s
     assert utc and utc.endswith(" UTC") and utc.startswith("20"), utc
     assert leaf.get_attribute("title").startswith(utc)
     page.screenshot(path=str(shots / "05-times.png"))
+
+
+def test_delete_captures_on_the_corpus_page(page, server, artifacts, tmp_path, sample):
+    srv, _ = server
+    shots = artifacts("capture-issue16")
+    delete_all(page, srv.base)
+    files = []
+    for n in range(2):
+        p = tmp_path / f"corpus_{n}.pcapng"
+        p.write_bytes(sample("dealer_router.pcapng").read_bytes())
+        files.append(p)
+    page.goto(f"{srv.base}/corpus.html")
+    page.wait_for_selector("#start-run")
+    page.set_input_files("#corpus-file", [str(p) for p in files])
+    page.wait_for_function("() => document.querySelectorAll('#picker li.pick-item').length === 2", timeout=20_000)
+    ids = {c["name"]: c["id"] for c in page.request.get(f"{srv.base}/api/corpus/captures").json()["captures"]}
+    # Each upload links to the viewer ...
+    href = page.get_attribute("#picker li.pick-item:has-text('corpus_0.pcapng') a", "href")
+    assert href == f"capture.html?id={ids['corpus_0.pcapng']}"
+    page.screenshot(path=str(shots / "06-corpus-picker.png"))
+    # ... and can be deleted: gone from the server and from the list.
+    page.click("#picker button[aria-label='Delete corpus_1.pcapng']")
+    page.wait_for_function("() => document.querySelectorAll('#picker li.pick-item').length === 1")
+    assert page.locator("#picker .pick-note").text_content() == "corpus_1.pcapng deleted."
+    assert page.request.get(f"{srv.base}/api/captures/{ids['corpus_1.pcapng']}").status == 404
+    assert [c["name"] for c in page.request.get(f"{srv.base}/api/corpus/captures").json()["captures"]] == \
+        ["corpus_0.pcapng"]

@@ -10,6 +10,7 @@ import { createCorpusApi, FINAL_STATES } from '../core/corpus-api.js';
 import { PAGE_SIZE, TABLES } from '../core/corpus-tables.js';
 import { CapturePicker, RunList, RunHead, ReportView, TableView } from '../views/corpus.js';
 import { initShell, statusLine } from './workbench.js';
+import { createCaptureSearchApi } from '../core/capture-search.js';
 
 const TABS = ['report', ...TABLES];
 const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };
@@ -20,6 +21,7 @@ export function startCorpus(host) {
   const $ = (id) => doc.getElementById(id);
   const api = createApi(host);
   const corpus = createCorpusApi(host);
+  const searchApi = createCaptureSearchApi(host);
   const status = statusLine(doc);
   initShell(host, () => {});
 
@@ -34,7 +36,7 @@ export function startCorpus(host) {
   };
   let stopProgress = null;
 
-  const picker = new CapturePicker($('picker'), { onUpload: (files) => uploadFiles(files), onStart: (ids) => startRun(ids) });
+  const picker = new CapturePicker($('picker'), { onUpload: (files) => uploadFiles(files), onStart: (ids) => startRun(ids), onDelete: (id, name) => deleteCapture(id, name) });
   const runList = new RunList($('runs'), { onOpen: (id) => openRun(id) });
   const head = new RunHead($('run-head'), { onCancel: () => cancelRun(), onDelete: () => deleteRun() });
   const report = new ReportView($('pane-report'));
@@ -53,6 +55,21 @@ export function startCorpus(host) {
     const ids = new Set(st.captures.map((c) => c.id));
     st.checked = new Set([...st.checked].filter((id) => ids.has(id)));
     picker.setCaptures(st.captures, st.checked);
+  }
+
+  /** Deletes an upload from the server (a client may keep only so many). Runs that took it keep their tables. */
+  async function deleteCapture(id, name) {
+    try {
+      await searchApi.deleteCapture(id);
+    } catch (err) {
+      if (err.status !== 404) {
+        picker.setNote(`${name} was not deleted: ${err.message}`, 'error');
+        return;
+      }
+    }
+    st.checked.delete(id);
+    picker.setNote(`${name} deleted.`);
+    await loadCaptures();
   }
 
   async function uploadFiles(files) {

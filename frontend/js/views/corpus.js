@@ -6,13 +6,15 @@ import { h, clear, setChildren } from './dom.js';
 import { columns, pageText, progressText, runFacts, captureText, startedText, EVENT_KINDS, TABLE_FILTERS, PAGE_SIZE } from '../core/corpus-tables.js';
 
 /**
- * The uploads a run may take, with checkboxes, an upload button and "Start run".
- * new CapturePicker(container, { onUpload(files), onStart(ids) })
+ * The uploads a run may take, with checkboxes, an upload button, "Start run", and per capture a link
+ * to the viewer and a Delete button.
+ * new CapturePicker(container, { onUpload(files), onStart(ids), onDelete(id, name) })
  *   .setCaptures(list, checked) .selected() .setBusy(running) .setNote(text, kind)
  */
 export class CapturePicker {
-  constructor(container, { onUpload, onStart }) {
+  constructor(container, { onUpload, onStart, onDelete = () => {} }) {
     const d = (this.doc = container.ownerDocument);
+    this.onDelete = onDelete;
     this.input = h(d, 'input', { type: 'file', multiple: true, accept: '.pcap,.pcapng,.cap,application/vnd.tcpdump.pcap', class: 'visually-hidden', attrs: { id: 'corpus-file' } });
     this.input.addEventListener('change', () => {
       const files = this.input.files ? [...this.input.files] : [];
@@ -50,7 +52,21 @@ export class CapturePicker {
       return box;
     });
     if (!list.length) setChildren(this.list, h(d, 'li', { class: 'muted', text: 'No captures yet: upload some.' }));
-    else setChildren(this.list, list.map((c, i) => h(d, 'li', {}, h(d, 'label', { class: 'check' }, this.boxes[i], h(d, 'span', { text: captureText(c) })))));
+    else {
+      setChildren(
+        this.list,
+        list.map((c, i) =>
+          h(
+            d,
+            'li',
+            { class: 'pick-item' },
+            h(d, 'label', { class: 'check' }, this.boxes[i], h(d, 'span', { text: captureText(c) })),
+            h(d, 'a', { class: 'small', href: `capture.html?id=${encodeURIComponent(String(c.id))}`, text: 'view', title: `Open ${c.name || c.id} in the capture viewer` }),
+            h(d, 'button', { type: 'button', class: 'small danger pick-delete', text: 'Delete', attrs: { 'aria-label': `Delete ${c.name || c.id}` }, on: { click: () => this.onDelete(String(c.id), c.name || String(c.id)) } }),
+          ),
+        ),
+      );
+    }
     this.update();
   }
 
