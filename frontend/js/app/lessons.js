@@ -116,6 +116,8 @@ export function startLessons(host) {
    * Show a lesson at a step; `at` (from a teacher) overrides the step's element, field and highlights.
    * Returns once the scene is shown (or a newer show() took over).
    */
+  let hinting = false; // the status line shows the teacher's "open a lesson" hint
+
   async function show(lessonId, number, at = null) {
     if (!lessonId) return;
     const seq = ++loadSeq;
@@ -126,6 +128,11 @@ export function startLessons(host) {
         if (seq !== loadSeq) return;
         view.lessonId = lessonId;
         view.lesson = lesson;
+        if (hinting) {
+          // The "open a lesson" hint has done its job: it must not linger over the lesson.
+          hinting = false;
+          status('');
+        }
         view.scene = null;
         panel.setLesson(lesson);
         list.setCurrent(lessonId);
@@ -340,7 +347,10 @@ export function startLessons(host) {
       const made = await api.createClass();
       storage.set(TOKEN_KEY + made.code, made.teacher_token);
       connectTeacher(made.code, made.teacher_token);
-      if (!view.lessonId) status('Open a lesson: your students will see what you show.');
+      if (!view.lessonId) {
+        status('Open a lesson: your students will see what you show.');
+        hinting = true;
+      }
     } catch (err) {
       bar.idle(`Could not start a class: ${err.message}`);
     }
