@@ -13,7 +13,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     ZMTPLAB_DATA_DIR=/var/lib/zmtplab
 
-# The same script `make` runs (--server: tshark and Java 17, without the browser-test tools).
+# The same script `make` runs (--server: tshark, Java 17 and a CJK font, without the browser-test tools).
 COPY scripts/install-system-deps.sh /tmp/install-system-deps.sh
 RUN bash /tmp/install-system-deps.sh --server && rm -rf /var/lib/apt/lists/* /tmp/install-system-deps.sh
 

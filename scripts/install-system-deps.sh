@@ -7,7 +7,9 @@
 set -euo pipefail
 
 # --server: only what the server needs (the Docker image); without it, also the test tools.
-PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps)
+# fonts-noto-cjk: Chinese, Japanese and Korean glyphs, for message bodies shown as UTF-8 text (the browser
+# tests render them; the docs' screenshots are made on the server).
+PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps fonts-noto-cjk)
 if [ "${1:-}" != "--server" ]; then
     PACKAGES+=(chromium chromium-driver)
     # Debian's interpreter for the virtual environment (the Makefile prefers it: an optimised build).
