@@ -200,3 +200,23 @@ def test_cli(spark, tmp_path, capsys):
     assert main(["pipeline", str(notes), "--out", str(tmp_path / "b"), "--quiet"]) == 2
     assert "no readable captures" in capsys.readouterr().err
     assert spark.sparkContext._jsc is not None  # the shared session was not stopped by the CLI
+
+
+def test_unreadable_connections_are_listed_but_not_as_zmtp(spark, tmp_path):
+    from synthetic import capture, middle_of_a_frame, not_zmtp
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "middle.pcapng").write_bytes(capture(middle_of_a_frame))
+    (inputs / "http.pcapng").write_bytes(capture(not_zmtp))
+    summary = run_pipeline([str(inputs)], tmp_path / "out", spark=spark, report=False)
+    rows = {Path(r["capture"]).name: r for r in read_table(tmp_path / "out", "connections")}
+    assert set(rows) == {"middle.pcapng", "http.pcapng"}
+    assert not rows["middle.pcapng"]["zmtp"] and rows["middle.pcapng"]["experts"] == 1
+    assert not rows["http.pcapng"]["zmtp"] and rows["http.pcapng"]["experts"] == 2
+    assert summary["zmtp_connections"] == 0 and summary["connections"] == 2
+    events = read_events(tmp_path / "out")
+    for name in ("middle.pcapng", "http.pcapng"):
+        ref, _ = dissect_reference(inputs / name)
+        assert as_events(events[str(inputs / name)]) == ref
+        assert all(e["rule"] == "unreadable" for e in ref)

@@ -6,6 +6,11 @@ for connections captured mid-stream, when the dissector finds a certain chain of
 Each event gets `conn`, `dir`, `packets` (the frames that carried its bytes) and `ts`
 (the time of the packet that completed it).
 
+No connection that carried payload is left out: one that could not be read as ZMTP (not ZMTP,
+no greeting captured and no certain chain of frames found) gets, when it ends, an `expert` warning
+per direction with payload that says how many bytes were seen, why they could not be read and
+where the dissector gave up (rule `unreadable`).
+
 `dissect_capture()` yields dicts; `dissect_capture_jsonl()` yields the same events as JSON lines
 text. Without fields, the latter lets the engine write runs of ordinary frames straight as JSON
 (`engine.batch`): the elements that lie within one packet share that packet's `packets` and `ts`,
@@ -25,7 +30,7 @@ import orjson
 
 from ..engine.batch import FrameRun, JsonBatch
 from ..engine.dissector import ConnectionDissector
-from ..engine.events import WireEvent
+from ..engine.events import Expert, WireEvent
 from .errors import CaptureFormatError
 from .pcapfile import read_tcp_packets
 from .tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
@@ -96,11 +101,27 @@ class _PacketMap:
             del self.starts[:i], self.ends[:i], self.packets[:i], self.stamps[:i]
 
 
+@dataclass(slots=True)
+class _Seen:
+    """What one direction of a connection carried, for the note on a connection that could not be read."""
+
+    start: int  # stream offset of the first byte seen
+    end: int  # just past the last byte seen
+    nbytes: int  # bytes seen
+    first_packet: int
+    first_ts: float
+    missing: int = 0  # bytes the capture lacks (gaps), including a lost head
+    head_missing: int = 0  # bytes lost before the first byte seen (the greeting, on a SYN-captured connection)
+
+
 class _Conn:
     """One connection's dissection state."""
 
     def __init__(self, info: ConnectionInfo) -> None:
         self.info = info
+        self.seen: dict[str, _Seen] = {}
+        # Read without a greeting: captured mid-stream, or the first bytes of a SYN-captured connection were lost.
+        self.mid_stream = not info.syn_seen
         self.dissector: ConnectionDissector | None = None
         self.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
         self.sniff = {"c2s": bytearray(), "s2c": bytearray()}
@@ -163,6 +184,18 @@ class CaptureDissector:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.info.last_ts = event.ts
+            seen = conn.seen.get(event.dir)
+            if seen is None:
+                conn.seen[event.dir] = _Seen(event.offset, event.offset + len(event.data), len(event.data),
+                                             event.packet, event.ts)
+            else:
+                seen.nbytes += len(event.data)
+                seen.end = event.offset + len(event.data)
+            if conn.info.zmtp is False:
+                sniff = conn.sniff[event.dir]  # (no packet map: nothing of it will be output but the note)
+                if len(sniff) < SNIFF_BYTES:
+                    sniff += event.data[: SNIFF_BYTES - len(sniff)]
+                return []
             conn.maps[event.dir].add(event.offset, len(event.data), event.packet, event.ts)
             if conn.info.zmtp is None:
                 return self._undecided(conn, event, emit)
@@ -175,12 +208,24 @@ class CaptureDissector:
             return []
         if isinstance(event, StreamGap):
             conn = self.connections[event.conn]
+            seen = conn.seen.get(event.dir)
+            if seen is None:
+                # Nothing of this direction seen yet: its head is lost (for a SYN-captured one, its greeting).
+                seen = conn.seen[event.dir] = _Seen(event.offset + event.length, event.offset + event.length, 0,
+                                                    event.packet, event.ts, head_missing=event.length)
+            seen.missing += event.length
+            if conn.info.zmtp is False:
+                return []
             conn.maps[event.dir].add(event.offset, 0, event.packet, event.ts)
             if conn.info.zmtp is None:
                 conn.held.append(("gap", event))
-                if not conn.info.syn_seen:
+                if conn.mid_stream:
                     return []
-                return self._decide(conn, False, emit) if not any(conn.sniff.values()) else []
+                if not any(conn.sniff.values()):
+                    # The greeting was lost: read it as if captured mid-stream (a certain frame chain decides).
+                    conn.mid_stream = True
+                    return self._decide(conn, True, emit)
+                return []
             if conn.info.zmtp:
                 return emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None)
             return []
@@ -192,15 +237,18 @@ class CaptureDissector:
                 out.extend(self._decide(conn, self._verdict(conn, final=True), emit))
             if conn.info.zmtp and conn.dissector is not None:
                 events = conn.dissector.close()
-                if conn.info.syn_seen or conn.confirmed_mid_stream:
+                if not conn.mid_stream or conn.confirmed_mid_stream:
                     out.extend(emit(conn, None, events, None))
+            if not conn.info.zmtp or (conn.mid_stream and not conn.confirmed_mid_stream):
+                out.extend(self._unreadable(conn, event, as_json=emit == self._emit_json))
+                conn.info.zmtp = False
             return out
         return []
 
     # ---- deciding whether a connection is ZMTP
 
     def _verdict(self, conn: _Conn, *, final: bool = False) -> bool | None:
-        if not conn.info.syn_seen:
+        if conn.mid_stream:
             return True  # a mid-stream dissector decides by itself (see _emit)
         kinds = [looks_like_zmtp(bytes(conn.sniff[d])) for d in ("c2s", "s2c")]
         if "sig" in kinds:
@@ -229,9 +277,10 @@ class CaptureDissector:
         conn.info.zmtp = verdict
         held, conn.held = conn.held, []
         if not verdict:
-            conn.sniff = {}
+            conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
-        conn.dissector = ConnectionDissector(mid_stream=not conn.info.syn_seen,
+        conn.sniff = {}
+        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream,
                                              json_batches=self.json and not self.with_fields,
                                              frame_runs=self.runs,
                                              max_body=self.max_body)
@@ -247,7 +296,7 @@ class CaptureDissector:
 
     def _release(self, conn: _Conn, events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         """The events to output now: a mid-stream connection's wait until a decoded element confirms it."""
-        if not conn.info.syn_seen and not conn.confirmed_mid_stream:
+        if conn.mid_stream and not conn.confirmed_mid_stream:
             # Mid-stream: only a decoded element (not a note or a gap) shows this is ZMTP.
             if not any(e.kind in ("frame", "command", "message", "batch") for _, e in events):
                 conn.held_mid.extend(events)
@@ -256,6 +305,42 @@ class CaptureDissector:
             events = [*conn.held_mid, *events]
             conn.held_mid = []
         return events
+
+    def _unreadable(self, conn: _Conn, closed: StreamClosed, *, as_json: bool) -> list:
+        """One `expert` per direction with payload of a connection nothing could be read of, as dicts or
+        (`as_json`) JSON lines."""
+        out: list = []
+        ended = "at the end of the capture" if closed.reason == "end-of-capture" else \
+            f"when the connection ended ({closed.reason.upper() if closed.reason != 'reused' else 'port pair reused'})"
+        for d in ("c2s", "s2c"):
+            seen = conn.seen.get(d)
+            if seen is None or not seen.nbytes:
+                continue
+            why = self._why_unreadable(conn, d, seen)
+            missing = f", {seen.missing:,} missing" if seen.missing else ""
+            text = (f"{seen.nbytes:,} bytes seen (offsets {seen.start:,}-{seen.end:,}{missing}) could not be read as "
+                    f"ZMTP: {why}; gave up at offset {seen.end:,}, {ended}")
+            note = Expert(seen.start, 0, severity="warn", text=text, rule="unreadable")
+            item = note.to_dict(with_fields=self.with_fields, max_body=self.max_body)
+            item.update(conn=conn.info.conn, dir=d, packets=[seen.first_packet], ts=seen.first_ts)
+            out.append(orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE).decode() if as_json else item)
+        return out
+
+    @staticmethod
+    def _why_unreadable(conn: _Conn, d: str, seen: _Seen) -> str:
+        if conn.info.zmtp is False:
+            first = bytes(conn.sniff.get(d, b""))
+            if not first:
+                return "the other direction's first bytes showed this connection is not ZMTP"
+            text = first.decode("ascii") if first.isascii() else ""
+            shown = first.hex(" ") + (f' ("{text}")' if text.isprintable() else "")
+            return (f"the stream starts with {shown}, neither a ZMTP signature (%xFF, 8 octets, %x7F) nor a ZMTP 1.0 "
+                    "identity frame (23/ZMTP's detection)")
+        if conn.info.syn_seen:
+            where = f"the first {seen.head_missing:,} bytes are missing from the capture (no greeting captured)"
+        else:
+            where = "the capture starts in the middle of this connection (no SYN, no greeting captured)"
+        return f"{where}, and no certain chain of frames was found (one that ends exactly where the data ends)"
 
     def _forget(self, conn: _Conn, direction: str | None) -> None:
         if direction is not None and conn.dissector is not None:

@@ -59,6 +59,7 @@ ZMTP_STATS_SCHEMA = pa.schema([
     pa.field("experts", pa.int64()),
     pa.field("expert_errors", pa.int64()),
     pa.field("gaps", pa.int64()),
+    pa.field("unreadable", pa.int64()),  # notes on connections that could not be read as ZMTP (their only events)
     pa.field("version_c2s", pa.string()),
     pa.field("version_s2c", pa.string()),
     pa.field("mechanism", pa.string()),
@@ -152,6 +153,11 @@ class ZmtpStats:
             if errors.num_rows:
                 for r in errors.group_by(["capture", "conn"]).aggregate([("kind", "count")]).to_pylist():
                     self._row(r["capture"], r["conn"])["expert_errors"] += r["kind_count"]
+            unreadable = table.filter(pc.and_(pc.equal(table.column("kind"), "expert"),
+                                              pc.equal(table.column("rule"), "unreadable")))
+            if unreadable.num_rows:
+                for r in unreadable.group_by(["capture", "conn"]).aggregate([("kind", "count")]).to_pylist():
+                    self._row(r["capture"], r["conn"])["unreadable"] += r["kind_count"]
         if kinds.get("greeting") or kinds.get("command"):
             rare = table.filter(pc.is_in(table.column("kind"), pa.array(["greeting", "command"])))
             cols = ["capture", "conn", "dir", "kind", "version", "mechanism", "socket_type", "name", "properties"]

@@ -89,8 +89,9 @@ def connection_table(conn_ids: DataFrame, zmtp_stats: DataFrame, captures: DataF
               "gaps"]
     out = (conn_ids.join(F.broadcast(names), "cap", "left")
            .join(zmtp_stats, ["capture", "conn"], "left")
-           .fillna(0, subset=counts)
-           .withColumn("zmtp", F.col("events") > 0))
+           .fillna(0, subset=[*counts, "unreadable"])
+           # A connection whose only events are the `unreadable` notes is listed, but not as ZMTP.
+           .withColumn("zmtp", F.col("events") > F.col("unreadable")))
     return out.select(
         "capture", "conn", "client_ip", "client_port", "server_ip", "server_port", "syn_seen", "first_frame",
         "last_frame", "first_ts", "last_ts", "close_reason", "packets", "bytes_c2s", "bytes_s2c", "gap_bytes_c2s",

@@ -233,6 +233,8 @@ class StoreWriter:
             st = self.conns[cid]
             info = infos.get(cid)
             summary = st.summary(_endpoint(info.client) if info else None, _endpoint(info.server) if info else None)
+            # False for a connection nothing could be read of as ZMTP (its events are only the `unreadable` note).
+            summary["zmtp"] = bool(info.zmtp) if info is not None else True
             if info is not None:
                 summary["first_ts"] = info.first_ts
                 summary["last_ts"] = info.last_ts

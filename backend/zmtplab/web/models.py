@@ -115,6 +115,8 @@ class ConnectionSummary(BaseModel):
     first_ts: float | None
     last_ts: float | None
     events: int = 0
+    zmtp: bool = Field(True, description="false: nothing of it could be read as ZMTP; its only events are the "
+                                         "`unreadable` expert notes that say why")
 
 
 class CaptureSummary(BaseModel):

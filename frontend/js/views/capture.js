@@ -121,7 +121,8 @@ export class ConnectionsView {
         h(d, 'td', { text: String(c.conn) }),
         h(d, 'td', { class: 'mono', text: c.client || '–' }),
         h(d, 'td', { class: 'mono', text: c.server || '–' }),
-        h(d, 'td', { text: pair(c.versions) }),
+        // A connection nothing could be read of as ZMTP: its expert note (rule `unreadable`) says why.
+        h(d, 'td', c.zmtp === false ? { class: 'not-zmtp', text: 'not read as ZMTP' } : { text: pair(c.versions) }),
         h(d, 'td', { text: c.mechanism || '–' }),
         h(d, 'td', { text: pair(c.socket_types) }),
         h(d, 'td', { class: 'mono', text: pair(c.identities, (x) => (x === '' ? '""' : x)) }),
