@@ -115,3 +115,92 @@ test('decoded events of two directions are interleaved as the paste spoke', () =
     ['c2s@0', 's2c@0', 'c2s@64', 's2c@64', 's2c@66'],
   );
 });
+
+// ---- dumps made by the real tools (tests/frontend/data/dumps/README.md) ----------------------------------
+import { readFileSync } from 'node:fs';
+import { dumpKind, tcpSegment } from '../../frontend/js/core/hexparse.js';
+
+const DUMPS = new URL('./data/dumps/', import.meta.url);
+const dump = (name) => readFileSync(new URL(name, DUMPS), 'utf8');
+const wire = (name) => dump(name).replace(/\s+/g, '');
+
+test('xxd output: offsets, 2-octet groups and the ASCII column left out', () => {
+  const text = dump('dealer_router.c2s.xxd');
+  assert.equal(dumpKind(text), 'xxd');
+  const r = parseHexInput(text);
+  assert.equal(r.format, 'dump');
+  assert.equal(r.label, 'xxd dump');
+  assert.equal(r.directions[0].hex, wire('dealer_router.c2s.hex'));
+  assert.deepEqual(r.warnings, []);
+});
+
+test('hexdump -C output: `*` lines stand for the repeated line, the last offset is the length', () => {
+  const text = dump('dealer_router.c2s.hexdump');
+  assert.ok(text.split('\n').includes('*'));
+  const r = parseHexInput(text);
+  assert.equal(r.format, 'dump');
+  assert.equal(r.label, 'hexdump -C dump');
+  assert.equal(r.directions[0].hex, wire('dealer_router.c2s.hex'));
+  assert.deepEqual(r.warnings, []);
+});
+
+test("tshark -x (Wireshark's Copy as Hex Dump): each packet's TCP payload, both directions in order", () => {
+  const text = dump('dealer_router.tshark-x.txt');
+  assert.equal(dumpKind(text), 'packets');
+  const r = parseHexInput(text);
+  assert.equal(r.format, 'packets');
+  const byDir = Object.fromEntries(r.directions.map((d) => [d.dir, d.hex]));
+  assert.equal(byDir.c2s, wire('dealer_router.c2s.hex'));
+  assert.equal(byDir.s2c, wire('dealer_router.s2c.hex'));
+  // The ROUTER (server) speaks first: its signature's 10 octets, then the DEALER's.
+  assert.deepEqual(r.segments.slice(0, 2), [{ dir: 's2c', start: 0, end: 10 }, { dir: 'c2s', start: 0, end: 10 }]);
+  assert.deepEqual(r.warnings, []);
+});
+
+test('packet dumps: a retransmission is taken once, padding and labelled reassembly blocks left out', () => {
+  const blocks = dump('dealer_router.tshark-x.txt').trim().split(/\n\s*\n/);
+  // Packet 4 again (a retransmission), with Wireshark's "Frame (n bytes):" labels and a reassembly block.
+  const labelled = [...blocks.slice(0, 5), blocks[3], ...blocks.slice(5)].map((b) => `Frame (1 bytes):\n${b}`);
+  labelled.splice(2, 0, 'Reassembled TCP (2 bytes):\n0000  ff 00                                             ..');
+  const r = parseHexInput(labelled.join('\n\n'));
+  const byDir = Object.fromEntries(r.directions.map((d) => [d.dir, d.hex]));
+  assert.equal(byDir.c2s, wire('dealer_router.c2s.hex'));
+  assert.equal(byDir.s2c, wire('dealer_router.s2c.hex'));
+  assert.equal(r.warnings.length, 2, r.warnings.join('; '));
+  assert.match(r.warnings[0], /left out 1 "Reassembled TCP" block/);
+  assert.match(r.warnings[1], /packet 6: a retransmission, left out/);
+});
+
+test('tcpSegment reads Ethernet and raw IPv4 packets, and refuses what is not TCP', () => {
+  const first = dump('dealer_router.tshark-x.txt').trim().split(/\n\s*\n/)[0];
+  const bytes = parseOffsetDumpBytes(first);
+  const seg = tcpSegment(bytes);
+  assert.equal(seg.src.split(':')[0], '127.0.0.1');
+  assert.ok(seg.syn && !seg.ack);
+  assert.equal(seg.payload.length, 0);
+  assert.deepEqual(tcpSegment(bytes.slice(14)), { ...seg }); // the same packet without its Ethernet header
+  assert.equal(tcpSegment(Uint8Array.from([0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f])), null);
+  const udp = bytes.slice(14);
+  udp[9] = 17;
+  assert.equal(tcpSegment(udp), null);
+});
+
+/** The octets of one tshark -x block, read without the module under test. */
+function parseOffsetDumpBytes(text) {
+  const hex = text.split('\n').map((l) => (/^[0-9a-f]{4}  ((?:[0-9a-f]{2} )+)/.exec(l) || ['', ''])[1]).join('');
+  return Uint8Array.from(Buffer.from(hex.replace(/\s/g, ''), 'hex'));
+}
+
+test('a dump that is not a packet, with the ASCII column looking like hex, keeps its own octets', () => {
+  // xxd of 64 greeting octets and "cafecafecafecafe": the ASCII column of the last line is hex digits.
+  const text = [
+    '00000000: ff00 0000 0000 0000 017f 0301 4e55 4c4c  ............NULL',
+    '00000010: 0000 0000 0000 0000 0000 0000 0000 0000  ................',
+    '00000020: 0000 0000 0000 0000 0000 0000 0000 0000  ................',
+    '00000030: 0000 0000 0000 0000 0000 0000 0000 0000  ................',
+    '00000040: 6361 6665 6361 6665 6361 6665 6361 6665  cafecafecafecafe',
+  ].join('\n');
+  const r = parseHexInput(text);
+  assert.equal(r.directions[0].bytes.length, 80);
+  assert.equal(r.directions[0].hex.slice(128), '63616665'.repeat(4));
+});

@@ -311,12 +311,20 @@ export function startPlayground(host) {
         const first = d.log.events.findIndex((ev) => ev.kind !== 'expert' && ev.kind !== 'gap');
         if (d.log.length) selectIndex(first >= 0 ? first : 0);
       } catch (err) {
+        clearPaste();
         paste.setError(err.message);
       } finally {
         paste.setBusy(false);
       }
     },
+    onInvalid: () => clearPaste(),
   });
+
+  /** Input that does not decode: what an earlier paste decoded must not stay on screen as if it were this. */
+  function clearPaste() {
+    resetData(data.paste);
+    status('');
+  }
 
   // ---- keyboard --------------------------------------------------------------
   win.addEventListener('keydown', (e) => {

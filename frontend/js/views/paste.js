@@ -1,9 +1,11 @@
-// Paste mode: a textarea for hex (plain, or Wireshark's Follow TCP Stream hex
-// dump), a live reading of what was pasted, and a Decode button.
+// Paste mode: a textarea for hex (plain, Wireshark's Follow TCP Stream hex
+// dump, xxd, hexdump -C, or a packet hex dump), a live reading of what was
+// pasted, and a Decode button.
 //
-// new PasteView(container, { onDecode(parsed) }) ; .setBusy(bool) ; .setError(text) ; .setText(text)
-//   parsed: core/hexparse.js parseHexInput() result (plain pastes take the
-//   direction chosen in the form).
+// new PasteView(container, { onDecode(parsed), onInvalid(message) }) ; .setBusy(bool) ; .setError(text) ; .setText(text)
+//   parsed: core/hexparse.js parseHexInput() result (plain pastes and one-direction
+//   dumps take the direction chosen in the form). onInvalid: Decode was pressed on
+//   text that does not parse (what was decoded before no longer stands).
 
 import { h, clear } from './dom.js';
 import { parseHexInput } from '../core/hexparse.js';
@@ -25,14 +27,15 @@ const EXAMPLE = toFollowText([
 ].map((c) => ({ ...c, bytes: hexToBytes(c.hex) })));
 
 export class PasteView {
-  constructor(container, { onDecode }) {
+  constructor(container, { onDecode, onInvalid = () => {} }) {
     const d = (this.doc = container.ownerDocument);
     this.onDecode = onDecode;
+    this.onInvalid = onInvalid;
     this.text = h(d, 'textarea', {
       class: 'paste-text',
       rows: 12,
       spellcheck: false,
-      placeholder: 'Paste hex here: "ff 00 00 …", "ff:00:00", or a Follow TCP Stream hex dump',
+      placeholder: 'Paste hex here: "ff 00 00 …", "ff:00:00", a Follow TCP Stream hex dump, xxd or hexdump -C output, or packets (Copy as Hex Dump, tshark -x)',
       attrs: { 'aria-label': 'Hex to decode', wrap: 'off' },
     });
     this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', text: 'the client (c2s)' }), h(d, 'option', { value: 's2c', text: 'the server (s2c)' }));
@@ -48,7 +51,7 @@ export class PasteView {
         d,
         'div',
         { class: 'paste' },
-        h(d, 'p', { class: 'hint', text: 'Plain hex (spaces, newlines and colons allowed) is one direction. A Follow TCP Stream hex dump (Wireshark: Follow › TCP Stream › Show as Hex Dump) gives both: indented lines are the server.' }),
+        h(d, 'p', { class: 'hint', text: 'Plain hex (spaces, newlines and colons allowed), xxd and hexdump -C output are one direction (offsets and the ASCII column are left out). A Follow TCP Stream hex dump (Wireshark: Follow › TCP Stream › Show as Hex Dump) gives both: indented lines are the server. Packets (Wireshark: Copy › …as Hex Dump, or tshark -x) give both too: their TCP payloads are taken.' }),
         this.text,
         this.dirField,
         this.reading,
@@ -61,7 +64,7 @@ export class PasteView {
 
   parse() {
     const parsed = parseHexInput(this.text.value);
-    if (parsed.format === 'plain') {
+    if (parsed.format === 'plain' || parsed.format === 'dump') {
       const dir = this.dir.value === 's2c' ? 's2c' : 'c2s';
       parsed.directions[0].dir = dir;
       parsed.segments[0].dir = dir;
@@ -78,9 +81,10 @@ export class PasteView {
     }
     try {
       const parsed = this.parse();
-      this.dirField.hidden = parsed.format !== 'plain';
+      this.dirField.hidden = parsed.format !== 'plain' && parsed.format !== 'dump';
       const dirs = parsed.directions.map((x) => `${x.bytes.length} octets ${x.dir}`).join(', ');
-      this.reading.textContent = `${parsed.format === 'follow' ? 'Follow TCP Stream hex dump' : 'Plain hex'}: ${dirs}${parsed.warnings.length ? ` · ${parsed.warnings.length} warning${parsed.warnings.length === 1 ? '' : 's'}: ${parsed.warnings.slice(0, 3).join('; ')}` : ''}`;
+      const what = parsed.format === 'follow' ? 'Follow TCP Stream hex dump' : parsed.format === 'plain' ? 'Plain hex' : parsed.label || 'Hex dump';
+      this.reading.textContent = `${what.charAt(0).toUpperCase()}${what.slice(1)}: ${dirs}${parsed.warnings.length ? ` · ${parsed.warnings.length} warning${parsed.warnings.length === 1 ? '' : 's'}: ${parsed.warnings.slice(0, 3).join('; ')}` : ''}`;
       this.setError('');
       return parsed;
     } catch (err) {
@@ -93,6 +97,7 @@ export class PasteView {
   decode() {
     const parsed = this.read();
     if (parsed) this.onDecode(parsed);
+    else this.onInvalid(this.error.textContent || 'nothing to decode: paste some hex');
   }
 
   setText(text) {
