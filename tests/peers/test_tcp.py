@@ -156,6 +156,26 @@ def test_close_lingers_for_queued_messages_within_linger() -> None:
     run(main())
 
 
+def test_close_as_a_connection_completes_does_not_wait_for_the_other_side() -> None:
+    async def main() -> None:
+        async with TcpPeer("PULL") as pull:  # stays open: it never hangs up
+            endpoint = await pull.bind("tcp://127.0.0.1:0")
+            closing: list[asyncio.Future] = []
+
+            def on_event(event: dict) -> None:
+                if event["what"] == "connected":  # in connection_made: create_connection() has not returned
+                    closing.append(asyncio.ensure_future(push.close(linger=0)))
+
+            push = TcpPeer("PUSH", on_event=on_event)
+            push.connect(endpoint)
+            await push.wait_for(lambda: bool(closing), timeout=TIMEOUT)
+            done, _ = await asyncio.wait(closing, timeout=3.0)  # (not wait_for: 3.11's can hide a hang)
+            assert done, "close() waited for the other side to hang up"
+            assert not push.connections
+
+    run(main())
+
+
 def test_heartbeats_between_our_peers_with_ttl() -> None:
     async def main() -> None:
         log_a, log_b = EventLog(), EventLog()
