@@ -313,8 +313,9 @@ async def _main(args: argparse.Namespace) -> int:
                 if timeout_first:
                     raise TimeoutError
                 queued, octets = peer.unsent()
-                print(f"zmtplab peer: {queued} message(s) dropped: not on the wire after --linger {args.linger:g} s"
-                      + (f" ({octets} octets still buffered)" if octets else ""), file=sys.stderr)
+                dropped = f"{queued} message(s)" + (f" and {octets} buffered octets" if octets else "")
+                print(f"zmtplab peer: {dropped if queued else f'{octets} octets'} dropped: not on the wire after "
+                      f"--linger {args.linger:g} s", file=sys.stderr)
                 status = 1
     except TimeoutError:
         print(f"zmtplab peer: timed out after {args.timeout:g} s: sent {sent_out()}/{len(messages)}, "
