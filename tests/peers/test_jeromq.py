@@ -15,17 +15,18 @@ import itertools
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import zmq
 
+from zmtplab.capture.tap import TapProxy
 from zmtplab.engine import ConnectionDissector
-from zmtplab.peers.tcp import TcpPeer
+from zmtplab.peers.tcp import TcpPeer, parse_endpoint
 
-from .conftest import MIB, TIMEOUT, EventLog, run, zbind, zmq_context, zrecv, zsock
+from .conftest import MIB, TIMEOUT, EventLog, run, zbind, zmq_context, zrecv, zsend, zsock
 
 pytestmark = pytest.mark.interop
 
@@ -179,6 +180,14 @@ async def _pair_up(ours: TcpPeer, theirs: JSocket, ours_binds: bool) -> None:
     else:
         ours.connect(theirs.bind())
     await ours.wait_ready(1, timeout=TIMEOUT)
+
+
+def _by_direction(events: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Event dicts per direction, without what differs between sources (conn, dir, capture times)."""
+    out: dict[str, list[dict[str, Any]]] = {"c2s": [], "s2c": []}
+    for event in events:
+        out[event["dir"]].append({k: v for k, v in event.items() if k not in ("conn", "dir", "t", "ts")})
+    return out
 
 
 def _dirs(ours_binds: bool) -> tuple[str, str]:
@@ -476,6 +485,64 @@ def test_libzmq_takes_what_we_refuse_from_jeromq_xsub(jq: JeroMQ) -> None:
             assert await zrecv(xpub) == [b"\x01news"]
 
     run(main())
+
+
+@pytest.mark.parametrize("socket_type", ["PULL", "DEALER", "SUB"])
+def test_libzmq_and_we_downgrade_to_jeromq_alike(jq: JeroMQ, socket_type: str) -> None:
+    """libzmq 4.3.5 through the tap proxy and our peer, each facing JeroMQ: the same greeting
+    octets, the same dissection, the same frames."""
+    their_type = {"PULL": "PUSH", "DEALER": "ROUTER", "SUB": "PUB"}[socket_type]
+    options: dict[str, Any] = {"identity": b"me"} if socket_type == "DEALER" else {}
+
+    async def exchange(theirs: JSocket, send: Any, recv: Any) -> None:
+        """A message each way where the pattern has one (PUB/SUB: JeroMQ to the subscriber only)."""
+        if socket_type == "DEALER":
+            await send([b"to router"])
+            assert await theirs.recv() == [b"me", b"to router"]
+            await theirs.send([b"me", b"to dealer"])
+            assert await recv() == [b"to dealer"]
+            return
+        for _ in range(100):  # PUB: until the subscription has arrived
+            await theirs.send([b"topic", b"data"])
+            try:
+                assert await recv(0.05) == [b"topic", b"data"]
+                return
+            except TimeoutError:
+                continue
+        raise AssertionError("nothing arrived")
+
+    async def main() -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+        seen: list[dict[str, Any]] = []
+        theirs_lz, theirs_ours = jq.socket(their_type), jq.socket(their_type)
+        tap_target = parse_endpoint(theirs_lz.bind(), bind=False)
+        proxy = TapProxy(("127.0.0.1", 0), tap_target, seen.append)
+        await proxy.start()
+        try:
+            async with zmq_context() as ctx:
+                libzmq = zsock(ctx, getattr(zmq, socket_type), **options)
+                if socket_type == "SUB":
+                    libzmq.subscribe(b"")
+                libzmq.connect(f"tcp://127.0.0.1:{proxy.port}")
+                await exchange(theirs_lz, lambda f: zsend(libzmq, f), lambda t=TIMEOUT: zrecv(libzmq, t))
+            wire = Wire()
+            async with TcpPeer(socket_type, on_wire=wire, **options) as ours:
+                if socket_type == "SUB":
+                    ours.subscribe(b"")
+                ours.connect(theirs_ours.bind())
+                await ours.wait_ready(1, timeout=TIMEOUT)
+                await exchange(theirs_ours, ours.send, lambda t=TIMEOUT: ours.recv(timeout=t))
+        finally:
+            await proxy.close()
+        # Each direction on its own: how the two directions interleave depends on when each was read.
+        return _by_direction(seen), _by_direction({"dir": d, **e.to_dict()} for d, e in wire.events["1"])
+
+    via_libzmq, via_ours = run(main())
+    assert via_libzmq == via_ours
+    assert [e["kind"] for e in via_ours["c2s"][:2]] == ["greeting", "expert"]  # the downgrade note
+    identity = options.get("identity", b"")
+    downgraded = (b"\xff" + bytes(7) + bytes([len(identity) + 1]) + b"\x7f\x03" + bytes([TYPE_OCTET[socket_type]])
+                  + b"\x00" + bytes([len(identity)]) + identity)
+    assert via_ours["c2s"][0]["hex"] == downgraded.hex()
 
 
 # ---------------------------------------------------------------- heartbeats
