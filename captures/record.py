@@ -72,9 +72,10 @@ class Dumpcap:
     SIGINT (then terminate, then kill) and always waits for the process.
     """
 
-    def __init__(self, port: int, out: Path, interface: str = "lo") -> None:
-        """Remember what to capture; nothing is started until ``__enter__``."""
+    def __init__(self, port: int, out: Path, interface: str = "lo", ports: int = 1) -> None:
+        """Remember what to capture (``ports`` consecutive ports from ``port``); nothing starts before ``__enter__``."""
         self.port = port
+        self.ports = ports
         self.out = out
         self.interface = interface
         self.stderr_lines: list[str] = []
@@ -118,7 +119,8 @@ class Dumpcap:
         cmd = [
             self.executable(),
             "-i", self.interface,
-            "-f", f"tcp port {self.port}",
+            "-f", f"tcp portrange {self.port}-{self.port + self.ports - 1}" if self.ports > 1
+            else f"tcp port {self.port}",
             "-w", str(self.out),
         ]  # fmt: skip
         self._proc = subprocess.Popen(
@@ -557,20 +559,22 @@ class Scenario:
     client: str
     summary: str
     run: Callable[[int, Path], str]
+    ports: int = 1  # a topology uses the ports port .. port + ports - 1 (a broker binds two)
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(
-    name: str, port: int, server: str, client: str, summary: str
+    name: str, port: int, server: str, client: str, summary: str, ports: int = 1
 ) -> Callable[[Callable[[int, Path], str]], Callable[[int, Path], str]]:
-    """Register the decorated function as the scenario ``name`` on ``port``."""
+    """Register the decorated function as the scenario ``name`` on ``port`` (and the ``ports - 1`` after it)."""
 
     def register(func: Callable[[int, Path], str]) -> Callable[[int, Path], str]:
-        if name in SCENARIOS or any(s.port == port for s in SCENARIOS.values()):
+        taken = {q for sc in SCENARIOS.values() for q in range(sc.port, sc.port + sc.ports)}
+        if name in SCENARIOS or taken & set(range(port, port + ports)):
             raise ValueError(f"duplicate scenario name or port: {name} {port}")
-        SCENARIOS[name] = Scenario(name, port, server, client, summary, func)
+        SCENARIOS[name] = Scenario(name, port, server, client, summary, func, ports)
         return func
 
     return register
@@ -1077,6 +1081,193 @@ def run_downgrade_zmtp10(port: int, out_dir: Path) -> str:
     return f"libzmq sent {signature.hex()}"
 
 
+# ------------------------------------------------------------ topologies (zmtplab analyze)
+# Several sockets, several connections: what `zmtplab analyze` reads across connections.
+
+
+def connect_all(ctx: zmq.Context, kind: int, port: int, n: int, **options: int | bytes) -> list[zmq.Socket]:
+    """``n`` sockets of ``kind`` connected to ``port``, each given time to finish its handshake in turn."""
+    socks = []
+    for _ in range(n):
+        sock = make_socket(ctx, kind, **options)
+        sock.connect(endpoint(port))
+        socks.append(sock)
+        time.sleep(0.05)  # connections come up in this order (libzmq's round robin follows it)
+    return socks
+
+
+def drain(sock: zmq.Socket) -> list[list[bytes]]:
+    """Every message already queued on ``sock`` (waiting up to 0.3 s for the first of each)."""
+    got = []
+    while sock.poll(300):
+        got.append(sock.recv_multipart())
+    return got
+
+
+@scenario("push_3pull", 15640, "PUSH", "3 x PULL", "PUSH sends `task 0`..`task 29`: round robin, 10 each")
+def run_push_3pull(port: int, out_dir: Path) -> str:
+    """A ventilator and three workers, all connected before the first task: an even round robin."""
+    with zmq_context() as ctx:
+        push = make_socket(ctx, zmq.PUSH)
+        push.bind(endpoint(port))
+        workers = connect_all(ctx, zmq.PULL, port, 3)
+        time.sleep(0.2)
+        for i in range(30):
+            push.send(b"task %d" % i)
+        counts = [len(drain(w)) for w in workers]
+        if counts != [10, 10, 10]:
+            raise ScenarioError(f"expected 10 tasks each, got {counts}")
+    return "10/10/10"
+
+
+@scenario(
+    "push_late_pull", 15641, "PUSH", "3 x PULL, the third late",
+    "PUSH sends 20 tasks to two workers, then a third connects and 12 more go round robin: 14/14/4",
+)  # fmt: skip
+def run_push_late_pull(port: int, out_dir: Path) -> str:
+    """Round-robin skew from a late connection: the first two workers had all the early tasks."""
+    with zmq_context() as ctx:
+        push = make_socket(ctx, zmq.PUSH)
+        push.bind(endpoint(port))
+        workers = connect_all(ctx, zmq.PULL, port, 2)
+        time.sleep(0.2)
+        for i in range(20):
+            push.send(b"task %d" % i)
+        workers += connect_all(ctx, zmq.PULL, port, 1)
+        time.sleep(0.2)
+        for i in range(20, 32):
+            push.send(b"task %d" % i)
+        counts = [len(drain(w)) for w in workers]
+        if sum(counts) != 32 or counts[2] != 4:
+            raise ScenarioError(f"expected 32 tasks, 4 to the late worker; got {counts}")
+    return "/".join(map(str, counts))
+
+
+@scenario(
+    "pub_late_sub", 15642, "PUB", "2 x SUB `weather.`, the second late",
+    "PUB sends 10 `weather.*` to the first SUB; the second subscribes, then 5 more reach both (slow joiner)",
+)  # fmt: skip
+def run_pub_late_sub(port: int, out_dir: Path) -> str:
+    """The slow joiner: a SUB that subscribes after the publisher started misses what went before."""
+    with zmq_context() as ctx:
+        pub = make_socket(ctx, zmq.PUB)
+        pub.bind(endpoint(port))
+        early = connect_all(ctx, zmq.SUB, port, 1, SUBSCRIBE=b"weather.")[0]
+        time.sleep(0.2)
+        for i in range(10):
+            pub.send_multipart([b"weather.%d" % i, b"%d C" % (10 + i)])
+        pub.send_multipart([b"sport.0", b"not for them"])
+        late = connect_all(ctx, zmq.SUB, port, 1, SUBSCRIBE=b"weather.")[0]
+        time.sleep(0.2)
+        for i in range(10, 15):
+            pub.send_multipart([b"weather.%d" % i, b"%d C" % (10 + i)])
+        got = (len(drain(early)), len(drain(late)))
+        if got != (15, 5):
+            raise ScenarioError(f"expected 15 and 5 messages, got {got}")
+    return "15/5"
+
+
+@scenario(
+    "broker", 15643, "ROUTER :15643 / DEALER :15644 (a proxy)", "3 x REQ -> frontend, 2 x REP -> backend",
+    "each REQ asks `request c-i`; the broker adds the client's identity towards the REP and strips it back",
+    ports=2,
+)  # fmt: skip
+def run_broker(port: int, out_dir: Path) -> str:
+    """The zguide's extended request-reply: REQ clients, a ROUTER/DEALER proxy, REP workers."""
+    with zmq_context() as ctx:
+        frontend = make_socket(ctx, zmq.ROUTER)
+        frontend.bind(endpoint(port))
+        backend = make_socket(ctx, zmq.DEALER)
+        backend.bind(endpoint(port + 1))
+        control = ctx.socket(zmq.PAIR)
+        control.bind("inproc://broker-control")
+        proxy = threading.Thread(target=_proxy, args=(ctx, frontend, backend), daemon=True)
+        proxy.start()
+        workers = connect_all(ctx, zmq.REP, port + 1, 2)
+        clients = [connect_all(ctx, zmq.REQ, port, 1, ROUTING_ID=b"c-%d" % i)[0] for i in range(3)]
+        time.sleep(0.2)
+        for round_ in range(2):
+            for i, client in enumerate(clients):
+                client.send(b"request c-%d.%d" % (i, round_))
+                worker = next((w for w in workers if w.poll(1000)), None)
+                if worker is None:
+                    raise ScenarioError(f"no worker got request c-{i}.{round_}")
+                request = worker.recv()
+                worker.send(request.replace(b"request", b"reply"))
+                recv_expect(client, [b"reply c-%d.%d" % (i, round_)], f"REQ {i}")
+        control.send(b"TERMINATE")
+        proxy.join(timeout=2)
+        control.close()
+    return "6 round trips"
+
+
+@scenario(
+    "ping_ttl_long", 15645, "ROUTER", "DEALER, heartbeat 100 ms, TTL 70 s",
+    "`hi`, then PINGs whose TTL is 700 deciseconds (over the 65 s that libzmq 4.3 mishandles, issue #4226)",
+)  # fmt: skip
+def run_ping_ttl_long(port: int, out_dir: Path) -> str:
+    """libzmq itself announces a long heartbeat TTL in its PINGs."""
+    with zmq_context() as ctx:
+        server = make_socket(ctx, zmq.ROUTER)
+        server.bind(endpoint(port))
+        client = make_socket(ctx, zmq.DEALER, ROUTING_ID=b"hb", HEARTBEAT_IVL=100, HEARTBEAT_TTL=70_000)
+        client.connect(endpoint(port))
+        client.send(b"hi")
+        recv_expect(server, [b"hb", b"hi"], "ROUTER")
+        time.sleep(0.35)
+    return ""
+
+
+@scenario(
+    "curve_wrong_key", 15646, "ROUTER, CURVE server (curve.keys.json's server keys)",
+    "DEALER, CURVE client told the wrong server key (the client's own public key)",
+    "the client's HELLO is sealed for the wrong key: the server cannot open it and drops the connection",
+)  # fmt: skip
+def run_curve_wrong_key(port: int, out_dir: Path) -> str:
+    """The most common CURVE failure: the client has another server public key; it looks like a dead server."""
+    keys = json.loads((Path(__file__).resolve().parent / "curve.keys.json").read_text())
+    with zmq_context() as ctx:
+        server = make_socket(ctx, zmq.ROUTER, CURVE_SERVER=1, CURVE_SECRETKEY=keys["server"]["secret"].encode())
+        server.bind(endpoint(port))
+        client = make_socket(ctx, zmq.DEALER, CURVE_SERVERKEY=keys["client"]["public"].encode(),
+                             CURVE_PUBLICKEY=keys["client"]["public"].encode(),
+                             CURVE_SECRETKEY=keys["client"]["secret"].encode(), RECONNECT_IVL=NO_RECONNECT_MS)
+        monitor = Monitor(client)
+        client.connect(endpoint(port))
+        client.send(b"hello?")
+        if server.poll(500):
+            raise ScenarioError("the server accepted a client with the wrong server key")
+        return describe_failed_handshake(monitor)
+
+
+@scenario(
+    "identity_collision", 15647, "ROUTER", "2 x DEALER, both with identity `dup`",
+    "the second DEALER announces the identity the first holds; libzmq's ROUTER refuses it; `to dup` goes to the first",
+)  # fmt: skip
+def run_identity_collision(port: int, out_dir: Path) -> str:
+    """Two peers of one ROUTER with the same Identity: without ROUTER_HANDOVER the second is refused."""
+    with zmq_context() as ctx:
+        server = make_socket(ctx, zmq.ROUTER)
+        server.bind(endpoint(port))
+        first, second = connect_all(ctx, zmq.DEALER, port, 2, ROUTING_ID=b"dup")
+        time.sleep(0.2)
+        first.send(b"from first")
+        recv_expect(server, [b"dup", b"from first"], "ROUTER")
+        server.send_multipart([b"dup", b"to dup"])
+        recv_expect(first, [b"to dup"], "first DEALER")
+        if second.poll(200):
+            raise ScenarioError("the second DEALER got a message for `dup`")
+    return ""
+
+
+def _proxy(ctx: zmq.Context, frontend: zmq.Socket, backend: zmq.Socket) -> None:
+    control = ctx.socket(zmq.PAIR)
+    control.connect("inproc://broker-control")
+    with suppress(zmq.ZMQError):
+        zmq.proxy_steerable(frontend, backend, None, control)
+    control.close()
+
+
 # ------------------------------------------------------------------------ driver
 
 
@@ -1091,7 +1282,7 @@ def record(sc: Scenario, out_dir: Path) -> tuple[int | None, str]:
     part = out_dir / f".{sc.name}.pcapng.part"
     part.unlink(missing_ok=True)
     try:
-        with Dumpcap(sc.port, part) as cap:
+        with Dumpcap(sc.port, part, ports=sc.ports) as cap:
             try:
                 note = sc.run(sc.port, out_dir)
             finally:

@@ -56,6 +56,12 @@ class Expected:
     s2c: bytes = NULL31
     signature: bytes = LIBZMQ_SIGNATURE
     mechanism: bytes | None = None
+    connections: int = 1  # a topology (`zmtplab analyze`'s captures) has several; c2s/s2c are the first one's
+    ports: int = 1  # and may bind several consecutive ports
+
+    @property
+    def port_range(self) -> range:
+        return range(self.port, self.port + self.ports)
 
 
 EXPECTED: dict[str, Expected] = {
@@ -84,6 +90,14 @@ EXPECTED: dict[str, Expected] = {
     "sub_zmtp30": Expected(15622, s2c=zmtp3(minor=0, padding=0)),
     "downgrade_zmtp20": Expected(15623, c2s=signature(0) + b"\x01\x08\x00\x00", s2c=LIBZMQ_SIGNATURE + b"\x03\x07"),
     "downgrade_zmtp10": Expected(15624, c2s=b"\x01\x00\x06\x00hello", s2c=LIBZMQ_SIGNATURE),
+    # Topologies: several connections (the first one's streams are checked), for `zmtplab analyze`.
+    "push_3pull": Expected(15640, connections=3),
+    "push_late_pull": Expected(15641, connections=3),
+    "pub_late_sub": Expected(15642, connections=2),
+    "broker": Expected(15643, ports=2, connections=5),
+    "ping_ttl_long": Expected(15645, c2s=zmtp3(padding=len(b"hb") + 1)),
+    "curve_wrong_key": Expected(15646, c2s=CURVE31, s2c=CURVE31, mechanism=b"CURVE"),
+    "identity_collision": Expected(15647, c2s=zmtp3(padding=len(b"dup") + 1), connections=2),
 }
 
 MECHANISM_CAPTURES = sorted(name for name, exp in EXPECTED.items() if exp.mechanism)
@@ -109,12 +123,12 @@ def tshark_path() -> str:
     return path
 
 
-def read_capture(path: Path, server_port: int) -> Capture:
-    """Read a capture with tshark and split its TCP payload into the two directions.
+def read_capture(path: Path, server_ports: range) -> Capture:
+    """Read a capture with tshark and split the first TCP connection's payload into the two directions.
 
-    The client-to-server direction is the one whose destination is ``server_port``.
+    The client-to-server direction is the one whose destination is one of ``server_ports``.
     Concatenating payloads in frame order is a valid reassembly here: loopback
-    captures of one connection have no loss, reordering or retransmission.
+    captures have no loss, reordering or retransmission.
     """
     result = subprocess.run(
         [
@@ -135,7 +149,8 @@ def read_capture(path: Path, server_port: int) -> Capture:
         streams.add(int(stream))
         payload = bytes.fromhex(payload_hex.replace(":", ""))
         payloads.append(payload)
-        (c2s if int(dst) == server_port else s2c).extend(payload)
+        if int(stream) == 0:
+            (c2s if int(dst) in server_ports else s2c).extend(payload)
     return Capture(len(lines), ports, streams, payloads, bytes(c2s), bytes(s2c))
 
 
@@ -147,7 +162,8 @@ def captures() -> dict[str, Capture]:
     tshark_path()
     with ThreadPoolExecutor(max_workers=8) as pool:
         futures = {
-            name: pool.submit(read_capture, CAPTURES / f"{name}.pcapng", exp.port) for name, exp in EXPECTED.items()
+            name: pool.submit(read_capture, CAPTURES / f"{name}.pcapng", exp.port_range)
+            for name, exp in EXPECTED.items()
         }
         return {name: future.result() for name, future in futures.items()}
 
@@ -172,7 +188,7 @@ def test_committed_captures_match_the_recorder() -> None:
     committed = {p.stem for p in CAPTURES.glob("*.pcapng")}
     assert committed == set(record.SCENARIOS) == set(EXPECTED)
     for name, sc in record.SCENARIOS.items():
-        assert sc.port == EXPECTED[name].port, name
+        assert (sc.port, sc.ports) == (EXPECTED[name].port, EXPECTED[name].ports), name
 
 
 def test_captures_are_small() -> None:
@@ -191,11 +207,11 @@ def test_capture_is_readable_and_not_empty(name: str, captures: dict[str, Captur
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_capture_is_one_connection_on_its_port(name: str, captures: dict[str, Capture]) -> None:
-    """Every packet has the scenario's port on one side, and there is one TCP stream."""
-    cap, port = captures[name], EXPECTED[name].port
-    assert all(port in pair for pair in cap.ports), f"ports seen: {cap.ports}"
-    assert cap.tcp_streams == {0}
+def test_capture_holds_its_connections_on_its_ports(name: str, captures: dict[str, Capture]) -> None:
+    """Every packet has one of the scenario's ports on one side, and there are as many TCP streams as it makes."""
+    cap, exp = captures[name], EXPECTED[name]
+    assert all(set(pair) & set(exp.port_range) for pair in cap.ports), f"ports seen: {cap.ports}"
+    assert cap.tcp_streams == set(range(exp.connections))
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -276,7 +292,7 @@ def test_record_push_pull_for_real(tmp_path: Path) -> None:
     assert "push_pull" in result.stdout
     out = record_out / "push_pull.pcapng"
     assert out.is_file(), f"no capture written; files: {sorted(p.name for p in record_out.iterdir())}"
-    cap = read_capture(out, EXPECTED["push_pull"].port)
+    cap = read_capture(out, EXPECTED["push_pull"].port_range)
     assert cap.c2s.startswith(NULL31)
     assert cap.s2c.startswith(NULL31)
     assert LIBZMQ_SIGNATURE in b"".join(cap.payloads)
