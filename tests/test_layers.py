@@ -1,0 +1,372 @@
+"""The layers of docs/architecture.md, held against every module under backend/zmtplab.
+
+The rules are read from the document's two tables ("may import, of ours" and "may not import,
+outside ours"), so the document and this check cannot disagree. Every `import` and
+`from ... import` is seen, absolute or relative, at module level, inside functions and under
+`if TYPE_CHECKING:`, and so are `importlib.import_module`/`__import__` calls whose target can be
+resolved. A module also takes no other module's private (underscore) names; `KNOWN_PRIVATE` lists
+today's exceptions, and may only shrink.
+
+`.venv/bin/python tests/test_layers.py` prints the import graph between layers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = REPO / "backend"
+PACKAGE = "zmtplab"
+DOC = REPO / "docs" / "architecture.md"
+
+# (importing module, module taken from, private name): the private names some modules take from
+# another module today. Issue 18 wants them gone: remove an entry when its import goes (the test
+# fails until you do); never add one.
+KNOWN_PRIVATE = frozenset({
+    ("zmtplab.cli.peer", "zmtplab.cli.output", "_body_text"),
+    ("zmtplab.peers.faults", "zmtplab.peers.simulation", "_Chunk"),
+    ("zmtplab.peers.faults", "zmtplab.peers.simulation", "_Link"),
+    ("zmtplab.peers.faults", "zmtplab.peers.simulation", "_SimPeer"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_CHUNK"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_EPB"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_IDB"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_PB"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_PCAP_MAGICS"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_SHB"),
+    ("zmtplab.pipeline.ranges", "zmtplab.capture.pcapfile", "_SPB"),
+})
+
+
+# ---- the rules, as the document states them
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Layers (each some module prefixes), what each may import of ours, and what not from outside."""
+
+    prefixes: dict[str, tuple[str, ...]]
+    allowed: dict[str, frozenset[str]]
+    banned: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def layer_of(self, module: str) -> str | None:
+        """The layer whose prefix is the longest dotted prefix of `module` (None: no layer has it)."""
+        best, best_len = None, -1
+        for layer, prefixes in self.prefixes.items():
+            for prefix in prefixes:
+                if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                    best, best_len = layer, len(prefix)
+        return best
+
+
+def _table(text: str, header: str) -> list[list[str]]:
+    """The body rows of the Markdown table whose header row starts with `header`, as cell lists."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.replace(" ", "").startswith(header.replace(" ", "")):
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append([cell.strip() for cell in row.strip().strip("|").split("|")])
+            return rows
+    raise AssertionError(f"{DOC.name} has no table with the header {header!r}")
+
+
+def _names(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def read_rules(text: str) -> Rules:
+    """The rules of docs/architecture.md's "Layers and import rules" section."""
+    prefixes: dict[str, tuple[str, ...]] = {}
+    allowed: dict[str, frozenset[str]] = {}
+    for cells in _table(text, "| layer | modules | may import, of ours |"):
+        (layer,) = _names(cells[0])
+        prefixes[layer] = tuple(_names(cells[1]))
+        allowed[layer] = frozenset(_names(cells[2]))
+    banned = {_names(cells[0])[0]: frozenset(_names(cells[1]))
+              for cells in _table(text, "| layer | may not import, outside ours |")}
+    return Rules(prefixes, allowed, banned)
+
+
+# ---- what a module imports
+
+
+@dataclass
+class Scan:
+    """What one module's source imports: of ours and from outside, private names taken, and
+    dynamic imports whose target cannot be known."""
+
+    ours: list[tuple[str, int]] = field(default_factory=list)  # (dotted target, line)
+    outside: list[tuple[str, int]] = field(default_factory=list)  # (top-level name, line)
+    private: list[tuple[str, str, int]] = field(default_factory=list)  # (module, name, line)
+    unresolved: list[int] = field(default_factory=list)  # lines
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+class _Scanner:
+    def __init__(self, module: str, is_package: bool, modules: frozenset[str]) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.modules = modules
+        self.scan = Scan()
+        self.bound: dict[str, str] = {}  # a local name -> the module of ours it is bound to
+
+    def absolute(self, name: str | None, level: int) -> str:
+        """The absolute dotted name of `from <level dots><name> import ...`."""
+        if not level:
+            return name or ""
+        parts = self.package.split(".")
+        base = parts[: len(parts) - (level - 1)]
+        return ".".join(base + ([name] if name else []))
+
+    def add(self, target: str, line: int) -> None:
+        if target == PACKAGE or target.startswith(PACKAGE + "."):
+            self.scan.ours.append((target, line))
+        elif target:
+            self.scan.outside.append((target.split(".")[0], line))
+
+    def run(self, tree: ast.AST) -> Scan:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.add(alias.name, node.lineno)
+                    if alias.asname and alias.name in self.modules:
+                        self.bound[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                self.import_from(node)
+            elif isinstance(node, ast.Call):
+                self.dynamic(node)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in self.bound and _is_private(node.attr)):
+                self.scan.private.append((self.bound[node.value.id], node.attr, node.lineno))
+        return self.scan
+
+    def import_from(self, node: ast.ImportFrom) -> None:
+        source = self.absolute(node.module, node.level)
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            if submodule in self.modules:
+                self.add(submodule, node.lineno)
+                self.bound[alias.asname or alias.name] = submodule
+                continue
+            self.add(source, node.lineno)
+            if _is_private(alias.name) and source.startswith(PACKAGE):
+                self.scan.private.append((source, alias.name, node.lineno))
+
+    def dynamic(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name not in ("import_module", "__import__") or not node.args:
+            return
+        target = self.dynamic_target(node)
+        if target is None:
+            self.scan.unresolved.append(node.lineno)
+        else:
+            self.add(target, node.lineno)
+
+    def dynamic_target(self, node: ast.Call) -> str | None:
+        """The module an import_module/__import__ call loads, or the known part of its name."""
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            text = arg.value
+        elif isinstance(arg, ast.JoinedStr) and arg.values:
+            first = arg.values[0]
+            if (isinstance(first, ast.FormattedValue) and isinstance(first.value, ast.Name)
+                    and first.value.id == "__name__"):
+                text = self.module
+            elif isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("."):
+                text = first.value
+            else:
+                return None
+            if len(arg.values) > 1 and isinstance(arg.values[1], ast.Constant):
+                text += arg.values[1].value
+        else:
+            return None
+        if not text.startswith("."):
+            return text.rstrip(".")
+        package = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "package"), None)
+        if not (isinstance(package, ast.Name) and package.id in ("__name__", "__package__")):
+            return None  # (relative to a package we cannot see)
+        if package.id == "__name__" and self.package != self.module:
+            return None  # a plain module's __name__ is no package
+        level = len(text) - len(text.lstrip("."))
+        return self.absolute(text[level:].rstrip(".") or None, level)
+
+
+def scan_source(module: str, source: str, *, is_package: bool = False,
+                modules: frozenset[str] = frozenset()) -> Scan:
+    """What `source`, the text of `module`, imports (`modules`: the modules of ours that exist)."""
+    return _Scanner(module, is_package, modules).run(ast.parse(source))
+
+
+def tree_modules() -> Iterator[tuple[str, Path, bool]]:
+    """(dotted name, path, is a package) of every module under backend/zmtplab."""
+    for path in sorted((SOURCE_ROOT / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(SOURCE_ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        yield ".".join(parts), path, is_package
+
+
+# ---- the checks
+
+
+def problems(module: str, scan: Scan, rules: Rules) -> list[str]:
+    """Every rule `module` breaks, one line each."""
+    out = []
+    layer = rules.layer_of(module)
+    if layer is None:
+        return [f"{module}: no layer of {DOC.name} holds it"]
+    for target, line in scan.ours:
+        theirs = rules.layer_of(target)
+        if theirs != layer and theirs not in rules.allowed[layer]:
+            out.append(f"{module}:{line} imports {target}: {layer} may not import {theirs}")
+    for name, line in scan.outside:
+        if name in rules.banned.get(layer, ()):
+            out.append(f"{module}:{line} imports {name}: {layer} may not import {name}")
+    for line in scan.unresolved:
+        out.append(f"{module}:{line}: a dynamic import this check cannot resolve (name it with a literal)")
+    return out
+
+
+def scan_tree() -> dict[str, Scan]:
+    found = list(tree_modules())
+    modules = frozenset(name for name, _, _ in found)
+    return {name: scan_source(name, path.read_text(), is_package=is_package, modules=modules)
+            for name, path, is_package in found}
+
+
+@pytest.fixture(scope="module")
+def rules() -> Rules:
+    return read_rules(DOC.read_text())
+
+
+@pytest.fixture(scope="module")
+def scans() -> dict[str, Scan]:
+    return scan_tree()
+
+
+def test_the_document_names_every_layer_it_allows(rules: Rules) -> None:
+    assert {"engine", "capture", "peers", "web", "pipeline", "cli"} <= set(rules.prefixes)
+    for layer, allowed in rules.allowed.items():
+        assert allowed <= set(rules.prefixes), f"{layer} may import a layer the table lacks: {allowed}"
+    assert "asyncio" in rules.banned["engine"]
+
+
+def test_every_module_has_a_layer(rules: Rules, scans: dict[str, Scan]) -> None:
+    assert len(scans) > 50
+    assert [m for m in scans if rules.layer_of(m) is None] == []
+
+
+def test_no_module_breaks_the_layer_rules(rules: Rules, scans: dict[str, Scan]) -> None:
+    broken = [p for module, scan in sorted(scans.items()) for p in problems(module, scan, rules)]
+    assert broken == [], "\n".join(broken)
+
+
+def test_private_names_stay_private(scans: dict[str, Scan]) -> None:
+    taken = {(module, source, name) for module, scan in scans.items() for source, name, _ in scan.private}
+    new = sorted(taken - KNOWN_PRIVATE)
+    assert new == [], f"modules take other modules' private names: {new}"
+    gone = sorted(KNOWN_PRIVATE - taken)
+    assert gone == [], f"no longer taken: remove them from KNOWN_PRIVATE: {gone}"
+
+
+# ---- the checker itself, on modules that break the rules
+
+MODULES = frozenset({"zmtplab.capture.pcapfile", "zmtplab.capture.dissect", "zmtplab.cli.pipeline",
+                     "zmtplab.engine.events", "zmtplab.web.app"})
+
+
+@pytest.mark.parametrize(("module", "is_package", "source", "expected"), [
+    ("zmtplab.engine.fake", False, "from ..capture import dissect\n", "engine may not import capture"),
+    ("zmtplab.engine", True, "from ..decode import parse_hex\n", "engine may not import decode"),
+    ("zmtplab.engine.fake", False, "import zmtplab.peers.tcp as tcp\n", "engine may not import peers"),
+    ("zmtplab.capture.fake", False, "def f():\n    from zmtplab.peers.tcp import TcpPeer\n",
+     "capture may not import peers"),
+    ("zmtplab.peers.fake", False,
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..web.models import Event\n",
+     "peers may not import web"),
+    ("zmtplab.pipeline.fake", False, "from ..cli import pipeline\n", "pipeline may not import cli"),
+    ("zmtplab.pipeline.fake", False, "from ..web import app\n", "pipeline may not import web"),
+    ("zmtplab.web.fake", False, "from zmtplab.cli.output import write_jsonl\n", "web may not import cli"),
+    ("zmtplab.lessons.fake", False, "from ..pipeline.rows import STAGE_SCHEMA\n", "lessons may not import pipeline"),
+    ("zmtplab.capture.fake", False, "import importlib\nimportlib.import_module('zmtplab.web.app')\n",
+     "capture may not import web"),
+    ("zmtplab.capture.fake", False, "import importlib\nimportlib.import_module('..cli', __package__)\n",
+     "capture may not import cli"),
+    ("zmtplab.capture.fake", False, "import importlib\nimportlib.import_module(name)\n", "cannot resolve"),
+    ("zmtplab.engine.fake", False, "import asyncio\n", "engine may not import asyncio"),
+    ("zmtplab.engine.fake", False, "def now():\n    from time import monotonic\n", "engine may not import time"),
+])
+def test_the_check_reports_an_upward_import(rules: Rules, module: str, is_package: bool, source: str,
+                                            expected: str) -> None:
+    found = problems(module, scan_source(module, source, is_package=is_package, modules=MODULES), rules)
+    assert len(found) == 1 and expected in found[0], found
+
+
+@pytest.mark.parametrize(("module", "is_package", "source"), [
+    ("zmtplab.engine.fake", False, "from .events import Expert\nimport struct\n"),
+    ("zmtplab.engine", True, "import importlib\nimportlib.import_module(f'{__name__}.{name}')\n"),
+    ("zmtplab.capture.fake", False, "import asyncio\nfrom ..engine.dissector import ConnectionDissector\n"),
+    ("zmtplab.web.fake", False, "from ...pipeline.job import run_pipeline\nfrom ..lessons import player\n"),
+    ("zmtplab.cli", True, "import importlib\nimportlib.import_module(f'.{name}', __name__)\n"),
+    ("zmtplab.cli.fake", False, "from ..web.server import serve\nfrom ..pipeline import job\n"),
+    ("zmtplab.pipeline.submit", False, "from zmtplab.cli.pipeline import main\n"),
+])
+def test_the_check_lets_downward_imports_pass(rules: Rules, module: str, is_package: bool, source: str) -> None:
+    assert problems(module, scan_source(module, source, is_package=is_package, modules=MODULES), rules) == []
+
+
+@pytest.mark.parametrize("source", [
+    "from ..capture.pcapfile import _SHB\n",
+    "from ..capture import pcapfile\nmagic = pcapfile._SHB\n",
+    "import zmtplab.capture.pcapfile as pf\nmagic = pf._SHB\n",
+])
+def test_the_check_sees_private_names_taken(source: str) -> None:
+    scan = scan_source("zmtplab.pipeline.fake", source, modules=MODULES)
+    assert [(m, n) for m, n, _ in scan.private] == [("zmtplab.capture.pcapfile", "_SHB")]
+
+
+def test_dunder_names_are_not_private() -> None:
+    assert scan_source("zmtplab.web.fake", "from .. import __doc__\n", modules=MODULES).private == []
+
+
+# ---- the graph, for people
+
+
+def layer_graph(rules: Rules, scans: dict[str, Scan]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for module, scan in scans.items():
+        layer = rules.layer_of(module) or "?"
+        graph[layer]
+        for target, _ in scan.ours:
+            theirs = rules.layer_of(target) or "?"
+            if theirs != layer:
+                graph[layer].add(theirs)
+    return graph
+
+
+if __name__ == "__main__":
+    the_rules = read_rules(DOC.read_text())
+    the_scans = scan_tree()
+    order = list(the_rules.prefixes)
+    for layer, uses in sorted(layer_graph(the_rules, the_scans).items(), key=lambda kv: order.index(kv[0])):
+        print(f"{layer:<9}-> {', '.join(sorted(uses, key=order.index)) or '(nothing)'}")
+    broken = [p for module, scan in sorted(the_scans.items()) for p in problems(module, scan, the_rules)]
+    print("\n".join(broken) or "no module breaks the rules", file=sys.stderr if broken else sys.stdout)
+    sys.exit(1 if broken else 0)
