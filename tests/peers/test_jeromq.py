@@ -473,16 +473,18 @@ def test_jeromq_xpub_and_xsub_announce_octets_15_zmtp_lacks(jq: JeroMQ, their_ty
     run(main())
 
 
-def test_libzmq_takes_what_we_refuse_from_jeromq_xsub(jq: JeroMQ) -> None:
-    """The same JeroMQ XSUB (octet 10) against libzmq 4.3.5: libzmq never reads a 2.0 peer's socket type."""
+@pytest.mark.parametrize(("their_type", "libzmq_type"), [("XSUB", "XPUB"), ("DEALER", "PULL")])
+def test_libzmq_takes_what_we_refuse_from_jeromq(jq: JeroMQ, their_type: str, libzmq_type: str) -> None:
+    """libzmq 4.3.5 never reads a 2.0 peer's socket type: it takes JeroMQ's XSUB (octet 10) and
+    even an invalid pair (DEALER to PULL), both of which our peers refuse."""
 
     async def main() -> None:
-        xsub = jq.socket("XSUB")
+        theirs = jq.socket(their_type)
         async with zmq_context() as ctx:
-            xpub = zsock(ctx, zmq.XPUB)
-            xsub.connect(zbind(xpub))
-            await xsub.send([b"\x01news"])
-            assert await zrecv(xpub) == [b"\x01news"]
+            libzmq = zsock(ctx, getattr(zmq, libzmq_type))
+            theirs.connect(zbind(libzmq))
+            await theirs.send([b"\x01news"])
+            assert await zrecv(libzmq) == [b"\x01news"]
 
     run(main())
 
