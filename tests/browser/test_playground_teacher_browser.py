@@ -144,7 +144,7 @@ def test_every_fault_the_simulated_menu_offers_works_and_is_marked(page, live_se
                        "Close the connection"]
 
     inject(page, "Split writes", "client")
-    assert "client → server now goes one octet per TCP write" in wait_mark(page, "^Fault: client → server")
+    assert wait_mark(page, "^Fault: client → server") == "Fault: client → server goes one octet per TCP write"
     send(page, "client", "split")
     page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('\"split\"'))")
 
@@ -152,11 +152,10 @@ def test_every_fault_the_simulated_menu_offers_works_and_is_marked(page, live_se
     assert re.search(r"server → client held until t = [\d.]+ s", wait_mark(page, "held until"))
 
     inject(page, "Corrupt a byte", "client")
-    armed = wait_mark(page, "will be corrupted when it is written")
+    armed = wait_mark(page, "^Fault armed: .* is corrupted when written")
     offset = re.search(r"octet (\d+) of client → server", armed).group(1)
     send(page, "client", "doomed")  # its first octet is the one: flags 0x00 become 0xFF (LONG, MORE, COMMAND...)
-    struck = wait_mark(page, f"^Fault: octet {offset} of client → server corrupted")
-    assert "connection 0" in struck
+    wait_mark(page, f"^Fault: octet {offset} of client → server corrupted$")
     page.screenshot(path=str(shots / "fault-corrupt.png"))
 
     inject(page, "Close the connection", "client")
@@ -166,6 +165,9 @@ def test_every_fault_the_simulated_menu_offers_works_and_is_marked(page, live_se
     no_error(page)
     page.screenshot(path=str(shots / "fault-close.png"))
     page.locator("#sequence").screenshot(path=str(shots / "sequence-marks.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(shots / "fault-close-1280x720.png"))
 
 
 def test_tcp_sessions_offer_kill_and_mark_it(page, live_server, artifacts):
@@ -230,6 +232,9 @@ def test_utf8_bodies_show_as_text(page, live_server, artifacts):
                           " c.font = '16px sans-serif'; return c.measureText(t).width; }", HELLO_WORLD)
     assert width > 60
     page.screenshot(path=str(shots / "utf8-body.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(shots / "utf8-body-1280x720.png"))
     page.locator("#hex").screenshot(path=str(shots / "utf8-hex.png"))
 
 

@@ -20,7 +20,7 @@ test('marks say who closed a connection and why, where the next opens, and where
   assert.equal(m.take(link('closed', { conn: '0' }), 5).text, 'Connection 0 closed by the client: heartbeat timeout: no traffic within 1 s of a PING');
   assert.equal(m.take(link('open', { conn: '1' }), 5).text, 'Connection 1 opens');
   const fault = m.take(link('fault', { fault: 'corrupt', conn: '1', dir: 's2c', offset: 75 }), 7);
-  assert.equal(fault.text, 'Fault: octet 75 of server → client corrupted (connection 1)');
+  assert.equal(fault.text, 'Fault: octet 75 of server → client corrupted');
   assert.equal(m.take(link('fault', { fault: 'wrong_mechanism', peer: 'client', mechanism: 'PLAIN' }), 7).text, 'Fault: the client now announces PLAIN; it reconnects');
   assert.equal(m.marks.length, 4);
   // Stepping back to 6 elements: what happened after the cut goes.
