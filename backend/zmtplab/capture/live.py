@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .children import die_with_this_process
 from .dissect import CaptureDissector
 from .pcapfile import LINKTYPE_ETHERNET, decode_tcp
 from .tcpstream import StreamOpened, TcpReassembler
@@ -159,8 +160,11 @@ class LiveCapture:
                 try:
                     params = [get_process_path(process_name="dumpcap", tshark_path=self.tshark_path),
                               *self._get_dumpcap_parameters()]
-                    dumpcap = await asyncio.create_subprocess_exec(*params, stdout=write,
-                                                                   stderr=subprocess.PIPE)
+                    # dumpcap dies with this thread however the process ends (tshark, reading it,
+                    # then sees end-of-file and ends too): a killed `zmtplab live` or server leaves
+                    # nothing capturing behind.
+                    dumpcap = await asyncio.create_subprocess_exec(*params, stdout=write, stderr=subprocess.PIPE,
+                                                                   preexec_fn=die_with_this_process())
                     self._create_stderr_handling_task(dumpcap.stderr)
                     self._created_new_process(params, dumpcap, process_name="Dumpcap")
                 except BaseException:

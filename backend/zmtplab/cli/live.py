@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 
@@ -38,15 +39,20 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"zmtplab live: {exc}", file=sys.stderr)
         return 2
-    capture.start()
-    print(f"zmtplab live: capturing tcp port {args.port} on {args.interface}", file=sys.stderr)
     stop = threading.Event()
+    # SIGTERM (kill, a service manager, a container stop) and SIGHUP stop the capture as Ctrl-C does, so dumpcap
+    # and tshark are ended and the open connections flushed. (SIGKILL: dumpcap dies with this process anyway.)
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
+        capture.start()
+        print(f"zmtplab live: capturing tcp port {args.port} on {args.interface}", file=sys.stderr)
         stop.wait(args.timeout)
     except KeyboardInterrupt:
         pass
     finally:
         capture.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if capture.error:
         print(f"zmtplab live: {capture.error}", file=sys.stderr)
         return 1

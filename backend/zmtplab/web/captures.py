@@ -9,7 +9,11 @@ Each capture lives in `<data_dir>/captures/<id>/`:
 - `cancel`: created to ask a running worker to stop.
 
 Dissection runs in a process pool (or a thread pool, by setting), so the event loop never
-waits for it. A crash of one dissection marks that capture `error` and nothing else.
+waits for it. A crash of one dissection marks that capture `error` and nothing else. The worker
+processes die with the server, however it ends (`capture.children`): a server killed mid-dissection
+leaves no worker racing the next start's dissection of the same capture, and that start redoes each
+interrupted dissection once (a capture whose worker died, rather than whose bytes failed, gets one
+more try at the next start too).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..capture.children import die_with_parent
 from .eventstore import EventStore, ingest_capture
 from .limits import evictions
 from .searches import ClientSlots
@@ -42,6 +47,7 @@ log = logging.getLogger(__name__)
 ID_RE = re.compile(r"^[0-9a-f]{32}$")
 PREVIEW_EVENTS = 5000  # a capture's first events, dissected and served first while the rest is dissected
 UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
+STORE_TMP, PREVIEW_TMP = "events.sqlite.building", "preview.sqlite.building"  # (see eventstore.ingest_capture)
 
 
 class CaptureNotFound(KeyError):
@@ -79,6 +85,7 @@ class CaptureRecord:
     store: EventStore | None = None
     summary: dict[str, Any] | None = None
     store_bytes: int = 0
+    transient: bool = False  # failed because its worker died, not because of its bytes: tried again at a restart
     job: asyncio.Task | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -97,7 +104,7 @@ class CaptureRecord:
 
     def meta(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "size": self.size, "created": self.created,
-                "client": self.client, "state": self.state, "error": self.error}
+                "client": self.client, "state": self.state, "error": self.error, "transient": self.transient}
 
     def progress(self) -> dict[str, Any]:
         """The `{state, percent, detail}` message of the progress stream."""
@@ -169,7 +176,8 @@ class CaptureStore:
         n = self.settings.dissect_workers
         if self.settings.dissect_executor == "thread":
             return ThreadPoolExecutor(max_workers=n, thread_name_prefix="zmtplab-dissect")
-        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
 
     def _reload(self, directory: Path) -> CaptureRecord | None:
         if not ID_RE.match(directory.name):
@@ -187,8 +195,13 @@ class CaptureStore:
         (directory / "cancel").unlink(missing_ok=True)
         if record.state == DONE and not record.store_path.exists():
             record.state = UPLOADED
+        if record.state == ERROR and meta.get("transient"):  # its worker died: once more (then it stays failed)
+            record.state, record.error, record.transient = UPLOADED, None, True
+            record.store_path.unlink(missing_ok=True)
         if record.state in (UPLOADED, DISSECTING):
             record.state = UPLOADED
+            for name in (STORE_TMP, "preview.sqlite", PREVIEW_TMP, "progress.json"):  # what the dead run left
+                (directory / name).unlink(missing_ok=True)
             if not record.capture_path.exists():
                 shutil.rmtree(directory, ignore_errors=True)
                 return None
@@ -273,7 +286,8 @@ class CaptureStore:
                 raise
             except Exception as exc:  # the worker died: this capture fails, the others go on
                 log.exception("dissection of %s failed", record.id)
-                result = {"state": ERROR, "error": f"the dissection worker failed: {type(exc).__name__}"}
+                result = {"state": ERROR, "error": f"the dissection worker failed: {type(exc).__name__}",
+                          "transient": True}
             finally:
                 poller.cancel()
         if record.id not in self.records:
@@ -298,6 +312,8 @@ class CaptureStore:
                 changes = {"state": state, "error": result.get("error"), "percent": 100.0, "detail": ""}
         else:
             changes = {"state": ERROR, "error": result.get("error") or "dissection failed"}
+        # A worker that died is not the capture's fault: the next start tries once more (if this was not that try).
+        changes["transient"] = bool(result.get("transient")) and not record.transient
         for key, value in changes.items():
             setattr(record, key, value)
         if preview is not None and preview is not record.store:

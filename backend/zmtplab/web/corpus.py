@@ -13,6 +13,11 @@ One run at a time: the Spark session is per process and a run keeps all its core
 second start is refused (`RunBusy`, 409) rather than queued. The session is started by the first
 run, in the manager's worker thread, kept for the next runs, and stopped at shutdown when this
 manager started it. Runs expire like captures (`corpus_ttl`, at most `max_corpus_runs` kept).
+
+A run the server died during (killed, out of memory, the machine rebooted) starts again from the
+beginning at the next start, once, from its linked inputs; if it cannot (the inputs are gone, or it
+was already such a second try) it ends `error` with a message that says to start it again. (The
+Spark JVM ends with the server: pyspark's gateway exits when its stdin, our pipe, closes.)
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class RunRecord:
     job_group: str | None = None
     disk_bytes: int = 0  # octets of its tables and report (what `max_corpus_bytes` counts)
     cancel_reason: str | None = None  # set when a cancel was asked for
+    resumed: bool = False  # started again after the server died during it (that happens once)
     job: asyncio.Task | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -137,7 +143,7 @@ class RunRecord:
     def meta(self) -> dict[str, Any]:
         return {"id": self.id, "created": self.created, "finished": self.finished, "client": self.client,
                 "captures": self.captures, "state": self.state, "error": self.error, "phase": self.phase,
-                "fraction": self.fraction, "summary": self.summary}
+                "fraction": self.fraction, "summary": self.summary, "resumed": self.resumed}
 
 
 class CorpusRuns:
@@ -168,6 +174,10 @@ class CorpusRuns:
         await self._evict()  # `max_corpus_runs` may have been lowered since
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zmtplab-corpus")
         self._reaper = asyncio.create_task(self._reap(), name="zmtplab-corpus-reaper")
+        for record in self.records.values():
+            if record.state == RUNNING:  # interrupted by the server's death: started again (see `_reload`)
+                log.info("corpus run %s: the server died during it; starting it again", record.id)
+                record.job = asyncio.get_running_loop().create_task(self._run(record), name=f"corpus-{record.id}")
 
     async def stop(self) -> None:
         """Cancels the run in progress, waits for its worker, stops the Spark session if this manager started it."""
@@ -203,10 +213,19 @@ class CorpusRuns:
         record.phase = meta.get("phase", STARTING)
         record.fraction = float(meta.get("fraction", 0.0))
         record.summary = meta.get("summary")
-        if record.state not in FINAL:  # the server stopped (or died) during the run
-            record.state, record.error = ERROR, "the server stopped during the run"
-            record.finished = record.finished or time.time()
+        record.resumed = bool(meta.get("resumed"))
+        if record.state not in FINAL:  # the server died during the run (a clean stop cancels it)
             shutil.rmtree(record.out_dir, ignore_errors=True)
+            running = any(r.state == RUNNING for r in self.records.values())
+            if not record.resumed and not running and all(Path(i).is_file() for i in record.inputs):
+                record.state, record.resumed, record.error, record.finished = RUNNING, True, None, None
+                record.phase, record.fraction = STARTING, 0.0
+                record.detail = "started again: the server stopped during the run"
+                self._write_meta(record)
+                return record
+            record.state = ERROR
+            record.error = "the server stopped during the run; start it again (tick its captures and start a run)"
+            record.finished = record.finished or time.time()
             self._write_meta(record)
         shutil.rmtree(record.inputs_dir, ignore_errors=True)
         record.disk_bytes = _tree_bytes(record.out_dir)

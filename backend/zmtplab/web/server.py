@@ -109,6 +109,8 @@ def uvicorn_config(app: FastAPI, settings: Settings, *, log_level: str = "info",
     `options` are uvicorn's own (tests pass `port`, `lifespan`, ...)."""
     values: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": log_level,
                               "http": bounded_http_protocol(settings), "ws": CommandFrameProtocol,
-                              "ws_max_size": max(settings.ws_max_message * 2, 1 << 20), **options}
+                              "ws_max_size": max(settings.ws_max_message * 2, 1 << 20),
+                              # (a progress stream open in a tab must not keep a stopping server up)
+                              "timeout_graceful_shutdown": 10, **options}
     return uvicorn.Config(app, **values)
 
