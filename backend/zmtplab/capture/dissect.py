@@ -146,7 +146,7 @@ def looks_like_zmtp(first: bytes) -> str | None:
 
 
 class CaptureDissector:
-    """Turns reassembled TCP stream events into ZMTP event dicts (the DESIGN.md contract).
+    """Turns reassembled TCP stream events into ZMTP event dicts (the event contract of docs/architecture.md).
 
     `feed()` gives dicts; with `json=True`, `feed_json()` gives the same events as JSON lines
     (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form lets the

@@ -3,9 +3,9 @@
 It prints the protocol elements of both directions of every connection (a `ConnectionDissector`
 reads exactly the bytes that crossed the socket), peer events (connected, handshake, PING,
 closed, ...) and each message the application received. In JSON lines (`--jsonl`) every line
-is the event contract of DESIGN.md; peer events have `"kind": "peer"`. The `message` events of
-the incoming direction are the received messages (`frames` as hex, as ZMTP delivered them);
-with CURVE, where the wire only shows encrypted MESSAGE boxes, a `message` event with
+is the event contract of docs/architecture.md; peer events have `"kind": "peer"`. The `message`
+events of the incoming direction are the received messages (`frames` as hex, as ZMTP delivered
+them); with CURVE, where the wire only shows encrypted MESSAGE boxes, a `message` event with
 `"decrypted": true` carries the opened frames. A `peer` event with `"what": "recv"` shows each
 message as the application's recv() returned it (with a ROUTER's identity frame, without a
 REQ's delimiter).

@@ -1,7 +1,7 @@
 """The events the engine reports: one per protocol element, plus a peer's state changes.
 
 Wire events (`Greeting`, `Command`, `Frame`, `Message`, `Expert`, `Gap`) follow the event
-contract of DESIGN.md; `to_dict()` gives the JSON form without the source keys (`conn`,
+contract of docs/architecture.md; `to_dict()` gives the JSON form without the source keys (`conn`,
 `dir`, `packets`, `ts`, `t`), which the source adds. Peer events (`HandshakeComplete`,
 `ConnectionClosed`, ...) are what a strict peer tells the code that drives it.
 """

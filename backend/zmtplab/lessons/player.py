@@ -1,9 +1,9 @@
 """Plays a lesson: every step's source and actions, deterministically, into one `StepScene` per step.
 
-A scene is what the browser shows at that step: the annotated events so far (the DESIGN.md
-contract, with fields), the element the step points at (an index into those events), the
-highlighted fields (indexes into that element's fields), the writes that crossed the link, what
-the applications received, and the peers' log (handshakes, closes, PINGs).
+A scene is what the browser shows at that step: the annotated events so far (the event contract
+of docs/architecture.md, with fields), the element the step points at (an index into those
+events), the highlighted fields (indexes into that element's fields), the writes that crossed the
+link, what the applications received, and the peers' log (handshakes, closes, PINGs).
 
 Sources:
 

@@ -34,7 +34,7 @@ application reads every message as soon as the socket has it (a `recv` peer even
 
 Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
 
-- wire elements, the DESIGN.md event contract produced by the dissector: `conn`, `dir`,
+- wire elements, the event contract (docs/architecture.md) produced by the dissector: `conn`, `dir`,
   `offset`, `length`, `kind` (`greeting`, `command`, `frame`, `message`, `expert`), `fields` and
   the kind's keys;
 - `{"kind": "link", "what": "open" | "bytes" | "eof" | "half-closed" | "closed" | "fault", "conn", ...}`:

@@ -5,8 +5,8 @@ One event is one row. The contract's keys map to columns:
 * `conn`, `dir`, `offset`, `length`, `kind`, `ts`, `packets` (array<long>), and `fields` as
   array<struct<name, offset, length, value, rule, note>> where `value` is text (a number or a
   boolean as its JSON text);
-* every kind-specific key of DESIGN.md as its own nullable column (`properties` is
-  map<string,string>, `frames` array<string>);
+* every kind-specific key of the event contract (docs/architecture.md) as its own nullable
+  column (`properties` is map<string,string>, `frames` array<string>);
 * `extra` (map<string,string>) holds any key the engine adds that has no column yet, and any
   key whose value does not fit its column's type, JSON-encoded, so nothing is ever dropped;
 * the pipeline adds `capture` (the input file), `seq` (the event's position within its

@@ -1,7 +1,7 @@
 """Pydantic models of every request, response and websocket message of the web API.
 
-Events are the DESIGN.md contract: the models name the required keys and let the
-kind-specific ones through (`extra="allow"`).
+Events are the event contract of docs/architecture.md: the models name the required keys and
+let the kind-specific ones through (`extra="allow"`).
 """
 
 from __future__ import annotations

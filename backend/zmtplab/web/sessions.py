@@ -1,7 +1,8 @@
 """Playground sessions: two peers (simulated, or real over loopback TCP) whose every element streams to browsers.
 
-A `Session` keeps the annotated events of its connection(s) (the DESIGN.md contract, with
-`fields`, `t` and `seq`) and the raw bytes that crossed the wire (for the pcapng export).
+A `Session` keeps the annotated events of its connection(s) (the event contract of
+docs/architecture.md, with `fields`, `t` and `seq`) and the raw bytes that crossed the wire (for
+the pcapng export).
 It fans out to any number of websocket subscribers: each gets the events so far on
 connect, then every new event, state change, reset and error.
 

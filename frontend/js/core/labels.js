@@ -1,5 +1,5 @@
 // One-line summaries of events, like Wireshark's Info column. DOM-free.
-// They read only the event's kind keys (see DESIGN.md "The event, as JSON").
+// They read only the event's kind keys (see docs/architecture.md "The event contract").
 
 import { previewHex, octets } from './bytes.js';
 

@@ -1,5 +1,5 @@
 // Field rule -> colour, display style and spec link. DOM-free.
-// A field's `rule` is the ABNF rule name it comes from (DESIGN.md); every view
+// A field's `rule` is the ABNF rule name it comes from (docs/architecture.md); every view
 // colours fields through ruleColor() so a rule has one colour everywhere.
 
 import { GRAMMARS } from './abnf.js';

@@ -1,9 +1,9 @@
 """Lesson routes: the list, one lesson with its steps, one played step (its scene), and answer checks.
 
 Steps are numbered from 1 in every URL and every answer. A step's scene is what the lesson player
-shows: the events so far (the DESIGN.md contract, with fields), the element the step points at, its
-highlighted fields, the writes, the messages the applications received and the peers' log. Lessons
-are played once, deterministically, and kept.
+shows: the events so far (the event contract of docs/architecture.md, with fields), the element the
+step points at, its highlighted fields, the writes, the messages the applications received and the
+peers' log. Lessons are played once, deterministically, and kept.
 """
 
 from __future__ import annotations
