@@ -190,6 +190,12 @@ def _by_direction(events: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, 
     return out
 
 
+def _to_first_message(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events up to and including the first message (a publisher retrying may send more)."""
+    kinds = [e["kind"] for e in events]
+    return events[:kinds.index("message") + 1] if "message" in kinds else events
+
+
 def _dirs(ours_binds: bool) -> tuple[str, str]:
     """(our direction, JeroMQ's direction): c2s is from the connecting side."""
     return ("s2c", "c2s") if ours_binds else ("c2s", "s2c")
@@ -539,7 +545,8 @@ def test_libzmq_and_we_downgrade_to_jeromq_alike(jq: JeroMQ, socket_type: str) -
         return _by_direction(seen), _by_direction({"dir": d, **e.to_dict()} for d, e in wire.events["1"])
 
     via_libzmq, via_ours = run(main())
-    assert via_libzmq == via_ours
+    for direction in ("c2s", "s2c"):
+        assert _to_first_message(via_libzmq[direction]) == _to_first_message(via_ours[direction])
     assert [e["kind"] for e in via_ours["c2s"][:2]] == ["greeting", "expert"]  # the downgrade note
     identity = options.get("identity", b"")
     downgraded = (b"\xff" + bytes(7) + bytes([len(identity) + 1]) + b"\x7f\x03" + bytes([TYPE_OCTET[socket_type]])
@@ -642,7 +649,7 @@ def test_our_secure_client_refuses_jeromq(jq: JeroMQ, mechanism: str) -> None:
         # We sent the signature and our major version, read JeroMQ's revision 1, and stopped: no
         # mechanism name, no credentials, no clear-text fallback.
         assert wire.raw["1", "c2s"] == b"\xff" + bytes(7) + b"\x01\x7f\x03"
-        assert wire.raw["1", "s2c"] == b"\xff" + bytes(7) + b"\x01\x7f\x01\x04"
+        assert wire.raw["1", "s2c"][:11] == b"\xff" + bytes(7) + b"\x01\x7f\x01"  # then REP's 4, maybe
 
     run(main())
 
@@ -662,6 +669,6 @@ def test_jeromq_client_refused_by_our_plain_server(jq: JeroMQ) -> None:
         closed = log.what("closed")[0]
         assert closed["error"] and closed["reason"] == "peer speaks ZMTP 2.0, which cannot do PLAIN"
         assert wire.raw["1", "s2c"] == b"\xff" + bytes(7) + b"\x01\x7f\x03"
-        assert wire.raw["1", "c2s"] == b"\xff" + bytes(7) + b"\x01\x7f\x01\x03"
+        assert wire.raw["1", "c2s"][:11] == b"\xff" + bytes(7) + b"\x01\x7f\x01"  # then REQ's 3, maybe
 
     run(main())
