@@ -7,12 +7,17 @@ outside ours"), so the document and this check cannot disagree. Every `import` a
 resolved. A module also takes no other module's private (underscore) names; `KNOWN_PRIVATE` lists
 today's exceptions, and may only shrink.
 
+The frontend's table ("frontend layer") is held against every `import`/`export ... from` of
+`frontend/js` the same way.
+
 `.venv/bin/python tests/test_layers.py` prints the import graph between layers.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import posixpath
 import re
 import sys
 from collections import defaultdict
@@ -26,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE_ROOT = REPO / "backend"
 PACKAGE = "zmtplab"
 DOC = REPO / "docs" / "architecture.md"
+FRONTEND = REPO / "frontend"
 
 # (importing module, module taken from, private name): the private names some modules take from
 # another module today. Issue 18 wants them gone: remove an entry when its import goes (the test
@@ -344,6 +350,77 @@ def test_the_check_sees_private_names_taken(source: str) -> None:
 
 def test_dunder_names_are_not_private() -> None:
     assert scan_source("zmtplab.web.fake", "from .. import __doc__\n", modules=MODULES).private == []
+
+
+# ---- the frontend
+
+JS_IMPORT = re.compile(r"""(?:\b(?:import|export)\b[^;'"]*?\bfrom\s*|\bimport\s*\(?\s*)['"]([^'"]+)['"]""")
+
+
+def read_frontend_rules(text: str) -> Rules:
+    """The frontend's layers: file patterns under frontend/ and what each may import."""
+    prefixes, allowed = {}, {}
+    for cells in _table(text, "| frontend layer | files | may import |"):
+        (layer,) = _names(cells[0])
+        prefixes[layer] = tuple(_names(cells[1]))
+        allowed[layer] = frozenset(_names(cells[2]))
+    return Rules(prefixes, allowed)
+
+
+def frontend_layer(rules: Rules, path: str) -> str | None:
+    """The layer of `path` (relative to frontend/, e.g. `js/core/bytes.js`)."""
+    for layer, patterns in rules.prefixes.items():
+        if any(fnmatch.fnmatch(path, p + "*" if p.endswith("/") else p) for p in patterns):
+            return layer
+    return None
+
+
+def frontend_problems(path: str, source: str, rules: Rules) -> list[str]:
+    """Every rule the module at `path` (relative to frontend/) breaks, one line each."""
+    layer = frontend_layer(rules, path)
+    if layer is None:
+        return [f"frontend/{path}: no frontend layer of {DOC.name} holds it"]
+    out = []
+    for match in JS_IMPORT.finditer(source):
+        spec = match.group(1)
+        if not spec.startswith("."):
+            continue  # (no bare specifiers: nothing is installed; a URL is not ours)
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
+        theirs = frontend_layer(rules, target)
+        if theirs != layer and theirs not in rules.allowed[layer]:
+            line = source.count("\n", 0, match.start()) + 1
+            out.append(f"frontend/{path}:{line} imports {spec}: {layer} may not import {theirs}")
+    return out
+
+
+def frontend_modules() -> list[str]:
+    return sorted(p.relative_to(FRONTEND).as_posix() for p in (FRONTEND / "js").rglob("*.js"))
+
+
+def test_no_frontend_module_breaks_the_layer_rules() -> None:
+    rules = read_frontend_rules(DOC.read_text())
+    modules = frontend_modules()
+    assert len(modules) > 30
+    broken = [p for path in modules for p in frontend_problems(path, (FRONTEND / path).read_text(), rules)]
+    assert broken == [], "\n".join(broken)
+
+
+@pytest.mark.parametrize(("path", "source", "expected"), [
+    ("js/core/fake.js", "import { drawTree } from '../views/tree.js';\n", "core may not import views"),
+    ("js/core/fake.js", "import {\n  startCapture,\n} from '../app/capture.js';\n", "core may not import app"),
+    ("js/views/fake.js", "export { x } from '../lessons/views.js';\n", "views may not import lessons"),
+    ("js/lessons/fake.js", "const m = await import('../app/lessons.js');\n", "lessons may not import app"),
+])
+def test_the_frontend_check_reports_an_upward_import(path: str, source: str, expected: str) -> None:
+    found = frontend_problems(path, source, read_frontend_rules(DOC.read_text()))
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_the_frontend_check_lets_downward_imports_pass() -> None:
+    rules = read_frontend_rules(DOC.read_text())
+    source = "import { a } from '../core/bytes.js';\nimport { b } from './tree.js';\n// from '../app/x.js'\n"
+    assert frontend_problems("js/views/fake.js", source, rules) == []
+    assert frontend_problems("js/main-fake.js", "import { startCapture } from './app/capture.js';\n", rules) == []
 
 
 # ---- the graph, for people
