@@ -63,11 +63,14 @@ class Rules:
     banned: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def layer_of(self, module: str) -> str | None:
-        """The layer whose prefix is the longest dotted prefix of `module` (None: no layer has it)."""
+        """The layer whose prefix is the longest dotted prefix of `module` (None: no layer has it).
+
+        The package itself holds only its own `__init__.py`: a new subpackage needs a row of its own."""
         best, best_len = None, -1
         for layer, prefixes in self.prefixes.items():
             for prefix in prefixes:
-                if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                within = module.startswith(prefix + ".") and prefix != PACKAGE
+                if (module == prefix or within) and len(prefix) > best_len:
                     best, best_len = layer, len(prefix)
         return best
 
@@ -237,7 +240,7 @@ def problems(module: str, scan: Scan, rules: Rules) -> list[str]:
     out = []
     layer = rules.layer_of(module)
     if layer is None:
-        return [f"{module}: no layer of {DOC.name} holds it"]
+        return [f"{module}: no layer of docs/{DOC.name} holds it (give it a row in the layers table)"]
     for target, line in scan.ours:
         theirs = rules.layer_of(target)
         if theirs != layer and theirs not in rules.allowed[layer]:
@@ -346,6 +349,13 @@ def test_the_check_lets_downward_imports_pass(rules: Rules, module: str, is_pack
 def test_the_check_sees_private_names_taken(source: str) -> None:
     scan = scan_source("zmtplab.pipeline.fake", source, modules=MODULES)
     assert [(m, n) for m, n, _ in scan.private] == [("zmtplab.capture.pcapfile", "_SHB")]
+
+
+def test_a_new_package_needs_a_row(rules: Rules) -> None:
+    found = problems("zmtplab.newpart.thing", scan_source("zmtplab.newpart.thing", "from ..engine import events\n"),
+                     rules)
+    assert found == [f"zmtplab.newpart.thing: no layer of docs/{DOC.name} holds it (give it a row in the layers table)"]
+    assert rules.layer_of("zmtplab") == "package"
 
 
 def test_dunder_names_are_not_private() -> None:
