@@ -70,7 +70,7 @@ def test_dumps_of_xxd_hexdump_and_tshark_decode(page, live_server, artifacts, sa
 def test_invalid_input_clears_the_earlier_decode(page, live_server, artifacts):
     shots = artifacts("paste")
     page.goto(f"{live_server.base}/index.html#paste")
-    paste_and_decode(page, (DUMPS / "dealer_router.c2s.xxd").read_text(), "Xxd dump: 154 octets c2s")
+    paste_and_decode(page, (DUMPS / "dealer_router.c2s.hex").read_text(), "Plain hex: 154 octets c2s")
     decoded(page, 11)
     page.wait_for_selector("#octets .octets-title")
     page.wait_for_selector("#hex .hex-line, #hex [class*=line]")
@@ -88,7 +88,7 @@ def test_invalid_input_clears_the_earlier_decode(page, live_server, artifacts):
     page.screenshot(path=str(shots / "03-invalid-cleared.png"))
 
     # The server refusing what parses (an over-long input) clears it too.
-    paste_and_decode(page, (DUMPS / "dealer_router.c2s.xxd").read_text(), "Xxd dump: 154 octets c2s")
+    paste_and_decode(page, (DUMPS / "dealer_router.c2s.hex").read_text(), "Plain hex: 154 octets c2s")
     decoded(page, 11)
     page.problems.expected.append("status of 413")  # (the browser logs the refused request)
     page.fill("textarea.paste-text", "00" * (256 * 1024 + 1))

@@ -1,7 +1,7 @@
 """Issue 17 point 2: a text search over a big capture is safe. It does not block paging, it stops when its
 client goes away, it is bounded in time (partial results say how many elements were searched), and one
 client may run only so many at once. A real uvicorn server (client disconnects are real TCP closes) on
-bulk.pcapng: 420,004 elements, where one search for a common word takes a few seconds."""
+bulk.pcapng: 420,000 elements and more, where one search for a common word takes a few seconds."""
 
 from __future__ import annotations
 
@@ -37,7 +37,13 @@ def bulk(server: tuple[LiveServer, Any]) -> str:
         assert r.status_code == 201, r.text
         capture_id = r.json()["id"]
         assert event_stream(http, f"/api/captures/{capture_id}/progress")[-1]["state"] == "done"
+        assert http.get(f"/api/captures/{capture_id}").json()["events"] > 420_000
     return capture_id
+
+
+def elements(base: str, capture_id: str) -> int:
+    """How many elements the capture has (what a complete search looks at)."""
+    return httpx.get(f"{base}/api/captures/{capture_id}").json()["events"]
 
 
 def events_url(capture_id: str) -> str:
@@ -89,10 +95,12 @@ def test_paging_answers_while_a_search_runs_and_a_second_search_is_refused(serve
         assert one.json()["index"] == 123456 and one.json()["fields"]
         assert thread.is_alive(), "the search ended before the pages were asked for: make it longer"
     thread.join(120)
-    assert waited < 1.0 < out["seconds"], (waited, out["seconds"])
+    # (Before, a page waited for the whole search: the store's lock was held throughout.)
+    assert waited < 2.0 and waited < out["seconds"] / 2, (waited, out["seconds"])
     body = out["response"].json()
     assert out["response"].status_code == 200
-    assert body["total"] == 38_666 and body["partial"] is False and body["searched"] == body["elements"] == 420_004
+    assert body["total"] == 38_666 and body["partial"] is False
+    assert body["searched"] == body["elements"] == elements(srv.base, bulk)
 
 
 def test_a_search_stops_when_its_client_goes(server, bulk):
@@ -118,7 +126,7 @@ def test_a_search_stops_when_its_client_goes(server, bulk):
         assert body["partial"] is True and 0 < body["searched"] < body["elements"], body
         settings.search_max_seconds = 60.0
         r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5, "more": 1}).json()
-        assert r["partial"] is False and r["searched"] == 420_004 and r["total"] == 360_000
+        assert r["partial"] is False and r["searched"] == elements(srv.base, bulk) and r["total"] == 360_000
 
 
 def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk):
@@ -127,7 +135,8 @@ def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk)
     try:
         with httpx.Client(base_url=srv.base, timeout=30) as http:
             first = http.get(events_url(bulk), params={"q": "topic", "limit": 1000}).json()
-            assert first["partial"] is True and 0 < first["searched"] < first["elements"] == 420_004, first
+            assert first["partial"] is True and 0 < first["searched"] < first["elements"], first
+            assert first["elements"] == elements(srv.base, bulk)
             assert first["total"] == len(first["events"]) or first["total"] > 1000
             assert all("746f706963" in e.get("body", "") or any("746f706963" in f for f in e.get("frames", []))
                        for e in first["events"])
@@ -142,7 +151,7 @@ def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk)
                 assert body["searched"] > searched[-1]
                 searched.append(body["searched"])
                 assert len(searched) < 200
-            assert body["searched"] == 420_004 and len(searched) > 2
+            assert body["searched"] == body["elements"] and len(searched) > 2
             # Every 10th of 200,000 messages has a topic frame: 20,000 messages and their 20,000 frames.
             assert body["total"] == 40_000
             # Paged, the matches are in capture order, each with its connection and index.

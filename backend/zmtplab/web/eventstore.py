@@ -487,6 +487,7 @@ class _Search:
     searched: int = 0
     timed_out: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    positions: tuple[int, Any] | None = None  # (searched, the matches' positions) of the last page
 
     @property
     def complete(self) -> bool:
@@ -727,7 +728,12 @@ class EventStore:
                 finally:
                     s.lock.release()
         searched = s.searched
-        positions = self._positions(s, c)
+        cached = s.positions
+        if cached is not None and cached[0] == searched:
+            positions = cached[1]
+        else:  # (mapping matches to capture order costs a pass over it: once per state of the search)
+            positions = self._positions(s, c)
+            s.positions = (searched, positions)
         window = [int(p) for p in positions[offset:offset + limit]]
         with self.lock:
             return Page(self._events(c, window), len(positions), searched, s.elements)
