@@ -287,3 +287,32 @@ def test_a_class_socket_over_the_rate_is_told(tmp_path: Path) -> None:
             replies = [ws.receive_json() for _ in range(8)]
             assert replies.count({"type": "pong"}) == 5
             assert next(r["detail"] for r in replies if r["type"] == "error").startswith("rate limit: at most 5")
+
+
+# ---------------------------------------------------------------- 6. a PLAIN password in the exports
+
+
+def test_an_export_with_a_plain_password_says_so(tmp_path: Path) -> None:
+    plain = {"mode": "simulated", "server": {"type": "REP", "mechanism": "PLAIN"},
+             "client": {"type": "REQ", "mechanism": "PLAIN", "username": "admin", "password": "hunter2"}}
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        session_id = c.post("/api/sessions", json=plain).json()["id"]
+        with c.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+            for _ in range(500):
+                message = ws.receive_json()
+                if message["type"] == "event" and message["event"].get("name") == "READY":
+                    break
+        r = c.get(f"/api/sessions/{session_id}/export.json")
+        assert r.headers["x-zmtplab-credentials"] == "PLAIN"
+        assert next(iter(r.json())) == "credentials" and "password in clear" in r.json()["credentials"]
+        exported = r.json()
+        assert exported["config"]["client"]["password"] == "***"
+        hello = next(e for e in exported["events"] if e.get("name") == "HELLO")
+        assert any(f.get("value") == "hunter2" for f in hello["fields"])  # the wire, as it was
+        r = c.get(f"/api/sessions/{session_id}/export.pcapng")
+        assert r.headers["x-zmtplab-credentials"] == "PLAIN" and b"hunter2" in r.content
+        # A NULL session's exports have no such notice.
+        null = c.post("/api/sessions", json={"mode": "simulated", "server": {"type": "PUSH"},
+                                             "client": {"type": "PULL"}}).json()["id"]
+        r = c.get(f"/api/sessions/{null}/export.json")
+        assert "x-zmtplab-credentials" not in r.headers and "credentials" not in r.json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import weakref
 from typing import Annotated, Any
 
@@ -97,23 +98,43 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
     return SessionCreated(id=session.id)
 
 
+CREDENTIALS = ("this export holds the PLAIN username and password in clear, as they crossed the wire (in the "
+               "client's HELLO command: its fields and its bytes); the configuration shows them as ***. Share it as "
+               "you would share the password")
+
+
+def _credentials(session: Session) -> dict[str, str]:
+    """The export's `X-ZMTPLab-Credentials` header when the session's HELLO carries a PLAIN password.
+
+    A protocol tool shows the wire as it was, so HELLO events (and a capture's bytes) keep the password; what
+    the export says is that it does."""
+    config = session.config
+    return {"X-ZMTPLab-Credentials": "PLAIN"} if "PLAIN" in (config.server.mechanism, config.client.mechanism) else {}
+
+
 @router.get("/api/sessions/{session_id}/export.pcapng", summary="The session as a capture", responses={
     200: {"content": {"application/vnd.tcpdump.pcap": {}}, "description": "a pcapng file"}, **NOT_FOUND})
 async def export_pcapng(session_id: SessionId, manager: SessionManagerDep) -> Response:
-    """Synthetic Ethernet/IPv4/TCP packets carrying exactly the session's bytes, with its timing."""
+    """Synthetic Ethernet/IPv4/TCP packets carrying exactly the session's bytes, with its timing (a PLAIN
+    session's password among them: the response then carries `X-ZMTPLab-Credentials: PLAIN`)."""
     session = _session(manager, session_id)
     data = await asyncio.to_thread(session.export_pcapng)
     return Response(data, media_type="application/vnd.tcpdump.pcap", headers={
-        "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.pcapng"'})
+        "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.pcapng"',
+        **_credentials(session)})
 
 
 @router.get("/api/sessions/{session_id}/export.json", summary="The session's events", responses=NOT_FOUND)
 async def export_json(session_id: SessionId, manager: SessionManagerDep) -> Response:
-    """The configuration (passwords hidden) and every event, as JSON."""
+    """The configuration (passwords hidden) and every event, as JSON. The HELLO events of a PLAIN session show
+    the password as it went on the wire; such an export starts with a `credentials` key that says so."""
     session = _session(manager, session_id)
     body = await asyncio.to_thread(lambda: session.export_json().encode())
+    headers = _credentials(session)
+    if headers:  # (the export is one JSON object: the notice goes first, where a reader sees it)
+        body = b'{"credentials":' + json.dumps(CREDENTIALS).encode() + b"," + body[1:]
     return Response(body, media_type="application/json", headers={
-        "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.json"'})
+        "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.json"', **headers})
 
 
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
