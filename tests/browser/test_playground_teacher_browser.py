@@ -5,9 +5,13 @@ strategy and a SUB's topic. Screenshots go to test-artifacts/playground-teacher/
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+import urllib.request
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from test_playground_browser import by_name, octet_fields, position, rows, select_row, wait_position
@@ -16,6 +20,20 @@ pytestmark = pytest.mark.browser
 SPEED_QUARTER = "0.25\u00d7"  # what the player shows: 0.25 and a multiplication sign
 
 HELLO_WORLD = "你好\uff0c世界"  # (the comma is the fullwidth one, U+FF0C)
+
+
+STARTED: list[tuple[str, str]] = []  # (server base, session id) of the sessions a test started
+
+
+@pytest.fixture(autouse=True)
+def end_sessions() -> Iterator[None]:
+    """Ends every session a test started (one address may run a few at once; the browser tests share one)."""
+    yield
+    while STARTED:
+        base, session_id = STARTED.pop()
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions/{session_id}", method="DELETE"),
+                                   timeout=5).close()
 
 
 def peer_field(page: Any, role: str, label: str) -> Any:
@@ -35,6 +53,8 @@ def start(page: Any, base: str, server: str, client: str, *, autoplay: bool = Fa
         setup(page)
     page.click("button:text-is('Start session')")
     page.wait_for_selector(".play-status:has-text('element')")
+    page.wait_for_url(re.compile(r"[?&]session="))
+    STARTED.append((base, parse_qs(urlparse(page.url).query)["session"][0]))
 
 
 def wait_rows(page: Any, count: int) -> None:

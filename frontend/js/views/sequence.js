@@ -127,7 +127,7 @@ export class SequenceView {
     const row = h(d, 'div', { class: 'seq-row', attrs: { role: 'option', 'aria-selected': i === this.selected ? 'true' : 'false' } });
     row.dataset.index = String(i);
     row.style.height = `${this.rowHeight}px`;
-    const num = h(d, 'span', { class: 'seq-num', text: this.rowNumber ? this.rowNumber(i, ev) : String((ev && typeof ev.seq === 'number' ? ev.seq : i) + 1) });
+    const num = h(d, 'span', { class: 'seq-num', text: this.rowNumber ? this.rowNumber(i, ev) : String(this.elementOf(i) + 1) });
     if (ev && ev.kind === 'mark') {
       // A connection boundary or a fault (core/marks.js): a row of its own, not an element.
       row.classList.add('seq-mark', `mark-${safeClass(ev.mark)}`);
@@ -191,6 +191,12 @@ export class SequenceView {
     e.stopPropagation();
     const to = Math.min(total - 1, Math.max(0, moves[e.key]));
     this.select(this.skipMarks(to, to < cur || e.key === 'End' ? -1 : 1));
+  }
+
+  /** The element a row shows, counted without marks (rows and elements are the same without them). */
+  elementOf(row) {
+    const n = this.source && this.source.eventOf ? this.source.eventOf(row) : row;
+    return n === null ? row : n;
   }
 
   /** A row that holds a mark (a source such as core/marks.js MarkedSource may have them). */
