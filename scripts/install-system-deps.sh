@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ZMTP Lab needs: tshark/dumpcap (captures, lower-layer
-# decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests), and Debian's
-# python3 with venv for the Makefile's environment.
+# decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests), JeroMQ and a JDK
+# (interop tests), and Debian's python3 with venv for the Makefile's environment.
 # Shared by the Makefile and the Dockerfile (which passes --server). Safe to run twice: it does nothing when
 # every package is already there.
 set -euo pipefail
@@ -12,6 +12,9 @@ set -euo pipefail
 PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps fonts-noto-cjk)
 if [ "${1:-}" != "--server" ]; then
     PACKAGES+=(chromium chromium-driver)
+    # A second, independent ZMTP implementation for the interop tests: JeroMQ (pure Java), and the
+    # JDK's javac that compiles the test's Java peer (tests/peers/jeromq/ZPeer.java).
+    PACKAGES+=(openjdk-17-jdk-headless libjeromq-java)
     # Debian's interpreter for the virtual environment (the Makefile prefers it: an optimised build).
     PACKAGES+=(python3 python3-venv)
     # The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
