@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 import zmq
 
+from test_sample_captures import load_record_module
 from zmtplab.capture.tap import TapProxy
 from zmtplab.engine import ConnectionDissector
 from zmtplab.peers.tcp import TcpPeer, parse_endpoint
@@ -672,3 +675,36 @@ def test_jeromq_client_refused_by_our_plain_server(jq: JeroMQ) -> None:
         assert wire.raw["1", "c2s"][:11] == b"\xff" + bytes(7) + b"\x01\x7f\x01"  # then REQ's 3, maybe
 
     run(main())
+
+
+# ---------------------------------------------------------------- a capture of JeroMQ alone
+
+
+@pytest.mark.capture
+def test_jeromq_to_jeromq_captured_and_dissected(jq: JeroMQ, tmp_path: Path) -> None:
+    """Two JeroMQ sockets, none of ours: dumpcap records them, `zmtplab dissect` reads the capture."""
+    record = load_record_module()  # captures/record.py: its Dumpcap
+    push, pull = jq.socket("PUSH"), jq.socket("PULL", identity=b"jq-pull")
+    endpoint = pull.bind()
+    out = tmp_path / "jeromq.pcapng"
+
+    async def main() -> None:
+        push.connect(endpoint)
+        await push.send([b"hello", b"", b"x" * 300])  # (small: a MiB would show TCP's zero windows too)
+        assert await pull.recv() == [b"hello", b"", b"x" * 300]
+        jq.call("close", push.name)  # the TCP teardown goes on the wire too
+        jq.open.remove(push.name)
+        await asyncio.sleep(0.2)
+
+    with record.Dumpcap(int(endpoint.rsplit(":", 1)[1]), out):
+        run(main())
+    result = subprocess.run([str(Path(sys.executable).with_name("zmtplab")), "dissect", str(out), "--jsonl",
+                             "--no-fields"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    greetings = {e["dir"]: e for e in events if e["kind"] == "greeting"}
+    assert {d: (g["version"], g["socket_type"], g["identity"], g["hex"][20:24]) for d, g in greetings.items()} == {
+        "c2s": ("2.0", "PUSH", "", "0108"), "s2c": ("2.0", "PULL", b"jq-pull".hex(), "0107")}
+    (message,) = [e for e in events if e["kind"] == "message"]
+    assert (message["dir"], message["frames"]) == ("c2s", [b"hello".hex(), "", (b"x" * 300).hex()])
+    assert [e for e in events if e["kind"] in ("expert", "gap")] == []
