@@ -316,13 +316,17 @@ def test_jeromq_router_connects_to_our_dealer(jq: JeroMQ) -> None:
 def test_our_anonymous_dealer_gets_a_jeromq_generated_identity(jq: JeroMQ) -> None:
     async def main() -> None:
         router = jq.socket("ROUTER")
-        async with TcpPeer("DEALER") as dealer:
+        wire = Wire()
+        async with TcpPeer("DEALER", on_wire=wire) as dealer:
             await _pair_up(dealer, router, ours_binds=False)
             await dealer.send([b"who am I"])
             generated, body = await router.recv()
             assert body == b"who am I" and len(generated) == 5 and generated[0] == 0  # libzmq 3.2's form
             await router.send([generated, b"you are " + generated.hex().encode()])
             assert await dealer.recv(timeout=TIMEOUT) == [b"you are " + generated.hex().encode()]
+        assert wire.greeting("c2s").identity == b""  # the generated identity never crosses the wire
+        assert wire.messages("s2c") == [[b"you are " + generated.hex().encode()]]
+        assert wire.experts() == [("c2s", "note", DOWNGRADED)]
 
     run(main())
 
