@@ -6,6 +6,7 @@ Screenshots go to test-artifacts/capture-issue16/."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,25 @@ def test_delete_captures_on_the_corpus_page(page, server, artifacts, tmp_path, s
     assert page.request.get(f"{srv.base}/api/captures/{ids['corpus_1.pcapng']}").status == 404
     assert [c["name"] for c in page.request.get(f"{srv.base}/api/corpus/captures").json()["captures"]] == \
         ["corpus_0.pcapng"]
+
+
+def test_a_new_search_ends_the_one_it_replaces(page, server, artifacts, sample):
+    """On a capture where a search takes seconds, typing one search after another: each request given up
+    is aborted, so the server stops its search and the next one is not refused for running too many."""
+    srv, settings = server
+    delete_all(page, srv.base)
+    page.goto(f"{srv.base}/capture.html")
+    page.set_input_files("#capture-file", str(sample("bulk.pcapng")))
+    page.wait_for_selector("#capture-title:text-is('bulk.pcapng')", timeout=60_000)
+    page.wait_for_function("() => !document.getElementById('dissect-notice')", timeout=120_000)
+    page.wait_for_selector("#sequence .seq-row:not(.loading)")
+    settings.search_max_seconds = 60.0
+    for q in ("x", "MSG", "msg 1", "topic"):  # each a few seconds of searching, given up after 0.6 s
+        page.fill("#filter input[type=search]", q)
+        page.press("#filter input[type=search]", "Enter")
+        time.sleep(0.6)
+    # Without the aborts, the third and fourth were refused (429: two searches of this client still ran).
+    page.wait_for_function("() => /matching/.test(document.querySelector('#filter .filter-count').textContent)",
+                           timeout=60_000)
+    assert filter_count(page) == "40,000 matching in the connection"
+    assert not srv.app.state.captures.searches.busy  # nothing left searching for a list nobody shows

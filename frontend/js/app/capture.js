@@ -129,6 +129,7 @@ export function startCapture(host) {
     status(`Deleted ${name} from the server.`);
     if (st.id === id) {
       if (stopProgress) stopProgress();
+      if (st.list && st.list.abort) st.list.abort();
       st.id = null;
       st.summary = null;
       $('capture-section').hidden = true;
@@ -328,18 +329,22 @@ export function startCapture(host) {
     const { id } = st;
     const conn = scope === 'conn' ? st.conn : undefined;
     let searchOn = more; // only the first page goes on with a search the time limit stopped
+    const Abort = win.AbortController || globalThis.AbortController;
+    const controller = Abort ? new Abort() : null;
     const source = new PagedSource({
       pageSize: PAGE,
       fetchPage: (offset, limit) => {
         const m = searchOn && offset === 0;
         searchOn = false;
-        return searchApi.events(id, { conn, offset, limit, kind, q, more: m }).then((res) => {
+        return searchApi.events(id, { conn, offset, limit, kind, q, more: m }, controller ? controller.signal : undefined).then((res) => {
           if (offset === 0) source.search = res;
           return res;
         });
       },
     });
     source.search = null;
+    // A list given up (another filter, connection or capture) ends its requests: the server stops their searches.
+    source.abort = () => controller && controller.abort();
     return source;
   }
 
@@ -348,6 +353,7 @@ export function startCapture(host) {
     st.gen += 1;
     const gen = st.gen;
     const filtered = !!(kind || q);
+    if (st.list && st.list.abort) st.list.abort();
     st.list = filtered ? makeListSource(kind, q, scope, more) : st.stream;
     wb.sequence.setSource(st.list);
     wb.sequence.setRowNumbers(filtered ? rowNumber : null);

@@ -5,16 +5,32 @@
 //   DELETE /api/captures/{id}                     -> 204
 //   GET    /api/corpus/captures                   -> {captures: [{id, name, size, created, state}]} (this client's)
 
-import { jsonRequester, query } from './api.js';
+import { ApiError, detailText, jsonRequester, query } from './api.js';
 
 const seg = (s) => encodeURIComponent(String(s));
 
 export function createCaptureSearchApi(host) {
+  const base = host.base || '';
   const request = jsonRequester(host);
   return {
-    /** A page of a filtered list: without `conn`, of every connection (each event keeps `conn` and `index`). */
-    events(id, { conn, offset = 0, limit = 200, kind, q, more } = {}) {
-      return request('GET', `/api/captures/${seg(id)}/events${query({ conn, offset, limit, kind, q, more: more ? 1 : undefined, fields: 0 })}`);
+    /**
+     * A page of a filtered list: without `conn`, of every connection (each event keeps `conn` and `index`).
+     * `signal` (an AbortSignal) ends the request: the server then stops the search (a client may run
+     * only a few at once).
+     */
+    async events(id, { conn, offset = 0, limit = 200, kind, q, more } = {}, signal = undefined) {
+      const path = `/api/captures/${seg(id)}/events${query({ conn, offset, limit, kind, q, more: more ? 1 : undefined, fields: 0 })}`;
+      if (!signal) return request('GET', path);
+      const res = await host.fetch(base + path, { method: 'GET', headers: { Accept: 'application/json' }, signal });
+      const text = await res.text();
+      let data = null;
+      try {
+        data = text ? JSON.parse(text) : null;
+      } catch {
+        data = { detail: text.slice(0, 300) };
+      }
+      if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
+      return data;
     },
     deleteCapture(id) {
       return request('DELETE', `/api/captures/${seg(id)}`);
