@@ -157,6 +157,20 @@ def _data_positions(frames: list[Original], order: list[Placed]) -> list[int]:
     return [i for i, p in enumerate(order) if frames[p.index].movable and frames[p.index].tcp.payload]  # type: ignore[union-attr]
 
 
+def _pair(f: Original) -> frozenset:
+    t = f.tcp
+    return frozenset({(t.src, t.sport), (t.dst, t.dport)})  # type: ignore[union-attr]
+
+
+def _after_setup(frames: list[Original], order: list[Placed], frame: Original, position: int) -> bool:
+    """Whether `position` comes after every SYN of `frame`'s connection (a connection's data never
+    precedes its SYNs: the variants damage data, not set-up)."""
+    pair = _pair(frame)
+    return all(k < position for k, p in enumerate(order)
+               if frames[p.index].tcp is not None and frames[p.index].tcp.flags & SYN  # type: ignore[union-attr]
+               and _pair(frames[p.index]) == pair)
+
+
 def _swap(frames: list[Original], order: list[Placed], rnd: random.Random) -> str | None:
     movable = [i for i, p in enumerate(order) if frames[p.index].movable]
     if len(movable) < 2:
@@ -167,6 +181,8 @@ def _swap(frames: list[Original], order: list[Placed], rnd: random.Random) -> st
     if i == j:
         i = max(j - d, 0)
     a, b = movable[i], movable[j]
+    if not _after_setup(frames, order, frames[order[b].index], a):
+        return None
     order[a], order[b] = order[b], order[a]
     return f"swap frames {order[b].index + 1} and {order[a].index + 1} ({b - a} frames apart)"
 

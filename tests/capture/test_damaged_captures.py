@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from zmtplab.capture.pcapfile import read_tcp_packets
-from zmtplab.capture.tcpstream import StreamData, StreamGap, StreamOpened, reassemble
+from zmtplab.capture.tcpstream import StreamData, StreamGap, StreamNote, StreamOpened, reassemble
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO / "captures").glob("*.pcapng")) + sorted((REPO.parent / "shared" / "captures").glob("*.pcapng"))
@@ -57,7 +57,7 @@ def streams_by_direction(source) -> tuple[dict, dict]:
     keys: dict = {}
     for ev in reassemble(read_tcp_packets(source)):
         if isinstance(ev, StreamOpened):
-            assert ev.conn not in keys, "a variant must stay one connection"
+            assert (*ev.client, *ev.server) not in keys.values(), "one connection per port pair"
             keys[ev.conn, "c2s"] = (*ev.client, *ev.server)
             keys[ev.conn, "s2c"] = (*ev.server, *ev.client)
         elif isinstance(ev, StreamData):
@@ -111,22 +111,36 @@ def test_damaged_variants_reassemble_to_the_bytes_they_hold_and_gaps_exactly_whe
 _MISSING = re.compile(rb"^\[(\d+) bytes missing in capture file\]\x00?$")
 _FIELDS = ["ip.src", "tcp.srcport", "ip.dst", "tcp.dstport", "tcp.seq", "tcp.len", "tcp.flags.syn", "tcp.flags.fin",
            "tcp.payload"]
+# tshark's tcp.analysis flags -> the StreamNote kinds that report the same fact (its four kinds of
+# retransmission differ by timing and duplicate ACKs; we say whether the segment brought new bytes).
+_ANALYSIS = {"tcp.analysis.lost_segment": "lost-segment", "tcp.analysis.retransmission": "retransmission",
+             "tcp.analysis.fast_retransmission": "retransmission",
+             "tcp.analysis.spurious_retransmission": "retransmission", "tcp.analysis.out_of_order": "retransmission",
+             "tcp.analysis.zero_window": "zero-window"}
 _RULE = "=" * 67
 # The variants tshark referees (it takes a while to start): mixed, swap, ack-first and snaplen.
 TSHARK_VARIANTS = (0, 1, 2, 5)
 
 
 @cache
-def tshark_views(path: Path, index: int) -> tuple[tuple[dict, dict, dict], tuple[dict, dict]]:
-    """One tshark run over a variant: its per-frame TCP fields and its follow-stream of connection 0."""
+def tshark_views(path: Path, index: int) -> tuple[tuple[dict, dict, dict], tuple[dict, dict], dict]:
+    """One tshark run over a variant: its per-frame TCP fields, its follow-stream of connection 0 and
+    the frames its TCP analysis flags, by StreamNote kind."""
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "variant.pcapng"
         file.write_bytes(variants_of(path)[index].data)
         out = subprocess.run(["tshark", "-r", str(file), "-o", "tcp.relative_sequence_numbers:TRUE", "-T", "fields",
-                              *(x for f in _FIELDS for x in ("-e", f)), "-z", "follow,tcp,raw,0"],
+                              *(x for f in [*_FIELDS, "frame.number", *_ANALYSIS] for x in ("-e", f)),
+                              "-z", "follow,tcp,raw,0"],
                              capture_output=True, text=True, check=True).stdout
     frames, _, follow = out.partition(_RULE)
-    return tshark_segments(frames), tshark_follow(follow)
+    flagged: dict = defaultdict(set)
+    for line in filter(None, frames.splitlines()):
+        cols = line.split("\t")[len(_FIELDS):]
+        for kind, flag in zip(_ANALYSIS.values(), cols[1:], strict=True):
+            if flag:
+                flagged[kind].add(int(cols[0]))
+    return tshark_segments(frames), tshark_follow(follow), dict(flagged)
 
 
 def tshark_segments(out: str) -> tuple[dict, dict, dict]:
@@ -136,7 +150,7 @@ def tshark_segments(out: str) -> tuple[dict, dict, dict]:
     held: dict = defaultdict(bytearray)
     extent: dict = defaultdict(int)
     for line in filter(None, out.splitlines()):
-        src, sport, dst, dport, seq, size, syn, fin, payload = line.split("\t")
+        src, sport, dst, dport, seq, size, syn, fin, payload = line.split("\t")[:len(_FIELDS)]
         if syn == "1" or (size == "0" and fin != "1"):
             continue  # a pure ACK places no byte (and a keep-alive sits at seq - 1)
         key = (src, int(sport), dst, int(dport))
@@ -188,7 +202,7 @@ def refereed(path: Path, *, cuts: bool) -> list:
 def test_damaged_variants_match_what_tshark_dissects_in_each_frame(path):
     """tshark's per-frame view (its own header decoding, sequence numbers and snaplen handling)
     predicts every variant's streams and gaps exactly."""
-    for v, ((theirs, held, extent), _) in refereed(path, cuts=True):
+    for v, ((theirs, held, extent), _, _) in refereed(path, cuts=True):
         ours, our_gaps = streams_by_direction(v.data)
         for key in set(ours) | set(theirs):
             where = f"{v.name} ({'; '.join(v.what)}), direction {key}"
@@ -218,7 +232,7 @@ def test_damaged_variants_match_tshark_follow_stream(path):
     late = 0
     sample = refereed(path, cuts=False)
     assert sample
-    for v, (_, (theirs, their_missing)) in sample:
+    for v, (_, (theirs, their_missing), _) in sample:
         ours, our_gaps = streams_by_direction(v.data)
         for key in set(ours) | set(theirs):
             where = f"{v.name} ({'; '.join(v.what)}), direction {key}"
@@ -237,3 +251,17 @@ def test_damaged_variants_match_tshark_follow_stream(path):
             tail = [g for g in our_gaps.get(key, []) if g[0] >= len(their)]
             assert sum(n for _, n in tail) == len(mine) - len(their), where
     print(f"{path.name}: tshark's follow gave up {late} late runs that we delivered")
+
+
+@pytest.mark.capture
+@pytest.mark.parametrize("path", SAMPLES, ids=sample_id)
+def test_tcp_notes_flag_the_frames_tshark_flags(path):
+    """Issue 16.8: retransmissions, out-of-order segments, lost segments and zero windows, frame by
+    frame as tshark's TCP analysis flags them (`-z expert`), on the damaged variants."""
+    for v, (_, _, flagged) in refereed(path, cuts=True):
+        ours: dict = defaultdict(set)
+        for ev in reassemble(read_tcp_packets(v.data)):
+            if isinstance(ev, StreamNote):
+                ours["retransmission" if ev.what == "out-of-order" else ev.what].add(ev.packet)
+        for kind in ("lost-segment", "retransmission", "zero-window"):
+            assert ours.get(kind, set()) == flagged.get(kind, set()), f"{v.name} ({'; '.join(v.what)}): {kind}"

@@ -19,6 +19,7 @@ from zmtplab.capture.tcpstream import (
     StreamClosed,
     StreamData,
     StreamGap,
+    StreamNote,
     StreamOpened,
     TcpReassembler,
     reassemble,
@@ -59,7 +60,8 @@ def split(data: bytes, isn: int, sizes: list[int], first: int = 1) -> list[TcpPa
 
 
 def collect(events) -> tuple[dict, dict, list]:
-    """Rebuild each (conn, dir) stream from events, checking offsets are contiguous and ordered."""
+    """Rebuild each (conn, dir) stream from events, checking offsets are contiguous and ordered
+    (notes are left out: `notes()` reads them)."""
     streams: dict = defaultdict(bytearray)
     gaps: dict = defaultdict(list)
     others = []
@@ -74,9 +76,14 @@ def collect(events) -> tuple[dict, dict, list]:
             assert ev.offset == len(buf) and ev.length > 0
             gaps[ev.conn, ev.dir].append((ev.offset, ev.length))
             buf += b"\x00" * ev.length
-        else:
+        elif not isinstance(ev, StreamNote):
             others.append(ev)
     return dict(streams), dict(gaps), others
+
+
+def notes(events) -> list[tuple]:
+    """(what, dir, offset, length, packet) of each note."""
+    return [(e.what, e.dir, e.offset, e.length, e.packet) for e in events if isinstance(e, StreamNote)]
 
 
 def run(packets, **options) -> list:
@@ -340,14 +347,14 @@ def test_ack_between_several_holes_gives_up_only_what_it_covers_up_to_each_buffe
         seg(8, 9001, flags=ACK, c2s=False, ack=351),  # lands inside the second hole
     ]
     r = TcpReassembler(reorder_window=0)
-    events = [e for p in packets for e in r.feed(p)]
+    events = [e for p in packets for e in r.feed(p) if not isinstance(e, StreamNote)]
     # The gaps stop at the first buffered byte: 100..199 is one gap, not 100..349; 300..349 is a
     # second one; 350..399 may still come (the ACK does not cover it), so nothing after it moves.
     assert [(type(e).__name__, e.offset, getattr(e, "length", len(getattr(e, "data", b"")))) for e in events[-3:]] \
         == [("StreamGap", 100, 100), ("StreamData", 200, 100), ("StreamGap", 300, 50)]
-    events = r.feed(seg(9, 351, b"d" * 50))  # the retransmission of the rest fills the second hole
+    events = [e for e in r.feed(seg(9, 351, b"d" * 50)) if not isinstance(e, StreamNote)]  # fills hole 2
     assert [(e.offset, e.data[:1], len(e.data)) for e in events] == [(350, b"d", 50), (400, b"e", 100)]
-    tail = r.finish()
+    tail = [e for e in r.finish() if not isinstance(e, StreamNote)]
     assert [(type(e).__name__, e.offset) for e in tail[:2]] == [("StreamGap", 500), ("StreamData", 600)]
 
 
@@ -363,7 +370,7 @@ def test_ack_short_of_the_buffered_data_only_gives_up_what_it_covers():
     assert [(g.offset, g.length) for g in events if isinstance(g, StreamGap)] == [(100, 50)]
     # the retransmission of the rest still fills the hole
     events = r.feed(seg(7, 151, b"b" * 150))
-    assert [(e.offset, len(e.data)) for e in events] == [(150, 150), (300, 100)]
+    assert [(e.offset, len(e.data)) for e in events if isinstance(e, StreamData)] == [(150, 150), (300, 100)]
 
 
 def test_snaplen_cut_is_filled_by_a_full_retransmission_later_in_the_capture():
@@ -420,6 +427,52 @@ def test_lost_segment_before_fin_is_a_gap_once_the_fin_is_acked():
     events = run(packets)
     assert [e for e in events if isinstance(e, StreamGap)] == [StreamGap("0", "c2s", 3, 4, 6, 6.0)]
     assert events[-1] == StreamClosed("0", 6.0, 6, "fin")
+
+
+# ------------------------------------------------------------------ TCP notes (issue 16.8)
+
+
+def test_retransmission_out_of_order_and_lost_segment_notes():
+    packets = [
+        *handshake(0, 9000),
+        seg(4, 1, b"a" * 100),
+        seg(5, 201, b"c" * 100),  # 100..199 not seen: the previous segment was not captured
+        seg(6, 101, b"b" * 100),  # ...it comes now: new bytes below the highest seen
+        seg(7, 101, b"b" * 100),  # the same again: nothing new
+        seg(8, 300, b"c"),  # a keep-alive (1 byte at the highest - 1): no note
+        seg(9, 301, b"", flags=FIN | ACK),
+        seg(10, 301, b"", flags=FIN | ACK),  # the FIN again
+    ]
+    events = run(packets)
+    assert notes(events) == [("lost-segment", "c2s", 100, 100, 5), ("out-of-order", "c2s", 100, 100, 6),
+                             ("retransmission", "c2s", 100, 100, 7), ("retransmission", "c2s", 300, 0, 10)]
+    streams, gaps, _ = collect(events)
+    assert not gaps and bytes(streams["0", "c2s"]) == b"a" * 100 + b"b" * 100 + b"c" * 100
+
+
+def test_a_segment_the_peer_already_acked_is_noted_even_in_order():
+    # Written after the ACK that covers it: tshark calls it a spurious retransmission; it brings
+    # new bytes, so it is out of order (and it is delivered, not reported missing).
+    packets = [*handshake(0, 9000), seg(4, 1, b"a" * 10), seg(5, 9001, flags=ACK, c2s=False, ack=21),
+               seg(6, 11, b"b" * 10)]
+    events = run(packets)
+    assert notes(events) == [("out-of-order", "c2s", 10, 10, 6)]
+    assert bytes(collect(events)[0]["0", "c2s"]) == b"a" * 10 + b"b" * 10
+
+
+def test_zero_window_is_noted_for_the_segment_that_advertises_it():
+    packets = [*handshake(0, 9000), seg(4, 1, b"a" * 10)]
+    zero = seg(5, 9001, flags=ACK, c2s=False, ack=11)
+    zero.window = 0
+    update = seg(6, 9001, flags=ACK, c2s=False, ack=11)
+    update.window = 65535
+    assert notes(run([*packets, zero, update])) == [("zero-window", "s2c", 0, 0, 5)]
+
+
+def test_a_real_zero_window_in_a_capture_file_is_noted():
+    # large.pcapng: the PULL side's buffer fills during the 1 MiB frame (tshark: frame 19, "TCP Zero Window").
+    events = run(read_tcp_packets(capture("large.pcapng")))
+    assert [(n[0], n[1], n[4]) for n in notes(events)] == [("zero-window", "c2s", 19)]
 
 
 # ------------------------------------------------------------------ connections
@@ -660,6 +713,8 @@ def test_arbitrary_segment_soup_keeps_every_invariant(soup, base):
         elif isinstance(ev, StreamClosed):
             assert ev.conn in opened and ev.conn not in closed
             closed.append(ev.conn)
+        elif isinstance(ev, StreamNote):
+            assert ev.conn in opened and ev.length >= 0
         else:
             assert ev.conn in opened and ev.conn not in closed
             key = (ev.conn, ev.dir)

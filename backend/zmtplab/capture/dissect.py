@@ -33,10 +33,39 @@ from ..engine.dissector import ConnectionDissector
 from ..engine.events import Expert, WireEvent
 from .errors import CaptureFormatError
 from .pcapfile import read_tcp_packets
-from .tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
+from .tcpstream import StreamClosed, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
 
 # How many first bytes of a direction we look at before deciding whether it is ZMTP.
 SNIFF_BYTES = 12
+
+# StreamNote.what -> severity (Wireshark's for the same tcp.analysis flag), text and the flag.
+_TCP_NOTES = {
+    "retransmission": ("note", "TCP retransmission: {length} bytes at offset {offset} that were already seen",
+                       "tcp.analysis.retransmission"),
+    "out-of-order": ("warn", "TCP out-of-order segment: {length} bytes at offset {offset}, after later bytes",
+                     "tcp.analysis.out_of_order"),
+    "lost-segment": ("warn", "TCP previous segment not captured: {length} bytes at offset {offset} were not "
+                             "seen before this segment", "tcp.analysis.lost_segment"),
+    "zero-window": ("warn", "TCP zero window: the sender of this segment has no room to receive",
+                    "tcp.analysis.zero_window"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TcpExpert(Expert):
+    """An expert note about TCP itself (a `StreamNote`), tied to the one frame it is about."""
+
+    packet: int = 0
+    ts: float = 0.0
+
+
+def tcp_expert(note: StreamNote) -> TcpExpert:
+    """The expert event of a reassembler's note; its `rule` is the tcp.analysis flag Wireshark sets."""
+    severity, text, rule = _TCP_NOTES[note.what]
+    if note.what == "retransmission" and not note.length:
+        text = "TCP retransmission of the FIN"
+    return TcpExpert(note.offset, note.length, severity, text.format(length=note.length, offset=note.offset),
+                     rule, packet=note.packet, ts=note.ts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +258,13 @@ class CaptureDissector:
             if conn.info.zmtp:
                 return emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None)
             return []
+        if isinstance(event, StreamNote):
+            conn = self.connections[event.conn]
+            note = (event.dir, tcp_expert(event))
+            if conn.info.zmtp is None:
+                conn.held.append(("note", note))
+                return []
+            return emit(conn, None, [note], None) if conn.info.zmtp else []
         if isinstance(event, StreamClosed):
             conn = self.connections[event.conn]
             conn.info.last_ts = max(conn.info.last_ts, event.ts)
@@ -288,6 +324,8 @@ class CaptureDissector:
         for what, ev in held:
             if what == "data":
                 out.extend(emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data), ev))
+            elif what == "note":
+                out.extend(emit(conn, None, [ev], None))
             else:
                 out.extend(emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length), None))
         return out
@@ -350,7 +388,10 @@ class CaptureDissector:
 
     def _item(self, conn: _Conn, d: str, event: WireEvent) -> dict[str, Any]:
         item = event.to_dict(with_fields=self.with_fields, max_body=self.max_body)
-        packets, ts = conn.maps[d].lookup(event.offset, event.length)
+        if type(event) is TcpExpert:  # about one frame, not the frames that carried those bytes
+            packets, ts = [event.packet], event.ts
+        else:
+            packets, ts = conn.maps[d].lookup(event.offset, event.length)
         item["conn"] = conn.info.conn
         item["dir"] = d
         item["packets"] = packets

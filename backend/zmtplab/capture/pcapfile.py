@@ -103,7 +103,7 @@ def section_order(data: bytes | bytearray | memoryview, offset: int) -> str | No
 _ETH_VLAN = (0x8100, 0x88A8, 0x9100)
 _IPV4_HDR = struct.Struct("!BxH2xHxB2x4s4s")  # ver/ihl, total length, flags/frag, proto, src, dst
 _IPV6_HDR = struct.Struct("!4xHB1x16s16s")  # payload length, next header, src, dst
-_TCP_HDR = struct.Struct("!HHIIBB")  # sport, dport, seq, ack, data offset, flags
+_TCP_HDR = struct.Struct("!HHIIBBH")  # sport, dport, seq, ack, data offset, flags, window
 # IPv6 extension headers laid out as (next header, length in 8-octet units beyond the first).
 _IPV6_EXT_GENERIC = frozenset({0, 43, 60, 135, 139, 140})
 _IPV6_FRAGMENT = 44
@@ -127,6 +127,7 @@ class TcpPacket:
     flags: int  # TCP flags byte (FIN=1, SYN=2, RST=4, PSH=8, ACK=16, URG=32, ECE=64, CWR=128)
     payload: bytes  # the captured payload bytes
     missing: int = 0  # payload bytes the segment carried but the capture did not (snaplen)
+    window: int | None = None  # the raw (unscaled) window field; None when the source did not keep it
 
 
 @dataclass(slots=True)
@@ -296,7 +297,7 @@ def _tcp(number: int, ts: float, data: bytes, t: int, end: int, src: bytes, dst:
     if t + 20 > n:
         stats.truncated_headers += 1
         return None
-    sport, dport, seq, ack, doff, flags = _TCP_HDR.unpack_from(data, t)
+    sport, dport, seq, ack, doff, flags, window = _TCP_HDR.unpack_from(data, t)
     ps = t + ((doff >> 4) << 2)
     if ps < t + 20 or ps > end:
         stats.malformed += 1
@@ -311,7 +312,7 @@ def _tcp(number: int, ts: float, data: bytes, t: int, end: int, src: bytes, dst:
         payload = b""
         missing = end - ps
     stats.tcp_packets += 1
-    return TcpPacket(number, ts, _addr(src), _addr(dst), sport, dport, seq, ack, flags, payload, missing)
+    return TcpPacket(number, ts, _addr(src), _addr(dst), sport, dport, seq, ack, flags, payload, missing, window)
 
 
 def _ipv4(number: int, ts: float, data: bytes, off: int, stats: ReaderStats) -> TcpPacket | None:

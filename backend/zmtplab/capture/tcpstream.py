@@ -2,7 +2,8 @@
 
 Feed `TcpPacket`s (see `pcapfile`) to a `TcpReassembler` in capture order; it returns stream
 events: `StreamOpened`, `StreamData` (always in order, each byte once), `StreamGap` (bytes the
-capture never had) and `StreamClosed`. Call `finish()` at the end of the capture.
+capture never had), `StreamNote` (TCP-level facts about one segment) and `StreamClosed`. Call
+`finish()` at the end of the capture.
 
 Rules, in the order a segment meets them:
 
@@ -46,6 +47,14 @@ Rules, in the order a segment meets them:
      every remaining hole is reported, up to the FIN when one was seen.
   A retransmission that arrives after its bytes were declared a gap is dropped like any other
   old data. `reorder_window=0` reports ACKed holes and snaplen cuts at once.
+* Notes (`StreamNote`, as Wireshark's tcp.analysis flags them, checked in its order against the
+  highest sequence number a direction has shown, its FIN included):
+  'lost-segment' when a segment starts beyond it (the previous segment was not captured);
+  'retransmission' when a segment with data (or a FIN) starts below it, or holds only bytes the
+  peer's latest ACK covers, and brings no byte not seen before, 'out-of-order' when it does (a
+  keep-alive, 0 or 1 byte at the highest - 1, is neither); 'zero-window' when a segment without
+  SYN/FIN/RST advertises a zero window. SYN and RST segments get no notes; segments of a closed
+  connection get notes and nothing else.
 * Each `StreamData` names the frame that carried its bytes (`packet`, `ts`), so data released
   from the out-of-order buffer keeps its own frame; a gap names the frame that showed the bytes
   missing (the ACK, the cut frame) or whose arrival decided it (buffer limits, the close); close
@@ -66,6 +75,7 @@ __all__ = [
     "StreamData",
     "StreamEvent",
     "StreamGap",
+    "StreamNote",
     "StreamOpened",
     "TcpReassembler",
     "reassemble",
@@ -73,6 +83,7 @@ __all__ = [
 
 Direction = Literal["c2s", "s2c"]
 CloseReason = Literal["fin", "rst", "end-of-capture", "reused"]
+NoteKind = Literal["retransmission", "out-of-order", "lost-segment", "zero-window"]
 
 _FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
@@ -94,6 +105,7 @@ class Segment(Protocol):
     flags: int
     payload: bytes
     missing: int
+    window: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +145,20 @@ class StreamGap:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamNote:
+    """A TCP-level fact about frame `packet` of one direction (see the module docstring): for a
+    lost segment the `length` bytes at `offset` it shows missing, else the segment's own range."""
+
+    conn: str
+    dir: Direction
+    what: NoteKind
+    offset: int
+    length: int
+    packet: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True)
 class StreamClosed:
     """The connection ended (both FINs, a RST, a reused port pair, or the capture's end)."""
 
@@ -142,7 +168,7 @@ class StreamClosed:
     reason: CloseReason
 
 
-StreamEvent = StreamOpened | StreamData | StreamGap | StreamClosed
+StreamEvent = StreamOpened | StreamData | StreamGap | StreamNote | StreamClosed
 
 
 def _first(entry: list) -> int:
@@ -167,7 +193,8 @@ class _Conn:
 class _Half:
     """One direction of a connection."""
 
-    __slots__ = ("acked", "base", "conn", "dir", "fin", "isn", "next", "peer", "pending", "pending_bytes")
+    __slots__ = ("acked", "base", "conn", "dir", "fin", "high", "isn", "last_ack", "next", "peer", "pending",
+                 "pending_bytes")
 
     def __init__(self, conn: _Conn, direction: Direction) -> None:
         self.conn = conn
@@ -183,6 +210,10 @@ class _Half:
         self.pending: list[list] = []
         self.pending_bytes = 0
         self.acked = 0  # the highest offset an ACK proved received, once it covered a hole
+        # The highest sequence offset shown (a FIN counts one), for notes; with no hole or FIN it
+        # may lag `next`, which the fast path moves alone.
+        self.high: int | None = None
+        self.last_ack: int | None = None  # the raw ack of this direction's latest ACK
 
     def offset(self, seq: int) -> int:
         """Unwrap a raw sequence number into a stream offset near the delivery point."""
@@ -233,18 +264,23 @@ class TcpReassembler:
         out: list[StreamEvent] = []
         if self._waiting and self._waiting[0][0] < self._count:
             self._expire(out)
-        # Fast path: an established direction, no SYN/FIN/RST, payload exactly where expected.
+        # Fast path: an established direction, no SYN/FIN/RST, exactly where expected and not yet
+        # ACKed by the peer (in-order data, or a pure ACK).
         elif (half is not None and not flags & 0x07 and half.base is not None and not pkt.missing
                 and not half.pending and half.fin is None and not half.conn.closed
-                and not half.peer.pending and half.peer.fin is None):
-            conn = half.conn
-            conn.last_ts = pkt.ts
-            conn.last_packet = pkt.number
+                and not half.peer.pending and half.peer.fin is None and pkt.window != 0
+                and half.high <= half.next and ((pkt.seq - half.base) & _MASK) == (half.next & _MASK)):
             payload = pkt.payload
-            if not payload:
-                return out
-            off = half.next
-            if ((pkt.seq - half.base) & _MASK) == (off & _MASK):
+            acked = half.peer.last_ack
+            if not payload or acked is None or ((acked - pkt.seq - len(payload)) & _MASK) >= _HALF:
+                conn = half.conn
+                conn.last_ts = pkt.ts
+                conn.last_packet = pkt.number
+                if flags & _ACK:
+                    half.last_ack = pkt.ack
+                if not payload:
+                    return out
+                off = half.next
                 half.next = off + len(payload)
                 return [StreamData(conn.id, half.dir, off, payload, pkt.number, pkt.ts)]
         self._slow(pkt, key, half, out)
@@ -275,7 +311,12 @@ class TcpReassembler:
             idle = pkt.ts - conn.last_ts > self.idle_timeout
             if conn.closed:
                 if not (syn or idle):
-                    return  # trailing ACKs, retransmitted FINs, data after a RST
+                    # Trailing ACKs, retransmissions after the close, data after a RST: notes only.
+                    if half.base is not None and not flags & _RST:
+                        self._note(half, half.offset(pkt.seq), len(pkt.payload) + pkt.missing, pkt, out)
+                        if flags & _ACK:
+                            half.last_ack = pkt.ack
+                    return
                 half = None
             elif syn and (idle or (half.isn is not None and pkt.seq != half.isn)
                           or (half.isn is None and half.base is not None)):
@@ -326,17 +367,26 @@ class TcpReassembler:
             if half.base is None:
                 half.isn = seq
                 half.base = (seq + 1) & _MASK
+                half.high = 0
             seq = (seq + 1) & _MASK  # data on a SYN (TCP Fast Open) starts after it
         payload = pkt.payload
         missing = pkt.missing
         if half.base is None:
             if payload or missing or flags & _FIN:
                 half.base = seq
-            elif flags & _ACK:  # a pure ACK cannot place offset 0 (it may be a keep-alive at seq-1)
-                self._acked(half.peer, pkt.ack, pkt, out)
+            else:  # a pure ACK cannot place offset 0 (it may be a keep-alive at seq-1)
+                if pkt.window == 0 and not flags & _FIN:
+                    out.append(StreamNote(conn.id, half.dir, "zero-window", 0, 0, pkt.number, pkt.ts))
+                if flags & _ACK:
+                    half.last_ack = pkt.ack
+                    self._acked(half.peer, pkt.ack, pkt, out)
                 return
+        off = half.offset(seq)
+        if not flags & _SYN:
+            self._note(half, off, len(payload) + missing, pkt, out)
+        if flags & _ACK:
+            half.last_ack = pkt.ack
         if payload or missing or flags & _FIN:
-            off = half.offset(seq)
             if payload or missing:
                 self._data(half, off, payload, missing, pkt, out)
             if flags & _FIN and half.fin is None:
@@ -344,6 +394,45 @@ class TcpReassembler:
         if flags & _ACK:
             self._acked(half.peer, pkt.ack, pkt, out)
         self._maybe_closed(conn, pkt.number, pkt.ts, out)
+
+    def _note(self, half: _Half, off: int, size: int, pkt: Segment, out: list[StreamEvent]) -> None:
+        """The notes a (non-SYN) segment of `size` sequence bytes at `off` deserves, in tshark's order."""
+        fin = pkt.flags & _FIN
+        conn = half.conn
+        if pkt.window == 0 and not fin:
+            out.append(StreamNote(conn.id, half.dir, "zero-window", off, size, pkt.number, pkt.ts))
+        high = half.high
+        if high is not None:
+            high = max(high, half.next)
+            if off > high:
+                out.append(StreamNote(conn.id, half.dir, "lost-segment", high, off - high, pkt.number, pkt.ts))
+            if (size or fin) and not (size <= 1 and not fin and off == high - 1):  # not a keep-alive
+                acked = half.peer.last_ack
+                # Data the peer has ACKed already (a spurious retransmission to tshark; the late
+                # segment of a capture written out of order too), or starting below the highest byte.
+                if ((size and acked is not None and off + size <= half.offset(acked))
+                        or (off < high and not (size > 1 and off == high - 1))):
+                    what = "out-of-order" if self._brings_new(half, off, off + size) else "retransmission"
+                    out.append(StreamNote(conn.id, half.dir, what, off, size, pkt.number, pkt.ts))
+        end = off + size + (1 if fin else 0)
+        if high is None or end > high:
+            half.high = end
+
+    @staticmethod
+    def _brings_new(half: _Half, start: int, end: int) -> bool:
+        """Whether [start, end) holds a byte neither delivered nor buffered yet."""
+        cur = max(start, half.next)
+        pend = half.pending
+        for i in range(max(bisect_right(pend, cur, key=_first) - 1, 0), len(pend)):
+            if cur >= end:
+                return False
+            s, e = pend[i][0], pend[i][1]
+            if e <= cur:
+                continue
+            if s > cur:
+                return True
+            cur = e
+        return cur < end
 
     def _set_fin(self, half: _Half, fin: int) -> None:
         half.fin = fin

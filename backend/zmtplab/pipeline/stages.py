@@ -44,9 +44,10 @@ PACKET_SCHEMA = pa.schema([
     pa.field("missing", pa.int64()),
     pa.field("poff", pa.int64()),  # where the payload sits in the capture file, when it was located
     pa.field("payload", pa.binary()),  # the payload itself otherwise (gzip files, odd frames)
+    pa.field("window", pa.int32()),  # the TCP window field (the reassembler notes zero windows)
 ])
 _IN_COLUMNS = ("cap", "flow", "frame", "ts", "src", "dst", "sport", "dport", "seq", "ack", "flags", "plen",
-               "missing", "poff", "payload")
+               "missing", "poff", "payload", "window")
 
 CONNECTION_SCHEMA = pa.schema([
     pa.field("cap", pa.int32()),
@@ -119,7 +120,7 @@ def _groups(batches: Iterable[pa.RecordBatch], payloads: PayloadReader | None = 
         cols = [batch.column(name).to_pylist() for name in _IN_COLUMNS]
         run: list[TcpPacket] = []
         key = None
-        for cap, flow, frame, ts, src, dst, sport, dport, seq, ack, flags, plen, missing, poff, payload in zip(
+        for cap, flow, frame, ts, src, dst, sport, dport, seq, ack, flags, plen, missing, poff, payload, window in zip(
                 *cols, strict=True):
             if payload is None:
                 if poff is not None and payloads is not None:
@@ -134,7 +135,7 @@ def _groups(batches: Iterable[pa.RecordBatch], payloads: PayloadReader | None = 
                     yield key, run  # type: ignore[misc]
                 run = []
                 key = k
-            run.append(TcpPacket(frame, ts, src, dst, sport, dport, seq, ack, flags, payload, missing))
+            run.append(TcpPacket(frame, ts, src, dst, sport, dport, seq, ack, flags, payload, missing, window))
         if run:
             yield key, run  # type: ignore[misc]
 
@@ -337,5 +338,6 @@ def packets_batch(cap: int, located: list[tuple[TcpPacket, int | None]], *, inli
         pa.array([p.missing for p in packets], pa.int64()),
         pa.array(offsets, pa.int64()),
         pa.array(payloads, pa.binary()),
+        pa.array([p.window for p in packets], pa.int32()),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=PACKET_SCHEMA)
