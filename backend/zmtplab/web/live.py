@@ -509,9 +509,7 @@ class TcpRuntime:
         if args.get("dir") not in (None, "c2s", "s2c"):
             raise SessionError("dir is 'c2s' or 's2c'")
         if name == "kill":
-            side = args.get("peer", args.get("side", "server"))
-            await self._kill(side)
-            self._mark("fault", fault="kill", peer=side)
+            await self._kill(args.get("peer", args.get("side", "server")))
             return
         peer = args.get("peer")
         if peer is not None and args.get("dir") is None and name != "close":
@@ -537,6 +535,7 @@ class TcpRuntime:
         if target is None:
             raise SessionError("the session is not running")
         self.killed.add(side)
+        self._mark("fault", fault="kill", peer=side)  # (before its connections close: the marks come in order)
         await target.kill()
 
     def position(self) -> int:
