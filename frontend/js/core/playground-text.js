@@ -6,8 +6,8 @@ export const TEXT = {
     autoplay: 'Play at once (otherwise the session waits at t = 0 for Step or Play)',
     greeting: 'Greeting',
     greetingOptions: {
-      libzmq: "libzmq's: 10 + 1 + 53 octets, padding = identity length + 1",
-      full: '23/ZMTP full greeting: 64 octets at once, padding zeros',
+      libzmq: "libzmq's: signature first, padding = identity length + 1",
+      full: "23/ZMTP's full greeting: 64 octets at once, zero padding",
     },
     greetingHelp: "How this peer writes its greeting. libzmq sends the signature first, with the identity length + 1 as padding so that a ZMTP 1.0 peer reads it as a frame header; 23/ZMTP's full-greeting strategy sends all 64 octets at once with zero padding.",
     realLibzmq: 'a real libzmq socket (pyzmq)',
