@@ -51,6 +51,7 @@ def main() -> int:
             for side, kind in (("server", "ROUTER"), ("client", "DEALER")):
                 page.locator(f"fieldset.peer-{side} label.field",
                              has=page.locator(".field-label:text-is('Socket')")).locator("select").select_option(kind)
+            page.check("input[name='autoplay']")  # (new sessions wait at t = 0 otherwise)
             page.click("button:text-is('Start session')")
             page.wait_for_selector("#sequence .seq-row[data-index='3']", timeout=20000)
             page.locator(".composer select").first.select_option("client")  # a DEALER may send first
