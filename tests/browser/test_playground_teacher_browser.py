@@ -228,6 +228,19 @@ def test_reconnects_and_heartbeat_timeouts_mark_each_connection(page, live_serve
     page.locator("#sequence").screenshot(path=str(shots / "reconnect-loop.png"))
     page.screenshot(path=str(shots / "reconnect-loop-page.png"))
 
+    # A PLAIN server refusing the password: ERROR, and the connection it ends.
+    def plain(p: Any) -> None:
+        for role, password in (("server", "secret"), ("client", "wrong")):
+            peer_field(p, role, "Mechanism").locator("select").select_option("PLAIN")
+            peer_field(p, role, "Username").locator("input").fill("teacher")
+            peer_field(p, role, "Password").locator("input").fill(password)
+
+    start(page, live_server.base, "REP", "REQ", autoplay=True, setup=plain)
+    assert wait_mark(page, "^Connection 0 closed") == \
+        'Connection 0 closed by the server after ERROR "Invalid username or password"'
+    wait_mark(page, "^Connection 1 opens")
+    page.locator("#sequence").screenshot(path=str(shots / "plain-error.png"))
+
 
 def test_utf8_bodies_show_as_text(page, live_server, artifacts):
     """Item 5: the sequence row, the explanation and the details summary show the text; the hex dump has a

@@ -29,6 +29,19 @@ test('marks say who closed a connection and why, where the next opens, and where
   assert.equal(m.truncate(6), false);
 });
 
+test('a connection that ends with ERROR says so', () => {
+  const m = new Marker();
+  const events = [
+    { conn: '0', kind: 'command', name: 'HELLO' },
+    { conn: '0', kind: 'command', name: 'ERROR', reason: 'Invalid username or password' },
+    { conn: '0', kind: 'expert', text: "ERROR received: 'Invalid username or password'" },
+  ];
+  m.take(link('half-closed', { conn: '0', side: 'server', reason: 'Invalid username or password' }), 1, events.slice(0, 1));
+  assert.equal(m.take(link('closed', { conn: '0' }), 3, events).text, 'Connection 0 closed by the server after ERROR "Invalid username or password"');
+  m.take(link('half-closed', { conn: '1', side: 'client', reason: 'peer closed the connection' }), 3, events);
+  assert.equal(m.take(link('closed', { conn: '1' }), 3, events).text, 'Connection 1 closed by the client: peer closed the connection');
+});
+
 test('a marked source interleaves marks with the elements and maps rows to elements and back', () => {
   const events = new ArraySource([0, 1, 2, 3, 4, 5, 6].map((seq) => ({ kind: 'frame', seq })));
   const m = new Marker();

@@ -262,7 +262,7 @@ export function startPlayground(host) {
         }
       },
       onLog(entry) {
-        if (d.marker.take(entry, d.log.length)) {
+        if (d.marker.take(entry, d.log.length, d.log.events)) {
           d.rows.setMarks(d.marker.marks);
           markDirty();
         }

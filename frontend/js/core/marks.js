@@ -28,7 +28,11 @@ export class Marker {
     this.closers = new Map(); // conn -> { side, reason } of its first half-close
   }
 
-  take(entry, at) {
+  /**
+   * The mark a log entry makes (null for most entries), sitting before element `at`. `events`: the
+   * elements so far, where a closing connection's ERROR command is looked for (the reason to name).
+   */
+  take(entry, at, events = []) {
     if (!entry || entry.kind !== 'link') return null;
     const conn = entry.conn !== undefined ? String(entry.conn) : '';
     let mark = null;
@@ -38,7 +42,11 @@ export class Marker {
       if (at > 0 || this.marks.length) mark = { mark: 'open', conn, text: MARK_TEXT.open({ conn }) };
     } else if (entry.what === 'closed') {
       const who = this.closers.get(conn);
-      const text = who && who.side ? MARK_TEXT.closed({ conn, side: who.side, reason: who.reason || '' }) : MARK_TEXT.closedQuietly({ conn });
+      const error = lastError(events, conn);
+      let text;
+      if (who && who.side && error !== null) text = MARK_TEXT.closedError({ conn, side: who.side, error });
+      else if (who && who.side) text = MARK_TEXT.closed({ conn, side: who.side, reason: who.reason || '' });
+      else text = MARK_TEXT.closedQuietly({ conn });
       mark = { mark: 'closed', conn, text };
     } else if (entry.what === 'fault') {
       const make = MARK_TEXT.fault[entry.fault] || MARK_TEXT.fault.other;
@@ -56,6 +64,17 @@ export class Marker {
     this.marks = this.marks.filter((m) => m.at < count);
     return this.marks.length !== before;
   }
+}
+
+/** The reason of the ERROR command among the last elements of connection `conn`, or null. */
+function lastError(events, conn, scan = 64) {
+  for (let i = events.length - 1, n = 0; i >= 0 && n < scan; i--) {
+    const ev = events[i];
+    if (!ev || String(ev.conn) !== conn) continue;
+    n++;
+    if (ev.kind === 'command' && ev.name === 'ERROR') return String(ev.reason ?? '');
+  }
+  return null;
 }
 
 /**

@@ -25,6 +25,7 @@ export const TEXT = {
   marks: {
     open: ({ conn }) => `Connection ${conn} opens`,
     closed: ({ conn, side, reason }) => `Connection ${conn} closed by the ${side}: ${reason}`,
+    closedError: ({ conn, side, error }) => `Connection ${conn} closed by the ${side} after ERROR "${error}"`,
     closedQuietly: ({ conn }) => `Connection ${conn} closed`,
     fault: {
       corrupt: ({ way, offset }) => `Fault: octet ${offset} of ${way} corrupted`,
