@@ -40,7 +40,7 @@ SNIFF_BYTES = 12
 
 # StreamNote.what -> severity (Wireshark's for the same tcp.analysis flag), text and the flag.
 _TCP_NOTES = {
-    "retransmission": ("note", "TCP retransmission: {length} bytes at offset {offset} that were already seen",
+    "retransmission": ("note", "TCP retransmission: {length} bytes at offset {offset} that were seen before",
                        "tcp.analysis.retransmission"),
     "out-of-order": ("warn", "TCP out-of-order segment: {length} bytes at offset {offset}, after later bytes",
                      "tcp.analysis.out_of_order"),
