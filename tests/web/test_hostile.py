@@ -30,7 +30,8 @@ CAPTURE = REPO / "captures" / "req_rep.pcapng"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A real uvicorn server as `zmtplab serve` runs it, with short body deadlines and few uploads per address."""
     settings = make_settings(tmp_path_factory.mktemp("hostile"), body_idle_timeout=1.0, max_captures_per_client=3,
-                             max_request_head=16 * 1024, max_request_headers=100, dissect_executor="thread")
+                             max_request_head=16 * 1024, max_request_headers=100, request_head_timeout=1.0,
+                             dissect_executor="thread")
     with LiveServer(create_app(settings), name="hostile-server") as srv:
         yield srv
 
@@ -107,6 +108,26 @@ def test_unfinished_heads_are_cut_off(server: LiveServer) -> None:
     finally:
         for s in sockets:
             s.close()
+    assert healthy(server)
+
+
+def test_slow_heads_and_silent_connections_are_ended(server: LiveServer) -> None:
+    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(20)]
+    try:
+        started = time.monotonic()
+        for n, s in enumerate(sockets):
+            if n % 2:  # half of them start a head and stall; the others send nothing at all
+                s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+        answers = [read_all(s, 10) for s in sockets]
+        assert time.monotonic() - started < 8
+    finally:
+        for s in sockets:
+            s.close()
+    for n, answer in enumerate(answers):
+        if n % 2:
+            assert status_of(answer) == 408 and b"did not arrive within 1 s" in answer, answer[:200]
+        else:
+            assert answer == b""  # closed without a word
     assert healthy(server)
 
 

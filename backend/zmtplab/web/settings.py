@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     max_request_head: int = Field(32 * 1024, ge=1024, description="octets of a request's line and headers; more are "
                                                                   "refused with 431 (the connection closes)")
     max_request_headers: int = Field(100, ge=8, description="header fields of one request; more are refused with 431")
+    request_head_timeout: float = Field(30.0, gt=0, description="seconds a connection has to send a request's "
+                                                                "head (from its opening, or the request's first "
+                                                                "octet); then 408 and the connection closes")
     body_idle_timeout: float = Field(30.0, gt=0, description="seconds a request body may stall (no new octets) before "
                                                              "the request is ended with 408 (an upload's slot freed)")
 
