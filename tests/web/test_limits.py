@@ -17,6 +17,13 @@
 | ws_rate, ws_burst | 200/s, 200 | `{"type": "error", "detail": "rate limit: ..."}`, the command is dropped |
 | ws_abuse_limit, ws_abuse_window | 200 in 10 s | the socket is closed with 1008 |
 | max_json_body, decode_max_bytes | 1 MiB, 256 KiB | 413 (test_web_basics.py) |
+| max_request_head, max_request_headers | 32 KiB, 100 | 431, the connection closed (test_hostile.py) |
+| request_head_timeout | 30 s | 408; a connection that sends nothing is closed (test_hostile.py) |
+| body_idle_timeout | 30 s | 408, an upload's slot freed (test_hostile.py) |
+| (a method a path does not take) | | 405 with `Allow` (test_hostile.py) |
+| ClassLimits: max_classes_per_address, max_classes, reserve | 4 (IPv6: per /64), 200, 20 | 429; 503 (test_hostile.py) |
+| ClassLimits: teacher_grace | 120 s | the class ends without a teacher socket (test_hostile.py) |
+| ClassLimits: rate, burst, abuse_limit | 20/s, 40, 100 in 10 s | `error` message; 1008 (test_hostile.py) |
 """
 
 from __future__ import annotations
