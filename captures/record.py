@@ -1260,6 +1260,32 @@ def run_identity_collision(port: int, out_dir: Path) -> str:
     return ""
 
 
+@scenario(
+    "push_slow_pull", 15648, "PUSH, SNDHWM 4", "PULL, RCVHWM 4, RCVBUF 4 KiB, reads late",
+    "PUSH sends 2 KiB tasks to a PULL that does not read: its TCP window closes and PUSH blocks; then it reads",
+)  # fmt: skip
+def run_push_slow_pull(port: int, out_dir: Path) -> str:
+    """Back-pressure: a slow reader's TCP receive window goes to zero while the sender still has tasks."""
+    with zmq_context() as ctx:
+        push = make_socket(ctx, zmq.PUSH, SNDHWM=4, SNDBUF=4096, SNDTIMEO=200)
+        push.bind(endpoint(port))
+        pull = make_socket(ctx, zmq.PULL, RCVHWM=4, RCVBUF=4096)
+        pull.connect(endpoint(port))
+        time.sleep(0.2)
+        sent = 0
+        with suppress(zmq.Again):
+            for i in range(200):
+                push.send(b"%04d" % i + b"." * 2044)
+                sent += 1
+        if sent == 200:
+            raise ScenarioError("PUSH never blocked: no back-pressure")
+        time.sleep(0.3)
+        got = len(drain(pull))
+        if got != sent:
+            raise ScenarioError(f"PUSH sent {sent} before blocking, PULL read {got}")
+    return f"PUSH blocked after {sent} tasks"
+
+
 def _proxy(ctx: zmq.Context, frontend: zmq.Socket, backend: zmq.Socket) -> None:
     control = ctx.socket(zmq.PAIR)
     control.connect("inproc://broker-control")

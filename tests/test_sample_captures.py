@@ -98,6 +98,7 @@ EXPECTED: dict[str, Expected] = {
     "ping_ttl_long": Expected(15645, c2s=zmtp3(padding=len(b"hb") + 1)),
     "curve_wrong_key": Expected(15646, c2s=CURVE31, s2c=CURVE31, mechanism=b"CURVE"),
     "identity_collision": Expected(15647, c2s=zmtp3(padding=len(b"dup") + 1), connections=2),
+    "push_slow_pull": Expected(15648),
 }
 
 MECHANISM_CAPTURES = sorted(name for name, exp in EXPECTED.items() if exp.mechanism)

@@ -169,7 +169,11 @@ def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
         if isinstance(item, FrameRun):
             assert type(item) is FrameRun and len(item) and item.end - item.start == len(item.data)
             assert len(item.events()) == len(item)
-            expanded.extend(item.events())
+            # messages(): each message's index among the run's events and its frame bodies.
+            events = item.events()
+            assert [(k, [bytes(f) for f in events[k].frames]) for k, _ in item.messages()] == [
+                (k, [bytes(f) for f in e.frames]) for k, e in enumerate(events) if e.kind == "message"]
+            expanded.extend(events)
         else:
             expanded.append(item)
     assert expanded == plain

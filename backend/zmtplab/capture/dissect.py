@@ -92,6 +92,7 @@ class ConnectionInfo:
     first_ts: float
     last_ts: float
     zmtp: bool | None = None  # None while undecided
+    closed: str | None = None  # how it ended (tcpstream's CloseReason), once it has
 
 
 @dataclass
@@ -196,6 +197,11 @@ class CaptureDissector:
         """Every TCP connection seen so far."""
         return [c.info for c in self.connections.values()]
 
+    def info(self, conn: str) -> ConnectionInfo | None:
+        """One connection seen so far, by id."""
+        found = self.connections.get(conn)
+        return found.info if found is not None else None
+
     def feed(self, event: Any) -> list[dict[str, Any]]:
         """Handles one stream event; returns the ZMTP events it completed."""
         return self._feed(event, self._emit)
@@ -268,6 +274,7 @@ class CaptureDissector:
         if isinstance(event, StreamClosed):
             conn = self.connections[event.conn]
             conn.info.last_ts = max(conn.info.last_ts, event.ts)
+            conn.info.closed = event.reason
             out: list = []
             if conn.info.zmtp is None:
                 out.extend(self._decide(conn, self._verdict(conn, final=True), emit))
@@ -530,6 +537,16 @@ def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool =
     packets = read_tcp_packets(source)
     dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, json=True)
     yield from _dissect_packets(packets, dissector, dissector.feed_json, result)
+
+
+def dissect_capture_runs(source: str | bytes | BinaryIO, *, dissector: CaptureDissector | None = None,
+                         result: DissectResult | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
+    """`dissect_capture()` without fields, runs of ordinary frames as `SourcedRun`s (for a consumer that reads
+    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`."""
+    packets = read_tcp_packets(source)
+    dissector = dissector or CaptureDissector(with_fields=False, runs=True)
+    for items in _dissect_packets(packets, dissector, dissector.feed_runs, result):
+        yield from items
 
 
 def _dissect_packets(packets: Iterable, dissector: CaptureDissector, feed: Any,

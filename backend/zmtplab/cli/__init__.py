@@ -16,6 +16,7 @@ from collections.abc import Sequence
 SUBCOMMANDS = {
     "decode": "decode",
     "dissect": "dissect",
+    "analyze": "analyze",
     "tap": "tap",
     "live": "live",
     "serve": "serve",

@@ -93,6 +93,29 @@ class FrameRun:
                 parts = []
         return out
 
+    def messages(self) -> list[tuple[int, list[bytes]]]:
+        """(index of the message event among the events, its frame bodies) of every message of the run."""
+        out: list[tuple[int, list[bytes]]] = []
+        data = bytes(self.data)
+        pos, n, k = 0, len(data), 0
+        parts: list[bytes] = []
+        while pos < n:  # (the walk of `_frames()`, inlined: this runs once per frame of a whole capture)
+            flags = data[pos]
+            if flags & 2:
+                start = pos + 9
+                end = start + int.from_bytes(data[pos + 1:start], "big")
+            else:
+                start = pos + 2
+                end = start + data[pos + 1]
+            parts.append(data[start:end])
+            pos = end
+            k += 1
+            if not flags & 1:
+                out.append((k, parts))
+                parts = []
+                k += 1
+        return out
+
     def spans(self, before: int | None = None) -> list[tuple[int, int, int]]:
         """(index among the events, offset, length) of every event, or only of those starting before `before`."""
         out: list[tuple[int, int, int]] = []

@@ -47,8 +47,8 @@ from .framing import encode_frame
 from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
 
 __all__ = [
-    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "generate_keypair", "z85_decode",
-    "z85_encode",
+    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "generate_keypair", "hello_problem",
+    "open_welcome", "z85_decode", "z85_encode",
 ]
 
 KEY_SIZE = 32
@@ -169,6 +169,37 @@ def parse_metadata(data: bytes) -> dict[str, bytes]:
 
 
 # ---------------------------------------------------------------- the mechanisms
+
+
+def hello_problem(body: bytes, server_secret: bytes) -> str | None:
+    """Why a server whose long-term secret key is `server_secret` refuses this HELLO (its command body, from the
+    name), or None when the HELLO is well formed and its signature box opens to 64 zero octets."""
+    if len(body) != HELLO_SIZE:
+        return f"malformed CURVE HELLO: {len(body)} octets, not {HELLO_SIZE}"
+    if body[6:8] != b"\x01\x00":
+        return f"CURVE HELLO version {body[6]}.{body[7]}; this server speaks 1.0"
+    if any(body[8:80]):
+        return "CURVE HELLO padding is not all zero"
+    client_short, nonce, signature = body[80:112], body[112:120], body[120:200]
+    try:
+        plain = crypto_box_open(signature, HELLO_PREFIX + nonce, client_short, server_secret)
+    except CryptoError:
+        return "cannot open the CURVE HELLO signature box: the client holds another server key"
+    if plain != bytes(64):
+        return "CURVE HELLO signature box does not hold 64 zero octets"
+    return None
+
+
+def open_welcome(body: bytes, server_secret: bytes, client_short: bytes) -> bytes | None:
+    """The server's short-term public key S' from a WELCOME (its command body, from the name), opened with the
+    server's long-term secret key and the client's short-term public key from HELLO; None when it does not open."""
+    if len(body) != WELCOME_SIZE:
+        return None
+    try:
+        plain = crypto_box_open(body[24:], WELCOME_PREFIX + body[8:24], client_short, server_secret)
+    except CryptoError:
+        return None
+    return plain[:32]
 
 
 def _silent(reason: str) -> Step:
@@ -362,19 +393,10 @@ class CurveServer(_Curve):
 
     def _on_hello(self, body: bytes) -> Step:
         # libzmq closes without ERROR on a bad HELLO; so do we.
-        if len(body) != HELLO_SIZE:
-            return _silent(f"malformed CURVE HELLO: {len(body)} octets, not {HELLO_SIZE}")
-        if body[6:8] != b"\x01\x00":
-            return _silent(f"CURVE HELLO version {body[6]}.{body[7]}; this server speaks 1.0")
-        if any(body[8:80]):
-            return _silent("CURVE HELLO padding is not all zero")
-        client_short, nonce, signature = body[80:112], body[112:120], body[120:200]
-        try:
-            plain = crypto_box_open(signature, HELLO_PREFIX + nonce, client_short, self.secret)
-        except CryptoError:
-            return _silent("cannot open the CURVE HELLO signature box: the client holds another server key")
-        if plain != bytes(64):
-            return _silent("CURVE HELLO signature box does not hold 64 zero octets")
+        problem = hello_problem(body, self.secret)
+        if problem is not None:
+            return _silent(problem)
+        client_short = body[80:112]
         assert self._cookie_key is not None
         short_public, short_secret = crypto_box_keypair()
         cookie_nonce = random_bytes(16)

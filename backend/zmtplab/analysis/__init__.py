@@ -1,0 +1,79 @@
+"""The whole capture at once: its topology, message flows across connections, and a diagnosis.
+
+Pure functions over the events (`zmtplab dissect`'s, without fields), usable from the CLI, the web
+app and Spark alike: an `Analyzer` takes what `CaptureDissector.feed_runs()` gives, in capture order,
+and `finish()` returns one dict:
+
+* `nodes`: `ip:port` endpoints, grouped where flows show one process forwarding (a broker candidate);
+* `connections`: per TCP connection its endpoints, socket types, identities, versions, mechanism,
+  message counts per direction, subscriptions, and whether the socket pair is valid (23/ZMTP);
+* `flows`: application messages followed through a broker or proxy hop (`flows.py`);
+* `findings`: the diagnosis (`findings.py`), each with a rule id, severity, connections, the events it
+  cites, a plain-language text and the spec or issue behind it;
+* `curve`: per CURVE connection what its HELLO and WELCOME said, when the server's secret key was given.
+
+`analyze_capture()` runs the dissection and the analysis over one capture file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
+from .facts import Collector, Endpoints
+from .findings import Context, Publications, SenderCounts, diagnose
+from .flows import FlowMatcher
+from .topology import connection_row, nodes
+
+__all__ = ["Analyzer", "analyze_capture"]
+
+
+class Analyzer:
+    """One capture's analysis, fed event by event; `endpoints(conn)` gives a connection's (client, server)."""
+
+    def __init__(self, endpoints: Endpoints, *, curve_secrets: list[bytes] | None = None,
+                 flow_window: float = 1.0) -> None:
+        self.flows = FlowMatcher(window=flow_window)
+        self.publications = Publications()
+        self.senders = SenderCounts()
+        self.collector = Collector(endpoints, on_message=[self.flows, self.publications, self.senders],
+                                   on_subscription=[self.publications.subscribed])
+        self.curve_secrets = list(curve_secrets or [])
+
+    def add(self, item: dict[str, Any] | SourcedRun) -> None:
+        """Takes one item of `CaptureDissector.feed_runs()` (an event dict without fields, or a run)."""
+        self.collector.add(item)
+
+    def finish(self, infos: list[ConnectionInfo]) -> dict[str, Any]:
+        """The analysis, once every event was added; `infos` are the capture's TCP connections."""
+        facts = self.collector.conns
+        connections = [connection_row(info, facts.get(info.conn)) for info in infos if info.zmtp or info.conn in facts]
+        flows, total = self.flows.flows()
+        ctx = Context(facts, {i.conn: i for i in infos}, self.publications, self.senders, self.curve_secrets)
+        findings = diagnose(ctx)
+        self.curve_secrets.clear()  # never kept beyond the analysis
+        return {
+            "nodes": nodes(connections, flows),
+            "connections": connections,
+            "flows": flows,
+            "flows_total": total,
+            "findings": findings,
+            "curve": ctx.curve,
+            "tcp_connections": len(infos),
+        }
+
+
+def analyze_capture(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes] | None = None,
+                    result: DissectResult | None = None) -> dict[str, Any]:
+    """Dissects a capture file and analyses it (`Analyzer`). Raises like `dissect_capture()`."""
+    dissector = CaptureDissector(with_fields=False, runs=True)
+
+    def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
+        info = dissector.info(conn)
+        return (info.client, info.server) if info is not None else None
+
+    analyzer = Analyzer(endpoints, curve_secrets=curve_secrets)
+    result = result if result is not None else DissectResult()
+    for item in dissect_capture_runs(source, dissector=dissector, result=result):
+        analyzer.add(item)
+    return analyzer.finish(result.connections)

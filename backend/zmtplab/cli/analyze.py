@@ -1,0 +1,115 @@
+"""`zmtplab analyze`: a capture as a whole: its topology, message flows across connections, and a diagnosis."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from ..analysis import analyze_capture
+from ..capture.dissect import DissectResult
+from ..capture.errors import CaptureFormatError
+from ..engine.curve import z85_decode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the `analyze` subcommand."""
+    p = sub.add_parser("analyze", help="a capture as a whole: nodes, connections, flows through brokers, findings",
+                       description="Analyse a pcap/pcapng capture across its connections: who talks to whom, the "
+                                   "path of each message through a broker or proxy, and what is wrong (each finding "
+                                   "with a rule id, the connections and events it is about, and the spec behind it).")
+    p.add_argument("capture", metavar="CAPTURE", help="a pcap or pcapng file")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: nodes, connections, flows, findings (and curve)")
+    p.add_argument("--curve-secret", action="append", default=[], metavar="KEY",
+                   help="a CURVE server's long-term secret key (Z85, 40 characters, or 64 hex digits) to check each "
+                        "HELLO against (repeatable); used for this run only, never stored or printed")
+    p.set_defaults(func=run)
+
+
+def parse_secret(text: str) -> bytes:
+    """A 32-octet key from Z85 (40 characters) or hex (64 digits); ValueError otherwise."""
+    text = text.strip()
+    if len(text) == 64:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    if len(text) == 40:
+        try:
+            return z85_decode(text)
+        except ValueError:
+            pass
+    raise ValueError("a CURVE secret key is 40 Z85 characters or 64 hex digits")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Analyses and prints."""
+    try:
+        secrets = [parse_secret(k) for k in args.curve_secret]
+    except ValueError as exc:
+        print(f"zmtplab analyze: --curve-secret: {exc}", file=sys.stderr)
+        return 2
+    result = DissectResult()
+    try:
+        with open(args.capture, "rb") as handle:
+            analysis = analyze_capture(handle, curve_secrets=secrets, result=result)
+    except CaptureFormatError as exc:
+        print(f"zmtplab analyze: {args.capture}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"zmtplab analyze: {exc.strerror or exc}: {args.capture}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(analysis, option=orjson.OPT_APPEND_NEWLINE))
+    else:
+        write_text(analysis, sys.stdout)
+    sys.stdout.flush()
+    if result.error:
+        print(f"zmtplab analyze: warning: {args.capture}: {result.error}", file=sys.stderr)
+    return 0
+
+
+def write_text(analysis: dict[str, Any], out: Any) -> None:
+    """The analysis for a reader: nodes, connections, flows, findings."""
+    out.write(f"Nodes ({len(analysis['nodes'])})\n")
+    for node in analysis["nodes"]:
+        sockets = ", ".join(f"{ep} {'/'.join(types) or '?'}" for ep, types in node["sockets"].items())
+        mark = "  broker candidate" if node["broker"] else ""
+        out.write(f"  {sockets}{mark}\n")
+    out.write(f"\nConnections ({len(analysis['connections'])} of {analysis['tcp_connections']} TCP)\n")
+    for c in analysis["connections"]:
+        if not c["zmtp"]:
+            out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  not read as ZMTP\n")
+            continue
+        pair = f"{c['client_type'] or '?'} -> {c['server_type'] or '?'}"
+        if c["valid_pair"] is False:
+            pair += " (invalid pair)"
+        ident = c["identities"].get("c2s")
+        version = "/".join(sorted(set(c["versions"].values()))) or "?"
+        out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  {pair}  ZMTP {version} {c['mechanism'] or ''}"
+                  f"{f'  identity {ident!r}' if ident else ''}  messages {c['messages']['c2s']}/"
+                  f"{c['messages']['s2c']}\n")
+    flows = analysis["flows"]
+    out.write(f"\nFlows across connections ({analysis['flows_total']})\n")
+    for flow in flows[:20]:
+        path = " -> ".join(f"#{h['conn']} {h['from']}>{h['to']}" for h in flow["hops"])
+        steps = "; ".join(f"{s['envelope']} {s['frames']} in {s['latency'] * 1e3:.2f} ms" for s in flow["steps"])
+        out.write(f"  {flow['message']!r}: {path}  ({steps}){'  ambiguous' if flow['ambiguous'] else ''}\n")
+    if len(flows) > 20:
+        out.write(f"  ... {analysis['flows_total'] - 20} more (--json lists them)\n")
+    for conn, found in analysis["curve"].items():
+        out.write(f"\nCURVE check, connection {conn}: HELLO {found['hello']}"
+                  + (f", WELCOME {found['welcome']}" if "welcome" in found else "")
+                  + (f", server short-term key {found['server_short_key']}" if "server_short_key" in found else "")
+                  + "\n")
+    findings = analysis["findings"]
+    out.write(f"\nFindings ({len(findings)})\n")
+    if not findings:
+        out.write("  none\n")
+    for f in findings:
+        out.write(f"  {f['severity'].upper():5} {f['rule']} [conn {', '.join(f['conns'])}]: {f['text']}\n")
+        if f["ref"]:
+            out.write(f"        ({f['ref']})\n")
