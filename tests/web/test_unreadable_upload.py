@@ -4,8 +4,9 @@ its expert note, and its events are that note, not "no connections"."""
 from __future__ import annotations
 
 import pytest
-from synthetic import capture, middle_of_a_frame, not_zmtp
 from webkit import dissected, open_client
+
+from synthetic import capture, middle_of_a_frame, not_zmtp
 
 
 @pytest.fixture(scope="module")
