@@ -68,6 +68,11 @@ class FlowMatcher:
         self._linked: dict[int, _Msg] = {}  # every message that is part of a hop, by id
         self._has_next: set[int] = set()
 
+    @property
+    def remembered(self) -> int:
+        """How many messages are held for matching (bounded by the window and `max_recent`)."""
+        return len(self._order)
+
     def __call__(self, facts: Any, d: str, messages: list[tuple[int, list[bytes]]], ts: Sequence[float],
                  packets: Sequence[list[int]]) -> None:
         side = self._sides.get((facts.conn, d))
@@ -82,7 +87,7 @@ class FlowMatcher:
                 continue
             now = ts[k]
             if order and (now - order[0][0] > window or len(order) >= limit):
-                self._forget(now)
+                self._forget(now, limit * 3 // 4)
             msg = (now, frames, packets[k], side)
             key = frames[-1]
             have = recent.get(key)
@@ -92,9 +97,13 @@ class FlowMatcher:
                 self._collide(key, have, msg)
             order.append(msg)
 
-    def _forget(self, now: float) -> None:
+    def _forget(self, now: float, keep: int) -> None:
+        """Forgets the messages older than the window, and the oldest beyond `keep` once the limit is reached
+        (in one go, so that a busy capture does not pay for it every message)."""
         recent, order = self._recent, self._order
-        while order and (now - order[0][0] > self.window or len(order) >= self.max_recent):
+        over = max(0, len(order) - keep) if len(order) >= self.max_recent else 0
+        while order and (over > 0 or now - order[0][0] > self.window):
+            over -= 1
             old = order.popleft()
             key = old[1][-1]
             have = recent.get(key)
