@@ -89,8 +89,11 @@ def test_paging_answers_while_a_search_runs_and_a_second_search_is_refused(serve
         t0 = time.monotonic()
         page = http.get(events_url(bulk), params={"offset": 300_000, "limit": 100})
         one = http.get(f"{events_url(bulk)}/123456", params={"conn": "0"})
+        kinds = http.get(events_url(bulk), params={"kind": "greeting,command"})  # a filter of every connection
         waited = time.monotonic() - t0
-        assert page.status_code == 200 and one.status_code == 200
+        assert page.status_code == 200 and one.status_code == 200 and kinds.status_code == 200
+        assert [(e["kind"], e["index"]) for e in kinds.json()["events"]] == \
+            [("greeting", 0), ("greeting", 1), ("command", 2), ("command", 3)]
         assert [e["index"] for e in page.json()["events"]] == list(range(300_000, 300_100))
         assert one.json()["index"] == 123456 and one.json()["fields"]
         assert thread.is_alive(), "the search ended before the pages were asked for: make it longer"

@@ -542,7 +542,7 @@ class EventStore:
         self.total = sum(c.count for c in self.conns.values())
         self._blocks: OrderedDict[tuple[int, int], list[str]] = OrderedDict()
         self._block_cache = block_cache
-        self._filters: OrderedDict[tuple, array] = OrderedDict()
+        self._filters: OrderedDict[tuple, Any] = OrderedDict()
         self._filter_cache = filter_cache
         self._order: array | None = None
         self._searches: OrderedDict[tuple, _Search] = OrderedDict()
@@ -661,24 +661,38 @@ class EventStore:
         """The connection with this id; KeyError when there is none."""
         return self.conns[conn]
 
-    def _matching(self, c: _Conn | None, kinds: frozenset[int]) -> array:
-        """Positions (indexes, or global positions when `c` is None) of the events of these kinds."""
+    def _matching(self, c: _Conn | None, kinds: frozenset[int]) -> Any:
+        """Positions (indexes, or global positions when `c` is None) of the events of these kinds.
+
+        Computed with numpy outside the store's lock (a kind filter over every connection of a big
+        capture would otherwise hold up paging, as searches did); the lock only guards the cache.
+        """
         key = (c.conn_no if c else None, tuple(sorted(kinds)))
-        hit = self._filters.get(key)
-        if hit is not None:
-            self._filters.move_to_end(key)
-            return hit
-        out = array("I")
-        if c is not None:
-            out.extend(i for i, k in enumerate(c.kinds) if k in kinds)
+        with self.lock:
+            hit = self._filters.get(key)
+            if hit is not None:
+                self._filters.move_to_end(key)
+                return hit
+            order = self._orders() if c is None and len(self.conns) > 1 else None
+        wanted = np.array(sorted(kinds), dtype=np.uint8)
+        if c is not None or order is None:
+            one = c if c is not None else next(iter(self.conns.values()), None)
+            kinds_of = np.frombuffer(one.kinds, dtype=np.uint8) if one is not None else np.zeros(0, np.uint8)
+            out = np.flatnonzero(np.isin(kinds_of, wanted))
         else:
-            order = self._orders()
-            for pos in range(len(order) // 2):
-                if self.by_no[order[2 * pos]].kinds[order[2 * pos + 1]] in kinds:
-                    out.append(pos)
-        self._filters[key] = out
-        if len(self._filters) > self._filter_cache:
-            self._filters.popitem(last=False)
+            pairs = np.frombuffer(order, dtype=np.uint32)
+            nos = sorted(self.by_no)
+            starts = np.zeros(max(nos) + 1, dtype=np.uint64)
+            at = 0
+            for n in nos:
+                starts[n] = at
+                at += self.by_no[n].count
+            every = np.concatenate([np.frombuffer(self.by_no[n].kinds, dtype=np.uint8) for n in nos])
+            out = np.flatnonzero(np.isin(every[starts[pairs[0::2]] + pairs[1::2]], wanted))
+        with self.lock:
+            self._filters[key] = out
+            if len(self._filters) > self._filter_cache:
+                self._filters.popitem(last=False)
         return out
 
     def page(self, conn: str | None, offset: int, limit: int, *, kinds: Iterable[str] | None = None,
@@ -698,14 +712,14 @@ class EventStore:
         c = self.conns[conn] if conn is not None else None
         kind_codes = frozenset(KIND_CODES.get(k, 254) for k in kinds) if kinds else None
         if not q:
+            if kind_codes is None:
+                total = c.count if c is not None else self.total
+                positions: Iterable[int] = range(offset, min(offset + limit, total))
+            else:
+                matching = self._matching(c, kind_codes)
+                total = len(matching)
+                positions = [int(p) for p in matching[offset:offset + limit]]
             with self.lock:
-                if kind_codes is None:
-                    total = c.count if c is not None else self.total
-                    positions: Iterable[int] = range(offset, min(offset + limit, total))
-                else:
-                    matching = self._matching(c, kind_codes)
-                    total = len(matching)
-                    positions = matching[offset:offset + limit]
                 return Page(self._events(c, positions), total)
         limits = limits or SearchLimits()
         query = TextQuery(q)
