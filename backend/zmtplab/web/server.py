@@ -58,9 +58,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         """Feeds the parser; refuses a head that is still unfinished past the limit (httptools buffers it)."""
         if self.refusal is not None:
             return
+        continued = self.in_head  # (a head that began within `data` may follow a body's last octets)
         super().data_received(data)
         if self.in_head and self.refusal is None and not self.transport.is_closing():
-            self.head_octets += len(data)
+            self.head_octets += len(data) if continued else self.field_octets
             if self.head_octets > self.max_head:
                 self._refuse(f"the request head is larger than {self.max_head} octets")
 
