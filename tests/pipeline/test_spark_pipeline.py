@@ -220,4 +220,3 @@ def test_unreadable_connections_are_listed_but_not_as_zmtp(spark, tmp_path):
         ref, _ = dissect_reference(inputs / name)
         assert as_events(events[str(inputs / name)]) == ref
         assert all(e["rule"] == "unreadable" for e in ref)
-
