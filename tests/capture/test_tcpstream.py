@@ -323,6 +323,13 @@ def test_acknowledged_hole_becomes_a_gap_once_the_reorder_window_has_passed():
     assert events == [StreamGap("0", "c2s", 100, 100, 6, 6.0), StreamData("0", "c2s", 200, b"c" * 100, 5, 5.0)]
 
 
+def test_a_hole_the_capture_ends_with_names_the_ack_that_proved_it():
+    packets = [*handshake(0, 9000), seg(4, 1, b"a" * 10), seg(5, 21, b"c" * 10),
+               seg(6, 9001, flags=ACK, c2s=False, ack=31), seg(7, 9001, flags=ACK, c2s=False, ack=31)]
+    gaps = [e for e in run(packets) if isinstance(e, StreamGap)]
+    assert gaps == [StreamGap("0", "c2s", 10, 10, 6, 6.0)]  # reported by finish(), named after frame 6
+
+
 def test_segment_written_after_the_ack_that_covers_it_fills_the_hole():
     # Issue 15.1: multi-queue NICs, -i any and merged captures write a segment after its ACK.
     body = bytes(range(256)) * 512  # 128 KiB in four 32 KiB segments, like large.pcapng

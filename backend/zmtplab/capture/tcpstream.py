@@ -57,7 +57,8 @@ Rules, in the order a segment meets them:
   connection get notes and nothing else.
 * Each `StreamData` names the frame that carried its bytes (`packet`, `ts`), so data released
   from the out-of-order buffer keeps its own frame; a gap names the frame that showed the bytes
-  missing (the ACK, the cut frame) or whose arrival decided it (buffer limits, the close); close
+  missing (the first ACK in the window that covered them, even when the connection's end reports
+  them; the cut frame) or else the one whose arrival decided it (buffer limits, the close); close
   events name the frame whose arrival decided them.
 """
 
@@ -194,7 +195,7 @@ class _Half:
     """One direction of a connection."""
 
     __slots__ = ("acked", "base", "conn", "dir", "fin", "high", "isn", "last_ack", "next", "peer", "pending",
-                 "pending_bytes")
+                 "pending_bytes", "proofs")
 
     def __init__(self, conn: _Conn, direction: Direction) -> None:
         self.conn = conn
@@ -210,6 +211,7 @@ class _Half:
         self.pending: list[list] = []
         self.pending_bytes = 0
         self.acked = 0  # the highest offset an ACK proved received, once it covered a hole
+        self.proofs: deque[tuple[int, int, float]] = deque()  # (upto, packet, ts) of ACKs still in the window
         # The highest sequence offset shown (a FIN counts one), for notes; with no hole or FIN it
         # may lag `next`, which the fast path moves alone.
         self.high: int | None = None
@@ -608,6 +610,7 @@ class TcpReassembler:
         half.acked = upto
         if self.reorder_window:
             self._waiting.append((self._count + self.reorder_window, half, upto, pkt.number, pkt.ts))
+            half.proofs.append((upto, pkt.number, pkt.ts))
         else:
             self._give_up(half, upto, pkt.number, pkt.ts, out)
 
@@ -633,6 +636,8 @@ class TcpReassembler:
         waiting, count = self._waiting, self._count
         while waiting and waiting[0][0] < count:
             _due, half, upto, packet, ts = waiting.popleft()
+            if upto is not None:
+                half.proofs.popleft()
             if half.conn.closed:
                 continue
             if upto is None:
@@ -650,6 +655,15 @@ class TcpReassembler:
             conn.closed = True
             out.append(StreamClosed(conn.id, ts, packet, "fin"))
 
+    @staticmethod
+    def _proof(half: _Half, start: int, packet: int, ts: float) -> tuple[int, float]:
+        """The frame a hole at `start` is named after when the connection ends: the first ACK in the
+        window that covers it (as its expiry would have named it), else the closing frame."""
+        for upto, p, t in half.proofs:
+            if upto > start:
+                return p, t
+        return packet, ts
+
     def _close(self, conn: _Conn, reason: CloseReason, ts: float, packet: int, out: list[StreamEvent]) -> None:
         """Flush both directions (holes become gaps) and report the connection closed."""
         for half in (conn.c2s, conn.s2c):
@@ -658,7 +672,7 @@ class TcpReassembler:
                 if end <= half.next:
                     continue
                 if start > half.next:
-                    self._skip_hole(half, start, packet, ts, out)
+                    self._skip_hole(half, start, *self._proof(half, half.next, packet, ts), out)
                 if start < half.next and data is not None:
                     data = data[half.next - start:]
                     start = half.next
@@ -669,7 +683,7 @@ class TcpReassembler:
                     half.next = end
             half.pending = []
             if half.fin is not None:
-                self._skip_hole(half, half.fin, packet, ts, out)
+                self._skip_hole(half, half.fin, *self._proof(half, half.next, packet, ts), out)
         conn.closed = True
         out.append(StreamClosed(conn.id, ts, packet, reason))
 
