@@ -147,7 +147,7 @@ def test_report_and_summary(run):
     assert page.count("<svg") >= 5
     assert "<script>" not in page  # capture text is escaped
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["events"] == sum(len(v) for v in run["events"].values()) + 420_004
+    assert summary["events"] == sum(len(v) for v in run["events"].values()) + 420_005
     assert summary["zmtp_connections"] <= summary["connections"]
     assert set(summary["timings"]) >= {"session", "plan", "connections", "events", "tables", "report", "total"}
 
@@ -220,3 +220,27 @@ def test_unreadable_connections_are_listed_but_not_as_zmtp(spark, tmp_path):
         ref, _ = dissect_reference(inputs / name)
         assert as_events(events[str(inputs / name)]) == ref
         assert all(e["rule"] == "unreadable" for e in ref)
+
+
+def test_topology_and_findings_tables_are_zmtplab_analyze_per_capture(run):
+    from zmtplab.analysis import analyze_capture
+
+    topology = read_table(run["out"], "topology")
+    findings = read_table(run["out"], "findings")
+    for path in sorted(PROJECT.glob("*.pcapng")):
+        found = analyze_capture(str(path))
+        got = sorted((f["rule"], f["severity"], list(f["conns"]), f["text"]) for f in findings
+                     if f["capture"] == str(path))
+        assert got == sorted((f["rule"], f["severity"], f["conns"], f["text"]) for f in found["findings"]), path.name
+        rows = {r["conn"]: r for r in topology if r["capture"] == str(path)}
+        assert set(rows) == {c["conn"] for c in found["connections"]}, path.name
+        for c in found["connections"]:
+            row = rows[c["conn"]]
+            assert (row["client_type"], row["server_type"], row["messages_c2s"], row["messages_s2c"]) == (
+                c["client_type"], c["server_type"], c["messages"]["c2s"], c["messages"]["s2c"])
+    broker = [r for r in topology if r["capture"] == str(PROJECT / "broker.pcapng")]
+    assert {r["server_node"] for r in broker} == {"127.0.0.1:15643+127.0.0.1:15644"}
+    assert all(r["broker"] for r in broker)
+    assert {f["rule"] for f in findings} >= {"late-subscriber", "round-robin-skew", "back-pressure"}
+    page = (run["out"] / "report.html").read_text()
+    assert "<h2>Findings</h2>" in page and "late-subscriber" in page

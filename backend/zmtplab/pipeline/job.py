@@ -12,7 +12,8 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
 3. events: the same packets -> shuffled by connection (balanced by the connection pass's sizes)
    -> reassembler and dissector, payloads read back from the files -> each task writes its
    events as Parquet (conn ids from a broadcast) and counts them per connection;
-4. tables: commit `events`, write `connections` (TCP facts joined with those counts) and `errors`;
+4. tables: commit `events`, write `connections` (TCP facts joined with those counts), `topology` and
+   `findings` (the capture-wide analysis of `zmtplab analyze`, one task per capture) and `errors`;
 5. report: aggregates -> `report.html`, and `summary.json`.
 """
 
@@ -273,6 +274,8 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
         sink.abort(events_path)
         raise
     events = spark.read.parquet(events_path)
+    sc.setJobDescription("zmtplab: topology and findings")
+    topology_path, findings_path = _analyse(spark, plan, out_dir, parallelism)
     errors_path = os.path.join(out_dir, "errors")
     spark.createDataFrame(plan.errors, "capture string, kind string, message string, offset long, frame long") \
         .coalesce(1).write.mode("overwrite").parquet(errors_path)
@@ -284,7 +287,8 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
 
     summary: dict[str, Any] = {
         "out": out_dir,
-        "tables": {"events": events_path, "connections": connections_path, "errors": errors_path},
+        "tables": {"events": events_path, "connections": connections_path, "errors": errors_path,
+                   "topology": topology_path, "findings": findings_path},
         "captures": len(plan.readable),
         "inputs": len(plan.captures),
         "bytes": plan.total_bytes,
@@ -308,9 +312,32 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
         sc.setJobDescription("zmtplab: report")
         from .report import write_report
 
-        summary["report"] = write_report(events, connections, summary, out_dir)
+        summary["report"] = write_report(events, connections, summary, out_dir,
+                                         findings=spark.read.parquet(findings_path))
         timings["report"] = time.monotonic() - t
     return summary
+
+
+def _analyse(spark, plan: PipelinePlan, out_dir: str, parallelism: int) -> tuple[str, str]:
+    """The capture-wide analysis, one task per capture (it follows messages across connections), into the
+    `topology` and `findings` tables; returns their paths."""
+    from pyspark import StorageLevel
+
+    from .analyse import FINDINGS_SCHEMA, TOPOLOGY_SCHEMA, analysis_rows
+
+    items = [(c.name, c.path) for c in plan.readable]
+    rows = (spark.sparkContext.parallelize(items, max(1, min(len(items), parallelism * 4)))
+            .flatMap(analysis_rows).persist(StorageLevel.MEMORY_AND_DISK))
+    paths = []
+    try:
+        for table, schema in (("topology", TOPOLOGY_SCHEMA), ("findings", FINDINGS_SCHEMA)):
+            path = os.path.join(out_dir, table)
+            part = rows.filter(lambda r, table=table: r[0] == table).map(lambda r: r[1])
+            spark.createDataFrame(part, schema).coalesce(1).write.mode("overwrite").parquet(path)
+            paths.append(path)
+    finally:
+        rows.unpersist()
+    return paths[0], paths[1]
 
 
 def _balanced_groups(spark, packets, costs, n_parts: int):

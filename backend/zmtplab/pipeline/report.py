@@ -122,8 +122,23 @@ def _timeline(per_second: list[tuple[int, int]], bins: int = 60) -> tuple[list[t
     return list(zip(labels, counts, strict=True)), width
 
 
-def write_report(events, connections, summary: dict[str, Any], out_dir: str) -> str:
-    """Computes the report's aggregates with Spark and writes `out_dir/report.html`; returns its path."""
+def _findings_section(findings) -> list[str]:
+    if findings is None:
+        return []
+    rows = findings.orderBy("severity", "rule", "capture").limit(200).collect()
+    by_rule = findings.groupBy("severity", "rule").count().orderBy("severity", "rule").collect()
+    return [
+        "<h2>Findings</h2>",
+        hbar_chart("Findings by severity and rule (zmtplab analyze)",
+                   [(f"{r['severity']}: {r['rule']}", r["count"]) for r in by_rule]),
+        table(["severity", "rule", "capture", "connections", "what"],
+              [(r["severity"], r["rule"], r["capture"], ", ".join(r["conns"]), r["text"]) for r in rows]),
+    ]
+
+
+def write_report(events, connections, summary: dict[str, Any], out_dir: str, *, findings=None) -> str:
+    """Computes the report's aggregates with Spark and writes `out_dir/report.html`; returns its path.
+    `findings` is the `findings` table (`zmtplab analyze`'s diagnosis of each capture), if there is one."""
     vm = [(f"{r['version']} {r['mechanism']}", r["count"]) for r in T.versions_mechanisms(connections).collect()]
     pairs = [(f"{r['client']} \u2192 {r['server']}", r["count"]) for r in T.socket_pairs(connections).collect()]
     hist = T.message_histogram(events).collect()
@@ -155,6 +170,7 @@ def write_report(events, connections, summary: dict[str, Any], out_dir: str) -> 
                    [(f"{r['severity']}: {r['rule']}", r["count"]) for r in experts]),
         table(["severity", "rule", "count", "example"],
               [(r["severity"], r["rule"], r["count"], r["example"]) for r in experts[:50]]),
+        *_findings_section(findings),
         "<h2>Captures</h2>",
         table(["capture", "connections", "ZMTP", "events", "messages", "experts"],
               [(r["capture"], r["connections"], r["zmtp"], r["events"], r["messages"], r["experts"])
