@@ -85,7 +85,9 @@ def _session(manager: SessionManager, session_id: str) -> Session:
                                                     429: {"model": ErrorResponse, "description": "too many sessions"}})
 async def create_session(body: SessionCreate, manager: SessionManagerDep, request: Request) -> SessionCreated:
     """Starts two peers, `server` (binds) and `client` (connects): simulated on a virtual clock, or real ones
-    over loopback TCP (`mode: "tcp"`, where `libzmq: true` makes a side a real libzmq socket).
+    over loopback TCP (`mode: "tcp"`, where `libzmq: true` makes a side a real libzmq socket). Each side may
+    choose how our peer writes its greeting (`greeting`: `libzmq` or `full`) and a SUB its topic (`subscribe`);
+    `autoplay: false` makes the session wait at t = 0 for `play` or `step` (the page's default).
 
     Then open the websocket `/ws/sessions/{id}`.
     """
