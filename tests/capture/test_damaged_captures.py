@@ -124,23 +124,30 @@ TSHARK_VARIANTS = (0, 1, 2, 5)
 
 @cache
 def tshark_views(path: Path, index: int) -> tuple[tuple[dict, dict, dict], tuple[dict, dict], dict]:
-    """One tshark run over a variant: its per-frame TCP fields, its follow-stream of connection 0 and
-    the frames its TCP analysis flags, by StreamNote kind."""
+    """One tshark run over a variant: its per-frame TCP fields, the follow-stream of every connection
+    and the frames its TCP analysis flags, by StreamNote kind."""
+    variant = variants_of(path)[index]
+    conns = sum(isinstance(e, StreamOpened) for e in reassemble(read_tcp_packets(variant.data)))
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "variant.pcapng"
-        file.write_bytes(variants_of(path)[index].data)
+        file.write_bytes(variant.data)
         out = subprocess.run(["tshark", "-r", str(file), "-o", "tcp.relative_sequence_numbers:TRUE", "-T", "fields",
                               *(x for f in [*_FIELDS, "frame.number", *_ANALYSIS] for x in ("-e", f)),
-                              "-z", "follow,tcp,raw,0"],
+                              *(x for n in range(conns) for x in ("-z", f"follow,tcp,raw,{n}"))],
                              capture_output=True, text=True, check=True).stdout
-    frames, _, follow = out.partition(_RULE)
+    frames, *blocks = out.split(_RULE)
+    follow: tuple[dict, dict] = ({}, {})
+    for block in blocks[::2]:  # each follow block sits between two rules
+        streams, missing = tshark_follow(block)
+        follow[0].update(streams)
+        follow[1].update(missing)
     flagged: dict = defaultdict(set)
     for line in filter(None, frames.splitlines()):
         cols = line.split("\t")[len(_FIELDS):]
         for kind, flag in zip(_ANALYSIS.values(), cols[1:], strict=True):
             if flag:
                 flagged[kind].add(int(cols[0]))
-    return tshark_segments(frames), tshark_follow(follow), dict(flagged)
+    return tshark_segments(frames), follow, dict(flagged)
 
 
 def tshark_segments(out: str) -> tuple[dict, dict, dict]:
@@ -166,14 +173,14 @@ def tshark_segments(out: str) -> tuple[dict, dict, dict]:
 
 
 def tshark_follow(out: str) -> tuple[dict, dict]:
-    """tshark's follow-stream: each direction's bytes (markers of missing bytes as zero bytes) and
-    the (offset, length) of those markers, keyed (src, sport, dst, dport)."""
+    """One connection's block of tshark's follow-stream output: each direction's bytes (markers of
+    missing bytes as zero bytes) and the (offset, length) of those markers, keyed (src, sport, dst, dport)."""
     nodes = {n: (host, int(port)) for n, host, port in re.findall(r"^Node (\d): (.+):(\d+)$", out, re.M)}
     forward = (*nodes["0"], *nodes["1"])
     backward = (*nodes["1"], *nodes["0"])
     streams: dict = defaultdict(bytearray)
     missing: dict = defaultdict(list)
-    for line in out.partition(_RULE)[0].splitlines()[5:]:
+    for line in out.splitlines()[5:]:
         if not line.strip():
             continue
         key = backward if line.startswith("\t") else forward
