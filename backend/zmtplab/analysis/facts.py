@@ -33,16 +33,20 @@ class EventRef:
     kind: str
     packets: tuple[int, ...]
     ts: float
+    index: int | None = None  # its position in its connection, where the source numbers events (the web store)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"conn": self.conn, "dir": self.dir, "offset": self.offset, "kind": self.kind,
-                "packets": list(self.packets), "ts": self.ts}
+        out = {"conn": self.conn, "dir": self.dir, "offset": self.offset, "kind": self.kind,
+               "packets": list(self.packets), "ts": self.ts}
+        if self.index is not None:
+            out["index"] = self.index
+        return out
 
 
 def ref(event: dict[str, Any]) -> EventRef:
     """The reference of an event dict."""
     return EventRef(event["conn"], event["dir"], event["offset"], event["kind"], tuple(event.get("packets") or ()),
-                    event["ts"])
+                    event["ts"], event.get("index"))
 
 
 @dataclass(slots=True)

@@ -515,15 +515,17 @@ class DissectResult:
 
 
 def dissect_capture(source: str | bytes | BinaryIO, *, with_fields: bool = True, max_body: int | None = None,
-                    result: DissectResult | None = None) -> Iterator[dict[str, Any]]:
+                    result: DissectResult | None = None,
+                    dissector: CaptureDissector | None = None) -> Iterator[dict[str, Any]]:
     """Yields the ZMTP events of a capture file, in capture order.
 
     Raises `CaptureFormatError` at once for a file that is not a capture. A capture that
     is cut short yields what could be read; the error is then put in `result.error`
-    (when a `result` is given) or raised after the last event.
+    (when a `result` is given) or raised after the last event. A `dissector` given (built with
+    the same `with_fields` and `max_body`) lets the caller ask it about connections as they come.
     """
     packets = read_tcp_packets(source)
-    dissector = CaptureDissector(with_fields=with_fields, max_body=max_body)
+    dissector = dissector or CaptureDissector(with_fields=with_fields, max_body=max_body)
     for items in _dissect_packets(packets, dissector, dissector.feed, result):
         yield from items
 

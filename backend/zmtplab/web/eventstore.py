@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..capture.dissect import DissectResult, dissect_capture
+from ..analysis import Analyzer
+from ..capture.dissect import CaptureDissector, DissectResult, dissect_capture
 from ..capture.errors import CaptureFormatError
 from ..engine.events import WIRE_KINDS, Frame, Message
 from ..engine.fields import text_or_hex
@@ -220,8 +221,9 @@ class StoreWriter:
             self.order_chunks += 1
             self.order = array("I")
 
-    def finish(self, result: DissectResult | None, error: str | None) -> dict[str, Any]:
-        """Writes what is left and the summary; returns the summary."""
+    def finish(self, result: DissectResult | None, error: str | None,
+               analysis: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Writes what is left, the summary and the capture's `analysis` (`zmtplab analyze`'s); returns the summary."""
         for st in self.conns.values():
             self._flush_block(st)
         self._flush_fields()
@@ -249,7 +251,7 @@ class StoreWriter:
             "connections": connections, "expert_total": expert_total, "events": self.total,
             "tcp_connections": len(infos),
         }
-        meta = {"summary": summary, "error": error, "store_max_body": self.store_max_body,
+        meta = {"summary": summary, "error": error, "store_max_body": self.store_max_body, "analysis": analysis,
                 "order_chunk": ORDER_CHUNK}
         self.db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, _dumps(v)) for k, v in meta.items()])
         self.db.commit()
@@ -313,6 +315,14 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     except (OSError, sqlite3.Error, Cancelled):  # deleted before its turn came
         return {"state": "cancelled", "error": "cancelled", "events": 0}
     result = DissectResult()
+    # The capture-wide analysis (`zmtplab analyze`) follows the same events: one pass over the file for both.
+    dissector = CaptureDissector(with_fields=True, max_body=store_max_body)
+
+    def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
+        info = dissector.info(conn)
+        return (info.client, info.server) if info is not None else None
+
+    analyzer = Analyzer(endpoints)
     error: str | None = None
     last = 0.0
 
@@ -327,8 +337,9 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
             counting = _CountingReader(raw, deadline)
             try:
                 for n, ev in enumerate(dissect_capture(counting, with_fields=True, max_body=store_max_body,
-                                                       result=result)):
+                                                       result=result, dissector=dissector)):
                     writer.add(ev)
+                    analyzer.add(ev)
                     if not n & 63:
                         now = time.monotonic()
                         if deadline is not None and now > deadline:
@@ -347,7 +358,8 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
                          "and was stopped "
                          f"at byte {counting.pos} of {size}; the events read until then are kept")
         error = error or result.error
-        summary = writer.finish(None if timed_out else result, error)
+        summary = writer.finish(None if timed_out else result, error,
+                                analysis=analyzer.finish(dissector.infos))
         os.replace(tmp_path, store_path)
     except Cancelled:
         writer.abort()
@@ -527,6 +539,7 @@ class EventStore:
         self.lock = threading.RLock()
         meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
         self.summary: dict[str, Any] = meta["summary"]
+        self.analysis: dict[str, Any] | None = meta.get("analysis")  # (None in a store written before analysis)
         self.error: str | None = meta.get("error")
         self.store_max_body: int = meta.get("store_max_body") or 0
         self.order_chunk: int = meta.get("order_chunk") or ORDER_CHUNK

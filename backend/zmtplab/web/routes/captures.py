@@ -265,6 +265,23 @@ async def capture_event(
     return Response(body, media_type="application/json")
 
 
+@router.get("/{capture_id}/analysis", summary="The capture as a whole: nodes, connections, flows, findings",
+            responses={**NOT_FOUND, **NOT_READY})
+async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep) -> Response:
+    """What `zmtplab analyze --json` says of the capture (without a CURVE check), kept as it was dissected;
+    each event a finding cites also has its `index` in its connection (for `/events/{index}?conn=`)."""
+    try:
+        _, events_store = store.ready(capture_id)
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    except CaptureNotReady as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    if events_store.analysis is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
+                                                      "upload it again")
+    return Response(_dumps(events_store.analysis), media_type="application/json")
+
+
 @router.get("/{capture_id}/packets/{number}", response_model=PacketResponse, summary="tshark's view of one packet",
             responses={**NOT_FOUND, 502: {"model": ErrorResponse, "description": "tshark failed"}})
 async def capture_packet(
