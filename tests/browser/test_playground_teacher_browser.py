@@ -245,6 +245,12 @@ def test_reconnects_and_heartbeat_timeouts_mark_each_connection(page, live_serve
     why = wait_mark(page, "^Connection 0 closed by the client")
     assert "heartbeat timeout" in why
     wait_mark(page, "^Connection 1 opens")
+    page.click("#player button:text-is('❚❚ Pause')")
+    page.wait_for_selector(".play-status:has-text('paused')")
+    page.wait_for_timeout(300)
+    shown = int(re.match(r"([\d,]+) elements?", page.text_content("#sequence .seq-count")).group(1).replace(",", ""))
+    assert shown == position(page)[0]  # the count is of elements: the marks' rows are not counted
+    page.click("#player button:text-is('▶ Play')")
     page.locator("#sequence").screenshot(path=str(shots / "heartbeat-timeout.png"))
 
     inject(page, "Wrong mechanism", "client")

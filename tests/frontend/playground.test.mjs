@@ -56,6 +56,7 @@ test('a marked source interleaves marks with the elements and maps rows to eleme
   assert.deepEqual([0, 3, 4, 5, 6].map((i) => rows.rowOf(i)), [0, 3, 6, 7, 9]);
   assert.deepEqual([0, 4, 5, 6, 8, 9].map((r) => rows.eventOf(r)), [0, null, null, 4, null, 6]);
   assert.ok(rows.isMark(8) && !rows.isMark(9));
+  assert.equal(rows.elementCount, 7);
   let told = 0;
   rows.subscribe(() => told++);
   events.set([...events.items, { kind: 'frame', seq: 7 }, { kind: 'frame', seq: 8 }, { kind: 'frame', seq: 9 }]);

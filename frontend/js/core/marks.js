@@ -107,6 +107,11 @@ export class MarkedSource {
     return this.events.length + this.visibleMarks();
   }
 
+  /** The elements alone (the sequence's count). */
+  get elementCount() {
+    return this.events.length;
+  }
+
   /** Marks that precede an element already shown, or the end (a mark never sits past the last element). */
   visibleMarks() {
     const n = this.events.length;

@@ -96,7 +96,8 @@ export class SequenceView {
     const total = this.source ? this.source.length : 0;
     const wasAtBottom = atBottom({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight, rowHeight: this.rowHeight, total: this.lastTotal || 0 });
     this.spacer.style.height = `${contentHeight(total, this.rowHeight)}px`;
-    this.countEl.textContent = `${total.toLocaleString('en-US')} element${total === 1 ? '' : 's'}`;
+    const elements = this.source && typeof this.source.elementCount === 'number' ? this.source.elementCount : total; // (marks are not elements)
+    this.countEl.textContent = `${elements.toLocaleString('en-US')} element${elements === 1 ? '' : 's'}`;
     this.empty.hidden = total > 0;
     if (this.followTail && wasAtBottom && total > (this.lastTotal || 0)) {
       this.viewport.scrollTop = contentHeight(total, this.rowHeight);
