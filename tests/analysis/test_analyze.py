@@ -194,3 +194,10 @@ def test_cli_not_a_capture(tmp_path):
     path.write_text("<script>alert(1)</script> not a capture")
     out = run_cli(str(path))
     assert out.returncode == 2 and out.stderr.startswith("zmtplab analyze: ") and out.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["broker", "pub_late_sub"])
+def test_frontend_fixtures_are_todays_analysis(name):
+    # tests/frontend/overview.test.mjs draws these: they must be what analyze says now.
+    fixture = REPO / "tests" / "frontend" / "data" / f"{name}.analysis.json"
+    assert json.loads(fixture.read_text()) == json.loads(json.dumps(analysis(name)))

@@ -98,9 +98,11 @@ class FakeElement extends FakeNode {
   }
   setAttribute(name, value) {
     if (/^on/i.test(name)) throw new Error(`event handler attribute ${name} set from a view`);
-    this.attributes.set(name, String(value));
+    if (name === 'class') this.className = String(value); // as in a browser: one class list (SVG sets it so)
+    else this.attributes.set(name, String(value));
   }
   getAttribute(name) {
+    if (name === 'class') return this.className || null;
     return this.attributes.has(name) ? this.attributes.get(name) : null;
   }
   removeAttribute(name) {
@@ -144,6 +146,11 @@ export function createDocument() {
     createElement(tag) {
       const el = new FakeElement(doc, tag);
       doc.created.push(el);
+      return el;
+    },
+    createElementNS(ns, tag) {
+      const el = doc.createElement(tag);
+      el.namespaceURI = ns;
       return el;
     },
     createTextNode(text) {

@@ -65,6 +65,15 @@ export function isTyping(event) {
   return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || !!t.isContentEditable;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** An SVG element: attributes set as given, children as in h() (strings become text nodes). */
+export function s(doc, tag, attrs = {}, ...children) {
+  const el = doc.createElementNS(SVG_NS, tag);
+  for (const [a, v] of Object.entries(attrs)) if (v !== undefined && v !== null && v !== false) el.setAttribute(a, String(v));
+  return append(el, children);
+}
+
 /** A titled panel: returns { root, body, tools }. */
 export function panel(doc, title, className = '') {
   const tools = h(doc, 'div', { class: 'panel-tools' });

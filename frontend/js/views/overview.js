@@ -1,0 +1,143 @@
+// Overview of a whole capture: the topology graph, the findings (each linked to the events it
+// cites) and the message flows across connections; picking a flow draws its path on the graph.
+//
+// new OverviewView(container, { onOpenEvent(conn, index), onOpenConnection(conn) })
+//   .setAnalysis(analysis)   // GET /api/captures/{id}/analysis
+//   .setMessage(text)        // instead of an analysis: why there is none (yet)
+
+import { h, s, clear, panel, setChildren } from './dom.js';
+import { layoutTopology, flowConns } from '../core/topology.js';
+import { formatCount } from '../core/bytes.js';
+
+const FLOW_ROWS = 100;
+
+export class OverviewView {
+  constructor(container, { onOpenEvent = () => {}, onOpenConnection = () => {} } = {}) {
+    this.doc = container.ownerDocument;
+    this.onOpenEvent = onOpenEvent;
+    this.onOpenConnection = onOpenConnection;
+    this.analysis = null;
+    this.picked = null; // { conns: [...], flow } highlighted on the graph
+    this.flowRows = [];
+    const d = this.doc;
+    const graph = panel(d, 'Topology', 'overview-graph');
+    const findings = panel(d, 'Findings', 'overview-findings');
+    const flows = panel(d, 'Flows across connections', 'overview-flows');
+    this.graph = graph.body;
+    this.findings = findings.body;
+    this.flows = flows.body;
+    this.counts = { findings: h(d, 'span', { class: 'muted' }), flows: h(d, 'span', { class: 'muted' }) };
+    findings.tools.append(this.counts.findings);
+    flows.tools.append(this.counts.flows);
+    clear(container);
+    container.append(graph.root, h(d, 'div', { class: 'overview-lists' }, findings.root, flows.root));
+  }
+
+  setMessage(text) {
+    this.analysis = null;
+    const d = this.doc;
+    setChildren(this.graph, h(d, 'p', { class: 'muted empty', text }));
+    clear(this.findings);
+    clear(this.flows);
+    this.counts.findings.textContent = '';
+    this.counts.flows.textContent = '';
+  }
+
+  setAnalysis(analysis) {
+    this.analysis = analysis;
+    this.picked = null;
+    this.renderGraph();
+    this.renderFindings();
+    this.renderFlows();
+  }
+
+  pick(conns, flow = null) {
+    this.picked = conns ? { conns: conns.map(String), flow } : null;
+    this.renderGraph();
+    this.flowRows.forEach((row, index) => row.classList.toggle('on', !!flow && index === flow.index));
+  }
+
+  renderGraph() {
+    const d = this.doc;
+    const a = this.analysis;
+    if (!a) return;
+    if (!a.nodes.length) {
+      setChildren(this.graph, h(d, 'p', { class: 'muted empty', text: 'No TCP connection with payload in this capture.' }));
+      return;
+    }
+    const layout = layoutTopology(a, { width: 900 });
+    const on = new Set(this.picked ? this.picked.conns : []);
+    const order = this.picked?.flow ? flowConns(this.picked.flow) : [];
+    const edges = layout.edges.map((e) => {
+      const cls = ['edge', e.valid ? '' : 'invalid', e.severity ? `sev-${e.severity}` : '', on.has(e.conn) ? 'on' : ''].filter(Boolean).join(' ');
+      const step = order.indexOf(e.conn);
+      const g = s(d, 'g', { class: cls, 'data-conn': e.conn, tabindex: 0, role: 'button', 'aria-label': `connection ${e.label}` },
+        s(d, 'line', { x1: e.x1, y1: e.y1, x2: e.x2, y2: e.y2 }),
+        s(d, 'text', { x: (e.x1 + e.x2) / 2, y: (e.y1 + e.y2) / 2 - 6, 'text-anchor': 'middle', class: 'edge-label' },
+          step >= 0 ? `${step + 1}. ${e.label}` : e.label));
+      const open = () => this.onOpenConnection(e.conn);
+      g.addEventListener('click', open);
+      g.addEventListener('keydown', (ev) => ev.key === 'Enter' && open());
+      return g;
+    });
+    const nodes = layout.nodes.map((n) => s(d, 'g', { class: ['node', n.broker ? 'broker' : '', n.severity ? `sev-${n.severity}` : ''].filter(Boolean).join(' '), transform: `translate(${n.x},${n.y})` },
+      s(d, 'rect', { x: -84, y: -20, width: 168, height: 40, rx: 6 }),
+      s(d, 'text', { y: -4, 'text-anchor': 'middle', class: 'node-types' }, n.sockets.join(' / ') || '?', n.broker ? ' (broker)' : ''),
+      s(d, 'text', { y: 12, 'text-anchor': 'middle', class: 'node-label' }, n.label)));
+    const svg = s(d, 'svg', { class: 'topology', viewBox: `0 0 ${layout.width} ${layout.height}`, role: 'img',
+      'aria-label': `${layout.nodes.length} nodes, ${layout.edges.length} connections` }, ...edges, ...nodes);
+    setChildren(this.graph, svg);
+  }
+
+  renderFindings() {
+    const d = this.doc;
+    const list = this.analysis.findings;
+    this.counts.findings.textContent = list.length ? `${list.length}` : '';
+    if (!list.length) {
+      setChildren(this.findings, h(d, 'p', { class: 'muted empty', text: 'No findings: nothing across these connections looks wrong.' }));
+      return;
+    }
+    setChildren(this.findings, h(d, 'ul', { class: 'finding-list' }, list.map((f) => h(d, 'li', { class: `finding sev-${f.severity}` },
+      h(d, 'div', { class: 'finding-head' },
+        h(d, 'span', { class: `sev-badge sev-${f.severity}`, text: f.severity }),
+        h(d, 'button', { type: 'button', class: 'link finding-rule', text: f.rule, title: 'Show its connections on the graph', on: { click: () => this.pick(f.conns) } }),
+        h(d, 'span', { class: 'muted', text: ` connection${f.conns.length > 1 ? 's' : ''} ${f.conns.join(', ')}` })),
+      h(d, 'p', { class: 'finding-text', text: f.text }),
+      f.events.length ? h(d, 'div', { class: 'finding-events' }, f.events.map((e) => h(d, 'button', {
+        type: 'button',
+        class: 'small event-link',
+        text: `#${e.conn}:${e.index ?? '?'} ${e.kind} ${e.dir} @${e.offset}`,
+        title: 'Open this element',
+        disabled: typeof e.index !== 'number',
+        on: { click: () => this.onOpenEvent(String(e.conn), e.index) },
+      }))) : null,
+      f.ref ? h(d, 'p', { class: 'muted finding-ref', text: f.ref }) : null))));
+  }
+
+  renderFlows() {
+    const d = this.doc;
+    const a = this.analysis;
+    const total = a.flows_total ?? a.flows.length;
+    this.counts.flows.textContent = total ? formatCount(total) : '';
+    this.flowRows = [];
+    if (!a.flows.length) {
+      setChildren(this.flows, h(d, 'p', { class: 'muted empty', text: 'No message was seen forwarded from one connection to another (no broker or proxy hop).' }));
+      return;
+    }
+    const rows = a.flows.slice(0, FLOW_ROWS).map((flow, index) => {
+      const row = h(d, 'li', { class: 'flow-row', tabIndex: 0 },
+        h(d, 'span', { class: 'flow-message mono', text: flow.message }),
+        h(d, 'span', { class: 'flow-path', text: flow.hops.map((hop) => `#${hop.conn} ${hop.from} → ${hop.to}`).join('  ⇒  ') }),
+        h(d, 'span', { class: 'flow-steps muted', text: flow.steps.map((st) => `${st.envelope}${st.frames.length ? ` [${st.frames.join(', ')}]` : ''} in ${(st.latency * 1000).toFixed(2)} ms`).join('; ') }),
+        flow.ambiguous ? h(d, 'span', { class: 'sev-badge sev-warn', text: 'ambiguous', title: 'Messages on several connections could be the one forwarded: the latest was taken' }) : null);
+      const pick = () => this.pick(flowConns(flow), { ...flow, index });
+      row.addEventListener('click', pick);
+      row.addEventListener('keydown', (ev) => ev.key === 'Enter' && pick());
+      return row;
+    });
+    this.flowRows = rows;
+    const more = a.flows.length > FLOW_ROWS || total > a.flows.length
+      ? h(d, 'p', { class: 'muted', text: `${formatCount(total - Math.min(FLOW_ROWS, a.flows.length))} more (zmtplab analyze --json lists them)` }) : null;
+    setChildren(this.flows, h(d, 'ol', { class: 'flow-list' }, rows), more);
+  }
+}
