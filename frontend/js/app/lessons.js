@@ -89,6 +89,7 @@ export function startLessons(host) {
     // Captures carry absolute timestamps: count from the first one.
     const first = log.events.find((ev) => typeof ev.ts === 'number');
     wb.sequence.setTimeBase(first ? first.ts : null);
+    wb.tree.setTimeBase(first ? first.ts : null); // the details count time as the sequence does
   }
 
   function selectIndex(index, field) {
