@@ -18,6 +18,7 @@ import { formatCount } from '../core/bytes.js';
 import { isTyping, h, setChildren } from '../views/dom.js';
 import { UploadView, ConnectionsView, FilterBar, PacketsView, CaptureListView } from '../views/capture.js';
 import { createCaptureSearchApi, matchText } from '../core/capture-search.js';
+import { OverviewView } from '../views/overview.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLive } from './live.js';
 
@@ -42,6 +43,8 @@ export function startCapture(host) {
     stream: null, // PagedSource of the whole connection (the list itself when unfiltered)
     full: new Map(), // element index -> event with fields (small LRU)
     gen: 0, // bumps when the connection or filter changes; stale replies are dropped
+    view: 'elements', // or 'overview': the capture as a whole
+    analysis: null, // { id, promise } of the analysis asked for
   };
   let stopProgress = null;
   let live = null; // the Live tab (app/live.js); while active, the workbench's callbacks go there
@@ -71,6 +74,12 @@ export function startCapture(host) {
   $('delete-capture').addEventListener('click', () => st.id && deleteCapture(st.id, st.summary?.name || st.id));
   const packets = new PacketsView($('packets'), { onPacket: (n) => showPacket(n) });
   $('open-another').addEventListener('click', () => showUpload(true));
+  const overview = new OverviewView($('overview'), {
+    onOpenEvent: (conn, index) => openFromOverview(conn, index),
+    onOpenConnection: (conn) => openFromOverview(conn),
+  });
+  $('view-elements').addEventListener('click', () => setView('elements'));
+  $('view-overview').addEventListener('click', () => setView('overview'));
   live = createLive(host, { api, wb, connections, status, onUrl: () => updateUrl() });
   $('tab-file').addEventListener('click', () => setMode('file'));
   $('tab-live').addEventListener('click', () => setMode('live'));
@@ -243,7 +252,9 @@ export function startCapture(host) {
     const list = Array.isArray(summary.connections) ? summary.connections : [];
     const ex = summary.expert_total || {};
     $('capture-title').textContent = summary.name || `Capture ${summary.id}`;
-    $('capture-facts').textContent = `${list.length} ZMTP connection${list.length === 1 ? '' : 's'} · expert: ${ex.error || 0} error, ${ex.warn || 0} warn, ${ex.note || 0} note`;
+    const zmtp = list.filter((c) => c.zmtp !== false).length;
+    const other = list.length - zmtp ? ` (and ${list.length - zmtp} not read as ZMTP)` : '';
+    $('capture-facts').textContent = `${zmtp} ZMTP connection${zmtp === 1 ? '' : 's'}${other} · expert: ${ex.error || 0} error, ${ex.warn || 0} warn, ${ex.note || 0} note`;
     const notices = [];
     if (summary.state === 'dissecting') {
       notices.push(h(doc, 'p', { class: 'banner', attrs: { id: 'dissect-notice', role: 'status' }, text: dissectingText(summary.percent) }));
@@ -263,12 +274,56 @@ export function startCapture(host) {
     $('workbench').hidden = !list.length;
     $('connections').hidden = !list.length;
     connections.setConnections(list, null);
+    if (st.analysis?.id !== summary.id || summary.state === 'dissecting') st.analysis = null;
+    setView(link.view === 'overview' ? 'overview' : st.view);
     if (list.length) {
       const wanted = list.find((c) => String(c.conn) === String(link.conn));
       const filt = { kind: link.kind || '', q: link.q || '', scope: link.scope || st.filter.scope || 'all' };
       filter.set(filt);
       openConnection(String((wanted || list[0]).conn), { filter: filt, el: link.el, field: link.field });
     }
+  }
+
+  // ---- the overview (the capture as a whole) ------------------------------------
+  /** Elements (one connection's, the workbench) or the Overview (topology, findings, flows). */
+  function setView(view) {
+    st.view = view === 'overview' ? 'overview' : 'elements';
+    const over = st.view === 'overview';
+    for (const [id, on] of [['view-elements', !over], ['view-overview', over]]) {
+      $(id).setAttribute('aria-selected', on ? 'true' : 'false');
+      $(id).classList.toggle('on', on);
+    }
+    const any = (st.summary?.connections || []).length > 0;
+    $('overview').hidden = !over;
+    $('workbench').hidden = over || !any;
+    $('connections').hidden = over || !any;
+    if (over) loadAnalysis();
+    updateUrl();
+  }
+
+  async function loadAnalysis() {
+    const id = st.id;
+    if (!id || !st.summary) return;
+    if (st.summary.state === 'dissecting') {
+      overview.setMessage('The overview comes when the dissection is done.');
+      return;
+    }
+    if (st.analysis?.id !== id) {
+      overview.setMessage('Loading the analysis…');
+      st.analysis = { id, promise: api.captureAnalysis(id) };
+    }
+    try {
+      const analysis = await st.analysis.promise;
+      if (st.id === id) overview.setAnalysis(analysis);
+    } catch (err) {
+      st.analysis = null;
+      if (st.id === id) overview.setMessage(`No overview: ${err.message}`);
+    }
+  }
+
+  function openFromOverview(conn, index) {
+    setView('elements');
+    openConnection(String(conn), typeof index === 'number' ? { el: index } : {});
   }
 
   // ---- a connection ------------------------------------------------------------
@@ -497,7 +552,8 @@ export function startCapture(host) {
     }
     if (!st.id) return;
     const s = wb.selection.get();
-    setUrl({ id: st.id, conn: st.conn, el: s.index, field: s.field, kind: st.filter.kind, q: st.filter.q });
+    setUrl({ id: st.id, conn: st.conn, el: s.index, field: s.field, kind: st.filter.kind, q: st.filter.q,
+      view: st.view === 'overview' ? 'overview' : undefined });
   }
 
   // ---- keyboard ------------------------------------------------------------------

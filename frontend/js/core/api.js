@@ -151,6 +151,10 @@ export function createApi(host) {
     captureEvent(id, index, conn) {
       return request('GET', `/api/captures/${seg(id)}/events/${seg(index)}${query({ conn })}`);
     },
+    /** The capture as a whole (zmtplab analyze): nodes, connections, flows, findings. 409 until dissected. */
+    captureAnalysis(id) {
+      return request('GET', `/api/captures/${seg(id)}/analysis`);
+    },
     capturePacket(id, number) {
       return request('GET', `/api/captures/${seg(id)}/packets/${seg(number)}`);
     },

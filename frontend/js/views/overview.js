@@ -80,10 +80,14 @@ export class OverviewView {
       g.addEventListener('keydown', (ev) => ev.key === 'Enter' && open());
       return g;
     });
-    const nodes = layout.nodes.map((n) => s(d, 'g', { class: ['node', n.broker ? 'broker' : '', n.severity ? `sev-${n.severity}` : ''].filter(Boolean).join(' '), transform: `translate(${n.x},${n.y})` },
-      s(d, 'rect', { x: -84, y: -20, width: 168, height: 40, rx: 6 }),
-      s(d, 'text', { y: -4, 'text-anchor': 'middle', class: 'node-types' }, n.sockets.join(' / ') || '?', n.broker ? ' (broker)' : ''),
-      s(d, 'text', { y: 12, 'text-anchor': 'middle', class: 'node-label' }, n.label)));
+    const nodes = layout.nodes.map((n) => {
+      const types = `${n.sockets.join(' / ') || '?'}${n.broker ? ' (broker)' : ''}`;
+      const w = Math.max(168, 8 * Math.max(types.length, n.label.length) + 16); // as wide as its text
+      return s(d, 'g', { class: ['node', n.broker ? 'broker' : '', n.severity ? `sev-${n.severity}` : ''].filter(Boolean).join(' '), transform: `translate(${n.x},${n.y})` },
+        s(d, 'rect', { x: -w / 2, y: -20, width: w, height: 40, rx: 6 }),
+        s(d, 'text', { y: -4, 'text-anchor': 'middle', class: 'node-types' }, types),
+        s(d, 'text', { y: 12, 'text-anchor': 'middle', class: 'node-label' }, n.label));
+    });
     const svg = s(d, 'svg', { class: 'topology', viewBox: `0 0 ${layout.width} ${layout.height}`, role: 'img',
       'aria-label': `${layout.nodes.length} nodes, ${layout.edges.length} connections` }, ...edges, ...nodes);
     setChildren(this.graph, svg);

@@ -1,0 +1,70 @@
+"""The capture viewer's Overview tab in Chromium: the topology of a broker capture, a flow drawn across the
+broker, and a finding whose cited event opens in the Elements view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def open_capture(page: Any, live_server: Any, path: Any) -> None:
+    page.goto(f"{live_server.base}/capture.html")
+    page.set_input_files("#capture-file", str(path))
+    page.wait_for_selector(f"#capture-title:text-is('{path.name}')", timeout=30_000)
+    page.wait_for_selector("#sequence .seq-row:not(.loading)")
+
+
+def test_broker_topology_and_a_flow_through_it(page, live_server, artifacts, sample):
+    out = artifacts("capture-overview")
+    open_capture(page, live_server, sample("broker.pcapng"))
+    assert page.locator("#overview").is_hidden()
+    page.click("#view-overview")
+    page.wait_for_selector("#overview svg.topology")
+    assert page.locator("#workbench").is_hidden() and page.locator("#connections").is_hidden()
+    assert "view=overview" in page.url
+    nodes = page.locator("#overview g.node")
+    assert nodes.count() == 6
+    broker = page.locator("#overview g.node.broker")
+    assert broker.count() == 1
+    assert broker.locator(".node-types").text_content() == "ROUTER / DEALER (broker)"
+    assert broker.locator(".node-label").text_content() == "127.0.0.1:15643+15644"
+    assert page.locator("#overview g.edge").count() == 5
+    assert page.locator("#overview .overview-findings").inner_text().count("No findings") == 1
+    flows = page.locator("#overview .flow-row")
+    assert flows.count() == 12
+    assert "request c-0.0" in flows.first.inner_text() and "added [c-0]" in flows.first.inner_text()
+    flows.first.click()
+    lit = page.locator("#overview g.edge.on")
+    assert lit.count() == 2
+    labels = lit.locator(".edge-label").all_text_contents()
+    assert sorted(label.split(".")[0] for label in labels) == ["1", "2"]  # the path's order on the graph
+    assert any("REQ → ROUTER" in label for label in labels) and any("REP → DEALER" in label for label in labels)
+    page.screenshot(path=str(out / "broker-1500.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=str(out / "broker-1280.png"))
+    # The overview is part of the link: a reload comes back to it.
+    page.reload()
+    page.wait_for_selector("#overview svg.topology")
+    assert page.locator("#view-overview").get_attribute("aria-selected") == "true"
+
+
+def test_a_finding_opens_the_event_it_cites(page, live_server, artifacts, sample):
+    out = artifacts("capture-overview")
+    open_capture(page, live_server, sample("pub_late_sub.pcapng"))
+    page.click("#view-overview")
+    finding = page.locator("#overview .finding")
+    finding.first.wait_for()
+    assert finding.count() == 1
+    text = finding.inner_text()
+    assert "late-subscriber" in text and "10 matching message(s) on connection 0" in text
+    assert page.locator("#overview g.edge.sev-warn").count() == 2
+    page.screenshot(path=str(out / "late-subscriber.png"))
+    finding.locator(".event-link").first.click()
+    page.wait_for_selector("#workbench:not([hidden])")
+    assert page.locator("#view-elements").get_attribute("aria-selected") == "true"
+    page.wait_for_selector("#sequence .seq-row.selected")
+    assert "SUBSCRIBE" in page.locator("#sequence .seq-row.selected").inner_text()
+    assert "conn=1" in page.url
