@@ -31,8 +31,10 @@ def paste_and_decode(page: Any, text: str, reading: str) -> None:
 
 
 def decoded(page: Any, n: int) -> None:
-    page.wait_for_function("(n) => document.getElementById('status').textContent === `Decoded ${n} elements.`",
-                           arg=n)
+    """Waits until the page says it decoded `n` elements and its sequence shows them."""
+    page.wait_for_function("(n) => document.getElementById('status').textContent === `Decoded ${n} elements.`"
+                           " && document.querySelector('#sequence .seq-count').textContent === `${n} elements`"
+                           " && !document.querySelector('#sequence .seq-row.loading')", arg=n)
 
 
 def test_dumps_of_xxd_hexdump_and_tshark_decode(page, live_server, artifacts, sample):
@@ -58,6 +60,7 @@ def test_dumps_of_xxd_hexdump_and_tshark_decode(page, live_server, artifacts, sa
     paste_and_decode(page, (DUMPS / "dealer_router.tshark-x.txt").read_text(),
                      "Packet hex dump: 154 octets c2s, 173 octets s2c")
     decoded(page, 22)
+    page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('Socket-Type=ROUTER'))")  # (rows drawn)
     rows = labels(page)
     assert rows[:2] == ["Greeting 3.1 NULL", "Greeting 3.1 NULL"], rows
     assert rows[2].startswith("READY Socket-Type=ROUTER") and rows[3] == "READY Socket-Type=DEALER Identity=client-1"
