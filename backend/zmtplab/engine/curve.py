@@ -30,7 +30,6 @@ from nacl.bindings import (
     crypto_box,
     crypto_box_afternm,
     crypto_box_beforenm,
-    crypto_box_keypair,
     crypto_box_open,
     crypto_box_open_afternm,
     crypto_scalarmult_base,
@@ -47,8 +46,8 @@ from .framing import encode_frame
 from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
 
 __all__ = [
-    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "generate_keypair", "hello_problem",
-    "open_welcome", "z85_decode", "z85_encode",
+    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "Random", "generate_keypair",
+    "hello_problem", "keylog_line", "open_box", "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
 ]
 
 KEY_SIZE = 32
@@ -119,10 +118,53 @@ def z85_decode(text: bytes | str) -> bytes:
     return bytes(out)
 
 
-def generate_keypair() -> tuple[bytes, bytes]:
-    """A new long-term Curve25519 keypair as raw 32-octet (public, secret); `z85_encode` gives libzmq's text."""
-    public, secret = crypto_box_keypair()
-    return public, secret
+Random = Callable[[int], bytes]
+"""Where a CURVE mechanism draws its randomness (keys, nonces, the cookie key): the OS by default; a
+simulation injects a seeded generator so that its sessions replay byte for byte."""
+
+
+def generate_keypair(random: Random | None = None) -> tuple[bytes, bytes]:
+    """A new Curve25519 keypair as raw 32-octet (public, secret); `z85_encode` gives libzmq's text.
+
+    Like libsodium's crypto_box_keypair: a random secret and its public point."""
+    secret = (random or random_bytes)(32)
+    return crypto_scalarmult_base(secret), secret
+
+
+def keylog_line(client_short_public: bytes, session_key: bytes) -> str:
+    """One line of a CURVE key log (the idea of TLS's SSLKEYLOGFILE): the client's short-term public key, as
+    HELLO shows it on the wire, and the precomputed key of the connection's short-term keys, which opens
+    its INITIATE, READY and MESSAGE boxes. Whoever holds the line can read that connection."""
+    return f"CURVE_SESSION_KEY {client_short_public.hex()} {session_key.hex()}"
+
+
+def parse_keylog(text: str) -> dict[bytes, bytes]:
+    """The session keys of a key log (`keylog_line`'s lines; other lines, blank or `#`, are skipped), by the
+    client's short-term public key; ValueError names a malformed line."""
+    keys: dict[bytes, bytes] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#") or parts[0] != "CURVE_SESSION_KEY":
+            continue
+        try:
+            client_short, key = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+        except (IndexError, ValueError):
+            raise ValueError(f"key log line {number}: expected CURVE_SESSION_KEY <64 hex> <64 hex>") from None
+        if len(client_short) != KEY_SIZE or len(key) != KEY_SIZE:
+            raise ValueError(f"key log line {number}: keys are 32 octets (64 hex digits)")
+        keys[client_short] = key
+    return keys
+
+
+def open_box(kind: str, nonce: bytes, box: bytes, session_key: bytes, *, from_server: bool = False) -> bytes | None:
+    """The plaintext of an INITIATE, READY or MESSAGE box (its short nonce and box as on the wire) under a
+    connection's session key; None when it does not open."""
+    prefix = {"INITIATE": INITIATE_PREFIX, "READY": READY_PREFIX,
+              "MESSAGE": MESSAGE_S_PREFIX if from_server else MESSAGE_C_PREFIX}[kind]
+    try:
+        return crypto_box_open_afternm(box, prefix + nonce, session_key)
+    except CryptoError:
+        return None
 
 
 def _key(value: bytes | str, what: str) -> bytes:
@@ -214,10 +256,19 @@ class _Curve(Mechanism):
     _send_prefix = b""
     _recv_prefix = b""
 
-    def __init__(self) -> None:
+    def __init__(self, random: Random | None = None) -> None:
+        self._random: Random = random or random_bytes
         self._nonce = 1  # the next short nonce we send (libzmq starts at 1)
         self._peer_nonce = 0  # the last short nonce the peer used; the next must be greater
         self._precom: bytes | None = None  # crypto_box_beforenm of the two short-term keys
+        self._client_short: bytes | None = None  # the client's short-term public key, as HELLO carries it
+
+    def session_keys(self) -> tuple[bytes, bytes] | None:
+        """(the client's short-term public key, the connection's session key) once the handshake has made them:
+        a `keylog_line` for tools that decrypt what this connection sends (a playground session's own)."""
+        if self._precom is None or self._client_short is None:
+            return None
+        return self._client_short, self._precom
 
     def _next_nonce(self) -> bytes:
         if self._nonce > MAX_NONCE:
@@ -285,18 +336,20 @@ class CurveClient(_Curve):
     _send_prefix = MESSAGE_C_PREFIX
     _recv_prefix = MESSAGE_S_PREFIX
 
-    def __init__(self, server_public: bytes, public: bytes | None = None, secret: bytes | None = None) -> None:
-        super().__init__()
+    def __init__(self, server_public: bytes, public: bytes | None = None, secret: bytes | None = None, *,
+                 random: Random | None = None) -> None:
+        super().__init__(random)
         self.server_public = _key(server_public, "the server public key")
         if secret is None:
             if public is not None:
                 raise ValueError("a public key without its secret key")
-            public, secret = generate_keypair()
+            public, secret = generate_keypair(self._random)
         self.secret = _key(secret, "the client secret key")
         self.public = crypto_scalarmult_base(self.secret)
         if public is not None and _key(public, "the client public key") != self.public:
             raise ValueError("the client public key does not belong to the secret key")
-        self._short_public, self._short_secret = crypto_box_keypair()
+        self._short_public, self._short_secret = generate_keypair(self._random)
+        self._client_short = self._short_public
         self._state = "hello"
         self.server_short_public: bytes | None = None
 
@@ -329,7 +382,7 @@ class CurveClient(_Curve):
         server_short, cookie = plain[:32], plain[32:128]
         self.server_short_public = server_short
         self._precom = crypto_box_beforenm(server_short, self._short_secret)
-        vouch_nonce = random_bytes(16)
+        vouch_nonce = self._random(16)
         vouch = crypto_box(self._short_public + self.server_public, VOUCH_PREFIX + vouch_nonce, server_short,
                            self.secret)
         nonce = self._next_nonce()
@@ -366,14 +419,14 @@ class CurveServer(_Curve):
     _recv_prefix = MESSAGE_C_PREFIX
 
     def __init__(self, public: bytes, secret: bytes,
-                 authenticate: Callable[[bytes], str | None] | None = None) -> None:
-        super().__init__()
+                 authenticate: Callable[[bytes], str | None] | None = None, *, random: Random | None = None) -> None:
+        super().__init__(random)
         self.secret = _key(secret, "the server secret key")
         self.public = _key(public, "the server public key")
         if crypto_scalarmult_base(self.secret) != self.public:
             raise ValueError("the server public key does not belong to the secret key")
         self.authenticate = authenticate or (lambda key: z85_encode(key).decode("ascii"))
-        self._cookie_key: bytes | None = random_bytes(32)
+        self._cookie_key: bytes | None = self._random(32)
         self._state = "hello"
         self.client_public: bytes | None = None  # the client's long-term key, known after INITIATE
         self.user_id: str | None = None
@@ -398,11 +451,11 @@ class CurveServer(_Curve):
             return _silent(problem)
         client_short = body[80:112]
         assert self._cookie_key is not None
-        short_public, short_secret = crypto_box_keypair()
-        cookie_nonce = random_bytes(16)
+        short_public, short_secret = generate_keypair(self._random)
+        cookie_nonce = self._random(16)
         cookie = cookie_nonce + crypto_secretbox(client_short + short_secret, COOKIE_PREFIX + cookie_nonce,
                                                  self._cookie_key)
-        welcome_nonce = random_bytes(16)
+        welcome_nonce = self._random(16)
         box = crypto_box(short_public + cookie, WELCOME_PREFIX + welcome_nonce, client_short, self.secret)
         # From here on the server remembers nothing of this client: C' and s' live only in the cookie.
         self._state = "initiate"
@@ -420,6 +473,7 @@ class CurveServer(_Curve):
         client_short, short_secret = cookie[:32], cookie[32:64]
         nonce = body[105:113]
         precom = crypto_box_beforenm(client_short, short_secret)
+        self._client_short = client_short
         try:
             plain = crypto_box_open_afternm(body[113:], INITIATE_PREFIX + nonce, precom)
         except CryptoError:

@@ -90,8 +90,9 @@ class PeerOptions:
         """ZMQ_HEARTBEAT_TIMEOUT, which defaults to the interval."""
         return self.heartbeat_ivl if self.heartbeat_timeout is None else self.heartbeat_timeout
 
-    def make_mechanism(self) -> Mechanism:
-        """A fresh mechanism object (they keep per-connection state)."""
+    def make_mechanism(self, random: Callable[[int], bytes] | None = None) -> Mechanism:
+        """A fresh mechanism object (they keep per-connection state); CURVE draws its randomness from `random`
+        (default: the OS)."""
         if self.mechanism == "NULL":
             return NullMechanism()
         if self.mechanism == "PLAIN":
@@ -102,8 +103,9 @@ class PeerOptions:
 
         if self.curve_server:
             return CurveServer(self.curve_publickey, self.curve_secretkey,  # type: ignore[arg-type]
-                               authenticate=self.curve_authenticate)
-        return CurveClient(self.curve_serverkey, self.curve_publickey, self.curve_secretkey)  # type: ignore[arg-type]
+                               authenticate=self.curve_authenticate, random=random)
+        return CurveClient(self.curve_serverkey, self.curve_publickey, self.curve_secretkey,  # type: ignore[arg-type]
+                           random=random)
 
     def _plain_authenticator(self) -> Callable[[str, str], str | None] | None:
         users = dict(self.plain_users or {})

@@ -61,7 +61,6 @@ peer accepts and refuses exactly the same bytes); the dissector reads every byte
 
 from __future__ import annotations
 
-import functools
 import itertools
 import marshal
 import random
@@ -82,55 +81,6 @@ IN_DIR = {"client": S2C, "server": C2S}
 READER = {C2S: "server", S2C: "client"}
 ELEMENT_KINDS = frozenset({"greeting", "command", "frame"})
 DEFAULT_MAX_STEPS = 10_000
-
-
-# ---------------------------------------------------------------- determinism of CURVE's randomness
-
-
-_CURVE: Any = None  # (engine.curve, crypto_scalarmult_base), imported on first use
-
-
-def _curve() -> Any:
-    global _CURVE
-    if _CURVE is None:
-        from nacl.bindings import crypto_scalarmult_base
-
-        from ..engine import curve
-
-        _CURVE = (curve, crypto_scalarmult_base)
-    return _CURVE
-
-
-def _deterministic(method: Callable) -> Callable:
-    always = method.__name__ in ("rewind", "inject", "add_peer")  # these may bring CURVE in
-
-    @functools.wraps(method)
-    def wrapper(self: Simulation, *args: Any, **kwargs: Any) -> Any:
-        if self._in_crypto or not (always or self._curve):
-            # Patching the engine's randomness is only needed while a CURVE handshake may run.
-            return method(self, *args, **kwargs)
-        curve, crypto_scalarmult_base = _curve()
-        rng = self.rng
-        saved = curve.random_bytes, curve.crypto_box_keypair
-
-        def random_bytes(size: int = 32) -> bytes:
-            return rng.randbytes(size)
-
-        def keypair() -> tuple[bytes, bytes]:
-            secret = rng.randbytes(32)
-            return crypto_scalarmult_base(secret), secret
-
-        self._in_crypto = True
-        curve.random_bytes, curve.crypto_box_keypair = random_bytes, keypair
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            curve.random_bytes, curve.crypto_box_keypair = saved
-            self._in_crypto = False
-            if always:  # only these bring peers or faults that may use CURVE: `_curve` is kept here
-                self._curve = self._uses_curve()
-
-    return wrapper
 
 
 # ---------------------------------------------------------------- the pieces
@@ -233,6 +183,7 @@ class _SimPeer:
         self.auto_recv = auto_recv
         self.auto_serverkey = auto_serverkey
         self.core = PeerCore(options, name=name, rng=sim.rng, emit=sim._log, fast_path=True, log_closures=False)
+        self.random = sim.rng.randbytes  # CURVE's keys and nonces: from the seed, so a session replays exactly
         self.socket = self.core.socket
         self.blocked: deque[tuple[bytes, ...]] = deque()  # sends waiting (libzmq would block the caller)
         self.overrides: dict[str, Any] = {}  # faults: what the next connections announce instead
@@ -253,9 +204,9 @@ class _SimPeer:
                                curve_publickey=opts.curve_publickey, curve_secretkey=opts.curve_secretkey,
                                curve_serverkey=o.get("curve_serverkey", opts.curve_serverkey),
                                max_frame_size=opts.max_frame_size)
-            mechanism = fake.make_mechanism()
+            mechanism = fake.make_mechanism(self.random)
         else:
-            mechanism = opts.make_mechanism()
+            mechanism = opts.make_mechanism(self.random)
         return Connection(o.get("socket_type", opts.socket_type), mechanism=mechanism, identity=opts.identity,
                           version=version, strategy=opts.strategy, max_frame_size=opts.max_frame_size,
                           properties=opts.properties)
@@ -273,8 +224,6 @@ class Simulation:
         self.script: list[bytes | ScriptEntry] = []  # packed (see the module docstring); read with actions()
         self._replay: deque[ScriptEntry] = deque()
         self._replaying = False
-        self._in_crypto = False
-        self._curve = False  # whether a peer uses (or a fault made it announce) CURVE; see _deterministic
         self._reset()
 
     def _reset(self) -> None:
@@ -355,7 +304,6 @@ class Simulation:
         if pending and all(packed not in self.script for packed in pending):
             self.script = [*self.script, *pending]
 
-    @_deterministic
     def rewind(self, to_step: int = 0) -> list[dict[str, Any]]:
         """Back to t=0 (then forward to `to_step` steps) by replaying the seed and the script."""
         script = self.script
@@ -370,7 +318,6 @@ class Simulation:
 
     # ------------------------------------------------------------------ external actions
 
-    @_deterministic
     def add_peer(self, name: str, socket_type: str, *, auto_recv: bool = True, **options: Any) -> None:
         """Adds a peer (see the module docstring for the options)."""
         self._action("add_peer", name=name, socket_type=socket_type, auto_recv=auto_recv, **options)
@@ -398,7 +345,6 @@ class Simulation:
         self._peer_list = tuple(self.peers.values())
         self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
 
-    @_deterministic
     def connect(self, client_name: str, server_name: str) -> str:
         """Joins two peers (the first connects, the second binds); returns the connection id."""
         return self._action("connect", client_name=client_name, server_name=server_name)
@@ -417,7 +363,6 @@ class Simulation:
         self._settle()
         return link.id
 
-    @_deterministic
     def send(self, peer_name: str, frames: list[bytes] | tuple[bytes, ...]) -> None:
         """The peer's application sends one message (it waits, as a blocked libzmq send would, when it must)."""
         # A tuple of bytes: the script keeps every message, packed (marshal writes tuples, not lists of bytes).
@@ -441,7 +386,6 @@ class Simulation:
                 raise ValueError(str(exc)) from None
         self._settle()
 
-    @_deterministic
     def recv(self, peer_name: str) -> list[bytes] | None:
         """For a peer without auto_recv: its application reads one message (None when there is none)."""
         return self._action("recv", peer_name=peer_name)
@@ -457,12 +401,10 @@ class Simulation:
         self._settle()
         return list(msg) if msg is not None else None
 
-    @_deterministic
     def subscribe(self, peer_name: str, topic: bytes | str) -> None:
         """SUB/XSUB: subscribe to `topic`."""
         self._action("subscribe", peer_name=peer_name, topic=_b(topic), subscribe=True)
 
-    @_deterministic
     def unsubscribe(self, peer_name: str, topic: bytes | str) -> None:
         """SUB/XSUB: cancel `topic`."""
         self._action("subscribe", peer_name=peer_name, topic=_b(topic), subscribe=False)
@@ -475,7 +417,6 @@ class Simulation:
             raise ValueError(str(exc)) from None
         self._settle()
 
-    @_deterministic
     def close(self, conn: str, side: str = "client") -> None:
         """One side of a connection closes its TCP connection (the client reconnects, as libzmq does)."""
         self._action("close", conn=conn, side=side)
@@ -487,7 +428,6 @@ class Simulation:
         self._close_side(link, side, "closed by the application")
         self._settle()
 
-    @_deterministic
     def disconnect(self, client_name: str, server_name: str) -> None:
         """zmq_disconnect: the client stops (re)connecting to the server and closes the connection."""
         self._action("disconnect", client_name=client_name, server_name=server_name)
@@ -501,7 +441,6 @@ class Simulation:
                     self._close_side(c.link, "client", "disconnected by the application")
         self._settle()
 
-    @_deterministic
     def inject(self, fault: str, **args: Any) -> Any:
         """Applies a fault from `faults.FAULTS` (see there for each one's arguments)."""
         from .faults import FAULTS
@@ -519,7 +458,6 @@ class Simulation:
 
     # ------------------------------------------------------------------ stepping
 
-    @_deterministic
     def step(self) -> list[dict[str, Any]]:
         """Advances by one scheduled item that reports something; returns its events ([] when idle)."""
         start = len(self.events)
@@ -530,7 +468,6 @@ class Simulation:
                 break
         return self.events[start:]
 
-    @_deterministic
     def run(self, until_t: float | None = None, max_steps: int | None = None) -> list[dict[str, Any]]:
         """Steps until idle, until the next item lies after `until_t`, or `max_steps` steps
         (default 10,000 when no `until_t` is given); returns the events produced."""
@@ -846,12 +783,6 @@ class Simulation:
             if names == {peer_a, peer_b} and not link.closed:
                 return link
         return None
-
-    def _uses_curve(self) -> bool:
-        for peer in self.peers.values():
-            if peer.options.mechanism == "CURVE" or peer.overrides.get("mechanism") == "CURVE":
-                return True
-        return False
 
     def idle(self) -> bool:
         """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state()).
