@@ -5,16 +5,7 @@ import assert from 'node:assert/strict';
 import { createApi, ApiError, detailText } from '../../frontend/js/core/api.js';
 import { openSession } from '../../frontend/js/core/session.js';
 import { parseLink, buildLink, sessionRequest } from '../../frontend/js/core/links.js';
-
-function fakeFetch(routes) {
-  const calls = [];
-  const fetch = async (url, init) => {
-    calls.push({ url, method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
-    const [status, body] = routes(url, init);
-    return { ok: status >= 200 && status < 300, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) };
-  };
-  return { fetch, calls };
-}
+import { fakeFetch, fakeWebSocket, fakeEventSource } from './fakes.mjs';
 
 test('HTTP routes and their errors', async () => {
   const { fetch, calls } = fakeFetch((url) => {
@@ -113,17 +104,8 @@ test('capture upload reports progress and the server’s refusal', async () => {
 });
 
 test('dissection progress over server-sent events closes itself when done', () => {
-  const made = [];
-  class FakeES {
-    constructor(url) {
-      this.url = url;
-      made.push(this);
-    }
-    close() {
-      this.closed = true;
-    }
-  }
-  const api = createApi({ EventSource: FakeES });
+  const { EventSource, sources: made } = fakeEventSource();
+  const api = createApi({ EventSource });
   const seen = [];
   api.captureProgress('c1', (m) => seen.push(m));
   const es = made[0];
@@ -136,23 +118,10 @@ test('dissection progress over server-sent events closes itself when done', () =
 });
 
 test('the session websocket: messages in, commands out (queued until open)', () => {
-  const sockets = [];
-  class FakeWS {
-    constructor(url) {
-      this.url = url;
-      this.sent = [];
-      sockets.push(this);
-    }
-    send(t) {
-      this.sent.push(JSON.parse(t));
-    }
-    close() {
-      this.onclose({ code: 1000 });
-    }
-  }
+  const { WebSocket, sockets } = fakeWebSocket();
   const got = { events: [], states: [], errors: [], resets: 0 };
   const s = openSession({
-    WebSocket: FakeWS,
+    WebSocket,
     url: 'ws://h/ws/sessions/s1',
     onEvent: (e) => got.events.push(e),
     onState: (m) => got.states.push(m),

@@ -7,19 +7,10 @@ import { createDocument, walk } from './fake-dom.mjs';
 import { createCorpusApi } from '../../frontend/js/core/corpus-api.js';
 import { columns, cellText, timeText, pageText, progressText, runFacts, TABLES } from '../../frontend/js/core/corpus-tables.js';
 import { CapturePicker, RunList, RunHead, TableView } from '../../frontend/js/views/corpus.js';
+import { fakeFetch, fakeEventSource } from './fakes.mjs';
 
 const EVIL = '<img src=x onerror=alert(1)>';
 const EVIL_HEX = Buffer.from(EVIL).toString('hex');
-
-function fakeFetch(routes) {
-  const calls = [];
-  const fetch = async (url, init) => {
-    calls.push({ url, method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
-    const [status, body] = routes(url, init);
-    return { ok: status >= 200 && status < 300, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) };
-  };
-  return { fetch, calls };
-}
 
 test('corpus routes, their errors and the progress stream', async () => {
   const { fetch, calls } = fakeFetch((url, init) => {
@@ -30,18 +21,8 @@ test('corpus routes, their errors and the progress stream', async () => {
     if (url === '/api/corpus/runs/r%201' && init.method === 'DELETE') return [204, undefined];
     return [404, { detail: 'no corpus run' }];
   });
-  const sources = [];
-  class FakeEventSource {
-    constructor(url) {
-      this.url = url;
-      this.closed = false;
-      sources.push(this);
-    }
-    close() {
-      this.closed = true;
-    }
-  }
-  const api = createCorpusApi({ fetch, EventSource: FakeEventSource });
+  const { EventSource, sources } = fakeEventSource();
+  const api = createCorpusApi({ fetch, EventSource });
   await assert.rejects(api.startRun(['a', 'b']), (e) => e.status === 409 && /in progress/.test(e.message));
   assert.deepEqual(calls[0], { url: '/api/corpus/runs', method: 'POST', body: { captures: ['a', 'b'] } });
   assert.deepEqual(await api.runs(), { runs: [] });

@@ -6,6 +6,7 @@ import { createDocument, walk } from './fake-dom.mjs';
 import { createApi } from '../../frontend/js/core/api.js';
 import { LiveModel, openLive, liveRequest, parsePort, statusText, describeSource } from '../../frontend/js/core/live.js';
 import { LivePanel } from '../../frontend/js/views/live.js';
+import { fakeFetch, fakeWebSocket } from './fakes.mjs';
 
 const EVIL = '<img src=x onerror=alert(1)>';
 
@@ -31,13 +32,11 @@ test('status line and source description', () => {
 });
 
 test('live routes', async () => {
-  const calls = [];
-  const fetch = async (url, init) => {
-    calls.push({ url, method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
-    if (url === '/api/live/interfaces') return { ok: true, status: 200, text: async () => JSON.stringify({ interfaces: ['any', 'lo'] }) };
-    if (url === '/api/live' && init.method === 'POST') return { ok: false, status: 422, text: async () => JSON.stringify({ detail: "no such interface: 'x'" }) };
-    return { ok: true, status: 204, text: async () => '' };
-  };
+  const { fetch, calls } = fakeFetch((url, init) => {
+    if (url === '/api/live/interfaces') return [200, { interfaces: ['any', 'lo'] }];
+    if (url === '/api/live' && init.method === 'POST') return [422, { detail: "no such interface: 'x'" }];
+    return [204, undefined];
+  });
   const api = createApi({ fetch });
   assert.deepEqual(await api.liveInterfaces(), { interfaces: ['any', 'lo'] });
   await assert.rejects(api.createLive({ source: 'capture', interface: 'x', port: 1 }), (e) => e.status === 422 && /no such interface/.test(e.message));
@@ -47,19 +46,10 @@ test('live routes', async () => {
 });
 
 test('the websocket hands over connections, events and status', () => {
-  let ws;
-  class FakeWebSocket {
-    constructor(url) {
-      this.url = url;
-      ws = this;
-    }
-    close() {
-      this.closed = true;
-    }
-  }
+  const { WebSocket, sockets } = fakeWebSocket();
   const got = [];
   const socket = openLive({
-    WebSocket: FakeWebSocket,
+    WebSocket,
     url: 'ws://x/ws/live/1',
     onEvent: (ev) => got.push(['event', ev.kind]),
     onConnection: (m) => got.push(['connection', m.client]),
@@ -67,6 +57,7 @@ test('the websocket hands over connections, events and status', () => {
     onError: (t) => got.push(['error', t]),
     onClose: (code) => got.push(['close', code]),
   });
+  const ws = sockets[0];
   ws.onopen();
   assert.ok(socket.isOpen);
   for (const m of [{ type: 'connection', conn: '0', client: 'c', server: 's' }, { type: 'event', event: { kind: 'greeting' } }, { type: 'status', state: 'capturing' }, { type: 'other' }]) ws.onmessage({ data: JSON.stringify(m) });

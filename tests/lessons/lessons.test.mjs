@@ -4,6 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk, byClass } from '../frontend/fake-dom.mjs';
+import { fakeFetch, fakeWebSocket } from '../frontend/fakes.mjs';
 import { renderNarration, allowedLink } from '../../frontend/js/lessons/narration.js';
 import { createFollower, createBroadcaster, teacherState, normalizeCode, openClassSocket, authMessage } from '../../frontend/js/lessons/classroom.js';
 import { rangesOf, inRanges } from '../../frontend/js/lessons/highlights.js';
@@ -74,27 +75,14 @@ test('the teacher sends each distinct state once per tick', () => {
 });
 
 test('the class socket queues until open and reports close codes', () => {
-  const sockets = [];
-  class FakeWS {
-    constructor(url) {
-      this.url = url;
-      this.sent = [];
-      sockets.push(this);
-    }
-    send(t) {
-      this.sent.push(t);
-    }
-    close() {
-      this.onclose({ code: 1000 });
-    }
-  }
+  const { WebSocket, sockets } = fakeWebSocket();
   const got = [];
   const closes = [];
-  const s = openClassSocket({ WebSocket: FakeWS, url: 'ws://x/ws/classes/ABC?role=student', onMessage: (m) => got.push(m), onClose: (...a) => closes.push(a) });
+  const s = openClassSocket({ WebSocket, url: 'ws://x/ws/classes/ABC?role=student', onMessage: (m) => got.push(m), onClose: (...a) => closes.push(a) });
   s.send({ type: 'status', following: false });
   assert.equal(sockets[0].sent.length, 0);
   sockets[0].onopen();
-  assert.deepEqual(sockets[0].sent.map((t) => JSON.parse(t)), [{ type: 'status', following: false }]);
+  assert.deepEqual(sockets[0].sent, [{ type: 'status', following: false }]);
   sockets[0].onmessage({ data: '{"type":"state","step":2}' });
   sockets[0].onmessage({ data: 'not json' });
   assert.deepEqual(got, [{ type: 'state', step: 2 }]);
@@ -103,26 +91,15 @@ test('the class socket queues until open and reports close codes', () => {
 });
 
 test("a teacher's socket sends its auth message first, before anything queued, on every open", () => {
-  const sockets = [];
-  class FakeWS {
-    constructor(url) {
-      this.url = url;
-      this.sent = [];
-      sockets.push(this);
-    }
-    send(t) {
-      this.sent.push(t);
-    }
-    close() {}
-  }
-  const s = openClassSocket({ WebSocket: FakeWS, url: 'ws://x/ws/classes/ABC?role=teacher', first: authMessage('tok-1') });
+  const { WebSocket, sockets } = fakeWebSocket();
+  const s = openClassSocket({ WebSocket, url: 'ws://x/ws/classes/ABC?role=teacher', first: authMessage('tok-1') });
   s.send({ type: 'state', lesson: 'greeting', step: 1 });
   assert.equal(sockets[0].sent.length, 0);
   sockets[0].onopen();
-  assert.deepEqual(sockets[0].sent.map((t) => JSON.parse(t)), [{ type: 'auth', token: 'tok-1' }, { type: 'state', lesson: 'greeting', step: 1 }]);
+  assert.deepEqual(sockets[0].sent, [{ type: 'auth', token: 'tok-1' }, { type: 'state', lesson: 'greeting', step: 1 }]);
   assert.ok(!sockets[0].url.includes('tok-1'));
   s.send({ type: 'end' });
-  assert.deepEqual(JSON.parse(sockets[0].sent[2]), { type: 'end' });
+  assert.deepEqual(sockets[0].sent[2], { type: 'end' });
 });
 
 test('highlight ranges per direction', () => {
@@ -177,19 +154,13 @@ test('lesson views keep lesson data and payloads as text', () => {
 });
 
 test('the lessons API client caches GETs and reports errors', async () => {
-  const seen = [];
-  const api = createLessonsApi({
-    fetch: async (url, init) => {
-      seen.push(`${init.method} ${url}`);
-      if (url.endsWith('/nope')) return { ok: false, status: 404, text: async () => '{"detail":"no lesson \'nope\'"}' };
-      return { ok: true, status: 200, text: async () => '{"lessons":[]}' };
-    },
-  });
+  const { fetch, calls } = fakeFetch((url) => (url.endsWith('/nope') ? [404, { detail: "no lesson 'nope'" }] : [200, { lessons: [] }]));
+  const api = createLessonsApi({ fetch });
   await api.lessons();
   await api.lessons();
   await assert.rejects(api.lesson('nope'), /no lesson 'nope'/);
   await api.answer('a', 2, { choice: 'x' });
-  assert.deepEqual(seen, ['GET /api/lessons', 'GET /api/lessons/nope', 'POST /api/lessons/a/steps/2/answer']);
+  assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), ['GET /api/lessons', 'GET /api/lessons/nope', 'POST /api/lessons/a/steps/2/answer']);
   // The teacher's token is never part of the URL (it goes in the socket's first message).
   assert.equal(api.classSocketUrl({ protocol: 'https:', host: 'h:1' }, 'ABC', 'teacher', 'secret'), 'wss://h:1/ws/classes/ABC?role=teacher');
   assert.equal(api.classSocketUrl({ protocol: 'http:', host: 'h' }, 'ABC', 'student'), 'ws://h/ws/classes/ABC?role=student');

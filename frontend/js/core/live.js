@@ -12,6 +12,7 @@
 // The socket closes (1000) once the source has stopped.
 
 import { EventLog, peerFrom } from './eventlog.js';
+import { openJsonSocket } from './socket.js';
 
 const PORT_RE = /^\d{1,5}$/;
 
@@ -64,55 +65,38 @@ export function describeSource(src) {
   return '';
 }
 
-/** The live websocket over an injected WebSocket constructor. Returns { close(), isOpen }. */
+/** The live websocket over an injected WebSocket constructor (server -> browser only). Returns { close(), isOpen }. */
 export function openLive({ WebSocket, url, onEvent, onConnection, onStatus, onError, onOpen, onClose }) {
-  const ws = new WebSocket(url);
-  let open = false;
-  let closed = false;
-  ws.onopen = () => {
-    open = true;
-    if (onOpen) onOpen();
-  };
-  ws.onmessage = (e) => {
-    let msg;
-    try {
-      msg = JSON.parse(e.data);
-    } catch {
-      if (onError) onError('unreadable message from the server');
-      return;
-    }
-    switch (msg && msg.type) {
-      case 'event':
-        if (msg.event && typeof msg.event === 'object' && onEvent) onEvent(msg.event);
-        break;
-      case 'connection':
-        if (onConnection) onConnection(msg);
-        break;
-      case 'status':
-        if (onStatus) onStatus(msg);
-        break;
-      case 'error':
-        if (onError) onError(String(msg.detail ?? 'error'));
-        break;
-      default:
-        break;
-    }
-  };
-  ws.onclose = (e) => {
-    open = false;
-    if (!closed && onClose) onClose(e && e.code, e && e.reason);
-    closed = true;
-  };
-  ws.onerror = () => {
-    if (onError && !closed) onError('websocket error');
-  };
-  return {
-    close() {
-      closed = true;
-      ws.close();
+  const socket = openJsonSocket({
+    WebSocket,
+    url,
+    onOpen,
+    onMessage: (msg) => {
+      switch (msg && msg.type) {
+        case 'event':
+          if (msg.event && typeof msg.event === 'object' && onEvent) onEvent(msg.event);
+          break;
+        case 'connection':
+          if (onConnection) onConnection(msg);
+          break;
+        case 'status':
+          if (onStatus) onStatus(msg);
+          break;
+        case 'error':
+          if (onError) onError(String(msg.detail ?? 'error'));
+          break;
+        default:
+          break;
+      }
     },
+    onUnreadable: () => onError && onError('unreadable message from the server'),
+    onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
+    onError: () => onError && onError('websocket error'),
+  });
+  return {
+    close: () => socket.close(),
     get isOpen() {
-      return open;
+      return socket.isOpen;
     },
   };
 }

@@ -8,6 +8,8 @@
 //   {type: "pause"}, {type: "step"}, {type: "step_back"}, {type: "speed", value},
 //   {type: "reset"}, {type: "fault", fault, args}.
 
+import { openJsonSocket } from './socket.js';
+
 // `modes`: the sessions that can inject it (simulated: a virtual wire; tcp: real peers through a tap).
 // The page sends the peer whose output a fault affects (`peer`) and, for delay, `seconds`.
 export const FAULTS = [
@@ -25,28 +27,8 @@ export function faultsFor(mode) {
   return FAULTS.filter((f) => f.modes.includes(mode));
 }
 
+/** A session's websocket: its messages to the callbacks, its commands as methods. */
 export function openSession({ WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose, onLog }) {
-  const ws = new WebSocket(url);
-  const queue = [];
-  let open = false;
-  let closed = false;
-
-  ws.onopen = () => {
-    open = true;
-    for (const msg of queue.splice(0)) ws.send(msg);
-    if (onOpen) onOpen();
-  };
-  ws.onmessage = (e) => {
-    let msg;
-    try {
-      msg = JSON.parse(e.data);
-    } catch {
-      if (onError) onError(`unreadable message from the server`);
-      return;
-    }
-    if (Array.isArray(msg)) for (const m of msg) dispatch(m);
-    else dispatch(msg);
-  };
   function dispatch(msg) {
     switch (msg && msg.type) {
       case 'event':
@@ -68,20 +50,19 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
         break;
     }
   }
-  ws.onclose = (e) => {
-    open = false;
-    if (!closed && onClose) onClose(e && e.code, e && e.reason);
-    closed = true;
-  };
-  ws.onerror = () => {
-    if (onError && !closed) onError('websocket error');
-  };
-
-  function send(cmd) {
-    const text = JSON.stringify(cmd);
-    if (open) ws.send(text);
-    else if (!closed) queue.push(text);
-  }
+  const socket = openJsonSocket({
+    WebSocket,
+    url,
+    onOpen,
+    onMessage: (msg) => {
+      if (Array.isArray(msg)) for (const m of msg) dispatch(m);
+      else dispatch(msg);
+    },
+    onUnreadable: () => onError && onError('unreadable message from the server'),
+    onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
+    onError: () => onError && onError('websocket error'),
+  });
+  const send = (cmd) => socket.send(cmd);
 
   return {
     send,
@@ -92,12 +73,9 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
     speed: (value) => send({ type: 'speed', value: Number(value) }),
     reset: () => send({ type: 'reset' }),
     fault: (fault, args = {}) => send({ type: 'fault', fault, args }),
-    close() {
-      closed = true;
-      ws.close();
-    },
+    close: () => socket.close(),
     get isOpen() {
-      return open;
+      return socket.isOpen;
     },
   };
 }

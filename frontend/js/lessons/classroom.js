@@ -11,6 +11,8 @@
 //                      {type: "state", lesson, step, selection: {element, field}, highlights}, {type: "end"}
 //   student -> server: {type: "status", following}
 
+import { openJsonSocket } from '../core/socket.js';
+
 // Close codes after which reconnecting is pointless (4408, a late `auth`, is worth another try).
 export const FINAL_CLOSE = new Set([1000, 4400, 4403, 4404, 4409, 4429]);
 
@@ -24,46 +26,14 @@ export function authMessage(token) {
  * open before anything queued: the server reads a teacher's `auth` as the first message or not at all.
  */
 export function openClassSocket({ WebSocket, url, first, onMessage, onOpen, onClose }) {
-  const ws = new WebSocket(url);
-  const queue = [];
-  let open = false;
-  let closed = false;
-  ws.onopen = () => {
-    open = true;
-    if (first) ws.send(JSON.stringify(first));
-    for (const m of queue.splice(0)) ws.send(m);
-    if (onOpen) onOpen();
-  };
-  ws.onmessage = (e) => {
-    let msg;
-    try {
-      msg = JSON.parse(e.data);
-    } catch {
-      return;
-    }
-    if (msg && typeof msg === 'object' && onMessage) onMessage(msg);
-  };
-  ws.onclose = (e) => {
-    open = false;
-    const mine = closed;
-    closed = true;
-    if (onClose) onClose((e && e.code) || 0, (e && e.reason) || '', mine);
-  };
-  ws.onerror = () => {};
-  return {
-    send(obj) {
-      const text = JSON.stringify(obj);
-      if (open) ws.send(text);
-      else if (!closed) queue.push(text);
-    },
-    close() {
-      closed = true;
-      ws.close();
-    },
-    get isOpen() {
-      return open;
-    },
-  };
+  return openJsonSocket({
+    WebSocket,
+    url,
+    first,
+    onOpen,
+    onMessage: (msg) => msg && typeof msg === 'object' && onMessage && onMessage(msg),
+    onClose: (code, reason, mine) => onClose && onClose(code || 0, reason || '', mine),
+  });
 }
 
 /**
