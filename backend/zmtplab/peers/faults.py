@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.constants import SOCKET_TYPES, VALID_PEERS
 
 if TYPE_CHECKING:
-    from .simulation import Simulation, _Link, _SimPeer
+    from .simulation import Link, SimPeer, Simulation
 
 
 @dataclass(frozen=True)
@@ -49,59 +49,37 @@ class Fault:
 # ---------------------------------------------------------------- helpers
 
 
-def _link(sim: Simulation, conn: str | None) -> _Link:
-    if conn is None:
-        open_links = [link for link in sim.links.values() if not link.closed]
-        if not open_links:
-            raise ValueError("no open connection")
-        return open_links[-1]
-    return sim._link(str(conn))
-
-
 def _direction(name: str) -> str:
     if name not in ("c2s", "s2c"):
         raise ValueError("dir is 'c2s' or 's2c'")
     return name
 
 
-def _target(sim: Simulation, peer: str | None, conn: str | None) -> tuple[_SimPeer, _Link | None]:
+def _target(sim: Simulation, peer: str | None, conn: str | None) -> tuple[SimPeer, Link | None]:
     if peer is not None:
-        target = sim._peer(peer)
-        link = None
-        if conn is not None:
-            link = sim._link(str(conn))
-        return target, link
-    link = _link(sim, conn)
+        return sim.peer(peer), (sim.link(conn) if conn is not None else None)
+    link = sim.link(conn)
     return link.peers["client"], link
 
 
-def _partner(sim: Simulation, target: _SimPeer, link: _Link | None) -> _SimPeer | None:
+def _partner(sim: Simulation, target: SimPeer, link: Link | None) -> SimPeer | None:
     if link is not None:
-        return link.peers["server"] if link.peers["client"] is target else link.peers["client"]
-    for candidate in reversed(list(sim.links.values())):
-        if candidate.peers["client"] is target:
-            return candidate.peers["server"]
-        if candidate.peers["server"] is target:
-            return candidate.peers["client"]
+        return link.partner_of(target)
+    for candidate in reversed(sim.links.values()):
+        if target in candidate.peers.values():
+            return candidate.partner_of(target)
     return None
 
 
-def _reconnect(sim: Simulation, target: _SimPeer, why: str) -> list[str]:
+def _reconnect(sim: Simulation, target: SimPeer, why: str) -> list[str]:
     """Closes the target's open connections and opens new ones at once (with its new settings)."""
     new_ids = []
     for link in [lk for lk in sim.links.values() if not lk.closed]:
-        if target not in (link.peers["client"], link.peers["server"]):
-            continue
-        connecter = link.connecter
-        sim._close_side(link, "client", f"reconnecting: {why}")
-        if connecter.active:
-            connecter.next_attempt = None
-            new_ids.append(sim._open_link(connecter).id)
+        if target in link.peers.values():
+            new_id = sim.reopen(link, why)
+            if new_id is not None:
+                new_ids.append(new_id)
     return new_ids
-
-
-def _fault_event(sim: Simulation, fault: str, **data: Any) -> None:
-    sim._log({"kind": "link", "what": "fault", "fault": fault, **data})
 
 
 # ---------------------------------------------------------------- transport faults
@@ -109,82 +87,51 @@ def _fault_event(sim: Simulation, fault: str, **data: Any) -> None:
 
 def split(sim: Simulation, conn: str | None = None, dir: str = "c2s", at: list[int] | int = 0) -> None:
     """Cuts the direction's stream into separate writes at the given absolute offsets."""
-    link = _link(sim, conn)
-    d = link.dirs[_direction(dir)]
+    link = sim.link(conn)
     offsets = sorted({int(o) for o in ([at] if isinstance(at, int) else at)})
-    if any(o <= d.delivered for o in offsets):
-        raise ValueError(f"offsets up to {d.delivered} were already delivered in {dir}")
-    from .simulation import _Chunk
-
-    rebuilt = []
-    for chunk in d.chunks:
-        pieces = [o for o in offsets if chunk.pos < o < chunk.start + len(chunk.data)]
-        start = chunk.start
-        cursor = chunk.pos
-        for o in [*pieces, chunk.start + len(chunk.data)]:
-            piece = _Chunk(cursor, chunk.data[cursor - start:o - start], chunk.arrival, chunk.seq)
-            piece.fed = chunk.fed
-            rebuilt.append(piece)
-            cursor = o
-    d.chunks.clear()
-    d.chunks.extend(rebuilt)
-    d.split_at.update(o for o in offsets if o > d.written)
-    _fault_event(sim, "split", conn=link.id, dir=dir, at=offsets)
+    link.dirs[_direction(dir)].split(offsets)
+    sim.fault_event("split", conn=link.id, dir=dir, at=offsets)
 
 
 def delay(sim: Simulation, conn: str | None = None, dir: str = "c2s", seconds: float = 0.1) -> None:
     """Holds the direction: nothing arrives before now + `seconds`."""
-    link = _link(sim, conn)
+    link = sim.link(conn)
     d = link.dirs[_direction(dir)]
-    d.hold_until = max(d.hold_until, sim.t + float(seconds))
-    _fault_event(sim, "delay", conn=link.id, dir=dir, until=round(d.hold_until, 9))
+    d.hold(sim.t + float(seconds))
+    sim.fault_event("delay", conn=link.id, dir=dir, until=round(d.hold_until, 9))
 
 
 def close(sim: Simulation, conn: str | None = None, side: str = "client") -> None:
     """That side closes its TCP connection."""
-    link = _link(sim, conn)
+    link = sim.link(conn)
     if side not in ("client", "server"):
         raise ValueError("side is 'client' or 'server'")
-    _fault_event(sim, "close", conn=link.id, side=side)
-    sim._close_side(link, side, "connection closed (fault)")
+    sim.fault_event("close", conn=link.id, side=side)
+    sim.close_side(link, side, "connection closed (fault)")
 
 
 def corrupt(sim: Simulation, conn: str | None = None, dir: str = "c2s", offset: int | None = None,
             xor: int = 0xFF) -> int:
     """Flips bits (XOR `xor`) of the byte at `offset` of the direction's stream; returns the offset."""
-    link = _link(sim, conn)
+    link = sim.link(conn)
     d = link.dirs[_direction(dir)]
     if not 0 < xor < 256:
         raise ValueError("xor is 1..255")
-    unfed = [c for c in d.chunks if not c.fed]
-    first_free = unfed[0].start if unfed else d.written
-    if offset is None:
-        offset = first_free
-    offset = int(offset)
-    if offset < first_free:
-        raise ValueError(f"byte {offset} of {dir} is already on its way (the first byte that can be corrupted is "
-                         f"{first_free})")
-    for chunk in unfed:
-        if chunk.start <= offset < chunk.start + len(chunk.data):
-            buf = bytearray(chunk.data)
-            buf[offset - chunk.start] ^= xor
-            chunk.data = bytes(buf)
-            _fault_event(sim, "corrupt", conn=link.id, dir=dir, offset=offset)
-            return offset
-    d.corrupt[offset] = d.corrupt.get(offset, 0) ^ xor
-    _fault_event(sim, "corrupt-armed", conn=link.id, dir=dir, offset=offset)
+    offset = d.first_corruptible() if offset is None else int(offset)
+    now = d.flip(offset, xor)
+    sim.fault_event("corrupt" if now else "corrupt-armed", conn=link.id, dir=dir, offset=offset)
     return offset
 
 
 def garbage(sim: Simulation, conn: str | None = None, dir: str = "c2s", data: str | bytes = "") -> None:
     """The writer of the direction writes raw bytes (hex text or bytes) into its stream."""
-    link = _link(sim, conn)
+    link = sim.link(conn)
     raw = bytes.fromhex(data) if isinstance(data, str) else bytes(data)
     if not raw:
         raw = b"GET / HTTP/1.1\r\nHost: zmtplab\r\n\r\n"
     side = "client" if _direction(dir) == "c2s" else "server"
-    _fault_event(sim, "garbage", conn=link.id, dir=dir, length=len(raw))
-    sim._write(link, side, raw)
+    sim.fault_event("garbage", conn=link.id, dir=dir, length=len(raw))
+    sim.write(link, side, raw)
 
 
 # ---------------------------------------------------------------- peer faults
@@ -201,7 +148,7 @@ def wrong_mechanism(sim: Simulation, peer: str | None = None, conn: str | None =
     target.overrides["mechanism"] = mechanism
     if mechanism == "CURVE" and target.options.curve_serverkey is None:
         target.overrides["curve_serverkey"] = sim.rng.randbytes(32)
-    _fault_event(sim, "wrong_mechanism", peer=target.name, mechanism=mechanism)
+    sim.fault_event("wrong_mechanism", peer=target.name, mechanism=mechanism)
     return _reconnect(sim, target, f"{target.name} now announces {mechanism}")
 
 
@@ -219,7 +166,7 @@ def invalid_socket_pair(sim: Simulation, peer: str | None = None, conn: str | No
     if socket_type not in SOCKET_TYPES:
         raise ValueError(f"unknown socket type {socket_type!r}")
     target.overrides["socket_type"] = socket_type
-    _fault_event(sim, "invalid_socket_pair", peer=target.name, socket_type=socket_type)
+    sim.fault_event("invalid_socket_pair", peer=target.name, socket_type=socket_type)
     return _reconnect(sim, target, f"{target.name} now announces {socket_type}")
 
 
@@ -232,7 +179,7 @@ def zmtp_version(sim: Simulation, peer: str | None = None, conn: str | None = No
     target.overrides["version"] = version
     if version in ("2.0", "1.0"):
         target.overrides["mechanism"] = "NULL"
-    _fault_event(sim, "zmtp_version", peer=target.name, version=version)
+    sim.fault_event("zmtp_version", peer=target.name, version=version)
     return _reconnect(sim, target, f"{target.name} now speaks ZMTP {version}")
 
 
@@ -247,7 +194,7 @@ def bad_password(sim: Simulation, peer: str | None = None, conn: str | None = No
             and not partner.options.plain_users:
         partner.options.plain_users = {opts.username or "": opts.password or ""}
     target.overrides["password"] = (opts.password or "") + "-wrong"
-    _fault_event(sim, "bad_password", peer=target.name)
+    sim.fault_event("bad_password", peer=target.name)
     return _reconnect(sim, target, f"{target.name} now sends a wrong password")
 
 
@@ -255,11 +202,11 @@ def stop_answering(sim: Simulation, peer: str | None = None, conn: str | None = 
     """The peer hangs on one connection: it writes nothing more (no PONG); the other side times out."""
     target, link = _target(sim, peer, conn)
     if link is None:
-        link = next((lk for lk in reversed(list(sim.links.values()))
-                     if not lk.closed and target in lk.peers.values()), None)
+        link = next((lk for lk in reversed(sim.links.values()) if not lk.closed and target in lk.peers.values()),
+                    None)
         if link is None:
             raise ValueError(f"{target.name} has no open connection")
-    side = "client" if link.peers["client"] is target else "server"
+    side = link.side_of(target)
     other_side = "server" if side == "client" else "client"
     link.pcs[side].mute = True
     other = link.peers[other_side]
@@ -268,7 +215,7 @@ def stop_answering(sim: Simulation, peer: str | None = None, conn: str | None = 
         other.options.heartbeat_ivl = 1.0
         if other_pc.ready and other_pc.conn.version == "3.1" and other_pc.ping_deadline is None:
             other_pc.ping_deadline = sim.t + 1.0
-    _fault_event(sim, "stop_answering", peer=target.name, conn=link.id)
+    sim.fault_event("stop_answering", peer=target.name, conn=link.id)
     return link.id
 
 

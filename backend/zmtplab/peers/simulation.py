@@ -108,7 +108,10 @@ def _unpack(packed: bytes | ScriptEntry) -> ScriptEntry:
     return ScriptEntry._make(marshal.loads(packed)) if type(packed) is bytes else packed
 
 
-class _Chunk:
+class Chunk:
+    """One write in flight on a link direction: `data` covers stream offsets `start`.., `pos` is the next
+    octet to deliver; `fed` once the dissector has read it."""
+
     __slots__ = ("arrival", "data", "fed", "pos", "seq", "start")
 
     def __init__(self, start: int, data: bytes, arrival: float, seq: int) -> None:
@@ -120,13 +123,13 @@ class _Chunk:
         self.pos = start
 
 
-class _Direction:
+class Direction:
     """One direction of a link: chunks in flight, faults waiting for their bytes, dissector events pending."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.reader = READER[name]  # the side that reads this direction
-        self.chunks: deque[_Chunk] = deque()
+        self.chunks: deque[Chunk] = deque()
         self.written = 0
         self.delivered = 0
         self.hold_until = 0.0
@@ -143,16 +146,62 @@ class _Direction:
     def in_flight(self) -> int:
         return sum(len(c.data) - (c.pos - c.start) for c in self.chunks)
 
+    # ---- what faults do to a direction (peers.faults)
 
-class _Link:
+    def split(self, offsets: list[int]) -> None:
+        """Cuts the stream into separate writes at these absolute offsets: the writes in flight now, and the
+        ones still to be written when they reach an offset."""
+        if any(o <= self.delivered for o in offsets):
+            raise ValueError(f"offsets up to {self.delivered} were already delivered in {self.name}")
+        rebuilt = []
+        for chunk in self.chunks:
+            end = chunk.start + len(chunk.data)
+            cursor = chunk.pos
+            for o in [*(o for o in offsets if chunk.pos < o < end), end]:
+                piece = Chunk(cursor, chunk.data[cursor - chunk.start:o - chunk.start], chunk.arrival, chunk.seq)
+                piece.fed = chunk.fed
+                rebuilt.append(piece)
+                cursor = o
+        self.chunks.clear()
+        self.chunks.extend(rebuilt)
+        self.split_at.update(o for o in offsets if o > self.written)
+
+    def hold(self, until: float) -> None:
+        """Nothing arrives in this direction before `until` (virtual seconds)."""
+        self.hold_until = max(self.hold_until, until)
+
+    def first_corruptible(self) -> int:
+        """The first offset whose octet the dissector has not read yet (in flight unread, or not written)."""
+        for chunk in self.chunks:
+            if not chunk.fed:
+                return chunk.start
+        return self.written
+
+    def flip(self, offset: int, xor: int) -> bool:
+        """XORs the octet at `offset` with `xor`: now when it is in flight (True), else when it is written."""
+        first = self.first_corruptible()
+        if offset < first:
+            raise ValueError(f"byte {offset} of {self.name} is already on its way (the first byte that can be "
+                             f"corrupted is {first})")
+        for chunk in self.chunks:
+            if not chunk.fed and chunk.start <= offset < chunk.start + len(chunk.data):
+                buf = bytearray(chunk.data)
+                buf[offset - chunk.start] ^= xor
+                chunk.data = bytes(buf)
+                return True
+        self.corrupt[offset] = self.corrupt.get(offset, 0) ^ xor
+        return False
+
+
+class Link:
     """One simulated TCP connection between a client (connecting) peer and a server peer."""
 
-    def __init__(self, conn_id: str, num: int, client: _SimPeer, server: _SimPeer, connecter: _Connecter) -> None:
+    def __init__(self, conn_id: str, num: int, client: SimPeer, server: SimPeer, connecter: _Connecter) -> None:
         self.id = conn_id
         self.num = num
         self.peers = {"client": client, "server": server}
         self.connecter = connecter
-        self.dirs = {C2S: _Direction(C2S), S2C: _Direction(S2C)}
+        self.dirs = {C2S: Direction(C2S), S2C: Direction(S2C)}
         self.dir_list = (self.dirs[C2S], self.dirs[S2C])
         self.pcs: dict[str, PeerConnection] = {}
         self.pc_list: tuple[tuple[int, str, PeerConnection], ...] = ()  # (index in SIDES, side, pc), once opened
@@ -160,11 +209,19 @@ class _Link:
         self.closed = False
         self.dissector = ConnectionDissector()
 
+    def side_of(self, peer: SimPeer) -> str:
+        """"client" or "server": the side `peer` has on this link."""
+        return "client" if self.peers["client"] is peer else "server"
+
+    def partner_of(self, peer: SimPeer) -> SimPeer:
+        """The peer at the other end from `peer`."""
+        return self.peers["server"] if self.peers["client"] is peer else self.peers["client"]
+
 
 class _Connecter:
     """A connect(): the client's persistent pipe, and reconnection with libzmq's backoff."""
 
-    def __init__(self, num: int, client: _SimPeer, server: _SimPeer) -> None:
+    def __init__(self, num: int, client: SimPeer, server: SimPeer) -> None:
         self.num = num
         self.client = client
         self.server = server
@@ -172,10 +229,10 @@ class _Connecter:
         self.active = True
         self.next_attempt: float | None = None
         self.ivl = client.options.reconnect_ivl
-        self.link: _Link | None = None
+        self.link: Link | None = None
 
 
-class _SimPeer:
+class SimPeer:
     def __init__(self, sim: Simulation, name: str, options: PeerOptions, auto_recv: bool,
                  auto_serverkey: bool) -> None:
         self.name = name
@@ -234,13 +291,13 @@ class Simulation:
         self.steps = 0
         self.seq = 0
         self.events: list[dict[str, Any]] = []
-        self.peers: dict[str, _SimPeer] = {}
-        self.links: dict[str, _Link] = {}
+        self.peers: dict[str, SimPeer] = {}
+        self.links: dict[str, Link] = {}
         # The same, as tuples for the loops that run per step (`_settle`, `_next_item`, `idle`): every peer,
         # and the links not closed yet (in opening order). Replaced, never changed in place, so that a loop
         # over the old tuple is not disturbed.
-        self._peer_list: tuple[_SimPeer, ...] = ()
-        self._open_links: tuple[_Link, ...] = ()
+        self._peer_list: tuple[SimPeer, ...] = ()
+        self._open_links: tuple[Link, ...] = ()
         self._connecters: list[_Connecter] = []
         self._conn_ids = itertools.count(1)
         self._write_seq = itertools.count(1)
@@ -266,7 +323,7 @@ class Simulation:
             self._t_round = round(t, 9)
         return self._t_round
 
-    def _link_event(self, link: _Link, what: str, **data: Any) -> None:
+    def _link_event(self, link: Link, what: str, **data: Any) -> None:
         self._log({"kind": "link", "what": what, "conn": link.id, **data})
 
     # ------------------------------------------------------------------ script
@@ -341,7 +398,7 @@ class Simulation:
                 auto_serverkey = True
                 options["curve_serverkey"] = bytes(32)  # replaced by the server's key at connect time
         peer_options = PeerOptions(socket_type, **options)
-        self.peers[name] = _SimPeer(self, name, peer_options, auto_recv, auto_serverkey)
+        self.peers[name] = SimPeer(self, name, peer_options, auto_recv, auto_serverkey)
         self._peer_list = tuple(self.peers.values())
         self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
 
@@ -350,7 +407,7 @@ class Simulation:
         return self._action("connect", client_name=client_name, server_name=server_name)
 
     def _op_connect(self, client_name: str, server_name: str) -> str:
-        client, server = self._peer(client_name), self._peer(server_name)
+        client, server = self.peer(client_name), self.peer(server_name)
         if client is server:
             raise ValueError("a peer cannot connect to itself")
         if client.auto_serverkey:
@@ -370,7 +427,7 @@ class Simulation:
         self._action("send", peer_name=peer_name, frames=frames)
 
     def _op_send(self, peer_name: str, frames: tuple[bytes, ...] | list[bytes]) -> None:
-        peer = self._peer(peer_name)
+        peer = self.peer(peer_name)
         msg = tuple(frames)
         if peer.blocked:
             peer.blocked.append(msg)
@@ -391,7 +448,7 @@ class Simulation:
         return self._action("recv", peer_name=peer_name)
 
     def _op_recv(self, peer_name: str) -> list[bytes] | None:
-        peer = self._peer(peer_name)
+        peer = self.peer(peer_name)
         try:
             msg = peer.core.recv()
         except SocketStateError as exc:
@@ -410,7 +467,7 @@ class Simulation:
         self._action("subscribe", peer_name=peer_name, topic=_b(topic), subscribe=False)
 
     def _op_subscribe(self, peer_name: str, topic: bytes, subscribe: bool) -> None:
-        peer = self._peer(peer_name)
+        peer = self.peer(peer_name)
         try:
             (peer.core.subscribe if subscribe else peer.core.unsubscribe)(topic)
         except SocketStateError as exc:
@@ -422,10 +479,10 @@ class Simulation:
         self._action("close", conn=conn, side=side)
 
     def _op_close(self, conn: str, side: str = "client") -> None:
-        link = self._link(conn)
+        link = self.link(conn)
         if side not in SIDES:
             raise ValueError("side is 'client' or 'server'")
-        self._close_side(link, side, "closed by the application")
+        self.close_side(link, side, "closed by the application")
         self._settle()
 
     def disconnect(self, client_name: str, server_name: str) -> None:
@@ -438,7 +495,7 @@ class Simulation:
                 c.active = False
                 c.next_attempt = None
                 if c.link is not None and not c.link.closed:
-                    self._close_side(c.link, "client", "disconnected by the application")
+                    self.close_side(c.link, "client", "disconnected by the application")
         self._settle()
 
     def inject(self, fault: str, **args: Any) -> Any:
@@ -539,7 +596,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ items
 
-    def _deliver(self, link: _Link, d: _Direction) -> None:
+    def _deliver(self, link: Link, d: Direction) -> None:
         dname = d.name
         chunk = d.chunks[0]
         pending = d.pending
@@ -574,10 +631,10 @@ class Simulation:
         if not link.side_closed[reader]:
             link.pcs[reader].receive(data, self.t)
 
-    def _wire_event(self, link: _Link, dname: str, event) -> None:
+    def _wire_event(self, link: Link, dname: str, event) -> None:
         self._log({"conn": link.id, "dir": dname, **event.to_dict()})
 
-    def _deliver_eof(self, link: _Link, d: _Direction) -> None:
+    def _deliver_eof(self, link: Link, d: Direction) -> None:
         dname = d.name
         d.eof_done = True
         while d.pending:
@@ -588,7 +645,7 @@ class Simulation:
             link.pcs[reader].receive(b"", self.t)
         self._maybe_closed(link)
 
-    def _timer(self, link: _Link, side: str) -> None:
+    def _timer(self, link: Link, side: str) -> None:
         link.pcs[side].on_timer(self.t)
 
     def _reconnect(self, connecter: _Connecter) -> None:
@@ -597,9 +654,9 @@ class Simulation:
 
     # ------------------------------------------------------------------ links
 
-    def _open_link(self, connecter: _Connecter) -> _Link:
+    def _open_link(self, connecter: _Connecter) -> Link:
         conn_id = str(next(self._conn_ids))
-        link = _Link(conn_id, int(conn_id), connecter.client, connecter.server, connecter)
+        link = Link(conn_id, int(conn_id), connecter.client, connecter.server, connecter)
         connecter.link = link
         self.links[conn_id] = link
         self._open_links = (*self._open_links, link)
@@ -618,7 +675,7 @@ class Simulation:
             link.pcs[side].start(self.t)
         return link
 
-    def _write(self, link: _Link, side: str, data: bytes) -> None:
+    def write(self, link: Link, side: str, data: bytes) -> None:
         d = link.dirs[OUT_DIR[side]]
         if d.eof:
             return
@@ -640,13 +697,13 @@ class Simulation:
             return
         arrival = self.t + self.latency
         if not cuts:  # the common case: one write, one chunk
-            d.chunks.append(_Chunk(start, data, arrival, next(self._write_seq)))
+            d.chunks.append(Chunk(start, data, arrival, next(self._write_seq)))
             return
         bounds = [start, *cuts, end]
         for a, b in itertools.pairwise(bounds):
-            d.chunks.append(_Chunk(a, data[a - start:b - start], arrival, next(self._write_seq)))
+            d.chunks.append(Chunk(a, data[a - start:b - start], arrival, next(self._write_seq)))
 
-    def _close_side(self, link: _Link, side: str, reason: str) -> None:
+    def close_side(self, link: Link, side: str, reason: str) -> None:
         if link.side_closed[side]:
             return
         pc = link.pcs[side]
@@ -654,7 +711,7 @@ class Simulation:
             pc.close(reason)
         data = pc.take_output()
         if data:
-            self._write(link, side, data)
+            self.write(link, side, data)
         link.side_closed[side] = True
         out_d, in_d = link.dirs[OUT_DIR[side]], link.dirs[IN_DIR[side]]
         out_d.eof = True
@@ -671,7 +728,7 @@ class Simulation:
                          **({"unread": dropped} if dropped else {}))
         self._maybe_closed(link)
 
-    def _maybe_closed(self, link: _Link) -> None:
+    def _maybe_closed(self, link: Link) -> None:
         if link.closed or not all(link.side_closed.values()):
             return
         for dname in (C2S, S2C):
@@ -717,10 +774,10 @@ class Simulation:
                         continue
                     data = pc.take_output(1 << 40)  # (b"" when it has nothing: cheaper than asking has_output)
                     if data:
-                        self._write(link, side, data)
+                        self.write(link, side, data)
                         wrote = True
                     if pc.closed:
-                        self._close_side(link, side, pc.close_reason or "closed")
+                        self.close_side(link, side, pc.close_reason or "closed")
                         moved = True
                 if not link.closed and link.pcs["client"].ready:
                     link.connecter.ivl = link.connecter.client.options.reconnect_ivl
@@ -734,7 +791,7 @@ class Simulation:
             if not moved:
                 break
 
-    def _retry_blocked(self, peer: _SimPeer) -> bool:
+    def _retry_blocked(self, peer: SimPeer) -> bool:
         """Sends what waits in `peer.blocked` as far as the socket takes it; True when something went."""
         core = peer.core
         blocked = peer.blocked
@@ -748,7 +805,7 @@ class Simulation:
             sent = True
         return sent
 
-    def _read_all(self, peer: _SimPeer) -> None:
+    def _read_all(self, peer: SimPeer) -> None:
         """The application of an `auto_recv` peer reads every message its socket has."""
         socket = peer.socket
         while True:
@@ -764,19 +821,39 @@ class Simulation:
 
     # ------------------------------------------------------------------ lookups and state
 
-    def _peer(self, name: str) -> _SimPeer:
+    def peer(self, name: str) -> SimPeer:
         try:
             return self.peers[name]
         except KeyError:
             raise ValueError(f"no peer named {name!r}") from None
 
-    def _link(self, conn: str) -> _Link:
+    def link(self, conn: str | None = None) -> Link:
+        """The link with that id; without one, the newest open link."""
+        if conn is None:
+            for link in reversed(self.links.values()):
+                if not link.closed:
+                    return link
+            raise ValueError("no open connection")
         try:
             return self.links[str(conn)]
         except KeyError:
             raise ValueError(f"no connection {conn!r}") from None
 
-    def link_of(self, peer_a: str, peer_b: str) -> _Link | None:
+    def reopen(self, link: Link, why: str) -> str | None:
+        """The client closes `link` and, unless it was disconnected, connects again at once (with whatever
+        its peers now announce); returns the new connection's id."""
+        connecter = link.connecter
+        self.close_side(link, "client", f"reconnecting: {why}")
+        if not connecter.active:
+            return None
+        connecter.next_attempt = None
+        return self._open_link(connecter).id
+
+    def fault_event(self, fault: str, **data: Any) -> None:
+        """Logs that a fault acted: `{"kind": "link", "what": "fault", "fault", ...}`."""
+        self._log({"kind": "link", "what": "fault", "fault": fault, **data})
+
+    def link_of(self, peer_a: str, peer_b: str) -> Link | None:
         """The newest open link between two peers (either way round)."""
         for link in reversed(list(self.links.values())):
             names = {link.peers["client"].name, link.peers["server"].name}
@@ -832,4 +909,4 @@ def _b(value: bytes | str) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-__all__ = ["Simulation"]
+__all__ = ["Chunk", "Direction", "Link", "ScriptEntry", "SimPeer", "Simulation"]
