@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from webkit import SHARED, make_settings, open_client, progress, upload
+from webkit import SHARED, make_settings, open_client, progress, ready, receive_all, receive_until, upload
 
 from zmtplab.capture.tap import TapProxy
 from zmtplab.web import create_app
@@ -41,41 +41,6 @@ pytestmark = pytest.mark.timeout(60)
 
 REPO = Path(__file__).resolve().parents[2]
 BIG = 12 * 1024 * 1024  # larger than what the kernel buffers between a paused tap and its sender
-
-
-def receive_until(ws: Any, predicate: Any, limit: int = 5000) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    for _ in range(limit):
-        message = ws.receive_json()
-        seen.append(message)
-        if predicate(message):
-            return seen
-    raise AssertionError(f"not seen in {limit} messages: {seen[-5:]}")
-
-
-def receive_all(ws: Any, *predicates: Any, limit: int = 5000) -> list[dict[str, Any]]:
-    """Messages until each predicate has matched one of them (in any order)."""
-    seen: list[dict[str, Any]] = []
-    left = list(predicates)
-    for _ in range(limit):
-        message = ws.receive_json()
-        seen.append(message)
-        left = [p for p in left if not p(message)]
-        if not left:
-            return seen
-    raise AssertionError(f"not all seen in {limit} messages: {seen[-5:]}")
-
-
-def ready(ws: Any) -> list[dict[str, Any]]:
-    """Messages until both READY commands went by."""
-    seen: list[dict[str, Any]] = []
-    dirs: set[str] = set()
-    while dirs != {"c2s", "s2c"}:
-        message = ws.receive_json()
-        seen.append(message)
-        if message["type"] == "event" and message["event"].get("name") == "READY":
-            dirs.add(message["event"]["dir"])
-    return seen
 
 
 def port_is_free(port: int) -> bool:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webkit import SHARED, make_settings, open_client, progress, upload
+from webkit import SHARED, make_settings, open_client, progress, ready, receive_until, upload
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -67,22 +67,8 @@ def capture_dirs(data_dir: Path) -> list[str]:
     return sorted(p.name for p in (data_dir / "captures").iterdir())
 
 
-def receive_until(ws: Any, predicate: Any, limit: int = 2000) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    for _ in range(limit):
-        message = ws.receive_json()
-        seen.append(message)
-        if predicate(message):
-            return seen
-    raise AssertionError(f"not seen in {limit} messages: {seen[-5:]}")
-
-
 def is_error(text: str) -> Any:
     return lambda m: m["type"] == "error" and text in m["detail"]
-
-
-def ready(ws: Any) -> None:
-    receive_until(ws, lambda m: m["type"] == "event" and m["event"].get("name") == "READY")
 
 
 def send(ws: Any, text: str, side: str = "server") -> None:

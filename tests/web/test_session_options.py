@@ -8,8 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from test_web_sessions import events_of, is_event, ready, receive_until
-from webkit import open_client
+from webkit import events_of, is_event, open_client, ready, receive_until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webkit import open_client
+from webkit import events_of, is_event, open_client, ready, receive_until
 
 from zmtplab.capture.dissect import dissect_capture
 
@@ -21,42 +21,8 @@ WIRE_KEYS = ("conn", "dir", "kind", "offset", "length")
 SOURCE_KEYS = ("t", "seq", "ts", "packets", "index")
 
 
-def receive_until(ws, predicate, *, limit: int = 500) -> list[dict[str, Any]]:
-    """Messages from the socket up to and including the first that satisfies `predicate`."""
-    seen = []
-    for _ in range(limit):
-        message = ws.receive_json()
-        seen.append(message)
-        if predicate(message):
-            return seen
-    raise AssertionError(f"not seen in {limit} messages: {seen[-5:]}")
-
-
-def is_event(kind: str, **keys: Any):
-    def check(m: dict[str, Any]) -> bool:
-        return m["type"] == "event" and m["event"]["kind"] == kind and all(m["event"].get(k) == v
-                                                                          for k, v in keys.items())
-    return check
-
-
-def ready(ws) -> list[dict[str, Any]]:
-    """Messages until both READY commands went by (in whichever order)."""
-    seen: set[str] = set()
-
-    def both(m: dict[str, Any]) -> bool:
-        if m["type"] == "event" and m["event"]["kind"] == "command" and m["event"]["name"] == "READY":
-            seen.add(m["event"]["dir"])
-        return seen == {"c2s", "s2c"}
-
-    return receive_until(ws, both)
-
-
 def is_error(m: dict[str, Any]) -> bool:
     return m["type"] == "error"
-
-
-def events_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [m["event"] for m in messages if m["type"] == "event"]
 
 
 def without_source_keys(ev: dict[str, Any]) -> dict[str, Any]:

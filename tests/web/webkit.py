@@ -4,6 +4,7 @@ module with a name of its own: `from conftest import` would pick whichever folde
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,52 @@ def dissected(client: TestClient, data: bytes | Path, name: str = "capture.pcapn
     summary = client.get(f"/api/captures/{capture_id}")
     assert summary.status_code == 200
     return capture_id, summary.json()
+
+
+def receive_until(ws: Any, predicate: Callable[[dict[str, Any]], bool], *, limit: int = 5000) -> list[dict[str, Any]]:
+    """Messages from a test client's websocket up to and including the first that satisfies `predicate`."""
+    seen: list[dict[str, Any]] = []
+    for _ in range(limit):
+        message = ws.receive_json()
+        seen.append(message)
+        if predicate(message):
+            return seen
+    raise AssertionError(f"not seen in {limit} messages: {seen[-5:]}")
+
+
+def receive_all(ws: Any, *predicates: Callable[[dict[str, Any]], bool], limit: int = 5000) -> list[dict[str, Any]]:
+    """Messages until each predicate has matched one of them (in any order)."""
+    seen: list[dict[str, Any]] = []
+    left = list(predicates)
+    for _ in range(limit):
+        message = ws.receive_json()
+        seen.append(message)
+        left = [p for p in left if not p(message)]
+        if not left:
+            return seen
+    raise AssertionError(f"not all seen in {limit} messages: {seen[-5:]}")
+
+
+def is_event(kind: str, **keys: Any) -> Callable[[dict[str, Any]], bool]:
+    """A predicate: a session's `event` message of this kind, with these keys."""
+    def check(m: dict[str, Any]) -> bool:
+        return m["type"] == "event" and m["event"]["kind"] == kind and all(m["event"].get(k) == v
+                                                                          for k, v in keys.items())
+    return check
+
+
+def ready(ws: Any) -> list[dict[str, Any]]:
+    """A session's messages until both READY commands went by (in whichever order)."""
+    seen: set[str] = set()
+
+    def both(m: dict[str, Any]) -> bool:
+        if m["type"] == "event" and m["event"]["kind"] == "command" and m["event"]["name"] == "READY":
+            seen.add(m["event"]["dir"])
+        return seen == {"c2s", "s2c"}
+
+    return receive_until(ws, both)
+
+
+def events_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events among a session's messages."""
+    return [m["event"] for m in messages if m["type"] == "event"]
