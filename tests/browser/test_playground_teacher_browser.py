@@ -349,3 +349,26 @@ def test_router_composer_greeting_strategy_and_sub_topic(page, live_server, arti
     page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('SUBSCRIBE'))", timeout=15_000)
     assert any(r.startswith("SUBSCRIBE") and '"weather"' in r for r in rows(page))
     page.screenshot(path=str(shots / "sub-topic.png"))
+
+
+def test_curve_boxes_are_shown_decrypted_under_the_box(page, live_server, artifacts):
+    """Issue 20.4: our own peers know their CURVE session keys, so the playground opens every box: READY and
+    INITIATE with their properties, each MESSAGE's frame, drawn over the box's octets."""
+    shots = artifacts("playground-curve")
+
+    def curve(p: Any) -> None:
+        for role in ("server", "client"):
+            peer_field(p, role, "Mechanism").locator("select").select_option("CURVE")
+
+    start(page, live_server.base, "ROUTER", "DEALER", autoplay=True, setup=curve)
+    send(page, "client", "", "秘密 secret")
+    page.wait_for_selector("#sequence .seq-row:has-text('秘密 secret')", timeout=15_000)
+    no_error(page)
+    labels = page.eval_on_selector_all("#sequence .seq-row .seq-label", "els => els.map((e) => e.textContent)")
+    assert any("INITIATE" in t and "Socket-Type=DEALER" in t for t in labels), labels
+    assert any("READY" in t and "Socket-Type=ROUTER" in t for t in labels), labels
+    page.locator("#sequence .seq-row", has=page.locator(".seq-label", has_text="秘密 secret")).last.click()
+    page.wait_for_selector("#octets .oct-name:text-is('frame 2')")
+    boxes = page.eval_on_selector_all("#octets .oct-box .oct-text", "els => els.map((e) => e.textContent)")
+    assert any("秘密 secret" in b for b in boxes), boxes
+    page.screenshot(path=str(shots / "decrypted-message.png"))

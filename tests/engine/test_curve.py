@@ -25,7 +25,13 @@ from zmtplab.engine import (
     z85_decode,
     z85_encode,
 )
-from zmtplab.engine.curve import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE
+from zmtplab.engine.curve import (
+    MESSAGE_FLAG_COMMAND,
+    MESSAGE_FLAG_MORE,
+    CurveDecryptor,
+    keylog_line,
+    parse_keylog,
+)
 from zmtplab.engine.greeting import encode_greeting
 
 SERVER_KEYS = generate_keypair()
@@ -587,3 +593,62 @@ def test_libzmq_client_refused_by_our_server_sees_auth_failure(zctx):
             assert event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH and event["value"] == 400
         dealer.disable_monitor()
         monitor.close()
+
+
+# ---------------------------------------------------------------- the key log and the decryptor
+
+
+def decrypted(pair, keys):
+    """The decryptor's views of the pair's wire events, in order."""
+    decryptor = CurveDecryptor(keys.get)
+    return [(d, view) for d, event in pair.wire_events for d, view in decryptor.feed(d, event)]
+
+
+def test_session_keys_open_every_box_of_the_connection():
+    client, server = CurveClient(SERVER_KEYS[0], *CLIENT_KEYS), CurveServer(*SERVER_KEYS)
+    pair = curve_pair("DEALER", "ROUTER", client=client, server=server, client_identity=b"me")
+    pair.send("client", [b"", b"hello"])
+    pair.send("server", [b"", "世界".encode()])
+    pair.write("client", pair.client.ping(20, b"ctx"))
+    # Both sides name the same key: the client's short-term public key and the precomputed key of the two.
+    assert client.session_keys() == server.session_keys() is not None
+    line = keylog_line(*client.session_keys())
+    keys = parse_keylog(f"# a comment\n{line}\n")
+    views = decrypted(pair, keys)
+    commands = [(d, v.name, v.properties) for d, v in views if v.kind == "command"]
+    assert commands[:2] == [("c2s", "INITIATE", {"Socket-Type": "DEALER", "Identity": "me"}),
+                            ("s2c", "READY", {"Socket-Type": "ROUTER", "Identity": ""})]
+    # The PING and the server's PONG travel in MESSAGE boxes (flags bit 1), with their context.
+    pings = [(d, v.name, v.details.get("context")) for d, v in views if v.kind == "command"][2:]
+    assert pings == [("c2s", "PING", b"ctx".hex()), ("s2c", "PONG", b"ctx".hex())]
+    messages = [(d, v.frames) for d, v in views if v.kind == "message"]
+    assert messages == [("c2s", [b"", b"hello"]), ("s2c", [b"", "世界".encode()])]
+    for _, view in views:
+        as_dict = view.to_dict()
+        assert as_dict["decrypted"] is True and as_dict["fields"]
+    # Each decrypted view sits on its box: inside the MESSAGE command that carried it, on the wire.
+    boxes = {(d, e.offset): e for d, e in pair.wire_events if e.kind == "command" and e.name == "MESSAGE"}
+    for d, view in views:
+        if view.kind == "frame":
+            box = next(e for (bd, _), e in boxes.items() if bd == d and e.offset < view.offset < e.offset + e.length)
+            assert view.offset + view.length == box.offset + box.length
+    text = next(v for _, v in views if v.kind == "message" and v.frames[-1] == "世界".encode()).to_dict()
+    assert text["fields"][-1]["value"] == "世界"
+
+
+def test_a_wrong_key_is_said_once_and_nothing_is_made_up():
+    pair = curve_pair("DEALER", "ROUTER")
+    pair.send("client", [b"a"])
+    pair.send("client", [b"b"])
+    client_short = pair.client.mechanism.session_keys()[0]
+    views = decrypted(pair, {client_short: bytes(32)})
+    assert [(v.kind, v.rule) for _, v in views] == [("expert", "curve-keylog")]
+    assert decrypted(pair, {}) == []  # no key for this connection: nothing to say
+
+
+def test_keylog_lines_are_checked():
+    assert parse_keylog("CLIENT_RANDOM 00 11\n\n") == {}
+    with pytest.raises(ValueError, match="line 2"):
+        parse_keylog("# ok\nCURVE_SESSION_KEY 00 11\n")
+    with pytest.raises(ValueError, match="64 hex"):
+        parse_keylog("CURVE_SESSION_KEY zz\n")

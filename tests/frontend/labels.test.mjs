@@ -68,3 +68,8 @@ test('rules link to the spec that defines them, by version and mechanism', () =>
   assert.deepEqual([unknown.spec, unknown.definition, unknown.url], ['23', null, 'https://rfc.zeromq.org/spec/23/']);
   assert.equal(sectionSlug('The Socket-Type Property'), 'the-socket-type-property');
 });
+
+test('what a CURVE box held says it was decrypted', () => {
+  assert.equal(infoLabel({ kind: 'message', frames: ['6869'], decrypted: true }), 'Message [1 frame] "hi" (decrypted)');
+  assert.equal(infoLabel({ kind: 'message', frames: ['6869'] }), 'Message [1 frame] "hi"');
+});

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from nacl.bindings import (
     crypto_box,
@@ -39,14 +41,16 @@ from nacl.bindings import (
 from nacl.exceptions import CryptoError
 from nacl.utils import random as random_bytes
 
-from .commands import encode_metadata
+from .commands import decode_command, encode_metadata
 from .errors import LocalProtocolError, RemoteProtocolError
-from .events import Command
-from .framing import encode_frame
+from .events import Command, Expert, Frame, Message, WireEvent
+from .fields import Field, text_or_hex
+from .framing import body_value, encode_frame
 from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
 
 __all__ = [
-    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveServer", "Random", "generate_keypair",
+    "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveDecryptor", "CurveServer", "DecryptedFrame",
+    "DecryptedMessage", "Random", "generate_keypair",
     "hello_problem", "keylog_line", "open_box", "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
 ]
 
@@ -208,6 +212,128 @@ def parse_metadata(data: bytes) -> dict[str, bytes]:
         props[name.decode("ascii", "replace")] = data[start:start + value_size]
         pos = start + value_size
     return props
+
+
+# ---------------------------------------------------------------- reading a connection with its session keys
+
+
+@dataclass(frozen=True, slots=True)
+class DecryptedFrame(Frame):
+    """A frame as the application sent it, opened from a MESSAGE box; it sits where the box is on the wire."""
+
+    @property
+    def fields(self) -> list[Field]:
+        return [Field("decrypted frame", self.offset, self.length, body_value(self.body), "message-box",
+                      f"Opened with the connection's session key: flags 0x{self.flags:02x} "
+                      f"({'MORE' if self.flags & MESSAGE_FLAG_MORE else 'final'}) and the frame's {len(self.body)} "
+                      "octets, which the wire only shows encrypted.")]
+
+    def field_dicts(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.fields]
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        out["decrypted"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DecryptedMessage(Message):
+    """A whole application message opened from MESSAGE boxes (its frames are `DecryptedFrame`s)."""
+
+    @property
+    def fields(self) -> list[Field]:
+        return [Field(f"frame {i}", p.offset, p.length, body_value(p.body), "message-box",
+                      "Decrypted: the frame as the application sent it.") for i, p in enumerate(self.parts, 1)]
+
+    def field_dicts(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.fields]
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        out["decrypted"] = True
+        return out
+
+
+class CurveDecryptor:
+    """Opens one CURVE connection's boxes with its session key (from a key log), for whoever reads a dissector.
+
+    `feed(direction, event)` takes the dissector's events in order and returns the decrypted views to show
+    after each: READY and INITIATE as `Command`s with their properties, each MESSAGE box as a
+    `DecryptedFrame` (a `DecryptedMessage` once the frame without MORE arrives), and a command CURVE
+    carried in a box (PING, SUBSCRIBE, ...) as a `Command`; all with `decrypted` true, at the box's place
+    in the stream, so the octet table shows the plaintext under the box. `keys(client_short_public)` gives
+    the session key, or None. Never raises: a box that does not open is said once, as an expert note.
+    """
+
+    def __init__(self, keys: Callable[[bytes], bytes | None]) -> None:
+        self.keys = keys
+        self.client_dir: str | None = None
+        self.client_short: bytes | None = None
+        self.key: bytes | None = None  # asked for at each box until known (a peer knows it only mid-handshake)
+        self._parts: dict[str, list[DecryptedFrame]] = {"c2s": [], "s2c": []}
+        self._failed = False
+
+    def feed(self, direction: str, event: WireEvent) -> list[tuple[str, WireEvent]]:
+        if not isinstance(event, Command):
+            return []
+        body = _body(event)
+        head = _header_size(event)
+        if event.name == "HELLO" and len(body) == HELLO_SIZE:
+            self.client_dir, self.client_short = direction, body[80:112]
+            return []
+        if self.client_short is None or event.name not in ("INITIATE", "READY", "MESSAGE"):
+            return []
+        if self.key is None:
+            self.key = self.keys(self.client_short)
+            if self.key is None:
+                return []
+        from_server = direction != self.client_dir
+        nonce_at = {"INITIATE": 105, "READY": 6, "MESSAGE": 8}[event.name]
+        box_at = nonce_at + 8
+        if len(body) <= box_at:
+            return []
+        plain = open_box(event.name, body[nonce_at:box_at], body[box_at:], self.key, from_server=from_server)
+        where = event.offset + head + box_at
+        size = len(body) - box_at
+        if plain is None:
+            if self._failed:
+                return []
+            self._failed = True
+            return [(direction, Expert(where, size, severity="warn", rule="curve-keylog",
+                                       text=f"the {event.name} box does not open with the key log's session key for "
+                                            "this connection: a key of another connection, or altered traffic"))]
+        if event.name == "MESSAGE":
+            return self._message(direction, where, size, plain)
+        data = plain[128:] if event.name == "INITIATE" else plain
+        try:
+            metadata = parse_metadata(data)
+        except ValueError:
+            metadata = {}
+        props = {k: text_or_hex(v) for k, v in metadata.items()}
+        shown = " ".join(f"{k}={v}" for k, v in props.items()) or "(none)"
+        field = Field("decrypted metadata", where, size, shown, "metadata",
+                      f"The {event.name} box opened with the connection's session key: its metadata properties.")
+        return [(direction, Command(where, size, name=event.name, raw=plain, field_list=(field,), metadata=metadata,
+                                    details={"properties": props, "decrypted": True}))]
+
+    def _message(self, direction: str, where: int, size: int, plain: bytes) -> list[tuple[str, WireEvent]]:
+        flags, data = plain[0], plain[1:]
+        if flags & MESSAGE_FLAG_COMMAND:
+            decoded = decode_command(data, where, "NULL")
+            field = Field("decrypted command", where, size, decoded.name, "command",
+                          "A command CURVE carried inside a MESSAGE box (flags bit 1), opened with the session key.")
+            return [(direction, Command(where, size, name=decoded.name, raw=data, field_list=(field,),
+                                        details={**decoded.details, "decrypted": True}))]
+        frame = DecryptedFrame(where, size, flags=flags & MESSAGE_FLAG_MORE, size=len(data), body=data)
+        out: list[tuple[str, WireEvent]] = [(direction, frame)]
+        parts = self._parts[direction]
+        parts.append(frame)
+        if not flags & MESSAGE_FLAG_MORE:
+            first = parts[0]
+            out.append((direction, DecryptedMessage(first.offset, where + size - first.offset, parts=tuple(parts))))
+            self._parts[direction] = []
+        return out
 
 
 # ---------------------------------------------------------------- the mechanisms

@@ -208,6 +208,16 @@ class Link:
         self.side_closed = {"client": False, "server": False}
         self.closed = False
         self.dissector = ConnectionDissector()
+        self.decryptor: Any = None  # a CURVE link's CurveDecryptor: its boxes opened for the log, from its HELLO on
+
+    def session_key(self, client_short: bytes) -> bytes | None:
+        """The link's CURVE session key, once one of its peers has it: the key log of our own peers."""
+        for pc in self.pcs.values():
+            keys = getattr(pc.conn.mechanism, "session_keys", None)
+            found = keys() if keys is not None else None
+            if found is not None and found[0] == client_short:
+                return found[1]
+        return None
 
     def side_of(self, peer: SimPeer) -> str:
         """"client" or "server": the side `peer` has on this link."""
@@ -633,6 +643,15 @@ class Simulation:
 
     def _wire_event(self, link: Link, dname: str, event) -> None:
         self._log({"conn": link.id, "dir": dname, **event.to_dict()})
+        if event.kind == "command":
+            # Our peers know their CURVE session keys: show what each box holds, right after the box.
+            if link.decryptor is None and event.name == "HELLO":
+                from ..engine.curve import CurveDecryptor  # (only CURVE sessions load the cryptography)
+
+                link.decryptor = CurveDecryptor(link.session_key)
+            if link.decryptor is not None:
+                for d, view in link.decryptor.feed(dname, event):
+                    self._log({"conn": link.id, "dir": d, **view.to_dict()})
 
     def _deliver_eof(self, link: Link, d: Direction) -> None:
         dname = d.name

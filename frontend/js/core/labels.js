@@ -63,9 +63,14 @@ function messageLabel(ev) {
   return [head, ...shown].join(' ');
 }
 
-/** Wireshark-style Info column text for any event. */
+/** Wireshark-style Info column text for any event; what a CURVE box held (opened with the session's keys) says so. */
 export function infoLabel(ev) {
   if (!ev || typeof ev !== 'object') return '';
+  const label = kindLabel(ev);
+  return ev.decrypted ? `${label} (decrypted)` : label;
+}
+
+function kindLabel(ev) {
   switch (ev.kind) {
     case 'greeting':
       return greetingLabel(ev);
