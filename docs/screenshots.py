@@ -68,6 +68,15 @@ def main() -> int:
             page.click("#sequence .seq-row[data-index='3']")
             page.wait_for_timeout(600)
             page.screenshot(path=str(OUT / "capture-viewer.png"))
+            # Overview: the broker capture, the first request's path through the broker picked.
+            page.goto(f"{base}/capture.html")
+            page.set_input_files("input[type=file]", str(ROOT / "captures" / "broker.pcapng"))
+            page.wait_for_selector("#sequence .seq-row[data-index='3']", timeout=30000)
+            page.click("#view-overview")
+            page.wait_for_selector("#overview .flow-row", timeout=30000)
+            page.locator("#overview .flow-row").first.click()
+            page.wait_for_timeout(400)
+            page.screenshot(path=str(OUT / "capture-overview.png"))
             # Lessons: the greeting lesson at its padding step.
             page.goto(f"{base}/lessons.html?lesson=greeting&step=3")
             page.wait_for_timeout(2500)
