@@ -316,3 +316,60 @@ def test_open_links_and_idle_agree_with_the_links_through_reconnections() -> Non
     assert len(sim.links) >= 3 and any(link.closed for link in sim.links.values())
     sim.rewind(5)
     check()
+
+
+# ---- what the lesson player runs on: application PINGs, writes as they arrive, bytes a closed side never reads
+
+
+def test_an_application_ping_crosses_the_wire_and_replays() -> None:
+    sim = Simulation(seed=2)
+    sim.add_peer("server", "ROUTER")
+    sim.add_peer("client", "DEALER", identity=b"c")
+    conn = sim.connect("client", "server")
+    sim.run()
+    sim.ping(conn, "client", 30, b"ctx1")
+    sim.run()
+    ping = [e for e in wire(sim.events, "command", "c2s") if e["name"] == "PING"]
+    assert [(p["ttl"], p["context"]) for p in ping] == [(30, b"ctx1".hex())]
+    pong = [e for e in wire(sim.events, "command", "s2c") if e["name"] == "PONG"]
+    assert [p["context"] for p in pong] == [b"ctx1".hex()]
+    log = json.dumps(sim.events)
+    sim.rewind()
+    sim.run()
+    assert json.dumps(sim.events) == log  # the PING is part of the script
+    with pytest.raises(ValueError, match="side is"):
+        sim.ping(conn, "nobody")
+
+
+def test_on_write_tells_each_write_as_it_arrives() -> None:
+    sim = Simulation(seed=0)
+    seen: list[tuple[str, str, int, int, float]] = []
+    sim.on_write = lambda conn, d, offset, length: seen.append((conn, d, offset, length, sim.t))
+    sim.add_peer("server", "PUSH")
+    sim.add_peer("client", "PULL")
+    sim.connect("client", "server")
+    assert not seen and sim.in_flight()  # written, not arrived
+    sim.run()
+    assert not sim.in_flight()
+    # libzmq's greeting in three writes each way (10, 1, 53 octets), then READY; all arrive 1 ms after writing.
+    c2s = [(offset, length) for _, d, offset, length, _ in seen if d == "c2s"]
+    assert c2s[:3] == [(0, 10), (10, 1), (11, 53)]
+    assert sum(length for _, length in c2s) == sum(e["length"] for e in wire(sim.events, direction="c2s")
+                                                   if e["kind"] != "message")
+    assert seen[0][4] == pytest.approx(0.001)
+
+
+@pytest.mark.parametrize("unread_on_wire", [False, True])
+def test_bytes_towards_a_closed_side_reach_the_wire_only_when_asked(unread_on_wire: bool) -> None:
+    # PUSH to PUSH: each side refuses the other's READY with ERROR and closes. Both READYs cross at once, so
+    # each ERROR is written towards a side that has closed by the time it arrives.
+    sim = Simulation(seed=0, unread_on_wire=unread_on_wire)
+    sim.add_peer("server", "PUSH")
+    sim.add_peer("client", "PUSH", reconnect_ivl=0)
+    sim.connect("client", "server")
+    sim.run()
+    errors = {e["dir"] for e in wire(sim.events, "command") if e["name"] == "ERROR"}
+    assert errors == ({"c2s", "s2c"} if unread_on_wire else set())
+    assert sim.links["1"].closed
+    half_closed = [e for e in sim.events if e.get("what") == "half-closed"]
+    assert sum(e.get("unread", 0) for e in half_closed) > 0  # unread by the peer either way

@@ -148,16 +148,20 @@ class PeerSpec(_Model):
     def _version(cls, value: Any) -> Any:
         return str(value) if isinstance(value, float | int) else value
 
+    def settings(self) -> dict[str, Any]:
+        """The `PeerOptions` keyword arguments this peer sets (what `Simulation.add_peer` takes)."""
+        return {
+            "identity": self.identity.encode("utf-8"), "version": self.version, "strategy": self.strategy,
+            "mechanism": self.mechanism, "username": self.username, "password": self.password,
+            "plain_server": self.plain_server, "plain_users": self.plain_users, "heartbeat_ivl": self.heartbeat_ivl,
+            "heartbeat_ttl": self.heartbeat_ttl, "heartbeat_timeout": self.heartbeat_timeout,
+            "properties": {k: v.encode("utf-8") for k, v in self.properties.items()},
+        }
+
     def options(self):  # -> PeerOptions (imported lazily: the loader needs no runtime)
         from ..peers.options import PeerOptions
 
-        return PeerOptions(
-            self.type, identity=self.identity.encode("utf-8"), version=self.version, strategy=self.strategy,
-            mechanism=self.mechanism, username=self.username, password=self.password,
-            plain_server=self.plain_server, plain_users=self.plain_users, heartbeat_ivl=self.heartbeat_ivl,
-            heartbeat_ttl=self.heartbeat_ttl, heartbeat_timeout=self.heartbeat_timeout,
-            properties={k: v.encode("utf-8") for k, v in self.properties.items()},
-        )
+        return PeerOptions(self.type, **self.settings())
 
 
 class SessionSource(_Model):

@@ -7,10 +7,13 @@ link, what the applications received, and the peers' log (handshakes, closes, PI
 
 Sources:
 
-- `session`: two engine peers with ZeroMQ socket semantics (`peers.session.PeerCore`), joined by an
-  in-memory link. Writes go through a FIFO and take 1 ms each on a virtual clock that only `wait`
-  moves further (heartbeat timers fire then), so a lesson plays the same way every time. Every byte
-  is also fed to the engine's dissector, which produces the events.
+- `session`: two peers with ZeroMQ socket semantics on `peers.Simulation`, the playground's
+  simulator: an in-memory link whose writes arrive 1 ms (virtual) later, in write order, its
+  dissector reading every byte that crosses (also the bytes a peer that already closed never
+  reads, as a capture would show them). Actions deliver what is in flight; only `wait` lets the
+  clock run on to timers (heartbeats), so a lesson plays the same way every time. The scene shows
+  the simulation's wire elements (connection "0"), the writes as they arrive, the messages the
+  applications received and the peers' notes in words.
 - `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
   accept them (a spec's worked example, byte for byte).
 - `capture`: a sample capture dissected by the capture reader.
@@ -22,8 +25,6 @@ suite plays every lesson through here.
 
 from __future__ import annotations
 
-import random
-from collections import deque
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
@@ -33,8 +34,7 @@ from typing import Any
 from ..engine import Connection, ConnectionDissector, RemoteProtocolError
 from ..engine.errors import LocalProtocolError
 from ..engine.fields import text_or_hex
-from ..peers.session import PeerCore
-from ..peers.sockets import Again, SocketStateError
+from ..peers.simulation import Simulation
 from . import markdown
 from .loader import (
     Action,
@@ -51,9 +51,11 @@ from .loader import (
 
 LATENCY = 0.001  # virtual seconds per write on the simulated link
 MAX_DELIVERIES = 100_000
-MAX_TIMER_ROUNDS = 10_000
+MAX_WAIT_STEPS = 100_000
 OTHER = {"client": "server", "server": "client"}
 OUT_DIR = {"client": "c2s", "server": "s2c"}
+# What a peer reports that the scene's log shows (`recv` becomes a received message).
+PEER_NOTES = frozenset({"handshake", "closed", "ping-sent", "ping", "pong", "subscription", "ignored"})
 
 
 class LessonPlayError(Exception):
@@ -135,45 +137,60 @@ class _Source:
 
 
 class _SessionSource(_Source):
-    """Two simulated peers (see the module docstring)."""
+    """Two simulated peers on `peers.Simulation` (see the module docstring)."""
 
     kind = "session"
 
     def __init__(self, spec: SessionSource) -> None:
         super().__init__()
         self.spec = spec
-        self.dissector = ConnectionDissector()
-        self.dissector_closed = False
-        self.cores: dict[str, PeerCore] = {}
-        for n, side in enumerate(("server", "client")):
-            self.cores[side] = PeerCore(getattr(spec, side).options(), name=side,
-                                        rng=random.Random(spec.seed * 2 + n), emit=self._emit, fast_path=False)
-        client = self.cores["client"]
-        pipe = client.add_connect_pipe("connect-1")
-        self.pcs = {"client": client.open_connection("0", is_client=True, pipe=pipe),
-                    "server": self.cores["server"].open_connection("0", is_client=False)}
-        self.queue: deque[tuple[str, bytes | None]] = deque()
-        self.sent = {"c2s": 0, "s2c": 0}
-        self.fin_queued = {"client": False, "server": False}
-        self.fin_seen = False
-        for side in ("client", "server"):
-            self.pcs[side].start(self.now)
-        self._collect()
+        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
+        self.sim.on_write = self._on_write
+        self.seen = 0  # entries of the simulation's log taken in so far
+        for side in ("server", "client"):
+            # No reconnection: a lesson's connection, once closed, stays closed.
+            self.sim.add_peer(side, getattr(spec, side).type, reconnect_ivl=0, **getattr(spec, side).settings())
+        self.conn = self.sim.connect("client", "server")
+        self._take_log()
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "session"}
         for side in ("server", "client"):
-            peer = self.cores[side].options.describe()
+            peer = getattr(self.spec, side).options().describe()
             peer["identity"] = text_or_hex(bytes.fromhex(peer.get("identity", "")))  # shown as text where it is
             out[side] = peer
         return out
 
-    # ---- the link
+    # ---- the simulation's log, as a scene shows it
 
-    def _emit(self, event: dict[str, Any]) -> None:
-        side = event.get("peer", "?")
-        what = event.get("what", "")
+    def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
+        self.writes.append({"dir": direction, "offset": offset, "length": length, "t": round(self.sim.t, 6)})
+
+    def _take_log(self) -> None:
+        """Takes in what the simulation logged since last time: elements, received messages, peer notes."""
+        entries = self.sim.events
+        for entry in entries[self.seen:]:
+            kind = entry["kind"]
+            if kind == "peer":
+                self._peer_entry(entry)
+            elif kind != "link":
+                item = {**entry, "conn": "0", "t": round(entry["t"], 6)}
+                item["seq"] = len(self.events)
+                self.events.append(item)
+        self.seen = len(entries)
+
+    def _peer_entry(self, event: dict[str, Any]) -> None:
+        side = event["peer"]
+        what = event["what"]
+        self.now = event["t"]
         error = False
+        if what == "recv":
+            frames = [bytes.fromhex(f) for f in event["frames"]]
+            self.received.append({"t": round(self.now, 6), "peer": side, "frames": [text_or_hex(f) for f in frames],
+                                  "hex": event["frames"]})
+            return
+        if what not in PEER_NOTES:
+            return  # the simulation's own entries (a peer added, a send that waits)
         if what == "handshake":
             peer_type = event.get("peer_socket_type")
             text = (f"handshake complete: ZMTP {event.get('version')} {event.get('mechanism')}, "
@@ -196,140 +213,85 @@ class _SessionSource(_Source):
         elif what == "subscription":
             topic = text_or_hex(bytes.fromhex(event.get("topic", "")))
             text = f"peer {'subscribed to' if event.get('subscribe') else 'cancelled'} {topic!r}"
-        elif what == "ignored":
+        else:  # ignored
             text = f"connection ignored: {event.get('reason')}"
-        else:
-            text = what
         self._note(side, what, text, error=error)
 
-    def _collect(self) -> None:
-        for side in ("client", "server"):
-            pc = self.pcs[side]
-            data = pc.take_output()
-            if data:
-                self.queue.append((side, data))
-            if pc.closed and not self.fin_queued[side]:
-                self.fin_queued[side] = True
-                self.queue.append((side, None))
+    # ---- moving on
 
-    def _drain_app(self) -> None:
-        for side, core in self.cores.items():
-            if core.socket.type in ("PUB", "PUSH"):
-                continue
-            while True:
-                try:
-                    frames = core.recv()
-                except SocketStateError:
-                    break
-                if frames is None:
-                    break
-                self.received.append({"t": round(self.now, 6), "peer": side,
-                                      "frames": [text_or_hex(f) for f in frames], "hex": [f.hex() for f in frames]})
-
-    def deliver_one(self) -> bool:
-        if not self.queue:
+    def _step(self) -> bool:
+        """One delivery (or timer) of the simulation; False when nothing is on its way."""
+        if not self.sim.in_flight():
             return False
-        side, data = self.queue.popleft()
-        direction = OUT_DIR[side]
-        receiver = self.pcs[OTHER[side]]
-        self.now += LATENCY
-        if data is None:
-            self.fin_seen = True
-            receiver.receive(b"", self.now)
-        else:
-            self.writes.append({"dir": direction, "offset": self.sent[direction], "length": len(data),
-                                "t": round(self.now, 6)})
-            self.sent[direction] += len(data)
-            self._add_events(self.dissector.receive_data(direction, data))
-            receiver.receive(data, self.now)
-        self._drain_app()
-        self._collect()
+        self.sim.step()
+        self._take_log()
         return True
 
     def settle(self) -> None:
         for _ in range(MAX_DELIVERIES):
-            if not self.deliver_one():
-                break
-        else:
-            raise LessonPlayError("the session never settles")
-        if self.fin_seen and not self.dissector_closed and not self.queue:
-            self.dissector_closed = True
-            self._add_events(self.dissector.close())
+            if not self._step():
+                return
+        raise LessonPlayError("the session never settles")
 
     # ---- actions
 
     def apply(self, action: Action) -> None:
         name = action.name
+        sim = self.sim
         if name == "run":
             self.settle()
         elif name == "deliver":
             for _ in range(action.deliver or 0):
-                if not self.deliver_one():
+                if not self._step():
                     raise LessonPlayError(f"deliver: only fewer than {action.deliver} writes were in flight")
         elif name == "until":
             assert action.until is not None
             for _ in range(MAX_DELIVERIES):
                 if _select(self.events, action.until, strict=False) is not None:
                     break
-                if not self.deliver_one():
+                if not self._step():
                     raise LessonPlayError(f"until: the link went quiet before {_describe(action.until)} appeared")
         elif name == "send":
             send = action.send
             assert send is not None
             try:
-                self.cores[send.from_].send([f.to_bytes() for f in send.frames])
-            except (Again, SocketStateError, ValueError) as exc:
+                sim.send(send.from_, [f.to_bytes() for f in send.frames])
+            except ValueError as exc:
                 raise LessonPlayError(f"send from {send.from_}: {exc}") from None
-            self._collect()
+            if sim.state()["peers"][send.from_]["blocked_sends"]:
+                raise LessonPlayError(f"send from {send.from_}: no peer can take the message yet")
         elif name == "ping":
             ping = action.ping
             assert ping is not None
-            self._collect()
-            pc = self.pcs[ping.from_]
             try:
-                data = pc.conn.ping(ping.ttl, ping.context.encode("utf-8"))
-            except LocalProtocolError as exc:
+                sim.ping(self.conn, ping.from_, ping.ttl, ping.context.encode("utf-8"))
+            except ValueError as exc:
                 raise LessonPlayError(f"ping from {ping.from_}: {exc}") from None
-            self.queue.append((ping.from_, data))
+            self._take_log()
             self._note(ping.from_, "ping-sent", f"sent PING with TTL {ping.ttl} ds")
         elif name in ("subscribe", "unsubscribe"):
             topic = action.subscribe or action.unsubscribe
             assert topic is not None
-            core = self.cores[topic.from_]
             try:
-                (core.subscribe if name == "subscribe" else core.unsubscribe)(topic.topic.encode("utf-8"))
-            except SocketStateError as exc:
+                (sim.subscribe if name == "subscribe" else sim.unsubscribe)(topic.from_, topic.topic.encode("utf-8"))
+            except ValueError as exc:
                 raise LessonPlayError(f"{name} from {topic.from_}: {exc}") from None
-            self._collect()
         elif name == "wait":
-            self._wait(action.wait or 0.0)
+            target = sim.t + (action.wait or 0.0)
+            sim.run(until_t=target, max_steps=MAX_WAIT_STEPS)
+            if sim.t < target:  # (run() stops short only after MAX_WAIT_STEPS steps)
+                raise LessonPlayError("wait: the timers never settle")
         elif name == "close":
             assert action.close is not None
-            self.pcs[action.close].close("closed by the application")
-            self._collect()
+            sim.close(self.conn, action.close)
         elif name == "bytes":
             raw = action.bytes_
             assert raw is not None
-            self._collect()
-            self.queue.append((raw.from_, raw.to_bytes()))
+            sim.inject("garbage", conn=self.conn, dir=OUT_DIR[raw.from_], data=raw.to_bytes())
         else:  # pragma: no cover - the model admits nothing else
             super().apply(action)
-
-    def _wait(self, seconds: float) -> None:
-        target = self.now + seconds
-        for _ in range(MAX_TIMER_ROUNDS):
-            self.settle()
-            due = [pc.deadline for pc in self.pcs.values() if not pc.closed and pc.deadline is not None]
-            if not due or min(due) > target:
-                break
-            self.now = max(self.now, min(due))
-            for pc in self.pcs.values():
-                if not pc.closed and pc.deadline is not None and pc.deadline <= self.now:
-                    pc.on_timer(self.now)
-            self._collect()
-        else:
-            raise LessonPlayError("wait: the timers never settle")
-        self.now = max(self.now, target)
+        self._take_log()
+        self.now = max(self.now, sim.t)
 
 
 class _WireSource(_Source):

@@ -285,12 +285,18 @@ class SimPeer:
 class Simulation:
     """Peers, links, a virtual clock and the event log (see the module docstring)."""
 
-    def __init__(self, seed: int = 0, *, latency: float = 0.001) -> None:
+    def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False) -> None:
         self.seed = seed
         self.latency = latency
+        # Whether bytes written towards a side that closed still cross the link (and the dissector), as a
+        # capture would show them, or vanish unread (the default: the log then counts them as `unread`).
+        self.unread_on_wire = unread_on_wire
         self.script: list[bytes | ScriptEntry] = []  # packed (see the module docstring); read with actions()
         self._replay: deque[ScriptEntry] = deque()
         self._replaying = False
+        # Told of every write as its first octets arrive: (conn, dir, offset, length). The log shows deliveries,
+        # one element at a time; a lesson also shows the writes themselves.
+        self.on_write: Callable[[str, str, int, int], None] | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -495,6 +501,24 @@ class Simulation:
         self.close_side(link, side, "closed by the application")
         self._settle()
 
+    def ping(self, conn: str, side: str, ttl: float = 0, context: bytes | str = b"") -> None:
+        """That side's application sends a PING of its own (ZMTP 3.1; `ttl` in deciseconds), outside the
+        heartbeat's schedule."""
+        self._action("ping", conn=conn, side=side, ttl=int(ttl), context=_b(context))
+
+    def _op_ping(self, conn: str, side: str, ttl: int, context: bytes) -> None:
+        link = self.link(conn)
+        if side not in SIDES:
+            raise ValueError("side is 'client' or 'server'")
+        if link.side_closed[side]:
+            raise ValueError(f"the {side} of connection {link.id} is closed")
+        try:
+            data = link.pcs[side].conn.ping(ttl, context)
+        except LocalProtocolError as exc:
+            raise ValueError(str(exc)) from None
+        self.write(link, side, data)
+        self._settle()
+
     def disconnect(self, client_name: str, server_name: str) -> None:
         """zmq_disconnect: the client stops (re)connecting to the server and closes the connection."""
         self._action("disconnect", client_name=client_name, server_name=server_name)
@@ -614,6 +638,8 @@ class Simulation:
             chunk.fed = True
             for _, event in link.dissector.receive_data(dname, chunk.data):
                 pending.append(event)
+            if self.on_write is not None:
+                self.on_write(link.id, dname, chunk.start, len(chunk.data))
         start = chunk.start
         pos = chunk.pos
         end = start + len(chunk.data)
@@ -712,7 +738,7 @@ class Simulation:
         if cuts:
             d.split_at -= set(cuts)
         d.written = end
-        if d.dead:
+        if d.dead and not self.unread_on_wire:
             return
         arrival = self.t + self.latency
         if not cuts:  # the common case: one write, one chunk
@@ -736,13 +762,14 @@ class Simulation:
         out_d.eof = True
         out_d.eof_time = self.t + self.latency
         out_d.eof_seq = next(self._write_seq)
-        if out_d.dead:  # the other side already closed: nobody reads this end of stream
+        if out_d.dead and not self.unread_on_wire:  # the other side already closed: nobody reads this end
             out_d.eof_done = True
             out_d.chunks.clear()
         in_d.dead = True
         dropped = in_d.in_flight
-        in_d.chunks.clear()
-        in_d.pending.clear()
+        if not self.unread_on_wire:
+            in_d.chunks.clear()
+            in_d.pending.clear()
         self._link_event(link, "half-closed", side=side, reason=pc.close_reason or reason,
                          **({"unread": dropped} if dropped else {}))
         self._maybe_closed(link)
@@ -879,6 +906,14 @@ class Simulation:
             if names == {peer_a, peer_b} and not link.closed:
                 return link
         return None
+
+    def in_flight(self) -> bool:
+        """True while bytes or an end of stream are on their way on some link (timers aside)."""
+        for link in self._open_links:
+            for d in link.dir_list:
+                if d.chunks or (d.eof and not d.eof_done):
+                    return True
+        return False
 
     def idle(self) -> bool:
         """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state()).
