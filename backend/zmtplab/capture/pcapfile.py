@@ -7,7 +7,8 @@ only per-packet allocations are the payload slice and the `TcpPacket` itself.
 Supported containers: classic pcap (both byte orders, microsecond and nanosecond magic, the
 "modified" Kuznetzov variant) and pcapng (several sections of either byte order, several
 interfaces with their own link type / snaplen / if_tsresol / if_tsoffset, EPB, SPB, the
-obsolete PB; unknown blocks are skipped). Gzip-compressed captures are decompressed on the fly.
+obsolete PB; unknown blocks are skipped), walked by `pcapwalk.Walker` (which the pipeline's
+range reader drives too). Gzip-compressed captures are decompressed on the fly.
 
 Supported link types: Ethernet (with 802.1Q / 802.1ad / QinQ tags), Linux cooked SLL and SLL2,
 BSD null and OpenBSD loop (either byte order), raw IP (12, 14, 101, 228, 229).
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .errors import CaptureFormatError, TruncatedCaptureError
+from .pcapwalk import PCAP_MAGICS, SHB, Walker, WalkError, Window, pcap_format, section_order
 
 __all__ = [
     "LINKTYPE_ETHERNET",
@@ -63,43 +65,9 @@ SUPPORTED_LINKTYPES = frozenset(
      LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL2, *_RAW_ALIASES}
 )
 
-_CHUNK = 1 << 20
-# No real block or record comes near this (Wireshark caps pcapng blocks at 16 MiB); anything
-# larger is corruption and is reported without trying to read (or allocate) it.
-MAX_RECORD = 64 << 20
-
-_PCAP_MAGICS = {
-    # magic as read little-endian -> (byte order, timestamp divisor, record header length)
-    0xA1B2C3D4: ("<", 1_000_000, 16),
-    0xD4C3B2A1: (">", 1_000_000, 16),
-    0xA1B23C4D: ("<", 1_000_000_000, 16),
-    0x4D3CB2A1: (">", 1_000_000_000, 16),
-    # Alexey Kuznetzov's "modified" pcap: 8 extra bytes per record header.
-    0xA1B2CD34: ("<", 1_000_000, 24),
-    0x34CDB2A1: (">", 1_000_000, 24),
-}
-_SHB = 0x0A0D0D0A
-_IDB = 0x00000001
-_PB = 0x00000002
-_SPB = 0x00000003
-_EPB = 0x00000006
-_BOM = 0x1A2B3C4D
-_BOM_SWAPPED = 0x4D3C2B1A
 _GZIP_MAGIC = b"\x1f\x8b"
 
 _U32LE = struct.Struct("<I")
-
-
-def section_order(data: bytes | bytearray | memoryview, offset: int) -> str | None:
-    """The byte order ("<" or ">") a pcapng section header at `offset` declares by its byte-order
-    magic, or None when the magic is neither."""
-    bom = _U32LE.unpack_from(data, offset + 8)[0]
-    if bom == _BOM:
-        return "<"
-    if bom == _BOM_SWAPPED:
-        return ">"
-    return None
-
 _ETH_VLAN = (0x8100, 0x88A8, 0x9100)
 _IPV4_HDR = struct.Struct("!BxH2xHxB2x4s4s")  # ver/ihl, total length, flags/frag, proto, src, dst
 _IPV6_HDR = struct.Struct("!4xHB1x16s16s")  # payload length, next header, src, dst
@@ -175,9 +143,9 @@ def sniff_format(first_bytes: bytes) -> str | None:
     if len(head) < 4:
         return None
     magic = _U32LE.unpack_from(head)[0]
-    if magic in _PCAP_MAGICS:
+    if magic in PCAP_MAGICS:
         return "pcap"
-    if magic == _SHB and len(head) >= 12 and section_order(head, 0) is not None:
+    if magic == SHB and len(head) >= 12 and section_order(head, 0) is not None:
         return "pcapng"
     return None
 
@@ -200,61 +168,6 @@ class _Prepend:
             out, self._head = self._head[:n], self._head[n:]
             return out
         return self._rest.read(n)
-
-
-class _Input:
-    """Chunked reader: `buf[pos:]` is unread data, `base` is the file offset of `buf[0]`.
-
-    Reads happen in chunks of at most 1 MiB, so a corrupt length never triggers a large read
-    or allocation: the buffer only ever grows by bytes the file really contains.
-    """
-
-    __slots__ = ("base", "buf", "compressed", "f", "pos")
-
-    def __init__(self, f: BinaryIO, compressed: bool) -> None:
-        self.f = f
-        self.buf = b""
-        self.pos = 0
-        self.base = 0
-        self.compressed = compressed
-
-    def _read(self, n: int) -> bytes:
-        try:
-            return self.f.read(n) or b""
-        except EOFError:
-            return b""  # gzip stream cut short: the same as the file ending here
-        except (OSError, zlib.error) as exc:
-            if not self.compressed:
-                raise
-            raise CaptureFormatError(
-                f"The compressed capture is corrupt near byte {self.base + len(self.buf)}: {exc}.",
-                offset=self.base + len(self.buf),
-            ) from None
-
-    def ensure(self, n: int) -> bool:
-        """Make `n` bytes available from `pos`; False if the input ends first."""
-        avail = len(self.buf) - self.pos
-        if avail >= n:
-            return True
-        parts = [self.buf[self.pos:]]
-        self.base += self.pos
-        self.pos = 0
-        while avail < n:
-            chunk = self._read(_CHUNK)
-            if not chunk:
-                break
-            parts.append(chunk)
-            avail += len(chunk)
-        self.buf = b"".join(parts)
-        return avail >= n
-
-    def at_eof(self) -> bool:
-        """True when no unread byte remains."""
-        return not self.ensure(1)
-
-    @property
-    def offset(self) -> int:
-        return self.base + self.pos
 
 
 def _open_source(source: object) -> tuple[BinaryIO, bool]:
@@ -413,14 +326,32 @@ def _by_version(number: int, ts: float, data: bytes, off: int, stats: ReaderStat
 
 
 def decode_tcp(number: int, ts: float, linktype: int, data: bytes,
-               stats: ReaderStats | None = None) -> TcpPacket | None:
+               stats: ReaderStats | None = None, orig_len: int | None = None) -> TcpPacket | None:
     """Decode one captured frame of the given link type; the TCP segment it carries, or None.
 
-    Never raises on malformed input: frames that are not TCP, or cannot be decoded, return None
-    and are counted in `stats`.
+    With `orig_len`, the frame's length on the wire, a segment whose IP header claims more
+    than the wire carried reports as `missing` only what the capture cut (the rest is a bad
+    length, not snaplen). Never raises on malformed input: frames that are not TCP, or cannot
+    be decoded, return None and are counted in `stats`.
     """
     if stats is None:
         stats = ReaderStats()
+    if linktype == 1 and len(data) >= 34 and data[12] == 8 and data[13] == 0:
+        # Ethernet + IPv4 is the overwhelmingly common case: skip the dispatch for it.
+        try:
+            pkt = _ipv4(number, ts, data, 14, stats)
+        except (IndexError, struct.error):  # _by_link's guard, for this path too
+            stats.malformed += 1
+            return None
+    else:
+        pkt = _by_link(number, ts, linktype, data, stats)
+    if pkt is not None and orig_len is not None and pkt.missing and pkt.missing > orig_len - len(data):
+        pkt.missing = max(orig_len - len(data), 0)
+    return pkt
+
+
+def _by_link(number: int, ts: float, linktype: int, data: bytes, stats: ReaderStats) -> TcpPacket | None:
+    """Decode a frame by its link type (`decode_tcp` without its shortcut and wire length check)."""
     n = len(data)
     try:
         if linktype == LINKTYPE_ETHERNET:
@@ -469,179 +400,6 @@ def decode_tcp(number: int, ts: float, linktype: int, data: bytes,
     return None
 
 
-# --------------------------------------------------------------------------- container parsing
-
-
-def _truncated(what: str, inp: _Input, number: int) -> TruncatedCaptureError:
-    return TruncatedCaptureError(
-        f"The capture is truncated: it ends inside {what} at byte {inp.offset} "
-        f"(after frame {number}).",
-        offset=inp.offset,
-        frame=number,
-    )
-
-
-def _corrupt(what: str, inp: _Input, number: int) -> CaptureFormatError:
-    return CaptureFormatError(
-        f"The capture is corrupt: {what} at byte {inp.offset} (after frame {number}).",
-        offset=inp.offset,
-        frame=number,
-    )
-
-
-def _pcap_frames(inp: _Input, stats: ReaderStats) -> Iterator[tuple[int, float, int, bytes, int]]:
-    """Yield (number, ts, linktype, data, orig_len) for each record of a classic pcap file."""
-    if not inp.ensure(24):
-        raise _truncated("the file header", inp, 0)
-    order, div, rec_len = _PCAP_MAGICS[_U32LE.unpack_from(inp.buf, inp.pos)[0]]
-    network = struct.unpack_from(order + "I", inp.buf, inp.pos + 20)[0]
-    # The upper bits of the link-type field carry FCS information; the type is the low 16 bits.
-    linktype = network & 0xFFFF
-    inp.pos += 24
-    rec = struct.Struct(order + "IIII")
-    number = 0
-    buf, pos = inp.buf, inp.pos
-    while True:
-        if len(buf) - pos < rec_len:
-            inp.pos = pos
-            if not inp.ensure(rec_len):
-                if inp.at_eof():
-                    return
-                raise _truncated(f"the header of frame {number + 1}", inp, number)
-            buf, pos = inp.buf, inp.pos
-        sec, frac, incl, orig = rec.unpack_from(buf, pos)
-        if incl > MAX_RECORD:
-            inp.pos = pos
-            raise _corrupt(f"frame {number + 1} claims {incl} captured bytes", inp, number)
-        size = rec_len + incl
-        if len(buf) - pos < size:
-            inp.pos = pos
-            if not inp.ensure(size):
-                raise _truncated(f"frame {number + 1} (record of {size} bytes)", inp, number)
-            buf, pos = inp.buf, inp.pos
-        number += 1
-        stats.frames = number
-        yield number, sec + frac / div, linktype, buf[pos + rec_len:pos + size], orig
-        pos += size
-
-
-@dataclass(slots=True)
-class _Interface:
-    linktype: int
-    snaplen: int
-    div: int  # timestamp units per second
-    tsoffset: int  # seconds added to every timestamp
-
-
-def _parse_idb(body: bytes, order: str) -> _Interface:
-    """Decode an Interface Description Block body (after the 8-byte block header)."""
-    linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
-    div, tsoffset = 1_000_000, 0
-    p, end = 8, len(body) - 4  # options run up to the trailing block length
-    opt = struct.Struct(order + "HH")
-    while p + 4 <= end:
-        code, length = opt.unpack_from(body, p)
-        if code == 0:
-            break
-        value = body[p + 4:p + 4 + length]
-        if code == 9 and length >= 1:  # if_tsresol: 10^-n, or 2^-n when the top bit is set
-            res = value[0]
-            div = 2 ** (res & 0x7F) if res & 0x80 else 10**res
-        elif code == 14 and len(value) >= 8:  # if_tsoffset: seconds to add
-            tsoffset = struct.unpack_from(order + "q", value)[0]
-        p += 4 + ((length + 3) & ~3)
-    return _Interface(linktype, snaplen, div, tsoffset)
-
-
-def _pcapng_frames(inp: _Input, stats: ReaderStats) -> Iterator[tuple[int, float, int, bytes, int]]:
-    """Yield (number, ts, linktype, data, orig_len) for each packet block of a pcapng file."""
-    number = 0
-    interfaces: list[_Interface] = []
-    order = "<"
-    hdr = struct.Struct("<II")
-    u32 = struct.Struct("<I")
-    epb = struct.Struct("<IIIII")
-    pb = struct.Struct("<HHIIII")
-    last_ts = 0.0
-    buf, pos = inp.buf, inp.pos
-    while True:
-        if len(buf) - pos < 12:
-            inp.pos = pos
-            if not inp.ensure(12):
-                if inp.at_eof():
-                    return
-                raise _truncated("a block header", inp, number)
-            buf, pos = inp.buf, inp.pos
-        btype, blen = hdr.unpack_from(buf, pos)
-        if btype == _SHB:
-            # A new section may switch byte order; the byte-order magic says which.
-            declared = section_order(buf, pos)
-            if declared is None:
-                inp.pos = pos
-                raise _corrupt("a section header with an invalid byte-order magic", inp, number)
-            order = declared
-            hdr = struct.Struct(order + "II")
-            u32 = struct.Struct(order + "I")
-            epb = struct.Struct(order + "IIIII")
-            pb = struct.Struct(order + "HHIIII")
-            btype, blen = hdr.unpack_from(buf, pos)
-            interfaces = []
-        if blen < 12 or blen & 3 or blen > MAX_RECORD:
-            inp.pos = pos
-            raise _corrupt(f"a block (type 0x{btype:08x}) with impossible length {blen}", inp, number)
-        if len(buf) - pos < blen:
-            inp.pos = pos
-            if not inp.ensure(blen):
-                what = f"frame {number + 1}" if btype in (_EPB, _SPB, _PB) else f"a block of type 0x{btype:08x}"
-                raise _truncated(f"{what} ({blen}-byte block)", inp, number)
-            buf, pos = inp.buf, inp.pos
-        if u32.unpack_from(buf, pos + blen - 4)[0] != blen:
-            inp.pos = pos
-            raise _corrupt("a block whose trailing length differs from its leading length", inp, number)
-        if btype in (_EPB, _PB):
-            if blen < 32:
-                inp.pos = pos
-                raise _corrupt("a packet block too short for its header", inp, number)
-            if btype == _EPB:
-                if_id, hi, lo, caplen, orig = epb.unpack_from(buf, pos + 8)
-            else:
-                if_id, _drops, hi, lo, caplen, orig = pb.unpack_from(buf, pos + 8)
-            if caplen > blen - 32:
-                inp.pos = pos
-                raise _corrupt(f"frame {number + 1} claims more bytes than its block holds", inp, number)
-            if if_id >= len(interfaces):
-                inp.pos = pos
-                raise _corrupt(f"frame {number + 1} names undefined interface {if_id}", inp, number)
-            iface = interfaces[if_id]
-            number += 1
-            stats.frames = number
-            last_ts = ((hi << 32) | lo) / iface.div + iface.tsoffset
-            yield number, last_ts, iface.linktype, buf[pos + 28:pos + 28 + caplen], orig
-        elif btype == _SPB:
-            if blen < 16:
-                inp.pos = pos
-                raise _corrupt("a simple packet block too short for its header", inp, number)
-            if not interfaces:
-                inp.pos = pos
-                raise _corrupt("a simple packet block before any interface description", inp, number)
-            iface = interfaces[0]
-            orig = u32.unpack_from(buf, pos + 8)[0]
-            caplen = min(orig, blen - 16)
-            if iface.snaplen:
-                caplen = min(caplen, iface.snaplen)
-            number += 1
-            stats.frames = number
-            # An SPB has no timestamp: repeat the previous packet's so time never goes backwards.
-            yield number, last_ts, iface.linktype, buf[pos + 12:pos + 12 + caplen], orig
-        elif btype == _IDB:
-            if blen < 20:
-                inp.pos = pos
-                raise _corrupt("an interface description block too short for its header", inp, number)
-            interfaces.append(_parse_idb(buf[pos + 8:pos + blen], order))
-        # Every other block (name resolution, statistics, custom, decryption secrets...) is skipped.
-        pos += blen
-
-
 # --------------------------------------------------------------------------- public reader
 
 
@@ -658,25 +416,25 @@ class CaptureReader:
         self._file = f
         self.stats = ReaderStats()
         try:
-            inp = _Input(f, compressed=False)
-            inp.ensure(64)  # gathers short reads (pipes) until the magic numbers can be judged
-            compressed = inp.buf[:2] == _GZIP_MAGIC
+            win = Window(f)
+            win.fill(0, 64)  # gathers short reads (pipes) until the magic numbers can be judged
+            compressed = win.data[:2] == _GZIP_MAGIC
             if compressed:
                 # Read the same bytes again, through the decompressor.
-                gz = gzip.GzipFile(fileobj=_Prepend(inp.buf, f), mode="rb")  # type: ignore[arg-type]
-                inp = _Input(gz, compressed=True)  # type: ignore[arg-type]
-                inp.ensure(64)
-            self._inp = inp
-            if inp.at_eof():
+                gz = gzip.GzipFile(fileobj=_Prepend(win.data, f), mode="rb")  # type: ignore[arg-type]
+                win = Window(gz, compressed=True)  # type: ignore[arg-type]
+                win.fill(0, 64)
+            self._window = win
+            if not win.data:
                 raise CaptureFormatError("The file is empty, not a pcap or pcapng capture.")
-            fmt = sniff_format(inp.buf[:64])
+            fmt = sniff_format(win.data[:64])
             if fmt is None:
-                magic = inp.buf[:4].hex(" ")
+                magic = win.data[:4].hex(" ")
                 raise CaptureFormatError(
                     f"Not a pcap or pcapng capture file (it starts with bytes {magic})."
                 )
-            if fmt == "pcap" and not self._inp.ensure(24):
-                raise _truncated("the file header", self._inp, 0)
+            if fmt == "pcap" and not win.fill(0, 24):
+                raise WalkError("truncated", "the file header", 0, 0).exception()
         except BaseException:
             self.close()
             raise
@@ -684,19 +442,24 @@ class CaptureReader:
         self.compressed = compressed
         self._started = False
 
-    def _raw(self) -> Iterator[tuple[int, float, int, bytes, int]]:
+    def _walker(self) -> Walker:
         if self._started:
             raise RuntimeError("a CaptureReader can be iterated only once")
         self._started = True
         if self.format == "pcap":
-            return _pcap_frames(self._inp, self.stats)
-        return _pcapng_frames(self._inp, self.stats)
+            return Walker(self._window, 24, pcap=pcap_format(self._window.data))
+        return Walker(self._window, 0)
 
     def frames(self) -> Iterator[Frame]:
         """Iterate every frame of the capture, undecoded."""
+        stats = self.stats
         try:
-            for number, ts, linktype, data, orig in self._raw():
+            walker = self._walker()
+            for number, (ts, linktype, data, orig, _offset) in enumerate(walker.packets(), 1):
+                stats.frames = number
                 yield Frame(number, ts, linktype, data, orig)
+            if walker.error is not None:
+                raise walker.error.exception()
         finally:
             self.close()
 
@@ -704,21 +467,14 @@ class CaptureReader:
         """Iterate the TCP segments of the capture in file order; other frames are counted in `stats`."""
         stats = self.stats
         try:
-            for number, ts, linktype, data, orig in self._raw():
-                try:
-                    # Ethernet + IPv4 is the overwhelmingly common case: skip the dispatch for it.
-                    if linktype == 1 and len(data) >= 34 and data[12] == 8 and data[13] == 0:
-                        pkt = _ipv4(number, ts, data, 14, stats)
-                    else:
-                        pkt = decode_tcp(number, ts, linktype, data, stats)
-                except (IndexError, struct.error):  # decode_tcp's guard, for the inline path too
-                    stats.malformed += 1
-                    pkt = None
+            walker = self._walker()
+            for number, (ts, linktype, data, orig, _offset) in enumerate(walker.packets(), 1):
+                stats.frames = number
+                pkt = decode_tcp(number, ts, linktype, data, stats, orig)
                 if pkt is not None:
-                    if pkt.missing and pkt.missing > orig - len(data):
-                        # The IP header claims more than the wire carried: a bad length, not snaplen.
-                        pkt.missing = max(orig - len(data), 0)
                     yield pkt
+            if walker.error is not None:
+                raise walker.error.exception()
         finally:
             self.close()
 

@@ -2,10 +2,11 @@
 
 `capture.pcapfile` reads a capture from its first byte to its last. This module cuts a file into
 ranges that start and end at packet boundaries and reads each range on its own, with the same
-frame numbers, timestamps, link types and error checks a sequential read would give.
+frame numbers, timestamps, link types and error checks a sequential read would give: both drive
+the one record and block walker, `capture.pcapwalk.Walker`.
 
 * `probe(path)` reads a file's header on the driver: format, byte order, link type, and (pcapng)
-  the interface table of the header blocks, the `State` every range needs.
+  the interface table of the header blocks, the `Section` every range needs.
 * `scan_range(...)` parses one range structurally (no protocol decoding): where its first packet
   boundary is, how many frames it holds, which byte it ends on, the interface state after it,
   and the first error, if any. Ranges are scanned in parallel, each *assuming* the file's header
@@ -32,31 +33,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..capture.errors import CaptureFormatError
-
-# The formats' constants are the sequential reader's, so both read a capture the same way.
-from ..capture.pcapfile import (
-    _CHUNK,
-    _EPB,
-    _IDB,
-    _PB,
-    _PCAP_MAGICS,
-    _SHB,
-    _SPB,
+from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp, sniff_format
+from ..capture.pcapwalk import (
+    CHUNK,
+    EPB,
+    IDB,
     MAX_RECORD,
-    CaptureReader,
-    ReaderStats,
-    TcpPacket,
-    decode_tcp,
+    PB,
+    SHB,
+    SPB,
+    PcapFormat,
+    Section,
+    Walker,
+    WalkError,
+    Window,
+    pcap_format,
     section_order,
-    sniff_format,
 )
 
 __all__ = [
     "FileHeader",
     "PlannedRange",
     "RangeScan",
-    "ScanError",
-    "State",
     "chain_scans",
     "nominal_ranges",
     "payload_start",
@@ -68,19 +66,9 @@ __all__ = [
 
 
 # Block types a heuristic boundary may start with (the standard and experimental ones in use).
-_KNOWN_BLOCKS = frozenset({_SHB, _IDB, _PB, _SPB, 4, 5, _EPB, 7, 8, 9, 0x0A, 0x0B, 0xBAD, 0x40000BAD})
+_KNOWN_BLOCKS = frozenset({SHB, IDB, PB, SPB, 4, 5, EPB, 7, 8, 9, 0x0A, 0x0B, 0xBAD, 0x40000BAD})
 _U32LE = struct.Struct("<I")
 _GZIP = b"\x1f\x8b"
-
-Interface = tuple[int, int, int, int]  # linktype, snaplen, timestamp units per second, tsoffset seconds
-
-
-@dataclass(frozen=True, slots=True)
-class State:
-    """What a pcapng reader knows at a block boundary: the section's byte order and interfaces."""
-
-    order: str = "<"
-    interfaces: tuple[Interface, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,29 +80,15 @@ class FileHeader:
     format: str  # 'pcap' or 'pcapng'
     compressed: bool = False
     # classic pcap
-    order: str = "<"
-    div: int = 1_000_000
-    rec_len: int = 16
-    linktype: int = 1
-    snaplen: int = 0
+    pcap: PcapFormat | None = None
     first_sec: int | None = None  # the first record's seconds, to judge candidate headers
     # pcapng
     data_start: int = 0  # first byte after the leading header blocks (SHB, IDBs, ...)
-    header_state: State = State()  # the interface state there
+    header_state: Section = field(default_factory=Section)  # the byte order and interfaces there
 
     @property
     def splittable(self) -> bool:
         return not self.compressed
-
-
-@dataclass(frozen=True, slots=True)
-class ScanError:
-    """A problem found in a range; `frames` counts the range's frames before it."""
-
-    kind: str  # 'truncated' or 'corrupt'
-    what: str
-    offset: int
-    frames: int
 
 
 @dataclass(slots=True)
@@ -127,10 +101,10 @@ class RangeScan:
     start: int | None  # the first packet boundary at or after nominal_start (None: none in the range)
     end: int  # the first boundary at or after nominal_end reached by parsing (or where parsing stopped)
     frames: int = 0
-    state_in: State | None = None  # the state this scan assumed at `start`
-    state_out: State | None = None
+    state_in: Section | None = None  # the state this scan assumed at `start`
+    state_out: Section | None = None
     last_ts: float | None = None  # timestamp of the range's last timestamped packet (for SPBs after it)
-    error: ScanError | None = None
+    error: WalkError | None = None
     exact: bool = False  # start and state_in are known to be right (not guessed)
 
 
@@ -143,7 +117,7 @@ class PlannedRange:
     start: int
     stop: int
     first_frame: int  # number of the range's first frame (1-based, counting all frames)
-    state: State
+    state: Section
     last_ts: float  # the timestamp an SPB before any timestamped packet of the range takes
     frames: int
     header: FileHeader = field(repr=False, default=None)  # type: ignore[assignment]
@@ -156,7 +130,7 @@ def probe(path: str) -> FileHeader:
     """Reads the header of a capture file; raises `CaptureFormatError` when it is not one."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
-        head = f.read(_CHUNK)
+        head = f.read(CHUNK)
     if not head:
         raise CaptureFormatError("The file is empty, not a pcap or pcapng capture.")
     fmt = sniff_format(head)
@@ -166,90 +140,14 @@ def probe(path: str) -> FileHeader:
         return FileHeader(path, size, fmt, compressed=True)
     if fmt == "pcap":
         if len(head) < 24:
-            raise CaptureFormatError("The capture is truncated: it ends inside the file header at byte 0 "
-                                     "(after frame 0).", offset=0, frame=0)
-        order, div, rec_len = _PCAP_MAGICS[_U32LE.unpack_from(head)[0]]
-        snaplen, network = struct.unpack_from(order + "II", head, 16)
-        first_sec = struct.unpack_from(order + "I", head, 24)[0] if len(head) >= 28 else None
-        return FileHeader(path, size, fmt, order=order, div=div, rec_len=rec_len, linktype=network & 0xFFFF,
-                          snaplen=snaplen, first_sec=first_sec, data_start=24)
+            raise WalkError("truncated", "the file header", 0, 0).exception()
+        pcap = pcap_format(head)
+        first_sec = struct.unpack_from(pcap.order + "I", head, 24)[0] if len(head) >= 28 else None
+        return FileHeader(path, size, fmt, pcap=pcap, first_sec=first_sec, data_start=24)
     # pcapng: walk the leading non-packet blocks to learn the interfaces every range starts with.
-    state = State()
-    pos = 0
-    with open(path, "rb") as f:
-        buf = _Buf(f, 0)
-        while buf.fill(pos, 12):
-            o = pos - buf.base
-            if _U32LE.unpack_from(buf.data, o)[0] == _SHB:
-                declared = section_order(buf.data, o)
-                if declared is None:
-                    break
-                state = State(declared, ())
-            btype, blen = struct.unpack_from(state.order + "II", buf.data, o)
-            if btype in (_EPB, _SPB, _PB) or blen < 12 or blen & 3 or blen > MAX_RECORD or not buf.fill(pos, blen):
-                break
-            if btype == _IDB:
-                if blen < 20:
-                    break
-                o = pos - buf.base
-                iface = _parse_idb(buf.data[o + 8:o + blen], state.order)
-                state = State(state.order, (*state.interfaces, iface))
-            pos += blen
-    return FileHeader(path, size, fmt, data_start=pos, header_state=state)
-
-
-def _parse_idb(body: bytes, order: str) -> Interface:
-    """An Interface Description Block body (after the 8-byte block header), like pcapfile reads it."""
-    linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
-    div, tsoffset = 1_000_000, 0
-    p, end = 8, len(body) - 4
-    opt = struct.Struct(order + "HH")
-    while p + 4 <= end:
-        code, length = opt.unpack_from(body, p)
-        if code == 0:
-            break
-        value = body[p + 4:p + 4 + length]
-        if code == 9 and length >= 1:
-            res = value[0]
-            div = 2 ** (res & 0x7F) if res & 0x80 else 10**res
-        elif code == 14 and length >= 8:
-            tsoffset = struct.unpack_from(order + "q", value)[0]
-        p += 4 + ((length + 3) & ~3)
-    return (linktype, snaplen, div, tsoffset)
-
-
-class _Buf:
-    """A window [base, base + len(data)) of a file, refilled in 1 MiB reads; never reads what is not there."""
-
-    __slots__ = ("base", "chunk", "data", "f")
-
-    def __init__(self, f, base: int, chunk: int = _CHUNK) -> None:
-        self.f = f
-        self.base = base
-        self.data = b""
-        self.chunk = chunk
-
-    def fill(self, pos: int, n: int) -> bool:
-        """Make bytes [pos, pos + n) available; False if the file ends first."""
-        have = self.base + len(self.data)
-        if pos >= self.base and pos + n <= have:
-            return True
-        if pos < self.base or pos > have:
-            self.f.seek(pos)
-            self.base, self.data = pos, b""
-            have = pos
-        keep = self.data[pos - self.base:]
-        parts = [keep]
-        got = len(keep)
-        self.f.seek(have)
-        while got < n:
-            chunk = self.f.read(max(self.chunk, n - got))
-            if not chunk:
-                break
-            parts.append(chunk)
-            got += len(chunk)
-        self.base, self.data = pos, b"".join(parts)
-        return got >= n
+    with open(path, "rb", buffering=0) as f:
+        walker = Walker(Window(f), 0, headers_only=True).skip()
+    return FileHeader(path, size, fmt, data_start=walker.pos, header_state=walker.section)
 
 
 # --------------------------------------------------------------------------- planning helpers
@@ -274,20 +172,22 @@ def nominal_ranges(header: FileHeader, split_size: int) -> list[tuple[int, int]]
 # --------------------------------------------------------------------------- boundary heuristics
 
 
-def _pcap_record_ok(buf: _Buf, pos: int, h: FileHeader, rec: struct.Struct, ref_sec: int | None) -> tuple[bool, int]:
+def _pcap_record_ok(buf: Window, pos: int, h: FileHeader, rec: struct.Struct, ref_sec: int | None) -> tuple[bool, int]:
     """Whether a plausible record header sits at `pos`; (ok, position of the next header)."""
-    if not buf.fill(pos, h.rec_len):
+    fmt = h.pcap
+    assert fmt is not None
+    if not buf.fill(pos, fmt.rec_len):
         return False, 0
     sec, frac, incl, orig = rec.unpack_from(buf.data, pos - buf.base)
-    limit = h.snaplen if 0 < h.snaplen <= MAX_RECORD else 262144
-    if frac >= h.div or incl > max(limit, 262144) or orig < incl or orig > MAX_RECORD:
+    limit = fmt.snaplen if 0 < fmt.snaplen <= MAX_RECORD else 262144
+    if frac >= fmt.div or incl > max(limit, 262144) or orig < incl or orig > MAX_RECORD:
         return False, 0
     if ref_sec is not None and abs(sec - ref_sec) > 366 * 86400:
         return False, 0
-    return True, pos + h.rec_len + incl
+    return True, pos + fmt.rec_len + incl
 
 
-def _pcap_candidate(buf: _Buf, pos: int, h: FileHeader, rec: struct.Struct) -> bool:
+def _pcap_candidate(buf: Window, pos: int, h: FileHeader, rec: struct.Struct) -> bool:
     ok, nxt = _pcap_record_ok(buf, pos, h, rec, h.first_sec)
     if not ok:
         return False
@@ -304,13 +204,13 @@ def _pcap_candidate(buf: _Buf, pos: int, h: FileHeader, rec: struct.Struct) -> b
     return True
 
 
-def _pcapng_block_ok(buf: _Buf, pos: int, order: str) -> int:
+def _pcapng_block_ok(buf: Window, pos: int, order: str) -> int:
     """Length of a plausible block at `pos`, else 0."""
     if not buf.fill(pos, 12):
         return 0
     o = pos - buf.base
     btype = _U32LE.unpack_from(buf.data, o)[0]
-    if btype == _SHB:
+    if btype == SHB:
         declared = section_order(buf.data, o)
         if declared is None:
             return 0
@@ -325,17 +225,17 @@ def _pcapng_block_ok(buf: _Buf, pos: int, order: str) -> int:
     o = pos - buf.base
     if struct.unpack_from(order + "I", buf.data, o + blen - 4)[0] != blen:
         return 0
-    if btype in (_EPB, _PB):
+    if btype in (EPB, PB):
         if blen < 32:
             return 0
-        if_id = struct.unpack_from(order + ("I" if btype == _EPB else "H"), buf.data, o + 8)[0]
+        if_id = struct.unpack_from(order + ("I" if btype == EPB else "H"), buf.data, o + 8)[0]
         caplen = struct.unpack_from(order + "I", buf.data, o + 20)[0]
         if if_id > 0xFFFF or caplen > blen - 32:
             return 0
     return blen
 
 
-def _pcapng_candidate(buf: _Buf, pos: int, size: int, order: str) -> bool:
+def _pcapng_candidate(buf: Window, pos: int, size: int, order: str) -> bool:
     for _ in range(3):
         if pos == size:
             return True
@@ -346,7 +246,7 @@ def _pcapng_candidate(buf: _Buf, pos: int, size: int, order: str) -> bool:
     return True
 
 
-def find_boundary(buf: _Buf, h: FileHeader, start: int, end: int, order: str) -> int | None:
+def find_boundary(buf: Window, h: FileHeader, start: int, end: int, order: str) -> int | None:
     """The first offset in [start, end) where a packet boundary plausibly starts."""
     if h.format == "pcapng":
         pos = (start + 3) & ~3
@@ -356,7 +256,8 @@ def find_boundary(buf: _Buf, h: FileHeader, start: int, end: int, order: str) ->
                 return pos
             pos += step
         return None
-    rec = struct.Struct(h.order + "IIII")
+    assert h.pcap is not None
+    rec = struct.Struct(h.pcap.order + "IIII")
     pos = start
     while pos < end:
         if _pcap_candidate(buf, pos, h, rec):
@@ -365,151 +266,28 @@ def find_boundary(buf: _Buf, h: FileHeader, start: int, end: int, order: str) ->
     return None
 
 
-# --------------------------------------------------------------------------- the block walkers
-
-
-def _walk_pcap(buf: _Buf, h: FileHeader, pos: int, stop: int, emit) -> tuple[int, int, ScanError | None]:
-    """Walks records from `pos` while pos < stop; `emit(local_index, ts, linktype, data, data_offset)`
-    per frame (or no callback: None), `data_offset` being where the frame's bytes sit in the file.
-
-    Returns (frames, end, error); checks what `pcapfile` checks, in the same order.
-    """
-    rec = struct.Struct(h.order + "IIII")
-    rec_len, div = h.rec_len, h.div
-    frames = 0
-    while pos < stop:
-        o = pos - buf.base
-        if o < 0 or o + rec_len > len(buf.data):
-            if not buf.fill(pos, rec_len):
-                if pos >= h.size:
-                    return frames, pos, None
-                return frames, pos, ScanError("truncated", "the header of frame {n1}", pos, frames)
-            o = pos - buf.base
-        sec, frac, incl, _orig = rec.unpack_from(buf.data, o)
-        if incl > MAX_RECORD:
-            return frames, pos, ScanError("corrupt", f"frame {{n1}} claims {incl} captured bytes", pos, frames)
-        size = rec_len + incl
-        if o + size > len(buf.data):
-            if not buf.fill(pos, size):
-                return frames, pos, ScanError("truncated", f"frame {{n1}} (record of {size} bytes)", pos, frames)
-            o = pos - buf.base
-        if emit is not None:
-            emit(frames, sec + frac / div, h.linktype, buf.data[o + rec_len:o + size], pos + rec_len)
-        frames += 1
-        pos += size
-    return frames, pos, None
-
-
-def _walk_pcapng(buf: _Buf, h: FileHeader, pos: int, stop: int, state: State, last_ts: float | None,
-                 emit) -> tuple[int, int, State, float | None, ScanError | None]:
-    """Walks blocks from `pos` while pos < stop with `state`; like `_walk_pcap`, plus state and last ts."""
-    order = state.order
-    interfaces = list(state.interfaces)
-    hdr = struct.Struct(order + "II")
-    u32 = struct.Struct(order + "I")
-    epb = struct.Struct(order + "IIIII")
-    pb = struct.Struct(order + "HHIIII")
-    frames = 0
-    changed = False
-
-    def done(error: ScanError | None):
-        st = State(order, tuple(interfaces)) if changed else state
-        return frames, pos, st, last_ts, error
-
-    while pos < stop:
-        o = pos - buf.base
-        if o < 0 or o + 12 > len(buf.data):
-            if not buf.fill(pos, 12):
-                if pos >= h.size:
-                    return done(None)
-                return done(ScanError("truncated", "a block header", pos, frames))
-            o = pos - buf.base
-        data = buf.data
-        btype, blen = hdr.unpack_from(data, o)
-        if btype == _SHB:
-            declared = section_order(data, o)
-            if declared is None:
-                return done(ScanError("corrupt", "a section header with an invalid byte-order magic", pos, frames))
-            order = declared
-            hdr = struct.Struct(order + "II")
-            u32 = struct.Struct(order + "I")
-            epb = struct.Struct(order + "IIIII")
-            pb = struct.Struct(order + "HHIIII")
-            btype, blen = hdr.unpack_from(data, o)
-            interfaces = []
-            changed = True
-        if blen < 12 or blen & 3 or blen > MAX_RECORD:
-            return done(ScanError("corrupt", f"a block (type 0x{btype:08x}) with impossible length {blen}",
-                                  pos, frames))
-        if o + blen > len(data):
-            if not buf.fill(pos, blen):
-                what = "frame {n1}" if btype in (_EPB, _SPB, _PB) else f"a block of type 0x{btype:08x}"
-                return done(ScanError("truncated", f"{what} ({blen}-byte block)", pos, frames))
-            o = pos - buf.base
-            data = buf.data
-        if u32.unpack_from(data, o + blen - 4)[0] != blen:
-            return done(ScanError("corrupt", "a block whose trailing length differs from its leading length",
-                                  pos, frames))
-        if btype in (_EPB, _PB):
-            if blen < 32:
-                return done(ScanError("corrupt", "a packet block too short for its header", pos, frames))
-            if btype == _EPB:
-                if_id, hi, lo, caplen, _orig = epb.unpack_from(data, o + 8)
-            else:
-                if_id, _drops, hi, lo, caplen, _orig = pb.unpack_from(data, o + 8)
-            if caplen > blen - 32:
-                return done(ScanError("corrupt", "frame {n1} claims more bytes than its block holds", pos, frames))
-            if if_id >= len(interfaces):
-                return done(ScanError("corrupt", f"frame {{n1}} names undefined interface {if_id}", pos, frames))
-            linktype, _snap, div, tsoffset = interfaces[if_id]
-            last_ts = ((hi << 32) | lo) / div + tsoffset
-            if emit is not None:
-                emit(frames, last_ts, linktype, data[o + 28:o + 28 + caplen], pos + 28)
-            frames += 1
-        elif btype == _SPB:
-            if not interfaces:
-                return done(ScanError("corrupt", "a simple packet block before any interface description",
-                                      pos, frames))
-            if emit is not None:
-                linktype, snaplen, _div, _off = interfaces[0]
-                orig = u32.unpack_from(data, o + 8)[0]
-                caplen = min(orig, blen - 16)
-                if snaplen:
-                    caplen = min(caplen, snaplen)
-                emit(frames, last_ts if last_ts is not None else 0.0, linktype, data[o + 12:o + 12 + caplen], pos + 12)
-            frames += 1
-        elif btype == _IDB:
-            if blen < 20:
-                return done(ScanError("corrupt", "an interface description block too short for its header",
-                                      pos, frames))
-            interfaces.append(_parse_idb(data[o + 8:o + blen], order))
-            changed = True
-        pos += blen
-    return done(None)
-
-
 # --------------------------------------------------------------------------- scanning
 
 
-def _initial_state(h: FileHeader, start: int) -> State:
-    return State() if start == 0 else h.header_state
+def _initial_state(h: FileHeader, start: int) -> Section:
+    return Section() if start == 0 else h.header_state
 
 
 def scan_range(h: FileHeader, index: int, nominal_start: int, nominal_end: int, *,
-               start: int | None = None, state: State | None = None) -> RangeScan:
+               start: int | None = None, state: Section | None = None) -> RangeScan:
     """Scans one range. Without `start`, the first boundary is found heuristically (unless the range
     begins the file's packet data) and the header state is assumed; with it, both are taken as exact."""
     if h.compressed:
         return _scan_compressed(h, index)
     exact = start is not None
     with open(h.path, "rb", buffering=0) as f:
-        buf = _Buf(f, 0, min(_CHUNK, max(1 << 16, nominal_end - nominal_start + (1 << 16))))
+        buf = Window(f, 0, chunk=min(CHUNK, max(1 << 16, nominal_end - nominal_start + (1 << 16))))
         first = nominal_start == (0 if h.format == "pcapng" else 24)
         if start is None:
             if first:
                 start, exact = nominal_start, True
             else:
-                order = h.header_state.order if h.format == "pcapng" else h.order
+                order = h.pcap.order if h.pcap is not None else h.header_state.order
                 start = find_boundary(buf, h, nominal_start, nominal_end, order)
         if state is None:
             state = _initial_state(h, start if start is not None else nominal_start)
@@ -519,20 +297,16 @@ def scan_range(h: FileHeader, index: int, nominal_start: int, nominal_end: int, 
             scan.end = start if start is not None else nominal_end
             scan.state_out = state
             return scan
-        if h.format == "pcap":
-            frames, end, error = _walk_pcap(buf, h, start, nominal_end, None)
-            scan.state_out = state
-        else:
-            frames, end, st, last_ts, error = _walk_pcapng(buf, h, start, nominal_end, state, None, None)
-            scan.state_out = st
-            scan.last_ts = last_ts
-        scan.frames, scan.end, scan.error = frames, end, error
+        walker = Walker(buf, start, pcap=h.pcap, section=state, stop=nominal_end).skip()
+        scan.frames, scan.end, scan.error = walker.frames, walker.pos, walker.error
+        scan.state_out = walker.section
+        scan.last_ts = walker.last_ts
         return scan
 
 
 def _scan_compressed(h: FileHeader, index: int) -> RangeScan:
     """A gzip capture: one range, read sequentially by pcapfile (frames counted, first error kept)."""
-    scan = RangeScan(index, 0, 1 << 62, 0, 1 << 62, state_in=State(), state_out=State(), exact=True)
+    scan = RangeScan(index, 0, 1 << 62, 0, 1 << 62, state_in=Section(), state_out=Section(), exact=True)
     reader = CaptureReader(h.path)
     frames = 0
     try:
@@ -540,14 +314,14 @@ def _scan_compressed(h: FileHeader, index: int) -> RangeScan:
             frames += 1
     except CaptureFormatError as exc:
         kind = "truncated" if type(exc).__name__ == "TruncatedCaptureError" else "corrupt"
-        scan.error = ScanError(kind, str(exc), exc.offset or 0, frames)
+        scan.error = WalkError(kind, str(exc), exc.offset or 0, frames)
     finally:
         reader.close()
     scan.frames = frames
     return scan
 
 
-def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRange], ScanError | None, int]:
+def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRange], WalkError | None, int]:
     """Checks the scans of one file in order, rescanning where a guess was wrong.
 
     Returns the planned ranges (only non-empty ones), the file's first error (frame counts made
@@ -557,18 +331,18 @@ def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRang
     rescans = 0
     frame_base = 0
     prev_end: int | None = None
-    prev_state = State()
+    prev_state = Section()
     last_ts = 0.0
     for scan in sorted(scans, key=lambda s: s.nominal_start):
         if h.compressed:
-            planned.append(PlannedRange(-1, scan.index, 0, 1 << 62, 1, State(), 0.0, scan.frames, h))
+            planned.append(PlannedRange(-1, scan.index, 0, 1 << 62, 1, Section(), 0.0, scan.frames, h))
             err = scan.error
             return planned, (replace(err, frames=scan.frames) if err else None), 0
         if prev_end is not None:
             if prev_end >= scan.nominal_end:
                 # The previous range ran over this one completely: it is empty.
                 continue
-            expected_state = prev_state if h.format == "pcapng" else State()
+            expected_state = prev_state if h.format == "pcapng" else Section()
             ok = (scan.start == prev_end and (h.format == "pcap" or scan.state_in == expected_state))
             if not ok:
                 rescans += 1
@@ -577,7 +351,7 @@ def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRang
         if scan.frames:
             stop = scan.error.offset if scan.error else scan.end
             planned.append(PlannedRange(-1, scan.index, scan.start, stop, frame_base + 1,  # type: ignore[arg-type]
-                                        scan.state_in or State(), last_ts, scan.frames, h))
+                                        scan.state_in or Section(), last_ts, scan.frames, h))
         if scan.error is not None:
             err = replace(scan.error, frames=frame_base + scan.error.frames)
             return planned, err, rescans
@@ -589,14 +363,11 @@ def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRang
     return planned, None, rescans
 
 
-def error_message(err: ScanError) -> str:
+def error_message(err: WalkError) -> str:
     """The error as a sentence in `pcapfile`'s words."""
     if err.what.startswith("The ") or err.what.startswith("Not "):
-        return err.what  # already a message (compressed files)
-    what = err.what.replace("{n1}", str(err.frames + 1))
-    if err.kind == "truncated":
-        return f"The capture is truncated: it ends inside {what} at byte {err.offset} (after frame {err.frames})."
-    return f"The capture is corrupt: {what} at byte {err.offset} (after frame {err.frames})."
+        return err.what  # already a message (compressed files: the reader's)
+    return err.message()
 
 
 # --------------------------------------------------------------------------- reading
@@ -619,39 +390,20 @@ def read_range_located(r: PlannedRange, stats: ReaderStats | None = None
         for pkt in _read_compressed(r, stats):
             yield pkt, None
         return
-    out: list[tuple[TcpPacket, int | None]] = []
-    number = r.first_frame
-
-    def emit(_i: int, ts: float, linktype: int, data: bytes, data_offset: int) -> None:
-        nonlocal number
-        pkt = decode_tcp(number, ts, linktype, data, stats)
-        number += 1
-        if pkt is not None:
-            start = payload_start(data, linktype, pkt.payload) if pkt.payload else None
-            out.append((pkt, None if start is None else data_offset + start))
-
     with open(h.path, "rb", buffering=0) as f:
-        buf = _Buf(f, r.start, min(_CHUNK, max(1 << 16, r.stop - r.start)))
-        pos, state, last_ts = r.start, r.state, r.last_ts
-        # Walk in slices so packets stream out instead of piling up for the whole range.
-        while pos < r.stop:
-            stop = min(r.stop, pos + 4 * _CHUNK)
-            before = pos
-            if h.format == "pcap":
-                _n, pos, error = _walk_pcap(buf, h, pos, stop, emit)
-            else:
-                _n, pos, state, last_ts, error = _walk_pcapng(buf, h, pos, stop, state, last_ts, emit)
-            if out:
-                yield from out
-                out.clear()
-            if error is not None:
-                raise CaptureFormatError(f"{h.path}: the file changed since it was planned: "
-                                         f"{error_message(error)}", offset=error.offset)
-            if pos == before:
-                break
-    if number - r.first_frame != r.frames:
+        buf = Window(f, r.start, chunk=min(CHUNK, max(1 << 16, r.stop - r.start)))
+        walker = Walker(buf, r.start, pcap=h.pcap, section=r.state, last_ts=r.last_ts, stop=r.stop)
+        for number, (ts, linktype, data, orig, data_offset) in enumerate(walker.packets(), r.first_frame):
+            pkt = decode_tcp(number, ts, linktype, data, stats, orig)
+            if pkt is not None:
+                start = payload_start(data, linktype, pkt.payload) if pkt.payload else None
+                yield pkt, (None if start is None else data_offset + start)
+        if walker.error is not None:
+            raise CaptureFormatError(f"{h.path}: the file changed since it was planned: "
+                                     f"{error_message(walker.error)}", offset=walker.error.offset)
+    if walker.frames != r.frames:
         raise CaptureFormatError(f"{h.path}: the file changed since it was planned "
-                                 f"(range {r.index}: {number - r.first_frame} frames, expected {r.frames}).")
+                                 f"(range {r.index}: {walker.frames} frames, expected {r.frames}).")
 
 
 _VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
