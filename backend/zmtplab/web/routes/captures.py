@@ -15,9 +15,9 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from fastapi.responses import StreamingResponse
 
 from ...engine.events import WIRE_KINDS
-from ..captures import CaptureNotFound, CaptureNotReady
+from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
-from ..eventstore import SearchCancelled, SearchLimits, public
+from ..eventstore import EventStore, SearchCancelled, SearchLimits, public
 from ..limits import client_address
 from ..models import (
     CaptureCreated,
@@ -150,6 +150,16 @@ async def capture_summary(capture_id: CaptureId, store: CaptureStoreDep) -> Any:
         raise _not_found(capture_id) from None
 
 
+def _ready(store: CaptureStore, capture_id: str) -> EventStore:
+    """The capture's event store, once dissected: 404 for an unknown capture, 409 while it is dissected."""
+    try:
+        return store.ready(capture_id)[1]
+    except CaptureNotFound:
+        raise _not_found(capture_id) from None
+    except CaptureNotReady as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
 def _kinds(kind: str | None) -> list[str] | None:
     if not kind:
         return None
@@ -190,12 +200,7 @@ async def capture_events(
     """
     kinds = _kinds(kind)
     limit = min(limit, settings.events_max_limit)
-    try:
-        _, events_store = store.ready(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
-    except CaptureNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    events_store = _ready(store, capture_id)
     if conn is not None and conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
 
@@ -239,12 +244,7 @@ async def capture_event(
                                                                  "capture has only one)")] = None,
 ) -> Response:
     """The event at `index` of connection `conn`, with its fields."""
-    try:
-        _, events_store = store.ready(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
-    except CaptureNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    events_store = _ready(store, capture_id)
     if conn is None:
         if len(events_store.conns) != 1:
             raise HTTPException(422, "say which connection: ?conn=")
@@ -270,12 +270,7 @@ async def capture_event(
 async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep) -> Response:
     """What `zmtplab analyze --json` says of the capture (without a CURVE check), kept as it was dissected;
     each event a finding cites also has its `index` in its connection (for `/events/{index}?conn=`)."""
-    try:
-        _, events_store = store.ready(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
-    except CaptureNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    events_store = _ready(store, capture_id)
     if events_store.analysis is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
