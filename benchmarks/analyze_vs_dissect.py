@@ -17,18 +17,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CAPTURE = ROOT.parent / "shared" / "captures" / "bulk.pcapng"
-
-
-def timed(cmd: list[str]) -> float:
-    """Wall time of one run of `cmd` with its output thrown away."""
-    start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+from dissect_vs_tshark import DEFAULT_CAPTURE, timed  # (the scripts run from benchmarks/: a sibling module)
 
 
 def main() -> int:

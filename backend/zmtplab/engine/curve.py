@@ -217,8 +217,22 @@ def parse_metadata(data: bytes) -> dict[str, bytes]:
 # ---------------------------------------------------------------- reading a connection with its session keys
 
 
+class _Decrypted:
+    """What a decrypted view adds to its event: fields over the box, and `decrypted` in its dict."""
+
+    __slots__ = ()
+
+    def field_dicts(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.fields]  # type: ignore[attr-defined]
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)  # type: ignore[arg-type]
+        out["decrypted"] = True
+        return out
+
+
 @dataclass(frozen=True, slots=True)
-class DecryptedFrame(Frame):
+class DecryptedFrame(_Decrypted, Frame):
     """A frame as the application sent it, opened from a MESSAGE box; it sits where the box is on the wire."""
 
     @property
@@ -228,31 +242,15 @@ class DecryptedFrame(Frame):
                       f"({'MORE' if self.flags & MESSAGE_FLAG_MORE else 'final'}) and the frame's {len(self.body)} "
                       "octets, which the wire only shows encrypted.")]
 
-    def field_dicts(self) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in self.fields]
-
-    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
-        out["decrypted"] = True
-        return out
-
 
 @dataclass(frozen=True, slots=True)
-class DecryptedMessage(Message):
+class DecryptedMessage(_Decrypted, Message):
     """A whole application message opened from MESSAGE boxes (its frames are `DecryptedFrame`s)."""
 
     @property
     def fields(self) -> list[Field]:
         return [Field(f"frame {i}", p.offset, p.length, body_value(p.body), "message-box",
                       "Decrypted: the frame as the application sent it.") for i, p in enumerate(self.parts, 1)]
-
-    def field_dicts(self) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in self.fields]
-
-    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
-        out["decrypted"] = True
-        return out
 
 
 class CurveDecryptor:
