@@ -106,7 +106,7 @@ def test_lenient_decoder_never_raises(data, sizes, mid_stream, framing):
     for chunk in cut(data, sizes):
         decoder.receive_data(chunk)
         fed += len(chunk)
-        assert len(decoder._buf) <= fed  # never more than it was given
+        assert len(decoder.buffer.data) <= fed  # never more than it was given
         assert decoder.received == fed and decoder.offset <= fed
         events.extend(decoder.events())
     decoder.close()
@@ -132,7 +132,7 @@ def test_gaps_anywhere_never_break_the_decoder(data, sizes, gaps):
         decoder.receive_data(chunk)
         total += len(chunk)
         assert decoder.received == total
-        assert len(decoder._buf) <= total
+        assert len(decoder.buffer.data) <= total
         events.extend(decoder.events())
     decoder.close()
     events.extend(decoder.events())
@@ -167,7 +167,7 @@ def test_dissector_never_raises(c2s, s2c, sizes, order, mid_stream, gap):
         json.dumps(event.to_dict())
     for direction in ("c2s", "s2c"):
         decoder = dissector.decoders[direction]
-        assert len(decoder._buf) <= decoder.received
+        assert len(decoder.buffer.data) <= decoder.received
 
 
 # ---------------------------------------------------------------- a strict peer
@@ -214,7 +214,7 @@ def test_huge_declared_size_is_never_allocated(prefix, huge, framing):
         decoder.receive_data(prefix + huge)
         for _ in range(100):
             decoder.receive_data(b"more bytes")
-        held = len(decoder._buf)
+        held = len(decoder.buffer.data)
         decoder.close()
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -277,4 +277,4 @@ def test_mid_stream_resync_ignores_absurd_sizes():
     decoder.close()
     events = decoder.events()
     assert [m.frames for m in events if m.kind == "message"] == [[b"a", b"bb"], [b"ccc"]]
-    assert len(decoder._buf) < 100
+    assert len(decoder.buffer.data) < 100

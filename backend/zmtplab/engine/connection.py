@@ -12,6 +12,7 @@ whole messages. It never touches a socket or a clock.
 from __future__ import annotations
 
 from collections import deque
+from enum import StrEnum
 
 from .commands import cancel_body, error_body, ping_body, pong_body, subscribe_body
 from .constants import IDENTITY_AWARE, MAX_PING_CONTEXT, SOCKET_TYPES, VALID_PEERS
@@ -21,6 +22,7 @@ from .events import (
     Command,
     ConnectionClosed,
     Event,
+    Greeting,
     HandshakeComplete,
     Message,
     MessageReceived,
@@ -33,7 +35,18 @@ from .greeting import encode_v1_identity, encode_v2_tail, greeting_rest, signatu
 from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, NullMechanism
 
 VERSIONS = ("3.1", "3.0", "2.0", "1.0")
-GREETING, HANDSHAKE, READY, CLOSED = "greeting", "handshake", "ready", "closed"
+
+
+class ConnectionState(StrEnum):
+    """Where a connection is; a `str` (`"ready"`, ...), so it reads and prints as its value."""
+
+    GREETING = "greeting"
+    HANDSHAKE = "handshake"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+GREETING, HANDSHAKE, READY, CLOSED = ConnectionState
 
 
 class Connection:
@@ -75,7 +88,7 @@ class Connection:
         self.user_id: str | None = None
         self.close_reason: str | None = None
         self._own_family = FAMILY_V3 if version.startswith("3") else version
-        self._decoder = StreamDecoder(strict=True, peer_family=lambda: self._own_family,
+        self.decoder = StreamDecoder(strict=True, peer_family=lambda: self._own_family,
                                       max_frame_size=max_frame_size)
         self._events: deque[Event] = deque()
         self._out = bytearray()
@@ -115,7 +128,7 @@ class Connection:
             return
         try:
             try:
-                self._decoder.receive_data(data)
+                self.decoder.receive_data(data)
             except RemoteProtocolError as exc:
                 # What was decoded before the bad bytes still counts (libzmq delivers it), so the
                 # result does not depend on how the bytes were cut into chunks.
@@ -124,7 +137,7 @@ class Connection:
                 failure = None
             self._advance_greeting()
             while self.state != CLOSED:
-                event = self._decoder.next_event()
+                event = self.decoder.next_event()
                 if event is None:
                     break
                 self._handle(event)
@@ -196,7 +209,7 @@ class Connection:
 
     @property
     def _framing(self) -> str:
-        return self._decoder.framing or "3"
+        return self.decoder.framing or "3"
 
     def _greeting_rest(self) -> bytes:
         minor = int(self.own_version.split(".")[1])
@@ -249,7 +262,7 @@ class Connection:
         """Sends the next piece of our greeting as the peer's greeting reveals its version."""
         if self.state != GREETING:
             return
-        decoder = self._decoder
+        decoder = self.decoder
         family = decoder.family
         received = decoder.received
         if self._greeting_stage == 1:
@@ -280,15 +293,14 @@ class Connection:
                 self._fail(f"peer speaks ZMTP {family}, which cannot do {self.mechanism.name}", send_error=False)
 
     def _handle(self, event: Event) -> None:
-        kind = event.kind
-        if kind == "greeting":
-            self._on_greeting(event)  # type: ignore[arg-type]
-        elif kind == "command":
-            self._on_command(event)  # type: ignore[arg-type]
-        elif kind == "message":
-            self._on_message(event)  # type: ignore[arg-type]
+        if isinstance(event, Message):
+            self._on_message(event)
+        elif isinstance(event, Command):
+            self._on_command(event)
+        elif isinstance(event, Greeting):
+            self._on_greeting(event)
 
-    def _on_greeting(self, greeting) -> None:
+    def _on_greeting(self, greeting: Greeting) -> None:
         if greeting.version in ("1.0", "2.0"):
             self.version = greeting.version
             self.peer_socket_type = greeting.socket_type

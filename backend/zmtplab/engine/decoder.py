@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
+from enum import Enum
 
 from .batch import FrameRun, JsonBatch, scan, scan_run
+from .buffer import StreamBuffer
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
@@ -29,7 +31,18 @@ FAMILY_V1 = "1.0"
 FAMILY_V2 = "2.0"
 FAMILY_V3 = "3"
 
-_GREETING, _FRAMES, _LOST, _CLOSED = "greeting", "frames", "lost", "closed"
+
+class DecoderState(Enum):
+    """Where a decoder is: in the greeting, in frames, lost (after a gap, until frame boundaries are
+    certain again) or closed."""
+
+    GREETING = "greeting"
+    FRAMES = "frames"
+    LOST = "lost"
+    CLOSED = "closed"
+
+
+_GREETING, _FRAMES, _LOST, _CLOSED = DecoderState
 
 CURVE_DATA_FRAME_TEXT = (
     "CURVE MESSAGE sent in a data frame (flags 0x00 or 0x02: COMMAND clear), as libzmq 4.3 does; 23/ZMTP says "
@@ -61,9 +74,7 @@ class StreamDecoder:
         self.strict = strict
         self._peer_family = peer_family or (lambda: None)
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
-        self._pos = 0
-        self._base = 0  # stream offset of _buf[0]
+        self.buffer = StreamBuffer()  # what was received and not yet forgotten, with its stream offsets
         self._events: deque[WireEvent] = deque()
         self.family: str | None = None
         self.greeting: Greeting | None = None
@@ -97,12 +108,12 @@ class StreamDecoder:
     @property
     def offset(self) -> int:
         """Stream offset of the next byte not yet consumed."""
-        return self._base + self._pos
+        return self.buffer.offset
 
     @property
     def received(self) -> int:
         """Stream offset just past the last byte received."""
-        return self._base + len(self._buf)
+        return self.buffer.end
 
     @property
     def pending_start(self) -> int | None:
@@ -114,6 +125,13 @@ class StreamDecoder:
         """True while frames of an unfinished message (MORE set) are held."""
         return bool(self._pending)
 
+    @property
+    def idle(self) -> bool:
+        """True between frames with nothing held: every byte received was consumed and no message or
+        skipped body is in progress, so the next byte starts a frame (an owner may then read whole
+        frames itself and `buffer.skip()` them, as `fastpath.FastPath` does)."""
+        return self._state is _FRAMES and not self.buffer.available and not self._pending and not self._discard
+
     def receive_data(self, data: bytes, *, boundary: bool = True) -> None:
         """Feeds bytes; `boundary` says a new write/segment starts here (a resync candidate)."""
         if self._state == _CLOSED:
@@ -122,8 +140,8 @@ class StreamDecoder:
             self._candidates.append(self.received)
             if len(self._candidates) > _MAX_CANDIDATES:
                 del self._candidates[0]
-        self._fresh = self._base + len(self._buf)
-        self._buf += data
+        self._fresh = self.buffer.end
+        self.buffer.feed(data)
         self._parse()
 
     def gap(self, length: int) -> None:
@@ -135,7 +153,7 @@ class StreamDecoder:
         if self._discard and length <= self._discard:
             # Another gap inside the body already being skipped (the buffer is empty meanwhile).
             self._discard -= length
-            self._base += length
+            self.buffer.skip(length)
             self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
                          "message-body")
             self._finish_truncated_frame()
@@ -143,31 +161,28 @@ class StreamDecoder:
         frame_start = self._frame_in_progress()
         if frame_start is not None:
             header, flags, size = frame_start
-            have = len(self._buf) - self._pos - len(header)
+            have = self.buffer.available - len(header)
             remaining = size - have
             if length <= remaining:
                 # The gap falls inside a body whose size we know: the next boundary is still certain.
                 offset = self.offset
-                prefix = bytes(self._buf[self._pos + len(header):])
+                prefix = bytes(self.buffer.data[self.buffer.pos + len(header):])
                 self._truncated_frame = (offset, header, prefix, flags)
                 self._discard = remaining - length
-                self._consume_all()
-                self._base += length
+                self.buffer.skip(length)
                 self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
                              "message-body")
                 self._finish_truncated_frame()
                 return
         self._lose(start, f"{length} bytes missing from the capture; frame boundaries are no longer certain")
-        self._base += len(self._buf) + length
-        self._buf = bytearray()
-        self._pos = 0
-        self._lost_since = self._base
+        self.buffer.skip(length)
+        self._lost_since = self.buffer.base
 
     def close(self) -> None:
         """Says the stream ended: reports what was left unfinished."""
         if self._state == _CLOSED:
             return
-        left = len(self._buf) - self._pos
+        left = self.buffer.available
         if self._state == _GREETING:
             self._problem(self.offset, left, "error", "stream ended before the greeting was complete", "greeting")
         elif self._state == _LOST:
@@ -226,22 +241,11 @@ class StreamDecoder:
         self._candidates = []
         self._lost_since = offset
 
-    def _consume_all(self) -> None:
-        self._base += len(self._buf)
-        self._buf = bytearray()
-        self._pos = 0
-
-    def _compact(self) -> None:
-        """Drops the consumed bytes from the buffer."""
-        del self._buf[: self._pos]
-        self._base += self._pos
-        self._pos = 0
-
     def _frame_in_progress(self) -> tuple[bytes, int, int] | None:
         """Header, flags and size of a frame whose header is buffered but whose body is not complete."""
         if self._state != _FRAMES or self._discard:
             return None
-        buf, pos = self._buf, self._pos
+        buf, pos = self.buffer.data, self.buffer.pos
         avail = len(buf) - pos
         if self.framing == "1":
             if avail < 2:
@@ -276,8 +280,9 @@ class StreamDecoder:
                     self._parse_frames_batched()
                 else:
                     self._parse_frames()
-                if self._pos > 65536 and self._pos * 2 > len(self._buf):  # once they dominate the buffer
-                    self._compact()
+                buffer = self.buffer
+                if buffer.pos > 65536 and buffer.pos * 2 > len(buffer.data):  # once they dominate the buffer
+                    buffer.commit()
                 return
             if state == _GREETING:
                 if not self._parse_greeting():
@@ -290,12 +295,12 @@ class StreamDecoder:
             return
 
     def _skip_discard(self) -> bool:
-        avail = len(self._buf) - self._pos
-        take = min(avail, self._discard)
-        self._pos += take
+        buffer = self.buffer
+        take = min(buffer.available, self._discard)
+        buffer.pos += take
         self._discard -= take
         if self._discard:
-            self._consume_all()
+            buffer.skip()
             return False
         self._finish_truncated_frame()
         return True
@@ -320,7 +325,7 @@ class StreamDecoder:
 
     def _parse_greeting(self) -> bool:
         """Reads as much of the greeting as the data allows; True when it is complete."""
-        buf, pos = self._buf, self._pos
+        buf, pos = self.buffer.data, self.buffer.pos
         avail = len(buf) - pos
         if avail < 1:
             return False
@@ -363,7 +368,7 @@ class StreamDecoder:
                                  raw=raw, field_list=tuple(v3_fields(offset, raw)))
         self.mechanism = mechanism
         self.framing = "3"
-        self._pos += 64
+        self.buffer.pos += 64
         self._events.append(self.greeting)
         for severity, text, rule, rel, length in v3_problems(raw):
             if severity == "note" or (not self.strict and severity != "error"):
@@ -376,7 +381,7 @@ class StreamDecoder:
         return True
 
     def _greeting_v2(self, *, downgraded: bool) -> bool:
-        buf, pos = self._buf, self._pos
+        buf, pos = self.buffer.data, self.buffer.pos
         if len(buf) - pos < 14:
             return False
         if buf[pos + 12] & FLAG_LONG:
@@ -394,7 +399,7 @@ class StreamDecoder:
         socket_type = SOCKET_TYPE_NAMES_V2.get(code)
         self.greeting = Greeting(offset, len(raw), version="2.0", socket_type=socket_type, identity=raw[14:],
                                  mechanism="NULL", raw=raw, field_list=tuple(v2_fields(offset, raw)))
-        self._pos += len(raw)
+        self.buffer.pos += len(raw)
         self.framing = "2"
         self.mechanism = "NULL"
         self._events.append(self.greeting)
@@ -410,7 +415,7 @@ class StreamDecoder:
         return True
 
     def _greeting_v1(self, peer: str | None) -> bool:
-        buf, pos = self._buf, self._pos
+        buf, pos = self.buffer.data, self.buffer.pos
         avail = len(buf) - pos
         if buf[pos] == 0xFF:
             if avail < 10:
@@ -425,7 +430,7 @@ class StreamDecoder:
         if length == 0:
             self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")
             if not self.strict:
-                self._pos += 1
+                self.buffer.pos += 1
                 return True
         body_size = max(length - 1, 0)
         if self.strict and self.max_frame_size is not None and body_size > min(self.max_frame_size, 255):
@@ -437,7 +442,7 @@ class StreamDecoder:
         offset = self.offset
         self.greeting = Greeting(offset, len(raw), version="1.0", identity=raw[head:], mechanism="NULL", raw=raw,
                                  field_list=tuple(v1_fields(offset, raw)))
-        self._pos += len(raw)
+        self.buffer.pos += len(raw)
         self.framing = "1"
         self.mechanism = "NULL"
         self._events.append(self.greeting)
@@ -453,21 +458,22 @@ class StreamDecoder:
     def _parse_frames_batched(self) -> None:
         """`_parse_frames`, with runs of whole ordinary messages taken by `batch.scan` (as JSON) or
         `batch.scan_run`."""
+        buffer = self.buffer
         while True:
             if not self._pending:
-                start = self._pos
+                start = buffer.pos
                 if self.json_batches:
-                    pos, heads = scan(self._buf, start, self._base, self.max_body)
+                    pos, heads = scan(buffer.data, start, buffer.base, self.max_body)
                     if heads:
-                        self._events.append(JsonBatch(self._base + start, self._buf[start:pos], heads,
+                        self._events.append(JsonBatch(buffer.base + start, buffer.data[start:pos], heads,
                                                       self._fresh, self.framing or "3"))
-                        self._pos = pos
+                        buffer.pos = pos
                 else:
-                    pos, count, starts = scan_run(self._buf, start)
+                    pos, count, starts = scan_run(buffer.data, start)
                     if count:
-                        self._events.append(FrameRun(self._base + start, bytes(self._buf[start:pos]),
+                        self._events.append(FrameRun(buffer.base + start, bytes(buffer.data[start:pos]),
                                                      self._fresh, self.framing or "3", count, starts))
-                        self._pos = pos
+                        buffer.pos = pos
             # What scan() left: an unusual frame, the frames of an unfinished message, or too few bytes.
             if not self._parse_frames(resume=True):
                 return
@@ -478,10 +484,11 @@ class StreamDecoder:
         A command ends any resumption for the rest of this data: it can change what the owner's
         checks need to see (a READY announcing a SUB socket, say).
         """
-        buf = self._buf
-        pos = self._pos
+        buffer = self.buffer
+        buf = buffer.data
+        pos = buffer.pos
         n = len(buf)
-        base = self._base
+        base = buffer.base
         framing = self.framing or "3"
         reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
         max_size = self.max_frame_size
@@ -498,7 +505,7 @@ class StreamDecoder:
                 size = buf[pos + 1]
                 hlen = 2
             if max_size is not None and size > max_size:
-                self._pos = pos
+                buffer.pos = pos
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
                                           offset=base + pos, rule="long-size" if hlen == 9 else "short-size")
             end = pos + hlen + size
@@ -507,7 +514,7 @@ class StreamDecoder:
             # The usual headers are shared objects (cheaper than a copy, and their hash is computed once).
             header = SHORT_HEADERS[flags][size] if flags < 2 else bytes(buf[pos:pos + hlen])
             body = bytes(buf[pos + hlen:end])
-            self._pos = end
+            buffer.pos = end
             if flags & reserved:
                 self._problem(base + pos, 1, "warn", f"reserved flag bits set: 0x{flags & reserved:02x}", "flags")
             # libzmq sends CURVE's MESSAGE as a data frame (COMMAND clear): it is still a MESSAGE command.
@@ -523,14 +530,15 @@ class StreamDecoder:
             if self._state != _FRAMES:
                 return False
             pos = end
-        self._pos = pos
+        buffer.pos = pos
         return False
 
     def _parse_v1_frames(self) -> None:
-        buf = self._buf
-        pos = self._pos
+        buffer = self.buffer
+        buf = buffer.data
+        pos = buffer.pos
         n = len(buf)
-        base = self._base
+        base = buffer.base
         while n - pos >= 2:
             if buf[pos] == 0xFF:
                 if n - pos < 10:
@@ -544,7 +552,7 @@ class StreamDecoder:
                 # 13/ZMTP: a zero length is invalid and such frames are discarded.
                 self._problem(base + pos, 1, "warn", "1.0 frame with length 0 discarded", "length")
                 pos += 1
-                self._pos = pos
+                buffer.pos = pos
                 continue
             size = length - 1
             if self.max_frame_size is not None and size > self.max_frame_size:
@@ -555,7 +563,7 @@ class StreamDecoder:
                 break
             header = bytes(buf[pos:pos + hlen])
             body = bytes(buf[pos + hlen:end])
-            self._pos = end
+            buffer.pos = end
             if flags & 0xFE:
                 self._problem(base + pos + hlen - 1, 1, "note", f"reserved 1.0 flag bits set: 0x{flags & 0xFE:02x}",
                               "flags")
@@ -563,7 +571,7 @@ class StreamDecoder:
             if self._state != _FRAMES:
                 return
             pos = end
-        self._pos = pos
+        buffer.pos = pos
 
     def _deliver_frame(self, frame: Frame) -> None:
         events = self._events
@@ -610,17 +618,18 @@ class StreamDecoder:
 
     def _try_resync(self) -> bool:
         """Looks for a certain frame boundary among the candidates; True when decoding resumed."""
-        end = self.received
+        buffer = self.buffer
+        end = buffer.end
         keep: list[int] = []
         for cand in self._candidates:
-            verdict = self._chain_verdict(cand - self._base, len(self._buf))
+            verdict = self._chain_verdict(cand - buffer.base, len(buffer.data))
             if verdict is True:
                 skipped = cand - self._lost_since
                 if skipped:
                     self._expert(self._lost_since, skipped, "warn",
                                  f"{skipped} bytes skipped: no certain frame boundary in them", "frame")
                 self._expert(cand, 0, "note", "frame boundaries certain again: decoding resumes here", "frame")
-                self._pos = cand - self._base
+                buffer.pos = cand - buffer.base
                 self._candidates = []
                 self._state = _FRAMES
                 return True
@@ -628,16 +637,15 @@ class StreamDecoder:
                 keep.append(cand)
         self._candidates = keep
         # Bytes before the oldest live candidate can never be decoded: drop them.
-        drop_to = (keep[0] if keep else end) - self._base
+        drop_to = (keep[0] if keep else end) - buffer.base
         if drop_to > 0:
-            del self._buf[:drop_to]
-            self._base += drop_to
-            self._pos = 0
+            buffer.pos = drop_to
+            buffer.commit()
         return False
 
     def _chain_verdict(self, start: int, stop: int) -> bool | None:
         """Whether frames parse from `start` to exactly `stop`: True, False, or None (undecided yet)."""
-        buf = self._buf
+        buf = self.buffer.data
         framing = self.framing or "3"
         reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
         pos = start

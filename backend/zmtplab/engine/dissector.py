@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .constants import VALID_PEERS
 from .decoder import StreamDecoder
-from .events import Command, Expert, Greeting, Message, WireEvent
+from .events import Command, Expert, Frame, Greeting, Message, WireEvent
 from .fields import text_or_hex
 
 C2S, S2C = "c2s", "s2c"
@@ -103,19 +103,19 @@ class ConnectionDissector:
         decoder = self.decoders[direction]
         for event in decoder.take():
             out.append((direction, event))
-            kind = event.kind
-            if kind == "frame" or kind == "expert" or kind == "gap" or kind == "batch":
+            # Frames, experts, gaps and runs need no check here; frames come first, as they come most.
+            if isinstance(event, Frame):
                 continue
-            if kind == "message":
+            if isinstance(event, Message):
                 if not self._handshake_done(direction) and not self.mid_stream:
                     out.append((direction, _expert(event, "warn", "message sent before the handshake completed",
                                                    "traffic")))
                 if self.socket_types.get(direction) in ("SUB", "XSUB"):  # (asked here: most messages are not)
-                    self._subscription_note(direction, event, out)  # type: ignore[arg-type]
-            elif kind == "greeting":
-                self._on_greeting(direction, event, out)  # type: ignore[arg-type]
-            elif kind == "command":
-                self._on_command(direction, event, out)  # type: ignore[arg-type]
+                    self._subscription_note(direction, event, out)
+            elif isinstance(event, Command):
+                self._on_command(direction, event, out)
+            elif isinstance(event, Greeting):
+                self._on_greeting(direction, event, out)
         if self.batching:
             # Messages need no check of ours once this side's handshake is done, unless they may be
             # 3.0-style subscriptions; the decoder batches them only then.

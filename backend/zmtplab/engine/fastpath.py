@@ -10,8 +10,9 @@ in progress, so the strict decoder stays the single judge of every rule: a `PING
 flag goes through exactly the code it would have gone through without the fast path. Once the
 decoder has no partial frame or message left, the fast path takes over again.
 
-It lives next to the decoder because it shares the decoder's stream position: what the fast
-path consumes moves the decoder's offset on, so offsets in later errors stay exact.
+It shares the decoder's stream position through the decoder's public buffer: the fast path
+reads only while the decoder is `idle`, and `buffer.skip()`s what it consumed, so the decoder's
+offset moves on and offsets in later errors stay exact.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class FastPath:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._dec = conn._decoder
+        self._dec = conn.decoder
         limit = self._dec.max_frame_size
         self._max = limit if limit is not None else (1 << 64)
         self._tail = b""
@@ -42,8 +43,7 @@ class FastPath:
 
     def _drained(self) -> bool:
         dec = self._dec
-        return (dec._state == "frames" and dec.framing == "3" and dec._pos == len(dec._buf) and not dec._pending
-                and not dec._discard)
+        return dec.idle and dec.framing == "3"
 
     def _to_slow(self, data: bytes) -> None:
         self._slow = True
@@ -117,10 +117,8 @@ class FastPath:
                     parts = None
                 msg_start = pos
         if msg_start:
-            dec = self._dec
-            if dec._buf:  # bytes the connection consumed before the fast path took over
-                dec._consume_all()
-            dec._base += msg_start
+            # (The decoder is idle: what it still holds it consumed before the fast path took over.)
+            self._dec.buffer.skip(msg_start)
         if unusual or n - msg_start > TAIL_LIMIT:
             self._to_slow(data[msg_start:])
         elif msg_start < n:
