@@ -301,3 +301,41 @@ def test_tap_proxy_target_process_killed() -> None:
     with contextlib.suppress(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
         raise AssertionError("the tap still accepts connections")
+
+
+# ---------------------------------------------------------------- the session faults: one table
+
+
+SIMULATED_FAULT_MARKS = {"corrupt_byte": ("corrupt", "corrupt-armed"), "split_writes": ("split",), "delay": ("delay",),
+                         "stop_pong": ("stop_answering",), "wrong_mechanism": ("wrong_mechanism",),
+                         "close": ("close",)}
+
+
+def test_the_page_and_both_runtimes_read_one_fault_table(tmp_path: Path) -> None:
+    with open_client(tmp_path, sim_step_interval=0.005) as client:
+        table = client.get("/api/sessions/faults").json()["faults"]
+        modes = {f["fault"]: f["modes"] for f in table}
+        assert modes == {"corrupt_byte": ["simulated", "tcp"], "split_writes": ["simulated", "tcp"],
+                         "delay": ["simulated", "tcp"], "close": ["simulated", "tcp"], "kill": ["tcp"],
+                         "wrong_mechanism": ["simulated"], "stop_pong": ["simulated"]}
+        for mode, config in (("simulated", {"server": {"type": "PUSH"}, "client": {"type": "PULL"}}),
+                             ("tcp", {"server": {"type": "PAIR"}, "client": {"type": "PAIR"}})):
+            res = client.post("/api/sessions", json={"mode": mode, **config})
+            assert res.status_code == 201, res.text
+            with client.websocket_connect(f"/ws/sessions/{res.json()['id']}") as ws:
+                ready(ws)
+                for name, takes in modes.items():
+                    if mode in takes:
+                        continue
+                    ws.send_json({"type": "fault", "fault": name, "args": {"peer": "server"}})
+                    detail = receive_until(ws, lambda m: m["type"] == "error")[-1]["detail"]
+                    assert f"the fault {name!r} needs a" in detail, detail
+                if mode != "simulated":
+                    continue
+                # Every fault the table gives a simulated session takes effect: the log marks each.
+                for name in (n for n in SIMULATED_FAULT_MARKS if "simulated" in modes[n]):
+                    ws.send_json({"type": "fault", "fault": name, "args": {"peer": "client"}})
+                    mark = receive_until(ws, lambda m: m["type"] in ("error", "log")
+                                         and (m["type"] == "error" or m["entry"].get("what") == "fault"))[-1]
+                    assert mark["type"] == "log", mark
+                    assert mark["entry"]["fault"] in SIMULATED_FAULT_MARKS[name], (name, mark)

@@ -22,6 +22,10 @@ visible in the following steps:
 turned on there if it had none); before the handshake it makes the handshake time out.
 
 `peer` defaults to the client of `conn`, and `conn` to the newest open connection.
+
+`SESSION_FAULTS` is the one table of the faults a playground session takes by name (the websocket's
+`{"type": "fault", "fault", "args"}`): which simulation fault each applies, and whether a real TCP
+session (`web.live`) can inject it too. The simulated runtime also takes every name of `FAULTS`.
 """
 
 from __future__ import annotations
@@ -246,4 +250,33 @@ FAULTS: dict[str, Fault] = {
     )
 }
 
-__all__ = ["FAULTS", "Fault"]
+
+
+@dataclass(frozen=True)
+class SessionFault:
+    """A fault a playground session takes by name: the simulation's fault it applies (None: real peers only),
+    and whether a real TCP session can inject it."""
+
+    name: str
+    simulated: str | None
+    tcp: bool
+
+    def modes(self) -> list[str]:
+        """The session modes that take it: "simulated", "tcp"."""
+        return [mode for mode, ok in (("simulated", self.simulated is not None), ("tcp", self.tcp)) if ok]
+
+
+SESSION_FAULTS: dict[str, SessionFault] = {
+    f.name: f
+    for f in (
+        SessionFault("corrupt_byte", "corrupt", tcp=True),
+        SessionFault("split_writes", "split", tcp=True),
+        SessionFault("delay", "delay", tcp=True),
+        SessionFault("close", "close", tcp=True),
+        SessionFault("kill", None, tcp=True),  # a real process dies; a simulated peer has no process
+        SessionFault("wrong_mechanism", "wrong_mechanism", tcp=False),
+        SessionFault("stop_pong", "stop_answering", tcp=False),
+    )
+}
+
+__all__ = ["FAULTS", "SESSION_FAULTS", "Fault", "SessionFault"]

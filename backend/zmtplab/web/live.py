@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.dissector import ConnectionDissector
+from ..peers.faults import SESSION_FAULTS
 from ..peers.sockets import Again, SocketStateError
 from ..peers.tcp import TcpPeer
 from .models import GREETING_STRATEGY, PeerConfig, SessionCreate
@@ -39,8 +40,9 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 64 * 1024
 SEND_TIMEOUT = 5.0
-FAULTS = ("corrupt_byte", "split_writes", "delay", "close", "kill")
-SIMULATED_ONLY = ("wrong_mechanism", "stop_pong")
+# The session faults a real TCP session takes, and those only a simulated one does (peers.faults).
+FAULTS = tuple(name for name, f in SESSION_FAULTS.items() if f.tcp)
+SIMULATED_ONLY = tuple(name for name, f in SESSION_FAULTS.items() if not f.tcp)
 
 
 @dataclass

@@ -198,6 +198,15 @@ class SessionCreated(BaseModel):
     id: str
 
 
+class SessionFaultInfo(BaseModel):
+    fault: str = Field(description="the name a `fault` command gives")
+    modes: list[Literal["simulated", "tcp"]] = Field(description="the session modes that can inject it")
+
+
+class SessionFaults(BaseModel):
+    faults: list[SessionFaultInfo]
+
+
 # ---- websocket: server -> browser
 
 

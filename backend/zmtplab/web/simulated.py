@@ -35,8 +35,6 @@ MAX_STEPS_PER_ELEMENT = 64  # deliveries without a new element before a step giv
 MAX_ELEMENTS_PER_TURN = 256  # elements a playing session catches up on before it lets others run
 MAX_BACKLOG = 1.0  # seconds of playback a session that fell behind catches up on at most
 LIVE = 0.002  # an interval shorter than this (a timer's resolution) plays whatever is ready at once
-# The browser's fault names (frontend/js/core/session.js) -> the simulation's (peers/faults.py).
-FAULT_ALIASES = {"corrupt_byte": "corrupt", "split_writes": "split", "stop_pong": "stop_answering"}
 WIRE = frozenset(WIRE_KINDS)
 
 
@@ -305,13 +303,14 @@ class SimulatedRuntime:
         self._poke()
 
     async def fault(self, name: str, args: dict[str, Any]) -> None:
-        from ..peers.faults import FAULTS
+        from ..peers.faults import FAULTS, SESSION_FAULTS
 
-        if name == "kill":
-            raise SessionError("the fault 'kill' needs a real session (mode 'tcp'); here try 'close'")
-        fault = FAULT_ALIASES.get(name, name)
+        session_fault = SESSION_FAULTS.get(name)
+        if session_fault is not None and session_fault.simulated is None:
+            raise SessionError(f"the fault {name!r} needs a real session (mode 'tcp'); here try 'close'")
+        fault = session_fault.simulated if session_fault is not None else name
         if fault not in FAULTS:
-            names = sorted({*FAULTS, *FAULT_ALIASES})
+            names = sorted({*FAULTS, *(n for n, f in SESSION_FAULTS.items() if f.simulated is not None)})
             raise SessionError(f"unknown fault {name!r}; one of {', '.join(names)}")
         params = FAULTS[fault].params
         args = _peer_to_direction(fault, args)

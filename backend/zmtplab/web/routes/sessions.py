@@ -11,9 +11,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, WebSocketDisconnect, status
 from pydantic import TypeAdapter, ValidationError
 
+from ...peers.faults import SESSION_FAULTS
 from ..deps import SessionManagerDep, SettingsDep
 from ..limits import AbuseWindow, TokenBucket, client_address
-from ..models import ErrorResponse, SessionCreate, SessionCreated, WsCommand
+from ..models import ErrorResponse, SessionCreate, SessionCreated, SessionFaultInfo, SessionFaults, WsCommand
 from ..sessions import Session, SessionConfigError, SessionError, SessionManager, dumps
 
 router = APIRouter(tags=["sessions"])
@@ -98,6 +99,13 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
     except OverflowError as exc:
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
     return SessionCreated(id=session.id)
+
+
+@router.get("/api/sessions/faults", response_model=SessionFaults, summary="The faults sessions take")
+async def session_faults() -> SessionFaults:
+    """Every fault a session's `{"type": "fault", "fault", "args"}` command may name, with the session modes
+    that can inject it (the page's fault menu offers these)."""
+    return SessionFaults(faults=[SessionFaultInfo(fault=f.name, modes=f.modes()) for f in SESSION_FAULTS.values()])
 
 
 CREDENTIALS = ("this export holds the PLAIN username and password in clear, as they crossed the wire (in the "
