@@ -258,7 +258,7 @@ class _SessionSource(_Source):
                 sim.send(send.from_, [f.to_bytes() for f in send.frames])
             except ValueError as exc:
                 raise LessonPlayError(f"send from {send.from_}: {exc}") from None
-            if sim.state()["peers"][send.from_]["blocked_sends"]:
+            if sim.peer(send.from_).blocked:
                 raise LessonPlayError(f"send from {send.from_}: no peer can take the message yet")
         elif name == "ping":
             ping = action.ping
