@@ -24,7 +24,7 @@ What libzmq 4.3.5 does that the specifications do not say (checked on the wire):
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +50,8 @@ from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
 
 __all__ = [
     "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveDecryptor", "CurveServer", "DecryptedFrame",
-    "DecryptedMessage", "Random", "generate_keypair",
-    "hello_problem", "keylog_line", "open_box", "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
+    "DecryptedMessage", "Random", "generate_keypair", "hello_problem", "keylog_line", "keylog_text", "open_box",
+    "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
 ]
 
 KEY_SIZE = 32
@@ -140,6 +140,15 @@ def keylog_line(client_short_public: bytes, session_key: bytes) -> str:
     HELLO shows it on the wire, and the precomputed key of the connection's short-term keys, which opens
     its INITIATE, READY and MESSAGE boxes. Whoever holds the line can read that connection."""
     return f"CURVE_SESSION_KEY {client_short_public.hex()} {session_key.hex()}"
+
+
+def keylog_text(keys: Iterable[tuple[bytes, bytes]]) -> str:
+    """A key log of (client short-term public key, session key) pairs: one `keylog_line` each, the first of
+    each connection only."""
+    seen: dict[bytes, bytes] = {}
+    for client_short, key in keys:
+        seen.setdefault(client_short, key)
+    return "".join(keylog_line(c, k) + "\n" for c, k in seen.items())
 
 
 def parse_keylog(text: str) -> dict[bytes, bytes]:

@@ -54,6 +54,11 @@ class Mechanism:
         MESSAGE_FLAG_MORE and MESSAGE_FLAG_COMMAND."""
         raise NotImplementedError
 
+    def session_keys(self) -> tuple[bytes, bytes] | None:
+        """What decrypts this connection's traffic, once known: (the client's short-term public key, the session
+        key) for CURVE (see curve.keylog_line); None for a mechanism that does not encrypt."""
+        return None
+
 
 class NullMechanism(Mechanism):
     """NULL: both sides send READY; no authentication (23/ZMTP)."""

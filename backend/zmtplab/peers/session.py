@@ -65,6 +65,18 @@ class PeerCore:
         self.report_messages = report_messages
         self.connections: dict[str, PeerConnection] = {}
         self._pipe_conn: dict[str, PeerConnection] = {}
+        # CURVE session keys of this peer's connections, as they complete their handshakes: (the client's
+        # short-term public key, the session key) pairs, the lines of a key log (engine.curve.keylog_line).
+        self.session_keys: list[tuple[bytes, bytes]] = []
+
+    def session_key(self, client_short: bytes) -> bytes | None:
+        """The CURVE session key of this peer's connection whose client short-term public key is `client_short`
+        (one that completed its handshake, or one still in it that has made its key), or None."""
+        live = (pc.conn.mechanism.session_keys() for pc in list(self.connections.values()))
+        for found in (*self.session_keys, *live):
+            if found is not None and found[0] == client_short:
+                return found[1]
+        return None
 
     # ------------------------------------------------------------------ connections
 
@@ -368,6 +380,9 @@ class PeerConnection:
         if event.user_id is not None:
             info["user_id"] = event.user_id
         core.peer_event("handshake", self, **info)
+        keys = self.conn.mechanism.session_keys()
+        if keys is not None:
+            core.session_keys.append(keys)
         refused = core._attach(self, event.peer_identity, event.version)
         if refused is not None:
             if core.socket.type == "ROUTER":

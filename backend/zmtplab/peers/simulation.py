@@ -213,8 +213,7 @@ class Link:
     def session_key(self, client_short: bytes) -> bytes | None:
         """The link's CURVE session key, once one of its peers has it: the key log of our own peers."""
         for pc in self.pcs.values():
-            keys = getattr(pc.conn.mechanism, "session_keys", None)
-            found = keys() if keys is not None else None
+            found = pc.conn.mechanism.session_keys()
             if found is not None and found[0] == client_short:
                 return found[1]
         return None
@@ -914,6 +913,13 @@ class Simulation:
                 if d.chunks or (d.eof and not d.eof_done):
                     return True
         return False
+
+    def keylog(self) -> str:
+        """The CURVE key log of the session's connections so far (engine.curve.keylog_line, one a connection):
+        whoever holds it can read their boxes, as TLS's SSLKEYLOGFILE lets one read a TLS capture."""
+        from ..engine.curve import keylog_text  # (only CURVE sessions load the cryptography)
+
+        return keylog_text(k for peer in self.peers.values() for k in peer.core.session_keys)
 
     def idle(self) -> bool:
         """True when nothing is scheduled: no bytes in flight, no timer, no reconnection (cheaper than state()).

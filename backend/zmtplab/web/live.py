@@ -60,6 +60,7 @@ class _Link:
     conn: str
     writers: dict[str, asyncio.StreamWriter]  # direction -> where its bytes go
     dissector: ConnectionDissector = field(default_factory=ConnectionDissector)
+    decryptor: Any = None  # a CURVE connection's CurveDecryptor, from its HELLO on (our peers know their keys)
     eof: set[str] = field(default_factory=set)
     closed: bool = False
     tasks: list[asyncio.Task] = field(default_factory=list)
@@ -435,7 +436,7 @@ class TcpRuntime:
         if not pairs:
             return
         events = []
-        for d, event in pairs:
+        for d, event in self._with_decrypted(link, pairs):
             item = event.to_dict(with_fields=True)
             item["conn"] = link.conn
             item["dir"] = d
@@ -443,6 +444,34 @@ class TcpRuntime:
             events.append(item)
         self.session.add_events(events)
         self.session.push_state()
+
+    def _with_decrypted(self, link: _Link, pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """The dissector's events, each CURVE box followed by what it holds, when one of our peers has the key."""
+        out = []
+        for d, event in pairs:
+            out.append((d, event))
+            if event.kind != "command":
+                continue
+            if link.decryptor is None and event.name == "HELLO":
+                from ..engine.curve import CurveDecryptor  # (only CURVE sessions load the cryptography)
+
+                link.decryptor = CurveDecryptor(self._session_key)
+            if link.decryptor is not None:
+                out.extend(link.decryptor.feed(d, event))
+        return out
+
+    def _session_key(self, client_short: bytes) -> bytes | None:
+        for side in (self.server, self.client):
+            if isinstance(side, _LabSide) and (key := side.peer.core.session_key(client_short)) is not None:
+                return key
+        return None
+
+    def keylog(self) -> str:
+        """The CURVE key log of our peers' connections so far (libzmq keeps its keys to itself)."""
+        from ..engine.curve import keylog_text
+
+        return keylog_text(k for side in (self.server, self.client) if isinstance(side, _LabSide)
+                           for k in side.peer.core.session_keys)
 
     async def _half_close(self, link: _Link, direction: str) -> None:
         if not link.eof and not link.closed:  # the first side to close: say who

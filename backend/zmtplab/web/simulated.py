@@ -358,6 +358,9 @@ class SimulatedRuntime:
         links = self.sim.links.values()
         return bool(links) and all(link.closed for link in links)
 
+    def keylog(self) -> str:
+        return self.sim.keylog()
+
     async def close(self) -> None:
         self._closed = True
         self._poke()

@@ -147,6 +147,20 @@ async def export_json(session_id: SessionId, manager: SessionManagerDep) -> Resp
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.json"', **headers})
 
 
+@router.get("/api/sessions/{session_id}/export.keylog", summary="The session's CURVE key log", responses={
+    200: {"content": {"text/plain": {}}, "description": "one CURVE_SESSION_KEY line per CURVE connection"},
+    **NOT_FOUND})
+async def export_keylog(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """The session keys of its CURVE connections, as our peers made them (libzmq keeps its own): one line
+    `CURVE_SESSION_KEY <client short-term public key> <session key>` each, the idea of TLS's SSLKEYLOGFILE.
+    `zmtplab dissect --curve-keylog` reads the session's exported capture with it. Anyone who holds it reads
+    those connections: share it as you would a password. Empty for a session without CURVE."""
+    session = _session(manager, session_id)
+    return Response(session.runtime.keylog(), media_type="text/plain", headers={
+        "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.keylog"',
+        "X-ZMTPLab-Credentials": "CURVE-KEYLOG"})
+
+
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
                responses=NOT_FOUND)
 async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> Response:
