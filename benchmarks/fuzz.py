@@ -3,11 +3,12 @@
 Each target runs in its own libFuzzer process with a per-input timeout, seeded with the
 sample captures and their ZMTP byte streams. A crash is any exception a target may not
 raise (the dissector may raise nothing; a strict peer only `RemoteProtocolError`; the capture
-reader only `CaptureFormatError`; the upload endpoint must never answer 5xx). Prints, per
-target and in total, inputs run, crashes and hangs; last line:
+reader only `CaptureFormatError`; the upload endpoint must never answer 5xx; the pipeline's
+range reader must read exactly the packets and the error the sequential reader reads).
+Prints, per target and in total, inputs run, crashes and hangs; last line:
 `fuzz: inputs=N crashes=C hangs=H` (goal: N >= 1,000,000, C = H = 0).
 
-    .venv/bin/python benchmarks/fuzz.py [--engine N] [--capture N] [--upload N]
+    .venv/bin/python benchmarks/fuzz.py [--engine N] [--capture N] [--upload N] [--ranges N]
 """
 
 from __future__ import annotations
@@ -75,6 +76,44 @@ def _capture_target(data: bytes) -> None:
         pass
 
 
+def _ranges_target(data: bytes) -> None:
+    from dataclasses import astuple
+
+    from zmtplab.capture.errors import CaptureFormatError
+    from zmtplab.capture.pcapfile import read_tcp_packets
+    from zmtplab.pipeline.ranges import chain_scans, error_message, nominal_ranges, probe, read_range, scan_range
+
+    def outcome(packets) -> tuple[list[tuple], str | None]:
+        out = []
+        try:
+            for packet in packets():
+                out.append(astuple(packet))
+        except CaptureFormatError as exc:
+            return out, str(exc)
+        return out, None
+
+    def ranged(split: int):
+        header = probe(str(path))
+        scans = [scan_range(header, i, s, e) for i, (s, e) in enumerate(nominal_ranges(header, split))]
+        planned, err, _rescans = chain_scans(header, scans)
+        for r in planned:
+            yield from read_range(r)
+        if err is not None:
+            raise CaptureFormatError(error_message(err))
+
+    global _ranges_dir
+    if _ranges_dir is None:
+        _ranges_dir = Path(tempfile.mkdtemp(prefix="zmtplab-fuzz-"))
+    path = _ranges_dir / "input"
+    path.write_bytes(data)
+    expected = outcome(lambda: read_tcp_packets(data))
+    for split in (64, 1 << 20):
+        got = outcome(lambda split=split: ranged(split))
+        if got != expected:
+            raise AssertionError(f"ranges ({split}) read {got}, the reader {expected}")
+
+
+_ranges_dir: Path | None = None
 _client = None
 
 
@@ -98,7 +137,7 @@ def _upload_target(data: bytes) -> None:
             raise AssertionError(f"summary answered {summary.status_code}")
 
 
-TARGETS = {"engine": _engine_target, "capture": _capture_target, "upload": _upload_target}
+TARGETS = {"engine": _engine_target, "capture": _capture_target, "upload": _upload_target, "ranges": _ranges_target}
 
 
 def _seed_corpus(target: str, directory: Path) -> None:
@@ -125,7 +164,8 @@ def child(target: str, args: list[str]) -> None:
 
     with atheris.instrument_imports():
         import zmtplab.capture.dissect
-        import zmtplab.engine  # noqa: F401
+        import zmtplab.engine
+        import zmtplab.pipeline.ranges  # noqa: F401
     fn = TARGETS[target]
     atheris.Setup([sys.argv[0], *args], fn)
     atheris.Fuzz()
@@ -163,7 +203,7 @@ def run_target(target: str, runs: int, timeout: int) -> tuple[int, int, int, str
 
 
 def main() -> int:
-    """Runs the three targets and prints the totals."""
+    """Runs the targets and prints the totals."""
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3:])
         return 0
@@ -171,10 +211,13 @@ def main() -> int:
     parser.add_argument("--engine", type=int, default=700_000, help="inputs for the engine decoder")
     parser.add_argument("--capture", type=int, default=300_000, help="inputs for the capture reader")
     parser.add_argument("--upload", type=int, default=10_000, help="inputs for the upload endpoint")
+    parser.add_argument("--ranges", type=int, default=20_000,
+                        help="inputs for the range reader, checked against the sequential reader")
     parser.add_argument("--timeout", type=int, default=10, help="seconds one input may take (a hang)")
     args = parser.parse_args()
     total = [0, 0, 0]
-    for target, runs in (("engine", args.engine), ("capture", args.capture), ("upload", args.upload)):
+    for target, runs in (("engine", args.engine), ("capture", args.capture), ("upload", args.upload),
+                         ("ranges", args.ranges)):
         if runs <= 0:
             continue
         inputs, crashes, hangs, tail = run_target(target, runs, args.timeout)

@@ -305,3 +305,18 @@ def test_an_ip_length_beyond_the_wire_length_is_not_missing_bytes_to_either(tmp_
     _agree(tmp_path, data)
     got, _err, _planned, _rescans = split_read(tmp_path / "generated.pcapng", 1 << 20)
     assert [p[10] for p in got] == [0]  # TcpPacket.missing
+
+
+@pytest.mark.parametrize("content", [b"\x1f\x8b\r\n" + b"\0" * 60, gzip.compress(b"hello, not a capture"), b"",
+                                     b"\xd4\xc3\xb2\xa1\x02\x00"],
+                         ids=["bad-gzip-method", "gzip-of-text", "empty", "pcap-header-cut"])
+def test_a_file_that_is_not_a_capture_is_refused_in_the_readers_words(tmp_path, content):
+    """A gzip header with a bad compression method was 'not a capture' to the range probe and a
+    corrupt compressed capture to the reader: the probe now lets the reader judge the header."""
+    path = tmp_path / "input.pcap.gz"
+    path.write_bytes(content)
+    with pytest.raises(CaptureFormatError) as reader_said:
+        read_tcp_packets(str(path))
+    with pytest.raises(CaptureFormatError) as probe_said:
+        probe(str(path))
+    assert str(probe_said.value) == str(reader_said.value)

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..capture.errors import CaptureFormatError
-from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp, sniff_format
+from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp
 from ..capture.pcapwalk import (
     CHUNK,
     EPB,
@@ -68,7 +68,6 @@ __all__ = [
 # Block types a heuristic boundary may start with (the standard and experimental ones in use).
 _KNOWN_BLOCKS = frozenset({SHB, IDB, PB, SPB, 4, 5, EPB, 7, 8, 9, 0x0A, 0x0B, 0xBAD, 0x40000BAD})
 _U32LE = struct.Struct("<I")
-_GZIP = b"\x1f\x8b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,25 +126,20 @@ class PlannedRange:
 
 
 def probe(path: str) -> FileHeader:
-    """Reads the header of a capture file; raises `CaptureFormatError` when it is not one."""
+    """Reads the header of a capture file; raises `CaptureFormatError` when it is not one (the
+    sequential reader judges it, so the error is the one a sequential read raises)."""
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(CHUNK)
-    if not head:
-        raise CaptureFormatError("The file is empty, not a pcap or pcapng capture.")
-    fmt = sniff_format(head)
-    if fmt is None:
-        raise CaptureFormatError(f"Not a pcap or pcapng capture file (it starts with bytes {head[:4].hex(' ')}).")
-    if head[:2] == _GZIP:
+    with CaptureReader(path) as reader:
+        fmt, compressed = reader.format, reader.compressed
+    if compressed:
         return FileHeader(path, size, fmt, compressed=True)
-    if fmt == "pcap":
-        if len(head) < 24:
-            raise WalkError("truncated", "the file header", 0, 0).exception()
-        pcap = pcap_format(head)
-        first_sec = struct.unpack_from(pcap.order + "I", head, 24)[0] if len(head) >= 28 else None
-        return FileHeader(path, size, fmt, pcap=pcap, first_sec=first_sec, data_start=24)
-    # pcapng: walk the leading non-packet blocks to learn the interfaces every range starts with.
     with open(path, "rb", buffering=0) as f:
+        if fmt == "pcap":
+            head = f.read(28)
+            pcap = pcap_format(head)
+            first_sec = struct.unpack_from(pcap.order + "I", head, 24)[0] if len(head) >= 28 else None
+            return FileHeader(path, size, fmt, pcap=pcap, first_sec=first_sec, data_start=24)
+        # pcapng: walk the leading non-packet blocks to learn the interfaces every range starts with.
         walker = Walker(Window(f), 0, headers_only=True).skip()
     return FileHeader(path, size, fmt, data_start=walker.pos, header_state=walker.section)
 
