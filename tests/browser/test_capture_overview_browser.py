@@ -68,3 +68,24 @@ def test_a_finding_opens_the_event_it_cites(page, live_server, artifacts, sample
     page.wait_for_selector("#sequence .seq-row.selected")
     assert "SUBSCRIBE" in page.locator("#sequence .seq-row.selected").inner_text()
     assert "conn=1" in page.url
+
+
+def test_curve_check_with_the_server_key(page, live_server, artifacts, sample):
+    """The CURVE doctor from the page: the key typed once, the wrong-key finding shown, the field cleared."""
+    import json
+
+    secret = json.loads(sample("curve.keys.json").read_text())["server"]["secret"]
+    open_capture(page, live_server, sample("curve_wrong_key.pcapng"))
+    page.click("#view-overview")
+    form = page.locator("#overview .curve-form")
+    form.wait_for()
+    assert "CURVE check (1 connection)" in form.inner_text()
+    field = form.locator("input[type='password']")
+    field.fill(secret)
+    form.locator("button").click()
+    page.wait_for_selector("#overview .curve-result p")
+    assert "Connection 0: HELLO does not open" in page.locator("#overview .curve-result").inner_text()
+    assert field.input_value() == ""
+    rules = page.locator("#overview .finding .finding-rule").all_text_contents()
+    assert rules[0] == "curve-wrong-server-key" and "handshake-incomplete" in rules
+    page.screenshot(path=str(artifacts("capture-overview") / "curve-check.png"))

@@ -44,3 +44,22 @@ def test_cited_events_open_by_index(client):
 
 def test_unknown_capture(client):
     assert client.get("/api/captures/0123456789abcdef0123456789abcdef/analysis").status_code in (404, 422)
+
+
+def test_curve_check_with_the_server_key(client):
+    import json
+
+    keys = json.loads((CAPTURES / "curve.keys.json").read_text())
+    wrong_id, _ = dissected(client, CAPTURES / "curve_wrong_key.pcapng")
+    good_id, _ = dissected(client, CAPTURES / "curve.pcapng")
+    secret = keys["server"]["secret"]
+    wrong = client.post(f"/api/captures/{wrong_id}/curve-check", json={"secrets": [secret]})
+    assert wrong.status_code == 200
+    assert [f["rule"] for f in wrong.json()["findings"]] == ["curve-wrong-server-key"]
+    assert wrong.json()["findings"][0]["events"][0]["index"] >= 0  # the HELLO, openable in the viewer
+    good = client.post(f"/api/captures/{good_id}/curve-check", json={"secrets": [secret]}).json()
+    assert good["findings"] == [] and good["curve"]["0"]["welcome"] == "opens"
+    # The key is not echoed back, whatever is wrong with the request.
+    for body in ({"secrets": ["~" * 40]}, {"secrets": [secret + "!" * 100]}, {"secrets": []}):
+        bad = client.post(f"/api/captures/{good_id}/curve-check", json=body)
+        assert bad.status_code == 422 and secret not in bad.text and "~" * 40 not in bad.text

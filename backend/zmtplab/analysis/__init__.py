@@ -10,7 +10,8 @@ and `finish()` returns one dict:
 * `flows`: application messages followed through a broker or proxy hop (`flows.py`);
 * `findings`: the diagnosis (`findings.py`), each with a rule id, severity, connections, the events it
   cites, a plain-language text and the spec or issue behind it;
-* `curve`: per CURVE connection what its HELLO and WELCOME said, when the server's secret key was given.
+* `curve`: per CURVE connection what its HELLO and WELCOME said, when the server's secret key was given;
+  `curve_handshakes`: those HELLO and WELCOME commands as on the wire, for `check_curve` with a key given later.
 
 `analyze_capture()` runs the dissection and the analysis over one capture file.
 """
@@ -21,11 +22,11 @@ from typing import Any, BinaryIO
 
 from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
 from .facts import Collector, Endpoints
-from .findings import Context, Publications, SenderCounts, diagnose
+from .findings import Context, Publications, SenderCounts, check_curve, curve_handshakes, diagnose
 from .flows import FlowMatcher
 from .topology import connection_row, nodes
 
-__all__ = ["Analyzer", "analyze_capture"]
+__all__ = ["Analyzer", "analyze_capture", "check_curve"]
 
 
 class Analyzer:
@@ -59,6 +60,7 @@ class Analyzer:
             "flows_total": total,
             "findings": findings,
             "curve": ctx.curve,
+            "curve_handshakes": curve_handshakes(ctx),
             "tcp_connections": len(infos),
         }
 

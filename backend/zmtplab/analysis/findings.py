@@ -219,7 +219,8 @@ def handshake_incomplete(ctx: Context) -> list[dict[str, Any]]:
                 text += "; the server never answered the client's HELLO (see the CURVE check)"
             else:
                 text += ("; the server never answered the client's HELLO, which is what a client with the wrong "
-                         "server public key looks like: give the server's secret key (--curve-secret) to check")
+                         "server public key looks like: give the server's secret key to check it (the Overview's "
+                         "CURVE check, or zmtplab analyze --curve-secret)")
         out.append(finding("handshake-incomplete", "warn", [facts.conn], text, where,
                            "23/ZMTP Authentication and Confidentiality"))
     return out
@@ -292,36 +293,58 @@ def back_pressure(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
-def curve_doctor(ctx: Context) -> list[dict[str, Any]]:
-    """With the server's long-term secret key(s): does each CURVE HELLO open? (`ctx.curve` gets the details.)"""
-    if not ctx.curve_secrets:
-        return []
+def curve_handshakes(ctx: Context) -> list[dict[str, Any]]:
+    """Each CURVE connection's first HELLO and WELCOME as they crossed the wire (public: keys and boxes, no
+    secret), what `check_curve` needs; the analysis keeps them so that a server key given later can be checked."""
     out = []
     for facts, _info in ctx.zmtp():
-        hellos = [c for c in facts.commands if c.name == "HELLO" and "hex" in c.details]
-        if facts.mechanism != "CURVE" or not hellos:
+        if facts.mechanism != "CURVE":
             continue
-        hello = hellos[0]
-        body = _command_body(hello.details["hex"])
-        opened = next((s for s in ctx.curve_secrets if hello_problem(body, s) is None), None)
+        found = {}
+        for name in ("HELLO", "WELCOME"):
+            cmd = next((c for c in facts.commands if c.name == name and "hex" in c.details), None)
+            if cmd is not None:
+                found[name.lower()] = {"hex": cmd.details["hex"], "event": cmd.ref.to_dict()}
+        if "hello" in found:
+            out.append({"conn": facts.conn, **found})
+    return out
+
+
+def check_curve(handshakes: list[dict[str, Any]], secrets: list[bytes]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The CURVE doctor: with the server's long-term secret key(s), does each HELLO open? If it does not, the
+    client holds another server public key (a `curve-wrong-server-key` finding); if it does, WELCOME is opened
+    too and the server's short-term key shown. Returns (per connection what it found, the findings); the keys
+    are used here and kept nowhere."""
+    curve: dict[str, Any] = {}
+    out = []
+    for hs in handshakes:
+        body = _command_body(hs["hello"]["hex"])
+        opened = next((s for s in secrets if hello_problem(body, s) is None), None)
         if opened is None:
-            why = hello_problem(body, ctx.curve_secrets[0]) or ""
-            ctx.curve[facts.conn] = {"hello": "does not open", "why": why}
-            out.append(finding(
-                "curve-wrong-server-key", "error", [facts.conn],
-                "the client's HELLO does not open with the server secret key given: the client holds another server "
-                "public key (the server drops such a HELLO without a word, so it looks like a dead server)",
-                [hello.ref], "26/CurveZMQ HELLO; 25/ZMTP-CURVE"))
+            curve[hs["conn"]] = {"hello": "does not open", "why": hello_problem(body, secrets[0]) or ""}
+            out.append({
+                "rule": "curve-wrong-server-key", "severity": "error", "conns": [hs["conn"]],
+                "text": "the client's HELLO does not open with the server secret key given: the client holds another "
+                        "server public key (the server drops such a HELLO without a word, so it looks like a dead "
+                        "server)",
+                "events": [hs["hello"]["event"]], "ref": "26/CurveZMQ HELLO; 25/ZMTP-CURVE"})
             continue
         found: dict[str, Any] = {"hello": "opens"}
-        welcome = next((c for c in facts.commands if c.name == "WELCOME" and "hex" in c.details), None)
-        if welcome is not None:
-            short = open_welcome(_command_body(welcome.details["hex"]), opened, body[80:112])
+        if "welcome" in hs:
+            short = open_welcome(_command_body(hs["welcome"]["hex"]), opened, body[80:112])
             found["welcome"] = "opens" if short else "does not open"
             if short:
                 found["server_short_key"] = z85_encode(short).decode()
-        ctx.curve[facts.conn] = found
-    return out
+        curve[hs["conn"]] = found
+    return curve, out
+
+
+def curve_doctor(ctx: Context) -> list[dict[str, Any]]:
+    """`check_curve` with the keys given to the analysis (`ctx.curve` gets what it found)."""
+    if not ctx.curve_secrets:
+        return []
+    ctx.curve, found = check_curve(curve_handshakes(ctx), ctx.curve_secrets)
+    return found
 
 
 def _command_body(hex_text: str) -> bytes:

@@ -11,7 +11,7 @@ import orjson
 from ..analysis import analyze_capture
 from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
-from ..engine.curve import z85_decode
+from ..engine.curve import key_from_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,26 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_secret(text: str) -> bytes:
-    """A 32-octet key from Z85 (40 characters) or hex (64 digits); ValueError otherwise."""
-    text = text.strip()
-    if len(text) == 64:
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            pass
-    if len(text) == 40:
-        try:
-            return z85_decode(text)
-        except ValueError:
-            pass
-    raise ValueError("a CURVE secret key is 40 Z85 characters or 64 hex digits")
-
-
 def run(args: argparse.Namespace) -> int:
     """Analyses and prints."""
     try:
-        secrets = [parse_secret(k) for k in args.curve_secret]
+        secrets = [key_from_text(k) for k in args.curve_secret]
     except ValueError as exc:
         print(f"zmtplab analyze: --curve-secret: {exc}", file=sys.stderr)
         return 2

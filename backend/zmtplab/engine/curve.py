@@ -50,8 +50,8 @@ from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, Step
 
 __all__ = [
     "MESSAGE_FLAG_COMMAND", "MESSAGE_FLAG_MORE", "CurveClient", "CurveDecryptor", "CurveServer", "DecryptedFrame",
-    "DecryptedMessage", "Random", "generate_keypair", "hello_problem", "keylog_line", "keylog_text", "open_box",
-    "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
+    "DecryptedMessage", "Random", "generate_keypair", "hello_problem", "key_from_text", "keylog_line", "keylog_text",
+    "open_box", "open_welcome", "parse_keylog", "z85_decode", "z85_encode",
 ]
 
 KEY_SIZE = 32
@@ -189,6 +189,22 @@ def _key(value: bytes | str, what: str) -> bytes:
     if len(value) != KEY_SIZE:
         raise ValueError(f"{what} must be 32 octets (or 40 Z85 characters), not {len(value)}")
     return bytes(value)
+
+
+def key_from_text(text: str) -> bytes:
+    """A 32-octet key written as 40 Z85 characters or 64 hex digits; ValueError (naming no key) otherwise."""
+    text = text.strip()
+    if len(text) == 64:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    if len(text) == 40:
+        try:
+            return z85_decode(text)
+        except ValueError:
+            pass
+    raise ValueError("a CURVE key is 40 Z85 characters or 64 hex digits")
 
 
 def _body(command: Command) -> bytes:

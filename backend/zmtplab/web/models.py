@@ -132,6 +132,13 @@ class CaptureSummary(BaseModel):
     events: int
 
 
+class CurveCheck(BaseModel):
+    """The CURVE server's long-term secret key(s), each 40 Z85 characters or 64 hex digits: used for this request
+    only, never stored or logged."""
+
+    secrets: list[Annotated[str, StringConstraints(max_length=128)]] = Field(..., min_length=1, max_length=8)
+
+
 class EventPage(BaseModel):
     events: list[Event]
     total: int

@@ -77,6 +77,7 @@ export function startCapture(host) {
   const overview = new OverviewView($('overview'), {
     onOpenEvent: (conn, index) => openFromOverview(conn, index),
     onOpenConnection: (conn) => openFromOverview(conn),
+    onCurveCheck: (secret) => api.captureCurveCheck(st.id, [secret]),
   });
   $('view-elements').addEventListener('click', () => setView('elements'));
   $('view-overview').addEventListener('click', () => setView('overview'));

@@ -155,6 +155,10 @@ export function createApi(host) {
     captureAnalysis(id) {
       return request('GET', `/api/captures/${seg(id)}/analysis`);
     },
+    /** The CURVE doctor with the server's secret key(s) (sent once, kept nowhere): { curve, findings }. */
+    captureCurveCheck(id, secrets) {
+      return request('POST', `/api/captures/${seg(id)}/curve-check`, { secrets });
+    },
     capturePacket(id, number) {
       return request('GET', `/api/captures/${seg(id)}/packets/${seg(number)}`);
     },

@@ -1,7 +1,8 @@
 // Overview of a whole capture: the topology graph, the findings (each linked to the events it
 // cites) and the message flows across connections; picking a flow draws its path on the graph.
 //
-// new OverviewView(container, { onOpenEvent(conn, index), onOpenConnection(conn) })
+// new OverviewView(container, { onOpenEvent(conn, index), onOpenConnection(conn), onCurveCheck(secret) })
+//   onCurveCheck(secret) -> Promise<{ curve, findings }>: the CURVE doctor (offered when the capture has CURVE)
 //   .setAnalysis(analysis)   // GET /api/captures/{id}/analysis
 //   .setMessage(text)        // instead of an analysis: why there is none (yet)
 
@@ -12,10 +13,12 @@ import { formatCount } from '../core/bytes.js';
 const FLOW_ROWS = 100;
 
 export class OverviewView {
-  constructor(container, { onOpenEvent = () => {}, onOpenConnection = () => {} } = {}) {
+  constructor(container, { onOpenEvent = () => {}, onOpenConnection = () => {}, onCurveCheck = null } = {}) {
     this.doc = container.ownerDocument;
     this.onOpenEvent = onOpenEvent;
     this.onOpenConnection = onOpenConnection;
+    this.onCurveCheck = onCurveCheck;
+    this.checked = []; // findings of a CURVE check, shown with the analysis's
     this.analysis = null;
     this.picked = null; // { conns: [...], flow } highlighted on the graph
     this.flowRows = [];
@@ -29,12 +32,45 @@ export class OverviewView {
     this.counts = { findings: h(d, 'span', { class: 'muted' }), flows: h(d, 'span', { class: 'muted' }) };
     findings.tools.append(this.counts.findings);
     flows.tools.append(this.counts.flows);
+    this.curve = h(d, 'div', { class: 'curve-check', hidden: true });
     clear(container);
-    container.append(graph.root, h(d, 'div', { class: 'overview-lists' }, findings.root, flows.root));
+    container.append(graph.root, this.curve, h(d, 'div', { class: 'overview-lists' }, findings.root, flows.root));
+  }
+
+  /** The CURVE doctor's form: the server's secret key, checked against each HELLO (when the capture has CURVE). */
+  renderCurveCheck() {
+    const d = this.doc;
+    const handshakes = this.analysis?.curve_handshakes || [];
+    this.curve.hidden = !handshakes.length || !this.onCurveCheck;
+    if (this.curve.hidden) return;
+    const input = h(d, 'input', { type: 'password', autocomplete: 'off', spellcheck: false, placeholder: '40 Z85 characters or 64 hex digits', attrs: { 'aria-label': "The CURVE server's long-term secret key" } });
+    const result = h(d, 'div', { class: 'curve-result', attrs: { role: 'status' } });
+    const run = async (event) => {
+      event.preventDefault();
+      const secret = input.value.trim();
+      input.value = ''; // (the key leaves the page once, with this request)
+      if (!secret) return;
+      setChildren(result, h(d, 'span', { class: 'muted', text: 'Checking…' }));
+      try {
+        const found = await this.onCurveCheck(secret);
+        this.checked = found.findings || [];
+        setChildren(result, Object.entries(found.curve || {}).map(([conn, c]) => h(d, 'p', {
+          text: `Connection ${conn}: HELLO ${c.hello}${c.welcome ? `, WELCOME ${c.welcome}` : ''}${c.server_short_key ? `; the server's short-term key is ${c.server_short_key}` : ''}`,
+        })));
+        this.renderFindings();
+      } catch (err) {
+        setChildren(result, h(d, 'span', { class: 'curve-error', text: `No check: ${err.message}` }));
+      }
+    };
+    setChildren(this.curve, h(d, 'form', { class: 'curve-form', on: { submit: run } },
+      h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: `CURVE check (${handshakes.length} connection${handshakes.length === 1 ? '' : 's'}): the server's secret key` }), input),
+      h(d, 'button', { type: 'submit', text: 'Check the HELLOs' }),
+      h(d, 'span', { class: 'muted', text: 'Sent once to the server for this check, stored nowhere.' })), result);
   }
 
   setMessage(text) {
     this.analysis = null;
+    this.curve.hidden = true;
     const d = this.doc;
     setChildren(this.graph, h(d, 'p', { class: 'muted empty', text }));
     clear(this.findings);
@@ -46,6 +82,8 @@ export class OverviewView {
   setAnalysis(analysis) {
     this.analysis = analysis;
     this.picked = null;
+    this.checked = [];
+    this.renderCurveCheck();
     this.renderGraph();
     this.renderFindings();
     this.renderFlows();
@@ -95,7 +133,7 @@ export class OverviewView {
 
   renderFindings() {
     const d = this.doc;
-    const list = this.analysis.findings;
+    const list = [...this.checked, ...this.analysis.findings];
     this.counts.findings.textContent = list.length ? `${list.length}` : '';
     if (!list.length) {
       setChildren(this.findings, h(d, 'p', { class: 'muted empty', text: 'No findings: nothing across these connections looks wrong.' }));

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
 
+from ...analysis import check_curve
+from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
@@ -22,6 +24,7 @@ from ..limits import client_address
 from ..models import (
     CaptureCreated,
     CaptureSummary,
+    CurveCheck,
     ErrorResponse,
     Event,
     EventPage,
@@ -275,6 +278,25 @@ async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep) -> Res
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
     return Response(_dumps(events_store.analysis), media_type="application/json")
+
+
+@router.post("/{capture_id}/curve-check", summary="The CURVE doctor: check each HELLO against the server's key",
+             responses={**NOT_FOUND, **NOT_READY, 422: {"model": ErrorResponse}})
+async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: CaptureStoreDep) -> Response:
+    """`{"curve", "findings"}`: per CURVE connection whether its HELLO opens with the key(s) given (and then its
+    WELCOME, with the server's short-term key), and a `curve-wrong-server-key` finding where it does not. The
+    keys serve this request only: they are not stored, logged or echoed."""
+    events_store = _ready(store, capture_id)
+    handshakes = (events_store.analysis or {}).get("curve_handshakes")
+    if handshakes is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before its CURVE handshakes were "
+                                                      "kept: upload it again")
+    try:
+        secrets = [key_from_text(text) for text in body.secrets]
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    curve, findings = await asyncio.to_thread(check_curve, handshakes, secrets)
+    return Response(_dumps({"curve": curve, "findings": findings}), media_type="application/json")
 
 
 @router.get("/{capture_id}/packets/{number}", response_model=PacketResponse, summary="tshark's view of one packet",
