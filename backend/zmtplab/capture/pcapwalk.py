@@ -186,7 +186,8 @@ class Window:
         self.chunk = chunk
         self.compressed = compressed
 
-    def _read(self, n: int) -> bytes:
+    def _read(self, n: int, near: int) -> bytes:
+        """Up to `n` bytes; a compressed stream's corruption is a `CaptureFormatError` "near" `near`."""
         try:
             return self.f.read(n) or b""
         except EOFError:
@@ -194,8 +195,8 @@ class Window:
         except (OSError, zlib.error) as exc:
             if not self.compressed:
                 raise
-            at = self.base + len(self.data)
-            raise CaptureFormatError(f"The compressed capture is corrupt near byte {at}: {exc}.", offset=at) from None
+            raise CaptureFormatError(f"The compressed capture is corrupt near byte {near}: {exc}.",
+                                     offset=near) from None
 
     def fill(self, pos: int, n: int) -> bool:
         """Make the bytes [pos, pos + n) available in `data`; False if the stream ends first."""
@@ -208,8 +209,11 @@ class Window:
             have = pos
         parts = [self.data[pos - self.base:]]
         got = have - pos
+        # The figure the reader has always given for a corrupt compressed stream (it is what
+        # `zmtplab dissect` prints): the position asked for plus the bytes the window held.
+        near = pos + len(self.data)
         while got < n:
-            chunk = self._read(min(CHUNK, max(self.chunk, n - got)))
+            chunk = self._read(min(CHUNK, max(self.chunk, n - got)), near)
             if not chunk:
                 break
             parts.append(chunk)
@@ -227,7 +231,7 @@ class Walker:
     first boundary at or after `stop`, at the end of the file, at the first error, or (with
     `headers_only`) before the first packet block.
 
-    `frames()` yields each frame; `skip()` walks without slicing out the frames' bytes. After
+    `packets()` yields each frame; `skip()` walks without slicing out the frames' bytes. After
     the walk: `pos` is the boundary it stopped on (or the start of the record or block at
     fault), `frames` how many frames it passed, `section` and `last_ts` what is in force at
     `pos`, and `error` why it stopped early (None: it did not).
