@@ -1,0 +1,160 @@
+// The playground's Session tab: the new-session form, the player, the composer and the fault menu, and
+// the session's websocket that feeds the session's Dataset.
+
+import { openSession } from '../core/session.js';
+import { TEXT } from '../core/playground-text.js';
+import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
+
+export class SessionPanel {
+  /**
+   * host: the page's host (document, window, WebSocket). data: the session's Dataset.
+   * page: { api, status(text, kind), reset(data), redraw(), showSession(), urlChanged() }, the page around it.
+   */
+  constructor(host, data, page) {
+    this.host = host;
+    this.data = data;
+    this.page = page;
+    this.session = null; // { id, socket }
+    this.playing = false;
+    this.mode = 'simulated'; // of the session shown
+    this.queuedAt = null; // the position when a message was sent while paused (the composer says it waits)
+    this.socketTypes = { server: '', client: '' };
+    const $ = (id) => host.document.getElementById(id);
+    this.$ = $;
+
+    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request) });
+    this.controls = new PlayControls($('player'), {
+      onCommand: (cmd, value) => {
+        if (!this.session) return;
+        const s = this.session.socket;
+        if (cmd === 'play') s.play();
+        else if (cmd === 'pause') s.pause();
+        else if (cmd === 'step') s.step();
+        else if (cmd === 'step_back') s.stepBack();
+        else if (cmd === 'reset') s.reset();
+        else if (cmd === 'speed') s.speed(value);
+      },
+    });
+    this.composer = new Composer($('composer'), {
+      onSend: (cmd) => {
+        if (!this.session) return;
+        this.session.socket.send(cmd);
+        // Paused, the message waits in the sending peer: say so until the session moves on.
+        this.queuedAt = this.playing ? null : data.log.length;
+        this.composer.setNote(this.playing ? '' : TEXT.composer.queued);
+      },
+    });
+    this.faults = new FaultMenu($('faults'), { onFault: (fault, args) => this.session && this.session.socket.fault(fault, args) });
+    this.composer.setEnabled(false);
+    this.faults.setEnabled(false);
+  }
+
+  /** The session's id, or null before one is shown. */
+  get id() {
+    return this.session ? this.session.id : null;
+  }
+
+  /** The session's socket (for the keyboard), or null. */
+  get socket() {
+    return this.session ? this.session.socket : null;
+  }
+
+  async create(request) {
+    const { form } = this;
+    form.setBusy(true);
+    form.setError('');
+    try {
+      const res = await this.page.api.createSession(request);
+      this.socketTypes = { server: request.server.type, client: request.client.type };
+      this.composer.setSocketTypes(this.socketTypes);
+      this.connect(String(res.id), request.mode);
+      this.$('session-setup').open = false;
+    } catch (err) {
+      form.setError(err.message);
+    } finally {
+      form.setBusy(false);
+    }
+  }
+
+  /** The peers' socket types as their READY commands say, for the composer (which may send what). */
+  peersSeen(server, client) {
+    const types = { server: server.socketType || this.socketTypes.server, client: client.socketType || this.socketTypes.client };
+    if (types.server !== this.socketTypes.server || types.client !== this.socketTypes.client) {
+      this.socketTypes = types;
+      this.composer.setSocketTypes(types);
+    }
+  }
+
+  setConnected(on) {
+    this.controls.setEnabled(on);
+    this.composer.setEnabled(on);
+    this.faults.setEnabled(on);
+  }
+
+  setMode(m) {
+    this.mode = m === 'tcp' ? 'tcp' : 'simulated';
+    this.faults.setMode(this.mode);
+  }
+
+  /** Shows session `id`: its socket feeds the session's Dataset from the start. */
+  connect(id, sessionMode) {
+    const { page, controls, composer } = this;
+    const d = this.data;
+    if (this.session) this.session.socket.close();
+    page.reset(d);
+    this.queuedAt = null;
+    composer.setNote('');
+    if (sessionMode) this.setMode(sessionMode);
+    page.showSession();
+    const socket = openSession({
+      WebSocket: this.host.WebSocket,
+      url: page.api.sessionSocketUrl(this.host.window.location, id),
+      onOpen: () => {
+        this.setConnected(true);
+        controls.setStatus(`Connected to session ${id}.`);
+      },
+      onEvent: (ev) => {
+        d.log.add(ev);
+        page.redraw();
+      },
+      onState: (s) => {
+        this.playing = !!s.playing;
+        controls.setState(s);
+        if ((s.mode === 'tcp' || s.mode === 'simulated') && s.mode !== this.mode) this.setMode(s.mode);
+        if (typeof s.position === 'number' && d.truncate(s.position)) page.redraw();
+        if (this.queuedAt !== null && (this.playing || (typeof s.position === 'number' && s.position > this.queuedAt))) {
+          this.queuedAt = null;
+          composer.setNote('');
+        }
+      },
+      onLog: (entry) => {
+        if (d.takeLog(entry)) page.redraw();
+      },
+      onError: (text) => page.status(text, 'error'),
+      onReset: () => page.reset(d),
+      onClose: (code, reason) => {
+        this.setConnected(false);
+        this.playing = false;
+        // 1000: the session ended; 1008: too many refused commands; 1013: this page fell behind; 4404: no session.
+        const why = code && code !== 1000 ? ` (code ${code}${reason ? `: ${reason}` : ''})` : '';
+        controls.setStatus(`Disconnected from session ${id}${why}.`);
+        if (why) page.status(`Disconnected from session ${id}${why}.`, 'error');
+      },
+    });
+    this.session = { id, socket };
+    for (const fmt of ['pcapng', 'json']) {
+      const a = this.$(`export-${fmt}`);
+      a.href = page.api.sessionExportUrl(id, fmt);
+      a.hidden = false;
+    }
+    this.$('session-id').textContent = `Session ${id}`;
+    page.urlChanged();
+  }
+
+  /** Space: play or pause. */
+  togglePlay() {
+    if (!this.session) return;
+    if (this.playing) this.session.socket.pause();
+    else this.session.socket.play();
+  }
+}
