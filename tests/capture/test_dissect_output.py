@@ -2,7 +2,7 @@
 
 The reference form is `dissect_capture()`: one dict per event, built from `event.to_dict()`.
 `dissect_capture_jsonl()` (what the CLI prints with `--jsonl`) writes runs of ordinary frames
-straight as JSON when fields are left out (engine/batch.py) and batches its writes; every line
+straight as JSON when fields are left out (capture/jsonlines.py) and batches its writes; every line
 must parse to the reference dict, and be the very bytes `orjson.dumps` makes of it, for every
 capture, with and without fields and with `--max-body`.
 """
@@ -20,7 +20,7 @@ import pytest
 from zmtplab.capture.dissect import CaptureDissector, DissectResult, dissect_capture, dissect_capture_jsonl
 from zmtplab.capture.pcapwriter import PSH, PcapngWriter
 from zmtplab.cli import main
-from zmtplab.engine.batch import JsonBatch
+from zmtplab.capture.jsonlines import JsonRun
 from zmtplab.engine.commands import ping_body, ready_body
 from zmtplab.engine.framing import U64, encode_frame, encode_message
 from zmtplab.engine.greeting import encode_greeting
@@ -168,19 +168,24 @@ def test_synthetic_capture(synthetic, with_fields, max_body):
     assert_same(fast_lines(synthetic, with_fields, max_body), ref)
 
 
-def test_batches_without_their_packet_fall_back_to_lookups(synthetic, monkeypatch):
-    """A batch emitted apart from the packet it came in (no chunk) gets each event's packets looked up."""
-    original = CaptureDissector._batch_json
+def test_runs_without_their_packet_fall_back_to_lookups(synthetic, monkeypatch):
+    """A run emitted apart from the packet it came in (no chunk) gets each event's packets looked up."""
+    original = CaptureDissector._run_sources
     seen = []
 
-    def detached(self, conn, d, batch, chunk):
-        seen.append(batch)
-        return original(self, conn, d, batch, None)
+    def detached(self, conn, d, run, chunk):
+        seen.append(run)
+        return original(self, conn, d, run, None)
 
-    monkeypatch.setattr(CaptureDissector, "_batch_json", detached)
+    monkeypatch.setattr(CaptureDissector, "_run_sources", detached)
     for path in (synthetic, SHARED / "push_pull_multipart.pcapng", SHARED / "dealer_router.pcapng"):
         assert_same(fast_lines(path, False, None), reference(path, False, None))
-    assert seen and all(isinstance(b, JsonBatch) for b in seen)
+    assert seen and all(isinstance(b, JsonRun) for b in seen)
+
+
+def test_negative_max_body_cuts_as_to_dict_does(synthetic):
+    """A negative `--max-body` makes no JSON runs (their cut would differ from `to_dict`'s): same lines."""
+    assert_same(fast_lines(synthetic, False, -1), reference(synthetic, False, -1))
 
 
 def test_feed_of_a_json_dissector_still_gives_dicts(synthetic):

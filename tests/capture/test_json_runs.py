@@ -1,12 +1,13 @@
-"""JSON batches (engine/batch.py): the fast path of `dissect --jsonl --no-fields` must say exactly what events say.
+"""Runs (engine/batch.py) and JSON runs (capture/jsonlines.py): the fast path of `dissect --jsonl
+--no-fields` must say exactly what events say.
 
-A decoder with `json_batches=True` hands runs of ordinary frames over as `JsonBatch`es. Whatever
-the bytes and however they are cut, (1) each batch head is `orjson.dumps(event.to_dict(
+A decoder given `runs=json_runs(max_body)` hands runs of ordinary frames over as `JsonRun`s.
+Whatever the bytes and however they are cut, (1) each run head is `orjson.dumps(event.to_dict(
 with_fields=False, max_body=...))` without its closing brace, for exactly the events a decoder
-without batches reports, in the same order; (2) `JsonBatch.events()`, `events()` and
-`next_event()` give those very events back; (3) `JsonBatch.spans()` names their offsets and
-lengths; (4) a `ConnectionDissector` with batches reports the same as one without, its
-cross-direction checks included.
+without runs reports, in the same order; (2) `JsonRun.events()`, `events()` and `next_event()`
+give those very events back; (3) `JsonRun.spans()` names their offsets and lengths; (4) a
+`ConnectionDissector` with runs reports the same as one without, its cross-direction checks
+included; (5) `frame_run` (octets only) and `json_runs` stop at the same places.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from zmtplab.capture.jsonlines import JsonRun, json_runs
 from zmtplab.engine import ConnectionDissector, StreamDecoder
-from zmtplab.engine.batch import FrameRun, JsonBatch
+from zmtplab.engine.batch import FrameRun, frame_run
 from zmtplab.engine.commands import ping_body, pong_body, ready_body, subscribe_body
 from zmtplab.engine.framing import U64, encode_frame, encode_message
 from zmtplab.engine.greeting import encode_greeting, encode_v1_identity, encode_v2_tail, signature
@@ -94,7 +96,7 @@ def run(decoder: StreamDecoder, chunks: list[bytes], take) -> list:
 @FUZZ
 @given(body=streams, sizes=chunk_sizes, max_body=max_bodies,
        prefix=st.sampled_from(["v3", "v3.0", "v2", "bare3", "bare2", "mid"]))
-def test_batches_say_what_events_say(body, sizes, max_body, prefix):
+def test_json_runs_say_what_events_say(body, sizes, max_body, prefix):
     framing = None
     mid = False
     if prefix == "v3":
@@ -111,14 +113,14 @@ def test_batches_say_what_events_say(body, sizes, max_body, prefix):
         data, framing = body, "3"
     chunks = cut(data, sizes)
     plain = run(StreamDecoder(framing=framing, mid_stream=mid), chunks, StreamDecoder.events)
-    batched_decoder = StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body)
+    batched_decoder = StreamDecoder(framing=framing, mid_stream=mid, runs=json_runs(max_body))
     items = run(batched_decoder, chunks, StreamDecoder.take)
 
     expected = [json_head(e, max_body) for e in plain]
     got: list[str] = []
     expanded = []
     for item in items:
-        if type(item) is JsonBatch:
+        if type(item) is JsonRun:
             assert item.heads and item.end - item.start == len(item.data)
             events = item.events()
             assert len(events) == len(item.heads)
@@ -134,10 +136,10 @@ def test_batches_say_what_events_say(body, sizes, max_body, prefix):
     assert got == expected
     assert expanded == plain
 
-    # events() and next_event() never show a batch.
-    assert run(StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body), chunks,
+    # events() and next_event() never show a run.
+    assert run(StreamDecoder(framing=framing, mid_stream=mid, runs=json_runs(max_body)), chunks,
                StreamDecoder.events) == plain
-    one_by_one = StreamDecoder(framing=framing, mid_stream=mid, json_batches=True, max_body=max_body)
+    one_by_one = StreamDecoder(framing=framing, mid_stream=mid, runs=json_runs(max_body))
 
     def drain(decoder):
         out = []
@@ -150,7 +152,7 @@ def test_batches_say_what_events_say(body, sizes, max_body, prefix):
 
 @given(body=streams, sizes=chunk_sizes, prefix=st.sampled_from(["v3", "v2", "bare2", "mid"]))
 def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
-    """`frame_runs=True`: runs are `FrameRun`s (octets, no JSON) whose `events()` are the plain events."""
+    """`runs=frame_run`: runs are `FrameRun`s (octets, no JSON) whose `events()` are the plain events."""
     framing, mid = None, False
     if prefix == "v3":
         data = head() + body
@@ -162,8 +164,8 @@ def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
         data, mid = body, True
     chunks = cut(data, sizes)
     plain = run(StreamDecoder(framing=framing, mid_stream=mid), chunks, StreamDecoder.events)
-    decoder = StreamDecoder(framing=framing, mid_stream=mid, frame_runs=True)
-    assert decoder.frame_runs and not decoder.json_batches
+    decoder = StreamDecoder(framing=framing, mid_stream=mid, runs=frame_run)
+    assert decoder.batching
     expanded = []
     for item in run(decoder, chunks, StreamDecoder.take):
         if isinstance(item, FrameRun):
@@ -177,52 +179,51 @@ def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
         else:
             expanded.append(item)
     assert expanded == plain
-    assert run(StreamDecoder(framing=framing, mid_stream=mid, frame_runs=True), chunks, StreamDecoder.events) == plain
+    assert run(StreamDecoder(framing=framing, mid_stream=mid, runs=frame_run), chunks, StreamDecoder.events) == plain
 
 
-def test_batches_cover_ordinary_traffic():
-    """On plain bulk traffic nearly everything goes through batches (the point of them).
+def test_runs_cover_ordinary_traffic():
+    """On plain bulk traffic nearly everything goes through runs (the point of them), JSON or not alike.
 
     (After a command, the rest of that data goes the slow way: the command may change what the
     owner's checks need, and the owner only learns of it once the data is decoded.)
     """
     data = b"".join(encode_message([b"msg %d" % i] if i % 10 else [b"topic", b"x" * (i % 300)])
                     for i in range(2000))
-    decoder = StreamDecoder(json_batches=True)
+    decoder = StreamDecoder(runs=json_runs(None))
     items = run(decoder, [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
-    batched = sum(len(i) for i in items if type(i) is JsonBatch)
-    assert batched >= 0.95 * sum(1 if type(i) is not JsonBatch else len(i) for i in items)
-    runs = run(StreamDecoder(frame_runs=True), [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
-    in_runs = sum(len(i) for i in runs if type(i) is FrameRun)
-    assert in_runs == batched
+    batched = sum(len(i) for i in items if type(i) is JsonRun)
+    assert batched >= 0.95 * sum(1 if type(i) is not JsonRun else len(i) for i in items)
+    runs = run(StreamDecoder(runs=frame_run), [head(), *cut(data, [1400, 65000, 3])], StreamDecoder.take)
+    assert [(i.start, i.end) for i in runs if type(i) is FrameRun] == [(i.start, i.end) for i in items
+                                                                       if type(i) is JsonRun]
 
 
-def test_strict_or_negative_max_body_never_batches():
-    assert not StreamDecoder(strict=True, json_batches=True).json_batches
-    assert not StreamDecoder(max_frame_size=100, json_batches=True).json_batches
-    assert not StreamDecoder(json_batches=True, max_body=-1).json_batches
-    assert StreamDecoder(json_batches=True, max_body=0).json_batches
+def test_strict_decoders_never_make_runs():
+    assert not StreamDecoder(strict=True, runs=json_runs(None)).batching
+    assert not StreamDecoder(max_frame_size=100, runs=frame_run).batching
+    assert StreamDecoder(runs=json_runs(0)).batching
 
 
 def test_curve_and_v1_framing_never_batch():
     v1 = encode_v1_identity(b"abc") + encode_message([b"a", b"b" * 300], framing="1")
-    decoder = StreamDecoder(json_batches=True)
-    assert all(type(i) is not JsonBatch for i in run(decoder, [v1], StreamDecoder.take))
+    decoder = StreamDecoder(runs=json_runs(None))
+    assert all(type(i) is not JsonRun for i in run(decoder, [v1], StreamDecoder.take))
     curve = encode_greeting(mechanism="CURVE") + encode_message([b"\x07MESSAGE" + b"x" * 20, b"plain"])
-    decoder = StreamDecoder(json_batches=True)
-    assert all(type(i) is not JsonBatch for i in run(decoder, [curve], StreamDecoder.take))
+    decoder = StreamDecoder(runs=json_runs(None))
+    assert all(type(i) is not JsonRun for i in run(decoder, [curve], StreamDecoder.take))
 
 
 # ---------------------------------------------------------------- the dissector
 
 
-def dissect(c2s: bytes, s2c: bytes, sizes: list[int], *, json_batches: bool, max_body=None) -> list[str]:
-    dissector = ConnectionDissector(json_batches=json_batches, max_body=max_body)
+def dissect(c2s: bytes, s2c: bytes, sizes: list[int], *, with_runs: bool, max_body=None) -> list[str]:
+    dissector = ConnectionDissector(runs=json_runs(max_body) if with_runs else None)
     out: list[str] = []
 
     def emit(items):
         for d, item in items:
-            heads = item.heads if type(item) is JsonBatch else [json_head(item, max_body)]
+            heads = item.heads if type(item) is JsonRun else [json_head(item, max_body)]
             out.extend(f"{d} {h}" for h in heads)
 
     a, b = cut(c2s, sizes), cut(s2c, sizes[::-1])
@@ -239,7 +240,7 @@ def dissect(c2s: bytes, s2c: bytes, sizes: list[int], *, json_batches: bool, max
 @given(c2s_body=streams, s2c_body=streams, sizes=chunk_sizes, max_body=max_bodies,
        sockets=st.sampled_from([(b"PUSH", b"PULL"), (b"SUB", b"PUB"), (b"XSUB", b"XPUB"), (b"PAIR", b"PAIR")]),
        minor=st.sampled_from([0, 1]), early=st.booleans())
-def test_dissector_with_batches_reports_the_same(c2s_body, s2c_body, sizes, max_body, sockets, minor, early):
+def test_dissector_with_runs_reports_the_same(c2s_body, s2c_body, sizes, max_body, sockets, minor, early):
     """Including the checks that need messages one by one: 3.0-style subscriptions, messages before READY."""
     sub_style = encode_message([b"\x01weather"]) + encode_message([b"\x00weather"])
     c2s = encode_greeting(minor=minor)
@@ -247,5 +248,5 @@ def test_dissector_with_batches_reports_the_same(c2s_body, s2c_body, sizes, max_
         c2s += encode_message([b"too early"]) + sub_style
     c2s += command(ready_body({"Socket-Type": sockets[0]})) + sub_style + c2s_body + sub_style
     s2c = head(sockets[1], minor=minor) + s2c_body
-    assert dissect(c2s, s2c, sizes, json_batches=True, max_body=max_body) == \
-        dissect(c2s, s2c, sizes, json_batches=False, max_body=max_body)
+    assert dissect(c2s, s2c, sizes, with_runs=True, max_body=max_body) == \
+        dissect(c2s, s2c, sizes, with_runs=False, max_body=max_body)

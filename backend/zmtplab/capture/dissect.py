@@ -12,26 +12,28 @@ per direction with payload that says how many bytes were seen, why they could no
 where the dissector gave up (rule `unreadable`).
 
 `dissect_capture()` yields dicts; `dissect_capture_jsonl()` yields the same events as JSON lines
-text. Without fields, the latter lets the engine write runs of ordinary frames straight as JSON
-(`engine.batch`): the elements that lie within one packet share that packet's `packets` and `ts`,
-so they only need the batch's text joined with one suffix. With `runs=True`, `feed_runs()` hands
+text. Without fields, the latter has runs of ordinary frames written straight as JSON
+(`jsonlines.py`): the elements that lie within one packet share that packet's `packets` and `ts`,
+so they only need the run's text joined with one suffix. With `runs=True`, `feed_runs()` hands
 such runs over as `SourcedRun`s (their octets and each event's source keys) for a consumer that
-lays the events out itself, as the Spark pipeline does in Arrow columns.
+lays the events out itself, as the Spark pipeline does in Arrow columns. All three go through one
+loop (`_emit`) and differ only in their `_Output`.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import orjson
 
-from ..engine.batch import FrameRun, JsonBatch
-from ..engine.dissector import ConnectionDissector
-from ..engine.events import Expert, WireEvent
+from ..engine.batch import FrameRun, RunScanner, frame_run
+from ..engine.dissector import ConnectionDissector, Item
+from ..engine.events import Command, Expert, Frame, Message, WireEvent
 from .errors import CaptureFormatError
+from .jsonlines import JsonRun, join_run, json_runs, source_suffix
 from .pcapfile import read_tcp_packets
 from .tcpstream import StreamClosed, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
 
@@ -179,8 +181,8 @@ class CaptureDissector:
     """Turns reassembled TCP stream events into ZMTP event dicts (the event contract of docs/architecture.md).
 
     `feed()` gives dicts; with `json=True`, `feed_json()` gives the same events as JSON lines
-    (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form lets the
-    engine write runs of ordinary frames straight as JSON (`engine.batch`), which is much faster.
+    (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form has runs
+    of ordinary frames written straight as JSON (`jsonlines.py`), which is much faster.
     With `runs=True`, `feed_runs()` gives dicts and `SourcedRun`s (runs of ordinary frames).
     """
 
@@ -191,6 +193,16 @@ class CaptureDissector:
         self.json = json
         self.runs = runs and not json
         self.connections: dict[str, _Conn] = {}
+        # The decoders' run scanner: JSON text for JSON without fields, octets for `runs`.
+        self._scanner: RunScanner | None = None
+        if max_body is None or max_body >= 0:
+            if json and not with_fields:
+                self._scanner = json_runs(max_body)
+            elif self.runs:
+                self._scanner = frame_run
+        self._as_dicts = _Output(None, self._run_dicts)
+        self._as_json = _Output(_json_line, self._run_json)
+        self._as_runs = _Output(None, self._run_sourced)
 
     @property
     def infos(self) -> list[ConnectionInfo]:
@@ -204,18 +216,18 @@ class CaptureDissector:
 
     def feed(self, event: Any) -> list[dict[str, Any]]:
         """Handles one stream event; returns the ZMTP events it completed."""
-        return self._feed(event, self._emit)
+        return self._feed(event, self._as_dicts)
 
     def feed_json(self, event: Any) -> str:
         """Handles one stream event; returns the ZMTP events it completed as JSON lines."""
-        return "".join(self._feed(event, self._emit_json))
+        return "".join(self._feed(event, self._as_json))
 
     def feed_runs(self, event: Any) -> list[dict[str, Any] | SourcedRun]:
         """Handles one stream event; returns the ZMTP events it completed, runs of ordinary frames
         as `SourcedRun`s (with `runs=True`) and every other event as a dict."""
-        return self._feed(event, self._emit_runs)
+        return self._feed(event, self._as_runs)
 
-    def _feed(self, event: Any, emit: Any) -> list:
+    def _feed(self, event: Any, output: _Output) -> list:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.info.last_ts = event.ts
@@ -233,9 +245,9 @@ class CaptureDissector:
                 return []
             conn.maps[event.dir].add(event.offset, len(event.data), event.packet, event.ts)
             if conn.info.zmtp is None:
-                return self._undecided(conn, event, emit)
+                return self._undecided(conn, event, output)
             if conn.info.zmtp:
-                return emit(conn, event.dir, conn.dissector.receive_data(event.dir, event.data), event)
+                return self._emit(conn, event.dir, conn.dissector.receive_data(event.dir, event.data), event, output)
             return []
         if isinstance(event, StreamOpened):
             info = ConnectionInfo(event.conn, event.client, event.server, event.syn_seen, event.ts, event.ts)
@@ -259,10 +271,10 @@ class CaptureDissector:
                 if not any(conn.sniff.values()):
                     # The greeting was lost: read it as if captured mid-stream (a certain frame chain decides).
                     conn.mid_stream = True
-                    return self._decide(conn, True, emit)
+                    return self._decide(conn, True, output)
                 return []
             if conn.info.zmtp:
-                return emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None)
+                return self._emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None, output)
             return []
         if isinstance(event, StreamNote):
             conn = self.connections[event.conn]
@@ -270,20 +282,20 @@ class CaptureDissector:
             if conn.info.zmtp is None:
                 conn.held.append(("note", note))
                 return []
-            return emit(conn, None, [note], None) if conn.info.zmtp else []
+            return self._emit(conn, None, [note], None, output) if conn.info.zmtp else []
         if isinstance(event, StreamClosed):
             conn = self.connections[event.conn]
             conn.info.last_ts = max(conn.info.last_ts, event.ts)
             conn.info.closed = event.reason
             out: list = []
             if conn.info.zmtp is None:
-                out.extend(self._decide(conn, self._verdict(conn, final=True), emit))
+                out.extend(self._decide(conn, self._verdict(conn, final=True), output))
             if conn.info.zmtp and conn.dissector is not None:
                 events = conn.dissector.close()
                 if not conn.mid_stream or conn.confirmed_mid_stream:
-                    out.extend(emit(conn, None, events, None))
+                    out.extend(self._emit(conn, None, events, None, output))
             if not conn.info.zmtp or (conn.mid_stream and not conn.confirmed_mid_stream):
-                out.extend(self._unreadable(conn, event, as_json=emit == self._emit_json))
+                out.extend(self._unreadable(conn, event, output))
                 conn.info.zmtp = False
             return out
         return []
@@ -306,7 +318,7 @@ class CaptureDissector:
             return False
         return None if not final else ("v1" in kinds and kinds.count(None) == 0)
 
-    def _undecided(self, conn: _Conn, event: StreamData, emit: Any) -> list:
+    def _undecided(self, conn: _Conn, event: StreamData, output: _Output) -> list:
         sniff = conn.sniff[event.dir]
         if len(sniff) < SNIFF_BYTES:
             sniff += event.data[: SNIFF_BYTES - len(sniff)]
@@ -314,36 +326,33 @@ class CaptureDissector:
         verdict = self._verdict(conn)
         if verdict is None:
             return []
-        return self._decide(conn, verdict, emit)
+        return self._decide(conn, verdict, output)
 
-    def _decide(self, conn: _Conn, verdict: bool, emit: Any) -> list:
+    def _decide(self, conn: _Conn, verdict: bool, output: _Output) -> list:
         conn.info.zmtp = verdict
         held, conn.held = conn.held, []
         if not verdict:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream,
-                                             json_batches=self.json and not self.with_fields,
-                                             frame_runs=self.runs,
-                                             max_body=self.max_body)
+        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner)
         out: list = []
         for what, ev in held:
             if what == "data":
-                out.extend(emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data), ev))
+                out.extend(self._emit(conn, ev.dir, conn.dissector.receive_data(ev.dir, ev.data), ev, output))
             elif what == "note":
-                out.extend(emit(conn, None, [ev], None))
+                out.extend(self._emit(conn, None, [ev], None, output))
             else:
-                out.extend(emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length), None))
+                out.extend(self._emit(conn, ev.dir, conn.dissector.gap(ev.dir, ev.length), None, output))
         return out
 
     # ---- output
 
-    def _release(self, conn: _Conn, events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    def _release(self, conn: _Conn, events: list[Item]) -> list[Item]:
         """The events to output now: a mid-stream connection's wait until a decoded element confirms it."""
         if conn.mid_stream and not conn.confirmed_mid_stream:
             # Mid-stream: only a decoded element (not a note or a gap) shows this is ZMTP.
-            if not any(e.kind in ("frame", "command", "message", "batch") for _, e in events):
+            if not any(isinstance(e, _DECODED) for _, e in events):
                 conn.held_mid.extend(events)
                 return []
             conn.confirmed_mid_stream = True
@@ -351,9 +360,8 @@ class CaptureDissector:
             conn.held_mid = []
         return events
 
-    def _unreadable(self, conn: _Conn, closed: StreamClosed, *, as_json: bool) -> list:
-        """One `expert` per direction with payload of a connection nothing could be read of, as dicts or
-        (`as_json`) JSON lines."""
+    def _unreadable(self, conn: _Conn, closed: StreamClosed, output: _Output) -> list:
+        """One `expert` per direction with payload of a connection nothing could be read of."""
         out: list = []
         ended = "at the end of the capture" if closed.reason == "end-of-capture" else \
             f"when the connection ended ({closed.reason.upper() if closed.reason != 'reused' else 'port pair reused'})"
@@ -368,7 +376,7 @@ class CaptureDissector:
             note = Expert(seen.start, 0, severity="warn", text=text, rule="unreadable")
             item = note.to_dict(with_fields=self.with_fields, max_body=self.max_body)
             item.update(conn=conn.info.conn, dir=d, packets=[seen.first_packet], ts=seen.first_ts)
-            out.append(orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE).decode() if as_json else item)
+            out.append(item if output.render is None else output.render(item))
         return out
 
     @staticmethod
@@ -405,105 +413,96 @@ class CaptureDissector:
         item["ts"] = ts if ts is not None else conn.info.last_ts
         return item
 
-    def _emit(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
-              chunk: StreamData | None) -> list[dict]:
+    def _emit(self, conn: _Conn, direction: str | None, events: list[Item], chunk: StreamData | None,
+              output: _Output) -> list:
+        """The output items of the events a dissector reported (`chunk`: the data they were read from)."""
         if not events:
             return []
         events = self._release(conn, events)
         if not events:
             return []
-        out = []
+        out: list = []
+        render = output.render
         item = self._item
         for d, event in events:
             if isinstance(event, FrameRun):
-                out.extend(item(conn, d, e) for e in event.events())
-            else:
+                out.extend(output.run(conn, d, event, chunk))
+            elif render is None:
                 out.append(item(conn, d, event))
-        self._forget(conn, direction)
-        return out
-
-    def _emit_runs(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
-                   chunk: StreamData | None) -> list[dict | SourcedRun]:
-        if not events:
-            return []
-        events = self._release(conn, events)
-        if not events:
-            return []
-        out: list[dict | SourcedRun] = []
-        for d, event in events:
-            if type(event) is FrameRun:
-                out.append(self._sourced_run(conn, d, event, chunk))
-            elif isinstance(event, FrameRun):
-                out.extend(self._item(conn, d, e) for e in event.events())
             else:
-                out.append(self._item(conn, d, event))
+                out.append(render(item(conn, d, event)))
         self._forget(conn, direction)
         return out
 
-    def _sourced_run(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> SourcedRun:
+    def _run_dicts(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list[dict[str, Any]]:
+        return [self._item(conn, d, e) for e in run.events()]
+
+    def _run_json(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list[str]:
+        if type(run) is not JsonRun:
+            return [_json_line(item) for item in self._run_dicts(conn, d, run, chunk)]
+        common, special = self._run_sources(conn, d, run, chunk)
+        name = conn.info.conn
+        shared = None if common is None else source_suffix(name, d, common[0], common[1])
+        if not special:  # (the usual case: every event in the packet it came in)
+            return [join_run(run.heads, shared, {})]
+        return [join_run(run.heads, shared, {k: source_suffix(name, d, packets, ts) for k, packets, ts in special})]
+
+    def _run_sourced(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list:
+        if type(run) is not FrameRun:
+            return self._run_dicts(conn, d, run, chunk)
         n = len(run)
+        common, special = self._run_sources(conn, d, run, chunk)
         packets: list[Any]
         stamps: list[Any]
-        if (chunk is not None and chunk.dir == d and run.fresh == chunk.offset
-                and run.end <= chunk.offset + len(chunk.data)):
-            # Every element that starts in this packet's data ends in it too (as in `_batch_json`).
-            packets = [[chunk.packet]] * n
-            stamps = [chunk.ts] * n
-            special = run.spans(before=chunk.offset) if run.start < chunk.offset else []
+        if common is not None:
+            packets, stamps = [common[0]] * n, [common[1]] * n
         else:
             packets, stamps = [None] * n, [None] * n
-            special = run.spans()
-        lookup = conn.maps[d].lookup
-        for k, offset, length in special:
-            found, ts = lookup(offset, length)
+        for k, found, ts in special:
             packets[k] = found
-            stamps[k] = ts if ts is not None else conn.info.last_ts
-        return SourcedRun(conn.info.conn, d, run, packets, stamps)
+            stamps[k] = ts
+        return [SourcedRun(conn.info.conn, d, run, packets, stamps)]
 
-    def _emit_json(self, conn: _Conn, direction: str | None, events: list[tuple[str, WireEvent]],
-                   chunk: StreamData | None) -> list[str]:
-        if not events:
-            return []
-        events = self._release(conn, events)
-        if not events:
-            return []
-        out = []
-        for d, event in events:
-            if type(event) is JsonBatch:
-                out.append(self._batch_json(conn, d, event, chunk))
-            else:
-                out.append(orjson.dumps(self._item(conn, d, event), option=orjson.OPT_APPEND_NEWLINE).decode())
-        self._forget(conn, direction)
-        return out
+    def _run_sources(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None
+                     ) -> tuple[tuple[list[int], float] | None, list[tuple[int, list[int], float]]]:
+        """Where a run's events came from: (packets, ts) that events share, and (index, packets, ts) of the others.
 
-    def _suffix(self, conn: _Conn, d: str, packets: list[int], ts: float | None) -> str:
-        """The source keys and the closing brace of an event's JSON line (as orjson writes them)."""
-        source = {"conn": conn.info.conn, "dir": d, "packets": packets,
-                  "ts": ts if ts is not None else conn.info.last_ts}
-        return "," + orjson.dumps(source, option=orjson.OPT_APPEND_NEWLINE).decode()[1:]
-
-    def _batch_json(self, conn: _Conn, d: str, batch: JsonBatch, chunk: StreamData | None) -> str:
-        heads = batch.heads
-        if (chunk is not None and chunk.dir == d and batch.fresh == chunk.offset
-                and batch.end <= chunk.offset + len(chunk.data)):
-            # Every element that starts in this packet's data ends in it too: one suffix for them all.
-            common: str | None = self._suffix(conn, d, [chunk.packet], chunk.ts)
-            special = batch.spans(before=chunk.offset) if batch.start < chunk.offset else []
-            if not special:
-                return common.join(heads) + common  # type: ignore[union-attr]
+        When the run was read from `chunk`'s own data, every event that starts in that data ends in
+        it too, so they all share its packet and time; only the events that started before it
+        are looked up. A run read apart from its data (held, then released) has every event looked up.
+        """
+        common: tuple[list[int], float] | None = None
+        if (chunk is not None and chunk.dir == d and run.fresh == chunk.offset
+                and run.end <= chunk.offset + len(chunk.data)):
+            common = ([chunk.packet], chunk.ts)
+            spans = run.spans(before=chunk.offset) if run.start < chunk.offset else []
         else:
-            common = None
-            special = batch.spans()
+            spans = run.spans()
+        if not spans:
+            return common, []
         lookup = conn.maps[d].lookup
-        ends = {}
-        for k, offset, length in special:
+        special = []
+        for k, offset, length in spans:
             packets, ts = lookup(offset, length)
-            ends[k] = self._suffix(conn, d, packets, ts)
-        if common is None:
-            return "".join([head + ends[k] for k, head in enumerate(heads)])
-        last = max(ends) + 1
-        first = "".join([heads[k] + ends.get(k, common) for k in range(last)])
-        return first + common.join(heads[last:]) + common if last < len(heads) else first
+            special.append((k, packets, ts if ts is not None else conn.info.last_ts))
+        return common, special
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """What `CaptureDissector._emit` makes of the events it releases: each event's dict goes through
+    `render` (None: the dict itself), each run through `run` (a list of items)."""
+
+    render: Callable[[dict[str, Any]], Any] | None
+    run: Callable[[_Conn, str, FrameRun, StreamData | None], list]
+
+
+def _json_line(item: dict[str, Any]) -> str:
+    return orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE).decode()
+
+
+# The elements whose decoding shows a mid-stream connection is ZMTP (not notes or gaps).
+_DECODED = (Frame, Command, Message, FrameRun)
 
 
 @dataclass

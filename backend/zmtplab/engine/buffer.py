@@ -41,9 +41,11 @@ class StreamBuffer:
         """Bytes fed and not yet consumed."""
         return len(self.data) - self.pos
 
-    def feed(self, data: bytes) -> None:
-        """Appends bytes that arrived."""
+    def feed(self, data: bytes) -> int:
+        """Appends bytes that arrived; returns the stream offset of the first of them."""
+        start = self.base + len(self.data)
         self.data += data
+        return start
 
     def consume(self, n: int) -> bytes:
         """The next `n` bytes (fewer if fewer are available); the cursor moves past them."""

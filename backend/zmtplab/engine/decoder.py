@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 
-from .batch import FrameRun, JsonBatch, scan, scan_run
+from .batch import FrameRun, RunScanner
 from .buffer import StreamBuffer
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
@@ -67,9 +67,7 @@ class StreamDecoder:
         mid_stream: bool = False,
         framing: str | None = None,
         mechanism: str | None = None,
-        json_batches: bool = False,
-        frame_runs: bool = False,
-        max_body: int | None = None,
+        runs: RunScanner | None = None,
     ) -> None:
         self.strict = strict
         self._peer_family = peer_family or (lambda: None)
@@ -87,13 +85,9 @@ class StreamDecoder:
         self._curve_data_frame_noted = False
         self._lost_since = 0
         self._state = _GREETING
-        # Batches (see batch.py): only for a lenient decoder; JSON ones for an owner that prints JSON
-        # without fields, frame runs for an owner that lays the events out itself.
-        lenient = not strict and max_frame_size is None and (max_body is None or max_body >= 0)
-        self.json_batches = json_batches and lenient
-        self.frame_runs = frame_runs and lenient and not self.json_batches
-        self.batching = self.json_batches or self.frame_runs
-        self.max_body = max_body
+        # Runs (see batch.py): only for a lenient decoder whose owner lays the events out itself.
+        self.runs = runs if not strict and max_frame_size is None else None
+        self.batching = self.runs is not None
         self.batch_ok = True  # the owner's say: none of its checks needs these messages one by one
         self._fresh = 0  # stream offset where the data of the current receive_data() call begins
         if mid_stream or framing is not None:
@@ -140,8 +134,7 @@ class StreamDecoder:
             self._candidates.append(self.received)
             if len(self._candidates) > _MAX_CANDIDATES:
                 del self._candidates[0]
-        self._fresh = self.buffer.end
-        self.buffer.feed(data)
+        self._fresh = self.buffer.feed(data)
         self._parse()
 
     def gap(self, length: int) -> None:
@@ -213,8 +206,7 @@ class StreamDecoder:
         return out
 
     def take(self) -> list[WireEvent | FrameRun]:
-        """Like `events()`, but runs of ordinary frames stay whole: `JsonBatch`es (with `json_batches`)
-        or `FrameRun`s (with `frame_runs`)."""
+        """Like `events()`, but runs of ordinary frames stay whole: the `FrameRun`s the `runs` scanner made."""
         out = list(self._events)
         self._events.clear()
         return out
@@ -275,9 +267,9 @@ class StreamDecoder:
                     continue
                 if self.framing == "1":
                     self._parse_v1_frames()
-                elif (self.batching and self.batch_ok and self.mechanism != "CURVE"
+                elif (self.runs is not None and self.batch_ok and self.mechanism != "CURVE"
                       and self.framing in ("2", "3")):
-                    self._parse_frames_batched()
+                    self._parse_frames_batched(self.runs)
                 else:
                     self._parse_frames()
                 buffer = self.buffer
@@ -455,31 +447,22 @@ class StreamDecoder:
 
     # ---- frames
 
-    def _parse_frames_batched(self) -> None:
-        """`_parse_frames`, with runs of whole ordinary messages taken by `batch.scan` (as JSON) or
-        `batch.scan_run`."""
+    def _parse_frames_batched(self, scanner: RunScanner) -> None:
+        """`_parse_frames`, with runs of whole ordinary messages taken by the `runs` scanner."""
         buffer = self.buffer
+        framing = self.framing or "3"
         while True:
             if not self._pending:
-                start = buffer.pos
-                if self.json_batches:
-                    pos, heads = scan(buffer.data, start, buffer.base, self.max_body)
-                    if heads:
-                        self._events.append(JsonBatch(buffer.base + start, buffer.data[start:pos], heads,
-                                                      self._fresh, self.framing or "3"))
-                        buffer.pos = pos
-                else:
-                    pos, count, starts = scan_run(buffer.data, start)
-                    if count:
-                        self._events.append(FrameRun(buffer.base + start, bytes(buffer.data[start:pos]),
-                                                     self._fresh, self.framing or "3", count, starts))
-                        buffer.pos = pos
-            # What scan() left: an unusual frame, the frames of an unfinished message, or too few bytes.
+                run = scanner(buffer.data, buffer.pos, buffer.base, self._fresh, framing)
+                if run is not None:
+                    self._events.append(run)
+                    buffer.pos = run.end - buffer.base
+            # What the scanner left: an unusual frame, the frames of an unfinished message, or too few bytes.
             if not self._parse_frames(resume=True):
                 return
 
     def _parse_frames(self, *, resume: bool = False) -> bool:
-        """Reads frames; with `resume`, returns True at the end of a message that scan() may follow.
+        """Reads frames; with `resume`, returns True at the end of a message that a run may follow.
 
         A command ends any resumption for the rest of this data: it can change what the owner's
         checks need to see (a READY announcing a SUB socket, say).

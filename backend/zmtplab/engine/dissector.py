@@ -8,28 +8,29 @@ not echo their PING, 3.1 commands sent to a 3.0 peer.
 
 from __future__ import annotations
 
+from .batch import FrameRun, RunScanner
 from .constants import VALID_PEERS
 from .decoder import StreamDecoder
-from .events import Command, Expert, Frame, Greeting, Message, WireEvent
+from .events import Command, Expert, Frame, Gap, Greeting, Message, WireEvent
 from .fields import text_or_hex
 
 C2S, S2C = "c2s", "s2c"
 OTHER = {C2S: S2C, S2C: C2S}
 
+Item = tuple[str, WireEvent | FrameRun]
+"""What the dissector reports: (direction, event), or (direction, run) with a run scanner."""
+
 
 class ConnectionDissector:
     """Reads a whole connection (both directions) and never raises on bad input."""
 
-    def __init__(self, *, mid_stream: bool = False, json_batches: bool = False, frame_runs: bool = False,
-                 max_body: int | None = None) -> None:
-        """`json_batches`: the owner prints JSON without fields, so runs of ordinary frames may come
-        back as `JsonBatch`es (see batch.py) once no check here needs their messages one by one;
-        `frame_runs`: they may come back as `FrameRun`s, for an owner that lays out events itself."""
+    def __init__(self, *, mid_stream: bool = False, runs: RunScanner | None = None) -> None:
+        """`runs`: a run scanner (see batch.py), for an owner that lays out events itself: runs of
+        ordinary frames then come back as the `FrameRun`s it makes, once no check here needs their
+        messages one by one."""
         self.decoders = {
-            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream,
-                               json_batches=json_batches, frame_runs=frame_runs, max_body=max_body),
-            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream,
-                               json_batches=json_batches, frame_runs=frame_runs, max_body=max_body),
+            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream, runs=runs),
+            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream, runs=runs),
         }
         self.batching = self.decoders[C2S].batching
         for decoder in self.decoders.values():
@@ -53,27 +54,27 @@ class ConnectionDissector:
                 return self.greetings[d].mechanism
         return None
 
-    def receive_data(self, direction: str, data: bytes, *, boundary: bool = True) -> list[tuple[str, WireEvent]]:
+    def receive_data(self, direction: str, data: bytes, *, boundary: bool = True) -> list[Item]:
         """Feeds one direction's bytes; returns the (direction, event) pairs now decoded.
 
-        With `json_batches` or `frame_runs`, an item may also be a `JsonBatch` or `FrameRun` standing
-        for consecutive frame and message events (its `events()` gives them).
+        With `runs`, an item may also be a `FrameRun` standing for consecutive frame and message
+        events (its `events()` gives them).
         """
         decoder = self.decoders[direction]
         decoder.receive_data(data, boundary=boundary)
         return self._collect(direction)
 
-    def gap(self, direction: str, length: int) -> list[tuple[str, WireEvent]]:
+    def gap(self, direction: str, length: int) -> list[Item]:
         """Says `length` bytes of one direction are missing from the capture."""
         self.decoders[direction].gap(length)
         return self._collect(direction)
 
-    def close(self) -> list[tuple[str, WireEvent]]:
+    def close(self) -> list[Item]:
         """Says the connection ended; returns the findings about what was left unfinished."""
         if self._closed:
             return []
         self._closed = True
-        out: list[tuple[str, WireEvent]] = []
+        out: list[Item] = []
         for d in (C2S, S2C):
             self.decoders[d].close()
             out.extend(self._collect(d))
@@ -98,13 +99,12 @@ class ConnectionDissector:
 
     # ---- cross-direction checks
 
-    def _collect(self, direction: str) -> list[tuple[str, WireEvent]]:
-        out: list[tuple[str, WireEvent]] = []
+    def _collect(self, direction: str) -> list[Item]:
+        out: list[Item] = []
         decoder = self.decoders[direction]
         for event in decoder.take():
             out.append((direction, event))
-            # Frames, experts, gaps and runs need no check here; frames come first, as they come most.
-            if isinstance(event, Frame):
+            if isinstance(event, _UNCHECKED):
                 continue
             if isinstance(event, Message):
                 if not self._handshake_done(direction) and not self.mid_stream:
@@ -237,6 +237,10 @@ class ConnectionDissector:
             what = "subscribe" if body[0] == 1 else "cancel"
             out.append((direction, _expert(message, "note", f"{what} {text_or_hex(body[1:])!r} as a prefixed "
                                                             f"message ({version} style)", "subscribe")))
+
+
+# What needs no check here: frames (their messages are checked), findings, gaps, runs (see `batch_ok`).
+_UNCHECKED = (Frame, FrameRun, Expert, Gap)
 
 
 def _expert(event: WireEvent, severity: str, text: str, rule: str, *, offset: int | None = None,
