@@ -18,9 +18,9 @@ import orjson
 import pytest
 
 from zmtplab.capture.dissect import CaptureDissector, DissectResult, dissect_capture, dissect_capture_jsonl
+from zmtplab.capture.jsonlines import JsonRun
 from zmtplab.capture.pcapwriter import PSH, PcapngWriter
 from zmtplab.cli import main
-from zmtplab.capture.jsonlines import JsonRun
 from zmtplab.engine.commands import ping_body, ready_body
 from zmtplab.engine.framing import U64, encode_frame, encode_message
 from zmtplab.engine.greeting import encode_greeting
