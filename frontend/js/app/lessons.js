@@ -18,12 +18,9 @@ import { isTyping } from '../views/dom.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLessonsApi } from '../lessons/api.js';
 import { createHighlighter } from '../lessons/highlights.js';
-import { LessonList, LessonPanel, ClassBar } from '../lessons/views.js';
-import { openClassSocket, authMessage, createFollower, createBroadcaster, teacherState, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
-
-// The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
-// server only as the socket's first message: never in a URL, where logs and history would keep it.
-const TOKEN_KEY = 'zmtplab.class.';
+import { LessonList, LessonPanel } from '../lessons/views.js';
+import { teacherState } from '../lessons/classroom.js';
+import { ClassroomClient } from './classroom-client.js';
 
 export function startLessons(host) {
   const doc = host.document;
@@ -31,7 +28,6 @@ export function startLessons(host) {
   const $ = (id) => doc.getElementById(id);
   const api = createLessonsApi(host);
   const status = statusLine(doc);
-  const storage = sessionStore(win);
   const raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
 
   // ---- the shared views ---------------------------------------------------------------------
@@ -53,7 +49,6 @@ export function startLessons(host) {
 
   // ---- what is shown ------------------------------------------------------------------------
   const view = { lessonId: null, lesson: null, step: 1, scene: null, lit: new Set(), highlightsOn: true };
-  let role = null; // null | 'teacher' | 'student'
   let applying = 0; // > 0 while the page (not the user) changes the selection
   let loadSeq = 0;
   let lastByte = null; // { index, dir, offset } of the last byte clicked in the hex dump
@@ -187,12 +182,12 @@ export function startLessons(host) {
 
   // ---- the user's own actions ---------------------------------------------------------------
   function userNav(fn) {
-    if (role === 'student' && follower) follower.wander();
+    classroom.wander();
     return fn();
   }
 
   function userSelect(index) {
-    if (role === 'student' && follower && index !== wb.selection.get().index) follower.wander();
+    classroom.wanderTo(index, wb.selection.get().index);
     selectIndex(index);
   }
 
@@ -297,9 +292,9 @@ export function startLessons(host) {
   });
 
   // ---- the URL --------------------------------------------------------------------------------
-  let classCode = null;
   function updateUrl() {
     if (!win.history || !win.history.replaceState) return;
+    const { role, classCode } = classroom;
     const params = {};
     if (role === 'student' && classCode) params.join = classCode;
     if (role === 'teacher' && classCode) params.present = classCode;
@@ -310,185 +305,35 @@ export function startLessons(host) {
     win.history.replaceState(null, '', `${win.location.pathname}${buildLink(params, ['lesson', 'step', 'join', 'present'])}`);
   }
 
-  // ---- presenter mode -------------------------------------------------------------------------
-  let socket = null;
-  let follower = null;
-  let retry = null;
-  let retryDelay = 1000;
-  const counts = { count: 0, following: 0 };
-  const bar = new ClassBar($('class-bar'), {
-    onPresent: () => present(),
-    onEnd: () => endClass(),
-    onJoin: (code) => join(code),
-    onFollow: () => follower && follower.follow(),
-    onLeave: () => leave(),
-  });
-  const broadcaster = createBroadcaster((state) => socket && socket.send(state), (fn) => raf(fn));
-
-  function broadcast() {
-    if (role !== 'teacher' || !socket || !view.lessonId || applying) return;
-    const s = wb.selection.get();
-    broadcaster.push(teacherState({ lesson: view.lessonId, step: view.step, element: s.index, field: s.field, highlights: view.highlightsOn ? [...view.lit] : [] }));
-  }
-
-  function closeSocket() {
-    clearTimeout(retry);
-    retry = null;
-    if (socket) socket.close();
-    socket = null;
-  }
-
-  function teacherBar(connected) {
-    const joinUrl = `${win.location.origin || ''}${win.location.pathname}?join=${classCode}`;
-    bar.teacher({ code: classCode, joinUrl, count: counts.count, following: counts.following, connected });
-  }
-
-  async function present() {
-    try {
-      const made = await api.createClass();
-      storage.set(TOKEN_KEY + made.code, made.teacher_token);
-      connectTeacher(made.code, made.teacher_token);
-      if (!view.lessonId) {
-        status('Open a lesson: your students will see what you show.');
-        hinting = true;
-      }
-    } catch (err) {
-      bar.idle(`Could not start a class: ${err.message}`);
-    }
-  }
-
-  function connectTeacher(code, token) {
-    closeSocket();
-    role = 'teacher';
-    classCode = code;
-    teacherBar(false);
-    updateUrl();
-    socket = openClassSocket({
-      WebSocket: host.WebSocket,
-      url: api.classSocketUrl(win.location, code, 'teacher'),
-      first: authMessage(token),
-      onOpen() {
-        // Live only once the server's hello says the token was taken; what is sent meanwhile follows the auth.
-        broadcaster.reset();
-        broadcast();
-      },
-      onMessage(msg) {
-        if (msg.type === 'hello' || msg.type === 'students') {
-          if (msg.type === 'hello') retryDelay = 1000;
-          counts.count = msg.count || 0;
-          counts.following = msg.following || 0;
-          teacherBar(true);
-        } else if (msg.type === 'ended') {
-          finish(`The class has ended: ${msg.reason || ''}`);
-        } else if (msg.type === 'error') status(msg.detail || 'error', 'error');
-      },
-      onClose(closeCode, reason, mine) {
-        if (mine || role !== 'teacher') return;
-        if (FINAL_CLOSE.has(closeCode)) finish(closeCode === 1000 ? 'The class has ended.' : `The class is closed: ${reason || closeCode}`);
-        else reconnect(() => connectTeacher(code, token));
-      },
-    });
-  }
-
-  function endClass() {
-    if (socket) socket.send({ type: 'end' });
-    finish('You ended the class.');
-  }
-
-  function join(text) {
-    const code = normalizeCode(text);
-    if (code.length < 4) return bar.idle('Type the join code your teacher shows.');
-    api.classInfo(code).then(
-      () => connectStudent(code),
-      (err) => bar.idle(err.status === 404 ? `No class with the code ${code}.` : err.message),
-    );
-  }
-
-  function connectStudent(code) {
-    closeSocket();
-    role = 'student';
-    classCode = code;
-    let teacherPresent = true;
-    let connected = false;
-    const render = () => bar.student({ code, following: follower.following, teacherPresent, connected });
-    const previous = follower;
-    follower = createFollower({
-      apply: (state) => applyTeacher(state),
-      changed: (following) => {
-        if (socket) socket.send({ type: 'status', following });
-        render();
-      },
-    });
-    if (previous && !previous.following) follower.wander();
-    render();
-    updateUrl();
-    socket = openClassSocket({
-      WebSocket: host.WebSocket,
-      url: api.classSocketUrl(win.location, code, 'student'),
-      onOpen() {
-        retryDelay = 1000;
-        connected = true;
-        if (!follower.following) socket.send({ type: 'status', following: false });
-        render();
-      },
-      onMessage(msg) {
-        if (msg.type === 'hello') {
-          teacherPresent = !!msg.teacher;
-          render();
-          if (msg.state) follower.receive(msg.state);
-          else if (!view.lesson) status('Joined. Waiting for the teacher to open a lesson…');
-        } else if (msg.type === 'state') follower.receive(msg);
-        else if (msg.type === 'teacher') {
-          teacherPresent = !!msg.present;
-          render();
-        } else if (msg.type === 'ended') finish('The class has ended.');
-        else if (msg.type === 'error') status(msg.detail || 'error', 'error');
-      },
-      onClose(closeCode, reason, mine) {
-        if (mine || role !== 'student') return;
-        connected = false;
-        if (FINAL_CLOSE.has(closeCode)) finish(closeCode === 1000 ? 'The class has ended.' : reason || `Could not join (code ${closeCode}).`);
-        else {
-          render();
-          reconnect(() => connectStudent(code));
-        }
-      },
-    });
-  }
-
-  let applyChain = Promise.resolve();
-  function applyTeacher(state) {
-    applyChain = applyChain.then(async () => {
-      if (!follower || !follower.following || follower.latest !== state) return;
+  // ---- presenter mode (classroom-client.js) ---------------------------------------------------
+  const classroom = new ClassroomClient(host, api, {
+    status,
+    raf,
+    teacherState: () => {
+      if (!view.lessonId || applying) return null;
+      const s = wb.selection.get();
+      return teacherState({ lesson: view.lessonId, step: view.step, element: s.index, field: s.field, highlights: view.highlightsOn ? [...view.lit] : [] });
+    },
+    async follow(state) {
       applying++;
       try {
         await show(state.lesson, state.step, { element: state.selection ? state.selection.element : null, field: state.selection ? state.selection.field : null, highlights: state.highlights || [] });
       } finally {
         applying--;
       }
-    });
-    return applyChain;
-  }
+    },
+    hasLesson: () => !!view.lesson,
+    hintOpenLesson() {
+      if (!view.lessonId) {
+        status('Open a lesson: your students will see what you show.');
+        hinting = true;
+      }
+    },
+    urlChanged: () => updateUrl(),
+  });
 
-  function reconnect(fn) {
-    clearTimeout(retry);
-    retry = setTimeout(fn, retryDelay);
-    retryDelay = Math.min(retryDelay * 2, 10000);
-  }
-
-  function leave() {
-    finish('');
-  }
-
-  function finish(message) {
-    const was = role;
-    if (was === 'teacher' && classCode) storage.remove(TOKEN_KEY + classCode);
-    closeSocket();
-    role = null;
-    classCode = null;
-    follower = null;
-    bar.idle(message);
-    updateUrl();
+  function broadcast() {
+    classroom.broadcast();
   }
 
   // ---- start ----------------------------------------------------------------------------------
@@ -497,23 +342,9 @@ export function startLessons(host) {
     (err) => status(`Could not load the lessons: ${err.message}`, 'error'),
   );
   const link = parseLink(win.location.search);
-  if (link.join) join(link.join);
-  else if (link.present) {
-    const code = normalizeCode(link.present);
-    const token = storage.get(TOKEN_KEY + code);
-    if (token) connectTeacher(code, token);
-  }
+  classroom.resume(link);
   if (link.lesson && !link.join) show(link.lesson, Number.parseInt(link.step, 10) || 1);
   else showList(true);
 
-  return { wb, view, show, get role() { return role; }, get follower() { return follower; } };
-}
-
-function sessionStore(win) {
-  try {
-    const s = win.sessionStorage;
-    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v), remove: (k) => s.removeItem(k) };
-  } catch {
-    return { get: () => null, set: () => {}, remove: () => {} };
-  }
+  return { wb, view, show, get role() { return classroom.role; }, get follower() { return classroom.follower; } };
 }

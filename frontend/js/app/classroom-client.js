@@ -1,0 +1,229 @@
+// The lessons page's presenter mode: a teacher's class or a student's seat in one, over the class
+// websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
+
+import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
+import { ClassBar } from '../lessons/views.js';
+
+// The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
+// server only as the socket's first message: never in a URL, where logs and history would keep it.
+const TOKEN_KEY = 'zmtplab.class.';
+
+export class ClassroomClient {
+  /**
+   * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
+   * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
+   *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged() }
+   */
+  constructor(host, api, page) {
+    this.host = host;
+    this.win = host.window;
+    this.api = api;
+    this.page = page;
+    this.storage = sessionStore(host.window);
+    this.role = null; // null | 'teacher' | 'student'
+    this.classCode = null;
+    this.socket = null;
+    this.follower = null;
+    this.retry = null;
+    this.retryDelay = 1000;
+    this.counts = { count: 0, following: 0 };
+    this.applyChain = Promise.resolve();
+    this.bar = new ClassBar(host.document.getElementById('class-bar'), {
+      onPresent: () => this.present(),
+      onEnd: () => this.endClass(),
+      onJoin: (code) => this.join(code),
+      onFollow: () => this.follower && this.follower.follow(),
+      onLeave: () => this.leave(),
+    });
+    this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), (fn) => page.raf(fn));
+  }
+
+  /** A teacher's page shows the class what it now shows. */
+  broadcast() {
+    if (this.role !== 'teacher' || !this.socket) return;
+    const state = this.page.teacherState();
+    if (state) this.broadcaster.push(state);
+  }
+
+  /** A student who navigates or selects on their own stops following the teacher. */
+  wander() {
+    if (this.role === 'student' && this.follower) this.follower.wander();
+  }
+
+  /** A student's selection of another element than the one shown: wandering too. */
+  wanderTo(index, shown) {
+    if (this.role === 'student' && this.follower && index !== shown) this.follower.wander();
+  }
+
+  /** The class the URL names: ?join=CODE, or ?present=CODE with this tab's token. */
+  resume(link) {
+    if (link.join) this.join(link.join);
+    else if (link.present) {
+      const code = normalizeCode(link.present);
+      const token = this.storage.get(TOKEN_KEY + code);
+      if (token) this.connectTeacher(code, token);
+    }
+  }
+
+  closeSocket() {
+    clearTimeout(this.retry);
+    this.retry = null;
+    if (this.socket) this.socket.close();
+    this.socket = null;
+  }
+
+  teacherBar(connected) {
+    const loc = this.win.location;
+    const joinUrl = `${loc.origin || ''}${loc.pathname}?join=${this.classCode}`;
+    this.bar.teacher({ code: this.classCode, joinUrl, count: this.counts.count, following: this.counts.following, connected });
+  }
+
+  async present() {
+    try {
+      const made = await this.api.createClass();
+      this.storage.set(TOKEN_KEY + made.code, made.teacher_token);
+      this.connectTeacher(made.code, made.teacher_token);
+      this.page.hintOpenLesson();
+    } catch (err) {
+      this.bar.idle(`Could not start a class: ${err.message}`);
+    }
+  }
+
+  connectTeacher(code, token) {
+    this.closeSocket();
+    this.role = 'teacher';
+    this.classCode = code;
+    this.teacherBar(false);
+    this.page.urlChanged();
+    this.socket = openClassSocket({
+      WebSocket: this.host.WebSocket,
+      url: this.api.classSocketUrl(this.win.location, code, 'teacher'),
+      first: authMessage(token),
+      onOpen: () => {
+        // Live only once the server's hello says the token was taken; what is sent meanwhile follows the auth.
+        this.broadcaster.reset();
+        this.broadcast();
+      },
+      onMessage: (msg) => {
+        if (msg.type === 'hello' || msg.type === 'students') {
+          if (msg.type === 'hello') this.retryDelay = 1000;
+          this.counts.count = msg.count || 0;
+          this.counts.following = msg.following || 0;
+          this.teacherBar(true);
+        } else if (msg.type === 'ended') {
+          this.finish(`The class has ended: ${msg.reason || ''}`);
+        } else if (msg.type === 'error') this.page.status(msg.detail || 'error', 'error');
+      },
+      onClose: (closeCode, reason, mine) => {
+        if (mine || this.role !== 'teacher') return;
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? 'The class has ended.' : `The class is closed: ${reason || closeCode}`);
+        else this.reconnect(() => this.connectTeacher(code, token));
+      },
+    });
+  }
+
+  endClass() {
+    if (this.socket) this.socket.send({ type: 'end' });
+    this.finish('You ended the class.');
+  }
+
+  join(text) {
+    const code = normalizeCode(text);
+    if (code.length < 4) return this.bar.idle('Type the join code your teacher shows.');
+    this.api.classInfo(code).then(
+      () => this.connectStudent(code),
+      (err) => this.bar.idle(err.status === 404 ? `No class with the code ${code}.` : err.message),
+    );
+  }
+
+  connectStudent(code) {
+    this.closeSocket();
+    this.role = 'student';
+    this.classCode = code;
+    let teacherPresent = true;
+    let connected = false;
+    const render = () => this.bar.student({ code, following: this.follower.following, teacherPresent, connected });
+    const previous = this.follower;
+    this.follower = createFollower({
+      apply: (state) => this.applyTeacher(state),
+      changed: (following) => {
+        if (this.socket) this.socket.send({ type: 'status', following });
+        render();
+      },
+    });
+    if (previous && !previous.following) this.follower.wander();
+    render();
+    this.page.urlChanged();
+    this.socket = openClassSocket({
+      WebSocket: this.host.WebSocket,
+      url: this.api.classSocketUrl(this.win.location, code, 'student'),
+      onOpen: () => {
+        this.retryDelay = 1000;
+        connected = true;
+        if (!this.follower.following) this.socket.send({ type: 'status', following: false });
+        render();
+      },
+      onMessage: (msg) => {
+        if (msg.type === 'hello') {
+          teacherPresent = !!msg.teacher;
+          render();
+          if (msg.state) this.follower.receive(msg.state);
+          else if (!this.page.hasLesson()) this.page.status('Joined. Waiting for the teacher to open a lesson…');
+        } else if (msg.type === 'state') this.follower.receive(msg);
+        else if (msg.type === 'teacher') {
+          teacherPresent = !!msg.present;
+          render();
+        } else if (msg.type === 'ended') this.finish('The class has ended.');
+        else if (msg.type === 'error') this.page.status(msg.detail || 'error', 'error');
+      },
+      onClose: (closeCode, reason, mine) => {
+        if (mine || this.role !== 'student') return;
+        connected = false;
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? 'The class has ended.' : reason || `Could not join (code ${closeCode}).`);
+        else {
+          render();
+          this.reconnect(() => this.connectStudent(code));
+        }
+      },
+    });
+  }
+
+  /** Shows the teacher's state, one at a time, skipping those a newer one has replaced. */
+  applyTeacher(state) {
+    this.applyChain = this.applyChain.then(async () => {
+      const follower = this.follower;
+      if (!follower || !follower.following || follower.latest !== state) return;
+      await this.page.follow(state);
+    });
+    return this.applyChain;
+  }
+
+  reconnect(fn) {
+    clearTimeout(this.retry);
+    this.retry = setTimeout(fn, this.retryDelay);
+    this.retryDelay = Math.min(this.retryDelay * 2, 10000);
+  }
+
+  leave() {
+    this.finish('');
+  }
+
+  finish(message) {
+    if (this.role === 'teacher' && this.classCode) this.storage.remove(TOKEN_KEY + this.classCode);
+    this.closeSocket();
+    this.role = null;
+    this.classCode = null;
+    this.follower = null;
+    this.bar.idle(message);
+    this.page.urlChanged();
+  }
+}
+
+function sessionStore(win) {
+  try {
+    const s = win.sessionStorage;
+    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v), remove: (k) => s.removeItem(k) };
+  } catch {
+    return { get: () => null, set: () => {}, remove: () => {} };
+  }
+}
