@@ -168,22 +168,27 @@ class WalkError:
 class Window:
     """A window `data` onto a binary stream, `base` being the stream offset of `data[0]`.
 
-    Refills read at most 1 MiB at a time, so a corrupt length never triggers a large read or
-    allocation: the window only ever grows by bytes the stream really holds. Bytes before the
-    position asked for are dropped. A position outside the window seeks, which only a seekable
-    file allows; a walk moves forward, so a stream (a pipe, a gzip file) is never asked to.
+    Refills read `chunk` bytes at a time (1 MiB at most), so a corrupt length never triggers a
+    large read or allocation: the window only ever grows by bytes the stream really holds.
+    `bounded=False` reads what a refill misses in one read instead, for a local file whose
+    reader probes lengths far ahead (the range scanner's boundary guesses: one read to the end
+    of the file is faster there than many). Bytes before the position asked for are dropped. A
+    position outside the window seeks, which only a seekable file allows; a walk moves forward,
+    so a stream (a pipe, a gzip file) is never asked to.
     """
 
-    __slots__ = ("base", "chunk", "compressed", "data", "f")
+    __slots__ = ("base", "bounded", "chunk", "compressed", "data", "f")
 
-    def __init__(self, f: BinaryIO, base: int = 0, *, chunk: int = CHUNK, compressed: bool = False) -> None:
-        """`f` is read from `base` on (a seekable file is sought there), at least `chunk` bytes a read."""
+    def __init__(self, f: BinaryIO, base: int = 0, *, chunk: int = CHUNK, bounded: bool = True,
+                 compressed: bool = False) -> None:
+        """`f` is read from `base` on (a seekable file is sought there)."""
         if base:
             f.seek(base)
         self.f = f
         self.base = base
         self.data = b""
-        self.chunk = chunk
+        self.chunk = min(chunk, CHUNK)
+        self.bounded = bounded
         self.compressed = compressed
 
     def _read(self, n: int, near: int) -> bytes:
@@ -213,7 +218,7 @@ class Window:
         # `zmtplab dissect` prints): the position asked for plus the bytes the window held.
         near = pos + len(self.data)
         while got < n:
-            chunk = self._read(min(CHUNK, max(self.chunk, n - got)), near)
+            chunk = self._read(self.chunk if self.bounded else max(self.chunk, n - got), near)
             if not chunk:
                 break
             parts.append(chunk)

@@ -275,7 +275,7 @@ def scan_range(h: FileHeader, index: int, nominal_start: int, nominal_end: int, 
         return _scan_compressed(h, index)
     exact = start is not None
     with open(h.path, "rb", buffering=0) as f:
-        buf = Window(f, 0, chunk=min(CHUNK, max(1 << 16, nominal_end - nominal_start + (1 << 16))))
+        buf = Window(f, 0, chunk=min(CHUNK, max(1 << 16, nominal_end - nominal_start + (1 << 16))), bounded=False)
         first = nominal_start == (0 if h.format == "pcapng" else 24)
         if start is None:
             if first:
@@ -385,7 +385,7 @@ def read_range_located(r: PlannedRange, stats: ReaderStats | None = None
             yield pkt, None
         return
     with open(h.path, "rb", buffering=0) as f:
-        buf = Window(f, r.start, chunk=min(CHUNK, max(1 << 16, r.stop - r.start)))
+        buf = Window(f, r.start, chunk=min(CHUNK, max(1 << 16, r.stop - r.start)), bounded=False)
         walker = Walker(buf, r.start, pcap=h.pcap, section=r.state, last_ts=r.last_ts, stop=r.stop)
         for number, (ts, linktype, data, orig, data_offset) in enumerate(walker.packets(), r.first_frame):
             pkt = decode_tcp(number, ts, linktype, data, stats, orig)
