@@ -8,9 +8,10 @@
 import { createApi } from '../core/api.js';
 import { createCorpusApi, FINAL_STATES } from '../core/corpus-api.js';
 import { PAGE_SIZE, TABLES } from '../core/corpus-tables.js';
-import { CapturePicker, RunList, RunHead, ReportView, TableView } from '../views/corpus.js';
+import { RunList, RunHead, ReportView, TableView } from '../views/corpus.js';
 import { initShell, statusLine } from './workbench.js';
 import { createCaptureSearchApi } from '../core/capture-search.js';
+import { CaptureShelf } from './corpus-captures.js';
 
 const TABS = ['report', ...TABLES];
 const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };
@@ -26,8 +27,6 @@ export function startCorpus(host) {
   initShell(host, () => {});
 
   const st = {
-    captures: [],
-    checked: new Set(),
     runs: [],
     run: null, // the open run
     tab: 'report',
@@ -36,65 +35,15 @@ export function startCorpus(host) {
   };
   let stopProgress = null;
 
-  const picker = new CapturePicker($('picker'), { onUpload: (files) => uploadFiles(files), onStart: (ids) => startRun(ids), onDelete: (id, name) => deleteCapture(id, name) });
+  const shelf = new CaptureShelf($('picker'), { api, corpus, searchApi, onStart: (ids) => startRun(ids) });
+  const { picker } = shelf;
   const runList = new RunList($('runs'), { onOpen: (id) => openRun(id) });
   const head = new RunHead($('run-head'), { onCancel: () => cancelRun(), onDelete: () => deleteRun() });
   const report = new ReportView($('pane-report'));
   const tableView = new TableView($('pane-table'), { onQuery: (changes) => changeQuery(changes) });
   for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => setTab(tab));
 
-  // ---- captures ------------------------------------------------------------------
-
-  async function loadCaptures() {
-    try {
-      st.captures = (await corpus.captures()).captures;
-    } catch (err) {
-      picker.setNote(`Could not list the captures: ${err.message}`, 'error');
-      return;
-    }
-    const ids = new Set(st.captures.map((c) => c.id));
-    st.checked = new Set([...st.checked].filter((id) => ids.has(id)));
-    picker.setCaptures(st.captures, st.checked);
-  }
-
-  /** Deletes an upload from the server (a client may keep only so many). Runs that took it keep their tables. */
-  async function deleteCapture(id, name) {
-    try {
-      await searchApi.deleteCapture(id);
-    } catch (err) {
-      if (err.status !== 404) {
-        picker.setNote(`${name} was not deleted: ${err.message}`, 'error');
-        return;
-      }
-    }
-    st.checked.delete(id);
-    picker.setNote(`${name} deleted.`);
-    await loadCaptures();
-  }
-
-  async function uploadFiles(files) {
-    st.checked = new Set(picker.selected());
-    for (const [i, file] of files.entries()) {
-      const which = files.length > 1 ? ` (${i + 1} of ${files.length})` : '';
-      picker.setNote(`Uploading ${file.name}${which}…`);
-      try {
-        const { promise } = api.uploadCapture(file, (loaded, total) => {
-          const pct = total ? Math.round((100 * loaded) / total) : 0;
-          picker.setNote(`Uploading ${file.name}${which}: ${pct}%`);
-        });
-        const res = await promise;
-        st.checked.add(String(res.id));
-      } catch (err) {
-        picker.setNote(`${file.name} was not stored: ${err.message}`, 'error');
-        await loadCaptures();
-        return;
-      }
-    }
-    picker.setNote(files.length > 1 ? `${files.length} captures uploaded.` : `${files[0].name} uploaded.`);
-    await loadCaptures();
-  }
-
-  // ---- runs ------------------------------------------------------------------------
+  // ---- runs (the captures are the shelf's: corpus-captures.js) ---------------------
 
   async function loadRuns() {
     try {
@@ -284,7 +233,7 @@ export function startCorpus(host) {
 
   async function init() {
     const params = new win.URL(win.location.href).searchParams;
-    await Promise.all([loadCaptures(), loadRuns()]);
+    await Promise.all([shelf.load(), loadRuns()]);
     const id = params.get('run');
     if (id) await openRun(id, params.get('tab') || 'report');
     else showRun(null);
