@@ -46,6 +46,7 @@ __all__ = [
     "TcpPacket",
     "TruncatedCaptureError",
     "decode_tcp",
+    "payload_start",
     "read_tcp_packets",
     "sniff_format",
 ]
@@ -398,6 +399,53 @@ def _by_link(number: int, ts: float, linktype: int, data: bytes, stats: ReaderSt
         return None
     stats.unsupported_linktypes.add(linktype)
     return None
+
+
+def _ip_start(data: bytes, linktype: int) -> int | None:
+    """Where the IP header of a frame starts (for the link types `decode_tcp` knows)."""
+    if linktype == LINKTYPE_ETHERNET:
+        off = 14
+        if len(data) < off:
+            return None
+        etype = (data[12] << 8) | data[13]
+        while etype in _ETH_VLAN and off + 4 <= len(data):
+            etype = (data[off + 2] << 8) | data[off + 3]
+            off += 4
+        return off
+    if linktype == LINKTYPE_LINUX_SLL:
+        return 16
+    if linktype == LINKTYPE_LINUX_SLL2:
+        return 20
+    if linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        return 4
+    if linktype in (LINKTYPE_RAW, *_RAW_ALIASES, LINKTYPE_IPV4, LINKTYPE_IPV6):
+        return 0
+    return None
+
+
+def payload_start(data: bytes, linktype: int, payload: bytes) -> int | None:
+    """Where `payload` (the TCP payload `decode_tcp` found in `data`) starts within the frame.
+
+    The payload ends where the IP packet ends (or where the capture cut the frame); the answer is
+    checked against the bytes themselves, and None means "could not locate it" (the caller then
+    ships the bytes instead of their offset)."""
+    ip = _ip_start(data, linktype)
+    n = len(data)
+    if ip is None or ip >= n:
+        return None
+    version = data[ip] >> 4
+    if version == 4 and ip + 4 <= n:
+        total = (data[ip + 2] << 8) | data[ip + 3]
+        end = ip + total if total else n
+    elif version == 6 and ip + 6 <= n:
+        plen = (data[ip + 4] << 8) | data[ip + 5]
+        end = ip + 40 + plen if plen else n
+    else:
+        return None
+    start = min(end, n) - len(payload)
+    if start < 0 or not data.startswith(payload, start):
+        return None
+    return start
 
 
 # --------------------------------------------------------------------------- public reader

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..capture.errors import CaptureFormatError
-from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp
+from ..capture.pcapfile import CaptureReader, ReaderStats, TcpPacket, decode_tcp, payload_start
 from ..capture.pcapwalk import (
     CHUNK,
     EPB,
@@ -57,7 +57,6 @@ __all__ = [
     "RangeScan",
     "chain_scans",
     "nominal_ranges",
-    "payload_start",
     "probe",
     "read_range",
     "read_range_located",
@@ -398,57 +397,6 @@ def read_range_located(r: PlannedRange, stats: ReaderStats | None = None
     if walker.frames != r.frames:
         raise CaptureFormatError(f"{h.path}: the file changed since it was planned "
                                  f"(range {r.index}: {walker.frames} frames, expected {r.frames}).")
-
-
-_VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
-_RAW_TYPES = (101, 12, 14, 228, 229)
-
-
-def _ip_start(data: bytes, linktype: int) -> int | None:
-    """Where the IP header of a frame starts (the link layers `pcapfile.decode_tcp` knows)."""
-    if linktype == 1:
-        off = 14
-        if len(data) < off:
-            return None
-        etype = (data[12] << 8) | data[13]
-        while etype in _VLAN_TYPES and off + 4 <= len(data):
-            etype = (data[off + 2] << 8) | data[off + 3]
-            off += 4
-        return off
-    if linktype == 113:
-        return 16
-    if linktype == 276:
-        return 20
-    if linktype in (0, 108):
-        return 4
-    if linktype in _RAW_TYPES:
-        return 0
-    return None
-
-
-def payload_start(data: bytes, linktype: int, payload: bytes) -> int | None:
-    """Where `payload` (the TCP payload `decode_tcp` found in `data`) starts within the frame.
-
-    The payload ends where the IP packet ends (or where the capture cut the frame); the answer is
-    checked against the bytes themselves, and None means "could not locate it" (the caller then
-    ships the bytes instead of their offset)."""
-    ip = _ip_start(data, linktype)
-    n = len(data)
-    if ip is None or ip >= n:
-        return None
-    version = data[ip] >> 4
-    if version == 4 and ip + 4 <= n:
-        total = (data[ip + 2] << 8) | data[ip + 3]
-        end = ip + total if total else n
-    elif version == 6 and ip + 6 <= n:
-        plen = (data[ip + 4] << 8) | data[ip + 5]
-        end = ip + 40 + plen if plen else n
-    else:
-        return None
-    start = min(end, n) - len(payload)
-    if start < 0 or not data.startswith(payload, start):
-        return None
-    return start
 
 
 def _read_compressed(r: PlannedRange, stats: ReaderStats) -> Iterator[TcpPacket]:
