@@ -21,6 +21,7 @@ import { createHighlighter } from '../lessons/highlights.js';
 import { LessonList, LessonPanel } from '../lessons/views.js';
 import { teacherState } from '../lessons/classroom.js';
 import { ClassroomClient } from './classroom-client.js';
+import { AnswerChecker } from './lesson-answers.js';
 
 export function startLessons(host) {
   const doc = host.document;
@@ -51,7 +52,6 @@ export function startLessons(host) {
   const view = { lessonId: null, lesson: null, step: 1, scene: null, lit: new Set(), highlightsOn: true };
   let applying = 0; // > 0 while the page (not the user) changes the selection
   let loadSeq = 0;
-  let lastByte = null; // { index, dir, offset } of the last byte clicked in the hex dump
 
   const list = new LessonList($('lesson-list'), { onOpen: (id) => userNav(() => show(id, 1)) });
   const panel = new LessonPanel($('lesson-panel'), {
@@ -63,8 +63,8 @@ export function startLessons(host) {
       applyHighlights();
       broadcast();
     },
-    onCheck: () => checkAnswer(),
-    onChoice: (choice) => submitAnswer({ choice }),
+    onCheck: () => answers.check(),
+    onChoice: (choice) => answers.submit({ choice }),
   });
 
   function showList(on) {
@@ -143,7 +143,7 @@ export function startLessons(host) {
         scene = await api.step(lessonId, n);
         if (seq !== loadSeq) return;
         view.scene = scene;
-        lastByte = null;
+        answers.forgetByte();
         applying++;
         try {
           setEvents(scene.events || []);
@@ -166,7 +166,7 @@ export function startLessons(host) {
           view.highlightsOn = true;
         }
         applyHighlights();
-        updateSelectedText();
+        answers.updateSelectedText();
       } finally {
         applying--;
       }
@@ -205,7 +205,7 @@ export function startLessons(host) {
   wb.selection.subscribe((s, prev) => {
     if (s.field !== prev.field || s.index !== prev.index) {
       panel.setFocused(s.index === (view.scene && view.scene.element) ? s.field : null);
-      updateSelectedText();
+      answers.updateSelectedText();
       broadcast();
       raf(revealField);
     }
@@ -217,65 +217,7 @@ export function startLessons(host) {
     if (box && box.scrollIntoView) box.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   }
 
-  // A click in the hex dump: remember the exact byte (a byte question needs it, not just its field).
-  $('hex').addEventListener(
-    'click',
-    (e) => {
-      let n = e.target;
-      let k = null;
-      while (n && n !== $('hex')) {
-        if (k === null && n.dataset && n.dataset.k !== undefined) k = Number(n.dataset.k);
-        if (n.dataset && n.dataset.line !== undefined) break;
-        n = n.parentNode;
-      }
-      if (!n || n === $('hex') || k === null || !wb.hex.lines) return;
-      const line = wb.hex.lines.line(Number(n.dataset.line));
-      if (line && line.kind === 'bytes') lastByte = { index: line.index, dir: line.dir, offset: line.offset + k };
-    },
-    true,
-  );
-
-  function selectedField() {
-    return wb.selection.fieldObject();
-  }
-
-  function byteInSelection() {
-    const s = wb.selection.get();
-    const f = selectedField();
-    if (!lastByte || lastByte.index !== s.index) return null;
-    if (f && !(lastByte.offset >= f.offset && lastByte.offset < f.offset + f.length)) return null;
-    return lastByte.offset;
-  }
-
-  function updateSelectedText() {
-    const s = wb.selection.get();
-    const f = selectedField();
-    if (!s.event) return panel.setSelectedText('Nothing selected yet.');
-    const byte = byteInSelection();
-    const rel = (o) => o - s.event.offset;
-    let text = f ? `Selected: ${f.name} (octet${f.length === 1 ? '' : 's'} ${rel(f.offset)}${f.length > 1 ? `–${rel(f.offset) + f.length - 1}` : ''})` : 'Selected: the whole element; click a field.';
-    if (byte !== null && (!f || f.length > 1)) text += `, byte ${rel(byte)}`;
-    panel.setSelectedText(text);
-  }
-
-  async function submitAnswer(body) {
-    if (!view.lessonId) return;
-    try {
-      panel.setResult(await api.answer(view.lessonId, view.step, body));
-    } catch (err) {
-      panel.setResult({ correct: false, message: err.message, explain: [] });
-    }
-  }
-
-  function checkAnswer() {
-    const s = wb.selection.get();
-    if (s.index === null) return panel.setResult({ correct: false, message: 'Select something first.', explain: [] });
-    const body = { index: s.index };
-    if (Number.isInteger(s.field)) body.field = s.field;
-    const byte = byteInSelection();
-    if (byte !== null) body.offset = byte;
-    submitAnswer(body);
-  }
+  const answers = new AnswerChecker($('hex'), { wb, panel, api, where: () => ({ lessonId: view.lessonId, step: view.step }) });
 
   win.addEventListener('keydown', (e) => {
     if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey || !view.lesson) return;

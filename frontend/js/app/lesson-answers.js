@@ -1,0 +1,81 @@
+// The lessons page's questions: what is selected, in words (down to the byte clicked in the hex dump),
+// and the answer the selection gives, checked by the server.
+
+export class AnswerChecker {
+  /**
+   * hexEl: the hex dump's container; wb: the workbench; panel: the LessonPanel; api: the lessons API;
+   * where(): { lessonId, step } of the lesson shown.
+   */
+  constructor(hexEl, { wb, panel, api, where }) {
+    this.wb = wb;
+    this.panel = panel;
+    this.api = api;
+    this.where = where;
+    this.lastByte = null; // { index, dir, offset } of the last byte clicked in the hex dump
+    // A click in the hex dump: remember the exact byte (a byte question needs it, not just its field).
+    hexEl.addEventListener(
+      'click',
+      (e) => {
+        let n = e.target;
+        let k = null;
+        while (n && n !== hexEl) {
+          if (k === null && n.dataset && n.dataset.k !== undefined) k = Number(n.dataset.k);
+          if (n.dataset && n.dataset.line !== undefined) break;
+          n = n.parentNode;
+        }
+        if (!n || n === hexEl || k === null || !wb.hex.lines) return;
+        const line = wb.hex.lines.line(Number(n.dataset.line));
+        if (line && line.kind === 'bytes') this.lastByte = { index: line.index, dir: line.dir, offset: line.offset + k };
+      },
+      true,
+    );
+  }
+
+  /** A new step: the byte clicked before belongs to another scene. */
+  forgetByte() {
+    this.lastByte = null;
+  }
+
+  /** The byte clicked, when it lies in the selected element (and field); else null. */
+  byteInSelection() {
+    const s = this.wb.selection.get();
+    const f = this.wb.selection.fieldObject();
+    const b = this.lastByte;
+    if (!b || b.index !== s.index) return null;
+    if (f && !(b.offset >= f.offset && b.offset < f.offset + f.length)) return null;
+    return b.offset;
+  }
+
+  /** "Selected: padding (octets 1–8), byte 3" under the question. */
+  updateSelectedText() {
+    const s = this.wb.selection.get();
+    const f = this.wb.selection.fieldObject();
+    if (!s.event) return this.panel.setSelectedText('Nothing selected yet.');
+    const byte = this.byteInSelection();
+    const rel = (o) => o - s.event.offset;
+    let text = f ? `Selected: ${f.name} (octet${f.length === 1 ? '' : 's'} ${rel(f.offset)}${f.length > 1 ? `–${rel(f.offset) + f.length - 1}` : ''})` : 'Selected: the whole element; click a field.';
+    if (byte !== null && (!f || f.length > 1)) text += `, byte ${rel(byte)}`;
+    this.panel.setSelectedText(text);
+  }
+
+  async submit(body) {
+    const { lessonId, step } = this.where();
+    if (!lessonId) return;
+    try {
+      this.panel.setResult(await this.api.answer(lessonId, step, body));
+    } catch (err) {
+      this.panel.setResult({ correct: false, message: err.message, explain: [] });
+    }
+  }
+
+  /** The selection as the answer: an element, its field, the byte clicked. */
+  check() {
+    const s = this.wb.selection.get();
+    if (s.index === null) return this.panel.setResult({ correct: false, message: 'Select something first.', explain: [] });
+    const body = { index: s.index };
+    if (Number.isInteger(s.field)) body.field = s.field;
+    const byte = this.byteInSelection();
+    if (byte !== null) body.offset = byte;
+    this.submit(body);
+  }
+}
