@@ -6,13 +6,14 @@
 //   -> { active, activate(), deactivate(), attach(id), selectRow(row), selectIndex(index),
 //        openConnection(conn), context(dir), sourceId }
 // capture.js routes the workbench's callbacks here while the tab is active.
+// The source itself (the form, the server's source, its socket) is live-source.js's; this module shows it.
 
 import { ArraySource } from '../core/source.js';
 import { createChunker } from '../core/hexdump.js';
 import { peerLabel } from '../core/eventlog.js';
-import { LiveModel, openLive, liveRequest, statusText, describeSource } from '../core/live.js';
+import { LiveModel, describeSource } from '../core/live.js';
 import { setChildren, h } from '../views/dom.js';
-import { LivePanel } from '../views/live.js';
+import { LiveSource } from './live-source.js';
 
 export function createLive(host, { api, wb, connections, status, onUrl = () => {} }) {
   const doc = host.document;
@@ -22,17 +23,34 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
   const source = new ArraySource([]);
   const st = {
     active: false,
-    id: null, // the live source
-    socket: null,
     conn: null, // the connection shown
     picked: false, // the user chose a connection (else the first one is shown)
     chunker: createChunker(),
     chunked: 0,
-    lastStatus: null,
-    interfacesLoaded: false,
   };
 
-  const panel = new LivePanel($('live'), { onStart: (form) => start(form), onStop: () => stop() });
+  const live = new LiveSource(host, model, {
+    api,
+    status,
+    onUrl,
+    reset() {
+      st.conn = null;
+      st.picked = false;
+      source.set([]);
+      wb.selection.clear();
+      wb.hex.setChunks([]);
+      st.chunker = createChunker();
+      st.chunked = 0;
+    },
+    started() {
+      showViewer(false);
+      markDirty();
+    },
+    changed: () => markDirty(),
+    statusSeen(s) {
+      if (st.active) $('capture-facts').textContent = describeSource(s.source);
+    },
+  });
 
   // ---- redraws, at most once a frame -------------------------------------------------
   let dirty = false;
@@ -79,7 +97,7 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('capture-section').hidden = false;
     $('workbench').hidden = !hasData;
     $('connections').hidden = !hasData;
-    const running = st.id !== null;
+    const running = live.id !== null;
     const text = hasData ? '' : running ? 'Waiting for ZMTP traffic… elements appear here as they cross the wire.' : 'Start a live capture or a tap proxy above.';
     setChildren($('notices'), text ? h(doc, 'p', { class: 'banner', text }) : null);
   }
@@ -113,110 +131,6 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     return log ? log.context(dir) : {};
   }
 
-  // ---- the source ----------------------------------------------------------------------
-  async function loadInterfaces() {
-    if (st.interfacesLoaded) return;
-    try {
-      const res = await api.liveInterfaces();
-      panel.setInterfaces(res && Array.isArray(res.interfaces) ? res.interfaces : []);
-      st.interfacesLoaded = true;
-    } catch (err) {
-      panel.setError(`Could not list the server’s interfaces: ${err.message}`);
-    }
-  }
-
-  async function start(form) {
-    const body = liveRequest(form);
-    if (body.error) {
-      panel.setError(body.error);
-      return;
-    }
-    panel.setError('');
-    panel.setBusy(true);
-    panel.setStatus(null, body.source === 'capture' ? 'starting tshark…' : 'starting the proxy…');
-    try {
-      if (st.id) await stop();
-      const res = await api.createLive(body);
-      attach(String(res.id), res.listen || null);
-    } catch (err) {
-      panel.setStatus(null, 'not started');
-      panel.setError(err.message);
-    } finally {
-      panel.setBusy(false);
-    }
-  }
-
-  /** Follow a live source (new, or from a link: the server sends its recent history first). */
-  function attach(id, listen = null) {
-    if (st.socket) st.socket.close();
-    st.id = id;
-    st.conn = null;
-    st.picked = false;
-    st.lastStatus = null;
-    model.clear();
-    source.set([]);
-    wb.selection.clear();
-    wb.hex.setChunks([]);
-    st.chunker = createChunker();
-    st.chunked = 0;
-    panel.setRunning(true);
-    panel.setListen(listen);
-    onUrl();
-    const socket = openLive({
-      WebSocket: host.WebSocket,
-      url: api.liveSocketUrl(win.location, id),
-      onConnection(msg) {
-        if (st.socket !== socket) return;
-        model.addConnection(msg);
-        markDirty();
-      },
-      onEvent(ev) {
-        if (st.socket !== socket) return;
-        model.add(ev);
-        markDirty();
-      },
-      onStatus(s) {
-        if (st.socket !== socket) return;
-        if (!st.lastStatus) panel.setSource(s.source);
-        st.lastStatus = s;
-        panel.setStatus(s, statusText(s));
-        if (s.source && s.source.listen) panel.setListen(s.source.listen);
-        if (st.active) $('capture-facts').textContent = describeSource(s.source);
-        if (s.state === 'stopped' || s.state === 'error') {
-          panel.setRunning(false);
-          panel.setListen(null);
-        }
-      },
-      onError(text) {
-        if (st.socket === socket) panel.setError(text);
-      },
-      onClose(code) {
-        if (st.socket !== socket) return;
-        st.socket = null;
-        panel.setRunning(false);
-        const s = st.lastStatus;
-        if (!s || (s.state !== 'stopped' && s.state !== 'error')) {
-          panel.setStatus(s, `disconnected${code && code !== 1000 ? ` (code ${code})` : ''}`);
-        }
-      },
-    });
-    st.socket = socket;
-    showViewer(false);
-    markDirty();
-  }
-
-  async function stop() {
-    const id = st.id;
-    if (!id) return;
-    try {
-      await api.stopLive(id);
-    } catch (err) {
-      if (err.status !== 404) status(`Stopping: ${err.message}`, 'error');
-    }
-    panel.setRunning(false);
-    panel.setListen(null);
-  }
-
   // ---- the tab --------------------------------------------------------------------------
   function activate() {
     st.active = true;
@@ -225,8 +139,8 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('filter').hidden = true;
     $('packets').hidden = true;
     $('capture-title').textContent = 'Live';
-    $('capture-facts').textContent = st.lastStatus ? describeSource(st.lastStatus.source) : '';
-    loadInterfaces();
+    $('capture-facts').textContent = live.lastStatus ? describeSource(live.lastStatus.source) : '';
+    live.loadInterfaces();
     if (st.conn !== null) openConnection(st.conn, { auto: !st.picked });
     else {
       wb.selection.clear();
@@ -251,12 +165,12 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
       return st.active;
     },
     get sourceId() {
-      return st.id;
+      return live.id;
     },
     activate,
     deactivate,
-    attach,
-    stop,
+    attach: (id, listen) => live.attach(id, listen),
+    stop: () => live.stop(),
     selectRow: (row) => selectIndex(row),
     selectIndex,
     openConnection: (conn) => openConnection(conn),

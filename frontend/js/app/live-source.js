@@ -1,0 +1,121 @@
+// The Live tab's source: the form that starts a live capture or a tap proxy, the server's source, its
+// websocket into the LiveModel, its status and stopping it. What is shown of the model is live.js's.
+
+import { openLive, liveRequest, statusText } from '../core/live.js';
+import { LivePanel } from '../views/live.js';
+
+export class LiveSource {
+  /**
+   * host: { document, window, WebSocket }; model: the LiveModel the socket fills.
+   * page: { api, status(text, kind), reset() (a new source: show nothing yet), started() (its socket is open),
+   *         changed() (new data), statusSeen(status), onUrl() }
+   */
+  constructor(host, model, page) {
+    this.host = host;
+    this.model = model;
+    this.page = page;
+    this.id = null; // the live source
+    this.socket = null;
+    this.lastStatus = null;
+    this.interfacesLoaded = false;
+    this.panel = new LivePanel(host.document.getElementById('live'), { onStart: (form) => this.start(form), onStop: () => this.stop() });
+  }
+
+  async loadInterfaces() {
+    if (this.interfacesLoaded) return;
+    try {
+      const res = await this.page.api.liveInterfaces();
+      this.panel.setInterfaces(res && Array.isArray(res.interfaces) ? res.interfaces : []);
+      this.interfacesLoaded = true;
+    } catch (err) {
+      this.panel.setError(`Could not list the server’s interfaces: ${err.message}`);
+    }
+  }
+
+  async start(form) {
+    const { panel } = this;
+    const body = liveRequest(form);
+    if (body.error) {
+      panel.setError(body.error);
+      return;
+    }
+    panel.setError('');
+    panel.setBusy(true);
+    panel.setStatus(null, body.source === 'capture' ? 'starting tshark…' : 'starting the proxy…');
+    try {
+      if (this.id) await this.stop();
+      const res = await this.page.api.createLive(body);
+      this.attach(String(res.id), res.listen || null);
+    } catch (err) {
+      panel.setStatus(null, 'not started');
+      panel.setError(err.message);
+    } finally {
+      panel.setBusy(false);
+    }
+  }
+
+  /** Follow a live source (new, or from a link: the server sends its recent history first). */
+  attach(id, listen = null) {
+    const { panel, model, page } = this;
+    if (this.socket) this.socket.close();
+    this.id = id;
+    this.lastStatus = null;
+    model.clear();
+    page.reset();
+    panel.setRunning(true);
+    panel.setListen(listen);
+    page.onUrl();
+    const socket = openLive({
+      WebSocket: this.host.WebSocket,
+      url: page.api.liveSocketUrl(this.host.window.location, id),
+      onConnection: (msg) => {
+        if (this.socket !== socket) return;
+        model.addConnection(msg);
+        page.changed();
+      },
+      onEvent: (ev) => {
+        if (this.socket !== socket) return;
+        model.add(ev);
+        page.changed();
+      },
+      onStatus: (s) => {
+        if (this.socket !== socket) return;
+        if (!this.lastStatus) panel.setSource(s.source);
+        this.lastStatus = s;
+        panel.setStatus(s, statusText(s));
+        if (s.source && s.source.listen) panel.setListen(s.source.listen);
+        page.statusSeen(s);
+        if (s.state === 'stopped' || s.state === 'error') {
+          panel.setRunning(false);
+          panel.setListen(null);
+        }
+      },
+      onError: (text) => {
+        if (this.socket === socket) panel.setError(text);
+      },
+      onClose: (code) => {
+        if (this.socket !== socket) return;
+        this.socket = null;
+        panel.setRunning(false);
+        const s = this.lastStatus;
+        if (!s || (s.state !== 'stopped' && s.state !== 'error')) {
+          panel.setStatus(s, `disconnected${code && code !== 1000 ? ` (code ${code})` : ''}`);
+        }
+      },
+    });
+    this.socket = socket;
+    page.started();
+  }
+
+  async stop() {
+    const id = this.id;
+    if (!id) return;
+    try {
+      await this.page.api.stopLive(id);
+    } catch (err) {
+      if (err.status !== 404) this.page.status(`Stopping: ${err.message}`, 'error');
+    }
+    this.panel.setRunning(false);
+    this.panel.setListen(null);
+  }
+}
