@@ -86,3 +86,16 @@ class LiveServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# Debian's Chromium, as every browser test drives it through Playwright (never `playwright install`).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1500, "height": 950}
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's Chromium, headless, through a started `sync_playwright()`; a clear failure when it is missing."""
+    assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)

@@ -10,17 +10,13 @@ from typing import Any
 
 import pytest
 
-from testkit import LiveServer
+from testkit import VIEWPORT, LiveServer, launch_chromium
 from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 SHARED_CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures"  # shared/ sits beside the repository
 LOCAL_CAPTURES = REPO / "captures"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1500, "height": 950}
 
 
 def capture_path(name: str) -> Path:
@@ -49,11 +45,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 # open, which would break every later test that calls asyncio.run(); each module closes its own.
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        b = launch_chromium(p)
         try:
             yield b
         finally:

@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
+from testkit import VIEWPORT, launch_chromium
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1500, "height": 950}
 
 
 @pytest.fixture(scope="module")
 def browser():
-    assert CHROMIUM.exists(), "Debian's chromium is missing: make test installs it"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        b = launch_chromium(p)
         try:
             yield b
         finally:

@@ -18,15 +18,13 @@ import pytest
 import zmq
 from webkit import REPO, make_settings, open_client
 
+from testkit import launch_chromium
 from zmtplab.web import create_app
 from zmtplab.web.live_sources import Viewer, cut_bodies
 from zmtplab.web.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(90)
 
-CHROMIUM = Path("/usr/bin/chromium")
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
 ARTIFACTS = REPO / "test-artifacts" / "live"
 CONTRACT_KEYS = ("conn", "dir", "kind", "offset", "length", "fields", "ts", "seq")
 
@@ -511,7 +509,6 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.browser
 def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
-    assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it"
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -520,7 +517,7 @@ def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
     target_port = pull.bind_to_random_port("tcp://127.0.0.1")
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS, headless=True)
+        browser = launch_chromium(p)
         try:
             page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
             page.set_default_timeout(15_000)
