@@ -435,19 +435,21 @@ class CaptureDissector:
         return out
 
     def _run_dicts(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list[dict[str, Any]]:
+        """A run as its events' dicts."""
         return [self._item(conn, d, e) for e in run.events()]
 
     def _run_json(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list[str]:
+        """A run as JSON lines: a `JsonRun`'s heads joined with their source keys, in one piece."""
         if type(run) is not JsonRun:
             return [_json_line(item) for item in self._run_dicts(conn, d, run, chunk)]
         common, special = self._run_sources(conn, d, run, chunk)
         name = conn.info.conn
         shared = None if common is None else source_suffix(name, d, common[0], common[1])
-        if not special:  # (the usual case: every event in the packet it came in)
-            return [join_run(run.heads, shared, {})]
-        return [join_run(run.heads, shared, {k: source_suffix(name, d, packets, ts) for k, packets, ts in special})]
+        ends = {k: source_suffix(name, d, packets, ts) for k, packets, ts in special} if special else {}
+        return [join_run(run.heads, shared, ends)]
 
     def _run_sourced(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list:
+        """A plain `FrameRun` as one `SourcedRun`; any other run as dicts."""
         if type(run) is not FrameRun:
             return self._run_dicts(conn, d, run, chunk)
         n = len(run)
