@@ -1,5 +1,5 @@
-// What one of the playground's panes shows (its session, or its pasted hex): the elements, the sequence's
-// rows (with connection and fault marks for a session) and the hex dump's chunks.
+// What a workbench shows (a playground tab's session or pasted hex, a lesson's scene): the elements, the
+// sequence's rows (with connection and fault marks for a session) and the hex dump's chunks.
 
 import { EventLog } from '../core/eventlog.js';
 import { ArraySource } from '../core/source.js';

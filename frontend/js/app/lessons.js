@@ -10,9 +10,7 @@
 // host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
-import { EventLog, peerLabel } from '../core/eventlog.js';
-import { ArraySource } from '../core/source.js';
-import { createChunker } from '../core/hexdump.js';
+import { peerLabel } from '../core/eventlog.js';
 import { parseLink, buildLink } from '../core/links.js';
 import { isTyping } from '../views/dom.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
@@ -22,6 +20,7 @@ import { LessonList, LessonPanel } from '../lessons/views.js';
 import { teacherState } from '../lessons/classroom.js';
 import { ClassroomClient } from './classroom-client.js';
 import { AnswerChecker } from './lesson-answers.js';
+import { Dataset } from './dataset.js';
 
 export function startLessons(host) {
   const doc = host.document;
@@ -32,8 +31,8 @@ export function startLessons(host) {
   const raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
 
   // ---- the shared views ---------------------------------------------------------------------
-  const log = new EventLog();
-  const source = new ArraySource(log.events);
+  const data = new Dataset(); // the scene's elements
+  const { log, source } = data;
   const wb = createWorkbench(
     { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
     {
@@ -73,12 +72,10 @@ export function startLessons(host) {
   }
 
   function setEvents(events) {
-    log.clear();
+    data.clear();
     log.addAll(events);
     source.set(log.events);
-    const chunker = createChunker();
-    log.events.forEach((ev, i) => chunker.add(i, ev));
-    wb.hex.setChunks(chunker.chunks);
+    wb.hex.setChunks(data.chunks());
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
     wb.sequence.setLabels({ client: peerLabel('client', log.peer('c2s')), server: peerLabel('server', log.peer('s2c')) });
     // Captures carry absolute timestamps: count from the first one.
