@@ -352,15 +352,14 @@ class StreamDecoder:
                 return self._greeting_v2(downgraded=True)
         if avail < 64:
             return False
-        raw = bytes(buf[pos:pos + 64])
         offset = self.offset
+        raw = self.buffer.consume(64)
         version = f"{raw[10]}.{raw[11]}"
         mechanism = mechanism_of(raw)
         self.greeting = Greeting(offset, 64, version=version, mechanism=mechanism, as_server=bool(raw[32]),
                                  raw=raw, field_list=tuple(v3_fields(offset, raw)))
         self.mechanism = mechanism
         self.framing = "3"
-        self.buffer.pos += 64
         self._events.append(self.greeting)
         for severity, text, rule, rel, length in v3_problems(raw):
             if severity == "note" or (not self.strict and severity != "error"):
@@ -385,13 +384,12 @@ class StreamDecoder:
         size = buf[pos + 13]
         if len(buf) - pos < 14 + size:
             return False
-        raw = bytes(buf[pos:pos + 14 + size])
         offset = self.offset
+        raw = self.buffer.consume(14 + size)
         code = raw[11]
         socket_type = SOCKET_TYPE_NAMES_V2.get(code)
         self.greeting = Greeting(offset, len(raw), version="2.0", socket_type=socket_type, identity=raw[14:],
                                  mechanism="NULL", raw=raw, field_list=tuple(v2_fields(offset, raw)))
-        self.buffer.pos += len(raw)
         self.framing = "2"
         self.mechanism = "NULL"
         self._events.append(self.greeting)
@@ -422,7 +420,7 @@ class StreamDecoder:
         if length == 0:
             self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")
             if not self.strict:
-                self.buffer.pos += 1
+                self.buffer.consume(1)
                 return True
         body_size = max(length - 1, 0)
         if self.strict and self.max_frame_size is not None and body_size > min(self.max_frame_size, 255):
@@ -430,11 +428,10 @@ class StreamDecoder:
                                       rule="identity")
         if avail < head + body_size:
             return False
-        raw = bytes(buf[pos:pos + head + body_size])
         offset = self.offset
+        raw = self.buffer.consume(head + body_size)
         self.greeting = Greeting(offset, len(raw), version="1.0", identity=raw[head:], mechanism="NULL", raw=raw,
                                  field_list=tuple(v1_fields(offset, raw)))
-        self.buffer.pos += len(raw)
         self.framing = "1"
         self.mechanism = "NULL"
         self._events.append(self.greeting)
