@@ -6,8 +6,8 @@ the direction's whole stream), so they stay exact whatever was forgotten, and ac
 went by without being fed here (`skip()`: read by someone else, or missing from a capture).
 
 There is no rollback: the decoder's parsers look at `data` from `pos` before they consume, and
-consume only whole elements. Loops that walk many frames read `data` and `pos` into locals and
-set `pos` once they are done (attribute access per frame costs more than the frame).
+consume only whole elements. Its loops that walk many frames read `data` and `base` into locals
+and move `pos` themselves (a method call per frame would cost more than the frame).
 """
 
 from __future__ import annotations
