@@ -222,6 +222,41 @@ def test_curve_client_against_libzmq_server(ctx: zmq.Context) -> None:
     thread.join(TIMEOUT)
 
 
+def test_curve_keylog_opens_what_libzmq_and_we_exchanged(ctx: zmq.Context, tmp_path) -> None:
+    """`--keylog` writes the connection's session key (SSLKEYLOGFILE's idea): with it, the MESSAGE boxes both
+    sides sent (ours and libzmq's) open to what was sent."""
+    from zmtplab.engine.curve import CurveDecryptor, parse_keylog
+    from zmtplab.engine.events import Command
+
+    public, secret = zmq.curve_keypair()
+    server = sock(ctx, zmq.ROUTER, curve_server=True, curve_publickey=public, curve_secretkey=secret)
+    endpoint = bind(server)
+
+    def serve() -> None:
+        identity, body = server.recv_multipart()
+        server.send_multipart([identity, b"libzmq says " + body])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    keylog = tmp_path / "keys.log"
+    code, events, stderr = run_cli("DEALER", endpoint, "--connect", "--mechanism", "curve",
+                                   f"--curve-serverkey={public.decode()}", "--send", "hello", "--recv", "1",
+                                   "--timeout", "10", "--keylog", str(keylog))
+    assert code == 0, stderr
+    thread.join(TIMEOUT)
+    keys = parse_keylog(keylog.read_text())
+    assert len(keys) == 1
+    decryptor = CurveDecryptor(keys.get)
+    opened = []
+    for e in of(events, "command"):
+        command = Command(e["offset"], e["length"], name=e["name"], raw=bytes.fromhex(e["hex"]))
+        opened += [(d, view) for d, view in decryptor.feed(e["dir"], command)]
+    messages = [(d, view.frames) for d, view in opened if view.kind == "message"]
+    assert messages == [("c2s", [b"hello"]), ("s2c", [b"libzmq says hello"])]
+    assert {v.name: v.properties["Socket-Type"] for _, v in opened if v.kind == "command"} == {
+        "INITIATE": "DEALER", "READY": "ROUTER"}
+
+
 def test_heartbeats_run_until_the_timeout_and_exit_0(ctx: zmq.Context) -> None:
     pair = sock(ctx, zmq.PAIR)
     endpoint = bind(pair)

@@ -57,3 +57,35 @@ def test_a_session_without_curve_has_an_empty_key_log(client):
     with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
         receive_until(ws, is_event("command", name="READY"))
     assert client.get(f"/api/sessions/{session_id}/export.keylog").text == ""
+
+
+def test_the_exported_capture_opens_with_the_exported_key_log(client, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    session_id = client.post("/api/sessions", json={"mode": "simulated", **CURVE}).json()["id"]
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        receive_until(ws, is_event("command", name="READY", decrypted=True))
+        ws.send_json({"type": "send", "from": "client", "frames": ["", "over the wire"]})
+        receive_until(ws, is_event("message", decrypted=True))
+    capture = tmp_path / "session.pcapng"
+    capture.write_bytes(client.get(f"/api/sessions/{session_id}/export.pcapng").content)
+    keylog = tmp_path / "session.keylog"
+    keylog.write_text(client.get(f"/api/sessions/{session_id}/export.keylog").text)
+    run = [sys.executable, "-m", "zmtplab.cli", "dissect", "--jsonl", str(capture)]
+    plain = [json.loads(line) for line in subprocess.run(run, capture_output=True, text=True, check=True)
+             .stdout.splitlines()]
+    opened = [json.loads(line) for line in subprocess.run([*run, "--curve-keylog", str(keylog)], capture_output=True,
+                                                           text=True, check=True).stdout.splitlines()]
+    assert not any(e.get("decrypted") for e in plain)
+    decrypted = [e for e in opened if e.get("decrypted")]
+    assert [e["frames"] for e in decrypted if e["kind"] == "message"] == [["", b"over the wire".hex()]]
+    props = {e["name"]: e["properties"]["Socket-Type"] for e in decrypted if e["kind"] == "command"}
+    assert props == {"INITIATE": "DEALER", "READY": "ROUTER"}
+    # Everything else is what the plain dissection shows, in the same order.
+    assert [e for e in opened if not e.get("decrypted")] == plain
+    bad = tmp_path / "bad.keylog"
+    bad.write_text("CURVE_SESSION_KEY 00\n")
+    refused = subprocess.run([*run, "--curve-keylog", str(bad)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--curve-keylog" in refused.stderr

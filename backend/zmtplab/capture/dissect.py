@@ -23,7 +23,7 @@ loop (`_emit`) and differ only in their `_Output`.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -160,6 +160,7 @@ class _Conn:
         self.held: list[tuple[str, Any]] = []  # stream events held while undecided
         self.held_mid: list[tuple[str, Any]] = []  # engine events held until a mid-stream connection is confirmed
         self.confirmed_mid_stream = False
+        self.decryptor: Any = None  # a CurveDecryptor, with a key log, from the connection's HELLO on
 
 
 def looks_like_zmtp(first: bytes) -> str | None:
@@ -187,9 +188,12 @@ class CaptureDissector:
     """
 
     def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False,
-                 runs: bool = False) -> None:
+                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None) -> None:
         self.with_fields = with_fields
         self.max_body = max_body
+        # A CURVE key log (engine.curve.parse_keylog): each box of a connection it has the key of is followed by
+        # what it holds (engine.curve.CurveDecryptor).
+        self.curve_keys = curve_keys
         self.json = json
         self.runs = runs and not json
         self.connections: dict[str, _Conn] = {}
@@ -418,6 +422,8 @@ class CaptureDissector:
         """The output items of the events a dissector reported (`chunk`: the data they were read from)."""
         if not events:
             return []
+        if self.curve_keys:
+            events = self._with_decrypted(conn, events)
         events = self._release(conn, events)
         if not events:
             return []
@@ -432,6 +438,19 @@ class CaptureDissector:
             else:
                 out.append(render(item(conn, d, event)))
         self._forget(conn, direction)
+        return out
+
+    def _with_decrypted(self, conn: _Conn, events: list[Item]) -> list[Item]:
+        out: list[Item] = []
+        for d, event in events:
+            out.append((d, event))
+            if type(event) is Command:
+                if conn.decryptor is None and event.name == "HELLO":
+                    from ..engine.curve import CurveDecryptor  # (only a capture with CURVE loads the cryptography)
+
+                    conn.decryptor = CurveDecryptor(self.curve_keys.get)  # type: ignore[union-attr]
+                if conn.decryptor is not None:
+                    out.extend(conn.decryptor.feed(d, event))
         return out
 
     def _run_dicts(self, conn: _Conn, d: str, run: FrameRun, chunk: StreamData | None) -> list[dict[str, Any]]:
@@ -516,29 +535,31 @@ class DissectResult:
 
 
 def dissect_capture(source: str | bytes | BinaryIO, *, with_fields: bool = True, max_body: int | None = None,
-                    result: DissectResult | None = None,
-                    dissector: CaptureDissector | None = None) -> Iterator[dict[str, Any]]:
+                    result: DissectResult | None = None, dissector: CaptureDissector | None = None,
+                    curve_keys: Mapping[bytes, bytes] | None = None) -> Iterator[dict[str, Any]]:
     """Yields the ZMTP events of a capture file, in capture order.
 
     Raises `CaptureFormatError` at once for a file that is not a capture. A capture that
     is cut short yields what could be read; the error is then put in `result.error`
     (when a `result` is given) or raised after the last event. A `dissector` given (built with
     the same `with_fields` and `max_body`) lets the caller ask it about connections as they come.
+    With `curve_keys` (a key log), the boxes of the CURVE connections it has keys of are opened.
     """
     packets = read_tcp_packets(source)
-    dissector = dissector or CaptureDissector(with_fields=with_fields, max_body=max_body)
+    dissector = dissector or CaptureDissector(with_fields=with_fields, max_body=max_body, curve_keys=curve_keys)
     for items in _dissect_packets(packets, dissector, dissector.feed, result):
         yield from items
 
 
 def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool = True, max_body: int | None = None,
-                          result: DissectResult | None = None) -> Iterator[str]:
+                          result: DissectResult | None = None,
+                          curve_keys: Mapping[bytes, bytes] | None = None) -> Iterator[str]:
     """`dissect_capture()` as JSON lines: yields text pieces, each of zero or more whole lines.
 
     The lines are what `orjson.dumps` makes of `dissect_capture()`'s dicts, in the same order.
     """
     packets = read_tcp_packets(source)
-    dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, json=True)
+    dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, json=True, curve_keys=curve_keys)
     yield from _dissect_packets(packets, dissector, dissector.feed_json, result)
 
 

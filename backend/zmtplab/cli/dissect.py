@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.add_argument("--conn", action="append", metavar="ID", help="only these connection ids (repeatable)")
     p.add_argument("--kind", action="append", choices=WIRE_KINDS, help="only these kinds (repeatable)")
+    p.add_argument("--curve-keylog", type=Path, metavar="FILE",
+                   help="a CURVE key log (CURVE_SESSION_KEY lines, as `zmtplab peer --keylog` and a session's "
+                        "export.keylog write them): each box of those connections is followed by what it holds")
     p.set_defaults(func=run)
 
 
@@ -38,6 +41,14 @@ def run(args: argparse.Namespace) -> int:
     kinds = set(args.kind) if args.kind else None
     result = DissectResult()
     options = {"with_fields": not args.no_fields, "max_body": args.max_body, "result": result}
+    if args.curve_keylog is not None:
+        from ..engine.curve import parse_keylog
+
+        try:
+            options["curve_keys"] = parse_keylog(args.curve_keylog.read_text(encoding="ascii", errors="replace"))
+        except (OSError, ValueError) as exc:
+            print(f"zmtplab dissect: --curve-keylog: {exc}", file=sys.stderr)
+            return 2
     try:
         with open(args.capture, "rb") as handle:
             if args.jsonl and conns is None and kinds is None:

@@ -27,6 +27,7 @@ import logging
 import sys
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from ..engine import ConnectionDissector
@@ -87,6 +88,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="once the work is done, wait up to S seconds for queued messages to go out (as "
                         "ZMQ_LINGER; -1: as long as it takes, within --timeout); what is left is dropped, exit 1 "
                         "(default 2)")
+    p.add_argument("--keylog", type=Path, metavar="FILE",
+                   help="CURVE: append each connection's session key to FILE (one CURVE_SESSION_KEY line a "
+                        "connection, as TLS's SSLKEYLOGFILE), so `zmtplab dissect --curve-keylog FILE` reads a "
+                        "capture of it; anyone who holds FILE reads those connections")
     p.add_argument("-v", "--verbose", action="store_true", help="log connection closures and reasons to stderr")
     p.set_defaults(func=run)
 
@@ -325,6 +330,15 @@ async def _main(args: argparse.Namespace) -> int:
         await peer.close(linger=0)  # what had to go out went out above (or was given up)
         for conn_id in list(printer.dissectors):
             printer.close_conn(conn_id)
+        if args.keylog is not None and peer.core.session_keys:
+            from ..engine.curve import keylog_text
+
+            try:
+                with args.keylog.open("a", encoding="ascii") as log:
+                    log.write(keylog_text(peer.core.session_keys))
+            except OSError as exc:
+                print(f"zmtplab peer: --keylog: {exc}", file=sys.stderr)
+                status = status or 2
     return status
 
 

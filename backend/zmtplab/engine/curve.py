@@ -251,7 +251,7 @@ class _Decrypted:
         return [f.to_dict() for f in self.fields]  # type: ignore[attr-defined]
 
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)  # type: ignore[arg-type]
+        out = super().to_dict(with_fields=with_fields, max_body=max_body)  # type: ignore[misc]
         out["decrypted"] = True
         return out
 
