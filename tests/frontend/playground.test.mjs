@@ -93,8 +93,19 @@ test('a ROUTER sends its routing id as frame 1: it is described, and counted off
   assert.deepEqual(wireTotals(routed), { frames: 1, octets: 4 });
 });
 
-test('each session mode offers only the faults it can inject', () => {
-  const names = (mode) => faultsFor(mode).map((f) => f.fault);
+test('each session mode offers only the faults the server says it can inject, in the menu\'s order', () => {
+  // GET /api/sessions/faults, as the server answers it (tests/web/test_faults.py holds the server to it).
+  const table = [
+    { fault: 'corrupt_byte', modes: ['simulated', 'tcp'] }, { fault: 'split_writes', modes: ['simulated', 'tcp'] },
+    { fault: 'delay', modes: ['simulated', 'tcp'] }, { fault: 'close', modes: ['simulated', 'tcp'] },
+    { fault: 'kill', modes: ['tcp'] }, { fault: 'wrong_mechanism', modes: ['simulated'] },
+    { fault: 'stop_pong', modes: ['simulated'] }, { fault: 'teleport', modes: ['simulated'] },
+  ];
+  const names = (mode) => faultsFor(mode, table.slice(0, 7)).map((f) => f.fault);
   assert.deepEqual(names('simulated'), ['corrupt_byte', 'split_writes', 'delay', 'wrong_mechanism', 'stop_pong', 'close']);
   assert.deepEqual(names('tcp'), ['corrupt_byte', 'split_writes', 'delay', 'close', 'kill']);
+  assert.deepEqual(faultsFor('simulated', null), []); // before the server answers
+  const unknown = faultsFor('simulated', table).at(-1); // a fault the page has no words for: its name
+  assert.deepEqual([unknown.fault, unknown.label], ['teleport', 'teleport']);
+  assert.equal(faultsFor('tcp', table)[0].label, 'Corrupt a byte');
 });

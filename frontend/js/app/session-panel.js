@@ -45,6 +45,11 @@ export class SessionPanel {
       },
     });
     this.faults = new FaultMenu($('faults'), { onFault: (fault, args) => this.session && this.session.socket.fault(fault, args) });
+    // Which faults exist and which session modes take each: the server's one table (peers.faults).
+    page.api.sessionFaults().then(
+      (res) => this.faults.setTable(res.faults),
+      (err) => page.status(`The fault menu is empty: ${err.message}`, 'error'),
+    );
     this.composer.setEnabled(false);
     this.faults.setEnabled(false);
   }

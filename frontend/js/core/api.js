@@ -3,6 +3,7 @@
 //
 // Routes used (all JSON unless stated):
 //   POST /api/sessions                       {mode, server, client} -> 201 {id}
+//   GET  /api/sessions/faults                -> {faults: [{fault, modes}]} (what the fault menu offers)
 //   GET  /api/sessions/{id}/export.pcapng    (link)
 //   GET  /api/sessions/{id}/export.json      (link)
 //   WS   /ws/sessions/{id}?batch=1&log=0&marks=1   (see session.js)
@@ -113,6 +114,9 @@ export function createApi(host) {
   return {
     createSession(config) {
       return request('POST', '/api/sessions', config);
+    },
+    sessionFaults() {
+      return request('GET', '/api/sessions/faults');
     },
     sessionExportUrl(id, format) {
       return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;

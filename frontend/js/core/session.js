@@ -10,21 +10,31 @@
 
 import { openJsonSocket } from './socket.js';
 
-// `modes`: the sessions that can inject it (simulated: a virtual wire; tcp: real peers through a tap).
-// The page sends the peer whose output a fault affects (`peer`) and, for delay, `seconds`.
-export const FAULTS = [
-  { fault: 'corrupt_byte', label: 'Corrupt a byte', help: 'flip one octet of the next element on the wire', modes: ['simulated', 'tcp'] },
-  { fault: 'split_writes', label: 'Split writes', help: 'deliver the next bytes one TCP write at a time', modes: ['simulated', 'tcp'] },
-  { fault: 'delay', label: 'Delay', help: 'hold the next element back for a while', modes: ['simulated', 'tcp'] },
-  { fault: 'wrong_mechanism', label: 'Wrong mechanism', help: 'announce a different security mechanism in the greeting', modes: ['simulated'] },
-  { fault: 'stop_pong', label: 'Stop answering PING', help: 'the peer stops sending PONG', modes: ['simulated'] },
-  { fault: 'close', label: 'Close the connection', help: 'the peer closes its TCP connection now', modes: ['simulated', 'tcp'] },
-  { fault: 'kill', label: 'Kill the peer', help: 'the peer dies at once, whatever it was writing', modes: ['tcp'] },
-];
+// The words of the fault menu, in its order. Which faults exist and which session modes (simulated: a
+// virtual wire; tcp: real peers through a tap) can inject each come from the server's one table
+// (GET /api/sessions/faults, peers.faults.SESSION_FAULTS). The page sends the peer whose output a fault
+// affects (`peer`) and, for delay, `seconds`.
+export const FAULT_TEXT = {
+  corrupt_byte: { label: 'Corrupt a byte', help: 'flip one octet of the next element on the wire' },
+  split_writes: { label: 'Split writes', help: 'deliver the next bytes one TCP write at a time' },
+  delay: { label: 'Delay', help: 'hold the next element back for a while' },
+  wrong_mechanism: { label: 'Wrong mechanism', help: 'announce a different security mechanism in the greeting' },
+  stop_pong: { label: 'Stop answering PING', help: 'the peer stops sending PONG' },
+  close: { label: 'Close the connection', help: 'the peer closes its TCP connection now' },
+  kill: { label: 'Kill the peer', help: 'the peer dies at once, whatever it was writing' },
+};
 
-/** The faults a session of this mode can inject. */
-export function faultsFor(mode) {
-  return FAULTS.filter((f) => f.modes.includes(mode));
+/**
+ * The faults a session of this mode can inject, in the menu's order: `table` is the server's list
+ * ({fault, modes} each; none yet: no fault). A fault the page has no words for shows its name.
+ */
+export function faultsFor(mode, table) {
+  const order = Object.keys(FAULT_TEXT);
+  const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
+  return (table || [])
+    .filter((f) => Array.isArray(f.modes) && f.modes.includes(mode))
+    .map((f) => ({ fault: f.fault, modes: f.modes, ...(FAULT_TEXT[f.fault] || { label: f.fault, help: '' }) }))
+    .sort((a, b) => rank(a.fault) - rank(b.fault));
 }
 
 /** A session's websocket: its messages to the callbacks, its commands as methods. */

@@ -293,7 +293,8 @@ export class Composer {
 
 /**
  * Fault menu: pick a fault, the peer whose output it affects, and (for delay) seconds.
- * new FaultMenu(container, { onFault(fault, args) }) ; .setEnabled(bool)
+ * new FaultMenu(container, { onFault(fault, args) }) ; .setTable(faults) (GET /api/sessions/faults's list) ;
+ * .setMode(mode) ; .setEnabled(bool)
  */
 export class FaultMenu {
   constructor(container, { onFault }) {
@@ -305,16 +306,24 @@ export class FaultMenu {
     this.help = h(d, 'p', { class: 'hint' });
     this.inject = h(d, 'button', { type: 'button', text: 'Inject fault', on: { click: () => onFault(this.kind.value, this.args()) } });
     this.kind.addEventListener('change', () => this.sync());
+    this.table = null; // the server's faults, once known
     this.setMode('simulated');
     clear(container);
     container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'Fault', this.kind, 'inline'), field(d, 'Peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
+  }
+
+  /** The faults the server says sessions take ({fault, modes} each). */
+  setTable(table) {
+    this.table = table;
+    this.setMode(this.mode);
   }
 
   /** Offer the faults a session of this mode ('simulated' or 'tcp') can inject. */
   setMode(mode) {
     const d = this.doc;
     const was = this.kind.value;
-    this.faults = faultsFor(mode);
+    this.mode = mode;
+    this.faults = faultsFor(mode, this.table);
     clear(this.kind);
     for (const f of this.faults) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help }));
     if (this.faults.some((f) => f.fault === was)) this.kind.value = was;
