@@ -30,7 +30,15 @@ server without keys gets a keypair from the seeded generator, and a CURVE client
 `curve_serverkey` uses the key of the server it connects to. With `auto_recv` (the default) the
 application reads every message as soon as the socket has it (a `recv` peer event); without it,
 `recv(name)` reads one. Other actions: `subscribe(name, topic)`, `unsubscribe(name, topic)`,
-`close(conn, side="client")`, `disconnect(client_name, server_name)` (stops reconnecting too).
+`close(conn, side="client")`, `disconnect(client_name, server_name)` (stops reconnecting too),
+`ping(conn, side, ttl=0, context=b"")` (the application's own PING, outside the heartbeat).
+
+For the lesson player: `Simulation(..., unread_on_wire=True)` keeps bytes written towards a side
+that has closed on the wire (the dissector shows them, as a capture would; the peer never reads
+them), `on_write(conn, dir, offset, length)` is told of each write as it arrives, and `in_flight()`
+says whether bytes or an end of stream are still on their way. Faults act through the public
+pieces `peers.faults` uses: `link(conn=None)`, `peer(name)`, `close_side`, `write`, `reopen`,
+`fault_event`, and each `Direction`'s `split`, `hold` and `flip`.
 
 Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
 
