@@ -62,42 +62,44 @@ def wait_rows(page: Any, count: int) -> None:
                            ".textContent); return m && Number(m[1]) >= n; }", arg=count, timeout=15_000)
 
 
-ALL_MARKS_JS = """async () => {
-  // Every mark the sequence holds: it draws only the rows in view, so scroll through it all (and back).
+FIND_MARK_JS = """async ([pattern, budget]) => {
+  // The newest mark whose text matches, in view or not: the sequence draws only the rows in view, so scroll
+  // from its end upwards (a reconnect loop makes it long, and what a test waits for is recent), within a
+  // time budget, and come back. Returns [the match or null, every mark text seen].
   const view = document.querySelector('#sequence .seq-viewport');
   const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  const seen = new Set();
-  const collect = () => document.querySelectorAll('#sequence .seq-mark .mark-text')
-    .forEach((e) => seen.add(e.textContent));
+  const re = new RegExp(pattern);
+  const seen = [];
+  const look = () => {
+    for (const e of [...document.querySelectorAll('#sequence .seq-mark .mark-text')].reverse()) {
+      if (!seen.includes(e.textContent)) seen.push(e.textContent);
+      if (re.test(e.textContent)) return e.textContent;
+    }
+    return null;
+  };
+  let found = look();
   const back = view.scrollTop;
-  collect();
-  for (let top = 0; top < view.scrollHeight; top += Math.max(60, view.clientHeight - 60)) {
+  const until = performance.now() + budget;
+  for (let top = view.scrollHeight; found === null && top > 0 && performance.now() < until;) {
+    top = Math.max(0, top - Math.max(60, view.clientHeight - 60));
     view.scrollTop = top;
     await frame();
-    collect();
+    found = look();
   }
-  view.scrollTop = view.scrollHeight;
-  await frame();
-  collect();
   view.scrollTop = back;
-  return [...seen];
+  return [found, seen];
 }"""
-
-
-def marks(page: Any) -> list[str]:
-    """The texts of every mark row in the sequence (connection boundaries, faults), in view or not."""
-    return page.evaluate(ALL_MARKS_JS)
 
 
 def wait_mark(page: Any, pattern: str, timeout: float = 15_000) -> str:
     """Waits until the sequence has a mark whose text matches the regular expression; returns that text."""
     deadline = time.monotonic() + timeout / 1000
     while True:
-        found = [m for m in marks(page) if re.search(pattern, m)]
-        if found:
-            return found[0]
+        found, seen = page.evaluate(FIND_MARK_JS, [pattern, 2000])
+        if found is not None:
+            return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"no mark matches {pattern!r}; the sequence has {marks(page)}")
+            raise AssertionError(f"no mark matches {pattern!r}; the sequence has {seen}")
         page.wait_for_timeout(200)
 
 
