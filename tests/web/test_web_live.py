@@ -562,6 +562,8 @@ def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
             page.locator(".seq-row.kind-message").nth(1).wait_for()
             page.wait_for_selector("#live-state:has-text('events')")
             page.screenshot(path=str(ARTIFACTS / "02-live-tap-message.png"))
+            # A live source is no capture file: no delete button, no Overview (the analysis of a dissected file).
+            assert page.locator("#delete-capture").is_hidden() and page.locator("#view-tabs").is_hidden()
 
             push.close()
             page.click("#live-stop")

@@ -96,6 +96,7 @@ export function startCapture(host) {
     if (on) {
       if (stopProgress) stopProgress();
       $('open-another').hidden = true;
+      showFileControls(false);
       live.activate();
       updateUrl();
       return;
@@ -248,6 +249,7 @@ export function startCapture(host) {
   function showSummary(summary, link) {
     st.summary = summary;
     if (isLive()) return; // shown when the file tab comes back
+    showFileControls(true);
     showUpload(false);
     $('capture-section').hidden = false;
     const list = Array.isArray(summary.connections) ? summary.connections : [];
@@ -283,6 +285,13 @@ export function startCapture(host) {
       filter.set(filt);
       openConnection(String((wanted || list[0]).conn), { filter: filt, el: link.el, field: link.field });
     }
+  }
+
+  /** What belongs to a capture file, not to a live source: its delete button and its Overview. */
+  function showFileControls(on) {
+    $('delete-capture').hidden = !on;
+    $('view-tabs').hidden = !on;
+    if (!on) $('overview').hidden = true; // (a live source shows its elements: the workbench)
   }
 
   // ---- the overview (the capture as a whole) ------------------------------------
