@@ -14,7 +14,8 @@ def write_jsonl(out: IO[str], event: dict[str, Any]) -> None:
     out.write(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE).decode())
 
 
-def _body_text(hex_body: str, limit: int = 40) -> str:
+def body_text(hex_body: str, limit: int = 40) -> str:
+    """A body given as hex, for a one-line view: quoted text where it is text, else 0x and hex; cut at `limit`."""
     raw = bytes.fromhex(hex_body[: limit * 2])
     text = text_or_hex(raw)
     more = "…" if len(hex_body) > limit * 2 else ""
@@ -29,7 +30,7 @@ def summary(event: dict[str, Any]) -> str:
         if version in ("1.0", "2.0"):
             extra = f" {event['socket_type']}" if event.get("socket_type") else ""
             ident = event.get("identity") or ""
-            return f"Greeting ZMTP {version}{extra} identity={_body_text(ident) if ident else '(none)'}"
+            return f"Greeting ZMTP {version}{extra} identity={body_text(ident) if ident else '(none)'}"
         role = " as-server" if event.get("as_server") else ""
         return f"Greeting ZMTP {version} {event.get('mechanism')}{role}"
     if kind == "command":
@@ -45,7 +46,7 @@ def summary(event: dict[str, Any]) -> str:
         elif "context" in event:
             parts.append(f"context={event['context'] or '(empty)'}")
         if "topic" in event:
-            parts.append(_body_text(event["topic"]) if event["topic"] else "'' (everything)")
+            parts.append(body_text(event["topic"]) if event["topic"] else "'' (everything)")
         if "username" in event:
             parts.append(f"username={event['username']!r} password={event.get('password', '')!r}")
         if event.get("encrypted"):
@@ -54,10 +55,10 @@ def summary(event: dict[str, Any]) -> str:
     if kind == "frame":
         flags = [f for f, on in (("MORE", event.get("more")), ("LONG", event.get("long"))) if on]
         cut = " (truncated)" if event.get("truncated") else ""
-        return f"Frame {'|'.join(flags) or '-'} size={event.get('size')} {_body_text(event.get('body', ''))}{cut}"
+        return f"Frame {'|'.join(flags) or '-'} size={event.get('size')} {body_text(event.get('body', ''))}{cut}"
     if kind == "message":
         frames = event.get("frames", [])
-        shown = ", ".join(_body_text(f, 24) for f in frames[:4])
+        shown = ", ".join(body_text(f, 24) for f in frames[:4])
         more = f", … {len(frames) - 4} more" if len(frames) > 4 else ""
         return f"Message [{len(frames)} frame{'s' if len(frames) != 1 else ''}] {shown}{more}"
     if kind == "expert":

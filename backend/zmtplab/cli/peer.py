@@ -32,7 +32,7 @@ from typing import Any
 
 from ..engine import ConnectionDissector
 from ..engine.constants import SOCKET_TYPES
-from .output import write_jsonl, write_line
+from .output import body_text, write_jsonl, write_line
 
 SENDERS_FIRST = {"REQ"}
 RECEIVERS_FIRST = {"REP", "ROUTER"}
@@ -201,9 +201,7 @@ def _peer_line(event: dict[str, Any]) -> str:
     what = event.get("what", "")
     rest = {k: v for k, v in event.items() if k not in ("kind", "what", "conn", "t", "peer")}
     if what == "recv":
-        from .output import _body_text
-
-        return f"{where}PEER recv [{len(rest['frames'])} frame(s)] " + ", ".join(_body_text(f, 40)
+        return f"{where}PEER recv [{len(rest['frames'])} frame(s)] " + ", ".join(body_text(f, 40)
                                                                             for f in rest["frames"])
     detail = " ".join(f"{k}={v}" for k, v in rest.items())
     return f"{where}PEER {what} {detail}".rstrip()
