@@ -51,7 +51,8 @@ test('rules come from code blocks, with continuation lines, under their heading;
   assert.ok(text.includes('"mechanism-char": ["mechanism-char = \\"A\\"-\\"Z\\" | DIGIT\\n    | \\"-\\" | \\"_\\"", "NEW: Formal Grammar"],'));
 });
 
-test('the tables are what the specs make', { skip: !existsSync(DEFAULT_SPECS) && `no specs at ${DEFAULT_SPECS}` }, () => {
+test('the tables are what the specs make', () => {
+  assert.ok(existsSync(DEFAULT_SPECS), `no specs at ${DEFAULT_SPECS}: shared/ sits beside the repository`);
   assert.equal(readFileSync(TABLES_FILE, 'utf8'), generate(), 'abnf.js differs from the specs: run node scripts/abnf-tables.mjs');
   assert.deepEqual(Object.keys(GRAMMARS), ['13', '15', '23', '24', '26', '37']);
   assert.equal(GRAMMARS['37'].rules['version-minor'][0], 'version-minor = %x01');
