@@ -14,7 +14,7 @@ from webkit import SHARED, capture_files, dissected, open_client, progress, uplo
 
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter
-from zmtplab.web.eventstore import public
+from zmtplab.eventstore import public
 
 LIST_MAX_BODY = 1024  # the default Settings.list_max_body
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.children import die_with_parent
-from .eventstore import EventStore, ingest_capture
+from ..eventstore import EventStore, ingest_capture
 from .limits import evictions
 from .searches import ClientSlots
 from .settings import Settings

@@ -17,9 +17,9 @@ from fastapi.responses import StreamingResponse
 from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
+from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
-from ..eventstore import EventStore, SearchCancelled, SearchLimits, public
 from ..limits import client_address
 from ..models import (
     CaptureCreated,
