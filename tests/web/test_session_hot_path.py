@@ -17,8 +17,8 @@ from webkit import open_client
 
 from zmtplab.web.models import SessionCreate, WsCommand
 from zmtplab.web.sessions import EventLog, Session, WireChunk
+from zmtplab.web.sessions.simulated import SimulatedRuntime
 from zmtplab.web.settings import Settings
-from zmtplab.web.simulated import SimulatedRuntime
 
 pytestmark = pytest.mark.timeout(60)
 

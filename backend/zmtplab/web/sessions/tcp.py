@@ -28,13 +28,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.dissector import ConnectionDissector
-from ..peers.faults import SESSION_FAULTS
-from ..peers.sockets import Again, SocketStateError
-from ..peers.tcp import TcpPeer
-from .models import GREETING_STRATEGY, PeerConfig, SessionCreate
-from .sessions import Session, SessionConfigError, SessionError
-from .settings import Settings
+from ...engine.dissector import ConnectionDissector
+from ...peers.faults import SESSION_FAULTS
+from ...peers.sockets import Again, SocketStateError
+from ...peers.tcp import TcpPeer
+from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
+from ..settings import Settings
+from .session import Session, SessionConfigError, SessionError
 
 log = logging.getLogger(__name__)
 
@@ -453,7 +453,7 @@ class TcpRuntime:
             if event.kind != "command":
                 continue
             if link.decryptor is None and event.name == "HELLO":
-                from ..engine.curve import CurveDecryptor  # (only CURVE sessions load the cryptography)
+                from ...engine.curve import CurveDecryptor  # (only CURVE sessions load the cryptography)
 
                 link.decryptor = CurveDecryptor(self._session_key)
             if link.decryptor is not None:
@@ -468,7 +468,7 @@ class TcpRuntime:
 
     def keylog(self) -> str:
         """The CURVE key log of our peers' connections so far (libzmq keeps its keys to itself)."""
-        from ..engine.curve import keylog_text
+        from ...engine.curve import keylog_text
 
         return keylog_text(k for side in (self.server, self.client) if isinstance(side, _LabSide)
                            for k in side.peer.core.session_keys)

@@ -6,10 +6,10 @@ the pcapng export).
 It fans out to any number of websocket subscribers: each gets the events so far on
 connect, then every new event, state change, reset and error.
 
-The peers are driven by a runtime: `SimulatedRuntime` (a deterministic simulation on a
-virtual clock: play, pause, step, step back, speed) or `TcpRuntime` (real peers, ours or
+The peers are driven by a runtime: `simulated.SimulatedRuntime` (a deterministic simulation on a
+virtual clock: play, pause, step, step back, speed) or `tcp.TcpRuntime` (real peers, ours or
 libzmq's, through a forwarding tap that dissects the bytes as they pass). The
-`SessionManager` creates sessions, and ends them when their last websocket has been gone
+`manager.SessionManager` creates sessions, and ends them when their last websocket has been gone
 for the grace period, or when they are idle too long; ending a session frees its peers
 and ports.
 """
@@ -21,7 +21,6 @@ import contextlib
 import io
 import logging
 import time
-import uuid
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -30,9 +29,9 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from ..capture.pcapwriter import PcapngWriter
-from .models import FaultCommand, SessionCreate
-from .settings import Settings
+from ...capture.pcapwriter import PcapngWriter
+from ..models import FaultCommand, SessionCreate
+from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -465,7 +464,7 @@ class Session:
         out = []
         for i, frame in enumerate(frames):
             if as_hex:
-                from ..decode import parse_hex
+                from ...decode import parse_hex
 
                 try:
                     data = parse_hex(frame)
@@ -526,80 +525,6 @@ class Session:
 
 def _conn_key(conn: str) -> tuple[int, str]:
     return (int(conn), conn) if conn.isdigit() else (1 << 62, conn)
-
-
-class SessionManager:
-    """Every session of this server; owned by the app's lifespan."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.sessions: dict[str, Session] = {}
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        sessions, self.sessions = list(self.sessions.values()), {}
-        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-
-    def _factory(self, config: SessionCreate) -> Callable[[Session], Runtime]:
-        if config.mode == "tcp":
-            from .live import TcpRuntime
-
-            TcpRuntime.check(config)
-            return lambda session: TcpRuntime(session, config, self.settings)
-        from .simulated import SimulatedRuntime
-
-        SimulatedRuntime.check(config)
-        return lambda session: SimulatedRuntime(session, config, self.settings)
-
-    def count_for(self, client: str) -> int:
-        """Sessions this client address runs."""
-        return sum(1 for s in self.sessions.values() if s.client == client and not s.ended)
-
-    async def create(self, config: SessionCreate, client: str = "") -> Session:
-        """A new, started session; `SessionConfigError` for a configuration that cannot run,
-        `TooManySessions` when the server or this client already runs as many as it may."""
-        s = self.settings
-        if len(self.sessions) >= s.max_sessions or self.count_for(client) >= s.max_sessions_per_client:
-            await self.reap()
-            if len(self.sessions) >= s.max_sessions:
-                raise TooManySessions(f"the server runs at most {s.max_sessions} sessions at once; try again later")
-            if self.count_for(client) >= s.max_sessions_per_client:
-                raise TooManySessions(f"this address already runs {s.max_sessions_per_client} sessions (the limit); "
-                                      "close one (its page) and try again")
-        factory = self._factory(config)
-        session = Session(uuid.uuid4().hex, config, self.settings, factory, client)
-        try:
-            await session.start()
-        except (SessionConfigError, SessionError, ValueError) as exc:
-            await session.close()
-            raise SessionConfigError(str(exc)) from exc
-        except BaseException:
-            await session.close()
-            raise
-        self.sessions[session.id] = session
-        return session
-
-    def get(self, session_id: str) -> Session:
-        """The session with this id; KeyError otherwise."""
-        return self.sessions[session_id]
-
-    async def end(self, session_id: str) -> None:
-        session = self.sessions.pop(session_id, None)
-        if session is not None:
-            await session.close()
-
-    async def reap(self) -> None:
-        """Ends sessions idle for too long and sessions whose last websocket left more than the grace period ago."""
-        now = time.monotonic()
-        s = self.settings
-        for session in list(self.sessions.values()):
-            abandoned = not session.subscribers and now - session.last_detached > s.session_grace
-            idle = now - session.last_active > s.session_idle_timeout
-            if abandoned or idle or session.ended:
-                log.info("ending session %s (%s)", session.id, "idle" if idle else "abandoned")
-                await self.end(session.id)
 
 
 MARKS = frozenset({"open", "half-closed", "closed", "fault"})

@@ -23,11 +23,11 @@ import contextlib
 import logging
 from typing import Any
 
-from ..engine.events import WIRE_KINDS
-from ..peers.simulation import Simulation
-from .models import GREETING_STRATEGY, PeerConfig, SessionCreate
-from .sessions import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
-from .settings import Settings
+from ...engine.events import WIRE_KINDS
+from ...peers.simulation import Simulation
+from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
+from ..settings import Settings
+from .session import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +303,7 @@ class SimulatedRuntime:
         self._poke()
 
     async def fault(self, name: str, args: dict[str, Any]) -> None:
-        from ..peers.faults import FAULTS, SESSION_FAULTS
+        from ...peers.faults import FAULTS, SESSION_FAULTS
 
         session_fault = SESSION_FAULTS.get(name)
         if session_fault is not None and session_fault.simulated is None:

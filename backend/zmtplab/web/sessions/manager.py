@@ -1,0 +1,88 @@
+"""`SessionManager`: every playground session of the server, created with the runtime its mode asks for
+(`simulated.SimulatedRuntime` or `tcp.TcpRuntime`), ended when idle or abandoned; owned by the app's lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from ..models import SessionCreate
+from ..settings import Settings
+from .session import Runtime, Session, SessionConfigError, SessionError, TooManySessions
+from .simulated import SimulatedRuntime
+from .tcp import TcpRuntime
+
+log = logging.getLogger(__name__)
+
+
+class SessionManager:
+    """Every session of this server; owned by the app's lifespan."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sessions: dict[str, Session] = {}
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+    def _factory(self, config: SessionCreate) -> Callable[[Session], Runtime]:
+        if config.mode == "tcp":
+            TcpRuntime.check(config)
+            return lambda session: TcpRuntime(session, config, self.settings)
+        SimulatedRuntime.check(config)
+        return lambda session: SimulatedRuntime(session, config, self.settings)
+
+    def count_for(self, client: str) -> int:
+        """Sessions this client address runs."""
+        return sum(1 for s in self.sessions.values() if s.client == client and not s.ended)
+
+    async def create(self, config: SessionCreate, client: str = "") -> Session:
+        """A new, started session; `SessionConfigError` for a configuration that cannot run,
+        `TooManySessions` when the server or this client already runs as many as it may."""
+        s = self.settings
+        if len(self.sessions) >= s.max_sessions or self.count_for(client) >= s.max_sessions_per_client:
+            await self.reap()
+            if len(self.sessions) >= s.max_sessions:
+                raise TooManySessions(f"the server runs at most {s.max_sessions} sessions at once; try again later")
+            if self.count_for(client) >= s.max_sessions_per_client:
+                raise TooManySessions(f"this address already runs {s.max_sessions_per_client} sessions (the limit); "
+                                      "close one (its page) and try again")
+        factory = self._factory(config)
+        session = Session(uuid.uuid4().hex, config, self.settings, factory, client)
+        try:
+            await session.start()
+        except (SessionConfigError, SessionError, ValueError) as exc:
+            await session.close()
+            raise SessionConfigError(str(exc)) from exc
+        except BaseException:
+            await session.close()
+            raise
+        self.sessions[session.id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """The session with this id; KeyError otherwise."""
+        return self.sessions[session_id]
+
+    async def end(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            await session.close()
+
+    async def reap(self) -> None:
+        """Ends sessions idle for too long and sessions whose last websocket left more than the grace period ago."""
+        now = time.monotonic()
+        s = self.settings
+        for session in list(self.sessions.values()):
+            abandoned = not session.subscribers and now - session.last_detached > s.session_grace
+            idle = now - session.last_active > s.session_idle_timeout
+            if abandoned or idle or session.ended:
+                log.info("ending session %s (%s)", session.id, "idle" if idle else "abandoned")
+                await self.end(session.id)
