@@ -16,7 +16,7 @@ from typing import Any
 from ..capture.dissect import ConnectionInfo
 from ..engine.curve import hello_problem, open_welcome, z85_encode
 from .facts import OTHER, Address, ConnFacts, EventRef
-from .topology import endpoint
+from .topology import conn_key, endpoint
 
 PING_TTL_LIMIT = 656  # deciseconds: libzmq 4.3.x mishandles a PING TTL of 65.6 s and more (issue #4226)
 MAX_TOPICS = 10_000  # distinct first frames counted per publishing connection
@@ -25,12 +25,8 @@ STALL_SECONDS = 0.1  # a zero window held this long is back-pressure; a shorter 
 
 def finding(rule: str, severity: str, conns: Iterable[str], text: str, events: Iterable[EventRef] = (),
             ref: str = "") -> dict[str, Any]:
-    return {"rule": rule, "severity": severity, "conns": sorted(set(conns), key=_conn_key), "text": text,
+    return {"rule": rule, "severity": severity, "conns": sorted(set(conns), key=conn_key), "text": text,
             "events": [e.to_dict() for e in events], "ref": ref}
-
-
-def _conn_key(conn: str) -> tuple[int, str]:
-    return (int(conn), conn) if conn.isdigit() else (1 << 62, conn)
 
 
 class Publications:
@@ -185,7 +181,7 @@ def round_robin_skew(ctx: Context) -> list[dict[str, Any]]:
         if not why:
             why.append("no late connection explains it: a full pipe (the peer's receive high-water mark, or a "
                        "slow reader: see the TCP notes) makes round robin skip a peer")
-        shares = ", ".join(f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda x: _conn_key(x[0])))
+        shares = ", ".join(f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda x: conn_key(x[0])))
         out.append(finding(
             "round-robin-skew", "warn", counts,
             f"the {kind} at {endpoint(server)} sent its {total} messages unevenly ({shares}); " + "; ".join(why),
@@ -372,5 +368,5 @@ SEVERITY_ORDER = {"error": 0, "warn": 1, "note": 2}
 def diagnose(ctx: Context) -> list[dict[str, Any]]:
     """Every rule's findings, the most severe first."""
     out = [f for rule in RULES for f in rule(ctx)]
-    out.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], _conn_key(f["conns"][0]) if f["conns"] else (0, "")))
+    out.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], conn_key(f["conns"][0]) if f["conns"] else (0, "")))
     return out

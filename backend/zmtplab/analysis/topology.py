@@ -77,7 +77,7 @@ def nodes(connections: list[dict[str, Any]], flows: list[dict[str, Any]]) -> lis
             "listens": [ep for ep in members if ep in listens],
             "sockets": {ep: sorted(sockets.get(ep, ())) for ep in members},
             "broker": len(members) > 1,
-            "connections": sorted({c for ep in members for c in conns.get(ep, [])}, key=_conn_key),
+            "connections": sorted({c for ep in members for c in conns.get(ep, [])}, key=conn_key),
         })
     out.sort(key=lambda n: _sort_key(n["endpoints"][0]))
     return out
@@ -88,5 +88,6 @@ def _sort_key(ep: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _conn_key(conn: str) -> tuple[int, str]:
+def conn_key(conn: str) -> tuple[int, str]:
+    """Sorts connection ids as numbers ("2" before "10"), any other id after them."""
     return (int(conn), conn) if conn.isdigit() else (1 << 62, conn)
