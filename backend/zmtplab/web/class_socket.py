@@ -1,0 +1,277 @@
+"""The presenter-mode websocket: one teacher's or student's connection to a class, from accept to close.
+
+`serve(ws, registry, code, role)` is what `/ws/classes/{code}` runs (`web.routes.classes` only routes).
+A teacher connects with `?role=teacher` and sends `{"type": "auth", "token": "..."}` as its first message;
+the token is never accepted in the URL. The classes themselves, and the messages, are `web.classrooms`.
+
+Close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong teacher token,
+4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection took over, 4429 the
+class is full (or this address has `max_pending_auth` teacher sockets waiting to authenticate), 1008 too
+many messages (more than `abuse_limit` over the rate within `abuse_window`), 1009 a message over the size
+limit, 1000 the class ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import WebSocket
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.types import Message
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
+from .limits import AbuseWindow, TokenBucket, client_address
+
+
+class Selection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    element: int | None = Field(None, ge=0, le=1_000_000)
+    field: int | None = Field(None, ge=0, le=100_000)
+
+
+class TeacherState(BaseModel):
+    """What the teacher shows: lesson, step (from 1), selected element and field, highlighted fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["state"]
+    lesson: str = Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    step: int = Field(ge=1, le=1000)
+    selection: Selection = Field(default_factory=Selection)
+    highlights: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(default_factory=list)
+
+
+class TeacherAuth(BaseModel):
+    """A teacher socket's first message: the token `POST /api/classes` gave."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["auth"]
+    token: str = Field(min_length=1)
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
+    with contextlib.suppress(Exception):
+        await ws.send_text(_dumps({"type": "error", "detail": detail}))
+        await ws.close(code=code, reason=detail[:120])
+
+
+class Refused(Exception):
+    """A connection the server turns away: the close code and what to tell the client."""
+
+    def __init__(self, code: int, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def _message_text(message: Message) -> str:
+    """A websocket message's text (binary messages are read as UTF-8)."""
+    text = message.get("text")
+    if text is None:
+        text = (message.get("bytes") or b"").decode("utf-8", "replace")
+    return text
+
+
+def _too_large(text: str, limit: int) -> bool:
+    return len(text) > limit or len(text.encode("utf-8")) > limit
+
+
+AUTH_SHAPE = 'a teacher\'s first message is {"type": "auth", "token": "..."}'
+
+
+async def _authenticate(ws: WebSocket, room: Classroom, limits: ClassLimits) -> bool:
+    """Reads a teacher socket's first message and checks its token.
+
+    Returns False when the client left first; raises `Refused` when the message is late, too large,
+    malformed or holds the wrong token. The deadline keeps an unauthenticated socket from holding a
+    connection open for free.
+    """
+    try:
+        async with asyncio.timeout(limits.auth_timeout):
+            message = await ws.receive()
+    except TimeoutError:
+        raise Refused(4408, f"{AUTH_SHAPE}, within {limits.auth_timeout:g} s of connecting") from None
+    if message["type"] == "websocket.disconnect":
+        return False
+    text = _message_text(message)
+    if _too_large(text, limits.max_message):
+        raise Refused(1009, "message too large")
+    try:
+        auth = TeacherAuth.model_validate_json(text)
+    except ValidationError:
+        # The errors would quote the input, which may be a token: answer with the expected shape only.
+        raise Refused(4400, AUTH_SHAPE) from None
+    if len(auth.token) > limits.max_token or not room.check_token(auth.token):
+        raise Refused(4403, "wrong teacher token")
+    return True
+
+
+async def _writer(ws: WebSocket, peer: Peer) -> None:
+    while True:
+        message = await peer.queue.get()
+        if message is None:
+            if ws.client_state == WebSocketState.CONNECTED:
+                code = 4409 if peer.closed else 1000
+                with contextlib.suppress(Exception):
+                    await ws.close(code=code)
+            return
+        await ws.send_text(_dumps(message))
+
+
+def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> dict[str, Any] | None:
+    """One message from a peer; returns a reply for that peer, if any."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind == "ping":
+        return {"type": "pong"}
+    if peer.role == "teacher":
+        if kind == "state":
+            try:
+                state = TeacherState.model_validate(data)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+                return {"type": "error", "detail": f"bad state: {problems}"}
+            if len(state.highlights) > registry.limits.max_highlights:
+                return {"type": "error", "detail": f"at most {registry.limits.max_highlights} highlights"}
+            room.seq += 1
+            room.state = {**state.model_dump(exclude={"type"}), "seq": room.seq}
+            registry.touch(room, teacher=True)
+            latest = room.latest()
+            assert latest is not None
+            room.broadcast(latest)
+            return None
+        if kind == "end":
+            registry.end(room, "the teacher ended the class")
+            return None
+    elif kind == "status":
+        following = data.get("following")
+        if not isinstance(following, bool):
+            return {"type": "error", "detail": "status needs `following`: true or false"}
+        if peer.following != following:
+            peer.following = following
+            room.tell_teacher()
+        return None
+    return {"type": "error", "detail": f"unknown message type {kind!r} for a {peer.role}"}
+
+
+async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) -> None:
+    """A teacher's or a student's connection to a class, from its accept to its close (see the module docstring).
+
+    A teacher's first message is `{"type": "auth", "token": "..."}`; a student sends nothing special.
+    """
+    limits = registry.limits
+    await ws.accept()
+    if "token" in ws.query_params:
+        # A URL ends up in access logs, proxies and browser history: refuse it even with the right token, so
+        # an old client learns why instead of working while it leaks.
+        await _refuse(ws, 4400, "the teacher token goes in the first message "
+                                '({"type": "auth", "token": "..."}), never in the URL')
+        return
+    room = registry.get(code)
+    if room is None:
+        await _refuse(ws, 4404, "no class with this code (it may have ended)")
+        return
+    if role == "teacher":
+        try:
+            with registry.authenticating(client_address(ws)):
+                if not await _authenticate(ws, room, limits):
+                    return
+        except TooManyWaiting as exc:
+            await _refuse(ws, 4429, str(exc))
+            return
+        except Refused as exc:
+            await _refuse(ws, exc.code, exc.detail)
+            return
+        if room.ended:  # it ended (or expired) while the token was on its way
+            await _refuse(ws, 4404, "no class with this code (it may have ended)")
+            return
+        peer = Peer("teacher", limits.queue)
+        old, room.teacher = room.teacher, peer
+        if old is not None:
+            old.put({"type": "error", "detail": "another teacher connection took over this class"})
+            old.closed = True  # the writer closes with 4409
+            old.queue.put_nowait(None)
+        registry.touch(room, teacher=True)
+        counts = room.counts()
+        peer.put({"type": "hello", "role": "teacher", "code": room.code, "state": room.latest(),
+                  "max_students": limits.max_students, "count": counts["count"], "following": counts["following"]})
+        room.broadcast({"type": "teacher", "present": True})
+    elif role == "student":
+        if len(room.students) >= limits.max_students:
+            await _refuse(ws, 4429, f"the class is full ({limits.max_students} students)")
+            return
+        peer = Peer("student", limits.queue)
+        room.students.add(peer)
+        registry.touch(room)
+        peer.put({"type": "hello", "role": "student", "code": room.code, "teacher": room.teacher is not None,
+                  "state": room.latest()})
+        room.tell_teacher()
+    else:
+        await _refuse(ws, 4400, "role is teacher or student")
+        return
+
+    bucket = TokenBucket(limits.rate, limits.burst)
+    abuse = AbuseWindow(limits.abuse_limit, limits.abuse_window)
+
+    async def reader() -> None:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = _message_text(message)
+            if _too_large(text, limits.max_message):
+                with contextlib.suppress(Exception):
+                    await ws.close(code=1009, reason="message too large")
+                return
+            if not bucket.take():
+                if abuse.add():
+                    reason = f"too many messages (over {limits.abuse_limit} refused in {limits.abuse_window:g} s)"
+                    with contextlib.suppress(Exception):
+                        await ws.send_text(_dumps({"type": "error", "detail": reason}))
+                        await ws.close(code=1008, reason=reason)
+                    return
+                peer.put({"type": "error", "detail": f"rate limit: at most {limits.rate:g} messages a second "
+                                                     f"(bursts of {limits.burst}); this one was dropped"})
+                continue
+            try:
+                data = json.loads(text)
+            except ValueError:
+                peer.put({"type": "error", "detail": "messages are JSON objects"})
+                continue
+            reply = _handle(registry, room, peer, data)
+            if reply is not None:
+                peer.put(reply)
+            if room.ended:
+                return
+
+    tasks = {asyncio.create_task(reader()), asyncio.create_task(_writer(ws, peer))}
+    try:
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError, Exception):
+                await task
+    finally:
+        if peer.role == "teacher":
+            if room.teacher is peer:
+                room.teacher = None
+                registry.teacher_left(room)
+                room.broadcast({"type": "teacher", "present": False})
+        else:
+            room.students.discard(peer)
+            room.tell_teacher()
+        peer.closed = True
+        registry.touch(room)
+        if ws.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.close(code=1000)
