@@ -415,13 +415,15 @@ class CorpusRuns:
     async def delete(self, run_id: str) -> None:
         """Deletes a run and its tables (cancelling it first when it runs)."""
         record = self.get(run_id)
-        del self.records[run_id]
         if record.state == RUNNING:
+            del self.records[run_id]
             await self._request_cancel(record, "deleted")
             return  # `_run` removes the directory when the worker is done with it
         self.tables.forget(record.out_dir)
         self._set(record)
         await asyncio.to_thread(shutil.rmtree, record.directory, True)
+        # Listed until its files are gone: a run the list no longer shows has left nothing on disk.
+        self.records.pop(run_id, None)
 
     async def _evict(self, keep: str | None = None) -> None:
         """Deletes the oldest finished runs (never `keep`, nor the newest finished one, whatever its size) while
