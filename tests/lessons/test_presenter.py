@@ -294,7 +294,8 @@ def test_the_token_is_the_first_message(live_server):
                 assert info()["teacher"] is True and info()["step"] == 2
 
             # A wrong token: a clear error, close code 4403, and the class is not driven.
-            async with await teacher_connect(base, "x" + token[1:]) as ws:
+            # (Another first character, whatever the token's is: a token that starts with "x" made this flaky.)
+            async with await teacher_connect(base, ("y" if token.startswith("x") else "x") + token[1:]) as ws:
                 assert await refused(ws) == ("wrong teacher token", 4403)
             async with await teacher_connect(base, "y" * 300) as ws:  # longer than any token, under the size limit
                 assert await refused(ws) == ("wrong teacher token", 4403)
