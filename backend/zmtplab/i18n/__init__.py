@@ -1,0 +1,169 @@
+"""Languages: the backend's catalogs (English and Simplified Chinese) and rendering from them.
+
+English is the contract: the engine and the analysis write their English texts as they always
+have, and this module renders them in another language on request, at the edges (web routes,
+CLI `--lang`, the pipeline's report). See docs/architecture.md#languages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+LANGS = ("en", "zh-CN")
+DEFAULT = "en"
+CATALOG_DIR = Path(__file__).with_name("catalogs")
+PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.")
+"""Ids whose English is written by code that imports nothing of ours: `translate` recognises them."""
+
+
+def normalize_lang(value: str | None) -> str | None:
+    """`zh-CN` for any Simplified Chinese tag (`zh`, `zh-cn`, `zh-Hans`, `zh-SG`), `en` for English, else None."""
+    if not value:
+        return None
+    tag = value.strip().lower().replace("_", "-")
+    if tag == "en" or tag.startswith("en-"):
+        return "en"
+    if tag in ("zh", "zh-cn", "zh-hans", "zh-sg", "zh-my") or tag.startswith("zh-hans"):
+        return "zh-CN"
+    return None
+
+
+def pick_lang(query: str | None = None, accept_language: str | None = None) -> str:
+    """The language to answer in: `?lang=` when it names one, then the Accept-Language header, else English."""
+    chosen = normalize_lang(query)
+    if chosen:
+        return chosen
+    if accept_language:
+        ranked = []
+        for i, part in enumerate(accept_language.split(",")):
+            tag, _, params = part.strip().partition(";")
+            q = 1.0
+            for param in params.split(";"):
+                key, _, val = param.strip().partition("=")
+                if key == "q":
+                    try:
+                        q = float(val)
+                    except ValueError:
+                        q = 0.0
+            lang = normalize_lang(tag)
+            if lang and q > 0:
+                ranked.append((-q, i, lang))
+        if ranked:
+            return min(ranked)[2]
+    return DEFAULT
+
+
+@lru_cache(maxsize=None)
+def catalog(lang: str) -> dict[str, str]:
+    """One language's backend catalog, `{id: text}`."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; one of {', '.join(LANGS)}")
+    return json.loads((CATALOG_DIR / f"{lang}.json").read_text(encoding="utf-8"))
+
+
+def placeholders(template: str) -> set[str]:
+    """The placeholder names of a catalog text."""
+    return set(PLACEHOLDER.findall(template))
+
+
+def text(msg_id: str, lang: str = DEFAULT, /, **params: Any) -> str:
+    """The text of `msg_id` in `lang` with its placeholders filled (English when `lang` lacks it)."""
+    template = catalog(lang).get(msg_id)
+    if template is None:
+        template = catalog(DEFAULT)[msg_id]
+    return template.format(**params) if params or "{" in template else template
+
+
+class _Matcher:
+    """Recognises English texts as catalog templates: id and parameters."""
+
+    def __init__(self, english: dict[str, str]) -> None:
+        self.fixed: dict[str, str] = {}
+        patterns: list[tuple[int, str, re.Pattern[str]]] = []
+        for msg_id, template in english.items():
+            if not msg_id.startswith(TRANSLATED_PREFIXES):
+                continue
+            if not placeholders(template):
+                self.fixed.setdefault(template.replace("{{", "{").replace("}}", "}"), msg_id)
+                continue
+            parts, seen, pos = [], set(), 0
+            for m in PLACEHOLDER.finditer(template):
+                parts.append(re.escape(template[pos:m.start()].replace("{{", "{").replace("}}", "}")))
+                name = m.group(1)
+                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+                seen.add(name)
+                pos = m.end()
+            parts.append(re.escape(template[pos:].replace("{{", "{").replace("}}", "}")))
+            literal = len(PLACEHOLDER.sub("", template))
+            patterns.append((literal, msg_id, re.compile("".join(parts), re.DOTALL)))
+        # The template with the most fixed text first: "unknown mechanism {name}: ..." before "{text}".
+        patterns.sort(key=lambda p: -p[0])
+        self.patterns = [(msg_id, pattern) for _, msg_id, pattern in patterns]
+
+    def match(self, english: str) -> tuple[str, dict[str, str]] | None:
+        msg_id = self.fixed.get(english)
+        if msg_id is not None:
+            return msg_id, {}
+        for msg_id, pattern in self.patterns:
+            m = pattern.fullmatch(english)
+            if m:
+                return msg_id, m.groupdict()
+        return None
+
+
+@lru_cache(maxsize=1)
+def _matcher() -> _Matcher:
+    return _Matcher(catalog(DEFAULT))
+
+
+def recognise(english: str) -> tuple[str, dict[str, str]] | None:
+    """The catalog id and parameters an English engine, capture or analysis text was made from, or None."""
+    return _matcher().match(english)
+
+
+@lru_cache(maxsize=8192)
+def translate(english: str, lang: str) -> str:
+    """An English text of the engine, the capture reader or the analysis, in `lang` (unchanged when unknown).
+
+    A text made of several sentences joined by the code (a note and its libzmq remark) is
+    recognised whole first, then sentence by sentence.
+    """
+    if lang == DEFAULT or not english:
+        return english
+    found = recognise(english)
+    if found is None:
+        return english
+    msg_id, params = found
+    params = {k: translate(v, lang) if k.startswith("text") else v for k, v in params.items()}
+    return text(msg_id, lang, **params)
+
+
+def localize_fields(fields: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """Fields with their notes in `lang` (copies; the list itself when `lang` is English)."""
+    if lang == DEFAULT:
+        return fields
+    return [{**f, "note": translate(f["note"], lang)} if f.get("note") else f for f in fields]
+
+
+def localize_event(event: dict[str, Any], lang: str) -> dict[str, Any]:
+    """An event with its expert `text` and its fields' notes in `lang` (the event itself for English)."""
+    if lang == DEFAULT:
+        return event
+    out = dict(event)
+    if isinstance(out.get("text"), str):
+        out["text"] = translate(out["text"], lang)
+    if isinstance(out.get("fields"), list):
+        out["fields"] = localize_fields(out["fields"], lang)
+    return out
+
+
+def localize_events(events: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """`localize_event` over a list (the list itself for English)."""
+    if lang == DEFAULT:
+        return events
+    return [localize_event(e, lang) for e in events]
