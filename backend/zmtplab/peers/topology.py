@@ -1,0 +1,515 @@
+"""Topologies: named nodes (one ZeroMQ socket each), the links between them (one TCP connection each),
+optional proxy steps, and a script of sends; the presets a teacher picks from.
+
+A `Topology` is what `POST /api/sessions` takes besides the two-peer body, and the small JSON file
+the page saves and shares (docs/architecture.md, "Topologies"). `Topology.from_dict` checks it and
+raises `TopologyError` naming the node or link at fault; `to_dict` gives it back normalised. Both
+runtimes build on it: the simulation (`peers.simulation`, through the web session) and the TCP mode.
+
+The model is plain frozen dataclasses (no framework), so peers, lessons and the web layer share it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.constants import MECHANISMS, SOCKET_TYPES, is_valid_pair
+
+MAX_NODES = 24
+MAX_LINKS = 32
+MAX_PROXIES = 12
+MAX_SCRIPT = 256
+MAX_SUBSCRIPTIONS = 16
+MAX_FRAMES = 16
+MAX_FRAME_TEXT = 4096
+MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
+VERSIONS = ("3.1", "3.0", "2.0", "1.0")
+GREETINGS = ("libzmq", "full")
+RECV_MODES = ("auto", "manual")
+SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
+ECHO_TYPES = frozenset({"REP", "ROUTER", "DEALER", "PAIR"})
+NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+NODE_KEYS = frozenset({"name", "type", "version", "mechanism", "identity", "username", "password", "libzmq",
+                       "greeting", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y"})
+LINK_KEYS = frozenset({"connect", "bind", "at"})
+PROXY_KEYS = frozenset({"frontend", "backend"})
+SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
+TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script"})
+
+
+class TopologyError(ValueError):
+    """A topology that cannot run; the text names the node, link or proxy at fault."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node: a ZeroMQ socket with its options. `recv` is how its application reads: "auto" (every
+    message at once), "manual" (never by itself), or a number: one message every that many seconds (a
+    slow consumer). `echo`: the application sends back every message it receives (REP: its reply)."""
+
+    name: str
+    type: str
+    version: str = "3.1"
+    mechanism: str = "NULL"
+    identity: str = ""
+    username: str = ""
+    password: str = ""
+    libzmq: bool = False
+    greeting: str = "libzmq"
+    subscribe: tuple[str, ...] = ()
+    sndhwm: int = 1000
+    rcvhwm: int = 1000
+    recv: str | float = "auto"
+    echo: bool = False
+    x: float | None = None
+    y: float | None = None
+
+    @property
+    def recv_every(self) -> float | None:
+        """Seconds between the reads of a slow consumer, else None."""
+        return None if isinstance(self.recv, str) else float(self.recv)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "version": self.version,
+                               "mechanism": self.mechanism, "identity": self.identity, "username": self.username,
+                               "password": self.password, "libzmq": self.libzmq, "greeting": self.greeting,
+                               "subscribe": list(self.subscribe), "sndhwm": self.sndhwm, "rcvhwm": self.rcvhwm,
+                               "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
+        if self.echo:
+            out["echo"] = True
+        if self.x is not None:
+            out["x"] = self.x
+        if self.y is not None:
+            out["y"] = self.y
+        return out
+
+
+@dataclass(frozen=True)
+class Link:
+    """One TCP connection: `connect` is the client (zmq_connect), `bind` the server (zmq_bind). `at`: when
+    the connect happens (seconds; > 0 is a late joiner)."""
+
+    connect: str
+    bind: str
+    at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"connect": self.connect, "bind": self.bind}
+        if self.at:
+            out["at"] = self.at
+        return out
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """A zmq_proxy step: what `frontend` receives, `backend` sends, and back."""
+
+    frontend: str
+    backend: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"frontend": self.frontend, "backend": self.backend}
+
+
+@dataclass(frozen=True)
+class ScriptSend:
+    """One scripted send: node `sender`'s application sends `frames` (text, or hex with `hex`) at `at` s."""
+
+    sender: str
+    frames: tuple[str, ...]
+    at: float = 0.0
+    hex: bool = False
+
+    def frame_bytes(self) -> tuple[bytes, ...]:
+        return tuple(bytes.fromhex(f) if self.hex else f.encode("utf-8") for f in self.frames)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"from": self.sender, "frames": list(self.frames), "at": self.at}
+        if self.hex:
+            out["hex"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Nodes, links, proxies and a script (see the module docstring)."""
+
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    proxies: tuple[Proxy, ...] = ()
+    script: tuple[ScriptSend, ...] = ()
+    names: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", {n.name: n for n in self.nodes})
+
+    def node(self, name: str) -> Node:
+        try:
+            return self.names[name]
+        except KeyError:
+            raise TopologyError(f"no node named {name!r}") from None
+
+    def binds(self, name: str) -> bool:
+        """Whether the node binds (is the server of some link)."""
+        return any(link.bind == name for link in self.links)
+
+    def proxied(self) -> set[str]:
+        """Names of the nodes that a proxy drives."""
+        return {n for p in self.proxies for n in (p.frontend, p.backend)}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nodes": [n.to_dict() for n in self.nodes],
+                               "links": [lk.to_dict() for lk in self.links]}
+        if self.proxies:
+            out["proxies"] = [p.to_dict() for p in self.proxies]
+        if self.script:
+            out["script"] = [s.to_dict() for s in self.script]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Topology:
+        """A checked topology from its JSON form (extra keys such as "mode" or "autoplay" are the caller's)."""
+        if not isinstance(data, dict):
+            raise TopologyError("a topology is an object with 'nodes' and 'links'")
+        nodes_in = data.get("nodes")
+        links_in = data.get("links", [])
+        if not isinstance(nodes_in, list) or not nodes_in:
+            raise TopologyError("'nodes' is a non-empty list")
+        if not isinstance(links_in, list):
+            raise TopologyError("'links' is a list")
+        if len(nodes_in) > MAX_NODES:
+            raise TopologyError(f"at most {MAX_NODES} nodes (this one has {len(nodes_in)})")
+        if len(links_in) > MAX_LINKS:
+            raise TopologyError(f"at most {MAX_LINKS} links (this one has {len(links_in)})")
+        nodes = tuple(_node(i, raw) for i, raw in enumerate(nodes_in))
+        links = tuple(_link(i, raw) for i, raw in enumerate(links_in))
+        proxies_in = data.get("proxies") or []
+        script_in = data.get("script") or []
+        if not isinstance(proxies_in, list) or len(proxies_in) > MAX_PROXIES:
+            raise TopologyError(f"'proxies' is a list of at most {MAX_PROXIES}")
+        if not isinstance(script_in, list) or len(script_in) > MAX_SCRIPT:
+            raise TopologyError(f"'script' is a list of at most {MAX_SCRIPT} sends")
+        proxies = tuple(_proxy(i, raw) for i, raw in enumerate(proxies_in))
+        script = tuple(_send(i, raw) for i, raw in enumerate(script_in))
+        return validate(cls(nodes, links, proxies, script))
+
+
+def validate(topo: Topology) -> Topology:
+    """Checks the relations between nodes, links and proxies; returns `topo` or raises `TopologyError`."""
+    names: dict[str, Node] = {}
+    for node in topo.nodes:
+        if node.name in names:
+            raise TopologyError(f"two nodes are named {node.name!r}")
+        names[node.name] = node
+    seen: dict[frozenset[str], int] = {}
+    for i, link in enumerate(topo.links):
+        where = f"link {i} ({link.connect} -> {link.bind})"
+        for end in (link.connect, link.bind):
+            if end not in names:
+                raise TopologyError(f"{where}: no node named {end!r}")
+        if link.connect == link.bind:
+            raise TopologyError(f"{where}: a node cannot connect to itself")
+        a, b = names[link.connect], names[link.bind]
+        if not is_valid_pair(a.type, b.type):
+            raise TopologyError(f"{where}: a {a.type} cannot talk to a {b.type} (23/ZMTP's table of socket "
+                                f"pairs); a {a.type} talks to {_peers_of(a.type)}")
+        pair = frozenset((link.connect, link.bind))
+        if pair in seen:
+            raise TopologyError(f"{where}: duplicates link {seen[pair]} (one connection per pair of nodes)")
+        seen[pair] = i
+    for node in topo.nodes:
+        if node.mechanism != "NULL":
+            binds = topo.binds(node.name)
+            connects = any(lk.connect == node.name for lk in topo.links)
+            if binds and connects:
+                raise TopologyError(f"node {node.name!r}: a {node.mechanism} node is a server where it binds and a "
+                                    "client where it connects; give it one role (or use NULL)")
+    proxied: set[str] = set()
+    for i, proxy in enumerate(topo.proxies):
+        where = f"proxy {i} ({proxy.frontend} <-> {proxy.backend})"
+        for end in (proxy.frontend, proxy.backend):
+            if end not in names:
+                raise TopologyError(f"{where}: no node named {end!r}")
+            if end in proxied:
+                raise TopologyError(f"{where}: node {end!r} is already in a proxy")
+            if names[end].type in NO_PROXY_TYPES:
+                raise TopologyError(f"{where}: a {names[end].type} cannot be one side of a proxy (its strict "
+                                    "send/receive order); use ROUTER and DEALER, as zmq_proxy's brokers do")
+            if names[end].echo:
+                raise TopologyError(f"{where}: node {end!r} echoes; a proxy's node has no application of its own")
+        if proxy.frontend == proxy.backend:
+            raise TopologyError(f"{where}: a proxy joins two different nodes")
+        proxied.update((proxy.frontend, proxy.backend))
+    for i, send in enumerate(topo.script):
+        if send.sender not in names:
+            raise TopologyError(f"script send {i}: no node named {send.sender!r}")
+        kind = names[send.sender].type
+        if kind in ("SUB", "PULL"):
+            raise TopologyError(f"script send {i}: a {kind} ({send.sender}) cannot send")
+        if send.sender in proxied:
+            raise TopologyError(f"script send {i}: {send.sender!r} is driven by a proxy")
+    return topo
+
+
+def two_peer(server: dict[str, Any], client: dict[str, Any]) -> Topology:
+    """The two-peer body as a topology: nodes "server" and "client", one link, the client connecting.
+    (The two-peer SUB subscribes to its one `subscribe` text: empty means every message.)"""
+    nodes = []
+    for name, side in (("server", server), ("client", client)):
+        raw = {k: v for k, v in side.items() if k in NODE_KEYS}
+        raw["name"] = name
+        nodes.append(raw)
+    return Topology.from_dict({"nodes": nodes, "links": [{"connect": "client", "bind": "server"}]})
+
+
+# ---------------------------------------------------------------- parsing one piece
+
+
+def _obj(where: str, raw: Any, keys: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise TopologyError(f"{where} is an object")
+    extra = sorted(k for k in raw if k not in keys)
+    if extra:
+        raise TopologyError(f"{where}: unknown key {extra[0]!r}; it takes {', '.join(sorted(keys))}")
+    return raw
+
+
+def _text(where: str, value: Any, *, limit: int = 255) -> str:
+    if not isinstance(value, str):
+        raise TopologyError(f"{where} is text")
+    if len(value.encode("utf-8")) > limit:
+        raise TopologyError(f"{where} is longer than {limit} octets")
+    return value
+
+
+def _name(where: str, value: Any) -> str:
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
+        raise TopologyError(f"{where}: a node name is 1 to 32 of A-Z a-z 0-9 _ . - (got {value!r})")
+    return value
+
+
+def _number(where: str, value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TopologyError(f"{where} is a number")
+    if not lo <= value <= hi:
+        raise TopologyError(f"{where} is between {lo:g} and {hi:g}")
+    return float(value)
+
+
+def _hwm(where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
+        raise TopologyError(f"{where} is a whole number of messages, 0 (no limit) to 1000000")
+    return value
+
+
+def _node(i: int, raw: Any) -> Node:
+    where = f"node {i}"
+    raw = _obj(where, raw, NODE_KEYS)
+    name = _name(where, raw.get("name"))
+    where = f"node {name!r}"
+    kind = str(raw.get("type", "")).upper()
+    if kind not in SOCKET_TYPES:
+        raise TopologyError(f"{where}: type is one of {', '.join(SOCKET_TYPES)} (got {raw.get('type')!r})")
+    version = raw.get("version", "3.1")
+    if version not in VERSIONS:
+        raise TopologyError(f"{where}: version is one of {', '.join(VERSIONS)}")
+    mechanism = str(raw.get("mechanism", "NULL")).upper()
+    if mechanism not in MECHANISMS:
+        raise TopologyError(f"{where}: mechanism is one of {', '.join(MECHANISMS)}")
+    if version in ("2.0", "1.0") and mechanism != "NULL":
+        raise TopologyError(f"{where}: ZMTP {version} has no security mechanisms; only NULL")
+    greeting = raw.get("greeting", "libzmq")
+    if greeting not in GREETINGS:
+        raise TopologyError(f"{where}: greeting is 'libzmq' or 'full'")
+    libzmq = raw.get("libzmq", False)
+    if not isinstance(libzmq, bool):
+        raise TopologyError(f"{where}: libzmq is true or false")
+    subscribe_in = raw.get("subscribe")
+    if subscribe_in is None:
+        subscribe: tuple[str, ...] = ("",) if kind in SUBSCRIBER_TYPES else ()
+    else:
+        items = [subscribe_in] if isinstance(subscribe_in, str) else subscribe_in
+        if not isinstance(items, list) or len(items) > MAX_SUBSCRIPTIONS:
+            raise TopologyError(f"{where}: subscribe is a topic prefix or a list of at most {MAX_SUBSCRIPTIONS}")
+        subscribe = tuple(_text(f"{where}: a subscription", t) for t in items)
+        if kind not in SUBSCRIBER_TYPES:
+            if any(subscribe):
+                raise TopologyError(f"{where}: only SUB and XSUB nodes subscribe (this one is a {kind})")
+            subscribe = ()
+    recv_in = raw.get("recv", "auto")
+    recv: str | float
+    if isinstance(recv_in, str):
+        if recv_in not in RECV_MODES:
+            raise TopologyError(f"{where}: recv is 'auto', 'manual' or {{\"every\": seconds}}")
+        recv = recv_in
+    elif isinstance(recv_in, dict) and set(recv_in) == {"every"}:
+        recv = _number(f"{where}: recv every", recv_in["every"], 0.001, 60.0)
+    else:
+        raise TopologyError(f"{where}: recv is 'auto', 'manual' or {{\"every\": seconds}}")
+    echo = raw.get("echo", False)
+    if not isinstance(echo, bool):
+        raise TopologyError(f"{where}: echo is true or false")
+    if echo and kind not in ECHO_TYPES:
+        raise TopologyError(f"{where}: only {', '.join(sorted(ECHO_TYPES))} nodes echo (this one is a {kind})")
+    xy = {k: _number(f"{where}: {k}", raw[k], 0.0, 1.0) for k in ("x", "y") if raw.get(k) is not None}
+    return Node(name=name, type=kind, version=version, mechanism=mechanism,
+                identity=_text(f"{where}: identity", raw.get("identity", "")),
+                username=_text(f"{where}: username", raw.get("username", "")),
+                password=_text(f"{where}: password", raw.get("password", "")),
+                libzmq=libzmq, greeting=greeting, subscribe=subscribe,
+                sndhwm=_hwm(f"{where}: sndhwm", raw.get("sndhwm", 1000)),
+                rcvhwm=_hwm(f"{where}: rcvhwm", raw.get("rcvhwm", 1000)),
+                recv=recv, echo=echo, **xy)
+
+
+def _link(i: int, raw: Any) -> Link:
+    where = f"link {i}"
+    raw = _obj(where, raw, LINK_KEYS)
+    at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
+    return Link(connect=_name(f"{where}: connect", raw.get("connect")),
+                bind=_name(f"{where}: bind", raw.get("bind")), at=at)
+
+
+def _proxy(i: int, raw: Any) -> Proxy:
+    where = f"proxy {i}"
+    raw = _obj(where, raw, PROXY_KEYS)
+    return Proxy(frontend=_name(f"{where}: frontend", raw.get("frontend")),
+                 backend=_name(f"{where}: backend", raw.get("backend")))
+
+
+def _send(i: int, raw: Any) -> ScriptSend:
+    where = f"script send {i}"
+    raw = _obj(where, raw, SEND_KEYS)
+    frames = raw.get("frames")
+    if not isinstance(frames, list) or not 1 <= len(frames) <= MAX_FRAMES:
+        raise TopologyError(f"{where}: frames is a list of 1 to {MAX_FRAMES} texts")
+    as_hex = raw.get("hex", False)
+    if not isinstance(as_hex, bool):
+        raise TopologyError(f"{where}: hex is true or false")
+    texts = tuple(_text(f"{where}: a frame", f, limit=MAX_FRAME_TEXT) for f in frames)
+    if as_hex:
+        for f in texts:
+            try:
+                bytes.fromhex(f)
+            except ValueError:
+                raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
+    at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
+    return ScriptSend(sender=_name(f"{where}: from", raw.get("from")), frames=texts, at=at, hex=as_hex)
+
+
+def _peers_of(kind: str) -> str:
+    from ..engine.constants import VALID_PEERS
+
+    return " or ".join(sorted(VALID_PEERS[kind]))
+
+
+# ---------------------------------------------------------------- presets
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A ready topology with its script, for the menu."""
+
+    id: str
+    title: str
+    description: str
+    topology: Topology
+
+    def to_dict(self) -> dict[str, Any]:
+        topo = self.topology.to_dict()
+        script = topo.pop("script", [])
+        return {"id": self.id, "title": self.title, "description": self.description, "topology": topo,
+                "script": script}
+
+
+def _preset(pid: str, title: str, description: str, topo: dict[str, Any]) -> Preset:
+    return Preset(pid, title, description, Topology.from_dict(topo))
+
+
+def _sends(sender: str, texts: list[str], start: float = 0.05, every: float = 0.05) -> list[dict[str, Any]]:
+    return [{"from": sender, "frames": [t], "at": round(start + i * every, 6)} for i, t in enumerate(texts)]
+
+
+PRESETS: dict[str, Preset] = {p.id: p for p in (
+    _preset("load-balancing", "Load balancing: PUSH to 3 PULL",
+            "A ventilator PUSHes six tasks to three workers: round robin gives each worker every third task.",
+            {"nodes": [{"name": "vent", "type": "PUSH", "x": 0.15, "y": 0.5},
+                       *({"name": f"w{i}", "type": "PULL", "x": 0.8, "y": 0.2 + 0.3 * (i - 1)} for i in (1, 2, 3))],
+             "links": [{"connect": f"w{i}", "bind": "vent"} for i in (1, 2, 3)],
+             "script": _sends("vent", [f"task {i}" for i in range(1, 7)])}),
+    _preset("router-dealers", "Routing by identity: ROUTER and 3 DEALER",
+            "Three DEALERs with identities d1, d2, d3 say hello; the ROUTER answers each by its identity frame, "
+            "and a reply to the unknown identity c9 is dropped (ROUTER_MANDATORY off).",
+            {"nodes": [{"name": "router", "type": "ROUTER", "x": 0.2, "y": 0.5},
+                       *({"name": f"d{i}", "type": "DEALER", "identity": f"d{i}", "x": 0.8,
+                          "y": 0.2 + 0.3 * (i - 1)} for i in (1, 2, 3))],
+             "links": [{"connect": f"d{i}", "bind": "router"} for i in (1, 2, 3)],
+             "script": [*({"from": f"d{i}", "frames": [f"hello from d{i}"], "at": 0.05 * i} for i in (1, 2, 3)),
+                        {"from": "router", "frames": ["d2", "for d2 only"], "at": 0.3},
+                        {"from": "router", "frames": ["d1", "for d1 only"], "at": 0.35},
+                        {"from": "router", "frames": ["c9", "for nobody"], "at": 0.4}]}),
+    _preset("pub-sub-topics", "Publish-subscribe: PUB to 3 SUB with different subscriptions",
+            "A PUB sends weather and sport updates; each SUB subscribed to a different prefix gets only what "
+            "matches it (the PUB filters by prefix, per pipe).",
+            {"nodes": [{"name": "pub", "type": "PUB", "x": 0.15, "y": 0.5},
+                       {"name": "sub-1", "type": "SUB", "subscribe": ["weather."], "x": 0.8, "y": 0.2},
+                       {"name": "sub-2", "type": "SUB", "subscribe": ["sport."], "x": 0.8, "y": 0.5},
+                       {"name": "sub-3", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.8}],
+             "links": [{"connect": f"sub-{i}", "bind": "pub"} for i in (1, 2, 3)],
+             "script": _sends("pub", ["weather.paris 12C", "sport.07 2-1", "weather.oslo -3C", "news.flash"],
+                              start=0.1)}),
+    _preset("extended-reqrep", "Extended request-reply: 3 REQ, a ROUTER/DEALER broker, 2 REP",
+            "Three clients ask through a broker (a ROUTER frontend and a DEALER backend joined by zmq_proxy) and "
+            "two echoing workers answer: the ROUTER adds each client's identity frame, the REP strips the "
+            "envelope and puts it back on the reply, and the broker routes the reply home.",
+            {"nodes": [*({"name": f"c{i}", "type": "REQ", "identity": f"c{i}", "x": 0.1, "y": 0.2 + 0.3 * (i - 1)}
+                         for i in (1, 2, 3)),
+                       {"name": "brk-front", "type": "ROUTER", "x": 0.42, "y": 0.5},
+                       {"name": "brk-back", "type": "DEALER", "x": 0.58, "y": 0.5},
+                       *({"name": f"w{i}", "type": "REP", "echo": True, "x": 0.9, "y": 0.3 + 0.4 * (i - 1)}
+                         for i in (1, 2))],
+             "links": [*({"connect": f"c{i}", "bind": "brk-front"} for i in (1, 2, 3)),
+                       *({"connect": f"w{i}", "bind": "brk-back"} for i in (1, 2))],
+             "proxies": [{"frontend": "brk-front", "backend": "brk-back"}],
+             "script": [{"from": f"c{i}", "frames": [f"request from c{i}"], "at": 0.05 * i} for i in (1, 2, 3)]}),
+    _preset("slow-joiner", "The slow joiner: a SUB that connects late",
+            "The PUB starts publishing at once; sub-early is connected and gets everything, sub-late connects "
+            "at 0.3 s and never sees what was published before its subscription reached the PUB.",
+            {"nodes": [{"name": "pub", "type": "PUB", "x": 0.15, "y": 0.5},
+                       {"name": "sub-early", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.3},
+                       {"name": "sub-late", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.7}],
+             "links": [{"connect": "sub-early", "bind": "pub"}, {"connect": "sub-late", "bind": "pub", "at": 0.3}],
+             "script": _sends("pub", [f"update {i}" for i in range(1, 9)], start=0.05, every=0.1)}),
+    _preset("push-backpressure", "Back-pressure: PUSH to a slow PULL with a small HWM",
+            "The worker reads one task every 0.5 s and both HWMs are 2: the queues fill, the PUSH's send "
+            "blocks (it never drops), and each read lets one more task go.",
+            {"nodes": [{"name": "vent", "type": "PUSH", "sndhwm": 2, "x": 0.2, "y": 0.5},
+                       {"name": "worker", "type": "PULL", "rcvhwm": 2, "recv": {"every": 0.5}, "x": 0.8, "y": 0.5}],
+             "links": [{"connect": "worker", "bind": "vent"}],
+             "script": _sends("vent", [f"task {i}" for i in range(1, 9)], start=0.05, every=0.02)}),
+    _preset("pub-drops", "Drops: PUB to a slow SUB with a small HWM",
+            "A fast SUB reads everything; a slow SUB reads one update every 0.5 s with HWMs of 2: once its "
+            "pipe is full the PUB drops what it would send it (a PUB never blocks).",
+            {"nodes": [{"name": "pub", "type": "PUB", "sndhwm": 2, "x": 0.15, "y": 0.5},
+                       {"name": "sub-fast", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.3},
+                       {"name": "sub-slow", "type": "SUB", "subscribe": [""], "rcvhwm": 2, "recv": {"every": 0.5},
+                        "x": 0.8, "y": 0.7}],
+             "links": [{"connect": "sub-fast", "bind": "pub"}, {"connect": "sub-slow", "bind": "pub"}],
+             "script": _sends("pub", [f"update {i}" for i in range(1, 11)], start=0.05, every=0.02)}),
+)}
+
+
+def preset(pid: str) -> Preset:
+    """The preset with this id; `TopologyError` naming the ids otherwise."""
+    try:
+        return PRESETS[pid]
+    except KeyError:
+        raise TopologyError(f"no preset {pid!r}; one of {', '.join(PRESETS)}") from None
+
+
+__all__ = ["MAX_LINKS", "MAX_NODES", "PRESETS", "Link", "Node", "Preset", "Proxy", "ScriptSend", "Topology",
+           "TopologyError", "preset", "two_peer", "validate"]
