@@ -92,3 +92,74 @@ function shortLabel(node) {
   const same = node.endpoints.every((ep) => ep.startsWith(`${host}:`));
   return same ? `${host}:${node.endpoints.map((ep) => ep.slice(ep.lastIndexOf(':') + 1)).join('+')}` : node.id;
 }
+
+// ---- a playground session's topology (issue 19) -----------------------------------------------
+//
+// layoutSession(topology, { width, height }) -> { width, height, nodes, edges }
+//   topology: the session's `topology` message (nodes, links, proxies, conns; see POST /api/sessions)
+//   nodes: [{ id, x, y, type, column }]   edges: [{ link, conn, from, to, x1, y1, x2, y2, proxy }]
+// Messages read left to right: a link runs from its upstream node (the one that sends requests or data:
+// PUSH, PUB, REQ; else the connecting side) to its downstream one, and a node's column is the longest
+// upstream path to it (a proxy's frontend stands before its backend). A node's x/y hint (0..1) wins.
+
+const UPSTREAM = new Set(['PUSH', 'PUB', 'XPUB', 'REQ']);
+const DOWNSTREAM = new Set(['PULL', 'SUB', 'XSUB', 'REP']);
+
+/** The link's [upstream, downstream] node names. */
+export function linkFlow(link, typeOf) {
+  const c = link.connect;
+  const b = link.bind;
+  const tc = typeOf(c);
+  const tb = typeOf(b);
+  if (UPSTREAM.has(tb) || DOWNSTREAM.has(tc)) return [b, c];
+  if (UPSTREAM.has(tc) || DOWNSTREAM.has(tb)) return [c, b];
+  return [c, b];
+}
+
+export function layoutSession(topology, { width = 900, height = 0, rowHeight = 84, margin = 80 } = {}) {
+  const nodes = (topology && topology.nodes) || [];
+  const links = (topology && topology.links) || [];
+  const proxies = (topology && topology.proxies) || [];
+  const types = new Map(nodes.map((n) => [n.name, String(n.type || '').toUpperCase()]));
+  const typeOf = (name) => types.get(name) || '';
+  const flows = links.map((l) => linkFlow(l, typeOf)).concat(proxies.map((p) => [p.frontend, p.backend]));
+  const column = new Map(nodes.map((n) => [n.name, 0]));
+  // Longest path, at most one pass per node (a cycle stops growing there).
+  for (let pass = 0; pass < nodes.length; pass++) {
+    let moved = false;
+    for (const [up, down] of flows) {
+      if (!column.has(up) || !column.has(down)) continue;
+      if (column.get(down) < column.get(up) + 1 && column.get(up) + 1 < nodes.length) {
+        column.set(down, column.get(up) + 1);
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  const columns = [];
+  for (const n of nodes) (columns[column.get(n.name)] ||= []).push(n);
+  const used = columns.filter(Boolean);
+  const rows = Math.max(1, ...used.map((c) => c.length));
+  const h = Math.max(height, rows * rowHeight + 40);
+  const placed = new Map();
+  used.forEach((col, i) => {
+    const x = used.length === 1 ? width / 2 : margin + (i * (width - 2 * margin)) / (used.length - 1);
+    const step = h / col.length;
+    col.forEach((n, k) => placed.set(n.name, { id: n.name, x, y: step * (k + 0.5), column: i, type: typeOf(n.name) }));
+  });
+  for (const n of nodes) {
+    const p = placed.get(n.name);
+    if (typeof n.x === 'number') p.x = margin + Math.min(1, Math.max(0, n.x)) * (width - 2 * margin);
+    if (typeof n.y === 'number') p.y = 30 + Math.min(1, Math.max(0, n.y)) * (h - 60);
+  }
+  const connOf = new Map();
+  for (const c of (topology && topology.conns) || []) connOf.set(Number(c.link), String(c.conn));
+  const edge = (from, to, extra) => {
+    const a = placed.get(from);
+    const b = placed.get(to);
+    return { from, to, x1: a ? a.x : 0, y1: a ? a.y : 0, x2: b ? b.x : 0, y2: b ? b.y : 0, ...extra };
+  };
+  const edges = links.map((l, i) => edge(l.connect, l.bind, { link: i, conn: connOf.has(i) ? connOf.get(i) : null, proxy: false }))
+    .concat(proxies.map((p, i) => edge(p.frontend, p.backend, { link: `proxy-${i}`, conn: null, proxy: true })));
+  return { width, height: h, nodes: [...placed.values()], edges };
+}

@@ -1,0 +1,158 @@
+// Editing a custom topology, and the small JSON file and link that carry one (issue 19). DOM-free.
+//
+// A topology is the body of POST /api/sessions: { mode, nodes: [{ name, type, ...options }],
+// links: [{ connect, bind }], proxies: [{ frontend, backend }] }. The server checks it whole (valid
+// socket pairs, names, limits) and answers 422 naming the node or link; here only the shape is checked,
+// so a file or a link that is not a topology gets a clear error and changes nothing.
+
+import { SOCKET_TYPES } from './links.js';
+
+export const NAME = /^[A-Za-z0-9_.-]{1,32}$/;
+export const MAX_NODES = 24;
+export const MAX_LINKS = 32;
+export const FRAGMENT_KEY = 'topology';
+
+// Options a node may carry, with the editor's defaults (libzmq's), and the words of errors.
+export const NODE_DEFAULTS = { version: '3.1', mechanism: 'NULL', identity: '', sndhwm: 1000, rcvhwm: 1000, recv: 'auto' };
+
+export const EDIT_TEXT = {
+  notJson: 'this is not JSON',
+  notTopology: 'not a topology: "nodes" and "links" lists are expected',
+  badNode: ({ i }) => `node ${i + 1}: a name (1-32 of A-Z a-z 0-9 _ . -) and a socket type are expected`,
+  badType: ({ name, type }) => `node ${name}: ${type} is not a socket type`,
+  duplicate: ({ name }) => `node ${name} appears twice`,
+  badLink: ({ i }) => `link ${i + 1}: "connect" and "bind" name two different nodes of the topology`,
+  tooMany: ({ nodes, links }) => `at most ${nodes} nodes and ${links} links`,
+  badLinkText: 'the link holds no readable topology',
+};
+
+/** An empty topology. */
+export function emptyTopology(mode = 'simulated') {
+  return { mode, nodes: [], links: [], proxies: [] };
+}
+
+/** A name for a new node of `type` that no node has yet: "push-1", "pull-2"... */
+export function freshName(topology, type) {
+  const taken = new Set(topology.nodes.map((n) => n.name));
+  const stem = String(type || 'node').toLowerCase();
+  for (let k = 1; ; k++) if (!taken.has(`${stem}-${k}`)) return `${stem}-${k}`;
+}
+
+/** A copy of `topology` with a new node (its name made up when not given). */
+export function addNode(topology, type, options = {}) {
+  const name = options.name || freshName(topology, type);
+  return { ...topology, nodes: [...topology.nodes, { name, type, ...NODE_DEFAULTS, ...options, name }] };
+}
+
+/** A copy without node `name` and its links and proxies. */
+export function removeNode(topology, name) {
+  return {
+    ...topology,
+    nodes: topology.nodes.filter((n) => n.name !== name),
+    links: topology.links.filter((l) => l.connect !== name && l.bind !== name),
+    proxies: (topology.proxies || []).filter((p) => p.frontend !== name && p.backend !== name),
+  };
+}
+
+/** A copy with node `name`'s options changed (a rename renames it in every link). */
+export function setNode(topology, name, patch) {
+  const to = patch.name || name;
+  const rename = (x) => (x === name ? to : x);
+  return {
+    ...topology,
+    nodes: topology.nodes.map((n) => (n.name === name ? { ...n, ...patch } : n)),
+    links: topology.links.map((l) => ({ ...l, connect: rename(l.connect), bind: rename(l.bind) })),
+    proxies: (topology.proxies || []).map((p) => ({ frontend: rename(p.frontend), backend: rename(p.backend) })),
+  };
+}
+
+/** A copy with a link (`connect` connects to `bind`); the same link twice is kept once. */
+export function addLink(topology, connect, bind) {
+  if (topology.links.some((l) => l.connect === connect && l.bind === bind)) return topology;
+  return { ...topology, links: [...topology.links, { connect, bind }] };
+}
+
+export function removeLink(topology, index) {
+  return { ...topology, links: topology.links.filter((_, i) => i !== index) };
+}
+
+/**
+ * A topology from untrusted JSON (a file, a link): the known keys only, checked for shape.
+ * Throws an Error whose message says what is wrong (the caller shows it and keeps what it had).
+ */
+export function checkTopology(value) {
+  if (!value || typeof value !== 'object' || !Array.isArray(value.nodes) || !Array.isArray(value.links)) throw new Error(EDIT_TEXT.notTopology);
+  if (value.nodes.length > MAX_NODES || value.links.length > MAX_LINKS) throw new Error(EDIT_TEXT.tooMany({ nodes: MAX_NODES, links: MAX_LINKS }));
+  const names = new Set();
+  const nodes = value.nodes.map((n, i) => {
+    if (!n || typeof n !== 'object' || typeof n.name !== 'string' || !NAME.test(n.name) || typeof n.type !== 'string') throw new Error(EDIT_TEXT.badNode({ i }));
+    const type = n.type.toUpperCase();
+    if (!SOCKET_TYPES.includes(type)) throw new Error(EDIT_TEXT.badType({ name: n.name, type: n.type }));
+    if (names.has(n.name)) throw new Error(EDIT_TEXT.duplicate({ name: n.name }));
+    names.add(n.name);
+    const out = { name: n.name, type };
+    for (const [k, v] of Object.entries(n)) {
+      if (k === 'name' || k === 'type') continue;
+      if (['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((s) => typeof s === 'string')) || (k === 'recv' && v && typeof v === 'object')) out[k] = v;
+    }
+    return out;
+  });
+  const pair = (a, b) => typeof a === 'string' && typeof b === 'string' && a !== b && names.has(a) && names.has(b);
+  const links = value.links.map((l, i) => {
+    if (!l || !pair(l.connect, l.bind)) throw new Error(EDIT_TEXT.badLink({ i }));
+    return { connect: l.connect, bind: l.bind };
+  });
+  const proxies = (Array.isArray(value.proxies) ? value.proxies : []).map((p, i) => {
+    if (!p || !pair(p.frontend, p.backend)) throw new Error(EDIT_TEXT.badLink({ i }));
+    return { frontend: p.frontend, backend: p.backend };
+  });
+  const out = { mode: value.mode === 'tcp' ? 'tcp' : 'simulated', nodes, links, proxies };
+  return out;
+}
+
+/** The file a Save writes: the topology as indented JSON. */
+export function topologyFile(topology) {
+  return `${JSON.stringify(checkTopology(topology), null, 2)}\n`;
+}
+
+/** A file's text to a topology (throws with a clear message, see checkTopology). */
+export function parseTopologyFile(text) {
+  let value;
+  try {
+    value = JSON.parse(String(text));
+  } catch {
+    throw new Error(EDIT_TEXT.notJson);
+  }
+  return checkTopology(value);
+}
+
+function toBase64Url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(text) {
+  const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+  return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+
+/** The URL fragment that carries a topology: "#topology=<base64url of its JSON>". */
+export function topologyFragment(topology) {
+  return `#${FRAGMENT_KEY}=${toBase64Url(JSON.stringify(checkTopology(topology)))}`;
+}
+
+/** The topology a location's hash carries, null when it carries none; throws when it is unreadable. */
+export function parseTopologyFragment(hash) {
+  const text = String(hash || '').replace(/^#/, '');
+  const prefix = `${FRAGMENT_KEY}=`;
+  if (!text.startsWith(prefix)) return null;
+  let json;
+  try {
+    json = fromBase64Url(text.slice(prefix.length));
+  } catch {
+    throw new Error(EDIT_TEXT.badLinkText);
+  }
+  return parseTopologyFile(json);
+}

@@ -1,0 +1,218 @@
+// Issue 19's protocol-free cores: a topology session's layout, its state from the event stream (who
+// received which message, pipe depth against HWM, drops and blocks, a message's path through every
+// hop, step back), the lifelines of the sequence view, and the topology file and link.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { layoutSession, linkFlow } from '../../frontend/js/core/topology.js';
+import { TopologyState, lifelines, pipeKey } from '../../frontend/js/core/topology-state.js';
+import { EventLog } from '../../frontend/js/core/eventlog.js';
+import {
+  addNode, addLink, removeNode, setNode, checkTopology, parseTopologyFile, topologyFile,
+  topologyFragment, parseTopologyFragment, freshName, emptyTopology,
+} from '../../frontend/js/core/topology-edit.js';
+
+const hex = (s) => Buffer.from(s).toString('hex');
+
+// PUSH -> 3 PULL as the contract describes it (conns filled in as links open).
+const LOAD = {
+  mode: 'simulated',
+  nodes: [{ name: 'vent', type: 'PUSH' }, { name: 'w1', type: 'PULL' }, { name: 'w2', type: 'PULL' }, { name: 'w3', type: 'PULL' }],
+  links: [{ connect: 'w1', bind: 'vent' }, { connect: 'w2', bind: 'vent' }, { connect: 'w3', bind: 'vent' }],
+  conns: [{ conn: '0', link: 0, client: 'w1', server: 'vent' }, { conn: '1', link: 1, client: 'w2', server: 'vent' }, { conn: '2', link: 2, client: 'w3', server: 'vent' }],
+};
+
+// The extended request-reply: 3 REQ -> ROUTER front, proxy to DEALER back -> 2 REP.
+const BROKER = {
+  nodes: [
+    { name: 'c1', type: 'REQ' }, { name: 'c2', type: 'REQ' }, { name: 'c3', type: 'REQ' },
+    { name: 'front', type: 'ROUTER' }, { name: 'back', type: 'DEALER' },
+    { name: 'r1', type: 'REP' }, { name: 'r2', type: 'REP' },
+  ],
+  links: [
+    { connect: 'c1', bind: 'front' }, { connect: 'c2', bind: 'front' }, { connect: 'c3', bind: 'front' },
+    { connect: 'r1', bind: 'back' }, { connect: 'r2', bind: 'back' },
+  ],
+  proxies: [{ frontend: 'front', backend: 'back' }],
+};
+
+function loadEvents() {
+  let seq = 0;
+  const ev = (e) => ({ t: seq / 10, seq: seq++, ...e });
+  const out = [];
+  for (const [k, w] of ['w1', 'w2', 'w3'].entries()) {
+    const conn = String(k);
+    out.push(ev({ kind: 'socket', node: 'vent', what: 'route', text: `PUSH chose the pipe to ${w} (round robin: next in turn)`, rule: 'round-robin', peer: w, conn, msg: k + 1, depth: 1, hwm: 2 }));
+    out.push(ev({ kind: 'frame', conn, dir: 's2c', offset: 64 + k, length: 8, hex: '00' + '06' + hex(`task-${k + 1}`) }));
+    out.push(ev({ kind: 'message', conn, dir: 's2c', offset: 64, frames: [hex(`task-${k + 1}`)], msg: k + 1 }));
+    out.push(ev({ kind: 'socket', node: 'vent', what: 'deliver', text: 'delivered', peer: w, conn, msg: k + 1, depth: 0, hwm: 2 }));
+    out.push(ev({ kind: 'peer', what: 'recv', peer: w, frames: [hex(`task-${k + 1}`)], msg: k + 1 }));
+  }
+  out.push(ev({ kind: 'socket', node: 'vent', what: 'queue', text: 'queued behind others', peer: 'w1', conn: '0', msg: 4, depth: 2, hwm: 2 }));
+  out.push(ev({ kind: 'socket', node: 'vent', what: 'block', text: 'send blocked: every pipe full', rule: 'sndhwm', msg: 5 }));
+  out.push(ev({ kind: 'socket', node: 'vent', what: 'drop', text: 'PUB dropped for w2: its pipe is at SNDHWM 2', rule: 'sndhwm', peer: 'w2', msg: 6, depth: 2, hwm: 2 }));
+  return out;
+}
+
+test('a session layout reads left to right: senders, then the broker front and back, then workers', () => {
+  const typeOf = (n) => ({ a: 'PUSH', b: 'PULL', r: 'ROUTER', d: 'DEALER' })[n];
+  assert.deepEqual(linkFlow({ connect: 'b', bind: 'a' }, typeOf), ['a', 'b'], 'a PULL that connects still sits downstream');
+  assert.deepEqual(linkFlow({ connect: 'd', bind: 'r' }, typeOf), ['d', 'r'], 'between DEALER and ROUTER the connecter comes first');
+  const layout = layoutSession(BROKER, { width: 1000 });
+  const col = Object.fromEntries(layout.nodes.map((n) => [n.id, n.column]));
+  assert.deepEqual(col, { c1: 0, c2: 0, c3: 0, front: 1, back: 2, r1: 3, r2: 3 });
+  const xs = [0, 1, 2, 3].map((c) => layout.nodes.find((n) => n.column === c).x);
+  assert.ok(xs[0] < xs[1] && xs[1] < xs[2] && xs[2] < xs[3]);
+  assert.equal(layout.edges.length, 6);
+  assert.equal(layout.edges.filter((e) => e.proxy).length, 1);
+  const e = layout.edges.find((x) => x.link === 0);
+  assert.deepEqual([e.from, e.to], ['c1', 'front'], 'an edge runs from the connecting node to the binding one');
+  // Twelve nodes fit without two at the same place.
+  const big = { nodes: [{ name: 'pub', type: 'PUB' }], links: [] };
+  for (let i = 1; i <= 11; i++) {
+    big.nodes.push({ name: `s${i}`, type: 'SUB' });
+    big.links.push({ connect: `s${i}`, bind: 'pub' });
+  }
+  const l12 = layoutSession(big, { width: 900 });
+  assert.equal(new Set(l12.nodes.map((n) => `${Math.round(n.x)},${Math.round(n.y)}`)).size, 12);
+  assert.ok(l12.height >= 11 * 60, 'eleven rows get room');
+});
+
+test('x/y hints place a node; conns give edges their connection ids', () => {
+  const t = { ...LOAD, nodes: LOAD.nodes.map((n, i) => (i === 0 ? { ...n, x: 0, y: 1 } : n)) };
+  const layout = layoutSession(t, { width: 500, margin: 50 });
+  const vent = layout.nodes.find((n) => n.id === 'vent');
+  assert.equal(vent.x, 50);
+  assert.equal(vent.y, layout.height - 30);
+  assert.deepEqual(layout.edges.map((e) => e.conn), ['0', '1', '2']);
+});
+
+test('the state says who got which message, the pipes\' depth against HWM, drops and blocks', () => {
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  const events = loadEvents();
+  state.sync(events);
+  assert.deepEqual(['w1', 'w2', 'w3'].map((w) => state.node(w).received.map((r) => r.msg)), [[1], [2], [3]]);
+  assert.equal(Buffer.from(state.node('w2').received[0].frames[0], 'hex').toString(), 'task-2');
+  assert.equal(state.node('vent').sent, 3);
+  const pipe = state.pipes.get(pipeKey('vent', 'w1'));
+  assert.deepEqual([pipe.depth, pipe.hwm, pipe.conn], [2, 2, '0']);
+  assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 2, 'a drop reports the full pipe');
+  assert.equal(state.pipes.get(pipeKey('vent', 'w3')).depth, 0);
+  assert.deepEqual([state.node('vent').drops, state.node('vent').blocks, state.node('vent').blocked], [1, 1, true]);
+  assert.deepEqual(state.marks.map((m) => [m.what, m.peer]), [['block', null], ['drop', 'w2']]);
+  // The wire messages, once each, for the diagram's dots.
+  assert.deepEqual(state.takeMoves().map((m) => [m.from, m.to, m.msg]), [['vent', 'w1', 1], ['vent', 'w2', 2], ['vent', 'w3', 3]]);
+  assert.deepEqual(state.takeMoves(), []);
+});
+
+test('a message\'s path holds its decision, frames, wire message and receipt, and crosses its hop', () => {
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  const events = loadEvents();
+  state.sync(events);
+  const p = state.path(2);
+  assert.deepEqual(p.indexes, [5, 6, 7, 8, 9]);
+  assert.deepEqual(p.indexes.map((i) => events[i].kind), ['socket', 'frame', 'message', 'socket', 'peer']);
+  const places = state.pathPlaces(2, events);
+  assert.deepEqual([...places.conns], ['1']);
+  assert.deepEqual([...places.nodes].sort(), ['vent', 'w2']);
+  // Across a proxy hop, and a reply's link to its request.
+  const b = new TopologyState();
+  b.setTopology({ ...BROKER, conns: [{ conn: '0', link: 0, client: 'c1', server: 'front' }, { conn: '3', link: 3, client: 'r1', server: 'back' }] });
+  const evs = [
+    { kind: 'message', conn: '0', dir: 'c2s', frames: ['', hex('hi')], msg: 1, seq: 0 },
+    { kind: 'socket', node: 'front', what: 'envelope', text: 'ROUTER added identity', msg: 1, seq: 1 },
+    { kind: 'socket', node: 'back', what: 'route', peer: 'r1', conn: '3', msg: 1, seq: 2, depth: 1, hwm: 1000 },
+    { kind: 'message', conn: '3', dir: 's2c', frames: ['00aa', '', hex('hi')], msg: 1, seq: 3 },
+    { kind: 'peer', what: 'recv', peer: 'r1', frames: [hex('hi')], msg: 1, seq: 4 },
+    { kind: 'message', conn: '3', dir: 'c2s', frames: ['00aa', '', hex('re')], msg: 2, reply_to: 1, seq: 5 },
+  ];
+  b.sync(evs);
+  const places1 = b.pathPlaces(1, evs);
+  assert.deepEqual([...places1.conns].sort(), ['0', '3']);
+  assert.deepEqual([...places1.nodes].sort(), ['back', 'c1', 'front', 'r1']);
+  assert.equal(b.path(2).replyTo, 1);
+  assert.deepEqual(b.takeMoves().map((m) => `${m.from}>${m.to}`), ['c1>front', 'back>r1', 'r1>back']);
+});
+
+test('a step back (a state with a lower position) takes the later events out of the state', () => {
+  const log = new EventLog();
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  log.addAll(loadEvents());
+  state.sync(log.events);
+  assert.equal(state.node('vent').drops, 1);
+  log.truncate(8); // the session stepped back to position 8: events with seq >= 8 go
+  state.sync(log.events);
+  assert.deepEqual(['w1', 'w2', 'w3'].map((w) => state.node(w).received.length), [1, 0, 0]);
+  assert.deepEqual([state.node('vent').drops, state.node('vent').blocks, state.node('vent').blocked], [0, 0, false]);
+  assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 1, 'w2\'s pipe holds the routed message, not yet delivered');
+  assert.deepEqual(state.path(2).indexes, [5, 6, 7]);
+  // An event replaced at the end (same seq again) rebuilds too.
+  const again = { ...log.events[7], msg: 9 };
+  log.add(again);
+  state.sync(log.events);
+  assert.deepEqual(state.path(9).indexes, [6, 7]);
+});
+
+test('lifelines: one per node in the diagram\'s order, or one per connection end', () => {
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  const events = loadEvents();
+  const byNode = lifelines(state, ['vent', 'w1', 'w2', 'w3']);
+  assert.deepEqual(byNode.lanes.map((l) => l.label), ['vent PUSH', 'w1 PULL', 'w2 PULL', 'w3 PULL']);
+  assert.deepEqual(byNode.endsOf(events[7]), { from: 0, to: 2 }, 'task-2 goes from vent to w2');
+  assert.deepEqual(byNode.endsOf(events[9]), { at: 2 }, 'w2 receives it on its lifeline');
+  assert.deepEqual(byNode.endsOf(events[5]), { at: 0 }, 'vent\'s decision sits on vent');
+  const byConn = lifelines(state, ['vent', 'w1', 'w2', 'w3'], 'conn');
+  assert.deepEqual(byConn.lanes.map((l) => l.id), ['w1@0', 'vent@0', 'w2@1', 'vent@1', 'w3@2', 'vent@2']);
+  assert.deepEqual(byConn.endsOf(events[7]), { from: 3, to: 2 });
+  assert.deepEqual(byConn.endsOf(events[5]), { at: 3 }, 'a decision about w2 sits on vent\'s end of w2\'s connection');
+  assert.deepEqual(byConn.endsOf(events[9]), { at: 2 });
+});
+
+test('the editor adds, renames and removes nodes and links', () => {
+  let t = emptyTopology();
+  t = addNode(t, 'PUSH');
+  t = addNode(t, 'PULL');
+  t = addNode(t, 'PULL');
+  assert.deepEqual(t.nodes.map((n) => n.name), ['push-1', 'pull-1', 'pull-2']);
+  assert.equal(t.nodes[0].sndhwm, 1000);
+  assert.equal(freshName(t, 'PULL'), 'pull-3');
+  t = addLink(t, 'pull-1', 'push-1');
+  t = addLink(t, 'pull-2', 'push-1');
+  t = addLink(t, 'pull-2', 'push-1');
+  assert.equal(t.links.length, 2, 'the same link twice is kept once');
+  t = setNode(t, 'push-1', { name: 'vent', sndhwm: 2 });
+  assert.deepEqual(t.links, [{ connect: 'pull-1', bind: 'vent' }, { connect: 'pull-2', bind: 'vent' }]);
+  t = removeNode(t, 'pull-1');
+  assert.deepEqual(t.links, [{ connect: 'pull-2', bind: 'vent' }]);
+  assert.equal(t.nodes.find((n) => n.name === 'vent').sndhwm, 2);
+});
+
+test('save and load a topology as a small JSON file, share it in a link', () => {
+  const t = { ...BROKER, mode: 'simulated', nodes: BROKER.nodes.map((n) => ({ ...n, sndhwm: 5, subscribe: ['a', 'b'], recv: { every: 0.5 } })) };
+  const file = topologyFile(t);
+  assert.deepEqual(parseTopologyFile(file), checkTopology(t));
+  assert.equal(parseTopologyFile(file).nodes[0].recv.every, 0.5);
+  const frag = topologyFragment(t);
+  assert.match(frag, /^#topology=[A-Za-z0-9_-]+$/);
+  assert.deepEqual(parseTopologyFragment(frag), checkTopology(t));
+  assert.equal(parseTopologyFragment('#paste'), null);
+  // Non-ASCII names are refused by the name rule, but a UTF-8 identity travels.
+  const u = { nodes: [{ name: 'a', type: 'DEALER', identity: 'ünï' }, { name: 'b', type: 'ROUTER' }], links: [{ connect: 'a', bind: 'b' }] };
+  assert.equal(parseTopologyFragment(topologyFragment(u)).nodes[0].identity, 'ünï');
+});
+
+test('a file or link that is not a topology gets a clear error', () => {
+  assert.throws(() => parseTopologyFile('{nope'), /not JSON/);
+  assert.throws(() => parseTopologyFile('{"nodes": 3}'), /not a topology/);
+  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a b", "type": "PUSH"}], "links": []}'), /node 1: a name/);
+  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "SOCK"}], "links": []}'), /SOCK is not a socket type/);
+  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "PUSH"}, {"name": "a", "type": "PULL"}], "links": []}'), /node a appears twice/);
+  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "PUSH"}], "links": [{"connect": "a", "bind": "zz"}]}'), /link 1/);
+  assert.throws(() => parseTopologyFragment('#topology=%%%'), /no readable topology/);
+  assert.throws(() => parseTopologyFragment(`#topology=${Buffer.from('[1]').toString('base64url')}`), /not a topology/);
+  const many = { nodes: Array.from({ length: 25 }, (_, i) => ({ name: `n${i}`, type: 'PAIR' })), links: [] };
+  assert.throws(() => checkTopology(many), /at most 24 nodes/);
+});
