@@ -1,8 +1,9 @@
 // Entry point of capture.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
 import { startCapture } from './app/capture.js';
+import { initLanguage } from './app/language.js';
 
-startCapture({
+const host = {
   document,
   window,
   fetch: window.fetch.bind(window),
@@ -11,4 +12,9 @@ startCapture({
   EventSource: window.EventSource,
   FormData: window.FormData,
   clipboard: navigator.clipboard,
-});
+  languages: navigator.languages || [navigator.language],
+};
+
+// The page's language first (its catalogs load before anything is drawn), then the page.
+await initLanguage(host);
+startCapture(host);

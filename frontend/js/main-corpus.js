@@ -1,14 +1,20 @@
 // Entry point of corpus.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
 import { startCorpus } from './app/corpus.js';
+import { initLanguage } from './app/language.js';
 
 const g = globalThis;
 
-startCorpus({
+const host = {
   document: g.document,
   window: g,
   fetch: g.fetch.bind(g),
   XMLHttpRequest: g.XMLHttpRequest,
   EventSource: g.EventSource,
   FormData: g.FormData,
-});
+  languages: g.navigator ? g.navigator.languages || [g.navigator.language] : [],
+};
+
+// The page's language first (its catalogs load before anything is drawn), then the page.
+await initLanguage(host);
+startCorpus(host);

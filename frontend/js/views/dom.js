@@ -3,6 +3,11 @@
 //
 // h(doc, 'div', { class: 'x', text: 'hello', title: '...', attrs: {...}, on: {click}, style: {...} }, ...children)
 // Children may be nodes, strings (become text nodes), arrays, or null/false (skipped).
+// Words from the catalogs (core/i18n.js): { t: id | [id, params] } for the text, and tTitle,
+// tPlaceholder, tLabel (aria-label) for attributes; the element remembers the id, so relabel()
+// rewrites it in place when the language changes.
+
+import { t as translate } from '../core/i18n.js';
 
 export function h(doc, tag, props = {}, ...children) {
   const el = doc.createElement(tag);
@@ -17,6 +22,12 @@ export function h(doc, tag, props = {}, ...children) {
         break;
       case 'title':
         el.setAttribute('title', String(value));
+        break;
+      case 't':
+      case 'tTitle':
+      case 'tPlaceholder':
+      case 'tLabel':
+        tr(el, value, I18N_TARGETS[key]);
         break;
       case 'attrs':
         for (const [a, v] of Object.entries(value)) if (v !== undefined && v !== null && v !== false) el.setAttribute(a, v === true ? '' : String(v));
@@ -43,6 +54,42 @@ export function append(el, children) {
     else el.appendChild(c);
   }
   return el;
+}
+
+// The prop of h(), the attribute that remembers the id, and what the message is written into.
+const I18N_TARGETS = { t: 'text', tTitle: 'title', tPlaceholder: 'placeholder', tLabel: 'aria-label' };
+const I18N_ATTR = { text: 'data-i18n', title: 'data-i18n-title', placeholder: 'data-i18n-placeholder', 'aria-label': 'data-i18n-label' };
+
+function write(el, target, text) {
+  if (target === 'text') el.textContent = text;
+  else el.setAttribute(target, text);
+}
+
+/**
+ * Writes catalog message `message` (an id, or [id, params]) into el's text or attribute `target`
+ * ('text', 'title', 'placeholder', 'aria-label') and remembers it for relabel().
+ */
+export function tr(el, message, target = 'text') {
+  const [id, params] = Array.isArray(message) ? message : [message, undefined];
+  el.setAttribute(I18N_ATTR[target], id);
+  if (params && Object.keys(params).length) el.setAttribute(`${I18N_ATTR[target]}-args`, JSON.stringify(params));
+  else el.removeAttribute(`${I18N_ATTR[target]}-args`);
+  write(el, target, translate(id, params));
+  return el;
+}
+
+/** Rewrites every remembered message under `root` (root included) in the language now in force. */
+export function relabel(root) {
+  const all = root.querySelectorAll ? [root, ...root.querySelectorAll('[data-i18n],[data-i18n-title],[data-i18n-placeholder],[data-i18n-label]')] : [];
+  for (const el of all) {
+    if (!el.getAttribute) continue;
+    for (const [target, attr] of Object.entries(I18N_ATTR)) {
+      const id = el.getAttribute(attr);
+      if (!id) continue;
+      const args = el.getAttribute(`${attr}-args`);
+      write(el, target, translate(id, args ? JSON.parse(args) : undefined));
+    }
+  }
 }
 
 /** Remove all children. */
