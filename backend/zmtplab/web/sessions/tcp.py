@@ -1,20 +1,34 @@
-"""Real sessions over loopback TCP: two peers, ours (`peers.tcp.TcpPeer`) or libzmq's (pyzmq), and a tap.
+"""Real sessions over loopback TCP: nodes that are ours (`peers.tcp.TcpPeer`) or libzmq's (pyzmq), and taps.
 
-The server side binds on 127.0.0.1 (any free port); a forwarding tap listens on another
-free port and the client side connects to the tap. For every connection the tap opens
-one to the server and copies bytes both ways, feeding them to a `ConnectionDissector`
-as they pass: the browser sees exactly what crossed the wire, whoever produced it.
+A two-peer session has nodes `server` and `client` and one link; a topology session has up to
+24 nodes and 32 links. Every node that is bound binds its own loopback address (127.0.0.N in a
+topology, 127.0.0.1 for two peers) on a free port, and every link gets its own forwarding tap
+on another free port: the link's connecting node connects to the tap, and for every
+connection the tap opens one to the bound node and copies bytes both ways, feeding them to a
+`ConnectionDissector` as they pass. The browser sees exactly what crossed the wire, whoever
+produced it, each connection with its own id; a topology session's `conns` say which link it is.
 
-Because every byte goes through the tap, the session controls the wire: `pause` holds
-bytes in the tap (the peers feel TCP backpressure), `step` lets the next held chunk
-through, `play` releases everything. Faults act on the wire too: `corrupt_byte`,
-`split_writes`, `delay` and `close`; `kill` makes one peer die at once, as if its process
-had been killed (whatever it had not yet written is lost). A real session cannot step back.
+Because every byte goes through a tap, the session controls the wire: `pause` holds bytes in
+the taps (the peers feel TCP backpressure), `step` lets the next held chunk through, `play`
+releases everything. Faults act on the wire too: `corrupt_byte`, `split_writes`, `delay` and
+`close`; `kill` makes one node die at once, as if its process had been killed (whatever it had
+not yet written is lost). A real session cannot step back.
 
-When the tap cannot reach the server (it was killed, or stopped listening), it reports an
-`expert` event "target ... unreachable", stops listening (so a reconnecting client is refused
-by the kernel instead of spinning through the tap), and the session's state says `closed`.
-At most `session_max_connections` connections go through the tap at once.
+A topology session brings its links up one at a time, in the topology's order (each waits for
+the previous one's handshake, and a SUB's subscriptions to cross), so that a socket's pipes come
+up in link order, as in the simulation; a link with a `delay` (a late joiner) connects that many
+seconds after the others are up, and the script of a preset (its messages' `at` seconds) counts
+from then too. Each node's application reads as its `recv` says (`auto`: at once; `{"every": s}`:
+one message every s seconds, a slow consumer; `manual`: never by itself); what it reads is a
+`peer recv` event. A REP node's application answers every request (see `_answer`); the two ends of
+a `proxies` entry forward to each other, as zmq_proxy does. Our nodes' socket decisions
+(`peers.sockets`) are `socket` events; libzmq keeps its decisions to itself.
+
+When a tap cannot reach its node (it was killed, or stopped listening), it reports an `expert`
+event "target ... unreachable", stops listening (so a reconnecting client is refused by the kernel
+instead of spinning through the tap), and a session whose every tap did so says `closed`.
+At most `session_max_connections` connections (or, in a topology, one per link if that is more)
+go through the taps at once.
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ import itertools
 import logging
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +55,72 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 64 * 1024
 SEND_TIMEOUT = 5.0
+LINK_UP_TIMEOUT = 5.0  # seconds a topology link gets to complete its handshake before the next one goes anyway
+SUBSCRIPTION_GRACE = 0.05  # after a subscription crossed the wire, time for the publisher to take it in
 # The session faults a real TCP session takes, and those only a simulated one does (peers.faults).
 FAULTS = tuple(name for name, f in SESSION_FAULTS.items() if f.tcp)
 SIMULATED_ONLY = tuple(name for name, f in SESSION_FAULTS.items() if not f.tcp)
+CANNOT_RECV = frozenset({"PUSH", "PUB"})
+
+
+@dataclass
+class NodeSpec:
+    """What a real session needs of one node, from a topology or from a two-peer body's side."""
+
+    name: str
+    type: str
+    version: str = "3.1"
+    mechanism: str = "NULL"
+    identity: str = ""
+    username: str = ""
+    password: str = ""
+    libzmq: bool = False
+    greeting: str = "libzmq"
+    subscribe: tuple[str, ...] = ()
+    sndhwm: int = 1000
+    rcvhwm: int = 1000
+    recv: Any = "auto"  # "auto", "manual" or {"every": seconds}
+    binds: bool = False  # some link binds it: it is the mechanism's server
+
+    @property
+    def every(self) -> float | None:
+        """The slow consumer's interval between reads, or None."""
+        recv = self.recv
+        if isinstance(recv, dict):
+            value = recv.get("every")
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        value = getattr(recv, "every", None)
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+@dataclass
+class LinkSpec:
+    """One link: `connect` opens a TCP connection to `bind`, `delay` seconds after the others are up."""
+
+    index: int
+    connect: str
+    bind: str
+    delay: float = 0.0
+
+
+@dataclass
+class Plan:
+    """A real session's nodes, links, proxies and script (a two-peer body is nodes server/client, one link)."""
+
+    nodes: list[NodeSpec]
+    links: list[LinkSpec]
+    proxies: list[tuple[str, str]] = field(default_factory=list)
+    script: list[tuple[float, str, list[bytes]]] = field(default_factory=list)  # (at, from, frames)
+    topology: bool = False  # False: the two-peer body, run exactly as before topologies
+
+    @classmethod
+    def two_peer(cls, config: SessionCreate) -> Plan:
+        def spec(name: str, cfg: PeerConfig, binds: bool) -> NodeSpec:
+            return NodeSpec(name, cfg.type, cfg.version, cfg.mechanism, cfg.identity, cfg.username, cfg.password,
+                            cfg.libzmq, cfg.greeting, (cfg.subscribe,), binds=binds)
+
+        return cls([spec("server", config.server, True), spec("client", config.client, False)],
+                   [LinkSpec(0, "client", "server")])
 
 
 @dataclass
@@ -54,17 +132,33 @@ class _Held:
 
 
 @dataclass
+class _Tap:
+    """A link's listening tap: its connecting node connects here, each connection is forwarded to `target`."""
+
+    spec: LinkSpec
+    target: tuple[str, int]
+    listener: asyncio.AbstractServer | None = None
+    port: int = 0
+    lost: bool = False
+    up: asyncio.Event = field(default_factory=asyncio.Event)  # a connection's handshake (and subscriptions) done
+
+
+@dataclass
 class _Link:
-    """One connection through the tap."""
+    """One connection through a tap."""
 
     conn: str
     writers: dict[str, asyncio.StreamWriter]  # direction -> where its bytes go
+    tap: _Tap | None = None
     dissector: ConnectionDissector = field(default_factory=ConnectionDissector)
     decryptor: Any = None  # a CURVE connection's CurveDecryptor, from its HELLO on (our peers know their keys)
     eof: set[str] = field(default_factory=set)
     closed: bool = False
     tasks: list[asyncio.Task] = field(default_factory=list)
     sent: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})  # octets forwarded per direction
+    ready: set[str] = field(default_factory=set)  # directions whose handshake is done
+    subscriptions: int = 0  # SUBSCRIBE elements seen from a SUB end
+    ports: tuple[int, int] = (0, 0)  # the client's own port, the tap's port towards the server
 
 
 def _keys() -> tuple[bytes, bytes]:
@@ -81,13 +175,16 @@ class _LabSide:
         self.peer = peer
         self.drain: asyncio.Task | None = None
 
-    async def send(self, frames: list[bytes]) -> None:
+    async def send(self, frames: list[bytes], timeout: float | None = SEND_TIMEOUT) -> None:
         try:
-            await self.peer.send(frames, timeout=SEND_TIMEOUT)
+            await self.peer.send(frames, timeout=timeout)
         except TimeoutError:
             raise SessionError("could not send: no connection is ready to take the message") from None
         except (SocketStateError, Again, ValueError) as exc:
             raise SessionError(f"could not send: {exc}") from None
+
+    async def recv(self) -> list[bytes]:
+        return await self.peer.recv()
 
     def start_draining(self) -> None:
         async def run() -> None:
@@ -101,6 +198,9 @@ class _LabSide:
         """A SUB subscribes to `topic` (every message by default)."""
         if self.peer.options.socket_type in ("SUB",):
             self.peer.subscribe(topic)
+
+    def connect(self, endpoint: str) -> None:
+        self.peer.connect(endpoint)
 
     async def close(self) -> None:
         if self.drain is not None:
@@ -123,15 +223,18 @@ class _ZmqSide:
         self.authenticator = authenticator
         self.drain: asyncio.Task | None = None
 
-    async def send(self, frames: list[bytes]) -> None:
+    async def send(self, frames: list[bytes], timeout: float | None = SEND_TIMEOUT) -> None:
         import zmq
 
         try:
-            await asyncio.wait_for(self.socket.send_multipart(frames), SEND_TIMEOUT)
+            await asyncio.wait_for(self.socket.send_multipart(frames), timeout)
         except TimeoutError:
             raise SessionError("could not send: libzmq has no connection ready to take the message") from None
         except zmq.ZMQError as exc:
             raise SessionError(f"could not send: libzmq says {exc}") from None
+
+    async def recv(self) -> list[bytes]:
+        return await self.socket.recv_multipart()
 
     def start_draining(self) -> None:
         async def run() -> None:
@@ -147,6 +250,9 @@ class _ZmqSide:
 
         if self.socket.type == zmq.SUB:
             self.socket.setsockopt(zmq.SUBSCRIBE, topic)
+
+    def connect(self, endpoint: str) -> None:
+        self.socket.connect(endpoint)
 
     async def close(self) -> None:
         if self.drain is not None:
@@ -165,31 +271,47 @@ class _ZmqSide:
         await self.close()
 
 
+@dataclass
+class _Node:
+    spec: NodeSpec
+    host: str
+    side: _LabSide | _ZmqSide | None = None
+    port: int = 0  # where it listens (0: it binds nothing)
+    conns: dict[str, str] = field(default_factory=dict)  # our peer's connection id -> the session's (tap's)
+    ports: dict[int, str] = field(default_factory=dict)  # our peer's connections not yet mapped, by port
+    pipes: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe id -> the far node's name
+
+
+Side = _LabSide | _ZmqSide
+
+
 class TcpRuntime:
     """Drives a `tcp` session (see the module docstring)."""
 
-    def __init__(self, session: Session, config: SessionCreate, settings: Settings) -> None:
+    def __init__(self, session: Session, config: SessionCreate, settings: Settings, plan: Plan | None = None) -> None:
         self.session = session
         self.config = config
         self.settings = settings
+        self.plan = plan or Plan.two_peer(config)
         self.playing = config.autoplay
         self.speed = 1.0
-        self.server: _LabSide | _ZmqSide | None = None
-        self.client: _LabSide | _ZmqSide | None = None
-        self.tap: asyncio.AbstractServer | None = None
-        self.server_port = 0
+        self.nodes: dict[str, _Node] = {}
+        self.taps: list[_Tap] = []
         self.links: dict[str, _Link] = {}  # open connections (closed ones are forgotten)
-        self.connections = 0  # connections the tap has carried
+        self.conns: list[dict[str, Any]] = []  # every connection so far: conn, link, client, server (topologies)
+        self.connections = 0  # connections the taps have carried
         self.killed: set[str] = set()
-        self.tap_port = 0
-        self.target_lost = False
         self.held: deque[_Held] = deque()
         self.faults: list[tuple[str, dict[str, Any]]] = []
+        self.started = False  # a topology: every link is up and the script's clock runs
         self._ids = itertools.count()
+        self._msg_ids = itertools.count(1)
+        self._msgs: dict[tuple[bytes, ...], deque[int]] = {}  # a message's body -> the ids of its sends, oldest first
         self._closed = False
         self._t0 = 0.0
         self._rng = random.Random()
         self._tasks: set[asyncio.Task] = set()
+        self._on_topology: Callable[[], None] | None = getattr(session, "topology_changed", None)
 
     @staticmethod
     def check(config: SessionCreate) -> None:
@@ -200,6 +322,44 @@ class TcpRuntime:
                 raise SessionConfigError(f"{side}: a libzmq peer always announces ZMTP 3.1 (it downgrades by "
                                          "itself for older peers); choose version 3.1")
 
+    @staticmethod
+    def check_plan(plan: Plan) -> None:
+        """Refuses topologies a real session cannot run."""
+        for node in plan.nodes:
+            if node.libzmq and node.version != "3.1":
+                raise SessionConfigError(f"{node.name}: a libzmq node always announces ZMTP 3.1 (it downgrades by "
+                                         "itself for older peers); choose version 3.1")
+
+    # ---- what the two-peer tests and tools know of the runtime
+
+    @property
+    def server(self) -> Side | None:
+        node = self.nodes.get("server")
+        return node.side if node is not None else None
+
+    @property
+    def client(self) -> Side | None:
+        node = self.nodes.get("client")
+        return node.side if node is not None else None
+
+    @property
+    def server_port(self) -> int:
+        node = self.nodes.get("server")
+        return node.port if node is not None else 0
+
+    @property
+    def tap(self) -> asyncio.AbstractServer | None:
+        """The first link's tap (the only one of a two-peer session)."""
+        return self.taps[0].listener if self.taps else None
+
+    @property
+    def tap_port(self) -> int:
+        return self.taps[0].port if self.taps else 0
+
+    @property
+    def target_lost(self) -> bool:
+        return bool(self.taps) and all(tap.lost for tap in self.taps)
+
     # ---- setup
 
     def _now(self) -> float:
@@ -208,35 +368,70 @@ class TcpRuntime:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._t0 = loop.time()
-        cfg = self.config
+        plan = self.plan
         server_public, server_secret = _keys()
         client_public, client_secret = _keys()
         keys = {"server_public": server_public, "server_secret": server_secret,
                 "client_public": client_public, "client_secret": client_secret}
-        if cfg.server.libzmq:
-            self.server, self.server_port = self._zmq_server(cfg.server, keys)
-        else:
-            peer = self._lab_peer(cfg.server, keys, server=True)
-            endpoint = await peer.bind("tcp://127.0.0.1:0")
-            self.server = _LabSide(peer)
-            self.server_port = int(endpoint.rsplit(":", 1)[1])
-        self.tap = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        tap_port = self.tap_port = self.tap.sockets[0].getsockname()[1]
-        endpoint = f"tcp://127.0.0.1:{tap_port}"
-        if cfg.client.libzmq:
-            self.client = self._zmq_client(cfg.client, keys, endpoint)
-        else:
-            peer = self._lab_peer(cfg.client, keys, server=False)
-            peer.connect(endpoint)
-            self.client = _LabSide(peer)
-        for side, peer_cfg in ((self.server, cfg.server), (self.client, cfg.client)):
-            side.subscribe_all(peer_cfg.subscribe.encode())
-            side.start_draining()
+        for i, spec in enumerate(plan.nodes):
+            host = f"127.0.0.{i + 1}" if plan.topology else "127.0.0.1"
+            node = self.nodes[spec.name] = _Node(spec, host)
+            if spec.libzmq:
+                node.side = self._zmq_side(spec, keys)
+                if spec.binds:
+                    node.port = node.side.socket.bind_to_random_port(f"tcp://{host}")
+            else:
+                peer = self._lab_peer(spec, keys, node)
+                node.side = _LabSide(peer)
+                if spec.binds:
+                    endpoint = await peer.bind(f"tcp://{host}:0")
+                    node.port = int(endpoint.rsplit(":", 1)[1])
+        for link in plan.links:
+            target = self.nodes[link.bind]
+            tap = _Tap(link, (target.host, target.port))
+            tap.listener = await asyncio.start_server(lambda r, w, tap=tap: self._accept(tap, r, w), "127.0.0.1", 0)
+            tap.port = tap.listener.sockets[0].getsockname()[1]
+            self.taps.append(tap)
+        if not plan.topology:
+            self.nodes["client"].side.connect(f"tcp://127.0.0.1:{self.taps[0].port}")  # type: ignore[union-attr]
+            for node in self.nodes.values():
+                assert node.side is not None
+                node.side.subscribe_all(node.spec.subscribe[0].encode())
+                node.side.start_draining()
+            return
+        for node in self.nodes.values():
+            assert node.side is not None
+            if node.spec.type in ("SUB", "XSUB"):
+                for topic in node.spec.subscribe:
+                    self._subscribe(node, topic.encode())
+        self._spawn(self._bring_up())
 
-    def _lab_peer(self, cfg: PeerConfig, keys: dict[str, bytes], *, server: bool) -> TcpPeer:
+    def _subscribe(self, node: _Node, topic: bytes) -> None:
+        side = node.side
+        if isinstance(side, _LabSide):
+            side.peer.subscribe(topic)
+        elif isinstance(side, _ZmqSide):
+            import zmq
+
+            if node.spec.type == "SUB":
+                side.socket.setsockopt(zmq.SUBSCRIBE, topic)
+            else:
+                side.socket.send(b"\x01" + topic)
+
+    def _spawn(self, coro: Any) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _lab_peer(self, cfg: NodeSpec, keys: dict[str, bytes], node: _Node) -> TcpPeer:
+        server = cfg.binds
         opts: dict[str, Any] = {"identity": cfg.identity.encode(), "version": cfg.version,
                                 "strategy": GREETING_STRATEGY[cfg.greeting],
-                                "mechanism": cfg.mechanism, "name": "server" if server else "client"}
+                                "mechanism": cfg.mechanism, "name": cfg.name}
+        if self.plan.topology:
+            opts.update(sndhwm=cfg.sndhwm, rcvhwm=cfg.rcvhwm,
+                        on_event=lambda event, node=node: self._peer_event(node, event))
         if cfg.mechanism == "PLAIN":
             if server:
                 opts.update(plain_server=True, username=cfg.username or None,
@@ -251,19 +446,26 @@ class TcpRuntime:
                 opts.update(curve_serverkey=keys["server_public"], curve_publickey=keys["client_public"],
                             curve_secretkey=keys["client_secret"])
         try:
-            return TcpPeer(cfg.type, **opts)
+            peer = TcpPeer(cfg.type, **opts)
         except ValueError as exc:
-            raise SessionConfigError(str(exc)) from None
+            raise SessionConfigError(f"{cfg.name}: {exc}" if self.plan.topology else str(exc)) from None
+        if self.plan.topology:
+            self._watch_decisions(node, peer)
+        return peer
 
-    def _zmq_socket(self, cfg: PeerConfig, keys: dict[str, bytes], *, server: bool) -> tuple[Any, Any, Any]:
+    def _zmq_side(self, cfg: NodeSpec, keys: dict[str, bytes]) -> _ZmqSide:
         import zmq
         import zmq.asyncio
         from zmq.utils import z85
 
+        server = cfg.binds
         context = zmq.asyncio.Context()
         socket = context.socket(getattr(zmq, cfg.type))
         authenticator = None
         socket.setsockopt(zmq.LINGER, 0)
+        if self.plan.topology:
+            socket.setsockopt(zmq.SNDHWM, cfg.sndhwm)
+            socket.setsockopt(zmq.RCVHWM, cfg.rcvhwm)
         if cfg.identity:
             socket.setsockopt(zmq.ROUTING_ID, cfg.identity.encode())
         if cfg.mechanism == "PLAIN":
@@ -287,69 +489,234 @@ class TcpRuntime:
                 socket.setsockopt(zmq.CURVE_SERVERKEY, z85.encode(keys["server_public"]))
                 socket.setsockopt(zmq.CURVE_PUBLICKEY, z85.encode(keys["client_public"]))
                 socket.setsockopt(zmq.CURVE_SECRETKEY, z85.encode(keys["client_secret"]))
-        return context, socket, authenticator
+        return _ZmqSide(context, socket, authenticator)
 
-    def _zmq_server(self, cfg: PeerConfig, keys: dict[str, bytes]) -> tuple[_ZmqSide, int]:
-        context, socket, auth = self._zmq_socket(cfg, keys, server=True)
-        port = socket.bind_to_random_port("tcp://127.0.0.1")
-        return _ZmqSide(context, socket, auth), port
+    # ---- a topology's links, applications and script
 
-    def _zmq_client(self, cfg: PeerConfig, keys: dict[str, bytes], endpoint: str) -> _ZmqSide:
-        context, socket, auth = self._zmq_socket(cfg, keys, server=False)
-        socket.connect(endpoint)
-        return _ZmqSide(context, socket, auth)
+    async def _bring_up(self) -> None:
+        """Connects the links one at a time in order (each after the previous one is up, or has had its
+        time), starts the applications and proxies, then the late joiners and the script on one clock."""
+        plan = self.plan
+        loop = asyncio.get_running_loop()
+        for tap in self.taps:
+            if tap.spec.delay > 0:
+                continue
+            self._connect(tap)
+            deadline = loop.time() + LINK_UP_TIMEOUT
+            while not tap.up.is_set():
+                # Paused, the tap holds the handshake: wait as long as the user takes, the clock restarts then.
+                if self.playing and loop.time() > deadline:
+                    self.session.error(f"link {tap.spec.index} ({tap.spec.connect} -> {tap.spec.bind}) did not "
+                                       f"come up within {LINK_UP_TIMEOUT:g} s; the next one goes anyway")
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(tap.up.wait(), 0.05)
+                if not self.playing:
+                    deadline = loop.time() + LINK_UP_TIMEOUT
+        await asyncio.sleep(SUBSCRIPTION_GRACE)
+        proxied = {name for pair in plan.proxies for name in pair}
+        for node in self.nodes.values():
+            if node.spec.name not in proxied and node.spec.type not in CANNOT_RECV and node.spec.recv != "manual":
+                self._spawn(self._application(node))
+        for front, back in plan.proxies:
+            self._spawn(self._forward(self.nodes[front], self.nodes[back]))
+            self._spawn(self._forward(self.nodes[back], self.nodes[front]))
+        self.started = True
+        start = loop.time()
+        for tap in self.taps:
+            if tap.spec.delay > 0:
+                self._spawn(self._late(tap, start + tap.spec.delay))
+        senders: dict[str, list[tuple[float, list[bytes]]]] = {}
+        for at, name, frames in sorted(plan.script, key=lambda item: item[0]):
+            senders.setdefault(name, []).append((at, frames))
+        for name, messages in senders.items():
+            self._spawn(self._play_script(name, start, messages))
 
-    # ---- the tap
+    def _connect(self, tap: _Tap) -> None:
+        node = self.nodes[tap.spec.connect]
+        assert node.side is not None
+        if isinstance(node.side, _LabSide):
+            # (TcpPeer names a connect's pipe by the order of its connect() calls)
+            node.pipes[f"connect-{len(node.pipes) + 1}"] = tap.spec.bind
+        node.side.connect(f"tcp://127.0.0.1:{tap.port}")
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._closed or self.target_lost:
+    async def _late(self, tap: _Tap, when: float) -> None:
+        await asyncio.sleep(max(0.0, when - asyncio.get_running_loop().time()))
+        self._connect(tap)
+
+    async def _play_script(self, name: str, start: float, messages: list[tuple[float, list[bytes]]]) -> None:
+        """One node's part of the script, in order: a send that blocks holds back that node's later ones."""
+        loop = asyncio.get_running_loop()
+        for at, frames in messages:
+            await asyncio.sleep(max(0.0, start + at - loop.time()))
+            try:
+                await self.send(name, frames)
+            except SessionError as exc:
+                self.session.error(f"{name}: {exc}")
+
+    async def _application(self, node: _Node) -> None:
+        """The node's application reads as its `recv` says; a REP answers each request."""
+        side = node.side
+        assert side is not None
+        every = node.spec.every
+        with contextlib.suppress(SessionError, SocketStateError):
+            while not self._closed:
+                if every:
+                    await asyncio.sleep(every)
+                frames = await side.recv()
+                msg = self._received(node, frames)
+                if node.spec.type == "REP":
+                    await self._answer(node, frames, msg)
+
+    async def _answer(self, node: _Node, frames: list[bytes], msg: int | None) -> None:
+        """A REP application's reply: the request's frames with the node's name appended, so the requester
+        sees which server answered."""
+        reply = [*frames, node.spec.name.encode()]
+        self._sent(reply, reply_to=msg)
+        assert node.side is not None
+        await node.side.send(reply, timeout=None)
+
+    async def _forward(self, source: _Node, sink: _Node) -> None:
+        """One direction of a zmq_proxy between two nodes: whatever `source` receives, `sink` sends."""
+        assert source.side is not None and sink.side is not None
+        with contextlib.suppress(SessionError, SocketStateError):
+            while not self._closed:
+                frames = await source.side.recv()
+                await sink.side.send(frames, timeout=None)
+
+    def _sent(self, frames: list[bytes], reply_to: int | None = None) -> int:
+        """A new message id for an application's send, remembered by its body (see `_received`)."""
+        msg = next(self._msg_ids)
+        self._msgs.setdefault(_body(frames), deque()).append(msg)
+        return msg
+
+    def _received(self, node: _Node, frames: list[bytes]) -> int | None:
+        """A `peer recv` event for what an application read; its `msg` is the oldest send with the same body
+        (a real wire carries no ids: this is how a libzmq hop is followed)."""
+        event: dict[str, Any] = {"kind": "peer", "what": "recv", "peer": node.spec.name,
+                                 "frames": [f.hex() for f in frames], "t": round(self._now(), 6)}
+        ids = self._msgs.get(_body(frames))
+        msg = ids.popleft() if ids else None
+        if msg is not None:
+            event["msg"] = msg
+        self.session.add_event(event)
+        self.session.push_state()
+        return msg
+
+    # ---- our nodes' socket decisions
+
+    def _watch_decisions(self, node: _Node, peer: TcpPeer) -> None:
+        """Our socket's decisions become `socket` events (once `peers.sockets` reports them)."""
+        socket = peer.core.socket
+        if hasattr(socket, "on_decision"):
+            socket.on_decision = lambda decision, node=node: self._decision(node, decision)
+
+    def _decision(self, node: _Node, decision: dict[str, Any]) -> None:
+        event = {"kind": "socket", "node": node.spec.name, **decision, "t": round(self._now(), 6)}
+        pipe = event.pop("pipe", None)
+        if pipe is not None:
+            conn = node.conns.get(str(pipe))
+            if conn is not None:
+                event.setdefault("conn", conn)
+            far = node.pipes.get(str(pipe)) or self._far_end(node, conn)
+            if far is not None:
+                event.setdefault("peer", far)
+        self.session.add_event(event)
+
+    def _far_end(self, node: _Node, conn: str | None) -> str | None:
+        for item in self.conns:
+            if item["conn"] == conn:
+                return item["server"] if item["client"] == node.spec.name else item["client"]
+        return None
+
+    def _peer_event(self, node: _Node, event: dict[str, Any]) -> None:
+        """Notes the port of each new connection of our peer (its own as a client, the tap's as a server)."""
+        what = event.get("what")
+        if what not in ("connected", "accepted"):
+            return
+        address = event.get("local" if what == "connected" else "remote") or ""
+        port = address.rsplit(":", 1)[-1]
+        if port.isdigit():
+            node.ports[int(port)] = str(event.get("conn"))
+            self._map_ports(node)
+
+    # ---- the taps
+
+    async def _accept(self, tap: _Tap, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closed or tap.lost:
             writer.close()
             return
         limit = self.settings.session_max_connections
+        if self.plan.topology:
+            limit = max(limit, len(self.taps))
         if len(self.links) >= limit:
             self.session.error(f"a connection to the tap was refused: the session has {limit} open connections, "
                                "its limit")
             writer.transport.abort()
             return
         try:
-            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.server_port),
-                                                          SEND_TIMEOUT)
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*tap.target), SEND_TIMEOUT)
         except (OSError, TimeoutError) as exc:
-            self._target_lost(str(exc) or type(exc).__name__)
+            self._target_lost(tap, str(exc) or type(exc).__name__)
             writer.transport.abort()
             return
         conn = str(next(self._ids))
         self.connections += 1
-        link = _Link(conn, {"c2s": up_writer, "s2c": writer})
+        link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap)
         self.links[conn] = link
         client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
+        upstream = up_writer.get_extra_info("sockname") or ("127.0.0.1", 0)
+        link.ports = (client_addr[1], upstream[1])
         now = self._now()
-        self.session.add_connection(conn, (client_addr[0], client_addr[1]), ("127.0.0.1", self.server_port), now)
+        spec = tap.spec
+        if self.plan.topology:
+            client = (self.nodes[spec.connect].host, client_addr[1])
+            self.conns.append({"conn": conn, "link": spec.index, "client": spec.connect, "server": spec.bind})
+            for node_name in (spec.connect, spec.bind):
+                self._map_ports(self.nodes[node_name])
+        else:
+            client = (client_addr[0], client_addr[1])
+        self.session.add_connection(conn, client, tap.target, now)
         self._mark("open", conn=conn)
         link.tasks = [asyncio.create_task(self._pump(link, "c2s", reader)),
                       asyncio.create_task(self._pump(link, "s2c", up_reader))]
         for task in link.tasks:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        if self._on_topology is not None and self.plan.topology:
+            self._on_topology()
         self.session.push_state()
+
+    def _map_ports(self, node: _Node) -> None:
+        """Maps our peer's connections to the taps' ids, by the port both ends see (whichever saw it first)."""
+        for link in self.links.values():
+            for port, pc_id in list(node.ports.items()):
+                if port in link.ports:
+                    node.conns[pc_id] = link.conn
+                    del node.ports[port]
 
     def _mark(self, what: str, **data: Any) -> None:
         """A `link` log entry, as the simulation writes them: the page marks these in its sequence."""
         self.session.log({"kind": "link", "what": what, **data, "t": round(self._now(), 6)})
 
-    def _target_lost(self, why: str) -> None:
-        """The server cannot be reached: say so once, as an expert event and an error, and stop listening."""
-        if self.target_lost:
+    def _target_lost(self, tap: _Tap, why: str) -> None:
+        """A tap cannot reach its node: say so once, as an expert event and an error, and stop listening."""
+        if tap.lost:
             return
-        self.target_lost = True
+        tap.lost = True
         conn = str(next(self._ids))
-        text = f"target 127.0.0.1:{self.server_port} unreachable: {why}; the tap stopped listening"
+        host, port = tap.target
+        text = f"target {host}:{port} unreachable: {why}; the tap stopped listening"
         self.session.add_events([{"conn": conn, "dir": "c2s", "offset": 0, "length": 0, "kind": "expert",
                                   "severity": "error", "text": text, "fields": [], "t": round(self._now(), 6)}])
-        self.session.error(f"the tap could not reach the server ({why}): it stopped listening. Reset the session "
-                           "to start its peers again")
-        if self.tap is not None:
-            self.tap.close()
+        if self.plan.topology:
+            self.session.error(f"the tap of link {tap.spec.index} could not reach {tap.spec.bind} ({why}): it "
+                               "stopped listening. Reset the session to start its nodes again")
+        else:
+            self.session.error(f"the tap could not reach the server ({why}): it stopped listening. Reset the "
+                               "session to start its peers again")
+        if tap.listener is not None:
+            tap.listener.close()
         self.session.push_state()
 
     async def _pump(self, link: _Link, direction: str, reader: asyncio.StreamReader) -> None:
@@ -367,7 +734,7 @@ class TcpRuntime:
     async def _gate(self, link: _Link, direction: str, data: bytes) -> None:
         """Forwards now, or holds the bytes until play/step lets them through (the reader waits meanwhile)."""
         if self.playing and not self.held:
-            await self._forward(link, direction, data)
+            await self._forward_bytes(link, direction, data)
             return
         done = asyncio.get_running_loop().create_future()
         self.held.append(_Held(link, direction, data, done))
@@ -379,13 +746,13 @@ class TcpRuntime:
         while self.held and (count is None or n < count):
             item = self.held.popleft()
             try:
-                await self._forward(item.link, item.dir, item.data)
+                await self._forward_bytes(item.link, item.dir, item.data)
             finally:
                 if not item.done.done():
                     item.done.set_result(None)
             n += 1
 
-    async def _forward(self, link: _Link, direction: str, data: bytes) -> None:
+    async def _forward_bytes(self, link: _Link, direction: str, data: bytes) -> None:
         if link.closed:
             return
         data, split, delay = self._apply_faults(link, direction, data)
@@ -408,11 +775,22 @@ class TcpRuntime:
         except (ConnectionError, OSError):
             pass
 
+    def _fault_dir(self, link: _Link, args: dict[str, Any]) -> str | None:
+        """The direction a fault acts on in this link (None: any); in a topology `node` names the writer."""
+        node = args.get("node")
+        if node is not None and link.tap is not None:
+            if node == link.tap.spec.connect:
+                return "c2s"
+            if node == link.tap.spec.bind:
+                return "s2c"
+            return ""  # not this link
+        return args.get("dir")
+
     def _apply_faults(self, link: _Link, direction: str, data: bytes) -> tuple[bytes, bool, float]:
         split, delay = False, 0.0
         remaining = []
         for name, args in self.faults:
-            wanted = args.get("dir")
+            wanted = self._fault_dir(link, args)
             if wanted not in (None, direction):
                 remaining.append((name, args))
                 continue
@@ -442,8 +820,33 @@ class TcpRuntime:
             item["dir"] = d
             item["t"] = round(t, 6)
             events.append(item)
+            if link.tap is not None and self.plan.topology:
+                self._watch_handshake(link, d, event)
         self.session.add_events(events)
         self.session.push_state()
+
+    def _watch_handshake(self, link: _Link, direction: str, event: Any) -> None:
+        """Sets the link's tap `up` once both sides are ready and a SUB end's subscriptions have crossed."""
+        kind = event.kind
+        if kind == "greeting" and event.version in ("1.0", "2.0"):
+            link.ready.update(("c2s", "s2c"))  # (no handshake commands before 3.0)
+        elif kind == "command" and event.name in ("READY", "INITIATE"):
+            link.ready.add(direction)
+        elif kind == "command" and event.name == "SUBSCRIBE":
+            link.subscriptions += 1
+        elif kind == "message" and link.ready >= {"c2s", "s2c"}:
+            first = event.parts[0].body if event.parts else b""
+            if first[:1] == b"\x01":  # a 3.0 subscription
+                link.subscriptions += 1
+        assert link.tap is not None
+        spec = link.tap.spec
+        wanted = 0
+        for name in (spec.connect, spec.bind):
+            node = self.nodes[name].spec
+            if node.type in ("SUB", "XSUB"):
+                wanted += len(node.subscribe)
+        if link.ready >= {"c2s", "s2c"} and link.subscriptions >= wanted:
+            link.tap.up.set()
 
     def _with_decrypted(self, link: _Link, pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         """The dissector's events, each CURVE box followed by what it holds, when one of our peers has the key."""
@@ -460,9 +863,12 @@ class TcpRuntime:
                 out.extend(link.decryptor.feed(d, event))
         return out
 
+    def _lab_peers(self) -> list[TcpPeer]:
+        return [node.side.peer for node in self.nodes.values() if isinstance(node.side, _LabSide)]
+
     def _session_key(self, client_short: bytes) -> bytes | None:
-        for side in (self.server, self.client):
-            if isinstance(side, _LabSide) and (key := side.peer.core.session_key(client_short)) is not None:
+        for peer in self._lab_peers():
+            if (key := peer.core.session_key(client_short)) is not None:
                 return key
         return None
 
@@ -470,8 +876,7 @@ class TcpRuntime:
         """The CURVE key log of our peers' connections so far (libzmq keeps its keys to itself)."""
         from ...engine.curve import keylog_text
 
-        return keylog_text(k for side in (self.server, self.client) if isinstance(side, _LabSide)
-                           for k in side.peer.core.session_keys)
+        return keylog_text(k for peer in self._lab_peers() for k in peer.core.session_keys)
 
     async def _half_close(self, link: _Link, direction: str) -> None:
         if not link.eof and not link.closed:  # the first side to close: say who
@@ -505,12 +910,24 @@ class TcpRuntime:
 
     # ---- commands
 
+    def _node(self, name: str) -> _Node:
+        node = self.nodes.get(name)
+        if node is None:
+            raise SessionError(f"no node named {name!r}; one of {', '.join(self.nodes)}")
+        return node
+
     async def send(self, side: str, frames: list[bytes]) -> None:
         if side in self.killed:
-            raise SessionError(f"the {side} was killed; reset the session to start it again")
-        target = self.server if side == "server" else self.client
+            who = f"node {side}" if self.plan.topology else f"the {side}"
+            raise SessionError(f"{who} was killed; reset the session to start it again")
+        node = self.nodes.get(side)
+        if node is None and self.plan.topology:
+            self._node(side)
+        target = node.side if node is not None else None
         if target is None:
             raise SessionError("the session is not running")
+        if self.plan.topology:
+            self._sent(frames)
         await target.send(frames)
 
     async def play(self) -> None:
@@ -544,9 +961,13 @@ class TcpRuntime:
             return
         peer = args.get("peer")
         if peer is not None and args.get("dir") is None and name != "close":
-            if peer not in ("server", "client"):
-                raise SessionError("peer is 'server' or 'client'")
-            args = {**args, "dir": "s2c" if peer == "server" else "c2s"}  # the direction that peer writes
+            if self.plan.topology:
+                self._node(str(peer))
+                args = {**args, "node": peer}  # the direction it writes, link by link
+            else:
+                if peer not in ("server", "client"):
+                    raise SessionError("peer is 'server' or 'client'")
+                args = {**args, "dir": "s2c" if peer == "server" else "c2s"}  # the direction that peer writes
         if name == "close":
             self._mark("fault", fault="close", side=peer or "server")
             for link in list(self.links.values()):
@@ -558,16 +979,19 @@ class TcpRuntime:
         self.faults.append((name, dict(args)))
 
     async def _kill(self, side: Any) -> None:
-        if side not in ("server", "client"):
-            raise SessionError("side is 'server' or 'client'")
+        if self.plan.topology:
+            node = self._node(str(side))
+        else:
+            if side not in ("server", "client"):
+                raise SessionError("side is 'server' or 'client'")
+            node = self.nodes.get(side)
         if side in self.killed:
             raise SessionError(f"the {side} is already dead")
-        target = self.server if side == "server" else self.client
-        if target is None:
+        if node is None or node.side is None:
             raise SessionError("the session is not running")
         self.killed.add(side)
         self._mark("fault", fault="kill", peer=side)  # (before its connections close: the marks come in order)
-        await target.kill()
+        await node.side.kill()
 
     def position(self) -> int:
         return len(self.session.events)
@@ -577,7 +1001,7 @@ class TcpRuntime:
 
     def closed(self) -> bool:
         """True once the runtime stopped, or when connections came and went and none is open now
-        while nobody can open a new one (a peer was killed, or the tap lost its target)."""
+        while nobody can open a new one (a peer was killed, or the taps lost their targets)."""
         if self._closed:
             return True
         if self.links:
@@ -592,9 +1016,16 @@ class TcpRuntime:
             if not item.done.done():
                 item.done.set_result(None)
         self.held.clear()
-        if self.tap is not None:
-            self.tap.close()
-        for side in (self.client, self.server):
+        for tap in self.taps:
+            if tap.listener is not None:
+                tap.listener.close()
+        # The applications, proxies and script first: they must not use a socket that is closing.
+        for task in [*self._tasks]:
+            if not any(task in link.tasks for link in self.links.values()):
+                task.cancel()
+        order = ["client", "server"] if not self.plan.topology else list(self.nodes)
+        for name in order:
+            side = self.nodes[name].side if name in self.nodes else None
             if side is not None:
                 with contextlib.suppress(Exception):
                     await side.close()
@@ -609,9 +1040,18 @@ class TcpRuntime:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self.tap is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.tap.wait_closed(), 1.0)
+        for tap in self.taps:
+            if tap.listener is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(tap.listener.wait_closed(), 1.0)
+
+
+def _body(frames: list[bytes]) -> tuple[bytes, ...]:
+    """What identifies a message across hops: the frames after its envelope (up to an empty delimiter), the
+    last one when there is none (a ROUTER adds, and a DEALER or REQ hop may add, routing frames before it)."""
+    if b"" in frames:
+        return tuple(frames[frames.index(b"") + 1:])
+    return tuple(frames[-1:])
 
 
 def _number(value: Any, default: float, low: float, high: float) -> float:
