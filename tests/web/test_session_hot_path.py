@@ -176,7 +176,7 @@ def test_batched_socket_gets_exactly_the_messages_of_an_unbatched_one(tmp_path):
 
 
 def test_batch_clock_wakes_every_waiting_socket_at_one_tick():
-    from zmtplab.web.routes.sessions import BatchClock
+    from zmtplab.web.wspump import BatchClock
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
