@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,9 @@ LANGS = ("en", "zh-CN")
 DEFAULT = "en"
 CATALOG_DIR = Path(__file__).with_name("catalogs")
 PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.")
-"""Ids whose English is written by code that imports nothing of ours: `translate` recognises them."""
+TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "lessons.log.")
+"""Ids whose English is written by code as the contract has it (the engine imports nothing of ours): `translate`
+recognises their texts; every other id is rendered by `text` from its id."""
 
 
 def normalize_lang(value: str | None) -> str | None:
@@ -58,7 +59,7 @@ def pick_lang(query: str | None = None, accept_language: str | None = None) -> s
     return DEFAULT
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog(lang: str) -> dict[str, str]:
     """One language's backend catalog, `{id: text}`."""
     if lang not in LANGS:
@@ -137,6 +138,8 @@ def translate(english: str, lang: str) -> str:
         return english
     found = recognise(english)
     if found is None:
+        if "; " in english:  # findings join their reasons with "; "
+            return "\uff1b".join(translate(part, lang) for part in english.split("; "))
         return english
     msg_id, params = found
     params = {k: translate(v, lang) if k.startswith("text") else v for k, v in params.items()}
