@@ -32,11 +32,19 @@ Sources:
 - `wire`: hand-written bytes (`bytes` actions), fed to the dissector and to strict engine peers
   (`client`/`server`, optional) that must accept them unless `allow_errors`.
 - `capture`: a sample capture from `captures/` (by file name), optionally one connection.
+- `topology`: several simulated nodes, `{preset: ID}` or `{nodes, links, proxies}` as a topology
+  session's body has them (`peers.topology` checks them: docs/architecture.md, "Topologies").
 
 Actions: `run` (deliver until nothing moves), `deliver: N` (the next N writes), `until: ELEMENT`
 (deliver until that element exists), `send: {from, frames}`, `ping: {from, ttl, context}`,
 `subscribe`/`unsubscribe: {from, topic}`, `wait: SECONDS` (virtual time: heartbeats fire),
-`close: client|server`, `bytes: {from, hex | text | parts}` (hand-written bytes).
+`close: client|server`, `bytes: {from, hex | text | parts}` (hand-written bytes). On a topology,
+`from` is a node, and two more: `connect: {connect, bind}` (a late link), `recv: {node, count}`
+(a node with `recv: manual` reads). A selector's `node` and `peer` pick a socket decision
+(`kind: socket`, with `what` and `rule`) or a wire element by the node that sent it and the one
+it went to; a step's `decisions` are socket decisions it marks besides its element, and `expect`
+takes `inbox: {NODE: [messages]}` (exactly what that node's application read) and `decisions`
+(selectors, with `count` for an exact number).
 
 Every model forbids unknown keys, so a typo is an error, and `LessonError` names the file and the
 step (by number and title) it is about.
@@ -60,7 +68,10 @@ MAX_CHUNK = 1 << 20
 
 Side = Literal["client", "server"]
 Direction = Literal["c2s", "s2c"]
-Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
+Kind = Literal["greeting", "command", "frame", "message", "expert", "gap", "socket"]
+NODE_NAME = r"^[A-Za-z0-9_.-]{1,32}$"
+# A node of a session or wire source: its two sides. (A topology names its own nodes.)
+NodeName = Annotated[str, Field(pattern=NODE_NAME)]
 
 
 class LessonError(ValueError):
@@ -182,6 +193,36 @@ class SessionSource(_Model):
         return self
 
 
+class TopologySource(_Model):
+    """Several simulated nodes: a preset's topology (`preset: ID`), or nodes, links and proxies as a session's
+    topology body has them (docs/architecture.md), on the same virtual clock; checked by `peers.topology`."""
+
+    preset: str | None = Field(None, max_length=40)
+    nodes: list[dict[str, Any]] = Field(default_factory=list, max_length=24)
+    links: list[dict[str, Any]] = Field(default_factory=list, max_length=32)
+    proxies: list[dict[str, Any]] = Field(default_factory=list, max_length=12)
+    seed: int = 1
+    allow_errors: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> TopologySource:
+        if (self.preset is None) == (not self.nodes):
+            raise ValueError("a topology is a `preset` or `nodes` (with `links`), not both")
+        self.topology()  # a ValueError names the node or link at fault
+        return self
+
+    def topology(self):  # -> peers.topology.Topology (imported lazily: the loader needs no runtime)
+        """The checked topology (a preset's comes with its script); a ValueError names what is wrong."""
+        from ..peers import topology
+
+        if self.preset is not None:
+            return topology.preset(self.preset).topology
+        return topology.Topology.from_dict({"nodes": self.nodes, "links": self.links, "proxies": self.proxies})
+
+    def node_names(self) -> list[str]:
+        return [node.name for node in self.topology().nodes]
+
+
 class WireSource(_Model):
     """Hand-written bytes; `client`/`server` are strict engine peers that read what the other side wrote."""
 
@@ -215,13 +256,17 @@ class ElementSelector(_Model):
     name: str | None = None  # command name
     more: bool | None = None  # frames
     long: bool | None = None  # frames
-    text: str | None = None  # expert text contains this
+    text: str | None = None  # an expert's or a socket decision's text contains this
     conn: str | None = None
+    node: str | None = None  # socket decisions (kind socket): the node that decided
+    what: str | None = None  # ... route, queue, drop, block, filter, deliver, strip, envelope, ...
+    rule: str | None = None  # ... round-robin, fair-queue, identity-routing, sndhwm, ...
+    peer: str | None = None  # ... the node at the far end of the pipe
     index: int = 0
 
 
 class SendAction(_Model):
-    from_: Side = Field(alias="from")
+    from_: NodeName = Field(alias="from")
     frames: list[FrameSpec] = Field(min_length=1, max_length=64)
 
     @field_validator("frames", mode="before")
@@ -237,8 +282,27 @@ class PingAction(_Model):
 
 
 class TopicAction(_Model):
-    from_: Side = Field(alias="from")
+    from_: NodeName = Field(alias="from")
     topic: str = Field("", max_length=255)
+
+
+class LinkAction(_Model):
+    """A topology's node connects (late) to another: a link as a topology's `links` have it."""
+
+    connect: NodeName
+    bind: NodeName
+
+
+class RecvAction(_Model):
+    """A node whose application reads by hand (`recv: manual`) reads `count` messages."""
+
+    node: NodeName
+    count: int = Field(1, ge=1, le=10_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        return {"node": value} if isinstance(value, str) else value
 
 
 class BytesAction(_Model):
@@ -273,6 +337,8 @@ class Action(_Model):
     wait: float | None = Field(None, gt=0, le=3600)
     close: Side | None = None
     bytes_: BytesAction | None = Field(None, alias="bytes")
+    connect: LinkAction | None = None  # topology sources
+    recv: RecvAction | None = None  # topology sources
 
     @model_validator(mode="before")
     @classmethod
@@ -349,13 +415,19 @@ class Question(_Model):
 
 
 class ReceivedExpect(_Model):
-    peer: Side
+    peer: NodeName
     frames: list[FrameSpec]
 
     @field_validator("frames", mode="before")
     @classmethod
     def _frames(cls, value: Any) -> Any:
         return [_chunk(v) for v in value] if isinstance(value, list) else value
+
+
+class DecisionExpect(ElementSelector):
+    """Socket decisions that must be in a scene: the selector's filters (`kind` is `socket`), and how many."""
+
+    count: int | None = Field(None, ge=0)
 
 
 class Expect(_Model):
@@ -365,6 +437,22 @@ class Expect(_Model):
     experts: list[str] = Field(default_factory=list)  # substrings of expert texts in the scene
     received: list[ReceivedExpect] = Field(default_factory=list)  # messages the applications received
     writes: dict[Direction, list[int]] = Field(default_factory=dict)  # sizes of a direction's first writes
+    # Topology sources: every message a node's application received so far, in order (exactly these).
+    inbox: dict[str, list[list[FrameSpec]]] = Field(default_factory=dict)
+    # Topology sources: socket decisions that must be in the scene (`count`: exactly that many match).
+    decisions: list[DecisionExpect] = Field(default_factory=list)
+
+    @field_validator("inbox", mode="before")
+    @classmethod
+    def _inbox(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: [[_chunk(f) for f in m] if isinstance(m, list) else m for m in v] if isinstance(v, list) else v
+                for k, v in value.items()}
+
+
+SOURCE_KINDS = ("session", "wire", "capture", "topology")
+TOPOLOGY_ACTIONS = frozenset({"run", "send", "subscribe", "unsubscribe", "wait", "connect", "recv"})
 
 
 class Step(_Model):
@@ -373,16 +461,19 @@ class Step(_Model):
     session: SessionSource | None = None
     wire: WireSource | None = None
     capture: CaptureSource | None = None
+    topology: TopologySource | None = None
     do: list[Action] = Field(default_factory=list, max_length=200)
     run: bool = True
     element: ElementSelector | None = None
     highlight: list[Highlight] = Field(default_factory=list, max_length=32)
+    # Socket decisions the step points at besides its element (topology sources): marked in the scene.
+    decisions: list[ElementSelector] = Field(default_factory=list, max_length=16)
     question: Question | None = None
     expect: Expect | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Step:
-        sources = [k for k in ("session", "wire", "capture") if getattr(self, k) is not None]
+        sources = [k for k in SOURCE_KINDS if getattr(self, k) is not None]
         if len(sources) > 1:
             raise ValueError(f"a step has at most one source, not {' and '.join(sources)}")
         if self.highlight and self.element is None:
@@ -393,10 +484,42 @@ class Step(_Model):
 
     @property
     def source_kind(self) -> str | None:
-        for k in ("session", "wire", "capture"):
+        for k in SOURCE_KINDS:
             if getattr(self, k) is not None:
                 return k
         return None
+
+
+SIDES = ("client", "server")
+
+
+def _node_problem(step: Step, kind: str | None, names: list[str]) -> str | None:
+    """What is wrong with the nodes a step names (None when nothing): an action or an expectation must name a
+    node of the step's source, topology actions go with a topology, and socket decisions come from one only."""
+    for action in step.do:
+        if kind == "topology" and action.name not in TOPOLOGY_ACTIONS:
+            return f"a topology takes no `{action.name}` action (it takes {', '.join(sorted(TOPOLOGY_ACTIONS))})"
+        if kind != "topology" and action.name in ("connect", "recv"):
+            return f"`{action.name}` acts on a topology's nodes; this step's source is a {kind}"
+        named = [getattr(v, "from_", None) for _, v in action if v is not None and hasattr(v, "from_")]
+        if action.connect is not None:
+            named += [action.connect.connect, action.connect.bind]
+        if action.recv is not None:
+            named.append(action.recv.node)
+        for name in named:
+            if name not in names:
+                return f"`{action.name}` names {name!r}, which is not a node here ({', '.join(names)})"
+    expect = step.expect
+    wanted = [r.peer for r in expect.received] + list(expect.inbox) if expect is not None else []
+    for name in wanted:
+        if name not in names:
+            return f"`expect` names {name!r}, which is not a node here ({', '.join(names)})"
+    decisions = list(step.decisions) + (list(expect.decisions) if expect is not None else [])
+    if decisions and kind != "topology":
+        return "socket decisions (`decisions`) come from a topology source"
+    if expect is not None and expect.inbox and kind != "topology":
+        return "`inbox` goes with a topology source"
+    return None
 
 
 class Reference(_Model):
@@ -423,12 +546,20 @@ class Lesson(_Model):
     @model_validator(mode="after")
     def _first_source(self) -> Lesson:
         if self.steps[0].source_kind is None:
-            raise ValueError("the first step needs a source (session, wire or capture)")
+            raise ValueError("the first step needs a source (session, wire, capture or topology)")
         kind = None
+        names: list[str] = []
         for number, step in enumerate(self.steps, 1):
             kind = step.source_kind or kind
             if step.do and kind == "capture":
                 raise ValueError(f"step {number}: a capture takes no actions (`do`)")
+            if step.topology is not None:
+                names = step.topology.node_names()
+            elif step.source_kind is not None:
+                names = list(SIDES)
+            problem = _node_problem(step, kind, names)
+            if problem:
+                raise ValueError(f"step {number} ({step.title!r}): {problem}")
         return self
 
     def summary_dict(self) -> dict[str, Any]:

@@ -17,6 +17,11 @@ Sources:
 - `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
   accept them (a spec's worked example, byte for byte).
 - `capture`: a sample capture dissected by the capture reader.
+- `topology`: a topology's nodes on the same simulator, one connection per link (numbered in link
+  order, a `connect` action's link after them). The scene keeps each wire element's connection,
+  shows the sockets' decisions (`kind: socket`) and the applications' receives (`kind: peer`,
+  `what: recv`) as events, as a topology session's stream has them, and carries the topology
+  with its `conns` (connection -> client and server node) and the `decisions` the step marks.
 
 Anything a step names that does not exist (an element, a field, a field with that value, an
 answer) raises `LessonPlayError` naming the lesson and the step: the lesson check in the test
@@ -46,6 +51,7 @@ from .loader import (
     Question,
     SessionSource,
     Step,
+    TopologySource,
     WireSource,
 )
 
@@ -87,6 +93,8 @@ class StepScene:
     highlights: list[dict[str, Any]] = dc_field(default_factory=list)
     question: Question | None = None
     answer_fields: list[int] = dc_field(default_factory=list)
+    decisions: list[int] = dc_field(default_factory=list)  # socket decisions the step points at (event indexes)
+    topology: dict[str, Any] | None = None  # a topology source's nodes, links, proxies and conns
 
     def public(self) -> dict[str, Any]:
         """The JSON the browser gets (the question without its answer)."""
@@ -95,6 +103,9 @@ class StepScene:
             "events": self.events, "element": self.element, "field": self.field, "highlights": self.highlights,
             "writes": self.writes, "received": self.received, "log": self.log, "question": None,
         }
+        if self.topology is not None:  # (only then: the other lessons' scenes stay as they were)
+            out["topology"] = self.topology
+            out["decisions"] = self.decisions
         if self.question is not None:
             q = self.question
             out["question"] = {"prompt": q.prompt, "kind": q.answer.kind, "choices": q.choices}
@@ -112,6 +123,7 @@ class _Source:
         self.received: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.conns: dict[str, tuple[str, str]] = {}  # topology sources: conn -> (client node, server node)
         self.now = 0.0
 
     def describe(self) -> dict[str, Any]:
@@ -247,7 +259,7 @@ class _SessionSource(_Source):
         elif name == "until":
             assert action.until is not None
             for _ in range(MAX_DELIVERIES):
-                if _select(self.events, action.until, strict=False) is not None:
+                if _select(self.events, action.until, strict=False, conns=self.conns) is not None:
                     break
                 if not self._step():
                     raise LessonPlayError(f"until: the link went quiet before {_describe(action.until)} appeared")
@@ -290,6 +302,108 @@ class _SessionSource(_Source):
             sim.inject("garbage", conn=self.conn, dir=OUT_DIR[raw.from_], data=raw.to_bytes())
         else:  # pragma: no cover - the model admits nothing else
             super().apply(action)
+        self._take_log()
+        self.now = max(self.now, sim.t)
+
+
+def build_topology(sim: Simulation, topo) -> None:
+    """Adds a topology's nodes to `sim` and connects its links (in order: the first link is connection "1")."""
+    for node in topo.nodes:
+        if node.mechanism != "NULL":
+            raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
+        if node.recv_every is not None or topo.proxies:
+            raise LessonPlayError("slow consumers and proxies need peers.Simulation's topology support")
+        # No reconnection: a lesson's connection, once closed, stays closed.
+        sim.add_peer(node.name, node.type, auto_recv=node.recv == "auto", reconnect_ivl=0,
+                     identity=node.identity.encode("utf-8"), version=node.version,
+                     strategy="full" if node.greeting == "full" else "partial",
+                     sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
+        for topic in node.subscribe:
+            sim.subscribe(node.name, topic.encode("utf-8"))
+    for link in topo.links:
+        sim.connect(link.connect, link.bind)
+
+
+class _TopologySource(_SessionSource):
+    """Several nodes on `peers.Simulation`: a topology's nodes, links and proxies (see the module docstring)."""
+
+    kind = "topology"
+
+    def __init__(self, spec: TopologySource) -> None:
+        _Source.__init__(self)
+        self.spec = spec
+        self.topo = spec.topology()
+        self.links = list(self.topo.links)  # the topology's links, then the ones `connect` actions add
+        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
+        self.sim.on_write = self._on_write
+        self.seen = 0
+        build_topology(self.sim, self.topo)
+        self._take_log()
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": "topology", "nodes": [{"name": n.name, "type": n.type} for n in self.topo.nodes],
+                **({"preset": self.spec.preset} if self.spec.preset else {})}
+
+    def topology(self) -> dict[str, Any]:
+        """The topology as a session's `topology` message has it: nodes, links, proxies and the conns so far."""
+        out = {**self.topo.to_dict(), "links": [link.to_dict() for link in self.links]}
+        out.pop("script", None)
+        index = {(link.connect, link.bind): i for i, link in enumerate(self.links)}
+        out["conns"] = [{"conn": conn, "link": index.get((client, server)), "client": client, "server": server}
+                        for conn, (client, server) in self.conns.items()]
+        return out
+
+    def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
+        self.writes.append({"conn": conn, "dir": direction, "offset": offset, "length": length,
+                            "t": round(self.sim.t, 6)})
+
+    def _take_log(self) -> None:
+        """Wire elements keep their connection; socket decisions and application receives are events too."""
+        entries = self.sim.events
+        for entry in entries[self.seen:]:
+            kind = entry["kind"]
+            if kind == "link":
+                if entry["what"] == "open":
+                    self.conns[entry["conn"]] = (entry["client"], entry["server"])
+                continue
+            if kind == "peer":
+                self._peer_entry(entry)
+                if entry["what"] != "recv":
+                    continue
+            item = {**entry, "t": round(entry["t"], 6)}
+            item["seq"] = len(self.events)
+            self.events.append(item)
+        self.seen = len(entries)
+
+    def apply(self, action: Action) -> None:
+        name = action.name
+        sim = self.sim
+        if name == "send":
+            send = action.send
+            assert send is not None
+            try:
+                sim.send(send.from_, [f.to_bytes() for f in send.frames])
+            except ValueError as exc:
+                raise LessonPlayError(f"send from {send.from_}: {exc}") from None
+            # (A send that must wait is what a lesson about high-water marks shows: no error.)
+        elif name == "connect":
+            link = action.connect
+            assert link is not None
+            from ..peers.topology import Link, Topology, validate
+
+            new = Link(connect=link.connect, bind=link.bind)
+            validate(Topology(self.topo.nodes, (*self.links, new), self.topo.proxies))
+            self.links.append(new)
+            sim.connect(link.connect, link.bind)
+        elif name == "recv":
+            recv = action.recv
+            assert recv is not None
+            for n in range(recv.count):
+                if sim.recv(recv.node) is None:
+                    raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
+        else:
+            super().apply(action)
+            return
         self._take_log()
         self.now = max(self.now, sim.t)
 
@@ -397,7 +511,23 @@ def _describe(sel: ElementSelector) -> str:
     return f"element ({', '.join(parts) or 'any'}; index {sel.index})"
 
 
-def _matches(ev: dict[str, Any], sel: ElementSelector) -> bool:
+def _ends(ev: dict[str, Any], conns: dict[str, tuple[str, str]]) -> tuple[Any, Any]:
+    """(the node that decided or sent, the node at the far end) of a socket decision or a wire element."""
+    if ev.get("kind") == "socket":
+        return ev.get("node"), ev.get("peer")
+    client, server = conns.get(str(ev.get("conn")), (None, None))
+    return (client, server) if ev.get("dir") == "c2s" else (server, client)
+
+
+def _matches(ev: dict[str, Any], sel: ElementSelector, conns: dict[str, tuple[str, str]] | None = None) -> bool:
+    if sel.node is not None or sel.peer is not None:
+        node, peer = _ends(ev, conns or {})
+        if (sel.node is not None and node != sel.node) or (sel.peer is not None and peer != sel.peer):
+            return False
+    if sel.what is not None and (ev.get("kind") != "socket" or ev.get("what") != sel.what):
+        return False
+    if sel.rule is not None and ev.get("rule") != sel.rule:
+        return False
     if sel.dir is not None and ev.get("dir") != sel.dir:
         return False
     if sel.kind is not None and ev.get("kind") != sel.kind:
@@ -413,8 +543,9 @@ def _matches(ev: dict[str, Any], sel: ElementSelector) -> bool:
     return sel.conn is None or ev.get("conn") == sel.conn
 
 
-def _select(events: list[dict[str, Any]], sel: ElementSelector, *, strict: bool = True) -> int | None:
-    found = [i for i, ev in enumerate(events) if _matches(ev, sel)]
+def _select(events: list[dict[str, Any]], sel: ElementSelector, *, strict: bool = True,
+            conns: dict[str, tuple[str, str]] | None = None) -> int | None:
+    found = [i for i, ev in enumerate(events) if _matches(ev, sel, conns)]
     try:
         return found[sel.index]
     except IndexError:
@@ -450,6 +581,10 @@ def _resolve_highlight(ev: dict[str, Any], hl: Highlight) -> dict[str, Any]:
             "label": hl.label or f["name"]}
 
 
+def _texts(messages: list[list[str]]) -> list[list[str]]:
+    return [[text_or_hex(bytes.fromhex(f)) for f in m] for m in messages]
+
+
 def _check_expect(src: _Source, expect: Expect) -> None:
     log_text = "\n".join(e["text"] for e in src.log)
     for want in expect.log:
@@ -464,6 +599,18 @@ def _check_expect(src: _Source, expect: Expect) -> None:
         if not any(r["peer"] == want.peer and r["hex"] == frames for r in src.received):
             raise LessonPlayError(f"expected {want.peer} to receive {[f.to_bytes() for f in want.frames]}; "
                                   f"received: {[(r['peer'], r['frames']) for r in src.received]}")
+    for node, messages in expect.inbox.items():
+        wanted = [[f.to_bytes().hex() for f in m] for m in messages]
+        got = [r["hex"] for r in src.received if r["peer"] == node]
+        if got != wanted:
+            raise LessonPlayError(f"expected {node} to have received exactly {_texts(wanted)}; it received "
+                                  f"{_texts(got)}")
+    for want in expect.decisions:
+        found = [ev for ev in src.events if ev.get("kind") == "socket" and _matches(ev, want, src.conns)]
+        if (want.count is None and not found) or (want.count is not None and len(found) != want.count):
+            shown = [ev.get("text") for ev in src.events if ev.get("kind") == "socket"]
+            raise LessonPlayError(f"expected {'some' if want.count is None else want.count} socket decision(s) "
+                                  f"{_describe(want)}, found {len(found)}; the decisions: {shown}")
     for direction, sizes in expect.writes.items():
         got = [w["length"] for w in src.writes if w["dir"] == direction][: len(sizes)]
         if got != sizes:
@@ -484,8 +631,12 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
     scene = StepScene(lesson=lesson.id, number=number, title=step.title, source=src.describe(),
                       events=list(src.events), writes=list(src.writes), received=list(src.received),
                       log=list(src.log), question=step.question)
+    if isinstance(src, _TopologySource):
+        scene.topology = src.topology()
+        scene.decisions = [_select(src.events, sel.model_copy(update={"kind": "socket"}), conns=src.conns)
+                           for sel in step.decisions]
     if step.element is not None:
-        scene.element = _select(src.events, step.element)
+        scene.element = _select(src.events, step.element, conns=src.conns)
         ev = src.events[scene.element]
         scene.highlights = [_resolve_highlight(ev, hl) for hl in step.highlight]
         if scene.highlights:
@@ -513,6 +664,8 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
                 src = _WireSource(step.wire)
             elif step.capture is not None:
                 src = _CaptureSource(step.capture, captures_dir)
+            elif step.topology is not None:
+                src = _TopologySource(step.topology)
             assert src is not None  # the loader insists the first step has a source
             scenes.append(_play_step(lesson, number, step, src))
         except (LessonPlayError, ValueError, LocalProtocolError) as exc:
