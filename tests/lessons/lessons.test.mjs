@@ -153,6 +153,40 @@ test('lesson views keep lesson data and payloads as text', () => {
   assert.ok(byClass(listEl, 'lesson-item')[0].classList.contains('current'));
 });
 
+test("a topology step's panel lists its socket decisions and names the nodes of each write", () => {
+  const doc = createDocument();
+  const calls = [];
+  const handlers = new Proxy({}, { get: (_, name) => (...args) => calls.push([name, ...args]) });
+  const panelEl = doc.createElement('div');
+  const panel = new LessonPanel(panelEl, handlers);
+  panel.setLesson({ id: 'x', title: 't', steps: [{ number: 1, title: 'one', narration_tree: [] }], references: [] });
+  const events = [
+    { kind: 'message', conn: '2', dir: 's2c', frames: [] },
+    { kind: 'socket', node: 'vent', what: 'route', rule: 'round-robin', peer: 'w2', text: EVIL },
+    { kind: 'socket', node: 'vent', what: 'route', rule: 'round-robin', peer: 'w3', text: 'PUSH chose the pipe to w3' },
+  ];
+  panel.setStep(1, {
+    source: { type: 'topology', nodes: [{ name: 'vent', type: 'PUSH' }, { name: 'w2', type: 'PULL' }] },
+    events,
+    decisions: [2, 1, 7], // an index that is not an event is left out
+    topology: { conns: [{ conn: '2', link: 1, client: 'w2', server: 'vent' }] },
+    writes: [{ conn: '2', dir: 's2c', offset: 0, length: 10, t: 0.001 }, { conn: '2', dir: 'c2s', offset: 0, length: 10, t: 0.001 }],
+  });
+  assert.ok(panelEl.textContent.includes('Simulated topology · vent PUSH · w2 PULL'));
+  const buttons = byClass(panelEl, 'decision');
+  assert.deepEqual(buttons.map((b) => b.textContent), ['vent: PUSH chose the pipe to w3 (round-robin)', `vent: ${EVIL} (round-robin)`]);
+  assert.ok(!new Set(doc.created.map((e) => e.tagName)).has('IMG'));
+  buttons[1].click();
+  assert.deepEqual(calls, [['onDecision', 1]]);
+  panel.setSelectedDecision(1);
+  assert.deepEqual(buttons.map((b) => b.classList.contains('selected')), [false, true]);
+  assert.deepEqual(byClass(panelEl, 'wire-dir').map((e) => e.textContent), ['vent → w2', 'w2 → vent']);
+  // A step without decisions hides the box.
+  panel.setStep(1, { source: { type: 'session' }, events: [] });
+  assert.equal(byClass(panelEl, 'decision').length, 0);
+  assert.equal(byClass(panelEl, 'decision-box')[0].hidden, true);
+});
+
 test('the lessons API client caches GETs and reports errors', async () => {
   const { fetch, calls } = fakeFetch((url) => (url.endsWith('/nope') ? [404, { detail: "no lesson 'nope'" }] : [200, { lessons: [] }]));
   const api = createLessonsApi({ fetch });

@@ -64,6 +64,7 @@ export function startLessons(host) {
     },
     onCheck: () => answers.check(),
     onChoice: (choice) => answers.submit({ choice }),
+    onDecision: (index) => userSelect(index),
   });
 
   function showList(on) {
@@ -202,6 +203,7 @@ export function startLessons(host) {
   wb.selection.subscribe((s, prev) => {
     if (s.field !== prev.field || s.index !== prev.index) {
       panel.setFocused(s.index === (view.scene && view.scene.element) ? s.field : null);
+      panel.setSelectedDecision(s.index);
       answers.updateSelectedText();
       broadcast();
       raf(revealField);

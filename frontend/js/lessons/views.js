@@ -56,7 +56,15 @@ function sourceText(source) {
   if (source.type === 'session') return `Simulated peers · server ${peer(source.server)} · client ${peer(source.client)}`;
   if (source.type === 'wire') return `Hand-written bytes, read by strict engine peers (server ${peer(source.server)}, client ${peer(source.client)})`;
   if (source.type === 'capture') return `Sample capture ${source.file} (real libzmq 4.3.5)`;
+  if (source.type === 'topology') return `Simulated topology${source.preset ? ` (preset ${source.preset})` : ''} · ${(source.nodes || []).map((n) => `${n.name} ${n.type}`).join(' · ')}`;
   return '';
+}
+
+/** Who wrote a write: "client → server", or on a topology the nodes of its connection ("w1 → vent"). */
+function writeText(w, topology) {
+  const conn = topology && (topology.conns || []).find((c) => String(c.conn) === String(w.conn));
+  if (conn) return w.dir === 'c2s' ? `${conn.client} → ${conn.server}` : `${conn.server} → ${conn.client}`;
+  return w.dir === 'c2s' ? 'client → server' : 'server → client';
 }
 
 function framesText(frames) {
@@ -65,7 +73,7 @@ function framesText(frames) {
 
 export class LessonPanel {
   /**
-   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice) }
+   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice), onDecision(index) }
    */
   constructor(container, handlers) {
     const d = (this.doc = container.ownerDocument);
@@ -83,6 +91,9 @@ export class LessonPanel {
     this.chips = h(d, 'div', { class: 'hl-chips' });
     this.hlToggle = h(d, 'button', { type: 'button', class: 'small toggle-button', attrs: { 'aria-pressed': 'true' }, text: 'Highlights on', on: { click: () => handlers.onHighlights(this.hlToggle.getAttribute('aria-pressed') !== 'true') } });
     this.hlBox = h(d, 'section', { class: 'box hl-box' }, h(d, 'div', { class: 'hl-head' }, h(d, 'h3', { text: 'Highlighted fields' }), this.hlToggle), this.chips);
+    // A topology step's socket decisions (the events it points at besides its element): click one to select it.
+    this.decisions = h(d, 'ol', { class: 'plain-list decision-list' });
+    this.decisionBox = h(d, 'section', { class: 'box decision-box', hidden: true }, h(d, 'h3', { text: 'Socket decisions' }), this.decisions);
     this.question = h(d, 'section', { class: 'box question', attrs: { 'aria-live': 'polite' } });
     this.wire = h(d, 'ol', { class: 'wire-list' });
     this.received = h(d, 'ul', { class: 'plain-list' });
@@ -103,7 +114,7 @@ export class LessonPanel {
     );
     const body = h(d, 'section', { class: 'box step-box' }, this.stepTitle, this.sourceEl, this.narration, this.errorEl);
     clear(container);
-    container.append(head, body, this.hlBox, this.question, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
+    container.append(head, body, this.hlBox, this.decisionBox, this.question, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
   }
 
   setLesson(lesson) {
@@ -163,13 +174,14 @@ export class LessonPanel {
       this.chipButtons.push(b);
       this.chips.appendChild(b);
     }
+    this.renderDecisions(scene);
     this.renderQuestion(scene ? scene.question : null);
     const writes = scene ? scene.writes || [] : [];
     this.wireBox.hidden = !writes.length;
     const shown = writes.slice(-40);
     if (writes.length > shown.length) this.wire.appendChild(h(d, 'li', { class: 'muted', text: `… ${writes.length - shown.length} earlier writes` }));
     for (const w of shown) {
-      this.wire.appendChild(h(d, 'li', { class: `wire ${w.dir}` }, h(d, 'span', { class: 'wire-dir', text: w.dir === 'c2s' ? 'client → server' : 'server → client' }), h(d, 'span', { class: 'wire-len', text: `${w.length} octet${w.length === 1 ? '' : 's'}` }), h(d, 'span', { class: 'wire-at muted', text: `at ${w.offset}, t=${Number(w.t).toFixed(3)} s` })));
+      this.wire.appendChild(h(d, 'li', { class: `wire ${w.dir}` }, h(d, 'span', { class: 'wire-dir', text: writeText(w, scene && scene.topology) }), h(d, 'span', { class: 'wire-len', text: `${w.length} octet${w.length === 1 ? '' : 's'}` }), h(d, 'span', { class: 'wire-at muted', text: `at ${w.offset}, t=${Number(w.t).toFixed(3)} s` })));
     }
     const received = scene ? scene.received || [] : [];
     this.receivedBox.hidden = !received.length;
@@ -177,6 +189,27 @@ export class LessonPanel {
     const log = scene ? scene.log || [] : [];
     this.logBox.hidden = !log.length;
     for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: `${e.peer}: ` }), e.text));
+  }
+
+  renderDecisions(scene) {
+    const d = this.doc;
+    clear(this.decisions);
+    this.decisionButtons = [];
+    const events = (scene && scene.events) || [];
+    const picked = ((scene && scene.decisions) || []).filter((i) => Number.isInteger(i) && events[i]);
+    this.decisionBox.hidden = !picked.length;
+    for (const i of picked) {
+      const ev = events[i];
+      const b = h(d, 'button', { type: 'button', class: 'decision', title: ev.rule ? `rule: ${ev.rule}` : '', on: { click: () => this.handlers.onDecision && this.handlers.onDecision(i) } }, h(d, 'strong', { text: `${ev.node}: ` }), String(ev.text || ev.what || ''), ev.rule ? h(d, 'span', { class: 'muted', text: ` (${ev.rule})` }) : null);
+      b.dataset.index = String(i);
+      this.decisionButtons.push(b);
+      this.decisions.appendChild(h(d, 'li', {}, b));
+    }
+  }
+
+  /** Mark the decision that is selected (an event index), if it is one of the step's. */
+  setSelectedDecision(index) {
+    for (const b of this.decisionButtons || []) b.classList.toggle('selected', Number(b.dataset.index) === index);
   }
 
   renderQuestion(q) {
