@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Generates frontend/js/core/abnf.js, the ABNF rules the pages link fields to, from the one source
-// they come from: the specs' own text (the ZeroMQ RFCs as markdown, shared/specs/*.md beside the
+// Generates frontend/js/core/abnf.js, the ABNF rules the pages link fields to, and the same tables as
+// JSON for the illustrated pages (backend/zmtplab/illustrate/abnf.json), from the one source they
+// come from: the specs' own text (the ZeroMQ RFCs as markdown, shared/specs/*.md beside the
 // repository). Every rule line of a code block, with its indented continuation lines, under the
 // heading it sits below; the first definition of a name wins.
 //
-//   node scripts/abnf-tables.mjs [SPECS_DIR]           rewrite frontend/js/core/abnf.js
-//   node scripts/abnf-tables.mjs [SPECS_DIR] --check   exit 1 when the file differs from the specs
+//   node scripts/abnf-tables.mjs [SPECS_DIR]           rewrite both files
+//   node scripts/abnf-tables.mjs [SPECS_DIR] --check   exit 1 when either differs from the specs
 //
 // tests/frontend/abnf.test.mjs runs the check.
 
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_SPECS = resolve(REPO, '..', 'shared', 'specs');
 export const TABLES_FILE = join(REPO, 'frontend', 'js', 'core', 'abnf.js');
+export const JSON_FILE = join(REPO, 'backend', 'zmtplab', 'illustrate', 'abnf.json');
 
 // The specs the pages link to, in the table's order (25/ZMTP-CURVE has no grammar of its own).
 export const SPECS = ['23', '37', '24', '26', '13', '15'];
@@ -77,27 +79,42 @@ export function renderTables(grammars) {
   return out.join('\n');
 }
 
+function grammars(dir) {
+  return SPECS.map((spec) => [spec, extractGrammar(readFileSync(join(dir, `${spec}.md`), 'utf8'))]);
+}
+
 /** abnf.js as the specs in `dir` make it. */
 export function generate(dir = DEFAULT_SPECS) {
-  return renderTables(SPECS.map((spec) => [spec, extractGrammar(readFileSync(join(dir, `${spec}.md`), 'utf8'))]));
+  return renderTables(grammars(dir));
+}
+
+/** abnf.json as the specs in `dir` make it: {"specs": [spec numbers in order], "grammars": {spec: {title, rules}}}. */
+export function generateJson(dir = DEFAULT_SPECS) {
+  const list = grammars(dir);
+  return `${JSON.stringify({ specs: list.map(([spec]) => spec), grammars: Object.fromEntries(list) }, null, 1)}\n`;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const check = args.includes('--check');
   const dir = args.find((a) => a !== '--check') ?? DEFAULT_SPECS;
-  let text;
+  let files;
   try {
-    text = generate(dir);
+    files = [[TABLES_FILE, generate(dir)], [JSON_FILE, generateJson(dir)]];
   } catch (e) {
     console.error(`cannot read the specs in ${dir}: ${e.message}`);
     process.exit(2);
   }
-  if (check) {
-    const same = readFileSync(TABLES_FILE, 'utf8') === text;
-    console.log(same ? `${TABLES_FILE} matches ${dir}` : `${TABLES_FILE} differs from ${dir}: run node scripts/abnf-tables.mjs`);
-    process.exit(same ? 0 : 1);
+  let same = true;
+  for (const [file, text] of files) {
+    if (check) {
+      const ok = readFileSync(file, 'utf8') === text;
+      console.log(ok ? `${file} matches ${dir}` : `${file} differs from ${dir}: run node scripts/abnf-tables.mjs`);
+      same &&= ok;
+    } else {
+      writeFileSync(file, text);
+      console.log(`wrote ${file} from ${dir}`);
+    }
   }
-  writeFileSync(TABLES_FILE, text);
-  console.log(`wrote ${TABLES_FILE} from ${dir}`);
+  process.exit(same ? 0 : 1);
 }

@@ -1,9 +1,10 @@
 // The ABNF tables (frontend/js/core/abnf.js) are generated from the specs' text by
 // scripts/abnf-tables.mjs: the extraction's rules, and the committed file equal to what the specs make.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { extractGrammar, generate, renderTables, DEFAULT_SPECS, TABLES_FILE } from '../../scripts/abnf-tables.mjs';
+import { extractGrammar, generate, generateJson, renderTables, DEFAULT_SPECS, JSON_FILE, TABLES_FILE } from '../../scripts/abnf-tables.mjs';
 import { GRAMMARS } from '../../frontend/js/core/abnf.js';
 
 const SPEC = `---
@@ -54,6 +55,8 @@ test('rules come from code blocks, with continuation lines, under their heading;
 test('the tables are what the specs make', () => {
   assert.ok(existsSync(DEFAULT_SPECS), `no specs at ${DEFAULT_SPECS}: shared/ sits beside the repository`);
   assert.equal(readFileSync(TABLES_FILE, 'utf8'), generate(), 'abnf.js differs from the specs: run node scripts/abnf-tables.mjs');
+  assert.equal(readFileSync(JSON_FILE, 'utf8'), generateJson(), 'abnf.json differs from the specs: run node scripts/abnf-tables.mjs');
+  assert.deepEqual(JSON.parse(readFileSync(JSON_FILE, 'utf8')).grammars, GRAMMARS, 'the JSON holds the same tables');
   assert.deepEqual(Object.keys(GRAMMARS), ['13', '15', '23', '24', '26', '37']);
   assert.equal(GRAMMARS['37'].rules['version-minor'][0], 'version-minor = %x01');
   assert.equal(GRAMMARS['37'].rules.resource[1], 'NEW: The Resource Property');

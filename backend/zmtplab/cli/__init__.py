@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "decode": "decode",
     "dissect": "dissect",
     "analyze": "analyze",
+    "illustrate": "illustrate",
     "tap": "tap",
     "live": "live",
     "serve": "serve",
