@@ -78,9 +78,10 @@ from typing import Any, NamedTuple
 
 from ..engine import Connection, ConnectionDissector
 from ..engine.errors import LocalProtocolError
+from . import decisions as words
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
-from .sockets import Again, SocketStateError
+from .sockets import Again, Pipe, SocketStateError
 
 C2S, S2C = "c2s", "s2c"
 SIDES = ("client", "server")
@@ -89,6 +90,12 @@ IN_DIR = {"client": S2C, "server": C2S}
 READER = {C2S: "server", S2C: "client"}
 ELEMENT_KINDS = frozenset({"greeting", "command", "frame"})
 DEFAULT_MAX_STEPS = 10_000
+# Decisions about a message the socket received (the others are about one being sent, or about no message).
+RECV_DECISIONS = frozenset({("deliver", "fair-queue"), ("envelope", "identity-routing"), ("strip", "envelope"),
+                            ("strip", "delimiter"), ("drop", "req-reply-peer"), ("drop", "req-delimiter"),
+                            ("drop", "rep-delimiter"), ("filter", "local-prefix-match")})
+NO_MESSAGE = frozenset({"subscribe", "unblock"})
+GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}  # a node's greeting choice -> the engine's strategy
 
 
 # ---------------------------------------------------------------- the pieces
@@ -260,7 +267,12 @@ class SimPeer:
         self.random = sim.rng.randbytes  # CURVE's keys and nonces: from the seed, so a session replays exactly
         self.socket = self.core.socket
         self.blocked: deque[tuple[bytes, ...]] = deque()  # sends waiting (libzmq would block the caller)
+        self.blocked_ids: deque[int | None] = deque()  # their message ids (a simulation with decisions)
         self.overrides: dict[str, Any] = {}  # faults: what the next connections announce instead
+        self.recv_every: float | None = None  # a slow consumer: one read every that many seconds
+        self.next_read: float | None = None
+        self.echo = False  # the application sends back every message it receives
+        self.proxy_to: SimPeer | None = None  # a proxy's node: what it receives goes out there
 
     def make_connection(self) -> Connection:
         opts = self.options
@@ -292,9 +304,17 @@ class SimPeer:
 class Simulation:
     """Peers, links, a virtual clock and the event log (see the module docstring)."""
 
-    def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False) -> None:
+    def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False,
+                 decisions: bool = False, window: int | None = None) -> None:
         self.seed = seed
         self.latency = latency
+        # Whether sockets report their decisions as `socket` events (and messages get `msg` ids); off, the
+        # log is exactly what it was before topologies (two-peer sessions rely on that, byte for byte).
+        self.decisions = decisions
+        # The simulated TCP buffer of a direction (octets): a peer writes queued messages only while fewer are
+        # in flight, and a reader at its RCVHWM stops reading, so back-pressure reaches the sender's pipe.
+        # None: no limit (bytes always go, as before topologies).
+        self.window = window
         # Whether bytes written towards a side that closed still cross the link (and the dissector), as a
         # capture would show them, or vanish unread (the default: the log then counts them as `unread`).
         self.unread_on_wire = unread_on_wire
@@ -324,6 +344,19 @@ class Simulation:
         self._connecters: list[_Connecter] = []
         self._conn_ids = itertools.count(1)
         self._write_seq = itertools.count(1)
+        # Topologies: message ids along each pipe (out: sent, not yet on the wire; in: received, not yet read),
+        # the id being sent and the last one read, replies' requests, timed actions, proxies, slow readers.
+        self._msg_ids = itertools.count(1)
+        self._out_ids: dict[tuple[str, str], deque[int]] = {}
+        self._in_ids: dict[tuple[str, str], deque[int]] = {}
+        self._sending: int | None = None
+        self._retrying = False
+        self._received: int | None = None
+        self.reply_to: dict[int, int] = {}
+        self._timed: list[tuple[float, int, str, dict[str, Any]]] = []
+        self._timed_seq = itertools.count(1)
+        self._proxies: list[tuple[SimPeer, SimPeer]] = []
+        self._slow: tuple[SimPeer, ...] = ()
 
     # ------------------------------------------------------------------ the log
 
@@ -406,6 +439,8 @@ class Simulation:
         if name in self.peers:
             raise ValueError(f"a peer named {name!r} exists")
         options = dict(options)
+        recv_every = options.pop("recv_every", None)
+        echo = bool(options.pop("echo", False))
         if isinstance(options.get("identity"), str):
             options["identity"] = options["identity"].encode("utf-8")
         auto_serverkey = False
@@ -421,8 +456,14 @@ class Simulation:
                 auto_serverkey = True
                 options["curve_serverkey"] = bytes(32)  # replaced by the server's key at connect time
         peer_options = PeerOptions(socket_type, **options)
-        self.peers[name] = SimPeer(self, name, peer_options, auto_recv, auto_serverkey)
+        peer = self.peers[name] = SimPeer(self, name, peer_options, auto_recv and not recv_every, auto_serverkey)
+        peer.recv_every = float(recv_every) if recv_every else None
+        peer.echo = echo
+        if self.decisions:
+            peer.socket.observer = lambda what, rule, pipe, frames, detail: self._decision(
+                peer, what, rule, pipe, frames, detail)
         self._peer_list = tuple(self.peers.values())
+        self._slow = tuple(p for p in self._peer_list if p.recv_every)
         self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
 
     def connect(self, client_name: str, server_name: str) -> str:
@@ -451,7 +492,13 @@ class Simulation:
 
     def _op_send(self, peer_name: str, frames: tuple[bytes, ...] | list[bytes]) -> None:
         peer = self.peer(peer_name)
+        if peer.proxy_to is not None:
+            raise ValueError(f"{peer_name} is one side of a proxy: it has no application of its own")
         msg = tuple(frames)
+        if self.decisions:
+            self._send_tracked(peer, msg, next(self._msg_ids))
+            self._settle()
+            return
         if peer.blocked:
             peer.blocked.append(msg)
         else:
@@ -466,6 +513,27 @@ class Simulation:
                 raise ValueError(str(exc)) from None
         self._settle()
 
+    def _send_tracked(self, peer: SimPeer, msg: tuple[bytes, ...], msg_id: int | None) -> bool:
+        """Sends with decisions on: the message carries `msg_id` through its socket's decisions; one that
+        would block waits in `peer.blocked` (True when it went now)."""
+        if peer.blocked:
+            peer.blocked.append(msg)
+            peer.blocked_ids.append(msg_id)
+            self._socket_event(peer, "queue", "blocked", None, msg, len(peer.blocked) - 1, msg_id)
+            return False
+        self._sending = msg_id
+        try:
+            peer.core.send(msg)
+        except Again:
+            peer.blocked.append(msg)
+            peer.blocked_ids.append(msg_id)
+            return False
+        except SocketStateError as exc:
+            raise ValueError(str(exc)) from None
+        finally:
+            self._sending = None
+        return True
+
     def recv(self, peer_name: str) -> list[bytes] | None:
         """For a peer without auto_recv: its application reads one message (None when there is none)."""
         return self._action("recv", peer_name=peer_name)
@@ -477,7 +545,7 @@ class Simulation:
         except SocketStateError as exc:
             raise ValueError(str(exc)) from None
         if msg is not None:
-            self._log({"kind": "peer", "peer": peer_name, "what": "recv", "frames": [f.hex() for f in msg]})
+            self._log_recv(peer, msg)
         self._settle()
         return list(msg) if msg is not None else None
 
@@ -496,6 +564,78 @@ class Simulation:
         except SocketStateError as exc:
             raise ValueError(str(exc)) from None
         self._settle()
+
+    def schedule(self, at: float, op: str, **args: Any) -> None:
+        """Carries out the action `op` (`send`, `connect`, `subscribe`, ...; the method's arguments) at virtual
+        time `at`: a scripted send, a late connect (the slow joiner). It is one step when it comes."""
+        if not hasattr(self, f"_op_{op}") or op in ("schedule", "add_peer", "inject"):
+            raise ValueError(f"cannot schedule {op!r}")
+        if op == "send":
+            args["frames"] = tuple(_b(f) for f in args["frames"])
+        self._action("schedule", at=float(at), action=op, args=args)
+
+    def _op_schedule(self, at: float, action: str, args: dict[str, Any]) -> None:
+        import bisect
+
+        bisect.insort(self._timed, (at, next(self._timed_seq), action, dict(args)))
+
+    def _fire_timed(self) -> None:
+        _, _, op, args = self._timed.pop(0)
+        try:
+            getattr(self, f"_op_{op}")(**args)
+        except ValueError as exc:
+            self._log({"kind": "peer", "peer": str(args.get("peer_name") or args.get("client_name") or ""),
+                       "what": "error", "action": op, "reason": str(exc)})
+
+    def proxy(self, frontend: str, backend: str) -> None:
+        """zmq_proxy(frontend, backend): what either node receives, the other sends (their applications are the
+        proxy)."""
+        self._action("proxy", frontend=frontend, backend=backend)
+
+    def _op_proxy(self, frontend: str, backend: str) -> None:
+        front, back = self.peer(frontend), self.peer(backend)
+        if front is back or front.proxy_to is not None or back.proxy_to is not None:
+            raise ValueError("a proxy joins two different nodes, each in one proxy")
+        front.proxy_to, back.proxy_to = back, front
+        front.auto_recv = back.auto_recv = False
+        self._proxies.append((front, back))
+        self._settle()
+
+    def add_topology(self, topology: Any, *, script: bool = True) -> None:
+        """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`),
+        proxies and, with `script`, its scripted sends."""
+        for node in topology.nodes:
+            opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism,
+                                    "identity": node.identity.encode(), "strategy": GREETING_STRATEGY[node.greeting],
+                                    "sndhwm": node.sndhwm, "rcvhwm": node.rcvhwm}
+            server = topology.binds(node.name)
+            if node.mechanism == "PLAIN":
+                if server:
+                    opts["plain_server"] = True
+                    if node.username:
+                        opts.update(username=node.username, password=node.password)
+                else:
+                    opts.update(username=node.username, password=node.password)
+            elif node.mechanism == "CURVE" and server:
+                opts["curve_server"] = True
+            if node.recv_every:
+                opts["recv_every"] = node.recv_every
+            if node.echo:
+                opts["echo"] = True
+            self.add_peer(node.name, node.type, auto_recv=node.recv == "auto", **opts)
+        for node in topology.nodes:
+            for topic in node.subscribe:
+                self.subscribe(node.name, topic)
+        for proxy in topology.proxies:
+            self.proxy(proxy.frontend, proxy.backend)
+        for link in topology.links:
+            if link.at > 0:
+                self.schedule(link.at, "connect", client_name=link.connect, server_name=link.bind)
+            else:
+                self.connect(link.connect, link.bind)
+        if script:
+            for send in topology.script:
+                self.schedule(send.at, "send", peer_name=send.sender, frames=send.frame_bytes())
 
     def close(self, conn: str, side: str = "client") -> None:
         """One side of a connection closes its TCP connection (the client reconnects, as libzmq does)."""
@@ -607,9 +747,12 @@ class Simulation:
         best_action: Callable[..., None] | None = None
         best_args: tuple = ()
         # (Only open links: a closed link has nothing in flight, no end of stream to come and no timer.)
+        flow = self.window is not None
         for link in self._open_links:
             for d in link.dir_list:
                 if d.chunks:
+                    if flow and link.pcs[d.reader].read_blocked:
+                        continue  # the reader is at its RCVHWM: it reads nothing more from the connection
                     head = d.chunks[0]
                     key = (head.arrival if head.arrival >= d.hold_until else d.hold_until, 0, head.seq)
                     if best is None or key < best:
@@ -631,6 +774,16 @@ class Simulation:
                 key = (c.next_attempt, 2, c.num)
                 if best is None or key < best:
                     best, best_action, best_args = key, self._reconnect, (c,)
+        if self._timed:
+            at, n, _, _ = self._timed[0]
+            key = (at, 3, n)
+            if best is None or key < best:
+                best, best_action, best_args = key, self._fire_timed, ()
+        for i, peer in enumerate(self._slow):
+            if peer.next_read is not None:
+                key = (peer.next_read, 4, i)
+                if best is None or key < best:
+                    best, best_action, best_args = key, self._slow_read, (peer,)
         if best is None or best_action is None:
             return None
         return best, best_action, best_args
@@ -675,7 +828,10 @@ class Simulation:
             link.pcs[reader].receive(data, self.t)
 
     def _wire_event(self, link: Link, dname: str, event) -> None:
-        self._log({"conn": link.id, "dir": dname, **event.to_dict()})
+        entry = {"conn": link.id, "dir": dname, **event.to_dict()}
+        if self.decisions and event.kind == "message":
+            self._tag_message(link, dname, entry)
+        self._log(entry)
         if event.kind == "command":
             # Our peers know their CURVE session keys: show what each box holds, right after the box.
             if link.decryptor is None and event.name == "HELLO":
@@ -684,7 +840,29 @@ class Simulation:
                 link.decryptor = CurveDecryptor(link.session_key)
             if link.decryptor is not None:
                 for d, view in link.decryptor.feed(dname, event):
-                    self._log({"conn": link.id, "dir": d, **view.to_dict()})
+                    entry = {"conn": link.id, "dir": d, **view.to_dict()}
+                    if self.decisions and view.kind == "message":
+                        self._tag_message(link, d, entry)
+                    self._log(entry)
+
+    def _tag_message(self, link: Link, dname: str, entry: dict[str, Any]) -> None:
+        """A message crossed the wire: it is the next one its writer's pipe sent; it joins the reader's pipe."""
+        writer = "client" if dname == C2S else "server"
+        wpc = link.pcs[writer]
+        if wpc.pipe is None:
+            return
+        ids = self._out_ids.get((link.peers[writer].name, wpc.pipe.id))
+        if not ids:
+            return
+        msg = ids.popleft()
+        entry["msg"] = msg
+        reply_to = self.reply_to.get(msg)
+        if reply_to is not None:
+            entry["reply_to"] = reply_to
+        reader = READER[dname]
+        rpc = link.pcs[reader]
+        if rpc.pipe is not None and not rpc.ignored:
+            self._in_ids.setdefault((link.peers[reader].name, rpc.pipe.id), deque()).append(msg)
 
     def _deliver_eof(self, link: Link, d: Direction) -> None:
         dname = d.name
@@ -795,6 +973,8 @@ class Simulation:
         self._link_event(link, "closed")
         for side in SIDES:
             link.peers[side].core.forget(link.pcs[side])
+        if self.decisions:
+            self._trim_ids(link)
         connecter = link.connecter
         client_opts = connecter.client.options
         if connecter.active and connecter.link is link and client_opts.reconnect_ivl > 0:
@@ -809,6 +989,7 @@ class Simulation:
     def _settle(self) -> None:
         """After any action: applications read and retry blocked sends, peers write, closed sides close."""
         peers = self._peer_list
+        window = self.window
         for _ in range(100):
             moved = False  # something happened that the next round may build on
             wrote = False
@@ -818,6 +999,11 @@ class Simulation:
                 # (An unreadable socket's recv() gives None or refuses: skip it, the common case.)
                 if peer.auto_recv and peer.socket.readable:
                     self._read_all(peer)
+                elif peer.proxy_to is not None:
+                    if self._pump(peer, peer.proxy_to):
+                        moved = True
+                elif peer.recv_every and peer.next_read is None and peer.socket.readable:
+                    peer.next_read = self.t + peer.recv_every
             for link in self._open_links:
                 if link.closed:  # (closed earlier in this round)
                     continue
@@ -825,7 +1011,11 @@ class Simulation:
                 for _, side, pc in link.pc_list:
                     if side_closed[side]:
                         continue
-                    data = pc.take_output(1 << 40)  # (b"" when it has nothing: cheaper than asking has_output)
+                    if window is None:
+                        data = pc.take_output(1 << 40)  # (b"" when it has nothing: cheaper than asking has_output)
+                    else:
+                        d = link.dirs[OUT_DIR[side]]
+                        data = pc.take_output(max(0, window - (d.written - d.delivered)))
                     if data:
                         self.write(link, side, data)
                         wrote = True
@@ -849,12 +1039,22 @@ class Simulation:
         core = peer.core
         blocked = peer.blocked
         sent = False
+        tracked = self.decisions
         while blocked:
+            if tracked:
+                self._sending = peer.blocked_ids[0] if peer.blocked_ids else None
+                self._retrying = True  # (a send that still blocks was reported when it first did)
             try:
                 core.send(blocked[0])
             except (Again, SocketStateError):
                 break
-            blocked.popleft()
+            finally:
+                self._sending = None
+                self._retrying = False
+            msg = blocked.popleft()
+            if tracked:
+                msg_id = peer.blocked_ids.popleft() if peer.blocked_ids else None
+                self._socket_event(peer, "unblock", "send", None, msg, None, msg_id)
             sent = True
         return sent
 
@@ -868,9 +1068,151 @@ class Simulation:
                 break
             if msg is None:
                 break
-            self._log({"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]})
+            self._log_recv(peer, msg)
             if not socket.readable:  # recv() would give None now: spare the call (a PULL's usual last one)
                 break
+
+    def _log_recv(self, peer: SimPeer, msg: tuple[bytes, ...]) -> None:
+        """The application read `msg`: a `recv` entry (with its `msg` id when tracked), then an echo's answer."""
+        entry: dict[str, Any] = {"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]}
+        if not self.decisions:
+            self._log(entry)
+            return
+        received, self._received = self._received, None
+        if received is not None:
+            entry["msg"] = received
+            reply_to = self.reply_to.get(received)
+            if reply_to is not None:
+                entry["reply_to"] = reply_to
+        self._log(entry)
+        if peer.echo:
+            reply = next(self._msg_ids)
+            if received is not None:
+                self.reply_to[reply] = received
+            try:
+                self._send_tracked(peer, msg, reply)
+            except ValueError as exc:
+                self._log({"kind": "peer", "peer": peer.name, "what": "error", "action": "echo", "reason": str(exc)})
+
+    def _slow_read(self, peer: SimPeer) -> None:
+        """A slow consumer's application reads one message (its next read comes `recv_every` later)."""
+        peer.next_read = None
+        try:
+            msg = peer.socket.recv()
+        except SocketStateError:
+            return
+        if msg is not None:
+            self._log_recv(peer, msg)
+
+    def _pump(self, src: SimPeer, dst: SimPeer) -> bool:
+        """One proxy direction: what `src` has goes out of `dst` (zmq_proxy stalls while `dst` cannot send)."""
+        moved = False
+        socket = src.socket
+        while not dst.blocked and socket.readable:
+            try:
+                msg = socket.recv()
+            except SocketStateError:
+                break
+            if msg is None:
+                break
+            msg_id, self._received = self._received, None
+            self._send_tracked(dst, msg, msg_id)
+            moved = True
+        return moved
+
+    def _decision(self, peer: SimPeer, what: str, rule: str, pipe: Pipe | None, frames: tuple[bytes, ...] | None,
+                  detail: bytes | int | None) -> None:
+        """A socket's decision (peers.sockets' observer) becomes a `socket` event, with the message's id."""
+        msg: int | None = None
+        if what == "block" and self._retrying:
+            return
+        if (what, rule) in RECV_DECISIONS:
+            ids = self._in_ids.get((peer.name, pipe.id)) if pipe is not None else None
+            msg = ids.popleft() if ids else None
+            if what != "drop" and what != "filter":
+                self._received = msg
+        elif what not in NO_MESSAGE and not (what == "block" and rule == "rcvhwm"):
+            msg = self._sending
+            if msg is not None and pipe is not None and (what == "route" or what == "queue"):
+                self._out_ids.setdefault((peer.name, pipe.id), deque()).append(msg)
+        self._socket_event(peer, what, rule, pipe, frames, detail, msg)
+
+    def _socket_event(self, peer: SimPeer, what: str, rule: str, pipe: Pipe | None,
+                      frames: tuple[bytes, ...] | None, detail: bytes | int | None, msg: int | None) -> None:
+        socket = peer.socket
+        opts = peer.options
+        inbound = rule in ("rcvhwm", "fair-queue", "delimiter", "local-prefix-match") or (what, rule) in RECV_DECISIONS
+        args: dict[str, Any] = {"type": socket.type}
+        far, conn = self._pipe_end(peer, pipe)
+        if far is not None:
+            args["peer"] = far
+        if frames:
+            body = frames[1] if socket.type == "ROUTER" and what in ("route", "drop") and len(frames) > 1 else frames[0]
+            args["msg"] = words.shown(body)
+        if isinstance(detail, bytes):
+            args["identity" if rule in ("identity-routing", "router-mandatory-off", "sndhwm") else "topic"] = (
+                words.shown(detail))
+        elif isinstance(detail, int):
+            args["frames" if what in ("strip", "route", "drop") else "depth"] = detail
+        if what == "queue" and rule == "blocked":
+            args["depth"] = detail
+        hwm = opts.rcvhwm if inbound else opts.sndhwm
+        args["hwm"] = hwm
+        if pipe is not None:
+            args.setdefault("depth", len(pipe.inq) if inbound else len(pipe.out))
+            if rule in ("prefix-match",) or rule == "subscribe":
+                args["subs"] = words.subs(pipe.topics)
+        if rule == "local-prefix-match":
+            args["subs"] = words.subs(socket.subscriptions)
+        event: dict[str, Any] = {"kind": "socket", "node": peer.name, "what": what,
+                                 "text": words.text(what, rule, args), "rule": rule}
+        if far is not None:
+            event["peer"] = far
+        if conn is not None:
+            event["conn"] = conn
+        if msg is not None:
+            event["msg"] = msg
+            reply_to = self.reply_to.get(msg)
+            if reply_to is not None:
+                event["reply_to"] = reply_to
+        if pipe is not None:
+            event["depth"] = args["depth"]
+            event["hwm"] = hwm
+        elif what == "block":
+            event["hwm"] = hwm
+        event["args"] = args
+        self._log(event)
+
+    def _pipe_end(self, peer: SimPeer, pipe: Pipe | None) -> tuple[str | None, str | None]:
+        """The node at the far end of `peer`'s pipe, and the connection it runs on now (if any)."""
+        if pipe is None:
+            return None, None
+        pid = pipe.id
+        if pid.startswith("connect-"):
+            connecter = self._connecters[int(pid[8:]) - 1]
+            link = connecter.link
+            return connecter.server.name, (link.id if link is not None and not link.closed else None)
+        link = self.links.get(pid)
+        if link is None:
+            return None, None
+        return link.partner_of(peer).name, link.id
+
+    def _trim_ids(self, link: Link) -> None:
+        """A closed link lost the messages it carried unread: their ids leave the writers' pipes."""
+        for side in SIDES:
+            pipe = link.pcs[side].pipe
+            if pipe is None:
+                continue
+            key = (link.peers[side].name, pipe.id)
+            ids = self._out_ids.get(key)
+            if not ids:
+                continue
+            if not pipe.connect_side:
+                del self._out_ids[key]
+                continue
+            queued = sum(1 for item in pipe.out if type(item) is tuple)
+            while len(ids) > queued:
+                ids.popleft()
 
     # ------------------------------------------------------------------ lookups and state
 
@@ -943,8 +1285,13 @@ class Simulation:
                 if not pc.closed and not side_closed[side] and pc.deadline is not None:
                     return False
         # (Loops rather than all() over generators: a live session asks this after every element.)
-        for c in self._connecters:  # noqa: SIM110
+        for c in self._connecters:
             if c.active and c.next_attempt is not None:
+                return False
+        if self._timed:
+            return False
+        for peer in self._slow:  # noqa: SIM110
+            if peer.next_read is not None:
                 return False
         return True
 

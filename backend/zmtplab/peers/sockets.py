@@ -35,6 +35,11 @@ The rules, as libzmq 4.3 applies them:
 A connect-side pipe exists from `connect()` on, across reconnections, so messages queue in it
 before the connection is up (unless `immediate`), as in libzmq; a bind-side pipe lives as long
 as its connection.
+
+Decisions: a runtime that wants to show them sets `Socket.observer`, a callable that gets
+`(what, rule, pipe, frames, detail)` for each decision the socket takes (`DECISIONS` lists
+them; `peers.decisions` words them). Without one (the default) nothing is reported and no
+decision costs more than a test of `None`.
 """
 
 from __future__ import annotations
@@ -49,6 +54,22 @@ LB_TYPES = frozenset({"PUSH", "DEALER", "REQ"})
 FQ_TYPES = frozenset({"PULL", "DEALER", "ROUTER", "REP", "PAIR", "SUB", "XSUB", "REQ"})
 PUBLISHERS = frozenset({"PUB", "XPUB"})
 SUBSCRIBERS = frozenset({"SUB", "XSUB"})
+
+
+# (what, rule) of every decision a socket reports to its observer; `detail` is what the rule needs beyond the pipe:
+# the identity (ROUTER), the envelope's frame count (REP/REQ), the topic (subscriptions).
+DECISIONS = frozenset({
+    ("route", "round-robin"), ("queue", "round-robin"), ("route", "identity-routing"), ("route", "prefix-match"),
+    ("route", "pair"), ("queue", "pair"), ("route", "envelope"), ("route", "fan-out"),
+    ("drop", "router-mandatory-off"), ("drop", "sndhwm"), ("drop", "slow-joiner"), ("drop", "rep-peer-gone"),
+    ("drop", "req-reply-peer"), ("drop", "req-delimiter"), ("drop", "rep-delimiter"),
+    ("filter", "prefix-match"), ("filter", "slow-joiner"), ("filter", "local-prefix-match"),
+    ("block", "sndhwm"), ("block", "no-peer"), ("block", "rcvhwm"), ("unblock", "rcvhwm"),
+    ("deliver", "fair-queue"), ("envelope", "identity-routing"), ("strip", "envelope"), ("strip", "delimiter"),
+    ("subscribe", "subscribe"), ("subscribe", "cancel"),
+})
+
+Observer = Callable[[str, str, "Pipe | None", "tuple[bytes, ...] | None", "bytes | int | None"], None]
 
 
 class Again(Exception):
@@ -126,6 +147,7 @@ class Socket:
         # Hooks the runtime sets: a pipe has new outgoing items; a full pipe was read below its low-water mark.
         self.on_output: Callable[[Pipe], None] = lambda pipe: None
         self.on_read_unblocked: Callable[[Pipe], None] = lambda pipe: None
+        self.observer: Observer | None = None  # told of every decision (see the module docstring)
         self._send = {
             "PUSH": self._send_lb, "DEALER": self._send_lb, "REQ": self._send_req, "REP": self._send_rep,
             "ROUTER": self._send_router, "PUB": self._send_dist, "XPUB": self._send_dist, "SUB": self._no_send,
@@ -234,7 +256,7 @@ class Socket:
         if was_empty:
             self.on_output(pipe)
 
-    def _lb_pick(self) -> Pipe:
+    def _lb_pick(self, frames: tuple[bytes, ...]) -> Pipe:
         pipes = self._out
         n = len(pipes)
         hwm = self.sndhwm
@@ -244,6 +266,8 @@ class Socket:
             pipe = pipes[i]
             if len(pipe.out) < hwm:
                 return pipe
+        if self.observer is not None:
+            self.observer("block", "sndhwm" if n else "no-peer", None, frames, None)
         raise Again("no peer can take the message now (none connected, or every pipe is at its high-water mark)")
 
     def _send_lb(self, frames: tuple[bytes, ...]) -> None:
@@ -253,24 +277,37 @@ class Socket:
             out = pipe.out
             if len(out) < self.sndhwm:
                 out.append(frames)
+                if self.observer is not None:
+                    self.observer("route" if pipe.up else "queue", "round-robin", pipe, frames, None)
                 if len(out) == 1:
                     self.on_output(pipe)
                 return
+            if self.observer is not None:
+                self.observer("block", "sndhwm", None, frames, None)
             raise Again("the only pipe is at its high-water mark")
-        self._push(self._lb_pick(), frames)
+        pipe = self._lb_pick(frames)
+        if self.observer is not None:
+            self.observer("route" if pipe.up else "queue", "round-robin", pipe, frames, None)
+        self._push(pipe, frames)
 
     def _send_pair(self, frames: tuple[bytes, ...]) -> None:
         for pipe in self._out:
             if len(pipe.out) < self.sndhwm:
+                if self.observer is not None:
+                    self.observer("route" if pipe.up else "queue", "pair", pipe, frames, None)
                 self._push(pipe, frames)
                 return
             break
+        if self.observer is not None:
+            self.observer("block", "sndhwm" if self._out else "no-peer", None, frames, None)
         raise Again("the PAIR peer is not connected or its pipe is full")
 
     def _send_req(self, frames: tuple[bytes, ...]) -> None:
         if self._req_waiting:
             raise SocketStateError("REQ must receive the reply before sending again (EFSM)")
-        pipe = self._lb_pick()
+        pipe = self._lb_pick(frames)
+        if self.observer is not None:
+            self.observer("route" if pipe.up else "queue", "round-robin", pipe, frames, None)
         self._push(pipe, (b"", *frames))
         self._req_pipe = pipe
         self._req_waiting = True
@@ -281,15 +318,22 @@ class Socket:
         pipe, envelope = self._rep_pipe, self._rep_envelope
         self._rep_pipe = self._rep_envelope = None
         if pipe is not None and pipe.up and self.pipes.get(pipe.id) is pipe and len(pipe.out) < self.sndhwm:
+            if self.observer is not None:
+                self.observer("route", "envelope", pipe, frames, len(envelope))
             self._push(pipe, (*envelope, *frames))
-        # else: the requester is gone or full: the reply is dropped, as libzmq's router does
+        elif self.observer is not None:  # the requester is gone or full: the reply is dropped, as libzmq's router does
+            self.observer("drop", "rep-peer-gone", pipe, frames, len(envelope))
 
     def _send_router(self, frames: tuple[bytes, ...]) -> None:
         if len(frames) < 2:
             return  # only a routing id: nothing to send
         pipe = self._routes.get(frames[0])
         if pipe is None or len(pipe.out) >= self.sndhwm:
-            return  # unknown or full peer: dropped (ZMQ_ROUTER_MANDATORY off)
+            if self.observer is not None:  # unknown or full peer: dropped (ZMQ_ROUTER_MANDATORY off)
+                self.observer("drop", "router-mandatory-off" if pipe is None else "sndhwm", pipe, frames, frames[0])
+            return
+        if self.observer is not None:
+            self.observer("route", "identity-routing", pipe, frames, frames[0])
         self._push(pipe, frames[1:])
 
     def matches(self, pipe: Pipe, first: bytes) -> bool:
@@ -297,11 +341,35 @@ class Socket:
         return any(first.startswith(topic) for topic in pipe.topics)
 
     def _send_dist(self, frames: tuple[bytes, ...]) -> None:
+        if self.observer is not None:
+            self._send_dist_observed(frames, self.observer)
+            return
         first = frames[0]
         hwm = self.sndhwm
         for pipe in self._out:
             if pipe.topics and len(pipe.out) < hwm and self.matches(pipe, first):
                 self._push(pipe, frames)
+
+    def _send_dist_observed(self, frames: tuple[bytes, ...], observer: Observer) -> None:
+        """`_send_dist`, telling the observer what happened for every pipe (and for pipes not subscribed yet)."""
+        first = frames[0]
+        hwm = self.sndhwm
+        sent = False
+        for pipe in self.pipes.values():
+            if not pipe.up:
+                continue
+            if pipe not in self._out or not pipe.topics:
+                observer("filter", "slow-joiner", pipe, frames, None)
+            elif not self.matches(pipe, first):
+                observer("filter", "prefix-match", pipe, frames, None)
+            elif len(pipe.out) >= hwm:
+                observer("drop", "sndhwm", pipe, frames, None)
+            else:
+                observer("route", "prefix-match", pipe, frames, None)
+                self._push(pipe, frames)
+                sent = True
+        if not sent and not any(p.up for p in self.pipes.values()):
+            observer("drop", "slow-joiner", None, frames, None)
 
     def _send_xsub(self, frames: tuple[bytes, ...]) -> None:
         first = frames[0]
@@ -312,7 +380,11 @@ class Socket:
         else:
             for pipe in self._out:
                 if len(pipe.out) < self.sndhwm:
+                    if self.observer is not None:
+                        self.observer("route", "fan-out", pipe, frames, None)
                     self._push(pipe, frames)
+                elif self.observer is not None:
+                    self.observer("drop", "sndhwm", pipe, frames, None)
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -348,6 +420,8 @@ class Socket:
         """A peer subscribed or cancelled (SUBSCRIBE/CANCEL command or 0x01/0x00-prefixed message)."""
         if self.type not in PUBLISHERS:
             return
+        if self.observer is not None:
+            self.observer("subscribe", "subscribe" if subscribe else "cancel", pipe, None, topic)
         if subscribe:
             self._add_topic(pipe, topic)
         elif topic in pipe.topics:
@@ -389,8 +463,10 @@ class Socket:
         if not pipe.in_fq:
             pipe.in_fq = True
             self._fq.append(pipe)
-        if len(pipe.inq) >= self.rcvhwm:
+        if len(pipe.inq) >= self.rcvhwm and not pipe.read_blocked:
             pipe.read_blocked = True
+            if self.observer is not None:
+                self.observer("block", "rcvhwm", pipe, None, len(pipe.inq))
 
     def deliver_many(self, pipe: Pipe, messages: list[tuple[bytes, ...]]) -> None:
         """Several messages that arrived on `pipe` (the TCP fast path)."""
@@ -403,8 +479,10 @@ class Socket:
         if not pipe.in_fq:
             pipe.in_fq = True
             self._fq.append(pipe)
-        if len(pipe.inq) >= self.rcvhwm:
+        if len(pipe.inq) >= self.rcvhwm and not pipe.read_blocked:
             pipe.read_blocked = True
+            if self.observer is not None:
+                self.observer("block", "rcvhwm", pipe, None, len(pipe.inq))
 
     @property
     def readable(self) -> bool:
@@ -426,12 +504,17 @@ class Socket:
                     if not inq:
                         fq.popleft()
                         pipe.in_fq = False
+                    if self.observer is not None:
+                        self.observer("deliver", "fair-queue", pipe, frames, None)
                     if pipe.read_blocked and len(inq) <= self.rcvlwm:
-                        pipe.read_blocked = False
-                        self.on_read_unblocked(pipe)
+                        self._unblock(pipe)
                     return frames
             got = self._fq_next()
-            return got[1] if got is not None else None
+            if got is None:
+                return None
+            if self.observer is not None:
+                self.observer("deliver", "fair-queue", got[0], got[1], None)
+            return got[1]
         if kind == "REQ":
             return self._recv_req()
         if kind == "REP":
@@ -446,9 +529,15 @@ class Socket:
                 return None
             pipe, frames = got
             if kind == "ROUTER":
+                if self.observer is not None:
+                    self.observer("envelope", "identity-routing", pipe, frames, pipe.routing_id)
                 return (pipe.routing_id, *frames)
             if kind in SUBSCRIBERS and not self._wanted(frames[0]):
+                if self.observer is not None:
+                    self.observer("filter", "local-prefix-match", pipe, frames, None)
                 continue
+            if self.observer is not None:
+                self.observer("deliver", "fair-queue", pipe, frames, None)
             return frames
 
     def _wanted(self, first: bytes) -> bool:
@@ -471,10 +560,15 @@ class Socket:
                 fq.popleft()
                 pipe.in_fq = False
             if pipe.read_blocked and len(inq) <= self.rcvlwm:
-                pipe.read_blocked = False
-                self.on_read_unblocked(pipe)
+                self._unblock(pipe)
             return pipe, frames
         return None
+
+    def _unblock(self, pipe: Pipe) -> None:
+        pipe.read_blocked = False
+        if self.observer is not None:
+            self.observer("unblock", "rcvhwm", pipe, None, len(pipe.inq))
+        self.on_read_unblocked(pipe)
 
     def _recv_req(self) -> tuple[bytes, ...] | None:
         if not self._req_waiting:
@@ -485,7 +579,12 @@ class Socket:
                 return None
             pipe, frames = got
             if pipe is not self._req_pipe or len(frames) < 2 or frames[0] != b"":
-                continue  # not from the peer we asked, or no delimiter: dropped
+                if self.observer is not None:  # not from the peer we asked, or no delimiter: dropped
+                    self.observer("drop", "req-reply-peer" if pipe is not self._req_pipe else "req-delimiter",
+                                  pipe, frames, None)
+                continue
+            if self.observer is not None:
+                self.observer("strip", "delimiter", pipe, frames, 1)
             self._req_waiting = False
             self._req_pipe = None
             return frames[1:]
@@ -501,9 +600,13 @@ class Socket:
             try:
                 bottom = frames.index(b"")
             except ValueError:
-                continue  # no delimiter: a malformed request, dropped
-            if bottom == len(frames) - 1:
-                continue  # an envelope without a body
+                bottom = len(frames) - 1  # no delimiter: a malformed request, dropped
+            if bottom == len(frames) - 1:  # (or an envelope without a body)
+                if self.observer is not None:
+                    self.observer("drop", "rep-delimiter", pipe, frames, None)
+                continue
+            if self.observer is not None:
+                self.observer("strip", "envelope", pipe, frames, bottom + 1)
             self._rep_pipe = pipe
             self._rep_envelope = frames[:bottom + 1]
             return frames[bottom + 1:]

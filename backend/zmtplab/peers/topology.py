@@ -478,19 +478,21 @@ PRESETS: dict[str, Preset] = {p.id: p for p in (
              "script": [{"from": f"c{i}", "frames": [f"request from c{i}"], "at": 0.05 * i} for i in (1, 2, 3)]}),
     _preset("slow-joiner", "The slow joiner: a SUB that connects late",
             "The PUB starts publishing at once; sub-early is connected and gets everything, sub-late connects "
-            "at 0.3 s and never sees what was published before its subscription reached the PUB.",
+            "at about 0.2 s and never sees what was published before its subscription reached the PUB (update 4 "
+            "goes out while its connection is up but its subscription is still on the way).",
             {"nodes": [{"name": "pub", "type": "PUB", "x": 0.15, "y": 0.5},
                        {"name": "sub-early", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.3},
                        {"name": "sub-late", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.7}],
-             "links": [{"connect": "sub-early", "bind": "pub"}, {"connect": "sub-late", "bind": "pub", "at": 0.3}],
-             "script": _sends("pub", [f"update {i}" for i in range(1, 9)], start=0.05, every=0.1)}),
+             "links": [{"connect": "sub-early", "bind": "pub"},
+                       {"connect": "sub-late", "bind": "pub", "at": 0.1955}],  # (its subscription arrives at 0.2005)
+             "script": _sends("pub", [f"update {i}" for i in range(1, 9)], start=0.05, every=0.05)}),
     _preset("push-backpressure", "Back-pressure: PUSH to a slow PULL with a small HWM",
             "The worker reads one task every 0.5 s and both HWMs are 2: the queues fill, the PUSH's send "
             "blocks (it never drops), and each read lets one more task go.",
             {"nodes": [{"name": "vent", "type": "PUSH", "sndhwm": 2, "x": 0.2, "y": 0.5},
                        {"name": "worker", "type": "PULL", "rcvhwm": 2, "recv": {"every": 0.5}, "x": 0.8, "y": 0.5}],
              "links": [{"connect": "worker", "bind": "vent"}],
-             "script": _sends("vent", [f"task {i}" for i in range(1, 9)], start=0.05, every=0.02)}),
+             "script": _sends("vent", [f"task {i}" for i in range(1, 13)], start=0.05, every=0.02)}),
     _preset("pub-drops", "Drops: PUB to a slow SUB with a small HWM",
             "A fast SUB reads everything; a slow SUB reads one update every 0.5 s with HWMs of 2: once its "
             "pipe is full the PUB drops what it would send it (a PUB never blocks).",
