@@ -47,6 +47,7 @@ from ...engine.dissector import ConnectionDissector
 from ...peers.faults import SESSION_FAULTS
 from ...peers.sockets import Again, SocketStateError
 from ...peers.tcp import TcpPeer
+from ...peers.topology import Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from ..settings import Settings
 from .session import Session, SessionConfigError, SessionError
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 READ_SIZE = 64 * 1024
 SEND_TIMEOUT = 5.0
 LINK_UP_TIMEOUT = 5.0  # seconds a topology link gets to complete its handshake before the next one goes anyway
+RECV_RETRY = 0.005  # seconds before a REQ's application asks again for the reply it may not read yet
 SUBSCRIPTION_GRACE = 0.05  # after a subscription crossed the wire, time for the publisher to take it in
 # The session faults a real TCP session takes, and those only a simulated one does (peers.faults).
 FAULTS = tuple(name for name, f in SESSION_FAULTS.items() if f.tcp)
@@ -79,18 +81,14 @@ class NodeSpec:
     subscribe: tuple[str, ...] = ()
     sndhwm: int = 1000
     rcvhwm: int = 1000
-    recv: Any = "auto"  # "auto", "manual" or {"every": seconds}
+    recv: str | float = "auto"  # "auto", "manual" or seconds between reads (a slow consumer)
+    echo: bool = False  # the application sends back what it receives (a REP: its reply)
     binds: bool = False  # some link binds it: it is the mechanism's server
 
     @property
     def every(self) -> float | None:
         """The slow consumer's interval between reads, or None."""
-        recv = self.recv
-        if isinstance(recv, dict):
-            value = recv.get("every")
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        value = getattr(recv, "every", None)
-        return float(value) if isinstance(value, (int, float)) else None
+        return None if isinstance(self.recv, str) else float(self.recv)
 
 
 @dataclass
@@ -121,6 +119,16 @@ class Plan:
 
         return cls([spec("server", config.server, True), spec("client", config.client, False)],
                    [LinkSpec(0, "client", "server")])
+
+    @classmethod
+    def of(cls, topo: Topology) -> Plan:
+        """A topology's plan."""
+        nodes = [NodeSpec(n.name, n.type, n.version, n.mechanism, n.identity, n.username, n.password, n.libzmq,
+                          n.greeting, n.subscribe, n.sndhwm, n.rcvhwm, n.recv, n.echo, topo.binds(n.name))
+                 for n in topo.nodes]
+        links = [LinkSpec(i, lk.connect, lk.bind, lk.at) for i, lk in enumerate(topo.links)]
+        script = [(s.at, s.sender, list(s.frame_bytes())) for s in topo.script]
+        return cls(nodes, links, [(p.frontend, p.backend) for p in topo.proxies], script, topology=True)
 
 
 @dataclass
@@ -183,8 +191,26 @@ class _LabSide:
         except (SocketStateError, Again, ValueError) as exc:
             raise SessionError(f"could not send: {exc}") from None
 
+    async def try_send(self, frames: list[bytes]) -> bool:
+        """Sends now if the socket takes the message at once; False when it would block."""
+        try:
+            self.peer.send_nowait(frames)
+        except Again:
+            return False
+        except (SocketStateError, ValueError) as exc:
+            raise SessionError(f"could not send: {exc}") from None
+        return True
+
     async def recv(self) -> list[bytes]:
-        return await self.peer.recv()
+        while True:
+            try:
+                return await self.peer.recv()
+            except SocketStateError:
+                # A REQ before its request (or a REP owing its reply) may not read yet; libzmq's poll simply
+                # waits: so does this application, until the socket's state allows it.
+                if self.peer.closed:
+                    raise
+                await asyncio.sleep(RECV_RETRY)
 
     def start_draining(self) -> None:
         async def run() -> None:
@@ -233,6 +259,18 @@ class _ZmqSide:
         except zmq.ZMQError as exc:
             raise SessionError(f"could not send: libzmq says {exc}") from None
 
+    async def try_send(self, frames: list[bytes]) -> bool:
+        """Sends now if libzmq takes the message at once (ZMQ_DONTWAIT); False on EAGAIN."""
+        import zmq
+
+        try:
+            await self.socket.send_multipart(frames, flags=zmq.DONTWAIT)
+        except zmq.Again:
+            return False
+        except zmq.ZMQError as exc:
+            raise SessionError(f"could not send: libzmq says {exc}") from None
+        return True
+
     async def recv(self) -> list[bytes]:
         return await self.socket.recv_multipart()
 
@@ -279,6 +317,7 @@ class _Node:
     port: int = 0  # where it listens (0: it binds nothing)
     conns: dict[str, str] = field(default_factory=dict)  # our peer's connection id -> the session's (tap's)
     ports: dict[int, str] = field(default_factory=dict)  # our peer's connections not yet mapped, by port
+    read: set[int] = field(default_factory=set)  # the message ids its application read
     pipes: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe id -> the far node's name
 
 
@@ -288,11 +327,12 @@ Side = _LabSide | _ZmqSide
 class TcpRuntime:
     """Drives a `tcp` session (see the module docstring)."""
 
-    def __init__(self, session: Session, config: SessionCreate, settings: Settings, plan: Plan | None = None) -> None:
+    def __init__(self, session: Session, config: SessionCreate, settings: Settings,
+                 topology: Topology | None = None) -> None:
         self.session = session
         self.config = config
         self.settings = settings
-        self.plan = plan or Plan.two_peer(config)
+        self.plan = Plan.of(topology) if topology is not None else Plan.two_peer(config)
         self.playing = config.autoplay
         self.speed = 1.0
         self.nodes: dict[str, _Node] = {}
@@ -306,7 +346,7 @@ class TcpRuntime:
         self.started = False  # a topology: every link is up and the script's clock runs
         self._ids = itertools.count()
         self._msg_ids = itertools.count(1)
-        self._msgs: dict[tuple[bytes, ...], deque[int]] = {}  # a message's body -> the ids of its sends, oldest first
+        self._msgs: dict[tuple[bytes, ...], list[int]] = {}  # a message's body -> the ids of its sends, oldest first
         self._closed = False
         self._t0 = 0.0
         self._rng = random.Random()
@@ -323,9 +363,9 @@ class TcpRuntime:
                                          "itself for older peers); choose version 3.1")
 
     @staticmethod
-    def check_plan(plan: Plan) -> None:
+    def check_topology(topo: Topology) -> None:
         """Refuses topologies a real session cannot run."""
-        for node in plan.nodes:
+        for node in topo.nodes:
             if node.libzmq and node.version != "3.1":
                 raise SessionConfigError(f"{node.name}: a libzmq node always announces ZMTP 3.1 (it downgrades by "
                                          "itself for older peers); choose version 3.1")
@@ -550,7 +590,7 @@ class TcpRuntime:
         for at, frames in messages:
             await asyncio.sleep(max(0.0, start + at - loop.time()))
             try:
-                await self.send(name, frames)
+                await self.send(name, frames, timeout=None)
             except SessionError as exc:
                 self.session.error(f"{name}: {exc}")
 
@@ -564,17 +604,16 @@ class TcpRuntime:
                 if every:
                     await asyncio.sleep(every)
                 frames = await side.recv()
-                msg = self._received(node, frames)
-                if node.spec.type == "REP":
-                    await self._answer(node, frames, msg)
+                self._received(node, frames)
+                if node.spec.echo:
+                    await self._echo(node, frames)
 
-    async def _answer(self, node: _Node, frames: list[bytes], msg: int | None) -> None:
-        """A REP application's reply: the request's frames with the node's name appended, so the requester
-        sees which server answered."""
-        reply = [*frames, node.spec.name.encode()]
-        self._sent(reply, reply_to=msg)
+    async def _echo(self, node: _Node, frames: list[bytes]) -> None:
+        """An echoing application sends back what it read, as it read it (a REP: its reply; a ROUTER: to the
+        identity the message came from)."""
+        self._sent(node, frames)
         assert node.side is not None
-        await node.side.send(reply, timeout=None)
+        await node.side.send(frames, timeout=None)
 
     async def _forward(self, source: _Node, sink: _Node) -> None:
         """One direction of a zmq_proxy between two nodes: whatever `source` receives, `sink` sends."""
@@ -584,20 +623,23 @@ class TcpRuntime:
                 frames = await source.side.recv()
                 await sink.side.send(frames, timeout=None)
 
-    def _sent(self, frames: list[bytes], reply_to: int | None = None) -> int:
-        """A new message id for an application's send, remembered by its body (see `_received`)."""
+    def _sent(self, node: _Node, frames: list[bytes]) -> int:
+        """A new message id for an application's send, remembered by its body (see `_received`; a node never
+        receives its own message: an echo's reply is a new one)."""
         msg = next(self._msg_ids)
-        self._msgs.setdefault(_body(frames), deque()).append(msg)
+        self._msgs.setdefault(_body(frames), []).append(msg)
+        node.read.add(msg)
         return msg
 
     def _received(self, node: _Node, frames: list[bytes]) -> int | None:
         """A `peer recv` event for what an application read; its `msg` is the oldest send with the same body
-        (a real wire carries no ids: this is how a libzmq hop is followed)."""
+        that this node has not read yet (a real wire carries no ids: this is how a libzmq hop is followed,
+        and a PUB's one message to several SUBs keeps its one id)."""
         event: dict[str, Any] = {"kind": "peer", "what": "recv", "peer": node.spec.name,
                                  "frames": [f.hex() for f in frames], "t": round(self._now(), 6)}
-        ids = self._msgs.get(_body(frames))
-        msg = ids.popleft() if ids else None
+        msg = next((m for m in self._msgs.get(_body(frames), ()) if m not in node.read), None)
         if msg is not None:
+            node.read.add(msg)
             event["msg"] = msg
         self.session.add_event(event)
         self.session.push_state()
@@ -916,7 +958,7 @@ class TcpRuntime:
             raise SessionError(f"no node named {name!r}; one of {', '.join(self.nodes)}")
         return node
 
-    async def send(self, side: str, frames: list[bytes]) -> None:
+    async def send(self, side: str, frames: list[bytes], timeout: float | None = SEND_TIMEOUT) -> None:
         if side in self.killed:
             who = f"node {side}" if self.plan.topology else f"the {side}"
             raise SessionError(f"{who} was killed; reset the session to start it again")
@@ -926,9 +968,28 @@ class TcpRuntime:
         target = node.side if node is not None else None
         if target is None:
             raise SessionError("the session is not running")
-        if self.plan.topology:
-            self._sent(frames)
-        await target.send(frames)
+        if not self.plan.topology or node is None:
+            await target.send(frames)
+            return
+        msg = self._sent(node, frames)
+        if await target.try_send(frames):
+            return
+        libzmq = isinstance(target, _ZmqSide)
+        if libzmq:  # (our sockets say it themselves, and why)
+            self._libzmq_blocked(node, "block", msg)
+        await target.send(frames, timeout)
+        if libzmq:
+            self._libzmq_blocked(node, "unblock", msg)
+
+    def _libzmq_blocked(self, node: _Node, what: str, msg: int) -> None:
+        """What a libzmq node's application sees of a send that blocks: EAGAIN first, the send done later."""
+        text = (f"{node.spec.type} (libzmq) would block: zmq_send with ZMQ_DONTWAIT said EAGAIN, so the "
+                "application waits in a blocking send" if what == "block" else
+                f"send unblocked: {node.spec.type} (libzmq) took the message that waited")
+        self.session.add_event({"kind": "socket", "node": node.spec.name, "what": what,
+                                "rule": "sndhwm" if what == "block" else "send", "text": text, "msg": msg,
+                                "hwm": node.spec.sndhwm, "libzmq": True, "t": round(self._now(), 6)})
+        self.session.push_state()
 
     async def play(self) -> None:
         self.playing = True
