@@ -1,5 +1,6 @@
 // The pages' side of the backend contract: HTTP routes, the session websocket,
 // deep links — over fake fetch / WebSocket / XMLHttpRequest / EventSource.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createApi, ApiError, detailText } from '../../frontend/js/core/api.js';

@@ -1,4 +1,5 @@
 // The capture viewer's search wording and its time convention (DOM-free cores).
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { matchText } from '../../frontend/js/core/capture-search.js';

@@ -1,6 +1,7 @@
 // The Corpus page's DOM-free modules (its routes, the table columns, the
 // progress line) and its views rendered into the fake DOM with hostile table
 // values: `<img src=x onerror=alert(1)>` must stay characters.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';

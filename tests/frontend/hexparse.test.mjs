@@ -1,4 +1,5 @@
 // Pasted hex: plain hex and Wireshark's Follow TCP Stream hex dump.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { parseHexInput, parsePlainHex, isFollowStream, interleaveBySegments } from '../../frontend/js/core/hexparse.js';

@@ -1,4 +1,5 @@
 // Info-column labels, rule colours and spec links.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { infoLabel, elementTitle } from '../../frontend/js/core/labels.js';

@@ -1,5 +1,6 @@
 // The Live tab's pieces: the request from the form, the websocket, the per-connection
 // model (what the connection list shows), the routes, and the panel in a fake DOM.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';

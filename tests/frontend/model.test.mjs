@@ -1,5 +1,6 @@
 // Virtual-scroll maths, the selection store, element sources, the event log,
 // the hex-dump model and the composer.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { visibleRange, scrollToReveal, contentHeight, atBottom, pagesFor, MAX_SCROLL_PX } from '../../frontend/js/core/virtual.js';

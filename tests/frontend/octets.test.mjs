@@ -1,4 +1,5 @@
 // The octet-table layout against 23/ZMTP's worked example.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { layoutOctets, rangeLabel, literalText, fieldAt } from '../../frontend/js/core/octets.js';

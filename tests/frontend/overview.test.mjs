@@ -1,6 +1,7 @@
 // The capture Overview: the topology layout (protocol-free core) and its view, on what
 // `zmtplab analyze --json` says of two recorded libzmq captures (tests/frontend/data; the Python
 // suite checks those files still equal the analysis).
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,5 +1,6 @@
 // Issue 16's DOM-free pieces: sequence marks (connection boundaries, faults), UTF-8 previews and the
 // UTF-8 text dump, a ROUTER's routing id in the composer, the faults each session mode offers.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Marker, MarkedSource } from '../../frontend/js/core/marks.js';

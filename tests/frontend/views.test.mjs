@@ -2,6 +2,7 @@
 // must show as those characters. Checked two ways: a static scan of every
 // frontend file, and the views rendered into a fake DOM that throws on any
 // HTML parsing. Also: the pages are CSP-clean and fetch nothing from outside.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

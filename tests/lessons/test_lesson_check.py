@@ -45,7 +45,14 @@ def test_every_step_plays_and_every_highlight_exists(lesson_id, lessons, played)
         where = f"{lesson_id} step {scene.number} ({step.title})"
         assert scene.events, f"{where}: nothing to show"
         for ev in scene.events:
-            assert {"conn", "dir", "offset", "length", "kind"} <= set(ev), where
+            if ev["kind"] == "socket":  # a topology's socket decision, in words, with its rule
+                assert {"node", "what", "rule", "text"} <= set(ev) and ev["text"], where
+            elif ev["kind"] == "peer":  # a topology's application receive
+                assert ev["what"] == "recv" and {"peer", "frames"} <= set(ev), where
+            else:
+                assert {"conn", "dir", "offset", "length", "kind"} <= set(ev), where
+        for index in scene.decisions:
+            assert scene.events[index]["kind"] == "socket", where
         if step.element is None:
             assert not step.highlight
             continue

@@ -201,6 +201,10 @@ class TopologySource(_Model):
     nodes: list[dict[str, Any]] = Field(default_factory=list, max_length=24)
     links: list[dict[str, Any]] = Field(default_factory=list, max_length=32)
     proxies: list[dict[str, Any]] = Field(default_factory=list, max_length=12)
+    # Octets a connection's direction holds in flight (the kernels' TCP buffers): a reader at its RCVHWM stops
+    # reading, and a writer writes while fewer are in flight (at least one message), so back-pressure reaches
+    # the sender's pipe. None: no limit (nothing ever waits in a sender's pipe once the connection is up).
+    window: int | None = Field(None, ge=1, le=1 << 30)
     seed: int = 1
     allow_errors: bool = False
 
@@ -452,7 +456,7 @@ class Expect(_Model):
 
 
 SOURCE_KINDS = ("session", "wire", "capture", "topology")
-TOPOLOGY_ACTIONS = frozenset({"run", "send", "subscribe", "unsubscribe", "wait", "connect", "recv"})
+TOPOLOGY_ACTIONS = frozenset({"run", "deliver", "until", "send", "subscribe", "unsubscribe", "wait", "connect", "recv"})
 
 
 class Step(_Model):

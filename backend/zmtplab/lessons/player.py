@@ -306,24 +306,6 @@ class _SessionSource(_Source):
         self.now = max(self.now, sim.t)
 
 
-def build_topology(sim: Simulation, topo) -> None:
-    """Adds a topology's nodes to `sim` and connects its links (in order: the first link is connection "1")."""
-    for node in topo.nodes:
-        if node.mechanism != "NULL":
-            raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
-        if node.recv_every is not None or topo.proxies:
-            raise LessonPlayError("slow consumers and proxies need peers.Simulation's topology support")
-        # No reconnection: a lesson's connection, once closed, stays closed.
-        sim.add_peer(node.name, node.type, auto_recv=node.recv == "auto", reconnect_ivl=0,
-                     identity=node.identity.encode("utf-8"), version=node.version,
-                     strategy="full" if node.greeting == "full" else "partial",
-                     sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
-        for topic in node.subscribe:
-            sim.subscribe(node.name, topic.encode("utf-8"))
-    for link in topo.links:
-        sim.connect(link.connect, link.bind)
-
-
 class _TopologySource(_SessionSource):
     """Several nodes on `peers.Simulation`: a topology's nodes, links and proxies (see the module docstring)."""
 
@@ -334,10 +316,15 @@ class _TopologySource(_SessionSource):
         self.spec = spec
         self.topo = spec.topology()
         self.links = list(self.topo.links)  # the topology's links, then the ones `connect` actions add
-        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
+        # Decisions on: sockets report them and messages get ids, as in a topology session.
+        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True, decisions=True,
+                              window=spec.window)
         self.sim.on_write = self._on_write
         self.seen = 0
-        build_topology(self.sim, self.topo)
+        for node in self.topo.nodes:
+            if node.mechanism != "NULL":
+                raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
+        self.sim.add_topology(self.topo)
         self._take_log()
 
     def describe(self) -> dict[str, Any]:
@@ -352,6 +339,15 @@ class _TopologySource(_SessionSource):
         out["conns"] = [{"conn": conn, "link": index.get((client, server)), "client": client, "server": server}
                         for conn, (client, server) in self.conns.items()]
         return out
+
+    def _step(self) -> bool:
+        """One step; False also when nothing could move (what is in flight waits for a reader at its RCVHWM)."""
+        if not self.sim.in_flight():
+            return False
+        before = self.sim.steps
+        self.sim.step()
+        self._take_log()
+        return self.sim.steps != before
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
         self.writes.append({"conn": conn, "dir": direction, "offset": offset, "length": length,
@@ -400,7 +396,11 @@ class _TopologySource(_SessionSource):
             assert recv is not None
             for n in range(recv.count):
                 if sim.recv(recv.node) is None:
-                    raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
+                    # A blocking read waits for what is on its way (reading made room: the sender goes on).
+                    self._take_log()
+                    self.settle()
+                    if sim.recv(recv.node) is None:
+                        raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
         else:
             super().apply(action)
             return

@@ -2,6 +2,7 @@
 
 import { interleaveBySegments } from '../core/hexparse.js';
 import { PasteView } from '../views/paste.js';
+import { tn } from '../core/i18n.js';
 
 export class PastePanel {
   /** data: the paste's Dataset. page: { api, status(text, kind), reset(data), redraw(), select(index) }. */
@@ -26,7 +27,7 @@ export class PastePanel {
       page.reset(d);
       d.log.addAll(interleaveBySegments(byDir, parsed.segments));
       page.redraw();
-      page.status(`Decoded ${d.log.length} element${d.log.length === 1 ? '' : 's'}.`);
+      page.status(tn('ui.paste.decoded', d.log.length));
       // Show the first protocol element, not a note such as "no greeting" that comes before it.
       const first = d.log.events.findIndex((ev) => ev.kind !== 'expert' && ev.kind !== 'gap');
       if (d.log.length) page.select(first >= 0 ? first : 0);

@@ -11,6 +11,7 @@ import { peerLabel } from '../core/eventlog.js';
 import { parseLink, buildLink } from '../core/links.js';
 import { isTyping } from '../views/dom.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
+import { t } from '../core/i18n.js';
 import { Dataset } from './dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
@@ -187,8 +188,8 @@ class PlaygroundPage {
     const clipboard = this.host.clipboard;
     if (clipboard && clipboard.writeText) {
       clipboard.writeText(text).then(
-        () => this.status('Copied as a Follow TCP Stream hex dump.'),
-        () => this.status('The browser refused the clipboard.', 'error'),
+        () => this.status(t('ui.hex.copied')),
+        () => this.status(t('ui.hex.clipboardRefused'), 'error'),
       );
     }
   }

@@ -2,7 +2,8 @@
 // the session's websocket that feeds the session's Dataset.
 
 import { openSession } from '../core/session.js';
-import { TEXT } from '../core/playground-text.js';
+import { t } from '../core/i18n.js';
+import { tr } from '../views/dom.js';
 import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
 
 export class SessionPanel {
@@ -41,14 +42,14 @@ export class SessionPanel {
         this.session.socket.send(cmd);
         // Paused, the message waits in the sending peer: say so until the session moves on.
         this.queuedAt = this.playing ? null : data.log.length;
-        this.composer.setNote(this.playing ? '' : TEXT.composer.queued);
+        this.composer.setNote(this.playing ? '' : t('ui.composer.queued'));
       },
     });
     this.faults = new FaultMenu($('faults'), { onFault: (fault, args) => this.session && this.session.socket.fault(fault, args) });
     // Which faults exist and which session modes take each: the server's one table (peers.faults).
     page.api.sessionFaults().then(
       (res) => this.faults.setTable(res.faults),
-      (err) => page.status(`The fault menu is empty: ${err.message}`, 'error'),
+      (err) => page.status(t('ui.fault.noMenu', { error: err.message }), 'error'),
     );
     this.composer.setEnabled(false);
     this.faults.setEnabled(false);
@@ -116,7 +117,7 @@ export class SessionPanel {
       url: page.api.sessionSocketUrl(this.host.window.location, id),
       onOpen: () => {
         this.setConnected(true);
-        controls.setStatus(`Connected to session ${id}.`);
+        controls.setStatus(['ui.session.connected', { id }]);
       },
       onEvent: (ev) => {
         d.log.add(ev);
@@ -141,9 +142,9 @@ export class SessionPanel {
         this.setConnected(false);
         this.playing = false;
         // 1000: the session ended; 1008: too many refused commands; 1013: this page fell behind; 4404: no session.
-        const why = code && code !== 1000 ? ` (code ${code}${reason ? `: ${reason}` : ''})` : '';
-        controls.setStatus(`Disconnected from session ${id}${why}.`);
-        if (why) page.status(`Disconnected from session ${id}${why}.`, 'error');
+        const why = code && code !== 1000 ? ['ui.session.disconnectedWhy', { id, code, reason: reason ? `: ${reason}` : '' }] : ['ui.session.disconnected', { id }];
+        controls.setStatus(why);
+        if (code && code !== 1000) page.status(t(...why), 'error');
       },
     });
     this.session = { id, socket };
@@ -152,7 +153,7 @@ export class SessionPanel {
       a.href = page.api.sessionExportUrl(id, fmt);
       a.hidden = false;
     }
-    this.$('session-id').textContent = `Session ${id}`;
+    tr(this.$('session-id'), ['ui.session.title', { id }]);
     page.urlChanged();
   }
 

@@ -28,7 +28,7 @@ export function createWorkbench(slots, opts) {
   const hex = new HexView(slots.hex, {
     selection,
     copyText: opts.copyText,
-    title: 'Follow stream',
+    title: 'ui.panel.hex',
     onPick(index, dir, offset) {
       // A click on a byte selects its element, then the field holding that byte.
       if (selection.get().index !== index) opts.onPick(index, dir, offset);

@@ -1,6 +1,8 @@
 // Byte helpers shared by every module: hex <-> bytes, printable previews.
 // DOM-free.
 
+import { tn } from './i18n.js';
+
 const HEX = '0123456789abcdef';
 
 /** Bytes (Uint8Array or array of numbers) -> lowercase hex without separators. */
@@ -160,7 +162,7 @@ export function utf8Encode(text) {
 
 /** Byte count in words: "1 octet", "41 octets", "1,048,576 octets". */
 export function octets(n) {
-  return `${formatCount(n)} octet${n === 1 ? '' : 's'}`;
+  return tn('ui.octets', n, { n: formatCount(n) });
 }
 
 export function formatCount(n) {

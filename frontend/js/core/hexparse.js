@@ -20,6 +20,7 @@
 //   the side that sent the SYN, else the first sender). Blocks that are not
 //   TCP packets are taken as they are (format 'dump').
 
+import { t as say, tn as sayn } from './i18n.js';
 import { bytesToHex, hexValue } from './bytes.js';
 
 const FOLLOW_LINE = /^([ \t]*)([0-9a-fA-F]{8})[ \t]{1,2}([0-9a-fA-F]{2})(?=[ \t]|$)/;
@@ -42,7 +43,7 @@ export function isFollowStream(text) {
  * Throws Error with a message naming the line/position on malformed input.
  */
 export function parseHexInput(text) {
-  if (typeof text !== 'string' || !text.trim()) throw new Error('nothing to decode: paste some hex');
+  if (typeof text !== 'string' || !text.trim()) throw new Error(say('ui.hexparse.nothing'));
   const kind = dumpKind(text);
   if (kind) return parseOffsetDump(text, kind);
   return isFollowStream(text) ? parseFollowStream(text) : parsePlainHex(text);
@@ -63,7 +64,7 @@ export function dumpKind(text) {
   return null;
 }
 
-const DUMP_NAMES = { xxd: 'xxd dump', hexdump: 'hexdump -C dump', packets: 'packet hex dump' };
+const DUMP_NAMES = { xxd: 'ui.hexparse.xxd', hexdump: 'ui.hexparse.hexdump', packets: 'ui.hexparse.packets' };
 
 /** Hex byte tokens after a dump line's offset, at most `max`; stops at the ASCII column. */
 function dumpLineBytes(rest, max) {
@@ -95,7 +96,7 @@ function dumpBlocks(text, warnings) {
       const label = /^(.+) \((\d+) bytes?\):$/.exec(t);
       if (m) rows.push({ n, offset: parseInt(m[1], 16), rest: m[3] || '' });
       else if (label) rows.push({ n, label: label[1] });
-      else warnings.push(`line ${n + 1}: ignored (not a dump line)`);
+      else warnings.push(say('ui.hexparse.ignored', { line: n + 1 }));
     }
   });
   // Bytes per line: the usual step between one offset and the next (16 unless the dump says otherwise).
@@ -126,7 +127,7 @@ function dumpBlocks(text, warnings) {
       continue;
     }
     if (!block || (row.offset === 0 && block.bytes.length > 0)) {
-      if (row.offset !== 0) warnings.push(`line ${row.n + 1}: the dump starts at offset ${row.offset.toString(16)}, not 0`);
+      if (row.offset !== 0) warnings.push(say('ui.hexparse.startsAt', { line: row.n + 1, offset: row.offset.toString(16) }));
       block = { label, bytes: [], line: row.n + 1 };
       blocks.push(block);
       label = null;
@@ -141,8 +142,8 @@ function dumpBlocks(text, warnings) {
     const max = next && next.offset !== undefined && next.offset > row.offset ? Math.min(width, next.offset - row.offset) : width;
     const bytes = dumpLineBytes(row.rest, max);
     if (row.offset !== block.bytes.length) {
-      if (!bytes.length && row.offset > block.bytes.length) warnings.push(`line ${row.n + 1}: the dump ends at ${row.offset.toString(16)} but holds ${block.bytes.length} octets`);
-      else if (bytes.length) warnings.push(`line ${row.n + 1}: offset ${row.offset.toString(16)} but ${block.bytes.length} octets so far`);
+      if (!bytes.length && row.offset > block.bytes.length) warnings.push(say('ui.hexparse.endsAt', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
+      else if (bytes.length) warnings.push(say('ui.hexparse.offsetSoFar', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
       if (row.offset < block.bytes.length) continue; // a repeated line: keep the first copy
     }
     block.bytes.push(...bytes);
@@ -156,17 +157,17 @@ export function parseOffsetDump(text, kind = dumpKind(text) || 'xxd') {
   let blocks = dumpBlocks(text, warnings);
   const extra = blocks.filter((b) => b.label && !/^frame$/i.test(b.label));
   if (extra.length) {
-    warnings.push(`left out ${extra.length} "${extra[0].label}" block${extra.length === 1 ? '' : 's'}: the packets hold those octets already`);
+    warnings.push(sayn('ui.hexparse.leftOut', extra.length, { label: extra[0].label }));
     blocks = blocks.filter((b) => !extra.includes(b));
   }
-  if (!blocks.length) throw new Error('no hex octets found in the dump');
+  if (!blocks.length) throw new Error(say('ui.hexparse.noOctets'));
   const packets = blocks.map((b) => tcpSegment(b.bytes));
   if (packets.every((p) => p !== null)) return fromPackets(packets, warnings);
-  if (kind === 'packets' && blocks.length > 1) warnings.push(`block ${packets.findIndex((p) => p === null) + 1} is not a TCP packet: the blocks are decoded as one stream, as they are`);
+  if (kind === 'packets' && blocks.length > 1) warnings.push(say('ui.hexparse.notTcp', { block: packets.findIndex((p) => p === null) + 1 }));
   const bytes = Uint8Array.from(blocks.flatMap((b) => b.bytes));
   return {
     format: 'dump',
-    label: DUMP_NAMES[kind] || 'hex dump',
+    label: say(DUMP_NAMES[kind] || 'ui.hexparse.dump'),
     directions: [{ dir: 'c2s', bytes, hex: bytesToHex(bytes) }],
     segments: [{ dir: 'c2s', start: 0, end: bytes.length }],
     warnings,
@@ -222,7 +223,7 @@ function fromPackets(packets, warnings) {
   const opener = packets.find((p) => p.syn && !p.ack);
   const client = opener ? opener.src : packets[0].src;
   const ends = new Set(packets.flatMap((p) => [p.src, p.dst]));
-  if (ends.size > 2) warnings.push(`the packets belong to more than one TCP connection (${ends.size} endpoints): the ones from ${client} are taken as the client's`);
+  if (ends.size > 2) warnings.push(say('ui.hexparse.manyConnections', { n: ends.size, client }));
   const streams = { c2s: [], s2c: [] };
   const next = { c2s: null, s2c: null };
   const segments = [];
@@ -233,12 +234,12 @@ function fromPackets(packets, warnings) {
     if (next[dir] !== null && data.length) {
       const behind = (next[dir] - seq) | 0; // octets of this segment already taken (32-bit wrap)
       if (behind >= data.length) {
-        warnings.push(`packet ${k + 1}: a retransmission, left out`);
+        warnings.push(say('ui.hexparse.retransmission', { packet: k + 1 }));
         data = [];
       } else if (behind > 0) {
         data = data.slice(behind);
         seq = next[dir];
-      } else if (behind < 0) warnings.push(`packet ${k + 1}: ${-behind} ${dir} octets before it are missing from the paste`);
+      } else if (behind < 0) warnings.push(say('ui.hexparse.missing', { packet: k + 1, n: -behind, dir }));
     }
     if (p.syn || data.length || next[dir] === null) next[dir] = (seq + data.length) >>> 0;
     if (!data.length) return;
@@ -255,8 +256,8 @@ function fromPackets(packets, warnings) {
       directions.push({ dir, bytes, hex: bytesToHex(bytes) });
     }
   }
-  if (!directions.length) throw new Error(`the ${packets.length} packet${packets.length === 1 ? '' : 's'} carry no TCP payload`);
-  return { format: 'packets', label: 'packet hex dump', directions, segments, warnings };
+  if (!directions.length) throw new Error(sayn('ui.hexparse.noPayload', packets.length));
+  return { format: 'packets', label: say('ui.hexparse.packets'), directions, segments, warnings };
 }
 
 export function parsePlainHex(text) {
@@ -282,13 +283,13 @@ export function parsePlainHex(text) {
       col += 1;
       continue;
     }
-    if (hexValue(c.charCodeAt(0)) < 0) throw new Error(`line ${line}, column ${col}: "${c}" is not a hex digit`);
+    if (hexValue(c.charCodeAt(0)) < 0) throw new Error(say('ui.hexparse.notHex', { line, col, c }));
     digits.push(c);
     i += 1;
     col += 1;
   }
-  if (digits.length === 0) throw new Error('no hex digits found');
-  if (digits.length % 2) throw new Error(`odd number of hex digits (${digits.length}): one is missing`);
+  if (digits.length === 0) throw new Error(say('ui.hexparse.noDigits'));
+  if (digits.length % 2) throw new Error(say('ui.hexparse.odd', { n: digits.length }));
   const bytes = new Uint8Array(digits.length / 2);
   for (let k = 0; k < bytes.length; k++) bytes[k] = (hexValue(digits[2 * k].charCodeAt(0)) << 4) | hexValue(digits[2 * k + 1].charCodeAt(0));
   return {
@@ -329,19 +330,19 @@ export function parseFollowStream(text) {
   lines.forEach((line, n) => {
     const m = /^([ \t]*)([0-9a-fA-F]{8})(.*)$/.exec(line);
     if (!m) {
-      if (line.trim() && !/^(=+|Follow:|Filter:|Node \d:)/.test(line.trim())) warnings.push(`line ${n + 1}: ignored (not a dump line)`);
+      if (line.trim() && !/^(=+|Follow:|Filter:|Node \d:)/.test(line.trim())) warnings.push(say('ui.hexparse.ignored', { line: n + 1 }));
       return;
     }
     const dir = m[1].length > 0 ? 's2c' : 'c2s';
     const offset = parseInt(m[2], 16);
     const bytes = lineBytes(m[3]);
     if (bytes.length === 0) {
-      warnings.push(`line ${n + 1}: no hex bytes after the offset`);
+      warnings.push(say('ui.hexparse.noBytes', { line: n + 1 }));
       return;
     }
     const stream = streams[dir];
     if (offset !== stream.length) {
-      warnings.push(`line ${n + 1}: offset ${m[2]} but ${stream.length} ${dir} octets so far`);
+      warnings.push(say('ui.hexparse.offsetDirSoFar', { line: n + 1, offset: m[2], n: stream.length, dir }));
       if (offset < stream.length) return; // a repeated line: keep the first copy
     }
     const last = segments[segments.length - 1];
@@ -356,7 +357,7 @@ export function parseFollowStream(text) {
       directions.push({ dir, bytes, hex: bytesToHex(bytes) });
     }
   }
-  if (!directions.length) throw new Error('no dump lines found');
+  if (!directions.length) throw new Error(say('ui.hexparse.noLines'));
   return { format: 'follow', directions, segments, warnings };
 }
 

@@ -6,12 +6,35 @@
 // after it (`at`, an element index). MarkedSource shows marks as rows of their own among the
 // elements; rowOf/eventOf translate between row and element indexes.
 
-import { TEXT } from './playground-text.js';
+import { t } from './i18n.js';
 
-const MARK_TEXT = TEXT.marks;
+// Each fault's sentence (an unknown fault: ui.mark.fault.other).
+const FAULT_IDS = {
+  corrupt: 'ui.mark.fault.corrupt',
+  'corrupt-armed': 'ui.mark.fault.corruptArmed',
+  split: 'ui.mark.fault.split',
+  delay: 'ui.mark.fault.delay',
+  close: 'ui.mark.fault.close',
+  garbage: 'ui.mark.fault.garbage',
+  wrong_mechanism: 'ui.mark.fault.wrongMechanism',
+  invalid_socket_pair: 'ui.mark.fault.invalidSocketPair',
+  zmtp_version: 'ui.mark.fault.zmtpVersion',
+  bad_password: 'ui.mark.fault.badPassword',
+  stop_answering: 'ui.mark.fault.stopAnswering',
+  kill: 'ui.mark.fault.kill',
+};
+const DIR_IDS = { c2s: 'ui.dir.c2s', s2c: 'ui.dir.s2c' };
+const SIDE_IDS = { client: 'ui.peer.client', server: 'ui.peer.server' };
 
-function dirText(dir) {
-  return MARK_TEXT.dirs[dir] || String(dir);
+const dirText = (dir) => (DIR_IDS[dir] ? t(DIR_IDS[dir]) : String(dir));
+const sideText = (side) => (SIDE_IDS[side] ? t(SIDE_IDS[side]) : String(side ?? ''));
+
+/** A fault mark's message: [id, params] (directions and sides are named when drawn). */
+function faultMessage(entry, conn) {
+  const base = { ...entry, conn };
+  if (entry.fault === 'delay') return typeof entry.until === 'number' ? ['ui.mark.fault.delayUntil', base] : ['ui.mark.fault.delay', base];
+  if (entry.fault === 'invalid_socket_pair') return [FAULT_IDS.invalid_socket_pair, { ...base, type: entry.socket_type }];
+  return FAULT_IDS[entry.fault] ? [FAULT_IDS[entry.fault], base] : ['ui.mark.fault.other', base];
 }
 
 /**
@@ -39,21 +62,30 @@ export class Marker {
     if (entry.what === 'half-closed') {
       if (!this.closers.has(conn)) this.closers.set(conn, { side: entry.side, reason: entry.reason });
     } else if (entry.what === 'open') {
-      if (at > 0 || this.marks.length) mark = { mark: 'open', conn, text: MARK_TEXT.open({ conn }) };
+      if (at > 0 || this.marks.length) mark = { mark: 'open', conn, message: ['ui.mark.open', { conn }] };
     } else if (entry.what === 'closed') {
       const who = this.closers.get(conn);
       const error = lastError(events, conn);
-      let text;
-      if (who && who.side && error !== null) text = MARK_TEXT.closedError({ conn, side: who.side, error });
-      else if (who && who.side) text = MARK_TEXT.closed({ conn, side: who.side, reason: who.reason || '' });
-      else text = MARK_TEXT.closedQuietly({ conn });
-      mark = { mark: 'closed', conn, text };
+      let message;
+      if (who && who.side && error !== null) message = ['ui.mark.closedError', { conn, side: who.side, error }];
+      else if (who && who.side) message = ['ui.mark.closed', { conn, side: who.side, reason: who.reason || '' }];
+      else message = ['ui.mark.closedQuietly', { conn }];
+      mark = { mark: 'closed', conn, message };
     } else if (entry.what === 'fault') {
-      const make = MARK_TEXT.fault[entry.fault] || MARK_TEXT.fault.other;
-      mark = { mark: 'fault', conn, text: make({ ...entry, conn, way: dirText(entry.dir) }) };
+      mark = { mark: 'fault', conn, message: faultMessage(entry, conn) };
     }
     if (!mark) return null;
-    const full = { kind: 'mark', ...mark, at };
+    // The text is read when drawn, so a change of language rewrites the marks already there.
+    const [id, params] = mark.message;
+    const full = {
+      kind: 'mark',
+      mark: mark.mark,
+      conn,
+      at,
+      get text() {
+        return t(id, { ...params, way: dirText(params.dir), peer: sideText(params.peer), side: sideText(params.side) });
+      },
+    };
     this.marks.push(full);
     return full;
   }

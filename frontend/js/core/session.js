@@ -10,18 +10,19 @@
 
 import { openJsonSocket } from './socket.js';
 
-// The words of the fault menu, in its order. Which faults exist and which session modes (simulated: a
+import { t } from './i18n.js';
+// The words of the fault menu (catalog ids), in its order. Which faults exist and which session modes (simulated: a
 // virtual wire; tcp: real peers through a tap) can inject each come from the server's one table
 // (GET /api/sessions/faults, peers.faults.SESSION_FAULTS). The page sends the peer whose output a fault
 // affects (`peer`) and, for delay, `seconds`.
 export const FAULT_TEXT = {
-  corrupt_byte: { label: 'Corrupt a byte', help: 'flip one octet of the next element on the wire' },
-  split_writes: { label: 'Split writes', help: 'deliver the next bytes one TCP write at a time' },
-  delay: { label: 'Delay', help: 'hold the next element back for a while' },
-  wrong_mechanism: { label: 'Wrong mechanism', help: 'announce a different security mechanism in the greeting' },
-  stop_pong: { label: 'Stop answering PING', help: 'the peer stops sending PONG' },
-  close: { label: 'Close the connection', help: 'the peer closes its TCP connection now' },
-  kill: { label: 'Kill the peer', help: 'the peer dies at once, whatever it was writing' },
+  corrupt_byte: { label: 'ui.fault.corruptByte', help: 'ui.fault.corruptByte.help' },
+  split_writes: { label: 'ui.fault.splitWrites', help: 'ui.fault.splitWrites.help' },
+  delay: { label: 'ui.fault.delay', help: 'ui.fault.delay.help' },
+  wrong_mechanism: { label: 'ui.fault.wrongMechanism', help: 'ui.fault.wrongMechanism.help' },
+  stop_pong: { label: 'ui.fault.stopPong', help: 'ui.fault.stopPong.help' },
+  close: { label: 'ui.fault.close', help: 'ui.fault.close.help' },
+  kill: { label: 'ui.fault.kill', help: 'ui.fault.kill.help' },
 };
 
 /**
@@ -33,7 +34,7 @@ export function faultsFor(mode, table) {
   const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
   return (table || [])
     .filter((f) => Array.isArray(f.modes) && f.modes.includes(mode))
-    .map((f) => ({ fault: f.fault, modes: f.modes, ...(FAULT_TEXT[f.fault] || { label: f.fault, help: '' }) }))
+    .map((f) => ({ fault: f.fault, modes: f.modes, ...(FAULT_TEXT[f.fault] ? { label: t(FAULT_TEXT[f.fault].label), help: t(FAULT_TEXT[f.fault].help) } : { label: f.fault, help: '' }) }))
     .sort((a, b) => rank(a.fault) - rank(b.fault));
 }
 
@@ -68,9 +69,9 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
       if (Array.isArray(msg)) for (const m of msg) dispatch(m);
       else dispatch(msg);
     },
-    onUnreadable: () => onError && onError('unreadable message from the server'),
+    onUnreadable: () => onError && onError(t('ui.socket.unreadable')),
     onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
-    onError: () => onError && onError('websocket error'),
+    onError: () => onError && onError(t('ui.socket.error')),
   });
   const send = (cmd) => socket.send(cmd);
 

@@ -102,7 +102,7 @@ export class ConnectionsView {
   constructor(container, { onSelect }) {
     this.doc = container.ownerDocument;
     this.onSelect = onSelect;
-    const p = panel(this.doc, 'Connections', 'connections-panel');
+    const p = panel(this.doc, 'ui.panel.connections', 'connections-panel');
     this.body = p.body;
     clear(container);
     container.appendChild(p.root);
@@ -231,7 +231,7 @@ export class PacketsView {
   constructor(container, { onPacket }) {
     this.doc = container.ownerDocument;
     this.onPacket = onPacket;
-    const p = panel(this.doc, 'Packets & lower layers', 'packets-panel');
+    const p = panel(this.doc, 'ui.panel.packets', 'packets-panel');
     this.list = h(this.doc, 'div', { class: 'packet-list' });
     this.layers = h(this.doc, 'div', { class: 'layers' });
     p.body.append(this.list, this.layers);

@@ -1,21 +1,28 @@
 // Playground controls: the session form, the player (play/pause/step/speed/reset),
 // the message composer and the fault menu.
 
-import { h, clear, setChildren } from './dom.js';
+import { h, clear, setChildren, tr } from './dom.js';
+
 import { SOCKET_TYPES, VERSIONS, MECHANISMS, GREETINGS, sessionRequest } from '../core/links.js';
 import { newFrame, describeFrames, wireTotals, buildSendCommand } from '../core/composer.js';
 import { faultsFor } from '../core/session.js';
-import { TEXT } from '../core/playground-text.js';
+import { i18n, t, tn } from '../core/i18n.js';
 
-function select(d, options, value, props = {}) {
+/** A select of `options` (shown as they are, or as the catalog message labels[o] says). */
+function select(d, options, value, props = {}, labels = null) {
   const sel = h(d, 'select', props);
-  for (const o of options) sel.appendChild(h(d, 'option', { value: o, text: o }));
+  for (const o of options) sel.appendChild(h(d, 'option', labels && labels[o] ? { value: o, t: labels[o] } : { value: o, text: o }));
   sel.value = value;
   return sel;
 }
 
+const PEER_LABELS = { server: 'ui.peer.server', client: 'ui.peer.client' };
+const GREETING_LABELS = { libzmq: 'ui.form.greeting.libzmq', full: 'ui.form.greeting.full' };
+
+/** A labelled control; label: a catalog message (id or [id, params]), or { text } for a wire name. */
 function field(d, label, control, className = '') {
-  return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', text: label }), control);
+  const name = label && label.text !== undefined ? { text: label.text } : { t: label };
+  return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', ...name }), control);
 }
 
 /**
@@ -30,7 +37,7 @@ export class SessionForm {
     this.peers = { server: this.peerFields('server', 'PUSH'), client: this.peerFields('client', 'PULL') };
     this.autoplay = h(d, 'input', { type: 'checkbox', name: 'autoplay' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.submit = h(d, 'button', { type: 'submit', class: 'primary', text: 'Start session' });
+    this.submit = h(d, 'button', { type: 'submit', class: 'primary', t: 'ui.form.start' });
     const form = h(
       d,
       'form',
@@ -39,13 +46,13 @@ export class SessionForm {
         d,
         'fieldset',
         { class: 'mode' },
-        h(d, 'legend', { text: 'Peers' }),
-        h(d, 'label', { class: 'check', title: 'Two engines talk through a simulated duplex with a virtual clock: step, rewind, inject faults' }, this.mode.simulated, ' simulated'),
-        h(d, 'label', { class: 'check', title: 'Two real asyncio TCP peers on 127.0.0.1' }, this.mode.tcp, ' real TCP'),
+        h(d, 'legend', { t: 'ui.form.peers' }),
+        h(d, 'label', { class: 'check', tTitle: 'ui.form.simulated.title' }, this.mode.simulated, ' ', h(d, 'span', { t: 'ui.form.simulated' })),
+        h(d, 'label', { class: 'check', tTitle: 'ui.form.tcp.title' }, this.mode.tcp, ' ', h(d, 'span', { t: 'ui.form.tcp' })),
       ),
       this.peers.server.root,
       this.peers.client.root,
-      h(d, 'label', { class: 'check autoplay' }, this.autoplay, ` ${TEXT.form.autoplay}`),
+      h(d, 'label', { class: 'check autoplay' }, this.autoplay, ' ', h(d, 'span', { t: 'ui.form.autoplay' })),
       this.error,
       this.submit,
     );
@@ -67,22 +74,22 @@ export class SessionForm {
       type: select(d, SOCKET_TYPES, type),
       version: select(d, VERSIONS, '3.1'),
       mechanism: select(d, MECHANISMS, 'NULL'),
-      identity: h(d, 'input', { type: 'text', placeholder: 'optional', autocomplete: 'off' }),
-      username: h(d, 'input', { type: 'text', placeholder: 'PLAIN only', autocomplete: 'off' }),
-      password: h(d, 'input', { type: 'text', placeholder: 'PLAIN only', autocomplete: 'off' }),
+      identity: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.optional', autocomplete: 'off' }),
+      username: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.plainOnly', autocomplete: 'off' }),
+      password: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.plainOnly', autocomplete: 'off' }),
       libzmq: h(d, 'input', { type: 'checkbox', name: `${role}-libzmq` }),
-      greeting: h(d, 'select', { name: `${role}-greeting`, title: TEXT.form.greetingHelp }),
-      subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, placeholder: TEXT.form.topicHint, autocomplete: 'off' }),
+      greeting: h(d, 'select', { name: `${role}-greeting`, tTitle: 'ui.form.greeting.help' }),
+      subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, tPlaceholder: 'ui.form.topic.hint', autocomplete: 'off' }),
     };
-    for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, text: TEXT.form.greetingOptions[g] }));
+    for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, t: GREETING_LABELS[g] || g }));
     c.greeting.value = 'libzmq';
-    const topic = field(d, TEXT.form.topic, c.subscribe, 'topic');
+    const topic = field(d, 'ui.form.topic', c.subscribe, 'topic');
     const syncType = () => {
       topic.hidden = c.type.value !== 'SUB';
     };
     c.type.addEventListener('change', syncType);
     syncType();
-    const creds = h(d, 'div', { class: 'creds' }, field(d, 'Username', c.username), field(d, 'Password', c.password));
+    const creds = h(d, 'div', { class: 'creds' }, field(d, 'ui.form.username', c.username), field(d, 'ui.form.password', c.password));
     const sync = () => {
       creds.hidden = c.mechanism.value !== 'PLAIN';
     };
@@ -92,13 +99,13 @@ export class SessionForm {
       d,
       'fieldset',
       { class: `peer peer-${role}` },
-      h(d, 'legend', { text: role === 'server' ? 'Server (binds)' : 'Client (connects)' }),
-      h(d, 'div', { class: 'row3' }, field(d, 'Socket', c.type), field(d, 'ZMTP', c.version), field(d, 'Mechanism', c.mechanism)),
-      field(d, 'Identity', c.identity),
+      h(d, 'legend', { t: role === 'server' ? 'ui.form.server' : 'ui.form.client' }),
+      h(d, 'div', { class: 'row3' }, field(d, 'ui.form.socket', c.type), field(d, { text: 'ZMTP' }, c.version), field(d, 'ui.form.mechanism', c.mechanism)),
+      field(d, 'ui.form.identity', c.identity),
       topic,
       creds,
-      field(d, TEXT.form.greeting, c.greeting),
-      (c.libzmqField = h(d, 'label', { class: 'check', title: TEXT.form.realLibzmqHelp }, c.libzmq, ` ${TEXT.form.realLibzmq}`)),
+      field(d, 'ui.form.greeting', c.greeting),
+      (c.libzmqField = h(d, 'label', { class: 'check', tTitle: 'ui.form.libzmq.help' }, c.libzmq, ' ', h(d, 'span', { t: 'ui.form.libzmq' }))),
     );
     return c;
   }
@@ -115,7 +122,7 @@ export class SessionForm {
 
   setBusy(busy) {
     this.submit.disabled = !!busy;
-    this.submit.textContent = busy ? 'Starting…' : 'Start session';
+    tr(this.submit, busy ? 'ui.form.starting' : 'ui.form.start');
   }
 
   setError(text) {
@@ -127,7 +134,7 @@ export class SessionForm {
   describe() {
     const s = this.values(this.peers.server);
     const c = this.values(this.peers.client);
-    return { server: `server ${s.type}${s.identity ? ' "' + s.identity + '"' : ''}`, client: `client ${c.type}${c.identity ? ' "' + c.identity + '"' : ''}` };
+    return { server: `${t('ui.peer.server')} ${s.type}${s.identity ? ' "' + s.identity + '"' : ''}`, client: `${t('ui.peer.client')} ${c.type}${c.identity ? ' "' + c.identity + '"' : ''}` };
   }
 }
 
@@ -142,20 +149,20 @@ export class PlayControls {
     const d = (this.doc = container.ownerDocument);
     this.onCommand = onCommand;
     this.playing = false;
-    const btn = (text, title, cmd) => h(d, 'button', { type: 'button', class: 'ctl', text, title, on: { click: () => this.onCommand(cmd) } });
-    this.back = btn('« Back', 'Step back one element (← or p)', 'step_back');
-    this.play = h(d, 'button', { type: 'button', class: 'ctl primary', text: '▶ Play', title: 'Play / pause (space)', on: { click: () => this.onCommand(this.playing ? 'pause' : 'play') } });
-    this.fwd = btn('Step »', 'Step forward one element (→ or n)', 'step');
-    this.reset = btn('↺ Reset', 'Start the session again from the beginning', 'reset');
-    this.speed = h(d, 'input', { type: 'range', min: 0, max: SPEEDS.length - 1, step: 1, value: 2, title: 'Playback speed' });
+    const btn = (text, title, cmd) => h(d, 'button', { type: 'button', class: 'ctl', t: text, tTitle: title, on: { click: () => this.onCommand(cmd) } });
+    this.back = btn('ui.player.back', 'ui.player.back.title', 'step_back');
+    this.play = h(d, 'button', { type: 'button', class: 'ctl primary', t: 'ui.player.play', tTitle: 'ui.player.play.title', on: { click: () => this.onCommand(this.playing ? 'pause' : 'play') } });
+    this.fwd = btn('ui.player.step', 'ui.player.step.title', 'step');
+    this.reset = btn('ui.player.reset', 'ui.player.reset.title', 'reset');
+    this.speed = h(d, 'input', { type: 'range', min: 0, max: SPEEDS.length - 1, step: 1, value: 2, tTitle: 'ui.player.speed.title' });
     this.speedText = h(d, 'span', { class: 'speed-text', text: '1×' });
     this.speed.addEventListener('input', () => {
       const v = SPEEDS[Number(this.speed.value)];
       this.speedText.textContent = `${v}×`;
     });
     this.speed.addEventListener('change', () => this.onCommand('speed', SPEEDS[Number(this.speed.value)]));
-    this.status = h(d, 'div', { class: 'play-status', attrs: { 'aria-live': 'polite' }, text: 'No session.' });
-    const root = h(d, 'div', { class: 'controls' }, h(d, 'div', { class: 'ctl-row' }, this.back, this.play, this.fwd, this.reset), h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Speed' }), this.speed, this.speedText)), this.status);
+    this.status = h(d, 'div', { class: 'play-status', attrs: { 'aria-live': 'polite' }, t: 'ui.player.noSession' });
+    const root = h(d, 'div', { class: 'controls' }, h(d, 'div', { class: 'ctl-row' }, this.back, this.play, this.fwd, this.reset), h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.player.speed' }), this.speed, this.speedText)), this.status);
     clear(container);
     container.appendChild(root);
     this.setEnabled(false);
@@ -167,7 +174,7 @@ export class PlayControls {
 
   setState(s) {
     this.playing = !!s.playing;
-    this.play.textContent = this.playing ? '❚❚ Pause' : '▶ Play';
+    tr(this.play, this.playing ? 'ui.player.pause' : 'ui.player.play');
     if (typeof s.speed === 'number') {
       const k = SPEEDS.indexOf(s.speed);
       if (k >= 0) this.speed.value = String(k);
@@ -175,11 +182,12 @@ export class PlayControls {
     }
     const pos = typeof s.position === 'number' ? s.position : '?';
     const total = typeof s.total === 'number' ? s.total : '?';
-    this.status.textContent = `${s.closed ? 'Connection closed · ' : ''}${this.playing ? 'playing' : 'paused'} · element ${pos} of ${total}`;
+    tr(this.status, [s.closed ? 'ui.player.state.closed' : 'ui.player.state', { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
   }
 
-  setStatus(text) {
-    this.status.textContent = text;
+  /** The line under the player: a catalog message (id or [id, params]). */
+  setStatus(message) {
+    tr(this.status, message);
   }
 }
 
@@ -193,18 +201,19 @@ export class Composer {
     this.onSend = onSend;
     this.frames = [newFrame('My Message')];
     this.types = { server: '', client: '' };
-    this.from = select(d, ['server', 'client'], 'server');
+    this.from = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
     this.from.addEventListener('change', () => this.describe());
     this.note = h(d, 'p', { class: 'composer-note', attrs: { 'aria-live': 'polite' }, hidden: true });
     this.list = h(d, 'ol', { class: 'composer-frames' });
     this.summary = h(d, 'p', { class: 'composer-summary' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.send = h(d, 'button', { type: 'button', class: 'primary', text: 'Send message', on: { click: () => this.doSend() } });
-    const add = h(d, 'button', { type: 'button', text: '+ Frame', on: { click: () => this.addFrame() } });
-    const root = h(d, 'div', { class: 'composer' }, field(d, 'Send from', this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.note, this.summary, this.error);
+    this.send = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.composer.send', on: { click: () => this.doSend() } });
+    const add = h(d, 'button', { type: 'button', t: 'ui.composer.add', on: { click: () => this.addFrame() } });
+    const root = h(d, 'div', { class: 'composer' }, field(d, 'ui.composer.from', this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.note, this.summary, this.error);
     clear(container);
     container.appendChild(root);
     this.renderFrames();
+    i18n.onChange(() => this.describe());
   }
 
   addFrame() {
@@ -224,8 +233,8 @@ export class Composer {
     setChildren(
       this.list,
       this.frames.map((f, i) => {
-        const text = h(d, 'textarea', { rows: 1, value: f.text, spellcheck: false, attrs: { 'aria-label': `Frame ${i + 1}` } });
-        const mode = select(d, ['text', 'hex'], f.mode, { attrs: { 'aria-label': `Frame ${i + 1} encoding` } });
+        const text = h(d, 'textarea', { rows: 1, value: f.text, spellcheck: false, tLabel: ['ui.composer.frame', { n: i + 1 }] });
+        const mode = select(d, ['text', 'hex'], f.mode, { tLabel: ['ui.composer.encoding', { n: i + 1 }] }, { text: 'ui.composer.text', hex: 'ui.composer.hex' });
         const info = h(d, 'span', { class: 'frame-info' });
         this.infos.push(info);
         text.addEventListener('input', () => {
@@ -236,7 +245,7 @@ export class Composer {
           f.mode = mode.value;
           this.describe();
         });
-        const remove = h(d, 'button', { type: 'button', class: 'small', text: '✕', title: 'Remove this frame', on: { click: () => this.removeFrame(i) } });
+        const remove = h(d, 'button', { type: 'button', class: 'small', text: '✕', tTitle: 'ui.composer.remove', on: { click: () => this.removeFrame(i) } });
         return h(d, 'li', { class: 'composer-frame' }, h(d, 'div', { class: 'frame-edit' }, text, mode, remove), info);
       }),
     );
@@ -260,9 +269,10 @@ export class Composer {
       const info = this.infos[i];
       info.classList.toggle('bad', !!f.error);
       info.classList.toggle('routing', !!f.routing);
-      info.textContent = f.error ? f.error : f.routing ? TEXT.composer.routingId({ size: f.size }) : `${f.size} octet${f.size === 1 ? '' : 's'} · ${f.long ? 'LONG (8-octet size)' : 'short (1-octet size)'}${f.more ? ' · MORE' : ' · last'}`;
+      info.textContent = f.error ? f.error : f.routing ? tn('ui.composer.routingId', f.size) : t(f.more ? 'ui.composer.frameInfo.more' : 'ui.composer.frameInfo.last', { octets: tn('ui.octets', f.size, { n: f.size }), size: t(f.long ? 'ui.composer.long' : 'ui.composer.short') });
     });
-    this.summary.textContent = (routing ? TEXT.composer.summaryRouter : TEXT.composer.summary)(wireTotals(desc));
+    const totals = wireTotals(desc);
+    this.summary.textContent = tn(routing ? 'ui.composer.summaryRouter' : 'ui.composer.summary', totals.frames, { octets: totals.octets });
   }
 
   /** A line under the Send button (e.g. that the message waits for the next step); '' hides it. */
@@ -299,17 +309,17 @@ export class Composer {
 export class FaultMenu {
   constructor(container, { onFault }) {
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', { attrs: { 'aria-label': 'Fault' } });
-    this.peer = select(d, ['server', 'client'], 'server');
+    this.kind = h(d, 'select', { tLabel: 'ui.fault.fault' });
+    this.peer = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
     this.seconds = h(d, 'input', { type: 'number', min: 0, max: 60, step: 0.5, value: 2 });
-    this.secondsField = field(d, 'Seconds', this.seconds, 'inline');
+    this.secondsField = field(d, 'ui.fault.seconds', this.seconds, 'inline');
     this.help = h(d, 'p', { class: 'hint' });
-    this.inject = h(d, 'button', { type: 'button', text: 'Inject fault', on: { click: () => onFault(this.kind.value, this.args()) } });
+    this.inject = h(d, 'button', { type: 'button', t: 'ui.fault.inject', on: { click: () => onFault(this.kind.value, this.args()) } });
     this.kind.addEventListener('change', () => this.sync());
     this.table = null; // the server's faults, once known
     this.setMode('simulated');
     clear(container);
-    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'Fault', this.kind, 'inline'), field(d, 'Peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
+    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
   }
 
   /** The faults the server says sessions take ({fault, modes} each). */
@@ -319,13 +329,14 @@ export class FaultMenu {
   }
 
   /** Offer the faults a session of this mode ('simulated' or 'tcp') can inject. */
+    i18n.onChange(() => this.setMode(this.mode));
   setMode(mode) {
     const d = this.doc;
     const was = this.kind.value;
     this.mode = mode;
     this.faults = faultsFor(mode, this.table);
     clear(this.kind);
-    for (const f of this.faults) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help }));
+    for (const f of this.faults) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help || undefined }));
     if (this.faults.some((f) => f.fault === was)) this.kind.value = was;
     this.sync();
   }

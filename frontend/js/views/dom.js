@@ -121,11 +121,11 @@ export function s(doc, tag, attrs = {}, ...children) {
   return append(el, children);
 }
 
-/** A titled panel: returns { root, body, tools }. */
+/** A titled panel (title: a catalog message, id or [id, params]): returns { root, body, tools }. */
 export function panel(doc, title, className = '') {
   const tools = h(doc, 'div', { class: 'panel-tools' });
   const body = h(doc, 'div', { class: 'panel-body' });
-  const root = h(doc, 'section', { class: `panel ${className}`.trim() }, h(doc, 'header', { class: 'panel-head' }, h(doc, 'h2', { text: title }), tools), body);
+  const root = h(doc, 'section', { class: `panel ${className}`.trim() }, h(doc, 'header', { class: 'panel-head' }, h(doc, 'h2', { t: title }), tools), body);
   return { root, body, tools };
 }
 

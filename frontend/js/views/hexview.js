@@ -9,6 +9,8 @@
 //   .setChunks(chunks, note)   chunks from core/hexdump.js buildChunks()
 
 import { h, clear, panel, frameThrottle, onResize } from './dom.js';
+import { i18n, t } from '../core/i18n.js';
+import { formatCount } from '../core/bytes.js';
 import { layoutLines, toFollowText, BYTES_PER_LINE } from '../core/hexdump.js';
 import { visibleRange, contentHeight, scrollToReveal } from '../core/virtual.js';
 import { byteHex, isPrintable, utf8Cells } from '../core/bytes.js';
@@ -17,7 +19,7 @@ const LINE_HEIGHT = 20;
 const ASCII_PER_LINE = 64;
 
 export class HexView {
-  constructor(container, { selection, onPick = () => {}, copyText = null, title = 'Stream' }) {
+  constructor(container, { selection, onPick = () => {}, copyText = null, title = 'ui.panel.hex' }) {
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.selection = selection;
@@ -33,29 +35,30 @@ export class HexView {
     this.modeButtons = {
       hex: h(d, 'button', { type: 'button', class: 'small toggle on', text: 'Hex', on: { click: () => this.setMode('hex') } }),
       ascii: h(d, 'button', { type: 'button', class: 'small toggle', text: 'ASCII', on: { click: () => this.setMode('ascii') } }),
-      utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', title: 'The stream as text decoded as UTF-8', on: { click: () => this.setMode('utf8') } }),
+      utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', tTitle: 'ui.hex.utf8.title', on: { click: () => this.setMode('utf8') } }),
     };
     p.tools.append(
       this.noteEl,
-      h(d, 'span', { class: 'legend c2s', text: 'client → server' }),
-      h(d, 'span', { class: 'legend s2c', text: 'server → client' }),
+      h(d, 'span', { class: 'legend c2s', t: 'ui.dir.c2s' }),
+      h(d, 'span', { class: 'legend s2c', t: 'ui.dir.s2c' }),
       this.modeButtons.hex,
       this.modeButtons.ascii,
       this.modeButtons.utf8,
     );
     if (copyText) {
-      p.tools.append(h(d, 'button', { type: 'button', class: 'small', text: 'Copy', title: 'Copy as a Follow TCP Stream hex dump (paste it back in Paste mode)', on: { click: () => this.copy() } }));
+      p.tools.append(h(d, 'button', { type: 'button', class: 'small', t: 'ui.hex.copy', tTitle: 'ui.hex.copy.title', on: { click: () => this.copy() } }));
     }
     this.spacer = h(d, 'div', { class: 'hex-spacer' });
     this.linesEl = h(d, 'div', { class: 'hex-lines' });
     this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl);
-    this.empty = h(d, 'p', { class: 'hint', text: 'No bytes yet.' });
+    this.empty = h(d, 'p', { class: 'hint', t: 'ui.hex.empty' });
     p.body.append(this.empty, this.viewport);
     clear(container);
     container.appendChild(p.root);
     this.schedule = frameThrottle(this.win, () => this.render());
     this.stopResize = onResize(this.win, this.viewport, () => this.schedule());
     this.linesEl.addEventListener('click', (e) => this.onClick(e));
+    i18n.onChange(() => this.schedule());
     this.picking = false;
     selection.subscribe((state, prev) => {
       // Reveal a new element or field, unless it was picked here (the user is looking at it).
@@ -130,7 +133,7 @@ export class HexView {
       div.dataset.line = String(i);
       if (line.kind !== 'bytes') {
         div.classList.add('marker-line');
-        const what = line.kind === 'gap' ? `… ${line.count.toLocaleString('en-US')} octets missing from the capture …` : `… ${line.count.toLocaleString('en-US')} more octets not loaded …`;
+        const what = t(line.kind === 'gap' ? 'ui.hex.gap' : 'ui.hex.notLoaded', { n: formatCount(line.count) });
         div.append(h(d, 'span', { class: 'hex-off', text: hex8(line.offset) }), h(d, 'span', { class: 'hex-missing', text: what }));
         this.linesEl.appendChild(div);
         continue;

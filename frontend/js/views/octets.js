@@ -9,6 +9,8 @@ import { layoutOctets } from '../core/octets.js';
 import { ruleColor } from '../core/rules.js';
 import { elementTitle } from '../core/labels.js';
 import { previewHex } from '../core/bytes.js';
+import { octets } from '../core/bytes.js';
+import { i18n, t, tn } from '../core/i18n.js';
 
 export class OctetView {
   constructor(container, { selection }) {
@@ -17,11 +19,11 @@ export class OctetView {
     this.expand = false;
     this.maxShownOctets = 64;
     const d = this.doc;
-    const p = panel(d, 'Octets', 'octets-panel');
+    const p = panel(d, 'ui.panel.octets', 'octets-panel');
     this.body = p.body;
     this.expandBox = h(d, 'input', { type: 'checkbox', on: { change: () => this.setExpand(this.expandBox.checked) } });
-    this.moreButton = h(d, 'button', { type: 'button', class: 'small', text: 'Show more octets', on: { click: () => this.showMore() } });
-    p.tools.append(h(d, 'label', { class: 'check', title: 'Draw short fields octet by octet, as the spec’s worked example does' }, this.expandBox, ' octet by octet'), this.moreButton);
+    this.moreButton = h(d, 'button', { type: 'button', class: 'small', t: 'ui.octets.more', on: { click: () => this.showMore() } });
+    p.tools.append(h(d, 'label', { class: 'check', tTitle: 'ui.octets.expand.title' }, this.expandBox, ' ', h(d, 'span', { t: 'ui.octets.expand' })), this.moreButton);
     clear(container);
     container.appendChild(p.root);
     this.body.addEventListener('click', (e) => {
@@ -37,6 +39,7 @@ export class OctetView {
         this.render();
       }
     });
+    i18n.onChange(() => this.render());
     selection.subscribe((state, prev) => {
       if (state.event !== prev.event || state.index !== prev.index) this.render();
       else if (state.field !== prev.field) this.highlight();
@@ -64,14 +67,14 @@ export class OctetView {
     this.cells = [];
     this.moreButton.hidden = true;
     if (!event) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: index === null ? 'Select an element to see its octets.' : 'Loading the element…' }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: t(index === null ? 'ui.octets.select' : 'ui.octets.loadingElement') }));
       return;
     }
     this.body.appendChild(h(d, 'div', { class: 'octets-title', text: elementTitle(event) }));
     if (event.kind === 'message') {
       // A message's fields are its frame bodies (elsewhere in the stream): draw them, else list the frames.
       const n = Array.isArray(event.frames) ? event.frames.length : 0;
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: `One application message of ${n} frame${n === 1 ? '' : 's'}; each frame is also its own element in the sequence.` }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: tn('ui.octets.message', n) }));
       if (!Array.isArray(event.fields) || !event.fields.length) {
         this.body.appendChild(this.renderMessage(event));
         return;
@@ -82,11 +85,11 @@ export class OctetView {
       return;
     }
     if (event.kind === 'gap') {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: `${event.length} octets are missing from the capture here.` }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.octets.gap', { octets: octets(event.length || 0) }) }));
       return;
     }
     if (!Array.isArray(event.fields) && !event.hex) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: 'Loading fields…' }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.loadingFields') }));
       return;
     }
     const layout = layoutOctets(event, { expand: this.expand, maxShownOctets: this.maxShownOctets, maxRowChars: this.rowChars() });
@@ -102,7 +105,7 @@ export class OctetView {
     const names = h(d, 'tr', { class: 'oct-names' });
     for (const b of row.boxes) {
       const color = ruleColor(b.rule);
-      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: `${b.name} (${b.rule || 'no rule'})${b.label ? ` — octets ${b.label}` : ''}` });
+      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: t(b.label ? 'ui.octets.box.at' : 'ui.octets.box', { name: b.name, rule: b.rule || t('ui.octets.noRule'), range: b.label }) });
       td.dataset.field = String(b.field);
       td.style.backgroundColor = color.fill;
       td.style.borderColor = color.stroke;
@@ -115,7 +118,7 @@ export class OctetView {
       this.cells.push(td);
     }
     for (const g of row.groups) {
-      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? `${g.name} (cont.)` : g.name, colSpan: g.count });
+      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? t('ui.octets.continued', { name: g.name }) : g.name, colSpan: g.count });
       td.dataset.field = String(g.field);
       td.style.color = ruleColor(g.rule).stroke;
       names.appendChild(td);
@@ -130,7 +133,7 @@ export class OctetView {
     const list = h(d, 'ol', { class: 'message-frames' });
     frames.forEach((f, i) => {
       const size = typeof f === 'string' ? f.length / 2 : 0;
-      list.appendChild(h(d, 'li', {}, h(d, 'span', { class: 'frame-size', text: `${size} octet${size === 1 ? '' : 's'}${i < frames.length - 1 ? ', MORE' : ''}` }), ' ', h(d, 'code', { text: previewHex(f, 64) })));
+      list.appendChild(h(d, 'li', {}, h(d, 'span', { class: 'frame-size', text: `${octets(size)}${i < frames.length - 1 ? ', MORE' : ''}` }), ' ', h(d, 'code', { text: previewHex(f, 64) })));
     });
     return list;
   }

@@ -23,9 +23,9 @@ export class OverviewView {
     this.picked = null; // { conns: [...], flow } highlighted on the graph
     this.flowRows = [];
     const d = this.doc;
-    const graph = panel(d, 'Topology', 'overview-graph');
-    const findings = panel(d, 'Findings', 'overview-findings');
-    const flows = panel(d, 'Flows across connections', 'overview-flows');
+    const graph = panel(d, 'ui.panel.topology', 'overview-graph');
+    const findings = panel(d, 'ui.panel.findings', 'overview-findings');
+    const flows = panel(d, 'ui.panel.flows', 'overview-flows');
     this.graph = graph.body;
     this.findings = findings.body;
     this.flows = flows.body;

@@ -7,7 +7,8 @@
 //   dumps take the direction chosen in the form). onInvalid: Decode was pressed on
 //   text that does not parse (what was decoded before no longer stands).
 
-import { h, clear } from './dom.js';
+import { h, clear, tr } from './dom.js';
+import { i18n, t, tn } from '../core/i18n.js';
 import { parseHexInput } from '../core/hexparse.js';
 import { toFollowText } from '../core/hexdump.js';
 import { hexToBytes } from '../core/bytes.js';
@@ -35,15 +36,16 @@ export class PasteView {
       class: 'paste-text',
       rows: 12,
       spellcheck: false,
-      placeholder: 'Paste hex here: "ff 00 00 …", "ff:00:00", a Follow TCP Stream hex dump, xxd or hexdump -C output, or packets (Copy as Hex Dump, tshark -x)',
-      attrs: { 'aria-label': 'Hex to decode', wrap: 'off' },
+      tPlaceholder: 'ui.paste.placeholder',
+      tLabel: 'ui.paste.label',
+      attrs: { wrap: 'off' },
     });
-    this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', text: 'the client (c2s)' }), h(d, 'option', { value: 's2c', text: 'the server (s2c)' }));
-    this.dirField = h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Sent by' }), this.dir);
+    this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', t: 'ui.paste.byClient' }), h(d, 'option', { value: 's2c', t: 'ui.paste.byServer' }));
+    this.dirField = h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.paste.sentBy' }), this.dir);
     this.reading = h(d, 'p', { class: 'paste-reading', attrs: { 'aria-live': 'polite' } });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.button = h(d, 'button', { type: 'button', class: 'primary', text: 'Decode', on: { click: () => this.decode() } });
-    const example = h(d, 'button', { type: 'button', text: 'Example', title: 'A PUSH/PULL conversation as a Follow TCP Stream hex dump', on: { click: () => this.setText(EXAMPLE) } });
+    this.button = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.paste.decode', on: { click: () => this.decode() } });
+    const example = h(d, 'button', { type: 'button', t: 'ui.paste.example', tTitle: 'ui.paste.example.title', on: { click: () => this.setText(EXAMPLE) } });
     this.text.addEventListener('input', () => this.read());
     clear(container);
     container.appendChild(
@@ -51,7 +53,7 @@ export class PasteView {
         d,
         'div',
         { class: 'paste' },
-        h(d, 'p', { class: 'hint', text: 'Plain hex (spaces, newlines and colons allowed), xxd and hexdump -C output are one direction (offsets and the ASCII column are left out). A Follow TCP Stream hex dump (Wireshark: Follow › TCP Stream › Show as Hex Dump) gives both: indented lines are the server. Packets (Wireshark: Copy › …as Hex Dump, or tshark -x) give both too: their TCP payloads are taken.' }),
+        h(d, 'p', { class: 'hint', t: 'ui.paste.hint' }),
         this.text,
         this.dirField,
         this.reading,
@@ -60,6 +62,7 @@ export class PasteView {
       ),
     );
     this.read();
+    i18n.onChange(() => this.read());
   }
 
   parse() {
@@ -82,9 +85,11 @@ export class PasteView {
     try {
       const parsed = this.parse();
       this.dirField.hidden = parsed.format !== 'plain' && parsed.format !== 'dump';
-      const dirs = parsed.directions.map((x) => `${x.bytes.length} octets ${x.dir}`).join(', ');
-      const what = parsed.format === 'follow' ? 'Follow TCP Stream hex dump' : parsed.format === 'plain' ? 'Plain hex' : parsed.label || 'Hex dump';
-      this.reading.textContent = `${what.charAt(0).toUpperCase()}${what.slice(1)}: ${dirs}${parsed.warnings.length ? ` · ${parsed.warnings.length} warning${parsed.warnings.length === 1 ? '' : 's'}: ${parsed.warnings.slice(0, 3).join('; ')}` : ''}`;
+      const dirs = parsed.directions.map((x) => t('ui.paste.dirOctets', { n: x.bytes.length, dir: x.dir })).join(t('ui.list.comma'));
+      const what = parsed.format === 'follow' ? t('ui.paste.follow') : parsed.format === 'plain' ? t('ui.paste.plain') : parsed.label || t('ui.paste.dump');
+      const n = parsed.warnings.length;
+      const reading = t('ui.paste.reading', { what: `${what.charAt(0).toUpperCase()}${what.slice(1)}`, dirs });
+      this.reading.textContent = n ? `${reading}${tn('ui.paste.warnings', n, { list: parsed.warnings.slice(0, 3).join(t('ui.list.semicolon')) })}` : reading;
       this.setError('');
       return parsed;
     } catch (err) {
@@ -97,7 +102,7 @@ export class PasteView {
   decode() {
     const parsed = this.read();
     if (parsed) this.onDecode(parsed);
-    else this.onInvalid(this.error.textContent || 'nothing to decode: paste some hex');
+    else this.onInvalid(this.error.textContent || t('ui.hexparse.nothing'));
   }
 
   setText(text) {
@@ -107,7 +112,7 @@ export class PasteView {
 
   setBusy(busy) {
     this.button.disabled = !!busy;
-    this.button.textContent = busy ? 'Decoding…' : 'Decode';
+    tr(this.button, busy ? 'ui.paste.decoding' : 'ui.paste.decode');
   }
 
   setError(text) {

@@ -14,6 +14,8 @@ import { absoluteTime, relativeTime } from '../core/times.js';
 
 export class SequenceView {
   constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
+import { i18n, t, tn } from '../core/i18n.js';
+import { formatCount } from '../core/bytes.js';
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.onSelect = onSelect;
@@ -21,7 +23,7 @@ export class SequenceView {
     this.timeBase = timeBase;
     this.selected = null;
     this.followTail = false;
-    this.labels = { client: 'client', server: 'server' };
+    this.labels = { client: '', server: '' };
     this.unsubscribe = null;
 
     const d = this.doc;
@@ -31,14 +33,15 @@ export class SequenceView {
     this.header = h(d, 'div', { class: 'seq-header' }, h(d, 'div', { class: 'seq-gutter' }, this.countEl), h(d, 'div', { class: 'seq-heads' }, this.clientHead, this.serverHead));
     this.spacer = h(d, 'div', { class: 'seq-spacer' });
     this.rows = h(d, 'div', { class: 'seq-rows' });
-    this.empty = h(d, 'div', { class: 'seq-empty', text: 'No elements yet.' });
+    this.empty = h(d, 'div', { class: 'seq-empty', t: 'ui.seq.empty' });
     this.viewport = h(
       d,
       'div',
       {
         class: 'seq-viewport',
         tabIndex: 0,
-        attrs: { role: 'listbox', 'aria-label': 'Protocol elements' },
+        attrs: { role: 'listbox' },
+        tLabel: 'ui.seq.label',
         on: { scroll: () => this.schedule(), keydown: (e) => this.onKey(e) },
       },
       this.spacer,
@@ -63,11 +66,17 @@ export class SequenceView {
     this.unsubscribe = source && source.subscribe ? source.subscribe(() => this.onData()) : null;
     this.selected = null;
     this.viewport.scrollTop = 0;
+    // Another language: the count, the rows' labels and the default lifeline names are words.
+    i18n.onChange(() => {
+      this.setLabels(this.given || {});
+      this.onData();
+    });
     this.onData();
   }
 
   setLabels({ client, server }) {
-    this.labels = { client: client || 'client', server: server || 'server' };
+    this.given = { client, server };
+    this.labels = { client: client || t('ui.peer.client'), server: server || t('ui.peer.server') };
     this.clientHead.textContent = this.labels.client;
     this.serverHead.textContent = this.labels.server;
   }
@@ -97,7 +106,7 @@ export class SequenceView {
     const wasAtBottom = atBottom({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight, rowHeight: this.rowHeight, total: this.lastTotal || 0 });
     this.spacer.style.height = `${contentHeight(total, this.rowHeight)}px`;
     const elements = this.source && typeof this.source.elementCount === 'number' ? this.source.elementCount : total; // (marks are not elements)
-    this.countEl.textContent = `${elements.toLocaleString('en-US')} element${elements === 1 ? '' : 's'}`;
+    this.countEl.textContent = tn('ui.seq.count', elements, { n: formatCount(elements) });
     this.empty.hidden = total > 0;
     if (this.followTail && wasAtBottom && total > (this.lastTotal || 0)) {
       this.viewport.scrollTop = contentHeight(total, this.rowHeight);

@@ -6,16 +6,18 @@
 import { h, clear, panel } from './dom.js';
 import { elementTitle, fieldValueText } from '../core/labels.js';
 import { ruleColor } from '../core/rules.js';
-import { previewHex } from '../core/bytes.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
+import { i18n, t } from '../core/i18n.js';
+import { previewHex, octets } from '../core/bytes.js';
+import { dirName } from '../core/labels.js';
 
 // Kind keys shown under "Summary" (everything but the framing keys and fields).
 const SKIP = new Set(['conn', 'dir', 'offset', 'length', 'kind', 'fields', 'hex', 'seq', 't', 'ts', 'packets', 'index']);
 const HEX_KEYS = new Set(['identity', 'context', 'topic', 'body']);
 
 function summaryValue(key, value) {
-  if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${value.length / 2} octets)`;
-  if (key === 'ttl' && typeof value === 'number') return `${value} (${(value / 10).toFixed(1)} s)`;
+  if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${octets(value.length / 2)})`;
+  if (key === 'ttl' && typeof value === 'number') return t('ui.tree.ttl', { value, seconds: (value / 10).toFixed(1) });
   if (Array.isArray(value)) return `[${value.length}]`;
   if (value && typeof value === 'object') return '';
   return String(value);
@@ -25,13 +27,14 @@ export class TreeView {
   constructor(container, { selection }) {
     this.doc = container.ownerDocument;
     this.selection = selection;
-    const p = panel(this.doc, 'Details', 'tree-panel');
+    const p = panel(this.doc, 'ui.panel.details', 'tree-panel');
     this.body = p.body;
     this.open = { summary: true, fields: true };
     clear(container);
     container.appendChild(p.root);
     this.rows = [];
     this.timeBase = null;
+    i18n.onChange(() => this.render());
     selection.subscribe((state, prev) => {
       if (state.event !== prev.event || state.index !== prev.index) this.render();
       else if (state.field !== prev.field) this.highlight(true);
@@ -60,23 +63,23 @@ export class TreeView {
     clear(this.body);
     this.rows = [];
     if (!event) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: index === null ? 'Select an element.' : 'Loading…' }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: t(index === null ? 'ui.tree.select' : 'ui.loading') }));
       return;
     }
     const info = [
-      leaf(d, 'Direction', event.dir === 's2c' ? 'server → client (s2c)' : 'client → server (c2s)'),
-      leaf(d, 'Stream offset', String(event.offset)),
-      leaf(d, 'Length', `${event.length} octet${event.length === 1 ? '' : 's'}`),
+      leaf(d, t('ui.tree.direction'), `${dirName(event.dir)} (${event.dir === 's2c' ? 's2c' : 'c2s'})`),
+      leaf(d, t('ui.tree.offset'), String(event.offset)),
+      leaf(d, t('ui.tree.length'), octets(event.length)),
     ];
     if (typeof event.ts === 'number') {
       // As the sequence shows it: seconds since the first packet; the UTC time on hover.
-      const time = leaf(d, 'Time', this.timeBase !== null ? `${relativeTime(event.ts, this.timeBase)} s` : absoluteTime(event.ts));
-      time.setAttribute('title', this.timeBase !== null ? `${absoluteTime(event.ts)} (${relativeTime(event.ts, this.timeBase)} s after the first packet)` : absoluteTime(event.ts));
+      const time = leaf(d, t('ui.tree.time'), this.timeBase !== null ? t('ui.tree.seconds', { s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
+      time.setAttribute('title', this.timeBase !== null ? t('ui.tree.timeAfter', { time: absoluteTime(event.ts), s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
       info.push(time);
     }
-    if (typeof event.t === 'number') info.push(leaf(d, 'Time', `${event.t.toFixed(3)} s`));
-    if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(d, 'Packets', event.packets.join(', ')));
-    if (typeof event.seq === 'number') info.push(leaf(d, 'Session seq', String(event.seq)));
+    if (typeof event.t === 'number') info.push(leaf(d, t('ui.tree.time'), t('ui.tree.seconds', { s: event.t.toFixed(3) })));
+    if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(d, t('ui.tree.packets'), event.packets.join(', ')));
+    if (typeof event.seq === 'number') info.push(leaf(d, t('ui.tree.seq'), String(event.seq)));
     const summary = [];
     for (const [k, v] of Object.entries(event)) {
       if (SKIP.has(k)) continue;
@@ -87,16 +90,16 @@ export class TreeView {
       } else summary.push(leaf(d, k, summaryValue(k, v)));
     }
     const root = [this.node(elementTitle(event), 'element', info)];
-    if (summary.length) root.push(this.node('Summary', 'summary', summary));
+    if (summary.length) root.push(this.node(t('ui.tree.summary'), 'summary', summary));
     if (Array.isArray(event.fields)) {
       const fields = event.fields.map((f, i) => {
         const row = h(d, 'div', { class: 'tree-field', tabIndex: 0 });
         row.dataset.field = String(i);
         row.append(
           h(d, 'span', { class: 'swatch', style: { backgroundColor: ruleColor(f.rule).strong } }),
-          h(d, 'span', { class: 'tf-name', text: `${f.name}: ` }),
+          h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: f.name }) }),
           h(d, 'span', { class: 'tf-value', text: fieldValueText(f) }),
-          h(d, 'span', { class: 'tf-where', text: ` [offset ${f.offset - event.offset}, ${f.length} octet${f.length === 1 ? '' : 's'}]` }),
+          h(d, 'span', { class: 'tf-where', text: t('ui.tree.where', { offset: f.offset - event.offset, octets: octets(f.length) }) }),
         );
         row.setAttribute('title', `${f.rule || ''}${f.note ? ' — ' + f.note : ''}`);
         row.addEventListener('click', () => this.selection.selectField(i));
@@ -109,9 +112,9 @@ export class TreeView {
         this.rows.push(row);
         return row;
       });
-      root.push(this.node(`Fields (${fields.length})`, 'fields', fields));
+      root.push(this.node(t('ui.tree.fields', { n: fields.length }), 'fields', fields));
     } else if (event.kind !== 'message' && event.kind !== 'expert' && event.kind !== 'gap') {
-      root.push(h(d, 'p', { class: 'hint', text: 'Loading fields…' }));
+      root.push(h(d, 'p', { class: 'hint', text: t('ui.loadingFields') }));
     }
     this.body.append(...root);
     this.highlight(false);
@@ -128,5 +131,5 @@ export class TreeView {
 }
 
 function leaf(d, name, value) {
-  return h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: `${name}: ` }), h(d, 'span', { class: 'tf-value', text: value }));
+  return h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name }) }), h(d, 'span', { class: 'tf-value', text: value }));
 }
