@@ -1,7 +1,8 @@
 // One-line summaries of events, like Wireshark's Info column. DOM-free.
 // They read only the event's kind keys (see docs/architecture.md "The event contract").
 
-import { previewHex, octets } from './bytes.js';
+import { previewHex, octets, formatCount } from './bytes.js';
+import { t, tn } from './i18n.js';
 
 const PREVIEW = 24;
 
@@ -32,7 +33,7 @@ function commandLabel(ev) {
 }
 
 function greetingLabel(ev) {
-  const parts = ['Greeting'];
+  const parts = [t('ui.kind.greeting')];
   if (ev.version) parts.push(String(ev.version));
   if (ev.mechanism) parts.push(String(ev.mechanism));
   if (ev.as_server) parts.push('as-server');
@@ -42,7 +43,7 @@ function greetingLabel(ev) {
 }
 
 function frameLabel(ev) {
-  const parts = ['Frame'];
+  const parts = [t('ui.kind.frame')];
   if (ev.more) parts.push('MORE');
   if (ev.long) parts.push('LONG');
   if (typeof ev.size === 'number') parts.push(`size=${ev.size}`);
@@ -57,9 +58,9 @@ function frameLabel(ev) {
 function messageLabel(ev) {
   const frames = Array.isArray(ev.frames) ? ev.frames : [];
   const n = frames.length;
-  const head = `Message [${n} frame${n === 1 ? '' : 's'}]`;
+  const head = tn('ui.label.message', n);
   const shown = frames.slice(0, 4).map((f) => hexText(f, n === 1 ? 40 : 20));
-  if (n > 4) shown.push(`+${n - 4} more`);
+  if (n > 4) shown.push(t('ui.label.moreFrames', { n: n - 4 }));
   return [head, ...shown].join(' ');
 }
 
@@ -67,7 +68,7 @@ function messageLabel(ev) {
 export function infoLabel(ev) {
   if (!ev || typeof ev !== 'object') return '';
   const label = kindLabel(ev);
-  return ev.decrypted ? `${label} (decrypted)` : label;
+  return ev.decrypted ? t('ui.label.decrypted', { label }) : label;
 }
 
 function kindLabel(ev) {
@@ -81,20 +82,40 @@ function kindLabel(ev) {
     case 'message':
       return messageLabel(ev);
     case 'expert':
-      return `[${ev.severity || 'note'}] ${ev.text || ''}`;
+      return `[${severityName(ev.severity)}] ${ev.text || ''}`;
     case 'gap':
-      return `Gap: ${octets(ev.length || 0)} missing`;
+      return t('ui.label.gap', { octets: octets(ev.length || 0) });
     default:
-      return String(ev.kind || 'element');
+      return String(ev.kind || t('ui.kind.element'));
   }
+}
+
+// The element kinds' names (an unknown kind shows as it is).
+const KIND_IDS = { greeting: 'ui.kind.greeting', command: 'ui.kind.command', frame: 'ui.kind.frame', message: 'ui.kind.message', expert: 'ui.kind.expert', gap: 'ui.kind.gap' };
+const SEVERITY_IDS = { note: 'ui.severity.note', warn: 'ui.severity.warn', error: 'ui.severity.error' };
+
+/** An element kind's name ("Greeting"). */
+export function kindName(kind) {
+  if (KIND_IDS[kind]) return t(KIND_IDS[kind]);
+  return kind ? kind[0].toUpperCase() + kind.slice(1) : t('ui.kind.element');
+}
+
+/** A severity's name (note, warn, error; in Chinese 提示, 警告, 错误). */
+export function severityName(severity) {
+  return t(SEVERITY_IDS[severity] || SEVERITY_IDS.note);
+}
+
+/** A direction's name: "client → server" (c2s), "server → client" (s2c). */
+export function dirName(dir) {
+  return t(dir === 's2c' ? 'ui.dir.s2c' : 'ui.dir.c2s');
 }
 
 /** A short title for headers: "READY (c2s, 43 octets at 64)". */
 export function elementTitle(ev) {
   if (!ev) return '';
-  const what = ev.kind === 'command' ? ev.name || 'Command' : ev.kind ? ev.kind[0].toUpperCase() + ev.kind.slice(1) : 'Element';
-  const where = ev.kind === 'message' || ev.kind === 'expert' ? `${ev.dir}, at ${ev.offset}` : `${ev.dir}, ${octets(ev.length || 0)} at ${ev.offset}`;
-  return `${what} (${where})`;
+  const what = ev.kind === 'command' ? ev.name || kindName('command') : kindName(ev.kind);
+  if (ev.kind === 'message' || ev.kind === 'expert') return t('ui.title.at', { what, dir: ev.dir, offset: ev.offset });
+  return t('ui.title.octetsAt', { what, dir: ev.dir, octets: octets(ev.length || 0), offset: ev.offset });
 }
 
 /**
@@ -105,5 +126,5 @@ export function fieldValueText(field, max = 200) {
   const v = field ? field.value : undefined;
   if (v === null || v === undefined) return '';
   const s = String(v);
-  return s.length > max ? `${s.slice(0, max)}… (${(s.length - max).toLocaleString('en-US')} more characters)` : s;
+  return s.length > max ? `${s.slice(0, max)}${tn('ui.label.moreChars', s.length - max, { n: formatCount(s.length - max) })}` : s;
 }
