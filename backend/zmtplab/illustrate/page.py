@@ -53,9 +53,13 @@ table.octets td.rest { text-align: left; }
 table.fields td, table.fields th { border-top: 1px solid var(--line); text-align: left; padding: 3px 6px;
   vertical-align: top; overflow-wrap: anywhere; }
 table.fields th { font-size: .85rem; color: var(--muted); }
-table.fields td:first-child { white-space: nowrap; }
+table.fields { table-layout: fixed; }
+table.fields col.f-name { width: 11rem; }
+table.fields col.f-value { width: 24%; }
+table.fields .where { display: block; color: var(--muted); font-size: .8em; }
 table.fields tr:target { outline: 3px solid var(--accent); }
-.rule pre { margin: .2rem 0 0; white-space: pre-wrap; }
+.rule { font-size: .85em; color: var(--muted); }
+.rule code { white-space: pre-wrap; color: var(--ink); }
 pre.hex { background: #f4f4f4; padding: .5rem; overflow-x: auto; white-space: pre; }
 pre.script { background: #f4f4f4; padding: .7rem; white-space: pre-wrap; overflow-wrap: anywhere; }
 svg.sequence { width: 100%; height: auto; border: 1px solid var(--line); }
@@ -66,7 +70,18 @@ svg.sequence .head { fill: #e6eef7; stroke: var(--ink); }
 .cut { color: var(--muted); font-style: italic; }
 @page { margin: 14mm 12mm; }
 @media print {
-  body { max-width: none; padding: 0; font-size: 11pt; }
+  body { max-width: none; padding: 0; font-size: 9pt; line-height: 1.3; }
+  h2 { margin-top: 1rem; }
+  article.element { padding: .4rem .6rem; margin: .6rem 0; }
+  table.octets td, table.octets th, table.fields td, table.fields th { padding: 1px 3px; }
+  table.fields { font-size: 8pt; line-height: 1.2; }
+  table.fields col.f-name { width: 8rem; }
+  table.fields col.f-value { width: 18%; }
+  table.octets { font-size: 7.5pt; line-height: 1.15; }
+  table.octets td .o { font-size: 7pt; }
+  table.octets td .n { font-size: 6.5pt; }
+  pre.hex { font-size: 6.5pt; padding: .2rem .3rem; line-height: 1.2; }
+  code, pre, .mono { font-size: 7pt; }
   a { color: inherit; text-decoration: none; }
   nav.toc { break-after: page; }
   h2 { break-after: avoid; }
@@ -345,23 +360,24 @@ def _hex_dump(event: dict[str, Any], data: bytes) -> str:
 def _fields_table(fields: list[dict[str, Any]], anchors: list[str], context: dict[str, str], base: int) -> str:
     if not fields:
         return ""
-    out = ['<table class="fields">\n<thead><tr><th scope="col">field</th><th scope="col">octets</th>'
-           '<th scope="col">value</th><th scope="col">what it means</th></tr></thead>\n<tbody>\n']
+    out = ['<table class="fields">\n<colgroup><col class="f-name"><col class="f-value"><col></colgroup>\n'
+           '<thead><tr><th scope="col">field</th><th scope="col">value</th><th scope="col">what it means</th>'
+           "</tr></thead>\n<tbody>\n"]
     for f, anchor in zip(fields, anchors, strict=True):
         rule = str(f.get("rule", ""))
-        note = escape(str(f.get("note", "")))
         ref = spec_for(rule, **context) if rule else None
         rule_html = ""
         if ref is not None:
             title = ref.title + (f", {ref.section}" if ref.section else "")
-            where = f'<a href="{escape(ref.url)}">{escape(title)}</a>'
-            definition = f"<pre>{escape(ref.definition)}</pre>" if ref.definition else " (described in prose)"
-            rule_html = f'<div class="rule">ABNF rule <code>{escape(rule)}</code> in {where}{definition}</div>'
-        value = f.get("value", "")
-        name = escape(str(f.get("name", "")))
-        out.append(f'<tr id="{escape(anchor)}"><td><a href="#{escape(anchor)}">{name}</a></td>'
-                   f'<td class="mono">{int(f.get("length", 0))} at +{int(f.get("offset", base)) - base}</td>'
-                   f'<td class="mono">{escape(_value(value))}</td><td>{note}{rule_html}</td></tr>\n')
+            definition = f"<code>{escape(ref.definition)}</code>" if ref.definition else \
+                f"rule <code>{escape(rule)}</code>, described in prose"
+            rule_html = f'<div class="rule">{definition} <a href="{escape(ref.url)}">({escape(title)})</a></div>'
+        size = int(f.get("length", 0))
+        where = f'{size} octet{"" if size == 1 else "s"} at +{int(f.get("offset", base)) - base}'
+        out.append(f'<tr id="{escape(anchor)}"><td><a href="#{escape(anchor)}">{escape(str(f.get("name", "")))}</a>'
+                   f'<span class="where">{where}</span></td>'
+                   f'<td class="mono">{escape(_value(f.get("value", "")))}</td>'
+                   f'<td>{escape(str(f.get("note", "")))}{rule_html}</td></tr>\n')
     out.append("</tbody>\n</table>\n")
     return "".join(out)
 
