@@ -44,7 +44,7 @@ function loadEvents() {
     out.push(ev({ kind: 'socket', node: 'vent', what: 'route', text: `PUSH chose the pipe to ${w} (round robin: next in turn)`, rule: 'round-robin', peer: w, conn, msg: k + 1, depth: 1, hwm: 2 }));
     out.push(ev({ kind: 'frame', conn, dir: 's2c', offset: 64 + k, length: 8, hex: '00' + '06' + hex(`task-${k + 1}`) }));
     out.push(ev({ kind: 'message', conn, dir: 's2c', offset: 64, frames: [hex(`task-${k + 1}`)], msg: k + 1 }));
-    out.push(ev({ kind: 'socket', node: 'vent', what: 'deliver', text: 'delivered', peer: w, conn, msg: k + 1, depth: 0, hwm: 2 }));
+    out.push(ev({ kind: 'socket', node: w, what: 'deliver', text: `PULL took the next message from vent (fair queue)`, rule: 'fair-queue', peer: 'vent', conn, msg: k + 1, depth: 0, hwm: 1000 }));
     out.push(ev({ kind: 'peer', what: 'recv', peer: w, frames: [hex(`task-${k + 1}`)], msg: k + 1 }));
   }
   out.push(ev({ kind: 'socket', node: 'vent', what: 'queue', text: 'queued behind others', peer: 'w1', conn: '0', msg: 4, depth: 2, hwm: 2 }));
@@ -97,7 +97,9 @@ test('the state says who got which message, the pipes\' depth against HWM, drops
   const pipe = state.pipes.get(pipeKey('vent', 'w1'));
   assert.deepEqual([pipe.depth, pipe.hwm, pipe.conn], [2, 2, '0']);
   assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 2, 'a drop reports the full pipe');
-  assert.equal(state.pipes.get(pipeKey('vent', 'w3')).depth, 0);
+  assert.equal(state.pipes.get(pipeKey('vent', 'w3')).depth, 1, 'the outbound queue as the route left it');
+  const inbound = state.pipes.get(pipeKey('w3', 'vent', true));
+  assert.deepEqual([inbound.depth, inbound.hwm, inbound.inbound], [0, 1000, true], 'reading reports the inbound queue against RCVHWM');
   assert.deepEqual([state.node('vent').drops, state.node('vent').blocks, state.node('vent').blocked], [1, 1, true]);
   assert.deepEqual(state.marks.map((m) => [m.what, m.peer]), [['block', null], ['drop', 'w2']]);
   // The wire messages, once each, for the diagram's dots.
@@ -116,6 +118,7 @@ test('a message\'s path holds its decision, frames, wire message and receipt, an
   const places = state.pathPlaces(2, events);
   assert.deepEqual([...places.conns], ['1']);
   assert.deepEqual([...places.nodes].sort(), ['vent', 'w2']);
+  assert.deepEqual(state.pipesOf('w2').map((x) => pipeKey(x.node, x.peer, x.inbound)), ['w2<vent']);
   // Across a proxy hop, and a reply's link to its request.
   const b = new TopologyState();
   b.setTopology({ ...BROKER, conns: [{ conn: '0', link: 0, client: 'c1', server: 'front' }, { conn: '3', link: 3, client: 'r1', server: 'back' }] });
@@ -215,4 +218,97 @@ test('a file or link that is not a topology gets a clear error', () => {
   assert.throws(() => parseTopologyFragment(`#topology=${Buffer.from('[1]').toString('base64url')}`), /not a topology/);
   const many = { nodes: Array.from({ length: 25 }, (_, i) => ({ name: `n${i}`, type: 'PAIR' })), links: [] };
   assert.throws(() => checkTopology(many), /at most 24 nodes/);
+});
+
+// ---- the views, on the fake DOM ------------------------------------------------------------------
+import { createDocument, walk } from './fake-dom.mjs';
+import { TopologyView } from '../../frontend/js/views/topology.js';
+import { SequenceView } from '../../frontend/js/views/sequence.js';
+import { ArraySource } from '../../frontend/js/core/source.js';
+
+const find = (root, pred) => walk(root).filter(pred);
+const attr = (name, value) => (el) => el.getAttribute && el.getAttribute(name) === value;
+
+test('the diagram draws nodes, arrows, queue bars, markers, dots and who got what; a pick highlights the path', () => {
+  const doc = createDocument();
+  const box = doc.createElement('div');
+  const picked = [];
+  const view = new TopologyView(box, { onPickMessage: (m) => picked.push(m) });
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  const events = loadEvents();
+  view.setTopology(LOAD, state);
+  state.sync(events);
+  view.update();
+  const nodes = find(box, (el) => el.classList.contains('topo-node'));
+  assert.deepEqual(nodes.map((n) => n.getAttribute('data-node')), ['vent', 'w1', 'w2', 'w3']);
+  const vent = nodes[0];
+  assert.match(vent.textContent, /PUSH/);
+  assert.match(vent.textContent, /sent 3/);
+  assert.match(vent.textContent, /✕ 1 dropped/);
+  assert.match(vent.textContent, /⏸ blocked/);
+  assert.ok(vent.classList.contains('blocked'));
+  assert.match(nodes[2].textContent, /got 1/);
+  const edges = find(box, (el) => el.classList.contains('topo-edge'));
+  assert.deepEqual(edges.map((e) => [e.getAttribute('data-from'), e.getAttribute('data-to'), e.getAttribute('data-conn')]),
+    [['w1', 'vent', '0'], ['w2', 'vent', '1'], ['w3', 'vent', '2']], 'arrows run from the connecting node to the binding one');
+  const w1pipe = find(box, attr('data-pipe', 'vent>w1'))[0];
+  assert.equal(w1pipe.getAttribute('data-depth'), '2');
+  assert.equal(w1pipe.getAttribute('data-hwm'), '2');
+  assert.ok(w1pipe.classList.contains('full'));
+  assert.match(w1pipe.textContent, /^2\/2/);
+  assert.equal(find(box, attr('data-pipe', 'w2<vent'))[0].getAttribute('data-hwm'), '1000');
+  const dots = find(box, (el) => el.classList.contains('topo-dot'));
+  assert.deepEqual(dots.map((d) => d.getAttribute('data-to')), ['w1', 'w2', 'w3'], 'one dot per wire message');
+  const got = find(box, (el) => el.classList.contains('topo-got-row'));
+  // (a text frame is shown as text, quoted or not as core/bytes.js has it)
+  assert.deepEqual(got.map((r) => r.textContent.replace(/"/g, '')), ['ventnothing yet', 'w11task-1', 'w21task-2', 'w31task-3']);
+  // Picking a received message: the callback; the path lights the link and both nodes.
+  find(box, (el) => el.classList.contains('topo-msg'))[1].dispatch('click');
+  assert.deepEqual(picked, [2]);
+  const places = state.pathPlaces(2, events);
+  view.setPath({ msg: 2, ...places });
+  assert.deepEqual(find(box, (el) => el.classList.contains('on-path') && el.classList.contains('topo-edge')).map((e) => e.getAttribute('data-conn')), ['1']);
+  assert.deepEqual(find(box, (el) => el.classList.contains('on-path') && el.classList.contains('topo-node')).map((e) => e.getAttribute('data-node')), ['vent', 'w2']);
+  assert.deepEqual(find(box, (el) => el.classList.contains('on-path') && el.classList.contains('topo-msg')).map((e) => e.textContent.replace(/"/g, '')), ['task-2']);
+  assert.deepEqual(find(box, (el) => el.classList.contains('on-path') && el.classList.contains('topo-msg')).map((e) => e.dataset.msg), ['2']);
+  // A step back: fewer events, and the diagram says so.
+  state.sync(events.slice(0, 8));
+  view.update();
+  assert.doesNotMatch(vent.textContent, /dropped|blocked/);
+  assert.equal(find(box, attr('data-pipe', 'vent>w1'))[0].getAttribute('data-depth'), '1');
+});
+
+test('the sequence draws N lifelines: arrows between two nodes, decisions and receipts on one, a path marked', () => {
+  const doc = createDocument();
+  const box = doc.createElement('div');
+  const events = loadEvents();
+  const seq = new SequenceView(box, { source: new ArraySource(events) });
+  seq.viewport.clientHeight = 2000;
+  const state = new TopologyState();
+  state.setTopology(LOAD);
+  state.sync(events);
+  const { lanes, endsOf } = lifelines(state, ['vent', 'w1', 'w2', 'w3']);
+  seq.setLanes(lanes, endsOf);
+  const onPath = new Set(state.path(2).indexes.map((i) => events[i]));
+  seq.setHighlight((ev) => onPath.has(ev));
+  doc.flush();
+  const heads = find(box, (el) => el.classList.contains('lane-head'));
+  assert.deepEqual(heads.map((h) => h.textContent), ['vent PUSH', 'w1 PULL', 'w2 PULL', 'w3 PULL']);
+  assert.deepEqual(heads.map((h) => h.style.left), ['12.5%', '37.5%', '62.5%', '87.5%']);
+  const rows = find(box, (el) => el.classList.contains('seq-row'));
+  const row = (i) => rows.find((r) => r.dataset.index === String(i));
+  const msg2 = row(7);
+  assert.ok(msg2.classList.contains('ltr'));
+  const arrow = find(msg2, (el) => el.classList.contains('arrow'))[0];
+  assert.deepEqual([arrow.style.left, arrow.style.right], ['12.5%', '37.5%'], 'task-2 goes from vent to w2');
+  assert.ok(row(9).classList.contains('what-recv'));
+  assert.match(row(9).textContent, /w2 received .*task-2/);
+  assert.ok(row(17).classList.contains('what-drop'));
+  assert.match(row(17).textContent, /vent: PUB dropped for w2/);
+  assert.deepEqual(rows.filter((r) => r.classList.contains('on-path')).map((r) => Number(r.dataset.index)), [5, 6, 7, 8, 9]);
+  // Back to two lifelines.
+  seq.setLanes(null);
+  doc.flush();
+  assert.equal(find(box, (el) => el.classList.contains('lane-head')).length, 0);
 });

@@ -13,6 +13,7 @@ export class Dataset {
     this.source = new ArraySource(this.log.events);
     this.marker = new Marker();
     this.rows = marks ? new MarkedSource(this.source, this.marker.marks) : this.source;
+    this.chunkConn = null; // a topology session's hex dump follows one connection (null: every element)
     this.rebuildChunks();
   }
 
@@ -35,12 +36,26 @@ export class Dataset {
   /** The hex dump's chunks, brought up to date with the elements. */
   chunks() {
     if (this.chunked > this.log.length) this.rebuildChunks();
-    for (; this.chunked < this.log.length; this.chunked++) this.chunker.add(this.chunked, this.log.events[this.chunked]);
+    const conn = this.chunkConn;
+    for (; this.chunked < this.log.length; this.chunked++) {
+      const ev = this.log.events[this.chunked];
+      if (conn === null || String(ev.conn) === conn) this.chunker.add(this.chunked, ev);
+    }
     return this.chunker.chunks;
+  }
+
+  /** Which connection the hex dump shows (a topology session has many; null: all, as with one). */
+  setChunkConn(conn) {
+    const next = conn === null || conn === undefined ? null : String(conn);
+    if (next === this.chunkConn) return false;
+    this.chunkConn = next;
+    this.rebuildChunks();
+    return true;
   }
 
   /** Forgets every element and mark. */
   clear() {
+    this.chunkConn = null;
     this.log.clear();
     this.marker.clear();
     this.setMarks();

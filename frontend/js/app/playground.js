@@ -3,8 +3,9 @@
 // — the only place the environment comes from (see main-playground.js).
 //
 // The page is a few parts with one job each: a Dataset per tab (dataset.js), the Session tab
-// (session-panel.js), the Paste hex tab (paste-panel.js), and here the workbench they share: which
-// tab is shown, redraws, the selection, the URL and the keyboard.
+// (session-panel.js), the Paste hex tab (paste-panel.js), a topology session's diagram and lifelines
+// (topology-panel.js) and the topology box (topology-setup.js: presets, editor, file, link), and here
+// the workbench they share: which tab is shown, redraws, the selection, the URL and the keyboard.
 
 import { createApi } from '../core/api.js';
 import { peerLabel } from '../core/eventlog.js';
@@ -15,6 +16,8 @@ import { t } from '../core/i18n.js';
 import { Dataset } from './dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
+import { TopologyPanel } from './topology-panel.js';
+import { TopologySetup } from './topology-setup.js';
 
 class PlaygroundPage {
   constructor(host) {
@@ -46,6 +49,7 @@ class PlaygroundPage {
       },
     );
     this.wb = wb;
+    this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }) });
     initShell(host, (on) => wb.setLarge(on));
     wb.selection.subscribe((s, prev) => {
       if (s.field !== prev.field || s.index !== prev.index) this.updateUrl();
@@ -65,8 +69,17 @@ class PlaygroundPage {
       select: (index) => this.select(index),
       showSession: () => this.active !== 'session' && this.showTab('session'),
       urlChanged: () => this.updateUrl(),
+      topology: (topo) => (topo ? this.topo.setTopology(topo) : this.topo.forget()),
     };
     this.sessions = new SessionPanel(host, this.data.session, page);
+    this.setup = new TopologySetup(host, $('topology-form'), {
+      api: this.api,
+      status: this.status,
+      start: async (request) => {
+        await this.sessions.start(request);
+        $('topology-setup').open = false;
+      },
+    });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
     win.addEventListener('keydown', (e) => this.onKey(e));
   }
@@ -98,6 +111,11 @@ class PlaygroundPage {
       if (sel.index < d.log.length) wb.selection.setEvent(sel.index, d.log.events[sel.index]);
       else wb.selection.clear();
     }
+    if (d === this.data.session && this.topo.active) {
+      this.topo.sync(d.log.events);
+      // Many connections: the hex dump follows the selected element's (else the first).
+      d.setChunkConn(this.topo.hexConn(wb.selection.get().event));
+    }
     // The hex dump relayout is linear in the stream: at most a few times a second.
     const now = Date.now();
     if (now - this.lastHex > 250 || d.log.length < 2000) {
@@ -119,11 +137,19 @@ class PlaygroundPage {
   }
 
   // ---- selection and the URL ------------------------------------------------------------
-  select(index) {
+  select(index, { keepPath = false } = {}) {
     const ev = this.ds.log.events[index];
     if (!ev) return;
     this.wb.sequence.setSelected(this.ds.rowOfEvent(index));
     this.wb.selection.selectElement(index, ev);
+    if (this.ds === this.data.session && this.topo.active) {
+      if (!keepPath) this.topo.selected(ev);
+      // The hex dump shows the selected element's connection.
+      if (this.ds.setChunkConn(this.topo.hexConn(ev))) {
+        this.wb.hex.setChunks([]);
+        this.markDirty();
+      }
+    }
   }
 
   applyPendingLink() {
@@ -158,6 +184,7 @@ class PlaygroundPage {
     wb.selection.clear();
     wb.sequence.setSource(this.ds.rows);
     wb.sequence.setFollowTail(this.active === 'session');
+    this.topo.show(this.active === 'session');
     wb.hex.setChunks([]);
     this.ds.rebuildChunks();
     this.markDirty();
@@ -200,6 +227,8 @@ class PlaygroundPage {
     const link = parseLink(win.location.search);
     if ((win.location.hash || '').replace('#', '') === 'paste') this.showTab('paste');
     else this.showTab('session');
+    // A shared topology (#topology=...) waits in the editor for Start.
+    if (this.setup.fromHash(win.location.hash)) this.host.document.getElementById('topology-setup').open = true;
     if (link.session) {
       if (link.el !== undefined) this.pendingLink = { el: link.el, field: link.field };
       this.host.document.getElementById('session-setup').open = false;
@@ -211,5 +240,5 @@ class PlaygroundPage {
 export function startPlayground(host) {
   const page = new PlaygroundPage(host);
   page.start();
-  return { wb: page.wb, data: page.data, connect: (id, mode) => page.sessions.connect(id, mode), showTab: (name) => page.showTab(name) };
+  return { wb: page.wb, data: page.data, topology: page.topo, connect: (id, mode) => page.sessions.connect(id, mode), showTab: (name) => page.showTab(name) };
 }

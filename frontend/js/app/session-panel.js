@@ -9,7 +9,8 @@ import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/control
 export class SessionPanel {
   /**
    * host: the page's host (document, window, WebSocket). data: the session's Dataset.
-   * page: { api, status(text, kind), reset(data), redraw(), showSession(), urlChanged() }, the page around it.
+   * page: { api, status(text, kind), reset(data), redraw(), showSession(), urlChanged(), topology(t) }, the page
+   * around it (topology: the session's topology message, null for none yet).
    */
   constructor(host, data, page) {
     this.host = host;
@@ -70,11 +71,7 @@ export class SessionPanel {
     form.setBusy(true);
     form.setError('');
     try {
-      const res = await this.page.api.createSession(request);
-      this.socketTypes = { server: request.server.type, client: request.client.type };
-      this.composer.setSocketTypes(this.socketTypes);
-      this.connect(String(res.id), request.mode);
-      this.$('session-setup').open = false;
+      await this.start(request);
     } catch (err) {
       form.setError(err.message);
     } finally {
@@ -82,8 +79,33 @@ export class SessionPanel {
     }
   }
 
+  /**
+   * Creates a session from a two-peer body, a topology or a preset ({preset, mode}) and shows it;
+   * throws the server's refusal (the caller shows it where the request was made).
+   */
+  async start(request) {
+    const res = await this.page.api.createSession(request);
+    if (request.server && request.client) this.socketTypes = { server: request.server.type, client: request.client.type };
+    else if (Array.isArray(request.nodes)) this.socketTypes = Object.fromEntries(request.nodes.map((n) => [n.name, n.type]));
+    else this.socketTypes = {}; // a preset's nodes arrive with its topology
+    if (Object.keys(this.socketTypes).length) this.composer.setSocketTypes(this.socketTypes);
+    this.connect(String(res.id), request.mode);
+    this.$('session-setup').open = false;
+  }
+
+  /** The session's topology (on connect, and as its links open): who may send, and the diagram. */
+  topologySeen(topology) {
+    const nodes = (topology && topology.nodes) || [];
+    if (nodes.length) {
+      this.socketTypes = Object.fromEntries(nodes.map((n) => [n.name, n.type]));
+      this.composer.setSocketTypes(this.socketTypes);
+    }
+    this.page.topology(topology);
+  }
+
   /** The peers' socket types as their READY commands say, for the composer (which may send what). */
   peersSeen(server, client) {
+    if (!('server' in this.socketTypes && 'client' in this.socketTypes)) return; // a topology: its nodes say
     const types = { server: server.socketType || this.socketTypes.server, client: client.socketType || this.socketTypes.client };
     if (types.server !== this.socketTypes.server || types.client !== this.socketTypes.client) {
       this.socketTypes = types;
@@ -107,6 +129,7 @@ export class SessionPanel {
     const { page, controls, composer } = this;
     const d = this.data;
     if (this.session) this.session.socket.close();
+    page.topology(null);
     page.reset(d);
     this.queuedAt = null;
     composer.setNote('');
@@ -133,6 +156,7 @@ export class SessionPanel {
           composer.setNote('');
         }
       },
+      onTopology: (topology) => this.topologySeen(topology),
       onLog: (entry) => {
         if (d.takeLog(entry)) page.redraw();
       },

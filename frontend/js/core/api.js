@@ -3,6 +3,8 @@
 //
 // Routes used (all JSON unless stated):
 //   POST /api/sessions                       {mode, server, client} -> 201 {id}
+//   POST /api/sessions                       {mode, nodes, links, proxies} | {preset, mode} -> 201 {id}
+//   GET  /api/sessions/presets               -> {presets: [{id, title, description, topology, script}]}
 //   GET  /api/sessions/faults                -> {faults: [{fault, modes}]} (what the fault menu offers)
 //   GET  /api/sessions/{id}/export.pcapng    (link)
 //   GET  /api/sessions/{id}/export.json      (link)
@@ -117,6 +119,10 @@ export function createApi(host) {
     },
     sessionFaults() {
       return request('GET', '/api/sessions/faults');
+    },
+    /** The topologies a teacher picks from (issue 19): {presets: [{id, title, description, topology, script}]}. */
+    sessionPresets() {
+      return request('GET', '/api/sessions/presets');
     },
     sessionExportUrl(id, format) {
       return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;

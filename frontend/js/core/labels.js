@@ -85,6 +85,11 @@ function kindLabel(ev) {
       return `[${severityName(ev.severity)}] ${ev.text || ''}`;
     case 'gap':
       return t('ui.label.gap', { octets: octets(ev.length || 0) });
+    case 'socket':
+      // A socket's decision (a topology session): the server's plain-language sentence.
+      return `${ev.node || '?'}: ${ev.text || ev.what || 'socket'}`;
+    case 'peer':
+      return ev.what === 'recv' ? `${ev.peer || '?'} received ${messageLabel(ev).replace(/^Message /, '')}` : `${ev.peer || '?'}: ${ev.what || 'peer'}`;
     default:
       return String(ev.kind || t('ui.kind.element'));
   }

@@ -9,8 +9,8 @@
 //   {type: "reset"}, {type: "fault", fault, args}.
 
 import { openJsonSocket } from './socket.js';
-
 import { t } from './i18n.js';
+
 // The words of the fault menu (catalog ids), in its order. Which faults exist and which session modes (simulated: a
 // virtual wire; tcp: real peers through a tap) can inject each come from the server's one table
 // (GET /api/sessions/faults, peers.faults.SESSION_FAULTS). The page sends the peer whose output a fault

@@ -100,13 +100,18 @@ export function checkTopology(value) {
   const pair = (a, b) => typeof a === 'string' && typeof b === 'string' && a !== b && names.has(a) && names.has(b);
   const links = value.links.map((l, i) => {
     if (!l || !pair(l.connect, l.bind)) throw new Error(EDIT_TEXT.badLink({ i }));
-    return { connect: l.connect, bind: l.bind };
+    return typeof l.at === 'number' && l.at >= 0 ? { connect: l.connect, bind: l.bind, at: l.at } : { connect: l.connect, bind: l.bind };
   });
   const proxies = (Array.isArray(value.proxies) ? value.proxies : []).map((p, i) => {
     if (!p || !pair(p.frontend, p.backend)) throw new Error(EDIT_TEXT.badLink({ i }));
     return { frontend: p.frontend, backend: p.backend };
   });
   const out = { mode: value.mode === 'tcp' ? 'tcp' : 'simulated', nodes, links, proxies };
+  // The messages a preset sends when played ({from, frames, at, hex}); the server checks them further.
+  if (Array.isArray(value.script)) {
+    out.script = value.script.filter((x) => x && typeof x === 'object' && names.has(x.from) && Array.isArray(x.frames) && x.frames.every((f) => typeof f === 'string'))
+      .map((x) => ({ from: x.from, frames: [...x.frames], ...(typeof x.at === 'number' ? { at: x.at } : {}), ...(x.hex === true ? { hex: true } : {}) }));
+  }
   return out;
 }
 

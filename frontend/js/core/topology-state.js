@@ -11,13 +11,23 @@
 //   wire events with `conn` and `dir` (and `msg` on `message` events)       bytes between two nodes
 // and keeps: per node what it received, its drops and blocks (and whether it is blocked now); per pipe
 // (a node's outbound queue to a peer) its depth against its high-water mark; per message id the events
-// of its path through every hop; the wire messages not yet animated (`takeMoves`).
+// of its path through every hop; the wire messages not yet animated (`takeMoves`). A pipe has two queues
+// at each end: what the node sends waits in its outbound one (SNDHWM), what it has not read yet in its
+// inbound one (RCVHWM); a decision's depth/hwm are the outbound queue's unless it is about reading.
 
 export const WIRE = new Set(['greeting', 'command', 'frame', 'message', 'expert', 'gap']);
 
-/** The key of a node's outbound pipe to `peer`. */
-export function pipeKey(node, peer) {
-  return `${node}>${peer ?? '*'}`;
+/** The key of a node's pipe with `peer`: its outbound queue ("a>b"), or with `inbound` its inbound one ("a<b"). */
+export function pipeKey(node, peer, inbound = false) {
+  return `${node}${inbound ? '<' : '>'}${peer ?? '*'}`;
+}
+
+// Decisions about what a node reads report its inbound queue and RCVHWM (peers/simulation.py).
+const INBOUND_RULES = new Set(['rcvhwm', 'fair-queue', 'delimiter', 'local-prefix-match']);
+
+/** Whether a socket event's depth/hwm are the node's inbound queue from its peer. */
+export function inboundDecision(ev) {
+  return INBOUND_RULES.has(ev.rule) || ev.what === 'deliver' || ev.what === 'strip';
 }
 
 export class TopologyState {
@@ -30,7 +40,7 @@ export class TopologyState {
   /** Forgets the events (not the topology). */
   reset() {
     this.nodes = new Map(); // name -> node state (see nodeState)
-    this.pipes = new Map(); // pipeKey -> { node, peer, conn, depth, hwm, index }
+    this.pipes = new Map(); // pipeKey -> { node, peer, inbound, conn, depth, hwm, index }
     this.paths = new Map(); // msg id -> [event index...]
     this.replies = new Map(); // msg id -> the id of the request it answers
     this.marks = []; // drops and blocks: { what, node, peer, msg, text, index }
@@ -101,8 +111,9 @@ export class TopologyState {
     const n = this.node(ev.node);
     n.last = { what: ev.what, text: ev.text || '', index };
     if (typeof ev.depth === 'number') {
-      const key = pipeKey(ev.node, ev.peer);
-      const pipe = this.pipes.get(key) || { node: ev.node, peer: ev.peer ?? null, conn: null, depth: 0, hwm: null, index };
+      const inbound = inboundDecision(ev);
+      const key = pipeKey(ev.node, ev.peer, inbound);
+      const pipe = this.pipes.get(key) || { node: ev.node, peer: ev.peer ?? null, inbound, conn: null, depth: 0, hwm: null, index };
       pipe.depth = ev.depth;
       if (typeof ev.hwm === 'number') pipe.hwm = ev.hwm;
       if (ev.conn !== undefined) pipe.conn = String(ev.conn);
@@ -178,7 +189,7 @@ export class TopologyState {
     return { conns, nodes };
   }
 
-  /** Pipes of `node`: its outbound queues, each { peer, conn, depth, hwm }. */
+  /** Pipes of `node`: its queues, each { peer, inbound, conn, depth, hwm }. */
   pipesOf(node) {
     return [...this.pipes.values()].filter((p) => p.node === node);
   }

@@ -2,7 +2,6 @@
 // the message composer and the fault menu.
 
 import { h, clear, setChildren, tr } from './dom.js';
-
 import { SOCKET_TYPES, VERSIONS, MECHANISMS, GREETINGS, sessionRequest } from '../core/links.js';
 import { newFrame, describeFrames, wireTotals, buildSendCommand } from '../core/composer.js';
 import { faultsFor } from '../core/session.js';

@@ -11,11 +11,11 @@ import { h, clear, frameThrottle, onResize } from './dom.js';
 import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
 import { infoLabel } from '../core/labels.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
+import { i18n, t, tn } from '../core/i18n.js';
+import { formatCount } from '../core/bytes.js';
 
 export class SequenceView {
   constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
-import { i18n, t, tn } from '../core/i18n.js';
-import { formatCount } from '../core/bytes.js';
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.onSelect = onSelect;

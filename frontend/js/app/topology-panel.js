@@ -1,0 +1,149 @@
+// The playground's topology part (issue 19.4): a topology session's state, its diagram, the sequence's
+// lifelines (one per node, or per connection end), and a picked message's path through every hop, in
+// the diagram and the sequence. Two-peer sessions (nodes server and client) keep the classic view.
+
+import { TopologyState, lifelines } from '../core/topology-state.js';
+import { h } from '../views/dom.js';
+import { TopologyView } from '../views/topology.js';
+
+// The words of this part, in one place (for the catalogs of issue 21).
+export const PANEL_TEXT = {
+  lifelines: 'Lifelines:',
+  byNode: 'per node',
+  byConn: 'per connection',
+};
+
+/** A two-peer session's topology: its view stays the classic one (two lifelines, no diagram). */
+export function isTwoPeer(topology) {
+  const names = ((topology && topology.nodes) || []).map((n) => n.name).sort();
+  return names.length === 2 && names[0] === 'client' && names[1] === 'server';
+}
+
+export class TopologyPanel {
+  /**
+   * container: where the diagram goes (hidden until a topology session shows). sequence: the
+   * workbench's SequenceView. onPick(index): select an element (opens its octets, hex and details).
+   */
+  constructor(container, { sequence, onPick }) {
+    this.container = container;
+    this.sequence = sequence;
+    this.onPick = onPick;
+    this.state = new TopologyState();
+    this.topology = null;
+    this.active = false; // a topology session is shown
+    this.shown = true; // its tab is shown
+    this.by = 'node';
+    this.events = [];
+    this.path = null;
+    this.view = new TopologyView(container, {
+      onPickMessage: (msg) => this.pickMessage(msg),
+    });
+    const d = container.ownerDocument;
+    this.switches = {};
+    for (const by of ['node', 'conn']) {
+      this.switches[by] = h(d, 'button', { type: 'button', class: `small lanes-${by}`, text: by === 'node' ? PANEL_TEXT.byNode : PANEL_TEXT.byConn,
+        attrs: { 'aria-pressed': by === this.by ? 'true' : 'false' }, on: { click: () => this.setBy(by) } });
+    }
+    this.view.tools.append(h(d, 'span', { class: 'muted', text: PANEL_TEXT.lifelines }), this.switches.node, this.switches.conn);
+    container.hidden = true;
+  }
+
+  /** The session's topology (again as its links open). */
+  setTopology(topology) {
+    this.topology = topology;
+    this.active = !!topology && !isTwoPeer(topology);
+    this.state.setTopology(topology);
+    this.container.hidden = !(this.active && this.shown);
+    if (!this.active) {
+      this.sequence.setLanes(null);
+      return;
+    }
+    this.view.setTopology(topology, this.state);
+    this.setLanes();
+    if (this.path) this.setPath(this.path.msg);
+  }
+
+  /** A new session: no topology until it says so. */
+  forget() {
+    this.topology = null;
+    this.active = false;
+    this.path = null;
+    this.events = [];
+    this.state = new TopologyState();
+    this.container.hidden = true;
+    this.sequence.setLanes(null);
+    this.sequence.setHighlight(null);
+  }
+
+  /** Shows or hides the diagram and lifelines with the session's tab. */
+  show(on) {
+    this.shown = !!on;
+    this.container.hidden = !(this.active && this.shown);
+    if (this.active && this.shown) this.setLanes();
+    else this.sequence.setLanes(null);
+  }
+
+  setBy(by) {
+    this.by = by === 'conn' ? 'conn' : 'node';
+    for (const [k, b] of Object.entries(this.switches)) b.setAttribute('aria-pressed', k === this.by ? 'true' : 'false');
+    this.setLanes();
+  }
+
+  setLanes() {
+    if (!this.active || !this.shown || !this.view.layout) return;
+    // Left to right as the diagram stands, top to bottom within a column: short arrows.
+    const order = [...this.view.layout.nodes].sort((a, b) => a.x - b.x || a.y - b.y).map((n) => n.id);
+    const { lanes, endsOf } = lifelines(this.state, order, this.by);
+    this.sequence.setLanes(lanes, endsOf);
+  }
+
+  /** After new events (or a step back): the state, the diagram. */
+  sync(events) {
+    this.events = events;
+    if (!this.active) return;
+    const conns = this.state.conns.size;
+    this.state.sync(events);
+    this.view.update();
+    if (this.by === 'conn' && this.state.conns.size !== conns) this.setLanes();
+  }
+
+  /** The connection whose bytes the hex dump follows: the selected element's, else the first. */
+  hexConn(ev) {
+    if (!this.active) return null;
+    if (ev && ev.conn !== undefined && ev.kind !== 'socket') return String(ev.conn);
+    const first = [...this.state.conns.keys()].sort((a, b) => Number(a) - Number(b))[0];
+    return first === undefined ? null : first;
+  }
+
+  /** An element was selected: its message's path lights up (none for an element without one). */
+  selected(ev) {
+    if (!this.active) return;
+    const msg = ev && typeof ev.msg === 'number' ? ev.msg : null;
+    if (msg === null) this.clearPath();
+    else this.setPath(msg);
+  }
+
+  /** A message picked in the diagram: its path, and its first element on the wire selected. */
+  pickMessage(msg) {
+    this.setPath(msg);
+    const { indexes } = this.state.path(msg);
+    const wire = indexes.find((i) => this.events[i] && this.events[i].kind === 'message');
+    const first = wire !== undefined ? wire : indexes[0];
+    if (first !== undefined) this.onPick(first, { keepPath: true });
+  }
+
+  setPath(msg) {
+    const { indexes } = this.state.path(msg);
+    const places = this.state.pathPlaces(msg, this.events);
+    this.path = { msg, conns: places.conns, nodes: places.nodes };
+    const on = new Set(indexes.map((i) => this.events[i]));
+    this.sequence.setHighlight((ev) => on.has(ev));
+    this.view.setPath(this.path);
+  }
+
+  clearPath() {
+    this.path = null;
+    this.sequence.setHighlight(null);
+    this.view.setPath(null);
+  }
+}

@@ -1,0 +1,134 @@
+// The playground's topology box (issue 19.2): the preset menu from the server, the custom topology
+// editor, and its file (Save, Load) and link (Share: the topology in the URL's fragment).
+
+import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../core/topology-edit.js';
+import { TopologyEditor } from '../views/topology-editor.js';
+
+// The words of this part, in one place (for the catalogs of issue 21).
+export const SETUP_TEXT = {
+  noPresets: ({ error }) => `The preset menu is empty: ${error}`,
+  loaded: ({ name, nodes }) => `Loaded ${name}: ${nodes} nodes. Start it, or edit it first.`,
+  badFile: ({ name, error }) => `${name} was not loaded: ${error}`,
+  fromLink: ({ nodes }) => `This link carries a topology of ${nodes} nodes: press Start topology.`,
+  badLink: ({ error }) => `The link's topology was not loaded: ${error}`,
+  shared: 'The link to this topology is copied (and below).',
+  sharedNoClipboard: 'Copy the link to this topology below.',
+  saved: ({ name }) => `Saved as ${name}.`,
+  fileName: 'topology.json',
+};
+
+export class TopologySetup {
+  /**
+   * host: the page's host (window, clipboard). container: the box's body.
+   * page: { api, status(text, kind), start(request, ui) -> Promise }: start creates the session and shows it.
+   */
+  constructor(host, container, page) {
+    this.host = host;
+    this.win = host.window;
+    this.page = page;
+    this.editor = new TopologyEditor(container, {
+      onStartPreset: (id, o) => this.start({ preset: id, mode: o.mode, autoplay: o.autoplay }),
+      onStart: (topology, o) => this.startTopology(topology, o),
+      onSave: (topology) => this.save(topology),
+      onLoad: (file) => this.load(file),
+      onShare: (topology) => this.share(topology),
+    });
+    page.api.sessionPresets().then(
+      (res) => this.editor.setPresets(res && res.presets),
+      (err) => {
+        this.editor.setPresets([]);
+        page.status(SETUP_TEXT.noPresets({ error: err.message }), 'error');
+      },
+    );
+  }
+
+  async start(request) {
+    this.editor.setError('');
+    this.editor.setBusy(true);
+    try {
+      await this.page.start(request);
+    } catch (err) {
+      this.editor.setError(err.message);
+    } finally {
+      this.editor.setBusy(false);
+    }
+  }
+
+  startTopology(topology, { mode, autoplay }) {
+    let body;
+    try {
+      body = checkTopology(topology);
+    } catch (err) {
+      this.editor.setError(err.message);
+      return;
+    }
+    this.start({ ...body, mode, autoplay });
+  }
+
+  save(topology) {
+    let text;
+    try {
+      text = topologyFile(topology);
+    } catch (err) {
+      this.editor.setError(err.message);
+      return;
+    }
+    const win = this.win;
+    const url = win.URL.createObjectURL(new win.Blob([text], { type: 'application/json' }));
+    const a = win.document.createElement('a');
+    a.href = url;
+    a.download = SETUP_TEXT.fileName;
+    win.document.body.appendChild(a);
+    a.click();
+    a.remove();
+    win.setTimeout(() => win.URL.revokeObjectURL(url), 1000);
+    this.editor.setError('');
+    this.editor.setNote(SETUP_TEXT.saved({ name: SETUP_TEXT.fileName }));
+  }
+
+  async load(file) {
+    try {
+      const topology = parseTopologyFile(await file.text());
+      this.editor.setTopology(topology);
+      this.editor.setError('');
+      this.editor.setNote(SETUP_TEXT.loaded({ name: file.name, nodes: topology.nodes.length }));
+    } catch (err) {
+      // What the editor had stays.
+      this.editor.setError(SETUP_TEXT.badFile({ name: file.name, error: err.message }));
+    }
+  }
+
+  share(topology) {
+    let url;
+    try {
+      const loc = this.win.location;
+      url = `${loc.origin}${loc.pathname}${topologyFragment(topology)}`;
+    } catch (err) {
+      this.editor.setError(err.message);
+      return;
+    }
+    this.editor.setError('');
+    this.editor.setShareUrl(url);
+    const clipboard = this.host.clipboard;
+    if (clipboard && clipboard.writeText) {
+      clipboard.writeText(url).then(
+        () => this.editor.setNote(SETUP_TEXT.shared),
+        () => this.editor.setNote(SETUP_TEXT.sharedNoClipboard),
+      );
+    } else this.editor.setNote(SETUP_TEXT.sharedNoClipboard);
+  }
+
+  /** A shared link's topology (the URL's `#topology=`) into the editor; true when the hash held one. */
+  fromHash(hash) {
+    try {
+      const topology = parseTopologyFragment(hash);
+      if (!topology) return false;
+      this.editor.setTopology(topology);
+      this.editor.setNote(SETUP_TEXT.fromLink({ nodes: topology.nodes.length }));
+      return true;
+    } catch (err) {
+      this.editor.setError(SETUP_TEXT.badLink({ error: err.message }));
+      return true;
+    }
+  }
+}

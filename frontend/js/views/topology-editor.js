@@ -1,0 +1,267 @@
+// The playground's topology box (issue 19.2): the preset menu, and the custom topology editor (add a
+// node, link two, set a node's options) with Save, Load and Share.
+//
+// new TopologyEditor(container, { onStartPreset(id, options), onStart(topology, options), onSave(topology),
+//                                 onLoad(file), onShare(topology) })   options: { mode, autoplay }
+//   .setPresets(presets)  .setTopology(topology)  .topology  .setError(text)  .setNote(text)  .setBusy(bool)
+
+import { h, clear, setChildren } from './dom.js';
+import { SOCKET_TYPES } from '../core/links.js';
+import { addNode, addLink, removeNode, removeLink, setNode, emptyTopology } from '../core/topology-edit.js';
+
+// The words of this box, in one place (for the catalogs of issue 21).
+export const EDITOR_TEXT = {
+  preset: 'Preset',
+  presetNone: '(the server has no presets)',
+  startPreset: 'Start preset',
+  mode: 'Peers',
+  simulated: 'simulated',
+  tcp: 'real TCP',
+  autoplay: 'play at once',
+  custom: 'Custom topology',
+  fromPreset: 'Edit this preset',
+  clearAll: 'Empty',
+  nodes: 'Nodes',
+  links: 'Links',
+  name: 'Name',
+  type: 'Socket',
+  sndhwm: 'SNDHWM',
+  rcvhwm: 'RCVHWM',
+  identity: 'Identity',
+  subscribe: 'Subscribe to (comma separated)',
+  recv: 'Reads',
+  recvModes: { auto: 'at once', manual: 'never (manual)', slow: 'one every 0.5 s' },
+  remove: 'Remove',
+  addNode: '+ Node',
+  addLink: '+ Link',
+  connects: 'connects to',
+  binds: '(binds)',
+  noNodes: 'No nodes yet: add one, or edit a preset.',
+  noLinks: 'No links yet.',
+  start: 'Start topology',
+  save: 'Save JSON',
+  load: 'Load JSON',
+  share: 'Share link',
+  starting: 'Starting…',
+};
+
+const SLOW = 0.5;
+
+function recvMode(node) {
+  if (node.recv === 'manual') return 'manual';
+  if (node.recv && typeof node.recv === 'object') return 'slow';
+  if (typeof node.recv === 'number') return 'slow';
+  return 'auto';
+}
+
+export class TopologyEditor {
+  constructor(container, { onStartPreset = () => {}, onStart = () => {}, onSave = () => {}, onLoad = () => {}, onShare = () => {} } = {}) {
+    const d = (this.doc = container.ownerDocument);
+    this.presets = [];
+    this.topo = emptyTopology();
+    const T = EDITOR_TEXT;
+    this.menu = h(d, 'select', { id: 'preset-menu', attrs: { 'aria-label': T.preset } });
+    this.menu.addEventListener('change', () => this.describePreset());
+    this.about = h(d, 'p', { class: 'hint preset-about' });
+    this.mode = h(d, 'select', { attrs: { 'aria-label': T.mode } }, h(d, 'option', { value: 'simulated', text: T.simulated }), h(d, 'option', { value: 'tcp', text: T.tcp }));
+    this.autoplay = h(d, 'input', { type: 'checkbox', checked: true });
+    this.startPreset = h(d, 'button', { type: 'button', class: 'primary', id: 'start-preset', text: T.startPreset, on: { click: () => this.menu.value && onStartPreset(this.menu.value, this.options()) } });
+    this.nodeList = h(d, 'div', { class: 'topo-nodes' });
+    this.linkList = h(d, 'div', { class: 'topo-links' });
+    this.newType = h(d, 'select', { attrs: { 'aria-label': T.type } }, SOCKET_TYPES.map((t) => h(d, 'option', { value: t, text: t })));
+    this.file = h(d, 'input', { type: 'file', accept: '.json,application/json', hidden: true });
+    this.file.addEventListener('change', () => {
+      const f = this.file.files && this.file.files[0];
+      if (f) onLoad(f);
+      this.file.value = '';
+    });
+    this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
+    this.note = h(d, 'p', { class: 'hint topo-note', hidden: true, attrs: { 'aria-live': 'polite' } });
+    this.shareUrl = h(d, 'input', { type: 'text', id: 'share-url', readOnly: true, hidden: true, attrs: { 'aria-label': EDITOR_TEXT.share } });
+    this.start = h(d, 'button', { type: 'button', class: 'primary', id: 'start-topology', text: T.start, on: { click: () => onStart(this.topology, this.options()) } });
+    this.custom = h(d, 'details', { class: 'topo-editor' },
+      h(d, 'summary', { text: T.custom }),
+      h(d, 'div', { class: 'ctl-row' },
+        h(d, 'button', { type: 'button', id: 'edit-preset', text: T.fromPreset, on: { click: () => this.editPreset() } }),
+        h(d, 'button', { type: 'button', text: T.clearAll, on: { click: () => this.setTopology(emptyTopology()) } })),
+      h(d, 'h3', { text: T.nodes }), this.nodeList,
+      h(d, 'div', { class: 'ctl-row' }, this.newType, h(d, 'button', { type: 'button', id: 'add-node', text: T.addNode, on: { click: () => this.change(addNode(this.topo, this.newType.value)) } })),
+      h(d, 'h3', { text: T.links }), this.linkList,
+      h(d, 'div', { class: 'ctl-row' }, h(d, 'button', { type: 'button', id: 'add-link', text: T.addLink, on: { click: () => this.addLink() } })),
+      h(d, 'div', { class: 'ctl-row' }, this.start,
+        h(d, 'button', { type: 'button', id: 'save-topology', text: T.save, on: { click: () => onSave(this.topology) } }),
+        h(d, 'button', { type: 'button', id: 'load-topology', text: T.load, on: { click: () => this.file.click() } }),
+        h(d, 'button', { type: 'button', id: 'share-topology', text: T.share, on: { click: () => onShare(this.topology) } })),
+      this.file);
+    const root = h(d, 'div', { class: 'topology-setup' },
+      h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: T.preset }), this.menu),
+      this.about,
+      h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.mode }), this.mode),
+        h(d, 'label', { class: 'check' }, this.autoplay, ` ${T.autoplay}`)),
+      h(d, 'div', { class: 'ctl-row' }, this.startPreset),
+      this.custom, this.error, this.note, this.shareUrl);
+    clear(container);
+    container.appendChild(root);
+    this.render();
+  }
+
+  options() {
+    return { mode: this.mode.value === 'tcp' ? 'tcp' : 'simulated', autoplay: !!this.autoplay.checked };
+  }
+
+  /** The server's presets ({id, title, description, topology}). */
+  setPresets(presets) {
+    const d = this.doc;
+    this.presets = Array.isArray(presets) ? presets : [];
+    clear(this.menu);
+    if (!this.presets.length) this.menu.appendChild(h(d, 'option', { value: '', text: EDITOR_TEXT.presetNone }));
+    for (const p of this.presets) this.menu.appendChild(h(d, 'option', { value: p.id, text: p.title || p.id }));
+    this.startPreset.disabled = !this.presets.length;
+    this.describePreset();
+  }
+
+  describePreset() {
+    const p = this.presets.find((x) => x.id === this.menu.value);
+    this.about.textContent = p ? p.description || '' : '';
+  }
+
+  /** Copies the chosen preset's topology (and script) into the editor. */
+  editPreset() {
+    const p = this.presets.find((x) => x.id === this.menu.value);
+    if (!p) return;
+    const t = JSON.parse(JSON.stringify(p.topology));
+    if (Array.isArray(p.script) && p.script.length) t.script = p.script;
+    this.setTopology({ ...emptyTopology(this.options().mode), ...t });
+  }
+
+  /** The topology being edited. */
+  get topology() {
+    return { ...this.topo, mode: this.options().mode };
+  }
+
+  setTopology(topology) {
+    this.topo = { ...emptyTopology(), ...topology };
+    if (topology.mode === 'tcp' || topology.mode === 'simulated') this.mode.value = topology.mode;
+    this.custom.open = true;
+    this.render();
+  }
+
+  change(topology) {
+    this.topo = topology;
+    this.render();
+  }
+
+  addLink() {
+    const names = this.topo.nodes.map((n) => n.name);
+    if (names.length < 2) return;
+    // The next pair not linked yet: the last node connects to the first, by default.
+    const bind = names[0];
+    const connect = names.find((n) => n !== bind && !this.topo.links.some((l) => l.connect === n && l.bind === bind)) || names[names.length - 1];
+    this.change(addLink(this.topo, connect, bind));
+  }
+
+  render() {
+    const d = this.doc;
+    const T = EDITOR_TEXT;
+    const names = this.topo.nodes.map((n) => n.name);
+    if (!this.topo.nodes.length) setChildren(this.nodeList, h(d, 'p', { class: 'muted', text: T.noNodes }));
+    else {
+      setChildren(this.nodeList, this.topo.nodes.map((n) => this.nodeRow(n)));
+    }
+    if (!this.topo.links.length) setChildren(this.linkList, h(d, 'p', { class: 'muted', text: T.noLinks }));
+    else {
+      setChildren(this.linkList, this.topo.links.map((l, i) => {
+        const pick = (value) => {
+          const sel = h(d, 'select', {}, names.map((name) => h(d, 'option', { value: name, text: name })));
+          sel.value = value;
+          return sel;
+        };
+        const connect = pick(l.connect);
+        const bind = pick(l.bind);
+        const update = () => {
+          const links = this.topo.links.map((x, k) => (k === i ? { ...x, connect: connect.value, bind: bind.value } : x));
+          this.topo = { ...this.topo, links };
+        };
+        connect.addEventListener('change', update);
+        bind.addEventListener('change', update);
+        const row = h(d, 'div', { class: 'topo-link-row' }, connect, h(d, 'span', { class: 'muted', text: ` ${T.connects} ` }), bind, h(d, 'span', { class: 'muted', text: ` ${T.binds}` }),
+          h(d, 'button', { type: 'button', class: 'small', text: '✕', title: T.remove, on: { click: () => this.change(removeLink(this.topo, i)) } }));
+        row.dataset.link = String(i);
+        return row;
+      }));
+    }
+    this.start.disabled = !this.topo.nodes.length;
+  }
+
+  nodeRow(n) {
+    const d = this.doc;
+    const T = EDITOR_TEXT;
+    let name = n.name;
+    const set = (patch) => {
+      this.topo = setNode(this.topo, name, patch);
+      if (patch.name) name = patch.name;
+    };
+    const nameIn = h(d, 'input', { type: 'text', value: n.name, class: 'topo-name', attrs: { 'aria-label': T.name, maxlength: 32 } });
+    nameIn.addEventListener('change', () => {
+      const v = nameIn.value.trim();
+      if (v && v !== name && !this.topo.nodes.some((x) => x.name === v)) {
+        set({ name: v });
+        this.render();
+      } else nameIn.value = name;
+    });
+    const type = h(d, 'select', { attrs: { 'aria-label': T.type } }, SOCKET_TYPES.map((t) => h(d, 'option', { value: t, text: t })));
+    type.value = n.type;
+    const num = (key, label) => {
+      const el = h(d, 'input', { type: 'number', min: 0, max: 1000000, step: 1, value: n[key] ?? 1000, class: 'topo-hwm', title: label, attrs: { 'aria-label': label } });
+      el.addEventListener('change', () => set({ [key]: Math.max(0, Math.floor(Number(el.value) || 0)) }));
+      return h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: label }), el);
+    };
+    const sub = h(d, 'input', { type: 'text', value: Array.isArray(n.subscribe) ? n.subscribe.join(', ') : n.subscribe || '', attrs: { 'aria-label': T.subscribe }, placeholder: T.subscribe });
+    sub.addEventListener('change', () => set({ subscribe: sub.value.split(',').map((x) => x.trim()) }));
+    const subField = h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: T.subscribe }), sub);
+    const ident = h(d, 'input', { type: 'text', value: n.identity || '', attrs: { 'aria-label': T.identity }, class: 'topo-ident' });
+    ident.addEventListener('change', () => set({ identity: ident.value }));
+    const recv = h(d, 'select', { attrs: { 'aria-label': T.recv } }, Object.entries(T.recvModes).map(([v, text]) => h(d, 'option', { value: v, text })));
+    recv.value = recvMode(n);
+    recv.addEventListener('change', () => set({ recv: recv.value === 'slow' ? { every: SLOW } : recv.value }));
+    const syncType = () => {
+      subField.hidden = !['SUB', 'XSUB'].includes(type.value);
+    };
+    type.addEventListener('change', () => {
+      set({ type: type.value });
+      syncType();
+    });
+    syncType();
+    const row = h(d, 'div', { class: 'topo-node-row' },
+      h(d, 'div', { class: 'ctl-row' }, nameIn, type,
+        h(d, 'button', { type: 'button', class: 'small', text: '✕', title: T.remove, on: { click: () => this.change(removeNode(this.topo, name)) } })),
+      h(d, 'div', { class: 'ctl-row' }, num('sndhwm', T.sndhwm), num('rcvhwm', T.rcvhwm)),
+      h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.identity }), ident),
+        h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.recv }), recv)),
+      subField);
+    row.dataset.node = n.name;
+    return row;
+  }
+
+  setBusy(busy) {
+    this.start.disabled = !!busy || !this.topo.nodes.length;
+    this.startPreset.disabled = !!busy || !this.presets.length;
+  }
+
+  setError(text) {
+    this.error.textContent = text || '';
+    this.error.hidden = !text;
+  }
+
+  setNote(text) {
+    this.note.textContent = text || '';
+    this.note.hidden = !text;
+  }
+
+  /** Shows the share link (selected, to copy by hand when the clipboard says no). */
+  setShareUrl(url) {
+    this.shareUrl.value = url || '';
+    this.shareUrl.hidden = !url;
+    if (url && this.shareUrl.select) this.shareUrl.select();
+  }
+}

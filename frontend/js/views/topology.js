@@ -1,0 +1,274 @@
+// The topology diagram of a playground session (issue 19.4): nodes with their socket types, links as
+// arrows from the connecting node to the binding one, each pipe's queue depth against its high-water
+// mark, dots that move along a link as its messages cross, drop and block markers, and below the
+// diagram who got which message. Clicking a message (a dot, or one a node got) picks it: its path
+// through every hop is highlighted here and in the sequence.
+//
+// new TopologyView(container, { onPickMessage(msg), onPickNode(name) })
+//   .setTopology(topology, state)   // the session's `topology` message and its TopologyState
+//   .update()                       // after the state took new events: counters, bars, markers, dots
+//   .setPath({ msg, conns, nodes } | null)
+//   .setSpeed(x)                    // the player's speed: dots move faster
+
+import { h, s, clear, setChildren } from './dom.js';
+import { layoutSession } from '../core/topology.js';
+import { pipeKey } from '../core/topology-state.js';
+import { previewHex } from '../core/bytes.js';
+
+// The words of this view, in one place (for the catalogs of issue 21).
+export const TOPOLOGY_TEXT = {
+  title: 'Topology',
+  legend: 'arrow: connects → binds · bars: queue depth / HWM (above: outbound, below: inbound) · ✕ dropped · ⏸ blocked',
+  empty: 'No topology session.',
+  got: 'Who got which message',
+  gotNone: 'nothing yet',
+  proxy: 'proxy',
+  received: ({ count }) => `got ${count}`,
+  sent: ({ count }) => `sent ${count}`,
+  drops: ({ count }) => `✕ ${count} dropped`,
+  blocked: '⏸ blocked',
+  blocks: ({ count }) => `${count}× blocked`,
+  filtered: ({ count }) => `${count} filtered`,
+  depth: ({ node, peer, depth, hwm }) => `${node}'s outbound queue to ${peer}: ${depth} of SNDHWM ${hwm}`,
+  depthIn: ({ node, peer, depth, hwm }) => `${node}'s inbound queue from ${peer} (not read yet): ${depth} of RCVHWM ${hwm}`,
+  message: ({ msg }) => `message ${msg}`,
+  nodeTitle: ({ name, type }) => `${name} (${type})`,
+};
+
+const W = 900;
+const NODE_W = 132;
+const NODE_H = 46;
+const BAR_W = 40;
+const MAX_DOTS = 48;
+const MAX_CHIPS = 6;
+
+export class TopologyView {
+  constructor(container, { onPickMessage = () => {}, onPickNode = () => {} } = {}) {
+    this.doc = container.ownerDocument;
+    this.win = this.doc.defaultView;
+    this.onPickMessage = onPickMessage;
+    this.onPickNode = onPickNode;
+    this.state = null;
+    this.layout = null;
+    this.speed = 1;
+    this.path = null;
+    this.dots = [];
+    const d = this.doc;
+    this.svgSlot = h(d, 'div', { class: 'topo-diagram' });
+    this.got = h(d, 'div', { class: 'topo-got-list' });
+    this.tools = h(d, 'span', { class: 'topo-tools' }); // the page's own controls (the lifelines switch)
+    this.root = h(d, 'div', { class: 'topo' },
+      h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), h(d, 'span', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }), this.tools),
+      this.svgSlot,
+      h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: TOPOLOGY_TEXT.got }), this.got));
+    clear(container);
+    container.appendChild(this.root);
+    setChildren(this.svgSlot, h(d, 'p', { class: 'muted empty', text: TOPOLOGY_TEXT.empty }));
+  }
+
+  setSpeed(x) {
+    this.speed = x > 0 ? x : 1;
+  }
+
+  /** Draws the topology (again: links get their connection ids as they open). */
+  setTopology(topology, state) {
+    const d = this.doc;
+    this.state = state;
+    const n = (topology && topology.nodes ? topology.nodes.length : 0);
+    this.layout = layoutSession(topology, { width: W, rowHeight: n > 6 ? 64 : 84 });
+    const L = this.layout;
+    this.place = new Map(L.nodes.map((p) => [p.id, p]));
+    this.edgeEls = new Map(); // link -> g
+    this.pipeEls = new Map(); // pipeKey -> { g, fill, text }
+    this.nodeEls = new Map(); // name -> { g, stats, badges }
+    const edges = L.edges.map((e) => {
+      const [x1, y1, x2, y2] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
+      const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to },
+        s(d, 'line', { x1, y1, x2, y2, 'marker-end': e.proxy ? null : 'url(#topo-arrow)' }),
+        s(d, 'text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, 'text-anchor': 'middle', class: 'edge-label' },
+          e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : ''));
+      this.edgeEls.set(String(e.link), g);
+      return g;
+    });
+    const nodes = L.nodes.map((p) => {
+      const stats = s(d, 'text', { y: 30, 'text-anchor': 'middle', class: 'topo-stats' });
+      const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
+      const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
+        'aria-label': TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type }) },
+      s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
+      s(d, 'text', { y: -6, 'text-anchor': 'middle', class: 'node-types' }, p.id),
+      s(d, 'text', { y: 9, 'text-anchor': 'middle', class: 'node-label' }, p.type),
+      stats, badges);
+      g.addEventListener('click', () => this.onPickNode(p.id));
+      this.nodeEls.set(p.id, { g, stats, badges });
+      return g;
+    });
+    this.pipeLayer = s(d, 'g', { class: 'topo-pipes' });
+    this.dotLayer = s(d, 'g', { class: 'topo-dots' });
+    this.dotLayer.addEventListener('click', (ev) => {
+      const msg = Number(ev.target && ev.target.getAttribute && ev.target.getAttribute('data-msg'));
+      if (Number.isFinite(msg) && ev.target.getAttribute('data-msg') !== '') this.onPickMessage(msg);
+    });
+    const defs = s(d, 'defs', {}, s(d, 'marker', { id: 'topo-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+      s(d, 'path', { d: 'M0,0 L10,5 L0,10 z' })));
+    this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'img',
+      'aria-label': `${L.nodes.length} nodes, ${L.edges.length} links` }, defs, ...edges, ...nodes, this.pipeLayer, this.dotLayer);
+    this.dots = [];
+    setChildren(this.svgSlot, this.svg);
+    this.gotRows = new Map();
+    setChildren(this.got, L.nodes.map((p) => {
+      const chips = h(d, 'span', { class: 'topo-chips' });
+      const count = h(d, 'span', { class: 'topo-got-count muted' });
+      const row = h(d, 'div', { class: 'topo-got-row', attrs: { 'data-node': p.id } }, h(d, 'span', { class: 'topo-got-name', text: p.id }), count, chips);
+      this.gotRows.set(p.id, { row, chips, count, shown: -1 });
+      return row;
+    }));
+    this.update();
+  }
+
+  /** Brings counters, bars, markers and the received lists up to the state, and sends the new dots. */
+  update() {
+    const st = this.state;
+    if (!st || !this.layout) return;
+    for (const [name, el] of this.nodeEls) {
+      const n = st.node(name);
+      const parts = [];
+      if (n.sent) parts.push(TOPOLOGY_TEXT.sent({ count: n.sent }));
+      parts.push(TOPOLOGY_TEXT.received({ count: n.received.length }));
+      if (n.filtered) parts.push(TOPOLOGY_TEXT.filtered({ count: n.filtered }));
+      setText(el.stats, parts.join(' · '));
+      const badges = [];
+      if (n.drops) badges.push(TOPOLOGY_TEXT.drops({ count: n.drops }));
+      if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
+      else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
+      setText(el.badges, badges.join('  '));
+      el.g.classList.toggle('dropping', n.drops > 0);
+      el.g.classList.toggle('blocked', n.blocked);
+      this.updateGot(name, n);
+    }
+    for (const pipe of st.pipes.values()) this.updatePipe(pipe);
+    for (const move of st.takeMoves(MAX_DOTS)) this.sendDot(move);
+  }
+
+  updateGot(name, n) {
+    const row = this.gotRows.get(name);
+    if (!row || row.shown === n.received.length) return;
+    row.shown = n.received.length;
+    const d = this.doc;
+    row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
+    const last = n.received.slice(-MAX_CHIPS);
+    setChildren(row.chips, last.map((r) => {
+      const text = r.frames.map((f) => previewHex(f, 24)).join(' | ');
+      const chip = h(d, 'button', { type: 'button', class: 'topo-msg small', text, title: r.msg !== null ? TOPOLOGY_TEXT.message({ msg: r.msg }) : undefined,
+        on: { click: () => r.msg !== null && this.onPickMessage(r.msg) } });
+      if (r.msg !== null) chip.dataset.msg = String(r.msg);
+      if (this.path && r.msg === this.path.msg) chip.classList.add('on-path');
+      return chip;
+    }));
+  }
+
+  /**
+   * A pipe's bar: on the link between its node and its peer, near its node; the outbound queue above
+   * the link, the inbound one below.
+   */
+  updatePipe(pipe) {
+    const key = pipeKey(pipe.node, pipe.peer, pipe.inbound);
+    let el = this.pipeEls.get(key);
+    if (!el) {
+      const a = this.place.get(pipe.node);
+      const b = pipe.peer ? this.place.get(pipe.peer) : null;
+      if (!a) return;
+      const d = this.doc;
+      // Beside the link, a third of the way from the node; a pipe with no peer named sits under its node.
+      let x = a.x;
+      let y = a.y + NODE_H / 2 + (pipe.inbound ? 36 : 22);
+      if (b) {
+        const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
+        const k = Math.min(0.45, (NODE_W / 2 + 26) / len);
+        x = a.x + (b.x - a.x) * k;
+        y = a.y + (b.y - a.y) * k + (pipe.inbound ? 13 : -9);
+      }
+      const fill = s(d, 'rect', { x: -BAR_W / 2, y: 0, width: 0, height: 6, class: 'topo-fill' });
+      const text = s(d, 'text', { y: -3, 'text-anchor': 'middle', class: 'topo-depth' });
+      const title = s(d, 'title', {});
+      const g = s(d, 'g', { class: `topo-pipe ${pipe.inbound ? 'inbound' : 'outbound'}`, 'data-pipe': key, 'data-node': pipe.node, 'data-peer': pipe.peer ?? '', transform: `translate(${x.toFixed(1)},${y.toFixed(1)})` },
+        s(d, 'rect', { x: -BAR_W / 2, y: 0, width: BAR_W, height: 6, class: 'topo-bar' }), fill, text, title);
+      this.pipeLayer.appendChild(g);
+      el = { g, fill, text, title, depth: null, hwm: null };
+      this.pipeEls.set(key, el);
+    }
+    if (el.depth === pipe.depth && el.hwm === pipe.hwm) return;
+    el.depth = pipe.depth;
+    el.hwm = pipe.hwm;
+    const hwm = pipe.hwm || 0;
+    const frac = hwm > 0 ? Math.min(1, pipe.depth / hwm) : 0;
+    el.fill.setAttribute('width', String(pipe.depth > 0 ? Math.max(2, BAR_W * frac) : 0));
+    el.g.setAttribute('data-depth', String(pipe.depth));
+    el.g.setAttribute('data-hwm', String(hwm));
+    el.g.classList.toggle('full', hwm > 0 && pipe.depth >= hwm);
+    el.text.textContent = `${pipe.depth}/${hwm || '?'}`;
+    el.title.textContent = TOPOLOGY_TEXT[pipe.inbound ? 'depthIn' : 'depth']({ node: pipe.node, peer: pipe.peer ?? '*', depth: pipe.depth, hwm: hwm || '?' });
+  }
+
+  /** A dot from one node to another (a wire message crossing its link). */
+  sendDot(move) {
+    const a = this.place.get(move.from);
+    const b = this.place.get(move.to);
+    if (!a || !b) return;
+    const d = this.doc;
+    while (this.dots.length >= MAX_DOTS) detach(this.dots.shift());
+    const dot = s(d, 'circle', { r: 7, cx: 0, cy: 0, class: 'topo-dot', 'data-msg': move.msg ?? '', 'data-from': move.from, 'data-to': move.to,
+      transform: `translate(${b.x},${b.y})` });
+    if (this.path && move.msg === this.path.msg) dot.classList.add('on-path');
+    this.dotLayer.appendChild(dot);
+    this.dots.push(dot);
+    const ms = Math.max(120, 700 / this.speed);
+    if (typeof dot.animate === 'function') {
+      const anim = dot.animate([{ transform: `translate(${a.x}px,${a.y}px)` }, { transform: `translate(${b.x}px,${b.y}px)`, offset: 0.85 }, { transform: `translate(${b.x}px,${b.y}px)`, opacity: 0 }],
+        { duration: ms, easing: 'ease-in-out', fill: 'forwards' });
+      anim.onfinish = () => this.dropDot(dot);
+    } else if (this.win && this.win.setTimeout) this.win.setTimeout(() => this.dropDot(dot), ms);
+  }
+
+  dropDot(dot) {
+    const i = this.dots.indexOf(dot);
+    if (i >= 0) this.dots.splice(i, 1);
+    detach(dot);
+  }
+
+  /** Highlights a message's path: { msg, conns: Set, nodes: Set } or null. */
+  setPath(path) {
+    this.path = path;
+    if (!this.layout) return;
+    for (const [link, g] of this.edgeEls) {
+      const conn = g.getAttribute('data-conn');
+      const onProxy = link.startsWith('proxy-') && path && path.nodes.has(g.getAttribute('data-from')) && path.nodes.has(g.getAttribute('data-to'));
+      g.classList.toggle('on-path', !!path && ((conn !== '' && path.conns.has(conn)) || onProxy));
+    }
+    for (const [name, el] of this.nodeEls) el.g.classList.toggle('on-path', !!path && path.nodes.has(name));
+    for (const row of this.gotRows.values()) {
+      for (const chip of row.chips.childNodes) chip.classList.toggle('on-path', !!path && chip.dataset && chip.dataset.msg === String(path.msg));
+    }
+  }
+}
+
+function detach(el) {
+  if (el.parentNode) el.parentNode.removeChild(el);
+}
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+/** An edge's ends moved off the node boxes (so the arrow head shows). */
+function trim(e, rx, ry) {
+  const dx = e.x2 - e.x1;
+  const dy = e.y2 - e.y1;
+  const len = Math.hypot(dx, dy) || 1;
+  // How far along the line the box's border is: the smaller of the horizontal and vertical exits.
+  const k = Math.min(dx ? rx / Math.abs(dx) : Infinity, dy ? ry / Math.abs(dy) : Infinity) * len;
+  const ux = dx / len;
+  const uy = dy / len;
+  const r = (v) => Math.round(v * 10) / 10;
+  return [r(e.x1 + ux * k), r(e.y1 + uy * k), r(e.x2 - ux * k), r(e.y2 - uy * k)];
+}
