@@ -317,6 +317,7 @@ export class FaultMenu {
     this.kind.addEventListener('change', () => this.sync());
     this.table = null; // the server's faults, once known
     this.setMode('simulated');
+    i18n.onChange(() => this.setMode(this.mode));
     clear(container);
     container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
   }
@@ -328,7 +329,6 @@ export class FaultMenu {
   }
 
   /** Offer the faults a session of this mode ('simulated' or 'tcp') can inject. */
-    i18n.onChange(() => this.setMode(this.mode));
   setMode(mode) {
     const d = this.doc;
     const was = this.kind.value;
