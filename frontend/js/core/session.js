@@ -2,7 +2,8 @@
 //
 // Server -> browser: {type: "event", event}, {type: "state", playing, speed,
 //   position, total, closed}, {type: "error", detail}, {type: "reset"},
-//   {type: "log", entry} (with ?marks=1: connections opened/closed, faults); with
+//   {type: "log", entry} (with ?marks=1: connections opened/closed, faults), {type: "topology",
+//   topology} (the session's nodes, links and connections; on connect and as links open); with
 //   ?batch=1 a websocket message may hold an array of them, in order.
 // Browser -> server: {type: "send", from, frames, hex}, {type: "play"},
 //   {type: "pause"}, {type: "step"}, {type: "step_back"}, {type: "speed", value},
@@ -39,7 +40,7 @@ export function faultsFor(mode, table) {
 }
 
 /** A session's websocket: its messages to the callbacks, its commands as methods. */
-export function openSession({ WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose, onLog }) {
+export function openSession({ WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose, onLog, onTopology }) {
   function dispatch(msg) {
     switch (msg && msg.type) {
       case 'event':
@@ -56,6 +57,9 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
         break;
       case 'log':
         if (msg.entry && onLog) onLog(msg.entry);
+        break;
+      case 'topology':
+        if (msg.topology && onTopology) onTopology(msg.topology);
         break;
       default:
         break;

@@ -251,9 +251,20 @@ export class Composer {
     this.describe();
   }
 
-  /** The sessions' socket types ({ server, client }): a ROUTER's first frame is its routing id. */
+  /**
+   * The session's nodes and their socket types ({ server, client } in a two-peer session, one key per
+   * node in a topology): who may send, and a ROUTER's first frame is its routing id.
+   */
   setSocketTypes(types) {
-    this.types = { server: types.server || '', client: types.client || '' };
+    const names = Object.keys(types);
+    const current = [...this.from.childNodes].map((o) => o.value);
+    if (names.length && names.join('\n') !== current.join('\n')) {
+      const was = this.from.value;
+      clear(this.from);
+      for (const name of names) this.from.appendChild(h(this.doc, 'option', { value: name, text: name }));
+      this.from.value = names.includes(was) ? was : names[0];
+    }
+    this.types = Object.fromEntries(Object.entries(types).map(([k, v]) => [k, v || '']));
     this.describe();
   }
 

@@ -6,6 +6,9 @@
 //   source: { length, get(i), ensure(start, end), subscribe(fn) } (core/source.js)
 //   .setSource(source)  .setLabels({client, server})  .setSelected(index)
 //   .setRowHeight(px)  .setFollowTail(bool)  .move(delta)  .destroy()
+//   .setLanes(lanes, endsOf)  N lifelines instead of two (a topology session): lanes [{ id, label }],
+//     endsOf(event) -> { from, to } lane indexes (an arrow), { at } (a mark on one lifeline) or null
+//   .setHighlight(fn)  rows whose event fn(event) is true are marked (a message's path)
 
 import { h, clear, frameThrottle, onResize } from './dom.js';
 import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
@@ -25,12 +28,17 @@ export class SequenceView {
     this.followTail = false;
     this.labels = { client: '', server: '' };
     this.unsubscribe = null;
+    this.lanes = null; // N lifelines (setLanes), else the two of a connection
+    this.lanesBg = ''; // their lines, as the lane column's background
+    this.endsOf = null;
+    this.highlight = null;
 
     const d = this.doc;
     this.clientHead = h(d, 'div', { class: 'lifeline-head c2s-side' });
     this.serverHead = h(d, 'div', { class: 'lifeline-head s2c-side' });
     this.countEl = h(d, 'div', { class: 'seq-count' });
-    this.header = h(d, 'div', { class: 'seq-header' }, h(d, 'div', { class: 'seq-gutter' }, this.countEl), h(d, 'div', { class: 'seq-heads' }, this.clientHead, this.serverHead));
+    this.heads = h(d, 'div', { class: 'seq-heads' }, this.clientHead, this.serverHead);
+    this.header = h(d, 'div', { class: 'seq-header' }, h(d, 'div', { class: 'seq-gutter' }, this.countEl), this.heads);
     this.spacer = h(d, 'div', { class: 'seq-spacer' });
     this.rows = h(d, 'div', { class: 'seq-rows' });
     this.empty = h(d, 'div', { class: 'seq-empty', t: 'ui.seq.empty' });
@@ -79,6 +87,39 @@ export class SequenceView {
     this.labels = { client: client || t('ui.peer.client'), server: server || t('ui.peer.server') };
     this.clientHead.textContent = this.labels.client;
     this.serverHead.textContent = this.labels.server;
+  }
+
+  /**
+   * N lifelines (a topology session's nodes or connection ends), or null for the classic two. Heads
+   * alternate between two rows so that twelve names stay legible.
+   */
+  setLanes(lanes, endsOf) {
+    const d = this.doc;
+    this.lanes = Array.isArray(lanes) && lanes.length ? lanes : null;
+    this.endsOf = this.lanes ? endsOf : null;
+    this.root.classList.toggle('lanes', !!this.lanes);
+    if (!this.lanes) {
+      this.lanesBg = '';
+      this.heads.replaceChildren(this.clientHead, this.serverHead);
+      this.setLabels(this.labels);
+    } else {
+      const n = this.lanes.length;
+      this.heads.replaceChildren(...this.lanes.map((lane, i) => {
+        const head = h(d, 'div', { class: `lane-head${i % 2 ? ' low' : ''}`, text: lane.label, title: lane.label });
+        head.dataset.lane = lane.id;
+        head.style.left = `${laneX(i, n)}%`;
+        head.style.maxWidth = `${Math.min(48, 200 / n)}%`;
+        return head;
+      }));
+      this.lanesBg = this.lanes.map((_, i) => `linear-gradient(#cbd5e0, #cbd5e0) ${laneX(i, n)}% 0 / 1px 100% no-repeat`).join(', ');
+    }
+    this.schedule();
+  }
+
+  /** Marks the rows whose event fn(event) holds (null: none). */
+  setHighlight(fn) {
+    this.highlight = typeof fn === 'function' ? fn : null;
+    this.schedule();
   }
 
   /** How rows are numbered: fn(row, event) -> text (null: 1, 2, 3...). A filtered list shows element indexes. */
@@ -156,7 +197,11 @@ export class SequenceView {
     const label = infoLabel(ev);
     row.setAttribute('title', label);
     const lane = h(d, 'div', { class: 'seq-lane' });
-    if (ev.kind === 'expert' || ev.kind === 'gap') {
+    if (this.highlight && this.highlight(ev)) row.classList.add('on-path');
+    if (this.lanes) lane.style.background = this.lanesBg;
+    const ends = this.lanes ? this.endsOf(ev) : null;
+    if (ends) this.laneRow(lane, row, ev, ends, label);
+    else if (ev.kind === 'expert' || ev.kind === 'gap') {
       const sev = ev.kind === 'gap' ? 'warn' : safeClass(ev.severity || 'note');
       lane.append(h(d, 'span', { class: `marker sev-${sev}` }), h(d, 'span', { class: `seq-label marker-label sev-${sev}`, text: label }));
     } else {
@@ -164,6 +209,40 @@ export class SequenceView {
     }
     row.append(num, h(d, 'span', { class: 'seq-time', text: this.timeText(ev), title: typeof ev.ts === 'number' ? absoluteTime(ev.ts) : undefined }), lane);
     return row;
+  }
+
+  /** A row across N lifelines: an arrow from one to another, or a mark on one with its text beside it. */
+  laneRow(lane, row, ev, ends, label) {
+    const d = this.doc;
+    const n = this.lanes.length;
+    if (typeof ends.at === 'number') {
+      const x = laneX(ends.at, n);
+      const what = safeClass(ev.what);
+      row.classList.add('lane-mark', `what-${what}`);
+      const dot = h(d, 'span', { class: `lane-dot what-${what}` });
+      dot.style.left = `${x}%`;
+      const text = h(d, 'span', { class: 'seq-label lane-text', text: label });
+      if (x < 60) text.style.left = `calc(${x}% + 10px)`;
+      else text.style.right = `calc(${100 - x}% + 10px)`;
+      text.style[x < 60 ? 'right' : 'left'] = '0';
+      lane.append(dot, text);
+      return;
+    }
+    const a = laneX(ends.from, n);
+    const b = laneX(ends.to, n);
+    const lo = Math.min(a, b);
+    const hi = Math.max(a, b);
+    row.classList.add(b >= a ? 'ltr' : 'rtl');
+    const arrow = h(d, 'div', { class: 'arrow' }, h(d, 'span', { class: 'arrow-head' }));
+    arrow.style.left = `${lo}%`;
+    arrow.style.right = `${100 - hi}%`;
+    // The label sits over its arrow, widened to a third of the row when the arrow is short.
+    const mid = (lo + hi) / 2;
+    const half = Math.max((hi - lo) / 2, 17);
+    const text = h(d, 'span', { class: 'seq-label', text: label });
+    text.style.left = `${Math.max(0, Math.min(mid - half, 100 - 2 * half))}%`;
+    text.style.right = `${Math.max(0, 100 - Math.max(mid + half, 2 * half))}%`;
+    lane.append(arrow, text);
   }
 
   timeText(ev) {
@@ -244,6 +323,11 @@ function closestRow(node, stop) {
     n = n.parentNode;
   }
   return null;
+}
+
+/** The x of lifeline i of n, in % of the lane column. */
+function laneX(i, n) {
+  return ((i + 0.5) * 100) / n;
 }
 
 /** Kind/severity strings come from the wire side; keep class names to [a-z0-9-]. */

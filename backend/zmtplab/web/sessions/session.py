@@ -265,6 +265,7 @@ class Session:
         self.runtime: Runtime = runtime_factory(self)
         self.lock = asyncio.Lock()
         self.events_dropped = 0
+        self.topology = config.topology  # None: the two-peer body
 
     # ---- called by runtimes
 
@@ -358,17 +359,38 @@ class Session:
 
     # ---- subscribers
 
-    def subscribe(self, logs: bool = True, marks: bool = False) -> Subscriber:
-        """A new subscriber that first gets the events so far and the state (with `marks`, and no `logs`, the
-        marks among the log entries from now on)."""
+    def subscribe(self, logs: bool = True, marks: bool = False, topology: bool | None = None) -> Subscriber:
+        """A new subscriber that first gets the topology message (`topology`; by default only in topology
+        sessions), the events so far and the state (with `marks`, and no `logs`, the marks among the log
+        entries from now on)."""
         sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text,
                          marks=marks)
+        if topology or (topology is None and self.topology is not None):
+            sub.put(self.topology_message())
         sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
         self.touch()
         return sub
+
+    def topology_message(self) -> dict[str, Any]:
+        """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden), and the
+        connections so far (`conns`: conn, link, client, server)."""
+        try:
+            topo = self.config.as_topology().to_dict()
+        except ValueError:  # (a two-peer body a topology refuses, e.g. a 255-character identity in UTF-8)
+            topo = {"nodes": [], "links": []}
+        for node in topo["nodes"]:
+            if node.get("password"):
+                node["password"] = "***"
+        conns = getattr(self.runtime, "conns", None)
+        return {"type": "topology", "topology": {**topo, "mode": self.config.mode, "conns": list(conns or [])}}
+
+    def topology_changed(self) -> None:
+        """A connection of the topology opened or reopened: every subscriber gets the topology message again."""
+        if self.subscribers:
+            self.broadcast(self.topology_message())
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
@@ -480,8 +502,16 @@ class Session:
     # ---- export
 
     def export_json(self) -> str:
-        """The configuration (passwords hidden) and every event, as JSON text."""
-        config = self.config.model_dump(by_alias=True)
+        """The configuration (passwords hidden) and every event, as JSON text. A topology session's configuration
+        is its mode, `topology` (normalised, passwords hidden, with its connections) and `preset`."""
+        if self.topology is not None:
+            topo = self.topology_message()["topology"]
+            config = {"mode": self.config.mode, "topology": topo, "autoplay": self.config.autoplay}
+            if self.config.preset is not None:
+                config["preset"] = self.config.preset
+            head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
+            return head[:-1] + ',"events":[' + ",".join(self.events) + "]}"
+        config = self.config.model_dump(by_alias=True, exclude_none=True)
         # Options added later appear only when set: the export of a session that does not use them is unchanged.
         if config.get("autoplay") is True:
             del config["autoplay"]
