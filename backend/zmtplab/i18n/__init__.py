@@ -170,3 +170,17 @@ def localize_events(events: list[dict[str, Any]], lang: str) -> list[dict[str, A
     if lang == DEFAULT:
         return events
     return [localize_event(e, lang) for e in events]
+
+
+def localize_findings(findings: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """Analysis findings with their `text` in `lang` (the list itself for English)."""
+    if lang == DEFAULT:
+        return findings
+    return [{**f, "text": translate(f["text"], lang)} if isinstance(f.get("text"), str) else f for f in findings]
+
+
+def localize_analysis(analysis: dict[str, Any], lang: str) -> dict[str, Any]:
+    """An analysis (`zmtplab analyze --json`'s object) with its findings in `lang` (itself for English)."""
+    if lang == DEFAULT or not isinstance(analysis.get("findings"), list):
+        return analysis
+    return {**analysis, "findings": localize_findings(analysis["findings"], lang)}

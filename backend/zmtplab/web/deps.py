@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Query
 from starlette.requests import HTTPConnection
 
+from ..i18n import pick_lang
 from .captures import CaptureStore
 from .corpus import CorpusRuns
 from .live_sources import LiveSources
@@ -49,9 +50,18 @@ def get_live_sources(conn: HTTPConnection) -> LiveSources:
     return conn.app.state.live
 
 
+def get_lang(conn: HTTPConnection,
+             lang: Annotated[str | None, Query(max_length=16, description="`en` or `zh-CN` (else the "
+                                                                          "Accept-Language header's choice)")] = None
+             ) -> str:
+    """The language to answer in: `?lang=`, then Accept-Language, else English (docs/architecture.md#languages)."""
+    return pick_lang(lang, conn.headers.get("accept-language"))
+
+
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 CaptureStoreDep = Annotated[CaptureStore, Depends(get_capture_store)]
 PacketDecoderDep = Annotated[PacketDecoder, Depends(get_packet_decoder)]
 SessionManagerDep = Annotated[SessionManager, Depends(get_session_manager)]
 LiveSourcesDep = Annotated[LiveSources, Depends(get_live_sources)]
 CorpusRunsDep = Annotated[CorpusRuns, Depends(get_corpus_runs)]
+LangDep = Annotated[str, Depends(get_lang)]

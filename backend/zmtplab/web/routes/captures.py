@@ -18,8 +18,9 @@ from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
 from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
+from ...i18n import localize_analysis, localize_event, localize_events, localize_findings
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
-from ..deps import CaptureStoreDep, PacketDecoderDep, SettingsDep
+from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
 from ..limits import client_address
 from ..models import (
     CaptureCreated,
@@ -182,6 +183,7 @@ async def capture_events(
     request: Request,
     store: CaptureStoreDep,
     settings: SettingsDep,
+    lang: LangDep,
     conn: Annotated[str | None, Query(max_length=64, description="one connection (all when left out)")] = None,
     offset: Annotated[int, Query(ge=0, le=2**40)] = 0,
     limit: Annotated[int, Query(ge=1, description="at most the server's limit (1000 by default)")] = 200,
@@ -212,7 +214,8 @@ async def capture_events(
         found = events_store.listing(conn, offset, limit, kinds=kinds, q=q or None, limits=limits)
         if fields:
             events_store.fields_of(found.events)
-        out: dict[str, Any] = {"events": [public(ev, settings.list_max_body) for ev in found.events],
+        events = [public(ev, settings.list_max_body) for ev in found.events]
+        out: dict[str, Any] = {"events": localize_events(events, lang),
                                "total": found.total}
         if found.searched is not None:
             out.update(searched=found.searched, elements=found.elements, partial=found.partial)
@@ -243,6 +246,7 @@ async def capture_event(
     index: Annotated[int, Path(ge=0, le=2**40)],
     store: CaptureStoreDep,
     settings: SettingsDep,
+    lang: LangDep,
     conn: Annotated[str | None, Query(max_length=64, description="its connection (may be left out when the "
                                                                  "capture has only one)")] = None,
 ) -> Response:
@@ -260,7 +264,7 @@ async def capture_event(
             ev = events_store.event(conn, index)
         except (KeyError, IndexError):
             return None
-        return _dumps(public(ev, settings.event_max_body))
+        return _dumps(localize_event(public(ev, settings.event_max_body), lang))
 
     body = await asyncio.to_thread(work)
     if body is None:
@@ -270,19 +274,20 @@ async def capture_event(
 
 @router.get("/{capture_id}/analysis", summary="The capture as a whole: nodes, connections, flows, findings",
             responses={**NOT_FOUND, **NOT_READY})
-async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep) -> Response:
+async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep, lang: LangDep) -> Response:
     """What `zmtplab analyze --json` says of the capture (without a CURVE check), kept as it was dissected;
     each event a finding cites also has its `index` in its connection (for `/events/{index}?conn=`)."""
     events_store = _ready(store, capture_id)
     if events_store.analysis is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
-    return Response(_dumps(events_store.analysis), media_type="application/json")
+    return Response(_dumps(localize_analysis(events_store.analysis, lang)), media_type="application/json")
 
 
 @router.post("/{capture_id}/curve-check", summary="The CURVE doctor: check each HELLO against the server's key",
              responses={**NOT_FOUND, **NOT_READY, 422: {"model": ErrorResponse}})
-async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: CaptureStoreDep) -> Response:
+async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: CaptureStoreDep,
+                              lang: LangDep) -> Response:
     """`{"curve", "findings"}`: per CURVE connection whether its HELLO opens with the key(s) given (and then its
     WELCOME, with the server's short-term key), and a `curve-wrong-server-key` finding where it does not. The
     keys serve this request only: they are not stored, logged or echoed."""
@@ -296,7 +301,8 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     curve, findings = await asyncio.to_thread(check_curve, handshakes, secrets)
-    return Response(_dumps({"curve": curve, "findings": findings}), media_type="application/json")
+    return Response(_dumps({"curve": curve, "findings": localize_findings(findings, lang)}),
+                    media_type="application/json")
 
 
 @router.get("/{capture_id}/packets/{number}", response_model=PacketResponse, summary="tshark's view of one packet",

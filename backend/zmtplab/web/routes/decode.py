@@ -8,7 +8,8 @@ import json
 from fastapi import APIRouter, HTTPException, Response, status
 
 from ...decode import decode_to_dicts, parse_hex
-from ..deps import SettingsDep
+from ...i18n import localize_events
+from ..deps import LangDep, SettingsDep
 from ..models import DecodeRequest, DecodeResponse, ErrorResponse
 
 router = APIRouter(prefix="/api", tags=["decode"])
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/api", tags=["decode"])
 
 @router.post("/decode", response_model=DecodeResponse, summary="Decode one direction's bytes",
              responses={413: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
-async def decode(body: DecodeRequest, settings: SettingsDep) -> Response:
+async def decode(body: DecodeRequest, settings: SettingsDep, lang: LangDep) -> Response:
     """Decodes bytes like `zmtplab decode`: from a greeting, as a ZMTP 1.0 stream, else as ZMTP 3.x frames.
 
     Every event gets `conn` "0" and `dir` "c2s" and carries its fields.
@@ -33,5 +34,6 @@ async def decode(body: DecodeRequest, settings: SettingsDep) -> Response:
     events = await asyncio.to_thread(decode_to_dicts, data, with_fields=True, max_body=settings.decode_max_body,
                                      version=body.version)
     # The contract's dicts as they are (a model would add the keys other sources use, as nulls).
-    return Response(json.dumps({"events": events}, separators=(",", ":"), ensure_ascii=False).encode(),
+    body_out = {"events": localize_events(events, lang)}
+    return Response(json.dumps(body_out, separators=(",", ":"), ensure_ascii=False).encode(),
                     media_type="application/json")

@@ -8,6 +8,7 @@ peers' log. Lessons are played once, deterministically, and kept.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,11 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from ...lessons import markdown
-from ...lessons.loader import Lesson, load_lessons
+from ...lessons.loader import Lesson, LessonError, load_lessons
 from ...lessons.player import StepScene, check_answer, play_lesson
+from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
+from ..deps import LangDep
 from ..models import ErrorResponse
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
+log = logging.getLogger(__name__)
 
 LessonId = Annotated[str, PathParam(description="a lesson id from `GET /api/lessons`", max_length=40,
                                     pattern=r"^[a-z0-9][a-z0-9-]*$")]
@@ -37,6 +41,7 @@ class LessonLibrary:
         self.directory = directory
         self.captures_dir = captures_dir
         self._lessons: dict[str, Lesson] | None = None
+        self._localized: dict[tuple[str, str], Lesson] = {}
         self._scenes: dict[str, list[StepScene]] = {}
         self._lock = threading.Lock()
 
@@ -47,11 +52,24 @@ class LessonLibrary:
                 self._lessons = load_lessons(self.directory)
             return self._lessons
 
-    def lesson(self, lesson_id: str) -> Lesson:
+    def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
+        """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
         lesson = self.lessons.get(lesson_id)
         if lesson is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no lesson {lesson_id!r}")
-        return lesson
+        if lang == "en":
+            return lesson
+        key = (lesson_id, lang)
+        with self._lock:
+            localized = self._localized.get(key)
+            if localized is None:
+                try:
+                    localized = localize_lesson(lesson, lang, self.directory)
+                except LessonError as exc:
+                    log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
+                    localized = lesson
+                self._localized[key] = localized
+        return localized
 
     def scene(self, lesson_id: str, number: int) -> StepScene:
         lesson = self.lesson(lesson_id)
@@ -168,16 +186,17 @@ def _question(step_question) -> QuestionOut | None:
 
 
 @router.get("", response_model=LessonList, summary="Every lesson")
-def list_lessons(conn: HTTPConnection) -> LessonList:
-    """The lessons in teaching order: id, title, summary, level and step count."""
+def list_lessons(conn: HTTPConnection, lang: LangDep) -> LessonList:
+    """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
     library = get_library(conn)
-    return LessonList(lessons=[LessonSummary(**lesson.summary_dict()) for lesson in library.lessons.values()])
+    return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
+                               for lesson_id in library.lessons])
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
-def get_lesson(lesson_id: LessonId, conn: HTTPConnection) -> LessonOut:
+def get_lesson(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> LessonOut:
     """The lesson with every step's title, narration (source and safe tree) and question (without the answer)."""
-    lesson = get_library(conn).lesson(lesson_id)
+    lesson = get_library(conn).lesson(lesson_id, lang)
     steps = [
         StepOut(number=n, title=step.title, narration=step.narration, narration_tree=markdown.parse(step.narration),
                 source=step.source_kind, highlights=[h.label or h.field for h in step.highlight],
@@ -191,23 +210,30 @@ def get_lesson(lesson_id: LessonId, conn: HTTPConnection) -> LessonOut:
 
 @router.get("/{lesson_id}/steps/{number}", response_model=SceneOut, responses=NOT_FOUND,
             summary="One step, played")
-def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection) -> dict[str, Any]:
+def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang: LangDep) -> dict[str, Any]:
     """The step's scene: events (with fields), the element it points at, highlighted fields, writes, log."""
     library = get_library(conn)
     scene = library.scene(lesson_id, number)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
-    return out
+    return localize_scene(out, library.lesson(lesson_id, lang).steps[number - 1], lang)
 
 
 @router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,
              responses={**NOT_FOUND, 409: {"model": ErrorResponse, "description": "the step asks no question"}},
              summary="Check an answer")
-def answer_step(lesson_id: LessonId, number: StepNumber, answer: AnswerIn, conn: HTTPConnection) -> AnswerOut:
-    """Checks `{choice}` or a click `{index, field}` / `{index, offset}` (offset: the byte's stream offset)."""
-    scene = get_library(conn).scene(lesson_id, number)
+def answer_step(lesson_id: LessonId, number: StepNumber, answer: AnswerIn, conn: HTTPConnection,
+                lang: LangDep) -> AnswerOut:
+    """Checks `{choice}` or a click `{index, field}` / `{index, offset}` (offset: the byte's stream offset).
+
+    A choice may be given in the language asked for (`?lang=`, Accept-Language); the answer speaks it too."""
+    library = get_library(conn)
+    scene = library.scene(lesson_id, number)
+    step = library.lesson(lesson_id, lang).steps[number - 1]
+    submission = english_submission(answer.model_dump(exclude_none=True), library.lesson(lesson_id).steps[number - 1],
+                                    step)
     try:
-        result = check_answer(scene, answer.model_dump(exclude_none=True))
+        result = check_answer(scene, submission)
     except LookupError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return AnswerOut(**result)
+    return AnswerOut(**localize_answer(result, step, lang))

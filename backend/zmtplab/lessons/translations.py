@@ -1,0 +1,154 @@
+"""Lessons in other languages: `zh-CN/greeting.yaml` holds the Chinese texts of lesson `greeting`.
+
+A translation file mirrors its lesson's texts and nothing else (sessions, actions, selectors and
+answers stay in the English file, so both languages play the same scene):
+
+```yaml
+title: 逐字节读懂问候语
+summary: 一句话简介。
+steps:                      # as many as the lesson has, in the same order
+  - title: 两个对等方打招呼
+    narration: |
+      Markdown, as in the lesson.
+    labels: ["flags %x04"]  # the step's highlight labels, in order (only those the lesson labels)
+    question:               # when the step asks one
+      prompt: ...
+      choices: [...]        # a choice question: the same choices, in the same order
+      hint: ...
+      explain: ...
+```
+
+`localize_lesson` gives the lesson with these texts in place; `localize_scene` and
+`localize_answer` do the same for what the player computed (a step's scene, an answer's check).
+A file that does not mirror its lesson is a `LessonError` naming the file and the step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..i18n import DEFAULT, localize_events, text, translate
+from . import markdown
+from .loader import Lesson, LessonError, Step, default_lessons_dir
+
+
+def translation_path(lesson_id: str, lang: str, directory: Path | None = None) -> Path:
+    """Where lesson `lesson_id`'s texts in `lang` live."""
+    return (directory or default_lessons_dir()) / lang / f"{lesson_id}.yaml"
+
+
+def _str(value: Any, where: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise LessonError(f"{where}: a non-empty text is needed")
+    return value
+
+
+def _localize_step(step: Step, data: Any, where: str) -> Step:
+    if not isinstance(data, dict):
+        raise LessonError(f"{where}: a mapping with title and narration is needed")
+    unknown = set(data) - {"title", "narration", "labels", "question"}
+    if unknown:
+        raise LessonError(f"{where}: unknown keys {sorted(unknown)}")
+    update: dict[str, Any] = {"title": _str(data.get("title"), f"{where} title"),
+                              "narration": _str(data.get("narration"), f"{where} narration")}
+    labelled = [i for i, h in enumerate(step.highlight) if h.label]
+    labels = data.get("labels") or []
+    if len(labels) != len(labelled):
+        raise LessonError(f"{where}: {len(labelled)} highlight label(s) in the lesson, {len(labels)} here")
+    if labelled:
+        highlight = list(step.highlight)
+        for i, label in zip(labelled, labels, strict=True):
+            highlight[i] = highlight[i].model_copy(update={"label": _str(label, f"{where} label")})
+        update["highlight"] = highlight
+    q, tq = step.question, data.get("question")
+    if (q is None) != (tq is None):
+        raise LessonError(f"{where}: the question is in one language only")
+    if q is not None:
+        if not isinstance(tq, dict) or set(tq) - {"prompt", "choices", "hint", "explain"}:
+            raise LessonError(f"{where}: a question has prompt, choices, hint and explain only")
+        qu: dict[str, Any] = {"prompt": _str(tq.get("prompt"), f"{where} prompt")}
+        for key, english in (("hint", q.hint), ("explain", q.explain)):
+            if (english is None) != (tq.get(key) is None):
+                raise LessonError(f"{where}: the question's {key} is in one language only")
+            qu[key] = _str(tq.get(key), f"{where} {key}", optional=True)
+        choices = tq.get("choices")
+        if (q.choices is None) != (choices is None) or (choices is not None and len(choices) != len(q.choices or [])):
+            raise LessonError(f"{where}: the choices differ from the lesson's ({len(q.choices or [])})")
+        if choices is not None:
+            qu["choices"] = [_str(c, f"{where} choice") for c in choices]
+            answer = choices[(q.choices or []).index(q.answer.choice)]
+            qu["answer"] = q.answer.model_copy(update={"choice": answer})
+        update["question"] = q.model_copy(update=qu)
+    return step.model_copy(update=update)
+
+
+def localize_lesson(lesson: Lesson, lang: str, directory: Path | None = None) -> Lesson:
+    """The lesson with its texts in `lang` (the lesson itself for English); `LessonError` when its file is missing
+    or does not mirror the lesson."""
+    if lang == DEFAULT:
+        return lesson
+    path = translation_path(lesson.id, lang, directory)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LessonError(f"{path.name}: lesson {lesson.id!r} has no {lang} translation") from None
+    except yaml.YAMLError as exc:
+        raise LessonError(f"{path}: not YAML: {exc}") from None
+    if not isinstance(data, dict) or set(data) - {"title", "summary", "steps"}:
+        raise LessonError(f"{path}: title, summary and steps are needed, nothing else")
+    steps = data.get("steps")
+    if not isinstance(steps, list) or len(steps) != len(lesson.steps):
+        raise LessonError(f"{path}: the lesson has {len(lesson.steps)} steps, this file "
+                          f"{len(steps) if isinstance(steps, list) else 0}")
+    localized = [_localize_step(step, tstep, f"{path.name} step {n} ({step.title!r})")
+                 for n, (step, tstep) in enumerate(zip(lesson.steps, steps, strict=True), 1)]
+    return lesson.model_copy(update={"title": _str(data.get("title"), f"{path.name} title"),
+                                     "summary": _str(data.get("summary"), f"{path.name} summary"),
+                                     "steps": localized})
+
+
+def localize_scene(scene: dict[str, Any], step: Step, lang: str) -> dict[str, Any]:
+    """A played step's JSON (`StepScene.public()`) with the texts of `step` (a localized step) and its events' notes
+    and log lines in `lang`."""
+    if lang == DEFAULT:
+        return scene
+    out = dict(scene)
+    out["title"] = step.title
+    out["events"] = localize_events(scene["events"], lang)
+    out["log"] = [{**e, "text": translate(e["text"], lang)} if isinstance(e.get("text"), str) else e
+                  for e in scene["log"]]
+    labels = [h.label for h in step.highlight]
+    out["highlights"] = [{**h, "label": labels[i] or h["label"]} if i < len(labels) else h
+                         for i, h in enumerate(scene["highlights"])]
+    if scene.get("question") is not None and step.question is not None:
+        out["question"] = {**scene["question"], "prompt": step.question.prompt, "choices": step.question.choices}
+    out["narration_tree"] = markdown.parse(step.narration)
+    return out
+
+
+def english_submission(submission: dict[str, Any], english: Step, step: Step) -> dict[str, Any]:
+    """An answer given in a localized step's words, as the English step's check reads it (a choice by its place)."""
+    choice = submission.get("choice")
+    q, eq = step.question, english.question
+    if not isinstance(choice, str) or q is None or eq is None or not q.choices or not eq.choices:
+        return submission
+    for i, c in enumerate(q.choices):
+        if c.strip().casefold() == choice.strip().casefold():
+            return {**submission, "choice": eq.choices[i]}
+    return submission
+
+
+def localize_answer(result: dict[str, Any], step: Step, lang: str) -> dict[str, Any]:
+    """The player's `{correct, message, explain}` in `lang`: the localized hint and explanation."""
+    if lang == DEFAULT or step.question is None:
+        return result
+    q = step.question
+    if result["correct"]:
+        return {**result, "message": text("lessons.answer.correct", lang),
+                "explain": markdown.parse(q.explain) if q.explain else []}
+    return {**result, "message": q.hint or text("lessons.answer.not_quite", lang)}
