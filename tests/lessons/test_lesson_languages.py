@@ -1,4 +1,5 @@
 """Lessons in Simplified Chinese: the routes honour `?lang=` and Accept-Language, English stays as it was."""
+# ruff: noqa: RUF001  (the Chinese texts use full-width punctuation, as Chinese does)
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, status
 
 from ...peers.faults import SESSION_FAULTS
+from .. import illustrated
 from ..deps import SessionManagerDep, SettingsDep
 from ..limits import client_address
 from ..models import ErrorResponse, SessionCreate, SessionCreated, SessionFaultInfo, SessionFaults
@@ -107,6 +108,17 @@ async def export_keylog(session_id: SessionId, manager: SessionManagerDep) -> Re
     return Response(session.runtime.keylog(), media_type="text/plain", headers={
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.keylog"',
         "X-ZMTPLab-Credentials": "CURVE-KEYLOG"})
+
+
+@router.get("/api/sessions/{session_id}/export.html", summary="The session as an illustrated page", responses={
+    200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
+async def export_html(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """Every element of the session explained: its octet table, hex, and each field with its explanation and
+    ABNF rule, an anchor per element and field, and the pyzmq script that reproduces the first connection. One
+    file that needs no server and runs no script (`zmtplab illustrate` writes the same from `export.json`)."""
+    session = _session(manager, session_id)
+    text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session)))
+    return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
 
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
