@@ -257,13 +257,14 @@ def validate(topo: Topology) -> Topology:
 
 def two_peer(server: dict[str, Any], client: dict[str, Any]) -> Topology:
     """The two-peer body as a topology: nodes "server" and "client", one link, the client connecting.
-    (The two-peer SUB subscribes to its one `subscribe` text: empty means every message.)"""
+    (The two-peer SUB subscribes to its one `subscribe` text: empty means every message.) Unlike a topology,
+    the two peers may be a pair 23/ZMTP refuses: the handshake then shows the refusal."""
     nodes = []
-    for name, side in (("server", server), ("client", client)):
+    for i, (name, side) in enumerate((("server", server), ("client", client))):
         raw = {k: v for k, v in side.items() if k in NODE_KEYS}
         raw["name"] = name
-        nodes.append(raw)
-    return Topology.from_dict({"nodes": nodes, "links": [{"connect": "client", "bind": "server"}]})
+        nodes.append(_node(i, raw))
+    return Topology(tuple(nodes), (Link(connect="client", bind="server"),))
 
 
 # ---------------------------------------------------------------- parsing one piece

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
+
+from ..peers.topology import MAX_LINKS, MAX_NODES, Topology, preset, two_peer
 
 Direction = Literal["c2s", "s2c"]
 Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
@@ -193,12 +195,74 @@ class PeerConfig(BaseModel):
 
 
 class SessionCreate(BaseModel):
+    """Either two peers (`server`, `client`), a topology (`nodes`, `links`, optional `proxies` and `script`; see
+    `peers.topology`), or a preset (`preset`: an id of `GET /api/sessions/presets`)."""
+
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["simulated", "tcp"] = "simulated"
-    server: PeerConfig
-    client: PeerConfig
+    server: PeerConfig | None = None
+    client: PeerConfig | None = None
+    nodes: list[dict[str, Any]] | None = Field(None, max_length=MAX_NODES, description="a topology's nodes: name, "
+                                               "type and the options of peers.topology.Node")
+    links: list[dict[str, Any]] | None = Field(None, max_length=MAX_LINKS, description="a topology's links: "
+                                               "{connect, bind, at}")
+    proxies: list[dict[str, Any]] | None = Field(None, max_length=64, description="zmq_proxy steps: "
+                                                 "{frontend, backend}")
+    script: list[dict[str, Any]] | None = Field(None, max_length=1024, description="sends played with the "
+                                                "session: {from, frames, at}")
+    preset: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="a preset's id (GET /api/sessions/presets)")
     autoplay: bool = Field(True, description="play at once; false: the session waits at t=0 for play or step")
+    _topology: Topology | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> SessionCreate:
+        topo_keys = [k for k in ("nodes", "links", "proxies", "script") if getattr(self, k) is not None]
+        shapes = [name for name, given in (("server/client", self.server is not None or self.client is not None),
+                                           ("nodes/links", bool(topo_keys)), ("preset", self.preset is not None))
+                  if given]
+        if len(shapes) != 1:
+            raise ValueError("give either 'server' and 'client', or 'nodes' and 'links', or 'preset'"
+                             + (f" (not {' and '.join(shapes)})" if shapes else ""))
+        if shapes[0] == "server/client":
+            if self.server is None or self.client is None:
+                raise ValueError("a two-peer session needs both 'server' and 'client'")
+        elif shapes[0] == "preset":
+            self._topology = preset(self.preset or "").topology
+        else:
+            self._topology = Topology.from_dict({k: getattr(self, k) for k in topo_keys})
+        return self
+
+    @property
+    def topology(self) -> Topology | None:
+        """The topology of a `nodes`/`links` or `preset` body (checked); None for the two-peer body."""
+        return self._topology
+
+    def as_topology(self) -> Topology:
+        """The session as a topology: the two-peer body is nodes `server` and `client` and one link."""
+        if self._topology is not None:
+            return self._topology
+        assert self.server is not None and self.client is not None
+        return two_peer(self.server.model_dump(), self.client.model_dump())
+
+    def mechanisms(self) -> set[str]:
+        """The security mechanisms the session's peers use."""
+        if self._topology is None and self.server is not None and self.client is not None:
+            return {self.server.mechanism, self.client.mechanism}
+        return {node.mechanism for node in self.as_topology().nodes}
+
+
+class SessionPreset(BaseModel):
+    id: str
+    title: str
+    description: str
+    topology: dict[str, Any]
+    script: list[dict[str, Any]]
+
+
+class SessionPresets(BaseModel):
+    presets: list[SessionPreset]
 
 
 class SessionCreated(BaseModel):
@@ -256,10 +320,11 @@ class _Command(BaseModel):
 
 
 class SendCommand(_Command):
-    """Send one message from one side: frames as text (UTF-8) or, with `hex`, as hex."""
+    """Send one message from one node (`server` or `client` in a two-peer session): frames as text (UTF-8) or,
+    with `hex`, as hex."""
 
     type: Literal["send"]
-    from_: Literal["server", "client"] = Field(..., alias="from")
+    from_: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")] = Field(..., alias="from")
     frames: list[str] = Field(..., min_length=1)
     hex: bool = False
 

@@ -10,10 +10,19 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, status
 
 from ...peers.faults import SESSION_FAULTS
+from ...peers.topology import PRESETS
 from .. import illustrated
 from ..deps import SessionManagerDep, SettingsDep
 from ..limits import client_address
-from ..models import ErrorResponse, SessionCreate, SessionCreated, SessionFaultInfo, SessionFaults
+from ..models import (
+    ErrorResponse,
+    SessionCreate,
+    SessionCreated,
+    SessionFaultInfo,
+    SessionFaults,
+    SessionPreset,
+    SessionPresets,
+)
 from ..session_socket import serve as session_socket_serve
 from ..sessions import Session, SessionConfigError, SessionManager
 
@@ -39,6 +48,10 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
     choose how our peer writes its greeting (`greeting`: `libzmq` or `full`) and a SUB its topic (`subscribe`);
     `autoplay: false` makes the session wait at t = 0 for `play` or `step` (the page's default).
 
+    Or a topology: `nodes` (each a named socket with its options), `links` (`{"connect", "bind"}`: one TCP
+    connection each), optional `proxies` and `script`; or `{"preset": ID}` (`GET /api/sessions/presets`).
+    A topology that cannot run is answered 422 naming the node or link at fault.
+
     Then open the websocket `/ws/sessions/{id}`.
     """
     try:
@@ -57,6 +70,12 @@ async def session_faults() -> SessionFaults:
     return SessionFaults(faults=[SessionFaultInfo(fault=f.name, modes=f.modes()) for f in SESSION_FAULTS.values()])
 
 
+@router.get("/api/sessions/presets", response_model=SessionPresets, summary="The ready topologies")
+async def session_presets() -> SessionPresets:
+    """Every preset `{"preset": ID}` creates: its id, title, description, topology and script."""
+    return SessionPresets(presets=[SessionPreset(**p.to_dict()) for p in PRESETS.values()])
+
+
 CREDENTIALS = ("this export holds the PLAIN username and password in clear, as they crossed the wire (in the "
                "client's HELLO command: its fields and its bytes); the configuration shows them as ***. Share it as "
                "you would share the password")
@@ -67,8 +86,7 @@ def _credentials(session: Session) -> dict[str, str]:
 
     A protocol tool shows the wire as it was, so HELLO events (and a capture's bytes) keep the password; what
     the export says is that it does."""
-    config = session.config
-    return {"X-ZMTPLab-Credentials": "PLAIN"} if "PLAIN" in (config.server.mechanism, config.client.mechanism) else {}
+    return {"X-ZMTPLab-Credentials": "PLAIN"} if "PLAIN" in session.config.mechanisms() else {}
 
 
 @router.get("/api/sessions/{session_id}/export.pcapng", summary="The session as a capture", responses={
@@ -133,12 +151,14 @@ async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> R
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
                          settings: SettingsDep, batch: bool = False, log: bool = True,
-                         marks: bool = False) -> None:
+                         marks: bool = False, topology: bool | None = None) -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
     uses); `?log=0` leaves the `log` messages out, and `?log=0&marks=1` keeps only those that mark the
     sequence: connections opened and closed (`half-closed` says who closed and why), faults.
+    A topology session (and a two-peer one asked with `?topology=1`) first sends `{"type": "topology"}`
+    (nodes, links, proxies, script, the connections so far as `conns`), and again when a connection opens.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
     A bad command is answered with an `error` message; the session goes on.
 
@@ -147,4 +167,5 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     A socket whose commands keep being refused (more than `ws_abuse_limit` within `ws_abuse_window`
     seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation). `web.session_socket`
     serves it."""
-    await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks)
+    await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
+                               topology=topology)

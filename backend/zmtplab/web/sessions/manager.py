@@ -33,11 +33,15 @@ class SessionManager:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
     def _factory(self, config: SessionCreate) -> Callable[[Session], Runtime]:
+        topology = config.topology  # None: the two-peer body
         if config.mode == "tcp":
-            TcpRuntime.check(config)
-            return lambda session: TcpRuntime(session, config, self.settings)
+            if topology is not None:
+                TcpRuntime.check_topology(topology)
+            else:
+                TcpRuntime.check(config)
+            return lambda session: TcpRuntime(session, config, self.settings, topology=topology)
         SimulatedRuntime.check(config)
-        return lambda session: SimulatedRuntime(session, config, self.settings)
+        return lambda session: SimulatedRuntime(session, config, self.settings, topology=topology)
 
     def count_for(self, client: str) -> int:
         """Sessions this client address runs."""

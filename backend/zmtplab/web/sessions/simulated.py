@@ -11,6 +11,12 @@ messages the applications received, faults); they go to the browser as
 `{"type": "log", "entry": ...}` messages (to the sockets that want them), and the bytes they
 report are the session's wire bytes (for the pcapng export).
 
+A topology session (nodes and links, or a preset) runs its topology on a simulation with
+decisions on (`Simulation(decisions=True, window=WINDOW)`): its sockets' decisions (`socket`
+events) and its applications' reads (`peer recv`) are events too, beside the wire elements, in
+the stream, the export and the step history; each node has its own address in the export
+(127.0.0.N). The two-peer body runs exactly as before topologies.
+
 A session playing live (an interval under `LIVE`) whose player waits for work plays what a
 `send` sets going within the command itself: the same elements in the same order as the player
 would on waking, without a task switch per message (a busy server runs a hundred such sessions).
@@ -25,6 +31,7 @@ from typing import Any
 
 from ...engine.events import WIRE_KINDS
 from ...peers.simulation import Simulation
+from ...peers.topology import Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from ..settings import Settings
 from .session import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
@@ -36,16 +43,23 @@ MAX_ELEMENTS_PER_TURN = 256  # elements a playing session catches up on before i
 MAX_BACKLOG = 1.0  # seconds of playback a session that fell behind catches up on at most
 LIVE = 0.002  # an interval shorter than this (a timer's resolution) plays whatever is ready at once
 WIRE = frozenset(WIRE_KINDS)
+WINDOW = 32  # octets a topology's simulated TCP connection holds in flight once its reader stops (back-pressure)
 
 
 class SimulatedRuntime:
     """Drives a `simulated` session (see the module docstring)."""
 
-    def __init__(self, session: Session, config: SessionCreate, settings: Settings, *, seed: int = 0) -> None:
+    def __init__(self, session: Session, config: SessionCreate, settings: Settings, *, seed: int = 0,
+                 topology: Topology | None = None) -> None:
         self.session = session
         self.config = config
         self.settings = settings
-        self.sim = Simulation(seed=seed)
+        self.topology = topology
+        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW) if topology is not None
+                    else Simulation(seed=seed))
+        self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
+        self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(topology.nodes)}
+                           if topology is not None else {})
         self.playing = config.autoplay
         self.speed = 1.0
         self.consumed = 0  # how much of sim.events the session has seen
@@ -60,6 +74,12 @@ class SimulatedRuntime:
     @staticmethod
     def check(config: SessionCreate) -> None:
         """Refuses configurations a simulation cannot run."""
+        topology = config.topology
+        if topology is not None:
+            for node in topology.nodes:
+                if node.libzmq:
+                    raise SessionConfigError(f"node {node.name!r}: libzmq nodes need a real session (mode 'tcp')")
+            return
         for side in ("server", "client"):
             peer: PeerConfig = getattr(config, side)
             if peer.libzmq:
@@ -85,6 +105,14 @@ class SimulatedRuntime:
 
     async def start(self) -> None:
         cfg = self.config
+        if self.topology is not None:
+            try:
+                self.sim.add_topology(self.topology)
+            except ValueError as exc:
+                raise SessionConfigError(str(exc)) from None
+            self._absorb()
+            self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+            return
         try:
             self.sim.add_peer("server", cfg.server.type, **self._options(cfg.server, server=True))
             self.sim.add_peer("client", cfg.client.type, **self._options(cfg.client, server=False))
@@ -115,6 +143,7 @@ class SimulatedRuntime:
         add_event = session.add_event
         logs = session.log_subscribers
         session_conn = _SESSION_CONN
+        topology = self.topology is not None
         for entry in entries:  # in the simulation's order: a message before the `recv` it caused
             conn = entry.get("conn")
             if conn is not None:  # (`_renumber`, inline: every entry of a busy session comes here)
@@ -125,6 +154,10 @@ class SimulatedRuntime:
                     _renumber(entry)
             kind = entry["kind"]
             if kind in WIRE:
+                add_event(entry)
+                elements += 1
+                continue
+            if topology and (kind == "socket" or (kind == "peer" and entry["what"] == "recv")):
                 add_event(entry)
                 elements += 1
                 continue
@@ -145,11 +178,25 @@ class SimulatedRuntime:
         what, conn, t = entry.get("what"), str(entry.get("conn")), float(entry.get("t", 0.0))
         if what == "open":
             n = int(conn) if conn.isdigit() else 0
+            if self.topology is not None:
+                self._topology_conn(conn, n, entry, t)
+                return
             self.session.add_connection(conn, (CLIENT_IP, SIM_CLIENT_PORT + n), (SERVER_IP, SIM_SERVER_PORT), t)
         elif what == "bytes":
             self.session.add_wire(conn, entry["dir"], bytes.fromhex(entry.get("hex", "")), t)
         elif what == "closed":
             self.session.end_connection(conn, t)
+
+    def _topology_conn(self, conn: str, n: int, entry: dict[str, Any], t: float) -> None:
+        """A topology's connection opened: each node at its own address, the link it belongs to in `conns`."""
+        client, server = str(entry.get("client")), str(entry.get("server"))
+        addresses = self._addresses
+        self.session.add_connection(conn, (addresses.get(client, CLIENT_IP), SIM_CLIENT_PORT + n),
+                                    (addresses.get(server, SERVER_IP), SIM_SERVER_PORT), t)
+        assert self.topology is not None
+        link = next((i for i, lk in enumerate(self.topology.links) if lk.connect == client and lk.bind == server), None)
+        self.conns.append({"conn": conn, "link": link, "client": client, "server": server})
+        self.session.topology_changed()
 
     def _advance(self) -> int:
         """One element forward (several deliveries when an element comes in pieces); returns elements added."""
@@ -290,9 +337,12 @@ class SimulatedRuntime:
         session.wire.clear()
         session.wire_bytes = 0
         session.endpoints.clear()
+        self.conns.clear()
         count = 0
+        topology = self.topology is not None
         for entry in events:
-            if entry.get("kind") in WIRE:
+            kind = entry.get("kind")
+            if kind in WIRE or (topology and (kind == "socket" or (kind == "peer" and entry.get("what") == "recv"))):
                 count += 1
             else:
                 self._link_entry(_renumbered(entry))
