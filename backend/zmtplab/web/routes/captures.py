@@ -19,6 +19,7 @@ from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
 from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
 from ...i18n import localize_analysis, localize_event, localize_events, localize_findings
+from .. import illustrated
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
 from ..limits import client_address
@@ -303,6 +304,37 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
     curve, findings = await asyncio.to_thread(check_curve, handshakes, secrets)
     return Response(_dumps({"curve": curve, "findings": localize_findings(findings, lang)}),
                     media_type="application/json")
+
+
+@router.get("/{capture_id}/illustrated", summary="One connection (or a range of its elements) as an illustrated page",
+            responses={200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"},
+                       **NOT_FOUND, **NOT_READY, 422: {"model": ErrorResponse, "description": "nothing in that range"}})
+async def capture_illustrated(
+    capture_id: CaptureId,
+    store: CaptureStoreDep,
+    conn: Annotated[str, Query(max_length=64, description="the connection")],
+    first: Annotated[int, Query(alias="from", ge=0, le=2**40, description="the first element's index")] = 0,
+    last: Annotated[int | None, Query(alias="to", ge=0, le=2**40,
+                                      description="the last element's index, inclusive (default: 2000 elements)")] = None,
+) -> Response:
+    """The connection's elements, each with its octet table, hex, fields, explanations and ABNF rules, an anchor
+    per element and field, and the pyzmq script that reproduces the conversation: one file that needs no server
+    and runs no script (what `zmtplab illustrate CAPTURE --conn N --from I --to J` writes)."""
+    events_store = _ready(store, capture_id)
+    if conn not in events_store.conns:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
+    summary = store.summary(capture_id)
+
+    def work() -> str:
+        doc = illustrated.capture_document(events_store, name=summary["name"], conn=conn, first=first, last=last,
+                                           connections=summary["connections"])
+        return illustrated.page(doc)
+
+    try:
+        text = await asyncio.to_thread(work)
+    except illustrated.SourceError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+    return illustrated.response(text, illustrated.filename(summary["name"], f"conn{conn}"))
 
 
 @router.get("/{capture_id}/packets/{number}", response_model=PacketResponse, summary="tshark's view of one packet",

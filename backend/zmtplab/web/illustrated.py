@@ -1,0 +1,76 @@
+"""Illustrated pages of what the web app holds: a stored capture's connection (or a range of its
+elements), a playground session, a lesson. The page itself is `zmtplab.illustrate`'s, the same one
+`zmtplab illustrate` writes; this module only gathers the events."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.responses import Response
+
+from ..eventstore import EventStore, public
+from ..illustrate import Document, Section, from_events, from_session, render, reproduce_script
+from ..illustrate.document import SourceError
+from ..lessons.player import StepScene
+from .sessions import Session
+
+# The most elements one page holds: a page is read, printed and mailed, not a capture's whole archive.
+PAGE_MOST = 2000
+
+__all__ = ["CSP", "PAGE_MOST", "SourceError", "capture_document", "filename", "lesson_document", "page", "response",
+           "session_document"]
+
+# The page is served from our own origin: nothing in it may run, load or be framed (it needs neither).
+CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+
+def page(doc: Document, *, script: bool = True) -> str:
+    """The page, with the script that reproduces its first connection."""
+    text = reproduce_script(doc.sections[0], title=doc.title) if script else None
+    return render(doc, script=text)
+
+
+def response(text: str, filename: str) -> Response:
+    """The page as a download, under a policy that lets nothing in it run or load."""
+    return Response(text, media_type="text/html; charset=utf-8", headers={
+        "Content-Disposition": f'attachment; filename="{filename}"', "Content-Security-Policy": CSP,
+        "X-Content-Type-Options": "nosniff"})
+
+
+def filename(name: str, part: str) -> str:
+    """A download's file name: the source's name (safe characters only) and the part shown."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name.rsplit(".", 1)[0])[:80] or "zmtplab"
+    return f"{stem}-{part}.html"
+
+
+def capture_document(events: EventStore, *, name: str, conn: str, first: int, last: int | None,
+                     connections: list[dict[str, Any]]) -> Document:
+    """One connection of a stored capture, elements `first` to `last` (indexes, inclusive), with fields."""
+    limit = PAGE_MOST if last is None else max(1, min(last - first + 1, PAGE_MOST))
+    found = events.listing(conn, first, limit)
+    events.fields_of(found.events)
+    listed = [public(ev, None) for ev in found.events]
+    ends = {c["conn"]: (str(c.get("client", "client")), str(c.get("server", "server"))) for c in connections}
+    return from_events(listed, title=f"{name}, connection {conn}", source=f"capture {name}", endpoints=ends,
+                       max_elements=PAGE_MOST)
+
+
+def session_document(session: Session) -> Document:
+    """A playground session as its export shows it."""
+    return from_session(json.loads(session.export_json()), name=f"session {session.id[:8]}")
+
+
+def lesson_document(lesson_id: str, title: str, scenes: list[StepScene]) -> Document:
+    """A lesson: each of its sources as it stands after the last step that shows it, named by that step."""
+    last: dict[str, StepScene] = {}
+    for scene in scenes:
+        last[json.dumps(scene.source, sort_keys=True, default=str)] = scene
+    sections: list[Section] = []
+    for scene in last.values():
+        doc = from_events(scene.events, title=title, source="lesson", max_elements=PAGE_MOST)
+        for section in doc.sections:
+            section.client = f"{section.client} (step {scene.number}: {scene.title})"
+            sections.append(section)
+    return Document(title, f"lesson {lesson_id}", sections)
