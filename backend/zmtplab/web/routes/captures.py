@@ -333,7 +333,7 @@ async def capture_illustrated(
     try:
         text = await asyncio.to_thread(work)
     except illustrated.SourceError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+        raise HTTPException(422, str(exc)) from None
     return illustrated.response(text, illustrated.filename(summary["name"], f"conn{conn}"))
 
 
