@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .captures import CaptureStore
 from .corpus import CorpusRuns
+from .languages import LocalizedSockets
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
@@ -136,13 +137,15 @@ class SecurityHeaders:
 
 
 class ZmtpLabApp(FastAPI):
-    """FastAPI with `SecurityHeaders` outside every other middleware (so 500 pages get the headers too)."""
+    """FastAPI with `SecurityHeaders` outside every other middleware (so 500 pages get the headers too), and the
+    session websockets in the language they ask for (`LocalizedSockets`)."""
 
     zmtplab_max_body: int = 1 << 20
     zmtplab_body_idle: float = 30.0
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack(), self.zmtplab_max_body, self.zmtplab_body_idle)
+        return SecurityHeaders(LocalizedSockets(super().build_middleware_stack()), self.zmtplab_max_body,
+                               self.zmtplab_body_idle)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

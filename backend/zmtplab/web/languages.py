@@ -1,0 +1,71 @@
+"""The session websocket in another language: `LocalizedSockets`, pure ASGI middleware.
+
+A session serializes each message once for all its sockets (English, the contract). A socket opened
+with `?lang=zh-CN` (or, without `lang`, an Accept-Language that asks for Chinese) gets every message
+rewritten on its way out: events' expert texts and field notes, and `error` details, through
+`zmtplab.i18n`. Other sockets and every HTTP request pass through untouched (one look at the scope).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..i18n import DEFAULT, localize_event, pick_lang, translate
+
+LOCALIZED_PREFIXES = ("/ws/sessions/",)
+
+
+def socket_lang(scope: Scope) -> str:
+    """The language a websocket asked for (`?lang=`, then Accept-Language)."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("lang", [None])[0]
+    accept = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"accept-language"), None)
+    return pick_lang(query, accept)
+
+
+def _localize(message: Any, lang: str) -> Any:
+    if isinstance(message, list):
+        return [_localize(m, lang) for m in message]
+    if not isinstance(message, dict):
+        return message
+    kind = message.get("type")
+    if kind == "event" and isinstance(message.get("event"), dict):
+        return {**message, "event": localize_event(message["event"], lang)}
+    if kind == "error" and isinstance(message.get("detail"), str):
+        return {**message, "detail": translate(message["detail"], lang)}
+    return message
+
+
+def localize_text(text: str, lang: str) -> str:
+    """One websocket text (a message or a JSON array of them) in `lang`."""
+    try:
+        message = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return orjson.dumps(_localize(message, lang)).decode()
+
+
+class LocalizedSockets:
+    """Rewrites what the session websockets send for sockets that asked for another language than English."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket" or not scope["path"].startswith(LOCALIZED_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        lang = socket_lang(scope)
+        if lang == DEFAULT:
+            await self.app(scope, receive, send)
+            return
+
+        async def localized_send(message: Message) -> None:
+            if message["type"] == "websocket.send" and message.get("text") is not None:
+                message = {**message, "text": localize_text(message["text"], lang)}
+            await send(message)
+
+        await self.app(scope, receive, localized_send)

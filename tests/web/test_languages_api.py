@@ -1,0 +1,81 @@
+"""The web app in Simplified Chinese: notes, expert texts and findings on request; English byte for byte as before."""
+# ruff: noqa: RUF001  (the Chinese texts use full-width punctuation, as Chinese does)
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from webkit import LOCAL, dissected, events_of, open_client, ready
+
+pytestmark = pytest.mark.timeout(60)
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+GREETING = "ff00000000000000017f03014e554c4c" + "00" * 48  # a NULL 3.1 greeting, libzmq padding
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with open_client(tmp_path_factory.mktemp("languages"), sim_step_interval=0.005) as c:
+        yield c
+
+
+def test_decode_in_chinese_and_unchanged_in_english(client):
+    english = client.post("/api/decode", json={"hex": GREETING})
+    assert client.post("/api/decode?lang=en", json={"hex": GREETING}).content == english.content
+    assert client.post("/api/decode", json={"hex": GREETING}, headers={"Accept-Language": "fr, en"}).content \
+        == english.content
+    zh = client.post("/api/decode", json={"hex": GREETING}, headers={"Accept-Language": "zh-CN,zh;q=0.9"}).json()
+    assert client.post("/api/decode?lang=zh-CN", json={"hex": GREETING}).json() == zh
+    en_fields = english.json()["events"][0]["fields"]
+    zh_fields = zh["events"][0]["fields"]
+    assert [f["note"] for f in en_fields][:2] == [
+        "First octet of the signature: %xFF.",
+        "Not significant (23/ZMTP: never interpreted). libzmq puts identity length + 1 = 1 here so a 1.0 peer "
+        "reads a frame header."]
+    assert [f["note"] for f in zh_fields][:2] == [
+        "签名的第一个字节：%xFF。",
+        "无意义（23/ZMTP：从不解释）。libzmq 在这里放入身份长度 + 1 = 1，让 1.0 对等方把它读作帧头。"]
+    assert all(HAN.search(f["note"]) for f in zh_fields)
+    # only the notes change: names, values, rules and offsets are the wire's
+    for e, z in zip(en_fields, zh_fields, strict=True):
+        assert {k: v for k, v in e.items() if k != "note"} == {k: v for k, v in z.items() if k != "note"}
+
+
+def test_a_capture_in_chinese(client):
+    capture_id, _ = dissected(client, LOCAL / "mismatch_push_push.pcapng")
+    url = f"/api/captures/{capture_id}"
+    english = client.get(f"{url}/events?fields=1")
+    assert client.get(f"{url}/events?fields=1&lang=en").content == english.content
+    zh = client.get(f"{url}/events?fields=1&lang=zh-CN").json()
+    experts_en = [e["text"] for e in english.json()["events"] if e["kind"] == "expert"]
+    experts_zh = [e["text"] for e in zh["events"] if e["kind"] == "expert"]
+    assert "invalid socket pair: client PUSH cannot talk to server PUSH (23/ZMTP socket-type table)" in experts_en
+    assert "无效的套接字组合：客户端 PUSH 不能与服务器 PUSH 通信（23/ZMTP 套接字类型表）" in experts_zh
+    assert all(HAN.search(t) for t in experts_zh)
+    notes = [f["note"] for e in zh["events"] for f in e.get("fields") or []]
+    assert notes and all(HAN.search(n) for n in notes)
+    one = client.get(f"{url}/events/0?conn={zh['events'][0]['conn']}&lang=zh-CN").json()
+    assert one["fields"][0]["note"] == "签名的第一个字节：%xFF。"
+    analysis_en = client.get(f"{url}/analysis").json()
+    analysis_zh = client.get(f"{url}/analysis", headers={"Accept-Language": "zh"}).json()
+    assert [f["rule"] for f in analysis_zh["findings"]] == [f["rule"] for f in analysis_en["findings"]]
+    assert analysis_en["findings"] and all(HAN.search(f["text"]) for f in analysis_zh["findings"])
+    assert {k: v for k, v in analysis_zh.items() if k != "findings"} == \
+        {k: v for k, v in analysis_en.items() if k != "findings"}
+
+
+def test_the_session_socket_in_chinese(client):
+    session = client.post("/api/sessions", json={"mode": "simulated", "server": {"type": "PUSH"},
+                                                  "client": {"type": "PUSH"}}).json()["id"]
+    with client.websocket_connect(f"/ws/sessions/{session}?lang=zh-CN") as ws:
+        zh = events_of(ready(ws))
+    with client.websocket_connect(f"/ws/sessions/{session}") as ws:
+        en = events_of(ready(ws))
+    assert [e["seq"] for e in zh] == [e["seq"] for e in en]
+    greeting_zh = next(e for e in zh if e["kind"] == "greeting")
+    greeting_en = next(e for e in en if e["kind"] == "greeting")
+    assert greeting_en["fields"][0]["note"] == "First octet of the signature: %xFF."
+    assert greeting_zh["fields"][0]["note"] == "签名的第一个字节：%xFF。"
+    assert json.dumps(greeting_zh, ensure_ascii=False).count("签名") >= 2
