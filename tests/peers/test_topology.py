@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -43,14 +44,15 @@ def decisions(events: list[dict[str, Any]], **keys: Any) -> list[dict[str, Any]]
     ({"nodes": [{"name": "a", "type": "PUSH"}, {"name": "b", "type": "PUB"}], "links": [{"connect": "a", "bind": "b"}]},
      ["link 0 (a -> b)", "PUSH cannot talk to a PUB"]),
     ({"nodes": [{"name": "a", "type": "PUSH"}], "links": [{"connect": "a", "bind": "a"}]}, ["itself"]),
-    ({"nodes": [{"name": "a", "type": "PUSH"}, {"name": "b", "type": "PULL"}], "links": [{"connect": "a", "bind": "c"}]},
-     ["no node named 'c'"]),
+    ({"nodes": [{"name": "a", "type": "PUSH"}, {"name": "b", "type": "PULL"}],
+      "links": [{"connect": "a", "bind": "c"}]}, ["no node named 'c'"]),
     ({"nodes": [{"name": "a", "type": "PUSH"}, {"name": "b", "type": "PULL"}],
       "links": [{"connect": "a", "bind": "b"}, {"connect": "b", "bind": "a"}]}, ["link 1", "duplicates link 0"]),
     ({"nodes": [{"name": "a", "type": "PUSH"}, {"name": "a", "type": "PULL"}], "links": []}, ["two nodes", "'a'"]),
     ({"nodes": [{"name": f"n{i}", "type": "PAIR"} for i in range(25)], "links": []}, ["at most 24 nodes"]),
     ({"nodes": [{"name": f"n{i}", "type": "DEALER"} for i in range(12)],
-      "links": [{"connect": f"n{i}", "bind": f"n{j}"} for i in range(12) for j in range(i)][:33]}, ["at most 32 links"]),
+      "links": [{"connect": f"n{i}", "bind": f"n{j}"} for i in range(12) for j in range(i)][:33]},
+     ["at most 32 links"]),
     ({"nodes": [{"name": "a b", "type": "PUSH"}], "links": []}, ["node name"]),
     ({"nodes": [{"name": "a", "type": "PUSH", "colour": "red"}], "links": []}, ["node 0", "unknown key 'colour'"]),
     ({"nodes": [{"name": "a", "type": "PUSH", "subscribe": ["x"]}], "links": []}, ["node 'a'", "only SUB and XSUB"]),
@@ -159,7 +161,7 @@ def test_push_blocks_at_the_hwm_and_never_drops():
     assert not decisions(events, what="drop")
     assert decisions(events, node="worker", what="block", rule="rcvhwm")[0]["depth"] == 2
     reads = [e["t"] for e in events if e["kind"] == "peer" and e["what"] == "recv"]
-    assert all(b - a >= 0.5 - 1e-9 for a, b in zip(reads, reads[1:], strict=False))  # one read every 0.5 s
+    assert all(b - a >= 0.5 - 1e-9 for a, b in itertools.pairwise(reads))  # one read every 0.5 s
 
 
 def test_pub_drops_for_the_slow_subscriber_only():
@@ -194,9 +196,10 @@ def test_rewind_replays_a_topology_exactly():
 
 def test_twelve_nodes_sixteen_links():
     """A 12-node, 16-link topology: 4 PUSH fan out to 8 PULL, each PUSH to four of them, each PULL fed by two."""
-    nodes = [{"name": f"p{i}", "type": "PUSH"} for i in range(4)] + [{"name": f"q{i}", "type": "PULL"} for i in range(8)]
-    links = [{"connect": f"q{j}", "bind": f"p{i}"} for i in range(4) for j in (2 * i, (2 * i + 3) % 8, (2 * i + 5) % 8,
-                                                                                 (2 * i + 1) % 8)]
+    nodes = [*({"name": f"p{i}", "type": "PUSH"} for i in range(4)), *({"name": f"q{i}", "type": "PULL"}
+                                                                        for i in range(8))]
+    links = [{"connect": f"q{j}", "bind": f"p{i}"}
+             for i in range(4) for j in (2 * i, (2 * i + 1) % 8, (2 * i + 3) % 8, (2 * i + 5) % 8)]
     script = [{"from": f"p{i % 4}", "frames": [f"m{i}"], "at": 0.05 + 0.001 * i} for i in range(256)]
     topo = Topology.from_dict({"nodes": nodes, "links": links, "script": script})
     assert len(topo.nodes) == 12 and len(topo.links) == 16
