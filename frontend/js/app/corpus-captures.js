@@ -2,6 +2,7 @@
 // more and deleting one. Starting a run over the ticked ones is the page's (corpus.js).
 
 import { CapturePicker } from '../views/corpus.js';
+import { t } from '../core/i18n.js';
 
 export class CaptureShelf {
   /**
@@ -22,7 +23,7 @@ export class CaptureShelf {
     try {
       this.captures = (await this.corpus.captures()).captures;
     } catch (err) {
-      picker.setNote(`Could not list the captures: ${err.message}`, 'error');
+      picker.setNote(t('ui.shelf.listFailed', { error: err.message }), 'error');
       return;
     }
     const ids = new Set(this.captures.map((c) => c.id));
@@ -36,12 +37,12 @@ export class CaptureShelf {
       await this.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
-        this.picker.setNote(`${name} was not deleted: ${err.message}`, 'error');
+        this.picker.setNote(t('ui.shelf.deleteFailed', { name, error: err.message }), 'error');
         return;
       }
     }
     this.checked.delete(id);
-    this.picker.setNote(`${name} deleted.`);
+    this.picker.setNote(t('ui.shelf.deleted', { name }));
     await this.load();
   }
 
@@ -49,22 +50,22 @@ export class CaptureShelf {
     const { picker } = this;
     this.checked = new Set(picker.selected());
     for (const [i, file] of files.entries()) {
-      const which = files.length > 1 ? ` (${i + 1} of ${files.length})` : '';
-      picker.setNote(`Uploading ${file.name}${which}…`);
+      const which = files.length > 1 ? t('ui.shelf.which', { i: i + 1, n: files.length }) : '';
+      picker.setNote(t('ui.shelf.uploading', { name: file.name, which }));
       try {
         const { promise } = this.api.uploadCapture(file, (loaded, total) => {
           const pct = total ? Math.round((100 * loaded) / total) : 0;
-          picker.setNote(`Uploading ${file.name}${which}: ${pct}%`);
+          picker.setNote(t('ui.shelf.uploadingPct', { name: file.name, which, pct }));
         });
         const res = await promise;
         this.checked.add(String(res.id));
       } catch (err) {
-        picker.setNote(`${file.name} was not stored: ${err.message}`, 'error');
+        picker.setNote(t('ui.shelf.notStored', { name: file.name, error: err.message }), 'error');
         await this.load();
         return;
       }
     }
-    picker.setNote(files.length > 1 ? `${files.length} captures uploaded.` : `${files[0].name} uploaded.`);
+    picker.setNote(files.length > 1 ? t('ui.shelf.uploadedN', { n: files.length }) : t('ui.shelf.uploaded', { name: files[0].name }));
     await this.load();
   }
 }

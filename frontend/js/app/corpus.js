@@ -12,8 +12,13 @@ import { RunList, RunHead, ReportView, TableView } from '../views/corpus.js';
 import { initShell, statusLine } from './workbench.js';
 import { createCaptureSearchApi } from '../core/capture-search.js';
 import { CaptureShelf } from './corpus-captures.js';
+import { i18n, t } from '../core/i18n.js';
+import { formatCount } from '../core/bytes.js';
+import { tr } from '../views/dom.js';
 
 const TABS = ['report', ...TABLES];
+const TAB_IDS = { events: 'ui.corpus.tab.eventsN', connections: 'ui.corpus.tab.connectionsN', errors: 'ui.corpus.tab.errorsN' };
+const TABLE_ERROR_IDS = { events: 'ui.corpus.tableFailed.events', connections: 'ui.corpus.tableFailed.connections', errors: 'ui.corpus.tableFailed.errors' };
 const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };
 
 export function startCorpus(host) {
@@ -41,6 +46,12 @@ export function startCorpus(host) {
   const head = new RunHead($('run-head'), { onCancel: () => cancelRun(), onDelete: () => deleteRun() });
   const report = new ReportView($('pane-report'));
   const tableView = new TableView($('pane-table'), { onQuery: (changes) => changeQuery(changes) });
+  // Another language: the run's head and the table's headers and filters are words (the rest relabels).
+  i18n.onChange(() => {
+    if (st.run) head.setRun(st.run);
+    if (st.run && st.run.state === 'done' && TABLES.includes(st.tab)) setTab(st.tab);
+    runList.setRuns(st.runs, st.run && st.run.id);
+  });
   for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => setTab(tab));
 
   // ---- runs (the captures are the shelf's: corpus-captures.js) ---------------------
@@ -49,7 +60,7 @@ export function startCorpus(host) {
     try {
       st.runs = (await corpus.runs()).runs;
     } catch (err) {
-      status(`Could not list the runs: ${err.message}`, 'error');
+      status(t('ui.corpus.listRunsFailed', { error: err.message }), 'error');
       return;
     }
     runList.setRuns(st.runs, st.run && st.run.id);
@@ -63,7 +74,7 @@ export function startCorpus(host) {
     try {
       res = await corpus.startRun(ids);
     } catch (err) {
-      picker.setNote(`The run was not started: ${err.message}`, 'error');
+      picker.setNote(t('ui.corpus.startFailed', { error: err.message }), 'error');
       picker.setBusy(false);
       return;
     }
@@ -82,7 +93,7 @@ export function startCorpus(host) {
       run = await corpus.run(id);
     } catch (err) {
       if (gen !== st.gen) return;
-      status(err.status === 404 ? 'That run is no longer on the server.' : `Could not open the run: ${err.message}`, 'error');
+      status(err.status === 404 ? t('ui.corpus.runGone') : t('ui.corpus.openFailed', { error: err.message }), 'error');
       showRun(null);
       return;
     }
@@ -112,7 +123,7 @@ export function startCorpus(host) {
         onMessage(run);
         if (FINAL_STATES.includes(run.state)) return;
       } catch (err) {
-        status(`Lost the run's progress: ${err.message}`, 'error');
+        status(t('ui.corpus.progressLost', { error: err.message }), 'error');
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -146,7 +157,7 @@ export function startCorpus(host) {
     if (done) {
       const s = run.summary || {};
       const counts = { events: s.events, connections: s.connections, errors: s.errors };
-      for (const t of TABLES) $(`tab-${t}`).textContent = `${t[0].toUpperCase()}${t.slice(1)} (${Number(counts[t] || 0).toLocaleString('en-US')})`;
+      for (const name of TABLES) tr($(`tab-${name}`), [TAB_IDS[name], { n: formatCount(Number(counts[name] || 0)) }]);
       setTab(TABS.includes(tab) ? tab : 'report');
     } else {
       setUrl({ run: run.id });
@@ -158,7 +169,7 @@ export function startCorpus(host) {
     try {
       head.setProgress(await corpus.cancelRun(st.run.id));
     } catch (err) {
-      status(`Could not cancel: ${err.message}`, 'error');
+      status(t('ui.corpus.cancelFailed', { error: err.message }), 'error');
     }
   }
 
@@ -171,12 +182,12 @@ export function startCorpus(host) {
       await corpus.deleteRun(id);
     } catch (err) {
       if (err.status !== 404) {
-        status(`Could not delete the run: ${err.message}`, 'error');
+        status(t('ui.corpus.deleteFailed', { error: err.message }), 'error');
         return;
       }
     }
     showRun(null);
-    status('The run was deleted.');
+    status(t('ui.corpus.deleted'));
     await loadRuns();
   }
 
@@ -218,7 +229,7 @@ export function startCorpus(host) {
       const names = new Map(run.captures.map((c) => [c.id, c.name]));
       tableView.setPage(table, page, { names });
     } catch (err) {
-      if (gen === st.gen) tableView.setError(`Could not read the ${table} table: ${err.message}`);
+      if (gen === st.gen) tableView.setError(t(TABLE_ERROR_IDS[table], { error: err.message }));
     }
   }
 

@@ -4,6 +4,7 @@
 
 import { infoLabel } from './labels.js';
 import { formatCount, humanSize } from './bytes.js';
+import { t, tn } from './i18n.js';
 
 export const TABLES = ['events', 'connections', 'errors'];
 export const EVENT_KINDS = ['greeting', 'command', 'frame', 'message', 'expert', 'gap'];
@@ -18,10 +19,24 @@ export const TABLE_FILTERS = {
 
 const DIRS = { c2s: 'C→S', s2c: 'S→C' };
 
+// A run's states and the pipeline's phases (pipeline/job.py PHASES; web/corpus.py STARTING), by name.
+const STATE_IDS = { running: 'ui.run.state.running', done: 'ui.run.state.done', error: 'ui.run.state.error', cancelled: 'ui.run.state.cancelled' };
+const PHASE_IDS = { 'starting Spark': 'ui.run.phase.starting', start: 'ui.run.phase.start', plan: 'ui.run.phase.plan', connections: 'ui.run.phase.connections', events: 'ui.run.phase.events', tables: 'ui.run.phase.tables', report: 'ui.run.phase.report' };
+
+/** A run state's name in the page's language (an unknown one as it is). */
+export function stateText(state) {
+  return STATE_IDS[state] ? t(STATE_IDS[state]) : String(state ?? '');
+}
+
+/** A pipeline phase's name in the page's language (an unknown one as it is). */
+export function phaseText(phase) {
+  return PHASE_IDS[phase] ? t(PHASE_IDS[phase]) : String(phase ?? '');
+}
+
 /** Any cell value as text: '–' for none, yes/no, lists joined, objects as JSON. */
 export function cellText(value) {
   if (value === null || value === undefined || value === '') return '–';
-  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (typeof value === 'boolean') return t(value ? 'ui.yes' : 'ui.no');
   if (typeof value === 'number') return Number.isInteger(value) ? formatCount(value) : String(value);
   if (Array.isArray(value)) return value.map(cellText).join(', ');
   if (typeof value === 'object') return JSON.stringify(value);
@@ -57,40 +72,40 @@ export function columns(table) {
   switch (table) {
     case 'events':
       return [
-        { key: 'capture', label: 'Capture', cls: 'c-capture', text: captureName },
-        { key: 'conn', label: 'Conn', cls: 'num', text: (r) => cellText(r.conn) },
+        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'conn', label: t('ui.col.conn'), cls: 'num', text: (r) => cellText(r.conn) },
         { key: 'seq', label: '#', cls: 'num', text: (r) => cellText(r.seq) },
-        { key: 'dir', label: 'Dir', text: (r) => DIRS[r.dir] || cellText(r.dir) },
-        { key: 'kind', label: 'Kind', text: (r) => cellText(r.kind) },
-        { key: 'offset', label: 'Offset', cls: 'num', text: (r) => cellText(r.offset) },
-        { key: 'length', label: 'Length', cls: 'num', text: (r) => cellText(r.length) },
-        { key: 'ts', label: 'Time (UTC)', cls: 'mono', text: (r) => timeText(r.ts) },
-        { key: 'packets', label: 'Packets', cls: 'num', text: (r) => (Array.isArray(r.packets) ? r.packets.join(',') : '–') },
-        { key: 'info', label: 'Info', cls: 'c-info mono', text: (r) => infoLabel(r) },
+        { key: 'dir', label: t('ui.col.dir'), text: (r) => DIRS[r.dir] || cellText(r.dir) },
+        { key: 'kind', label: t('ui.col.kind'), text: (r) => cellText(r.kind) },
+        { key: 'offset', label: t('ui.col.offset'), cls: 'num', text: (r) => cellText(r.offset) },
+        { key: 'length', label: t('ui.col.length'), cls: 'num', text: (r) => cellText(r.length) },
+        { key: 'ts', label: t('ui.col.time'), cls: 'mono', text: (r) => timeText(r.ts) },
+        { key: 'packets', label: t('ui.col.packets'), cls: 'num', text: (r) => (Array.isArray(r.packets) ? r.packets.join(',') : '–') },
+        { key: 'info', label: t('ui.col.info'), cls: 'c-info mono', text: (r) => infoLabel(r) },
       ];
     case 'connections':
       return [
-        { key: 'capture', label: 'Capture', cls: 'c-capture', text: captureName },
-        { key: 'conn', label: 'Conn', cls: 'num', text: (r) => cellText(r.conn) },
-        { key: 'client', label: 'Client', cls: 'mono', text: (r) => endpoint(r.client_ip, r.client_port) },
-        { key: 'server', label: 'Server', cls: 'mono', text: (r) => endpoint(r.server_ip, r.server_port) },
-        { key: 'zmtp', label: 'ZMTP', text: (r) => (r.zmtp ? pair(r.version_c2s, r.version_s2c) : 'no') },
-        { key: 'mechanism', label: 'Mechanism', text: (r) => cellText(r.mechanism) },
-        { key: 'sockets', label: 'Sockets (client → server)', text: (r) => pair(r.socket_type_client, r.socket_type_server, ' → ') },
-        { key: 'packets', label: 'Packets', cls: 'num', text: (r) => cellText(r.packets) },
-        { key: 'messages', label: 'Messages', cls: 'num', text: (r) => cellText(r.messages) },
-        { key: 'message_bytes', label: 'Message octets', cls: 'num', text: (r) => cellText(r.message_bytes) },
-        { key: 'events', label: 'Events', cls: 'num', text: (r) => cellText(r.events) },
-        { key: 'experts', label: 'Expert (errors)', cls: 'num', text: (r) => `${cellText(r.experts)} (${cellText(r.expert_errors)})` },
-        { key: 'close_reason', label: 'Ended by', text: (r) => cellText(r.close_reason) },
+        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'conn', label: t('ui.col.conn'), cls: 'num', text: (r) => cellText(r.conn) },
+        { key: 'client', label: t('ui.col.client'), cls: 'mono', text: (r) => endpoint(r.client_ip, r.client_port) },
+        { key: 'server', label: t('ui.col.server'), cls: 'mono', text: (r) => endpoint(r.server_ip, r.server_port) },
+        { key: 'zmtp', label: 'ZMTP', text: (r) => (r.zmtp ? pair(r.version_c2s, r.version_s2c) : t('ui.no')) },
+        { key: 'mechanism', label: t('ui.col.mechanism'), text: (r) => cellText(r.mechanism) },
+        { key: 'sockets', label: t('ui.col.sockets'), text: (r) => pair(r.socket_type_client, r.socket_type_server, ' → ') },
+        { key: 'packets', label: t('ui.col.packets'), cls: 'num', text: (r) => cellText(r.packets) },
+        { key: 'messages', label: t('ui.col.messages'), cls: 'num', text: (r) => cellText(r.messages) },
+        { key: 'message_bytes', label: t('ui.col.messageOctets'), cls: 'num', text: (r) => cellText(r.message_bytes) },
+        { key: 'events', label: t('ui.col.events'), cls: 'num', text: (r) => cellText(r.events) },
+        { key: 'experts', label: t('ui.col.experts'), cls: 'num', text: (r) => `${cellText(r.experts)} (${cellText(r.expert_errors)})` },
+        { key: 'close_reason', label: t('ui.col.endedBy'), text: (r) => cellText(r.close_reason) },
       ];
     case 'errors':
       return [
-        { key: 'capture', label: 'Capture', cls: 'c-capture', text: captureName },
-        { key: 'kind', label: 'Kind', text: (r) => cellText(r.kind) },
-        { key: 'message', label: 'Message', cls: 'c-info', text: (r) => cellText(r.message) },
-        { key: 'offset', label: 'Offset', cls: 'num', text: (r) => cellText(r.offset) },
-        { key: 'frame', label: 'After frame', cls: 'num', text: (r) => cellText(r.frame) },
+        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'kind', label: t('ui.col.kind'), text: (r) => cellText(r.kind) },
+        { key: 'message', label: t('ui.col.message'), cls: 'c-info', text: (r) => cellText(r.message) },
+        { key: 'offset', label: t('ui.col.offset'), cls: 'num', text: (r) => cellText(r.offset) },
+        { key: 'frame', label: t('ui.col.afterFrame'), cls: 'num', text: (r) => cellText(r.frame) },
       ];
     default:
       throw new Error(`no table ${table}`);
@@ -99,17 +114,17 @@ export function columns(table) {
 
 /** "51–100 of 1,234", or "no rows". */
 export function pageText(offset, count, total) {
-  if (!total || !count) return total ? `none of ${formatCount(total)} here` : 'no rows';
-  return `${formatCount(offset + 1)}–${formatCount(offset + count)} of ${formatCount(total)}`;
+  if (!total || !count) return total ? t('ui.page.noneHere', { total: formatCount(total) }) : t('ui.page.noRows');
+  return t('ui.page.range', { from: formatCount(offset + 1), to: formatCount(offset + count), total: formatCount(total) });
 }
 
 /** The progress line of a run: "events · 45% · 12/24 tasks · 8.2 s". */
 export function progressText(msg) {
   if (!msg) return '';
   const pct = Math.round(100 * Math.max(0, Math.min(1, Number(msg.fraction) || 0)));
-  const parts = [msg.state === 'running' ? msg.phase || 'running' : msg.state, `${pct}%`];
-  if (msg.state === 'running' && msg.tasks_total) parts.push(`${msg.tasks_done}/${msg.tasks_total} tasks`);
-  if (typeof msg.elapsed === 'number') parts.push(`${msg.elapsed.toFixed(1)} s`);
+  const parts = [msg.state === 'running' ? (msg.phase ? phaseText(msg.phase) : stateText('running')) : stateText(msg.state), `${pct}%`];
+  if (msg.state === 'running' && msg.tasks_total) parts.push(t('ui.run.tasks', { done: msg.tasks_done, total: msg.tasks_total }));
+  if (typeof msg.elapsed === 'number') parts.push(t('ui.tree.seconds', { s: msg.elapsed.toFixed(1) }));
   if (msg.detail) parts.push(msg.detail);
   return parts.join(' · ');
 }
@@ -117,11 +132,11 @@ export function progressText(msg) {
 /** One line about a run for the run list: "3 captures · 31 events · 1 error". */
 export function runFacts(run) {
   const n = Array.isArray(run.captures) ? run.captures.length : 0;
-  const parts = [`${n} capture${n === 1 ? '' : 's'}`];
+  const parts = [tn('ui.run.captures', n)];
   const s = run.summary;
   if (s) {
-    parts.push(`${formatCount(s.events)} events`, `${formatCount(s.connections)} connections`);
-    if (s.errors) parts.push(`${formatCount(s.errors)} damaged`);
+    parts.push(t('ui.run.events', { n: formatCount(s.events) }), t('ui.run.connections', { n: formatCount(s.connections) }));
+    if (s.errors) parts.push(t('ui.run.damaged', { n: formatCount(s.errors) }));
   }
   return parts.join(' · ');
 }

@@ -2,8 +2,9 @@
 // run's header and progress bar, the report frame and the paged table. Every
 // value from the server goes into text nodes (see dom.js).
 
-import { h, clear, setChildren } from './dom.js';
-import { columns, pageText, progressText, runFacts, captureText, startedText, EVENT_KINDS, TABLE_FILTERS, PAGE_SIZE } from '../core/corpus-tables.js';
+import { h, clear, setChildren, tr } from './dom.js';
+import { columns, pageText, progressText, runFacts, captureText, startedText, stateText, phaseText, EVENT_KINDS, TABLE_FILTERS, PAGE_SIZE } from '../core/corpus-tables.js';
+import { t } from '../core/i18n.js';
 
 /**
  * The uploads a run may take, with checkboxes, an upload button, "Start run", and per capture a link
@@ -21,20 +22,20 @@ export class CapturePicker {
       this.input.value = '';
       if (files.length) onUpload(files);
     });
-    this.list = h(d, 'ul', { class: 'pick-list', attrs: { 'aria-label': 'Uploaded captures' } });
+    this.list = h(d, 'ul', { class: 'pick-list', tLabel: 'ui.picker.label' });
     this.note = h(d, 'p', { class: 'hint pick-note', attrs: { role: 'status' } });
-    this.start = h(d, 'button', { type: 'button', class: 'primary', text: 'Start run', attrs: { id: 'start-run' }, disabled: true });
+    this.start = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.picker.start', attrs: { id: 'start-run' }, disabled: true });
     this.start.addEventListener('click', () => onStart(this.selected()));
-    const all = h(d, 'button', { type: 'button', class: 'small', text: 'All', on: { click: () => this.checkAll(true) } });
-    const none = h(d, 'button', { type: 'button', class: 'small', text: 'None', on: { click: () => this.checkAll(false) } });
+    const all = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.all', on: { click: () => this.checkAll(true) } });
+    const none = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.none', on: { click: () => this.checkAll(false) } });
     clear(container);
     container.appendChild(
       h(
         d,
         'section',
         { class: 'box picker', attrs: { 'aria-labelledby': 'picker-title' } },
-        h(d, 'div', { class: 'box-head' }, h(d, 'h2', { text: 'Captures', attrs: { id: 'picker-title' } }), h(d, 'label', { class: 'button-like', attrs: { for: 'corpus-file' }, text: 'Upload…' }), this.input),
-        h(d, 'p', { class: 'hint', text: 'Your uploads on this server. Tick the ones to dissect together.' }),
+        h(d, 'div', { class: 'box-head' }, h(d, 'h2', { t: 'ui.picker.title', attrs: { id: 'picker-title' } }), h(d, 'label', { class: 'button-like', attrs: { for: 'corpus-file' }, t: 'ui.picker.upload' }), this.input),
+        h(d, 'p', { class: 'hint', t: 'ui.picker.hint' }),
         this.list,
         h(d, 'div', { class: 'ctl-row' }, all, none, h(d, 'span', { class: 'spacer' }), this.start),
         this.note,
@@ -51,7 +52,7 @@ export class CapturePicker {
       box.addEventListener('change', () => this.update());
       return box;
     });
-    if (!list.length) setChildren(this.list, h(d, 'li', { class: 'muted', text: 'No captures yet: upload some.' }));
+    if (!list.length) setChildren(this.list, h(d, 'li', { class: 'muted', t: 'ui.picker.empty' }));
     else {
       setChildren(
         this.list,
@@ -61,8 +62,8 @@ export class CapturePicker {
             'li',
             { class: 'pick-item' },
             h(d, 'label', { class: 'check' }, this.boxes[i], h(d, 'span', { text: captureText(c) })),
-            h(d, 'a', { class: 'small', href: `capture.html?id=${encodeURIComponent(String(c.id))}`, text: 'view', title: `Open ${c.name || c.id} in the capture viewer` }),
-            h(d, 'button', { type: 'button', class: 'small danger pick-delete', text: 'Delete', attrs: { 'aria-label': `Delete ${c.name || c.id}` }, on: { click: () => this.onDelete(String(c.id), c.name || String(c.id)) } }),
+            h(d, 'a', { class: 'small', href: `capture.html?id=${encodeURIComponent(String(c.id))}`, t: 'ui.picker.view', tTitle: ['ui.picker.view.title', { name: c.name || c.id }] }),
+            h(d, 'button', { type: 'button', class: 'small danger pick-delete', t: 'ui.picker.delete', tLabel: ['ui.picker.delete.label', { name: c.name || c.id }], on: { click: () => this.onDelete(String(c.id), c.name || String(c.id)) } }),
           ),
         ),
       );
@@ -87,7 +88,7 @@ export class CapturePicker {
   update() {
     const n = this.selected().length;
     this.start.disabled = this.busy || n === 0;
-    this.start.textContent = n > 1 ? `Start run (${n} captures)` : 'Start run';
+    tr(this.start, n > 1 ? ['ui.picker.startN', { n }] : 'ui.picker.start');
   }
 
   setNote(text, kind = 'info') {
@@ -104,15 +105,15 @@ export class RunList {
   constructor(container, { onOpen }) {
     const d = (this.doc = container.ownerDocument);
     this.onOpen = onOpen;
-    this.list = h(d, 'ul', { class: 'run-list', attrs: { 'aria-label': 'Runs' } });
+    this.list = h(d, 'ul', { class: 'run-list', tLabel: 'ui.runs.title' });
     clear(container);
-    container.appendChild(h(d, 'section', { class: 'box runs' }, h(d, 'h2', { text: 'Runs' }), this.list));
+    container.appendChild(h(d, 'section', { class: 'box runs' }, h(d, 'h2', { t: 'ui.runs.title' }), this.list));
   }
 
   setRuns(runs, current) {
     const d = this.doc;
     if (!runs.length) {
-      setChildren(this.list, h(d, 'li', { class: 'muted', text: 'No runs yet.' }));
+      setChildren(this.list, h(d, 'li', { class: 'muted', t: 'ui.runs.empty' }));
       return;
     }
     setChildren(
@@ -123,7 +124,7 @@ export class RunList {
           d,
           'li',
           { class: `run-item${r.id === current ? ' selected' : ''}`, tabIndex: 0, attrs: { 'data-run': r.id, 'aria-current': r.id === current ? 'true' : null } },
-          h(d, 'div', { class: 'run-line' }, h(d, 'span', { class: `state-badge state-${r.state}`, text: r.state }), h(d, 'span', { class: 'muted', text: startedText(r.created) })),
+          h(d, 'div', { class: 'run-line' }, h(d, 'span', { class: `state-badge state-${r.state}`, text: stateText(r.state) }), h(d, 'span', { class: 'muted', text: startedText(r.created) })),
           h(d, 'div', { class: 'run-names', text: names, title: names }),
           h(d, 'div', { class: 'muted run-facts', text: runFacts(r) }),
         );
@@ -149,11 +150,11 @@ export class RunHead {
     const d = (this.doc = container.ownerDocument);
     this.title = h(d, 'h1', { attrs: { id: 'run-title' } });
     this.facts = h(d, 'p', { class: 'muted run-head-facts' });
-    this.bar = h(d, 'progress', { max: 100, value: 0, attrs: { id: 'run-progress', 'aria-label': 'Run progress' } });
+    this.bar = h(d, 'progress', { max: 100, value: 0, tLabel: 'ui.run.progress', attrs: { id: 'run-progress' } });
     this.text = h(d, 'span', { class: 'progress-text', attrs: { id: 'run-progress-text' } });
     this.phase = h(d, 'span', { class: 'progress-label', attrs: { id: 'run-phase' } });
-    this.cancel = h(d, 'button', { type: 'button', text: 'Cancel run', attrs: { id: 'cancel-run' }, on: { click: () => onCancel() } });
-    this.remove = h(d, 'button', { type: 'button', text: 'Delete run', attrs: { id: 'delete-run' }, on: { click: () => onDelete() } });
+    this.cancel = h(d, 'button', { type: 'button', t: 'ui.run.cancel', attrs: { id: 'cancel-run' }, on: { click: () => onCancel() } });
+    this.remove = h(d, 'button', { type: 'button', t: 'ui.run.delete', attrs: { id: 'delete-run' }, on: { click: () => onDelete() } });
     this.error = h(d, 'p', { class: 'banner error', hidden: true, attrs: { role: 'alert' } });
     clear(container);
     container.appendChild(
@@ -171,7 +172,7 @@ export class RunHead {
 
   setRun(run) {
     const names = (run.captures || []).map((c) => c.name).join(', ');
-    this.title.textContent = `Run ${String(run.id).slice(0, 8)}`;
+    tr(this.title, ['ui.run.title', { id: String(run.id).slice(0, 8) }]);
     this.facts.textContent = `${runFacts(run)} — ${names}`;
     this.setProgress(run);
   }
@@ -181,12 +182,12 @@ export class RunHead {
     const pct = Math.round(100 * Math.max(0, Math.min(1, Number(msg.fraction) || 0)));
     this.bar.value = msg.state === 'done' ? 100 : pct;
     this.bar.className = `state-${msg.state}`;
-    this.phase.textContent = running ? msg.phase : msg.state;
+    this.phase.textContent = running ? phaseText(msg.phase) : stateText(msg.state);
     this.text.textContent = progressText(msg);
     this.cancel.hidden = !running;
     this.cancel.disabled = msg.detail === 'cancelling';
     this.error.hidden = !(msg.state === 'error' && msg.detail);
-    this.error.textContent = msg.state === 'error' ? `The run failed: ${msg.detail}` : '';
+    this.error.textContent = msg.state === 'error' ? t('ui.run.failed', { detail: msg.detail }) : '';
   }
 }
 
@@ -198,7 +199,7 @@ export class ReportView {
   constructor(container) {
     const d = (this.doc = container.ownerDocument);
     this.container = container;
-    this.link = h(d, 'a', { text: 'Open the report in a new tab', attrs: { target: '_blank', rel: 'noopener' } });
+    this.link = h(d, 'a', { t: 'ui.report.open', attrs: { target: '_blank', rel: 'noopener' } });
     this.frameSlot = h(d, 'div', { class: 'report-slot' });
     clear(container);
     container.appendChild(h(d, 'div', { class: 'report-view' }, h(d, 'p', { class: 'hint' }, this.link), this.frameSlot));
@@ -210,7 +211,7 @@ export class ReportView {
     this.url = url;
     this.link.href = url;
     // sandbox="" : no script, an origin of its own; the report needs neither.
-    const frame = h(this.doc, 'iframe', { class: 'report-frame', title: 'Run report', attrs: { sandbox: '', src: url, id: 'report-frame' } });
+    const frame = h(this.doc, 'iframe', { class: 'report-frame', tTitle: 'ui.report.title', attrs: { sandbox: '', src: url, id: 'report-frame' } });
     setChildren(this.frameSlot, frame);
   }
 
@@ -231,24 +232,24 @@ export class TableView {
     const d = (this.doc = container.ownerDocument);
     this.onQuery = onQuery;
     const select = (id, label) => {
-      const el = h(d, 'select', { attrs: { id, 'aria-label': label } });
+      const el = h(d, 'select', { tLabel: label, attrs: { id } });
       el.addEventListener('change', () => this.onQuery({ [id.replace('filter-', '')]: el.value, offset: 0 }));
       return el;
     };
-    this.capture = select('filter-capture', 'Capture');
-    this.kind = select('filter-kind', 'Kind');
-    this.dir = select('filter-dir', 'Direction');
-    this.conn = h(d, 'input', { type: 'text', placeholder: 'conn', attrs: { id: 'filter-conn', 'aria-label': 'Connection', inputmode: 'numeric', size: 5 } });
+    this.capture = select('filter-capture', 'ui.col.capture');
+    this.kind = select('filter-kind', 'ui.col.kind');
+    this.dir = select('filter-dir', 'ui.tree.direction');
+    this.conn = h(d, 'input', { type: 'text', tPlaceholder: 'ui.filter.conn', tLabel: 'ui.filter.connection', attrs: { id: 'filter-conn', inputmode: 'numeric', size: 5 } });
     this.conn.addEventListener('change', () => this.onQuery({ conn: this.conn.value.trim(), offset: 0 }));
     this.fields = {
-      capture: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Capture' }), this.capture),
-      kind: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Kind' }), this.kind),
-      dir: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Direction' }), this.dir),
-      conn: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: 'Conn' }), this.conn),
+      capture: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.capture' }), this.capture),
+      kind: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.kind' }), this.kind),
+      dir: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.tree.direction' }), this.dir),
+      conn: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.conn' }), this.conn),
     };
-    this.first = h(d, 'button', { type: 'button', class: 'small', text: '⇤ First', on: { click: () => this.onQuery({ offset: 0 }) } });
-    this.prev = h(d, 'button', { type: 'button', class: 'small', text: '← Previous', attrs: { id: 'page-prev' }, on: { click: () => this.onQuery({ offset: Math.max(0, this.offset - PAGE_SIZE) }) } });
-    this.next = h(d, 'button', { type: 'button', class: 'small', text: 'Next →', attrs: { id: 'page-next' }, on: { click: () => this.onQuery({ offset: this.offset + PAGE_SIZE }) } });
+    this.first = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.first', on: { click: () => this.onQuery({ offset: 0 }) } });
+    this.prev = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.prev', attrs: { id: 'page-prev' }, on: { click: () => this.onQuery({ offset: Math.max(0, this.offset - PAGE_SIZE) }) } });
+    this.next = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.next', attrs: { id: 'page-next' }, on: { click: () => this.onQuery({ offset: this.offset + PAGE_SIZE }) } });
     this.range = h(d, 'span', { class: 'page-range', attrs: { id: 'page-range', 'aria-live': 'polite' } });
     this.table = h(d, 'table', { class: 'data-table', attrs: { id: 'data-table' } });
     this.detail = h(d, 'pre', { class: 'row-detail', hidden: true, attrs: { id: 'row-detail' } });
@@ -275,9 +276,9 @@ export class TableView {
     const allowed = TABLE_FILTERS[table] || [];
     for (const [name, el] of Object.entries(this.fields)) el.hidden = !allowed.includes(name);
     const option = (value, text, selected) => h(d, 'option', { value, text, selected });
-    setChildren(this.capture, option('', 'all', !query.capture), captures.map((c) => option(c.id, c.name, c.id === query.capture)));
-    setChildren(this.kind, option('', 'all', !query.kind), EVENT_KINDS.map((k) => option(k, k, k === query.kind)));
-    setChildren(this.dir, option('', 'both', !query.dir), option('c2s', 'C→S', query.dir === 'c2s'), option('s2c', 'S→C', query.dir === 's2c'));
+    setChildren(this.capture, option('', t('ui.filter.all'), !query.capture), captures.map((c) => option(c.id, c.name, c.id === query.capture)));
+    setChildren(this.kind, option('', t('ui.filter.all'), !query.kind), EVENT_KINDS.map((k) => option(k, k, k === query.kind)));
+    setChildren(this.dir, option('', t('ui.filter.both'), !query.dir), option('c2s', 'C→S', query.dir === 'c2s'), option('s2c', 'S→C', query.dir === 's2c'));
     this.conn.value = query.conn || '';
     this.detail.hidden = true;
   }
@@ -299,7 +300,7 @@ export class TableView {
         return tr;
       }),
     );
-    if (!page.rows.length) body.appendChild(h(d, 'tr', {}, h(d, 'td', { class: 'muted', text: 'No rows match.', attrs: { colspan: cols.length } })));
+    if (!page.rows.length) body.appendChild(h(d, 'tr', {}, h(d, 'td', { class: 'muted', t: 'ui.page.noMatch', attrs: { colspan: cols.length } })));
     setChildren(this.table, head, body);
     this.selectedRow = null;
     this.range.textContent = pageText(page.offset, page.rows.length, page.total);
