@@ -1147,8 +1147,8 @@ class Simulation:
         if far is not None:
             args["peer"] = far
         if frames:
-            body = frames[1] if socket.type == "ROUTER" and what in ("route", "drop") and len(frames) > 1 else frames[0]
-            args["msg"] = words.shown(body)
+            args["msg"] = words.shown(_body(frames[1:] if socket.type == "ROUTER" and what in ("route", "drop")
+                                            and len(frames) > 1 else frames))
         if isinstance(detail, bytes):
             args["identity" if rule in ("identity-routing", "router-mandatory-off", "sndhwm") else "topic"] = (
                 words.shown(detail))
@@ -1318,6 +1318,15 @@ class Simulation:
             "peers": {name: {**peer.core.describe(), "blocked_sends": len(peer.blocked)}
                       for name, peer in self.peers.items()},
         }
+
+
+def _body(frames: tuple[bytes, ...]) -> bytes:
+    """The frame a decision's text quotes: the first after an envelope's empty delimiter, else the first."""
+    if b"" in frames:
+        i = frames.index(b"")
+        if i + 1 < len(frames):
+            return frames[i + 1]
+    return frames[0]
 
 
 def _b(value: bytes | str) -> bytes:
