@@ -199,9 +199,7 @@ def test_a_slow_student_keeps_the_latest_state():
         room.state = {"lesson": "greeting", "step": 1, "selection": {"element": 0, "field": None},
                       "highlights": [], "seq": seq}
         room.broadcast(room.latest())
-    queued = []
-    while not slow.queue.empty():
-        queued.append(slow.queue.get_nowait())
+    queued = [json.loads(text) for text in slow.outbox.take_nowait()]
     assert len(queued) <= 5
     assert queued[-1]["seq"] == 19
 
@@ -227,7 +225,7 @@ def test_classes_expire():
     assert registry.get(c.code) is c
     now[0] += 2
     assert registry.get(c.code) is None  # an hour without the teacher doing anything
-    ended = [c.students.pop().queue.get_nowait()]
+    ended = [json.loads(text) for text in c.students.pop().outbox.take_nowait()]
     assert ended == [{"type": "ended", "reason": "the class expired"}]
 
 

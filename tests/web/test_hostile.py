@@ -265,7 +265,8 @@ def test_a_class_without_its_teacher_ends_quickly() -> None:
     now[0] += 100
     assert registry.get(left.code) is None
     assert registry.get(back.code) is back
-    assert left.students.pop().queue.get_nowait() == {"type": "ended", "reason": "the teacher did not come back"}
+    assert [json.loads(t) for t in left.students.pop().outbox.take_nowait()] == [
+        {"type": "ended", "reason": "the teacher did not come back"}]
     # The address's places are free again.
     assert len([registry.create("192.0.2.1") for _ in range(3)]) == 3
 

@@ -229,15 +229,15 @@ def test_a_busy_session_sends_one_state_after_the_events_it_counts():
         await settle(session)
         sub = session.subscribe(logs=False)
         sub.items.clear()
-        assert sub.take_state() is None  # nothing changed since subscribing
+        assert sub.take_due() is None  # nothing changed since subscribing
         for i in range(20):
             await session.command(command({"type": "send", "from": "server", "frames": [f"m{i}"]}))
         assert len(sub.items) == 40 and not any(t.startswith('{"type":"state"') for t in sub.items)
-        assert sub.take_state() is None  # not before the events it counts
+        assert sub.take_due() is None  # not before the events it counts
         assert await sub.take(512) is not None and not sub.items
-        state = json.loads(sub.take_state() or "null")
+        state = json.loads(sub.take_due() or "null")
         assert state["type"] == "state" and state["position"] == len(session.events) == state["total"]
-        assert sub.take_state() is None  # one for all twenty commands
+        assert sub.take_due() is None  # one for all twenty commands
         await session.close()
 
     asyncio.run(run())

@@ -430,15 +430,15 @@ def test_abandoned_and_old_sources_stop(tmp_path):
 def test_a_slow_viewer_loses_the_oldest_events_and_is_told():
     viewer = Viewer(["h1", "h2"], ["c"], limit=16)
     for i in range(20):
-        viewer.put(f"e{i}")
-    assert viewer.dropped == 4 and viewer.status_due
-    assert viewer.next_messages() == ["c", "h1", "h2", *(f"e{i}" for i in range(4, 20))]
-    assert viewer.next_messages() == []
+        viewer.put_text(f"e{i}")
+    assert viewer.dropped == 4 and viewer.due
+    assert viewer.take_nowait() == ["c", "h1", "h2", *(f"e{i}" for i in range(4, 20))]
+    assert viewer.take_nowait() == []
     # Big events: the queue is bounded in bytes too (the newest always stays).
     small = Viewer([], [], limit=100, max_bytes=10)
     for text in ("aaaaa", "bbbbb", "ccccc", "x" * 50):
-        small.put(text)
-    assert small.dropped == 3 and small.next_messages() == ["x" * 50]
+        small.put_text(text)
+    assert small.dropped == 3 and small.take_nowait() == ["x" * 50]
 
 
 def test_the_capture_thread_hands_over_through_a_bounded_inbox(tmp_path):
@@ -469,7 +469,7 @@ def test_the_capture_thread_hands_over_through_a_bounded_inbox(tmp_path):
     assert len(source.history) == 10  # the history keeps the newest 10
     status = source.status(viewer)
     assert status["dropped"] == 24 and "24 events dropped" in status["detail"]
-    messages = [json.loads(t) for t in viewer.next_messages()]
+    messages = [json.loads(t) for t in viewer.take_nowait()]
     assert messages[0] == {"type": "connection", "conn": "0", "client": "127.0.0.1:4000", "server": "127.0.0.1:5555"}
     assert [m["event"]["offset"] for m in messages[1:]] == list(range(24, 40))
 

@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
+from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting, dumps
 from .limits import AbuseWindow, TokenBucket, client_address
+from .wspump import pump
 
 
 class Selection(BaseModel):
@@ -55,13 +56,9 @@ class TeacherAuth(BaseModel):
     token: str = Field(min_length=1)
 
 
-def _dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-
-
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     with contextlib.suppress(Exception):
-        await ws.send_text(_dumps({"type": "error", "detail": detail}))
+        await ws.send_text(dumps({"type": "error", "detail": detail}))
         await ws.close(code=code, reason=detail[:120])
 
 
@@ -114,18 +111,6 @@ async def _authenticate(ws: WebSocket, room: Classroom, limits: ClassLimits) -> 
     if len(auth.token) > limits.max_token or not room.check_token(auth.token):
         raise Refused(4403, "wrong teacher token")
     return True
-
-
-async def _writer(ws: WebSocket, peer: Peer) -> None:
-    while True:
-        message = await peer.queue.get()
-        if message is None:
-            if ws.client_state == WebSocketState.CONNECTED:
-                code = 4409 if peer.closed else 1000
-                with contextlib.suppress(Exception):
-                    await ws.close(code=code)
-            return
-        await ws.send_text(_dumps(message))
 
 
 def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> dict[str, Any] | None:
@@ -198,8 +183,8 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
         old, room.teacher = room.teacher, peer
         if old is not None:
             old.put({"type": "error", "detail": "another teacher connection took over this class"})
-            old.closed = True  # the writer closes with 4409
-            old.queue.put_nowait(None)
+            old.end(4409)
+            old.closed = True
         registry.touch(room, teacher=True)
         counts = room.counts()
         peer.put({"type": "hello", "role": "teacher", "code": room.code, "state": room.latest(),
@@ -236,7 +221,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
                 if abuse.add():
                     reason = f"too many messages (over {limits.abuse_limit} refused in {limits.abuse_window:g} s)"
                     with contextlib.suppress(Exception):
-                        await ws.send_text(_dumps({"type": "error", "detail": reason}))
+                        await ws.send_text(dumps({"type": "error", "detail": reason}))
                         await ws.close(code=1008, reason=reason)
                     return
                 peer.put({"type": "error", "detail": f"rate limit: at most {limits.rate:g} messages a second "
@@ -253,7 +238,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
             if room.ended:
                 return
 
-    tasks = {asyncio.create_task(reader()), asyncio.create_task(_writer(ws, peer))}
+    tasks = {asyncio.create_task(reader()), asyncio.create_task(pump(ws, peer.outbox))}
     try:
         _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:

@@ -26,16 +26,18 @@ current state.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from .wspump import Outbox
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -65,25 +67,27 @@ class ClassLimits:
 
 
 class Peer:
-    """One websocket of a class: its outgoing queue and what it reported."""
+    """One websocket of a class: its outbox (which keeps the latest state when it overflows) and what it
+    reported."""
 
     def __init__(self, role: str, limit: int) -> None:
         self.role = role
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self.limit = limit
+        self.outbox = Outbox(limit, "latest")
         self.following = True
         self.closed = False
 
-    def put(self, message: dict[str, Any] | None, latest: dict[str, Any] | None = None) -> None:
-        if self.closed:
-            return
-        if message is not None and self.queue.qsize() >= self.limit:
-            # Too slow: what is queued is stale anyway; keep the current state and this message.
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            if latest is not None and latest is not message:
-                self.queue.put_nowait(latest)
-        self.queue.put_nowait(message)
+    def put(self, message: dict[str, Any]) -> None:
+        self.put_text(dumps(message))
+
+    def put_text(self, text: str, latest: str | None = None) -> None:
+        """Queues a message; `latest` (the class's state) is what stays when the queue overflows."""
+        if not self.closed:
+            self.outbox.put_text(text, latest)
+
+    def end(self, code: int = 1000) -> None:
+        """No more messages: the socket closes with `code` once the queue is sent."""
+        if not self.closed:
+            self.outbox.end(code)
 
 
 @dataclass
@@ -120,8 +124,9 @@ class Classroom:
 
     def broadcast(self, message: dict[str, Any]) -> None:
         latest = self.latest()
+        text, latest_text = dumps(message), (dumps(latest) if latest is not None else None)
         for student in list(self.students):
-            student.put(message, latest)
+            student.put_text(text, latest_text)
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "students": len(self.students),
@@ -194,7 +199,7 @@ class ClassRegistry:
         message = {"type": "ended", "reason": reason}
         for peer in [*room.students, *([room.teacher] if room.teacher else [])]:
             peer.put(message)
-            peer.put(None)
+            peer.end()
 
     def expire(self) -> None:
         now = self.clock()
@@ -232,6 +237,11 @@ class ClassRegistry:
         room.last_seen = now
         if teacher:
             room.last_active = now
+
+
+def dumps(message: dict[str, Any]) -> str:
+    """A presenter-mode message as JSON text."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 def address_key(address: str) -> str:

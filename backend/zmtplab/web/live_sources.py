@@ -33,11 +33,13 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..capture.live import LiveCapture, check_interface, check_port, list_interfaces
 from ..capture.tap import TapProxy, parse_endpoint
 from .settings import Settings
+from .wspump import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -110,55 +112,15 @@ def _loopback(host: str) -> bool:
         return False
 
 
-class Viewer:
-    """One websocket: the history it was given, then a bounded queue of new events (oldest dropped)."""
+class Viewer(Outbox):
+    """One websocket: the connections and history it was given, then a bounded queue of new events (an
+    `Outbox` that drops the oldest), a `status` message after each burst and a last one when the source ends."""
 
-    def __init__(self, backlog: list[str], connections: list[str], limit: int, max_bytes: int = 1 << 62) -> None:
-        self.backlog: deque[str] = deque(backlog)
-        self.control: deque[str] = deque(connections)  # connection records: never dropped
-        self.queue: deque[str] = deque()
-        self.queued_bytes = 0
-        self.limit = limit
-        self.max_bytes = max_bytes
-        self.dropped = 0
-        self.status_due = True
-        self.ended = False
-        self.wake = asyncio.Event()
-        self.wake.set()
-
-    def put(self, text: str) -> None:
-        self.queue.append(text)
-        self.queued_bytes += len(text)
-        while len(self.queue) > self.limit or (self.queued_bytes > self.max_bytes and len(self.queue) > 1):
-            self.queued_bytes -= len(self.queue.popleft())
-            self.dropped += 1
-            self.status_due = True
-        self.wake.set()
-
-    def put_control(self, text: str) -> None:
-        self.control.append(text)
-        self.wake.set()
-
-    def poke(self) -> None:
-        """A status message is due (sent after the events waiting now)."""
-        self.status_due = True
-        self.wake.set()
-
-    def end(self) -> None:
-        self.ended = True
-        self.status_due = True
-        self.wake.set()
-
-    def next_messages(self) -> list[str]:
-        """What to send now, in order: connection records, history, new events."""
-        out = list(self.control)
-        self.control.clear()
-        out.extend(self.backlog)
-        self.backlog.clear()
-        out.extend(self.queue)
-        self.queue.clear()
-        self.queued_bytes = 0
-        return out
+    def __init__(self, backlog: list[str], connections: list[str], limit: int, max_bytes: int = 1 << 62,
+                 status: Callable[[Viewer], str] | None = None) -> None:
+        super().__init__(limit, "drop-oldest", max_bytes=max_bytes, linger=True, control=connections,
+                         backlog=backlog, due=(lambda: status(self)) if status is not None else None)
+        self.mark_due()  # (the first status follows the history)
 
 
 class LiveSource:
@@ -259,7 +221,7 @@ class LiveSource:
         while self.history and (len(self.history) > s.live_max_events or self.history_bytes > s.live_max_history_bytes):
             self.history_bytes -= len(self.history.popleft())
         for viewer in self.viewers:
-            viewer.put(text)
+            viewer.put_text(text)
 
     def status(self, viewer: Viewer | None = None) -> dict[str, Any]:
         """The `status` message (for one viewer: its own drops count too)."""
@@ -275,12 +237,13 @@ class LiveSource:
 
     def poke(self) -> None:
         for viewer in self.viewers:
-            viewer.poke()
+            viewer.mark_due()
 
     def subscribe(self) -> Viewer:
         """A new viewer: the connections and recent events so far, then every new one."""
         s = self.settings
-        viewer = Viewer(list(self.history), list(self.connections.values()), s.live_queue, s.live_max_history_bytes)
+        viewer = Viewer(list(self.history), list(self.connections.values()), s.live_queue, s.live_max_history_bytes,
+                        status=lambda v: dumps(self.status(v)))
         if self.ended:
             viewer.end()
         self.viewers.add(viewer)

@@ -55,7 +55,7 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
         await websocket.close(code=4404)
         return
     sub = session.subscribe(logs=log, marks=marks, topology=topology)
-    sender = asyncio.create_task(pump(websocket, sub, batch))
+    sender = asyncio.create_task(pump(websocket, sub, "array" if batch else "one"))
     # The commands are read in a task of their own: this handler runs some twenty coroutines deep (the
     # middleware), and every wake-up of the task that waits for the next command goes through all of
     # them; a busy socket wakes once per command.

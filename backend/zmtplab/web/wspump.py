@@ -1,5 +1,18 @@
-"""The websocket pump: what sends a socket's queued messages, batched or one by one, then closes it.
+"""The websocket pump and its outbox: how every socket of the app (a session's, a live viewer's, a class's)
+queues what it sends, what gives when a browser does not keep up, and the one loop that sends it.
 
+An `Outbox` holds one socket's messages, each already JSON text, in order. Past its `limit` its overflow
+policy decides, named here once for the three kinds of socket:
+
+- `"close"` (a session): the socket is given up: what is queued is cleared, and it closes with 1013 after an
+  error saying so. A session's page must see every event or reconnect and get them all again.
+- `"drop-oldest"` (a live viewer): the oldest queued message goes (also beyond `max_bytes`), counted in
+  `dropped`, and the due message (the viewer's `status`, which reports the count) is due again.
+- `"latest"` (a class): what is queued is stale: it is cleared and refilled with the current state and
+  the new message.
+
+A due message (a session's `state`, a live viewer's `status`) is made when it is sent, after what is queued,
+once for any number of `mark_due` calls. `pump` sends an outbox until it ends, then closes the socket.
 `BatchClock` is the one timer the batching sockets of an event loop share.
 """
 
@@ -7,11 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import weakref
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Literal
 
-from starlette.websockets import WebSocket
+import orjson
+from starlette.websockets import WebSocket, WebSocketState
 
-from .sessions import Subscriber, dumps
+Overflow = Literal["close", "drop-oldest", "latest"]
+Mode = Literal["one", "array", "burst"]
 
 BATCH_MOST = 512  # messages in one websocket message (with ?batch=1)
 BATCH_WINDOW = 0.025  # a batching socket that sent less than this ago waits for the next tick to send again
@@ -67,25 +86,161 @@ def batch_clock() -> BatchClock:
 
 def error_text(detail: str) -> str:
     """An `{"type": "error", "detail"}` message."""
-    return dumps({"type": "error", "detail": detail})
+    return orjson.dumps({"type": "error", "detail": detail}).decode()
 
 
-async def pump(websocket: WebSocket, sub: Subscriber, batch: bool) -> None:
-    """Sends what `sub` queues until it ends, then closes the socket (1013 when it fell behind, else 1000).
+FELL_BEHIND = error_text("this socket fell too far behind; reconnect")
 
-    With `batch`, a burst goes as one websocket message holding a JSON array of messages, the due state
-    after the events it counts."""
-    most = BATCH_MOST if batch else 1
+
+class Outbox:
+    """One websocket's outgoing messages, each JSON text (see the module docstring for the overflow policies).
+
+    `control` messages (a live source's connection records) go first and are never dropped, then the
+    `backlog` the socket was given on connect (outside the limit), then what was queued. `end(code)`: no
+    more messages, the socket closes with `code` once the queue is sent; with `linger`, messages put after
+    `end` are still sent, and a due message is sent last (a live source's final `status`)."""
+
+    def __init__(self, limit: int, overflow: Overflow, *, max_bytes: int | None = None,
+                 due: Callable[[], str] | None = None, linger: bool = False,
+                 control: Iterable[str] = (), backlog: Iterable[str] = ()) -> None:
+        self.items: deque[str] = deque()
+        self.control: deque[str] = deque(control)
+        self.backlog: deque[str] = deque(backlog)
+        self.limit = limit
+        self.overflow = overflow
+        self.max_bytes = max_bytes  # (drop-oldest only)
+        self.queued_bytes = 0  # of `items`, counted when `max_bytes` is set
+        self.make_due = due
+        self.linger = linger
+        self.due = False
+        self.dropped = 0
+        self.overflowed = False  # the "close" policy gave the socket up
+        self.ended = False
+        self.close_code = 1000
+        self._ready = asyncio.Event()
+        if self.control or self.backlog:
+            self._ready.set()
+
+    def put_text(self, text: str, latest: str | None = None) -> None:
+        """Queues `text`; `latest` is the current state, what the "latest" policy keeps when it overflows."""
+        if self.ended and not self.linger:
+            return
+        items = self.items
+        if len(items) >= self.limit or self.max_bytes is not None:
+            self._overflow(text, latest)
+            return
+        items.append(text)
+        self._ready.set()
+
+    def _overflow(self, text: str, latest: str | None) -> None:
+        items = self.items
+        policy = self.overflow
+        if policy == "drop-oldest":
+            items.append(text)
+            if self.max_bytes is not None:
+                self.queued_bytes += len(text)
+            while len(items) > self.limit or (self.max_bytes is not None and self.queued_bytes > self.max_bytes
+                                               and len(items) > 1):
+                gone = items.popleft()
+                if self.max_bytes is not None:
+                    self.queued_bytes -= len(gone)
+                self.dropped += 1
+                self.due = True
+        elif policy == "latest":
+            items.clear()
+            if latest is not None:
+                items.append(latest)
+            items.append(text)
+        else:  # "close": a browser that does not read its socket loses it rather than the server's memory
+            self.overflowed = True
+            items.clear()
+            self.end(1013)
+            return
+        self._ready.set()
+
+    def put_control(self, text: str) -> None:
+        """Queues `text` before everything else; it is never dropped."""
+        self.control.append(text)
+        self._ready.set()
+
+    def mark_due(self) -> None:
+        """The due message is due: sent after what is queued, made when it is sent."""
+        if self.make_due is None or (self.ended and not self.linger):
+            return
+        self.due = True
+        self._ready.set()
+
+    def end(self, code: int = 1000) -> None:
+        """No more messages: the socket closes with `code` once what is queued has been sent."""
+        if self.ended:
+            return
+        self.ended = True
+        self.close_code = code
+        if self.linger and self.make_due is not None:
+            self.due = True
+        self._ready.set()
+
+    def take_due(self) -> str | None:
+        """The due message, made now, when one is due and nothing is queued before it."""
+        if not self.due or self.items or self.make_due is None:
+            return None
+        self.due = False
+        return self.make_due()
+
+    async def take(self, most: int) -> list[str] | None:
+        """Waits for messages (or a due one) and returns those queued (at most `most`; none when only the due
+        message is); None once ended and sent."""
+        while not self.items and not self.control and not self.backlog:
+            if self.due and (self.linger or not self.ended):
+                return []
+            if self.ended:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        return self.take_nowait(most)
+
+    def take_nowait(self, most: int = sys.maxsize) -> list[str]:
+        """What is queued now (at most `most`), without waiting."""
+        items = self.items
+        if self.control or self.backlog:
+            out = [*self.control, *self.backlog]
+            self.control.clear()
+            self.backlog.clear()
+            if len(out) < most:
+                out.extend(self.take_nowait(most - len(out)))
+            return out
+        if len(items) <= most:
+            out = list(items)
+            items.clear()
+            self.queued_bytes = 0
+            return out
+        out = [items.popleft() for _ in range(most)]
+        if self.max_bytes is not None:
+            self.queued_bytes -= sum(len(t) for t in out)
+        return out
+
+
+async def pump(websocket: WebSocket, outbox: Outbox, mode: Mode = "one") -> None:
+    """Sends what `outbox` queues until it ends, then closes the socket with its close code (after an error
+    saying so when it fell behind).
+
+    `mode`: `"one"` message a websocket message; `"array"`, a burst as one websocket message holding a JSON
+    array of messages (the due one after those it counts); `"burst"`, all that is queued taken at once, then
+    sent a websocket message each."""
+    most = BATCH_MOST if mode == "array" else 1 if mode == "one" else sys.maxsize
+    batch = mode == "array"
     clock = batch_clock()
     loop = asyncio.get_running_loop()
     sent_at = loop.time() - BATCH_WINDOW
     while True:
-        texts = await sub.take(most)
+        texts = await outbox.take(most)
         if texts is None:
-            if sub.overflowed:
+            if outbox.overflowed:
                 with contextlib.suppress(Exception):
-                    await websocket.send_text(error_text("this socket fell too far behind; reconnect"))
-            await websocket.close(code=1013 if sub.overflowed else 1000)
+                    await websocket.send_text(FELL_BEHIND)
+            if websocket.client_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):
+                    await websocket.close(code=outbox.close_code)
             return
         if batch:
             if len(texts) < most and loop.time() - sent_at < BATCH_WINDOW:
@@ -94,13 +249,16 @@ async def pump(websocket: WebSocket, sub: Subscriber, batch: bool) -> None:
                 # a busy server, whose turns of the event loop outlast the window, sends one turn after
                 # the events instead of waiting for the next tick's turn.)
                 await clock.tick()
-                texts += sub.take_nowait(most - len(texts))
-            state = sub.take_state()  # (after the events it counts)
-            if state is not None:
-                texts.append(state)
-        elif not texts:  # only the state is due
-            state = sub.take_state()
-            texts = [state] if state is not None else []
-        if texts:
-            await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
-            sent_at = loop.time()
+                texts += outbox.take_nowait(most - len(texts))
+            due = outbox.take_due()  # (after the messages it counts)
+            if due is not None:
+                texts.append(due)
+            if texts:
+                await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
+                sent_at = loop.time()
+            continue
+        if not texts:  # only the due message is
+            due = outbox.take_due()
+            texts = [due] if due is not None else []
+        for text in texts:
+            await websocket.send_text(text)

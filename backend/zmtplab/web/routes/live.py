@@ -1,15 +1,15 @@
-"""Live routes: the interfaces, starting and stopping a live capture or a tap proxy, and its event stream."""
+"""Live routes: the interfaces, starting and stopping a live capture or a tap proxy, and its event stream
+(served by `web.live_socket`)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, WebSocketDisconnect, status
+from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, status
 
 from ..deps import LiveSourcesDep
-from ..live_sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable, Viewer, dumps
+from ..live_socket import serve as live_socket_serve
+from ..live_sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable
 from ..models import ErrorResponse, LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
 
 router = APIRouter(tags=["live"])
@@ -72,55 +72,9 @@ async def delete_live(source_id: SourceId, sources: LiveSourcesDep) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-async def _pump(websocket: WebSocket, source: LiveSource, viewer: Viewer) -> None:
-    """Sends the viewer's messages as they come; a status after each burst; closes when the source ended."""
-    while True:
-        await viewer.wake.wait()
-        viewer.wake.clear()
-        while True:
-            messages = viewer.next_messages()
-            if not messages:
-                break
-            for text in messages:
-                await websocket.send_text(text)
-        if viewer.status_due:
-            viewer.status_due = False
-            await websocket.send_text(dumps(source.status(viewer)))
-        if viewer.ended and not viewer.queue and not viewer.control:
-            await websocket.close(code=1000)
-            return
-
-
 @router.websocket("/ws/live/{source_id}")
 async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSourcesDep) -> None:
     """Server -> browser: `connection` (a TCP connection's endpoints), the recent `event`s, then each new one
     as it arrives, and `status` (state, packets, events, dropped). Closes (1000) when the source has stopped.
-    Nothing is expected from the browser."""
-    await websocket.accept()
-    try:
-        source = sources.get(source_id)
-    except KeyError:
-        await websocket.send_text(dumps({"type": "error", "detail": f"no live source with id {source_id!r}"}))
-        await websocket.close(code=4404)
-        return
-    viewer = source.subscribe()
-    sender = asyncio.create_task(_pump(websocket, source, viewer))
-    try:
-        while True:
-            receiver = asyncio.ensure_future(websocket.receive())
-            done, _ = await asyncio.wait({receiver, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if sender in done:
-                receiver.cancel()
-                with contextlib.suppress(BaseException):
-                    await receiver
-                return
-            if receiver.result()["type"] == "websocket.disconnect":
-                return
-            # Anything the browser sends is ignored (stop with DELETE /api/live/{id}).
-    except WebSocketDisconnect:
-        pass
-    finally:
-        source.unsubscribe(viewer)
-        sender.cancel()
-        with contextlib.suppress(BaseException):
-            await sender
+    Nothing is expected from the browser. `web.live_socket` serves it."""
+    await live_socket_serve(websocket, sources, source_id)

@@ -22,7 +22,6 @@ import io
 import logging
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -32,6 +31,7 @@ import orjson
 from ...capture.pcapwriter import PcapngWriter
 from ..models import FaultCommand, SessionCreate
 from ..settings import Settings
+from ..wspump import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -164,77 +164,18 @@ class EventLog:
         self.tail_limit = self.BLOCK if blocks else self.first_block
 
 
-class Subscriber:
-    """One websocket's queue of outgoing messages, each already JSON text, and whether the session's state
-    changed since the socket last sent it (`take_state`)."""
+class Subscriber(Outbox):
+    """One websocket's queue of outgoing messages (an `Outbox` whose overflow closes the socket), whether it
+    wants `log` messages, and the session's state as its due message."""
 
     def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None,
                  marks: bool = False) -> None:
-        self.items: deque[str] = deque()
-        self.limit = limit
+        super().__init__(limit, "close", due=state)
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
-        self.overflowed = False
-        self.ended = False
-        self.state_due = False
-        self._state = state
-        self._ready = asyncio.Event()
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
-
-    def put_text(self, text: str) -> None:
-        if self.ended:
-            return
-        if len(self.items) >= self.limit:
-            # A browser that does not read its socket loses it rather than the server's memory.
-            self.overflowed = True
-            self.items.clear()
-            self.end()
-            return
-        self.items.append(text)
-        self._ready.set()
-
-    def end(self) -> None:
-        """No more messages: the socket closes once what is queued has been sent."""
-        self.ended = True
-        self._ready.set()
-
-    def state_changed(self) -> None:
-        """The session's state changed: a state message is due after what is queued (one for any number of
-        changes until it is sent)."""
-        if not self.ended and self._state is not None:
-            self.state_due = True
-            self._ready.set()
-
-    def take_state(self) -> str | None:
-        """The session's state message, computed now, when one is due and nothing is queued before it."""
-        if not self.state_due or self.items or self._state is None:
-            return None
-        self.state_due = False
-        return self._state()
-
-    async def take(self, most: int) -> list[str] | None:
-        """Waits for messages (or a due state) and returns those queued (at most `most`; none when only the
-        state is due); None once ended and drained."""
-        while not self.items:
-            if self.ended:
-                return None
-            if self.state_due:
-                return []
-            self._ready.clear()
-            await self._ready.wait()
-        items = self.items
-        if len(items) <= most:
-            out = list(items)
-            items.clear()
-            return out
-        return [items.popleft() for _ in range(most)]
-
-    def take_nowait(self, most: int) -> list[str]:
-        """What is queued now (at most `most`), without waiting."""
-        items = self.items
-        return [items.popleft() for _ in range(min(most, len(items)))]
 
 
 class Session:
@@ -328,7 +269,7 @@ class Session:
         before it). A busy session changes its state with every message; its sockets send the state once
         a batch."""
         for sub in self.subscribers:
-            sub.state_changed()
+            sub.mark_due()
 
     def _state_text(self) -> str:
         return dumps(self.state())
