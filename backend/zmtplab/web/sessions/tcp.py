@@ -44,8 +44,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...engine.dissector import ConnectionDissector
+from ...peers import decisions
 from ...peers.faults import SESSION_FAULTS
-from ...peers.sockets import Again, SocketStateError
+from ...peers.simulation import RECV_DECISIONS
+from ...peers.sockets import Again, Pipe, Socket, SocketStateError
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
@@ -318,6 +320,9 @@ class _Node:
     conns: dict[str, str] = field(default_factory=dict)  # our peer's connection id -> the session's (tap's)
     ports: dict[int, str] = field(default_factory=dict)  # our peer's connections not yet mapped, by port
     read: set[int] = field(default_factory=set)  # the message ids its application read
+    pipe_conns: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe -> its connection now
+    sending: int | None = None  # the id of the message its application is sending
+    blocked: bool = False  # our socket said a send blocks, and it has not gone yet
     pipes: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe id -> the far node's name
 
 
@@ -611,9 +616,12 @@ class TcpRuntime:
     async def _echo(self, node: _Node, frames: list[bytes]) -> None:
         """An echoing application sends back what it read, as it read it (a REP: its reply; a ROUTER: to the
         identity the message came from)."""
-        self._sent(node, frames)
+        node.sending = self._sent(node, frames)
         assert node.side is not None
-        await node.side.send(frames, timeout=None)
+        try:
+            await node.side.send(frames, timeout=None)
+        finally:
+            node.sending = None
 
     async def _forward(self, source: _Node, sink: _Node) -> None:
         """One direction of a zmq_proxy between two nodes: whatever `source` receives, `sink` sends."""
@@ -621,7 +629,15 @@ class TcpRuntime:
         with contextlib.suppress(SessionError, SocketStateError):
             while not self._closed:
                 frames = await source.side.recv()
-                await sink.side.send(frames, timeout=None)
+                msg = self._known(source, frames)  # (a proxy hop keeps the message's id)
+                if msg is not None:
+                    source.read.add(msg)
+                    sink.read.add(msg)  # (what comes back through the sink is another message: a reply)
+                sink.sending = msg
+                try:
+                    await sink.side.send(frames, timeout=None)
+                finally:
+                    sink.sending = None
 
     def _sent(self, node: _Node, frames: list[bytes]) -> int:
         """A new message id for an application's send, remembered by its body (see `_received`; a node never
@@ -631,13 +647,17 @@ class TcpRuntime:
         node.read.add(msg)
         return msg
 
+    def _known(self, node: _Node, frames: list[bytes]) -> int | None:
+        """The id of the oldest send with this body that `node` has not read yet (see `_received`)."""
+        return next((m for m in self._msgs.get(_body(frames), ()) if m not in node.read), None)
+
     def _received(self, node: _Node, frames: list[bytes]) -> int | None:
         """A `peer recv` event for what an application read; its `msg` is the oldest send with the same body
         that this node has not read yet (a real wire carries no ids: this is how a libzmq hop is followed,
         and a PUB's one message to several SUBs keeps its one id)."""
         event: dict[str, Any] = {"kind": "peer", "what": "recv", "peer": node.spec.name,
                                  "frames": [f.hex() for f in frames], "t": round(self._now(), 6)}
-        msg = next((m for m in self._msgs.get(_body(frames), ()) if m not in node.read), None)
+        msg = self._known(node, frames)
         if msg is not None:
             node.read.add(msg)
             event["msg"] = msg
@@ -648,34 +668,84 @@ class TcpRuntime:
     # ---- our nodes' socket decisions
 
     def _watch_decisions(self, node: _Node, peer: TcpPeer) -> None:
-        """Our socket's decisions become `socket` events (once `peers.sockets` reports them)."""
+        """Our socket's decisions (`peers.sockets`' observer) become `socket` events, worded by `peers.decisions`."""
         socket = peer.core.socket
-        if hasattr(socket, "on_decision"):
-            socket.on_decision = lambda decision, node=node: self._decision(node, decision)
+        socket.observer = lambda what, rule, pipe, frames, detail: self._decision(
+            node, socket, what, rule, pipe, frames, detail)
 
-    def _decision(self, node: _Node, decision: dict[str, Any]) -> None:
-        event = {"kind": "socket", "node": node.spec.name, **decision, "t": round(self._now(), 6)}
-        pipe = event.pop("pipe", None)
+    def _decision(self, node: _Node, socket: Socket, what: str, rule: str, pipe: Pipe | None,
+                  frames: tuple[bytes, ...] | None, detail: bytes | int | None) -> None:
+        if what == "block" and rule != "rcvhwm":
+            if node.blocked:
+                return  # (TcpPeer.send tries again whenever a pipe moves: one block until the send goes)
+            node.blocked = True
+        elif node.blocked and what in ("route", "queue"):
+            node.blocked = False
+            self._decision(node, socket, "unblock", "send", None, None, None)
+        inbound = rule in ("rcvhwm", "fair-queue", "delimiter", "local-prefix-match") or (what, rule) in RECV_DECISIONS
+        msg = None
+        if what in ("unblock", "subscribe") or rule == "rcvhwm":
+            pass
+        elif inbound and frames:
+            msg = self._known(node, list(frames))
+        else:
+            msg = node.sending
+        args: dict[str, Any] = {"type": socket.type}
+        far, conn = self._pipe_end(node, pipe)
+        if far is not None:
+            args["peer"] = far
+        if frames:
+            body = frames[1] if socket.type == "ROUTER" and what in ("route", "drop") and len(frames) > 1 else frames[0]
+            args["msg"] = decisions.shown(body)
+        if isinstance(detail, bytes):
+            key = "identity" if rule in ("identity-routing", "router-mandatory-off", "sndhwm") else "topic"
+            args[key] = decisions.shown(detail)
+        elif isinstance(detail, int):
+            args["frames" if what in ("strip", "route", "drop") else "depth"] = detail
+        hwm = node.spec.rcvhwm if inbound else node.spec.sndhwm
+        args["hwm"] = hwm
         if pipe is not None:
-            conn = node.conns.get(str(pipe))
-            if conn is not None:
-                event.setdefault("conn", conn)
-            far = node.pipes.get(str(pipe)) or self._far_end(node, conn)
-            if far is not None:
-                event.setdefault("peer", far)
+            args.setdefault("depth", len(pipe.inq) if inbound else len(pipe.out))
+            if rule in ("prefix-match", "subscribe"):
+                args["subs"] = decisions.subs(pipe.topics)
+        if rule == "local-prefix-match":
+            args["subs"] = decisions.subs(socket.subscriptions)
+        event: dict[str, Any] = {"kind": "socket", "node": node.spec.name, "what": what,
+                                 "text": decisions.text(what, rule, args), "rule": rule}
+        if far is not None:
+            event["peer"] = far
+        if conn is not None:
+            event["conn"] = conn
+        if msg is not None:
+            event["msg"] = msg
+        if pipe is not None or what == "block":
+            event["depth"] = args.get("depth", 0)
+            event["hwm"] = hwm
+        event["args"] = args
+        event["t"] = round(self._now(), 6)
         self.session.add_event(event)
 
-    def _far_end(self, node: _Node, conn: str | None) -> str | None:
-        for item in self.conns:
-            if item["conn"] == conn:
-                return item["server"] if item["client"] == node.spec.name else item["client"]
-        return None
+    def _pipe_end(self, node: _Node, pipe: Pipe | None) -> tuple[str | None, str | None]:
+        """The node at the far end of our peer's pipe, and the session's id of the connection it runs on now."""
+        if pipe is None:
+            return None, None
+        pc_id = node.pipe_conns.get(pipe.id, pipe.id)  # (a bind-side pipe is named after its connection)
+        conn = node.conns.get(pc_id)
+        far = node.pipes.get(pipe.id)
+        if far is None and conn is not None:
+            far = next((c["server"] if c["client"] == node.spec.name else c["client"]
+                        for c in self.conns if c["conn"] == conn), None)
+        return far, conn
 
     def _peer_event(self, node: _Node, event: dict[str, Any]) -> None:
         """Notes the port of each new connection of our peer (its own as a client, the tap's as a server)."""
         what = event.get("what")
         if what not in ("connected", "accepted"):
             return
+        if what == "connected" and isinstance(node.side, _LabSide):
+            pc = node.side.peer.connections.get(str(event.get("conn")))
+            if pc is not None and pc.pipe is not None:
+                node.pipe_conns[pc.pipe.id] = pc.id
         address = event.get("local" if what == "connected" else "remote") or ""
         port = address.rsplit(":", 1)[-1]
         if port.isdigit():
@@ -971,15 +1041,18 @@ class TcpRuntime:
         if not self.plan.topology or node is None:
             await target.send(frames)
             return
-        msg = self._sent(node, frames)
-        if await target.try_send(frames):
-            return
-        libzmq = isinstance(target, _ZmqSide)
-        if libzmq:  # (our sockets say it themselves, and why)
-            self._libzmq_blocked(node, "block", msg)
-        await target.send(frames, timeout)
-        if libzmq:
-            self._libzmq_blocked(node, "unblock", msg)
+        msg = node.sending = self._sent(node, frames)
+        try:
+            if await target.try_send(frames):
+                return
+            libzmq = isinstance(target, _ZmqSide)
+            if libzmq:  # (our sockets say it themselves, and why)
+                self._libzmq_blocked(node, "block", msg)
+            await target.send(frames, timeout)
+            if libzmq:
+                self._libzmq_blocked(node, "unblock", msg)
+        finally:
+            node.sending = None
 
     def _libzmq_blocked(self, node: _Node, what: str, msg: int) -> None:
         """What a libzmq node's application sees of a send that blocks: EAGAIN first, the send done later."""
