@@ -1,6 +1,7 @@
 // The lessons page's presenter mode: a teacher's class or a student's seat in one, over the class
 // websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
 
+import { t } from '../core/i18n.js';
 import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
 import { ClassBar } from '../lessons/views.js';
 
@@ -85,7 +86,7 @@ export class ClassroomClient {
       this.connectTeacher(made.code, made.teacher_token);
       this.page.hintOpenLesson();
     } catch (err) {
-      this.bar.idle(`Could not start a class: ${err.message}`);
+      this.bar.idle(t('ui.class.startFailed', { error: err.message }));
     }
   }
 
@@ -111,12 +112,12 @@ export class ClassroomClient {
           this.counts.following = msg.following || 0;
           this.teacherBar(true);
         } else if (msg.type === 'ended') {
-          this.finish(`The class has ended: ${msg.reason || ''}`);
-        } else if (msg.type === 'error') this.page.status(msg.detail || 'error', 'error');
+          this.finish(t('ui.class.endedWhy', { reason: msg.reason || '' }));
+        } else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'teacher') return;
-        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? 'The class has ended.' : `The class is closed: ${reason || closeCode}`);
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? t('ui.class.ended') : t('ui.class.closed', { reason: reason || closeCode }));
         else this.reconnect(() => this.connectTeacher(code, token));
       },
     });
@@ -124,15 +125,15 @@ export class ClassroomClient {
 
   endClass() {
     if (this.socket) this.socket.send({ type: 'end' });
-    this.finish('You ended the class.');
+    this.finish(t('ui.class.youEnded'));
   }
 
   join(text) {
     const code = normalizeCode(text);
-    if (code.length < 4) return this.bar.idle('Type the join code your teacher shows.');
+    if (code.length < 4) return this.bar.idle(t('ui.class.typeCode'));
     this.api.classInfo(code).then(
       () => this.connectStudent(code),
-      (err) => this.bar.idle(err.status === 404 ? `No class with the code ${code}.` : err.message),
+      (err) => this.bar.idle(err.status === 404 ? t('ui.class.noClass', { code }) : err.message),
     );
   }
 
@@ -168,18 +169,18 @@ export class ClassroomClient {
           teacherPresent = !!msg.teacher;
           render();
           if (msg.state) this.follower.receive(msg.state);
-          else if (!this.page.hasLesson()) this.page.status('Joined. Waiting for the teacher to open a lesson…');
+          else if (!this.page.hasLesson()) this.page.status(t('ui.class.waiting'));
         } else if (msg.type === 'state') this.follower.receive(msg);
         else if (msg.type === 'teacher') {
           teacherPresent = !!msg.present;
           render();
-        } else if (msg.type === 'ended') this.finish('The class has ended.');
-        else if (msg.type === 'error') this.page.status(msg.detail || 'error', 'error');
+        } else if (msg.type === 'ended') this.finish(t('ui.class.ended'));
+        else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'student') return;
         connected = false;
-        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? 'The class has ended.' : reason || `Could not join (code ${closeCode}).`);
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? t('ui.class.ended') : reason || t('ui.class.joinFailed', { code: closeCode }));
         else {
           render();
           this.reconnect(() => this.connectStudent(code));

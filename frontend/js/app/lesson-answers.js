@@ -1,6 +1,8 @@
 // The lessons page's questions: what is selected, in words (down to the byte clicked in the hex dump),
 // and the answer the selection gives, checked by the server.
 
+import { t } from '../core/i18n.js';
+
 export class AnswerChecker {
   /**
    * hexEl: the hex dump's container; wb: the workbench; panel: the LessonPanel; api: the lessons API;
@@ -50,11 +52,11 @@ export class AnswerChecker {
   updateSelectedText() {
     const s = this.wb.selection.get();
     const f = this.wb.selection.fieldObject();
-    if (!s.event) return this.panel.setSelectedText('Nothing selected yet.');
+    if (!s.event) return this.panel.setSelectedText(t('ui.answer.nothing'));
     const byte = this.byteInSelection();
     const rel = (o) => o - s.event.offset;
-    let text = f ? `Selected: ${f.name} (octet${f.length === 1 ? '' : 's'} ${rel(f.offset)}${f.length > 1 ? `–${rel(f.offset) + f.length - 1}` : ''})` : 'Selected: the whole element; click a field.';
-    if (byte !== null && (!f || f.length > 1)) text += `, byte ${rel(byte)}`;
+    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name: f.name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name: f.name, at: rel(f.offset) });
+    if (byte !== null && (!f || f.length > 1)) text += t('ui.answer.byte', { at: rel(byte) });
     this.panel.setSelectedText(text);
   }
 
@@ -71,7 +73,7 @@ export class AnswerChecker {
   /** The selection as the answer: an element, its field, the byte clicked. */
   check() {
     const s = this.wb.selection.get();
-    if (s.index === null) return this.panel.setResult({ correct: false, message: 'Select something first.', explain: [] });
+    if (s.index === null) return this.panel.setResult({ correct: false, message: t('ui.answer.selectFirst'), explain: [] });
     const body = { index: s.index };
     if (Number.isInteger(s.field)) body.field = s.field;
     const byte = this.byteInSelection();

@@ -21,6 +21,7 @@ import { teacherState } from '../lessons/classroom.js';
 import { ClassroomClient } from './classroom-client.js';
 import { AnswerChecker } from './lesson-answers.js';
 import { Dataset } from './dataset.js';
+import { i18n, t } from '../core/i18n.js';
 
 export function startLessons(host) {
   const doc = host.document;
@@ -266,7 +267,7 @@ export function startLessons(host) {
     hasLesson: () => !!view.lesson,
     hintOpenLesson() {
       if (!view.lessonId) {
-        status('Open a lesson: your students will see what you show.');
+        status(t('ui.class.openLesson'));
         hinting = true;
       }
     },
@@ -278,10 +279,24 @@ export function startLessons(host) {
   }
 
   // ---- start ----------------------------------------------------------------------------------
-  api.lessons().then(
-    (res) => list.setLessons(res.lessons || []),
-    (err) => status(`Could not load the lessons: ${err.message}`, 'error'),
-  );
+  function loadList() {
+    api.lessons().then(
+      (res) => list.setLessons(res.lessons || []),
+      (err) => status(t('ui.lesson.listFailed', { error: err.message }), 'error'),
+    );
+  }
+  loadList();
+  // Another language: the list, the lesson and its scene come again in it (the server translates
+  // them), at the same step with the same selection and highlights.
+  i18n.onChange(() => {
+    loadList();
+    if (!view.lessonId) return;
+    const s = wb.selection.get();
+    const at = { element: s.index, field: s.field, highlights: view.highlightsOn ? [...view.lit] : [] };
+    view.lesson = null;
+    view.scene = null;
+    show(view.lessonId, view.step, at);
+  });
   const link = parseLink(win.location.search);
   classroom.resume(link);
   if (link.lesson && !link.join) show(link.lesson, Number.parseInt(link.step, 10) || 1);

@@ -11,8 +11,8 @@ import { createApi } from '../core/api.js';
 import { peerLabel } from '../core/eventlog.js';
 import { parseLink, buildLink } from '../core/links.js';
 import { isTyping } from '../views/dom.js';
+import { i18n, t } from '../core/i18n.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
-import { t } from '../core/i18n.js';
 import { Dataset } from './dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
@@ -82,6 +82,8 @@ class PlaygroundPage {
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
     win.addEventListener('keydown', (e) => this.onKey(e));
+    // Another language: the lifelines' names are words (the views redraw themselves).
+    i18n.onChange(() => this.markDirty());
   }
 
   /** The Dataset of the tab shown. */

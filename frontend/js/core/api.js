@@ -22,6 +22,8 @@
 //   DELETE /api/live/{id}                    -> 204
 //   WS   /ws/live/{id}                       (see live.js)
 
+import { i18n } from './i18n.js';
+
 export class ApiError extends Error {
   constructor(status, detail) {
     super(detail || `HTTP ${status}`);
@@ -60,7 +62,8 @@ const seg = (s) => encodeURIComponent(String(s));
 export function jsonRequester(host) {
   const base = host.base || '';
   return async function request(method, path, body) {
-    const init = { method, headers: { Accept: 'application/json' } };
+    // The page's language: the server's `detail` messages, notes and findings come in it.
+    const init = { method, headers: { Accept: 'application/json', 'Accept-Language': i18n.lang } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -134,7 +137,7 @@ export function createApi(host) {
      */
     sessionSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1`;
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&lang=${encodeURIComponent(i18n.lang)}`;
     },
     decode(hex) {
       return request('POST', '/api/decode', { hex });
@@ -191,6 +194,7 @@ export function createApi(host) {
       const promise = new Promise((resolve, reject) => {
         xhr.open('POST', `${base}/api/captures`);
         xhr.setRequestHeader('Accept', 'application/json');
+        xhr.setRequestHeader('Accept-Language', i18n.lang);
         xhr.upload.onprogress = (e) => {
           if (onProgress) onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
         };

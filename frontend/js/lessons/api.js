@@ -10,6 +10,7 @@
 //        in its first message, never in the URL, where logs and history would keep it)
 
 import { jsonRequester } from '../core/api.js';
+import { i18n } from '../core/i18n.js';
 
 const seg = (s) => encodeURIComponent(String(s));
 
@@ -29,11 +30,14 @@ export function createLessonsApi(host) {
     return cache.get(path);
   }
 
+  // Lessons, scenes and answers come in the page's language (?lang=; cached per language).
+  const lang = () => `?lang=${encodeURIComponent(i18n.lang)}`;
+
   return {
-    lessons: () => cached('/api/lessons'),
-    lesson: (id) => cached(`/api/lessons/${seg(id)}`),
-    step: (id, n) => cached(`/api/lessons/${seg(id)}/steps/${seg(n)}`),
-    answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer`, body),
+    lessons: () => cached(`/api/lessons${lang()}`),
+    lesson: (id) => cached(`/api/lessons/${seg(id)}${lang()}`),
+    step: (id, n) => cached(`/api/lessons/${seg(id)}/steps/${seg(n)}${lang()}`),
+    answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer${lang()}`, body),
     createClass: () => request('POST', '/api/classes', {}),
     classInfo: (code) => request('GET', `/api/classes/${seg(code)}`),
     /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. Never holds the token. */

@@ -3,7 +3,9 @@
 // bar (presenter or student). They build DOM with views/dom.js only; lesson data
 // and payload bytes are text.
 
-import { h, clear, setChildren } from '../views/dom.js';
+import { h, clear, setChildren, tr } from '../views/dom.js';
+import { t, tn } from '../core/i18n.js';
+import { dirName } from '../core/labels.js';
 import { renderNarration, allowedLink } from './narration.js';
 
 // ---------------------------------------------------------------- lesson list
@@ -16,7 +18,7 @@ export class LessonList {
     this.current = null;
     this.buttons = new Map();
     clear(container);
-    container.append(h(this.doc, 'h2', { text: 'Lessons' }), this.root);
+    container.append(h(this.doc, 'h2', { t: 'ui.nav.lessons' }), this.root);
   }
 
   setLessons(lessons) {
@@ -29,7 +31,7 @@ export class LessonList {
         'button',
         { type: 'button', class: 'lesson-item', on: { click: () => this.onOpen(l.id) } },
         h(d, 'span', { class: 'lesson-num', text: String(i + 1) }),
-        h(d, 'span', { class: 'lesson-text' }, h(d, 'strong', { text: l.title }), h(d, 'span', { class: 'lesson-summary', text: l.summary }), h(d, 'span', { class: 'lesson-meta', text: `${l.step_count} steps · ${l.level}` })),
+        h(d, 'span', { class: 'lesson-text' }, h(d, 'strong', { text: l.title }), h(d, 'span', { class: 'lesson-summary', text: l.summary }), h(d, 'span', { class: 'lesson-meta', text: t('ui.lesson.meta', { steps: tn('ui.lesson.steps', l.step_count), level: levelName(l.level) }) })),
       );
       btn.dataset.lesson = l.id;
       this.buttons.set(l.id, btn);
@@ -50,13 +52,20 @@ export class LessonList {
 
 // ---------------------------------------------------------------- lesson panel
 
+// The lessons' levels (lessons/*.yaml `level`), by name.
+const LEVEL_IDS = { beginner: 'ui.lesson.level.beginner', intermediate: 'ui.lesson.level.intermediate', advanced: 'ui.lesson.level.advanced' };
+const levelName = (level) => (LEVEL_IDS[level] ? t(LEVEL_IDS[level]) : String(level ?? ''));
+
 function sourceText(source) {
   if (!source) return '';
-  const peer = (p) => (p ? [p.type, p.version, p.mechanism, p.identity ? `identity ${p.identity}` : '', p.role || ''].filter(Boolean).join(' ') : '?');
-  if (source.type === 'session') return `Simulated peers · server ${peer(source.server)} · client ${peer(source.client)}`;
-  if (source.type === 'wire') return `Hand-written bytes, read by strict engine peers (server ${peer(source.server)}, client ${peer(source.client)})`;
-  if (source.type === 'capture') return `Sample capture ${source.file} (real libzmq 4.3.5)`;
-  if (source.type === 'topology') return `Simulated topology${source.preset ? ` (preset ${source.preset})` : ''} · ${(source.nodes || []).map((n) => `${n.name} ${n.type}`).join(' · ')}`;
+  const peer = (p) => (p ? [p.type, p.version, p.mechanism, p.identity ? t('ui.lesson.identity', { identity: p.identity }) : '', p.role || ''].filter(Boolean).join(' ') : '?');
+  if (source.type === 'session') return t('ui.lesson.source.session', { server: peer(source.server), client: peer(source.client) });
+  if (source.type === 'wire') return t('ui.lesson.source.wire', { server: peer(source.server), client: peer(source.client) });
+  if (source.type === 'capture') return t('ui.lesson.source.capture', { file: source.file });
+  if (source.type === 'topology') {
+    const nodes = (source.nodes || []).map((n) => `${n.name} ${n.type}`).join(' · ');
+    return source.preset ? t('ui.lesson.source.topologyPreset', { preset: source.preset, nodes }) : t('ui.lesson.source.topology', { nodes });
+  }
   return '';
 }
 
@@ -64,7 +73,7 @@ function sourceText(source) {
 function writeText(w, topology) {
   const conn = topology && (topology.conns || []).find((c) => String(c.conn) === String(w.conn));
   if (conn) return w.dir === 'c2s' ? `${conn.client} → ${conn.server}` : `${conn.server} → ${conn.client}`;
-  return w.dir === 'c2s' ? 'client → server' : 'server → client';
+  return dirName(w.dir);
 }
 
 function framesText(frames) {
@@ -82,33 +91,33 @@ export class LessonPanel {
     this.number = 1;
     this.titleEl = h(d, 'h1', { class: 'lesson-title' });
     this.counter = h(d, 'span', { class: 'step-counter', attrs: { 'aria-live': 'polite' } });
-    this.prevBtn = h(d, 'button', { type: 'button', text: '◀ Back', title: 'Previous step (← or p)', on: { click: () => handlers.onStep(this.number - 1) } });
-    this.nextBtn = h(d, 'button', { type: 'button', class: 'primary', text: 'Next ▶', title: 'Next step (→ or n)', on: { click: () => handlers.onStep(this.number + 1) } });
-    this.dots = h(d, 'ol', { class: 'step-dots', attrs: { 'aria-label': 'Steps' } });
+    this.prevBtn = h(d, 'button', { type: 'button', t: 'ui.lesson.back', tTitle: 'ui.lesson.back.title', on: { click: () => handlers.onStep(this.number - 1) } });
+    this.nextBtn = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.lesson.next', tTitle: 'ui.lesson.next.title', on: { click: () => handlers.onStep(this.number + 1) } });
+    this.dots = h(d, 'ol', { class: 'step-dots', tLabel: 'ui.lesson.stepsLabel' });
     this.stepTitle = h(d, 'h2', { class: 'step-title' });
     this.sourceEl = h(d, 'p', { class: 'step-source muted' });
     this.narration = h(d, 'div', { class: 'narration' });
     this.chips = h(d, 'div', { class: 'hl-chips' });
-    this.hlToggle = h(d, 'button', { type: 'button', class: 'small toggle-button', attrs: { 'aria-pressed': 'true' }, text: 'Highlights on', on: { click: () => handlers.onHighlights(this.hlToggle.getAttribute('aria-pressed') !== 'true') } });
-    this.hlBox = h(d, 'section', { class: 'box hl-box' }, h(d, 'div', { class: 'hl-head' }, h(d, 'h3', { text: 'Highlighted fields' }), this.hlToggle), this.chips);
+    this.hlToggle = h(d, 'button', { type: 'button', class: 'small toggle-button', attrs: { 'aria-pressed': 'true' }, t: 'ui.lesson.highlightsOn', on: { click: () => handlers.onHighlights(this.hlToggle.getAttribute('aria-pressed') !== 'true') } });
+    this.hlBox = h(d, 'section', { class: 'box hl-box' }, h(d, 'div', { class: 'hl-head' }, h(d, 'h3', { t: 'ui.lesson.highlighted' }), this.hlToggle), this.chips);
     // A topology step's socket decisions (the events it points at besides its element): click one to select it.
     this.decisions = h(d, 'ol', { class: 'plain-list decision-list' });
-    this.decisionBox = h(d, 'section', { class: 'box decision-box', hidden: true }, h(d, 'h3', { text: 'Socket decisions' }), this.decisions);
+    this.decisionBox = h(d, 'section', { class: 'box decision-box', hidden: true }, h(d, 'h3', { t: 'ui.lesson.decisions' }), this.decisions);
     this.question = h(d, 'section', { class: 'box question', attrs: { 'aria-live': 'polite' } });
     this.wire = h(d, 'ol', { class: 'wire-list' });
     this.received = h(d, 'ul', { class: 'plain-list' });
     this.log = h(d, 'ul', { class: 'plain-list log-list' });
     this.refs = h(d, 'ul', { class: 'plain-list' });
-    this.wireBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { text: 'On the wire' }), this.wire);
-    this.receivedBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { text: 'Received by the applications' }), this.received);
-    this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { text: 'Log' }), this.log);
-    this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { text: 'References' }), this.refs);
+    this.wireBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { t: 'ui.lesson.wire' }), this.wire);
+    this.receivedBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { t: 'ui.lesson.received' }), this.received);
+    this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.log' }), this.log);
+    this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.references' }), this.refs);
     this.errorEl = h(d, 'p', { class: 'error', hidden: true });
     const head = h(
       d,
       'section',
       { class: 'box lesson-head' },
-      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', text: '☰ All lessons', on: { click: () => handlers.onBack() } }), this.titleEl),
+      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl),
       this.dots,
       h(d, 'div', { class: 'step-nav' }, this.prevBtn, this.counter, this.nextBtn),
     );
@@ -143,7 +152,7 @@ export class LessonPanel {
     if (!lesson) return;
     const step = lesson.steps[number - 1];
     this.number = number;
-    this.counter.textContent = `Step ${number} of ${lesson.steps.length}`;
+    tr(this.counter, ['ui.lesson.counter', { n: number, total: lesson.steps.length }]);
     this.prevBtn.disabled = number <= 1;
     this.nextBtn.disabled = number >= lesson.steps.length;
     (this.dotButtons || []).forEach((b, i) => {
@@ -154,7 +163,7 @@ export class LessonPanel {
     });
     this.stepTitle.textContent = step ? step.title : '';
     setChildren(this.narration, ...renderNarration(d, step ? step.narration_tree : []));
-    this.sourceEl.textContent = scene ? sourceText(scene.source) : 'Loading…';
+    this.sourceEl.textContent = scene ? sourceText(scene.source) : t('ui.loading');
     this.setError('');
     this.renderScene(scene);
   }
@@ -179,16 +188,16 @@ export class LessonPanel {
     const writes = scene ? scene.writes || [] : [];
     this.wireBox.hidden = !writes.length;
     const shown = writes.slice(-40);
-    if (writes.length > shown.length) this.wire.appendChild(h(d, 'li', { class: 'muted', text: `… ${writes.length - shown.length} earlier writes` }));
+    if (writes.length > shown.length) this.wire.appendChild(h(d, 'li', { class: 'muted', text: t('ui.lesson.earlier', { n: writes.length - shown.length }) }));
     for (const w of shown) {
-      this.wire.appendChild(h(d, 'li', { class: `wire ${w.dir}` }, h(d, 'span', { class: 'wire-dir', text: writeText(w, scene && scene.topology) }), h(d, 'span', { class: 'wire-len', text: `${w.length} octet${w.length === 1 ? '' : 's'}` }), h(d, 'span', { class: 'wire-at muted', text: `at ${w.offset}, t=${Number(w.t).toFixed(3)} s` })));
+      this.wire.appendChild(h(d, 'li', { class: `wire ${w.dir}` }, h(d, 'span', { class: 'wire-dir', text: writeText(w, scene && scene.topology) }), h(d, 'span', { class: 'wire-len', text: tn('ui.octets', w.length, { n: w.length }) }), h(d, 'span', { class: 'wire-at muted', text: t('ui.lesson.writeAt', { offset: w.offset, t: Number(w.t).toFixed(3) }) })));
     }
     const received = scene ? scene.received || [] : [];
     this.receivedBox.hidden = !received.length;
-    for (const r of received) this.received.appendChild(h(d, 'li', {}, h(d, 'strong', { text: `${r.peer}: ` }), h(d, 'code', { text: framesText(r.frames) })));
+    for (const r of received) this.received.appendChild(h(d, 'li', {}, h(d, 'strong', { text: t('ui.tree.name', { name: r.peer }) }), h(d, 'code', { text: framesText(r.frames) })));
     const log = scene ? scene.log || [] : [];
     this.logBox.hidden = !log.length;
-    for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: `${e.peer}: ` }), e.text));
+    for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: t('ui.tree.name', { name: e.peer }) }), e.text));
   }
 
   renderDecisions(scene) {
@@ -200,7 +209,7 @@ export class LessonPanel {
     this.decisionBox.hidden = !picked.length;
     for (const i of picked) {
       const ev = events[i];
-      const b = h(d, 'button', { type: 'button', class: 'decision', title: ev.rule ? `rule: ${ev.rule}` : '', on: { click: () => this.handlers.onDecision && this.handlers.onDecision(i) } }, h(d, 'strong', { text: `${ev.node}: ` }), String(ev.text || ev.what || ''), ev.rule ? h(d, 'span', { class: 'muted', text: ` (${ev.rule})` }) : null);
+      const b = h(d, 'button', { type: 'button', class: 'decision', title: ev.rule ? t('ui.lesson.rule', { rule: ev.rule }) : '', on: { click: () => this.handlers.onDecision && this.handlers.onDecision(i) } }, h(d, 'strong', { text: t('ui.tree.name', { name: ev.node }) }), String(ev.text || ev.what || ''), ev.rule ? h(d, 'span', { class: 'muted', text: ` (${ev.rule})` }) : null);
       b.dataset.index = String(i);
       this.decisionButtons.push(b);
       this.decisions.appendChild(h(d, 'li', {}, b));
@@ -219,16 +228,16 @@ export class LessonPanel {
     this.resultEl = null;
     this.selectedEl = null;
     if (!q) return;
-    this.question.append(h(d, 'h3', { text: 'Question' }), h(d, 'p', { class: 'prompt', text: q.prompt }));
+    this.question.append(h(d, 'h3', { t: 'ui.lesson.question' }), h(d, 'p', { class: 'prompt', text: q.prompt }));
     if (q.kind === 'choice') {
       const row = h(d, 'div', { class: 'choices' });
       for (const c of q.choices || []) row.appendChild(h(d, 'button', { type: 'button', class: 'choice', text: c, on: { click: () => this.handlers.onChoice(c) } }));
       this.question.appendChild(row);
     } else {
-      this.selectedEl = h(d, 'span', { class: 'muted', text: 'Nothing selected yet.' });
+      this.selectedEl = h(d, 'span', { class: 'muted', text: t('ui.answer.nothing') });
       this.question.append(
-        h(d, 'p', { class: 'hint', text: q.kind === 'byte' ? 'Click the byte in the hex dump (or its box in the octet table), then check.' : 'Click the field in the octet table, the details tree or the hex dump, then check.' }),
-        h(d, 'div', { class: 'check-row' }, h(d, 'button', { type: 'button', class: 'primary', text: 'Check my answer', on: { click: () => this.handlers.onCheck() } }), this.selectedEl),
+        h(d, 'p', { class: 'hint', t: q.kind === 'byte' ? 'ui.lesson.hint.byte' : 'ui.lesson.hint.field' }),
+        h(d, 'div', { class: 'check-row' }, h(d, 'button', { type: 'button', class: 'primary', t: 'ui.lesson.check', on: { click: () => this.handlers.onCheck() } }), this.selectedEl),
       );
     }
     this.resultEl = h(d, 'div', { class: 'answer-result', hidden: true });
@@ -251,7 +260,7 @@ export class LessonPanel {
   setLit(fields, on) {
     for (const b of this.chipButtons || []) b.classList.toggle('lit', on && fields.has(Number(b.dataset.field)));
     this.hlToggle.setAttribute('aria-pressed', on ? 'true' : 'false');
-    this.hlToggle.textContent = on ? 'Highlights on' : 'Highlights off';
+    tr(this.hlToggle, on ? 'ui.lesson.highlightsOn' : 'ui.lesson.highlightsOff');
   }
 
   setFocused(field) {
@@ -272,7 +281,7 @@ export class ClassBar {
     const d = (this.doc = container.ownerDocument);
     this.container = container;
     this.handlers = handlers;
-    this.codeInput = h(d, 'input', { type: 'text', class: 'code-input', placeholder: 'CODE', attrs: { 'aria-label': 'Join code', maxlength: '8', autocomplete: 'off', spellcheck: 'false' } });
+    this.codeInput = h(d, 'input', { type: 'text', class: 'code-input', tPlaceholder: 'ui.class.codePlaceholder', tLabel: 'ui.class.code', attrs: { maxlength: '8', autocomplete: 'off', spellcheck: 'false' } });
     this.mode = null;
     this.idle();
   }
@@ -280,10 +289,10 @@ export class ClassBar {
   idle(error = '') {
     const d = this.doc;
     this.mode = 'idle';
-    const form = h(d, 'form', { class: 'join-form', on: { submit: (e) => { e.preventDefault(); this.handlers.onJoin(this.codeInput.value); } } }, h(d, 'label', { text: 'Join a class: ' }, this.codeInput), h(d, 'button', { type: 'submit', text: 'Join' }));
+    const form = h(d, 'form', { class: 'join-form', on: { submit: (e) => { e.preventDefault(); this.handlers.onJoin(this.codeInput.value); } } }, h(d, 'label', {}, h(d, 'span', { t: 'ui.class.join.label' }), this.codeInput), h(d, 'button', { type: 'submit', t: 'ui.class.join' }));
     setChildren(
       this.container,
-      h(d, 'div', { class: 'class-bar-row' }, h(d, 'button', { type: 'button', id: 'present-button', class: 'primary', text: 'Present to a class', title: 'Show a join code; students follow your steps, selections and highlights live', on: { click: () => this.handlers.onPresent() } }), form, error ? h(d, 'span', { class: 'error', text: error }) : null),
+      h(d, 'div', { class: 'class-bar-row' }, h(d, 'button', { type: 'button', id: 'present-button', class: 'primary', t: 'ui.class.present', tTitle: 'ui.class.present.title', on: { click: () => this.handlers.onPresent() } }), form, error ? h(d, 'span', { class: 'error', text: error }) : null),
     );
     this.container.className = 'class-bar idle';
   }
@@ -297,13 +306,13 @@ export class ClassBar {
         d,
         'div',
         { class: 'class-bar-row' },
-        h(d, 'span', { class: 'role-badge teacher', text: 'Presenting' }),
-        h(d, 'span', { class: 'join-label', text: 'Join code' }),
+        h(d, 'span', { class: 'role-badge teacher', t: 'ui.class.presenting' }),
+        h(d, 'span', { class: 'join-label', t: 'ui.class.code' }),
         h(d, 'strong', { id: 'join-code', class: 'join-code', text: code }),
         h(d, 'span', { class: 'join-url muted', text: joinUrl }),
-        h(d, 'span', { id: 'student-count', class: 'student-count', text: `${count} student${count === 1 ? '' : 's'} · ${following} following` }),
-        h(d, 'span', { class: `conn-state ${connected ? 'on' : 'off'}`, text: connected ? 'live' : 'reconnecting…' }),
-        h(d, 'button', { type: 'button', class: 'small', text: 'End class', on: { click: () => this.handlers.onEnd() } }),
+        h(d, 'span', { id: 'student-count', class: 'student-count', t: [count === 1 ? 'ui.class.students.one' : 'ui.class.students.other', { count, following }] }),
+        h(d, 'span', { class: `conn-state ${connected ? 'on' : 'off'}`, t: connected ? 'ui.class.live' : 'ui.class.reconnecting' }),
+        h(d, 'button', { type: 'button', class: 'small', t: 'ui.class.end', on: { click: () => this.handlers.onEnd() } }),
       ),
     );
     this.container.className = 'class-bar teacher';
@@ -312,18 +321,18 @@ export class ClassBar {
   student({ code, following = true, teacherPresent = true, connected = false }) {
     const d = this.doc;
     this.mode = 'student';
-    const state = !connected ? 'Connecting…' : following ? 'Following the teacher' : 'Exploring on your own';
+    const state = !connected ? 'ui.class.connecting' : following ? 'ui.class.following' : 'ui.class.exploring';
     setChildren(
       this.container,
       h(
         d,
         'div',
         { class: 'class-bar-row' },
-        h(d, 'span', { class: 'role-badge student', text: `Class ${code}` }),
-        h(d, 'span', { id: 'follow-state', class: `follow-state ${following ? 'following' : 'wandering'}`, text: state }),
-        connected && !teacherPresent ? h(d, 'span', { class: 'muted', text: 'The teacher is away.' }) : null,
-        h(d, 'button', { type: 'button', id: 'follow-button', class: following ? 'small' : 'primary', text: 'Follow the teacher', disabled: following, on: { click: () => this.handlers.onFollow() } }),
-        h(d, 'button', { type: 'button', class: 'small', text: 'Leave', on: { click: () => this.handlers.onLeave() } }),
+        h(d, 'span', { class: 'role-badge student', t: ['ui.class.badge', { code }] }),
+        h(d, 'span', { id: 'follow-state', class: `follow-state ${following ? 'following' : 'wandering'}`, t: state }),
+        connected && !teacherPresent ? h(d, 'span', { class: 'muted', t: 'ui.class.away' }) : null,
+        h(d, 'button', { type: 'button', id: 'follow-button', class: following ? 'small' : 'primary', t: 'ui.class.follow', disabled: following, on: { click: () => this.handlers.onFollow() } }),
+        h(d, 'button', { type: 'button', class: 'small', t: 'ui.class.leave', on: { click: () => this.handlers.onLeave() } }),
       ),
     );
     this.container.className = `class-bar student ${following ? 'following' : 'wandering'}`;
