@@ -71,3 +71,19 @@ def test_answers_in_chinese(client):
     hint = client.post("/api/lessons/framing/steps/2/answer?lang=zh-CN",
                        json={"index": step["element"], "offset": step["events"][step["element"]]["offset"] + 1}).json()
     assert hint["message"] == "不是大小本身，而是告诉读取方如何读取大小的那个字节。"
+
+
+def test_every_text_of_every_scene_is_in_the_catalog(played):
+    """Field notes, expert texts, socket decisions and log lines of every step of every lesson have a Chinese text."""
+    from zmtplab import i18n
+
+    texts = set()
+    for scenes in played.values():
+        for scene in scenes:
+            public = scene.public()
+            for ev in public["events"]:
+                texts.update(t for t in [ev.get("text"), *(f.get("note") for f in ev.get("fields") or [])] if t)
+            texts.update(e["text"] for e in public["log"] if e.get("text"))
+    assert len(texts) > 150
+    assert sorted(t for t in texts if i18n.recognise(t) is None) == []
+    assert sorted(t for t in texts if not HAN.search(i18n.translate(t, "zh-CN"))) == []
