@@ -363,6 +363,8 @@ class SimulatedRuntime:
             names = sorted({*FAULTS, *(n for n, f in SESSION_FAULTS.items() if f.simulated is not None)})
             raise SessionError(f"unknown fault {name!r}; one of {', '.join(names)}")
         params = FAULTS[fault].params
+        if self.topology is not None:
+            args = self._node_to_side(args)
         args = _peer_to_direction(fault, args)
         unknown = [k for k in args if k not in params and not (fault == "split" and k == "count")]
         if unknown:
@@ -379,6 +381,24 @@ class SimulatedRuntime:
         self._new_branch()
         self._absorb()
         self._poke()
+
+    def _node_to_side(self, args: dict[str, Any]) -> dict[str, Any]:
+        """In a topology the page names a node (`peer`): on connection `conn` (by default the node's newest open
+        one) it is the server or the client."""
+        node = args.get("peer")
+        if node is None:
+            return args
+        links = [lk for lk in self.sim.links.values() if node in (lk.peers["client"].name, lk.peers["server"].name)]
+        if args.get("conn") is not None:
+            conn = _sim_conn(args["conn"])
+            links = [lk for lk in links if lk.id == conn]
+        else:
+            links = [lk for lk in links if not lk.closed]
+        if not links:
+            raise SessionError(f"node {node!r} has no such connection")
+        link = links[-1]
+        side = "client" if link.peers["client"].name == node else "server"
+        return {**args, "peer": side, "conn": str(int(link.id) - 1)}
 
     def _split_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """`split_writes` without offsets: the next `count` (16) octets of the direction, one write each."""
