@@ -169,6 +169,7 @@ class _Link:
     ready: set[str] = field(default_factory=set)  # directions whose handshake is done
     subscriptions: int = 0  # SUBSCRIBE elements seen from a SUB end
     ports: tuple[int, int] = (0, 0)  # the client's own port, the tap's port towards the server
+    tagged: dict[str, set[int]] = field(default_factory=lambda: {"c2s": set(), "s2c": set()})  # message ids seen
 
 
 def _keys() -> tuple[bytes, bytes]:
@@ -322,6 +323,7 @@ class _Node:
     read: set[int] = field(default_factory=set)  # the message ids its application read
     pipe_conns: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe -> its connection now
     sending: int | None = None  # the id of the message its application is sending
+    out: set[int] = field(default_factory=set)  # the message ids it sent or, as a proxy's end, passed on
     blocked: bool = False  # our socket said a send blocks, and it has not gone yet
     pipes: dict[str, str] = field(default_factory=dict)  # our peer's connect pipe id -> the far node's name
 
@@ -352,6 +354,7 @@ class TcpRuntime:
         self._ids = itertools.count()
         self._msg_ids = itertools.count(1)
         self._msgs: dict[tuple[bytes, ...], list[int]] = {}  # a message's body -> the ids of its sends, oldest first
+        self.reply_to: dict[int, int] = {}  # an echo's message id -> the id of the request it answers
         self._closed = False
         self._t0 = 0.0
         self._rng = random.Random()
@@ -609,14 +612,14 @@ class TcpRuntime:
                 if every:
                     await asyncio.sleep(every)
                 frames = await side.recv()
-                self._received(node, frames)
+                msg = self._received(node, frames)
                 if node.spec.echo:
-                    await self._echo(node, frames)
+                    await self._echo(node, frames, msg)
 
-    async def _echo(self, node: _Node, frames: list[bytes]) -> None:
+    async def _echo(self, node: _Node, frames: list[bytes], request: int | None) -> None:
         """An echoing application sends back what it read, as it read it (a REP: its reply; a ROUTER: to the
         identity the message came from)."""
-        node.sending = self._sent(node, frames)
+        node.sending = self._sent(node, frames, reply_to=request)
         assert node.side is not None
         try:
             await node.side.send(frames, timeout=None)
@@ -633,18 +636,22 @@ class TcpRuntime:
                 if msg is not None:
                     source.read.add(msg)
                     sink.read.add(msg)  # (what comes back through the sink is another message: a reply)
+                    sink.out.add(msg)
                 sink.sending = msg
                 try:
                     await sink.side.send(frames, timeout=None)
                 finally:
                     sink.sending = None
 
-    def _sent(self, node: _Node, frames: list[bytes]) -> int:
+    def _sent(self, node: _Node, frames: list[bytes], reply_to: int | None = None) -> int:
         """A new message id for an application's send, remembered by its body (see `_received`; a node never
-        receives its own message: an echo's reply is a new one)."""
+        receives its own message: an echo's reply is a new one, `reply_to` the request's)."""
         msg = next(self._msg_ids)
         self._msgs.setdefault(_body(frames), []).append(msg)
         node.read.add(msg)
+        node.out.add(msg)
+        if reply_to is not None:
+            self.reply_to[msg] = reply_to
         return msg
 
     def _known(self, node: _Node, frames: list[bytes]) -> int | None:
@@ -660,7 +667,7 @@ class TcpRuntime:
         msg = self._known(node, frames)
         if msg is not None:
             node.read.add(msg)
-            event["msg"] = msg
+            self._with_id(event, msg)
         self.session.add_event(event)
         self.session.push_state()
         return msg
@@ -717,7 +724,7 @@ class TcpRuntime:
         if conn is not None:
             event["conn"] = conn
         if msg is not None:
-            event["msg"] = msg
+            self._with_id(event, msg)
         if pipe is not None or what == "block":
             event["depth"] = args.get("depth", 0)
             event["hwm"] = hwm
@@ -934,8 +941,28 @@ class TcpRuntime:
             events.append(item)
             if link.tap is not None and self.plan.topology:
                 self._watch_handshake(link, d, event)
+                if event.kind == "message" and not item.get("decrypted"):
+                    self._tag(link, d, event, item)
         self.session.add_events(events)
         self.session.push_state()
+
+    def _tag(self, link: _Link, direction: str, event: Any, item: dict[str, Any]) -> None:
+        """A message on the wire gets the id of the oldest message with its body that its writer sent (or
+        passed on) and this direction has not carried yet."""
+        assert link.tap is not None
+        writer = self.nodes[link.tap.spec.connect if direction == "c2s" else link.tap.spec.bind]
+        seen = link.tagged[direction]
+        msg = next((m for m in self._msgs.get(_body([p.body for p in event.parts]), ())
+                    if m in writer.out and m not in seen), None)
+        if msg is not None:
+            seen.add(msg)
+            self._with_id(item, msg)
+
+    def _with_id(self, event: dict[str, Any], msg: int) -> None:
+        event["msg"] = msg
+        reply_to = self.reply_to.get(msg)
+        if reply_to is not None:
+            event["reply_to"] = reply_to
 
     def _watch_handshake(self, link: _Link, direction: str, event: Any) -> None:
         """Sets the link's tap `up` once both sides are ready and a SUB end's subscriptions have crossed."""
