@@ -14,7 +14,7 @@ STAMPS := $(VENV)/.stamps
 run: setup
 	$(BIN)/zmtplab serve
 
-test: setup
+test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/
 	$(BIN)/python -m pytest
@@ -36,6 +36,11 @@ $(STAMPS)/python: pyproject.toml $(VENV)/.python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@mkdir -p $(STAMPS) && touch $@
 
+# Test-only tools from the npm registry (axe-core for the browser tests' accessibility checks), as locked.
+$(STAMPS)/npm: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	@mkdir -p $(STAMPS) && touch $@
+
 # Which interpreter the environment was made with: another one (PYTHON changed) makes it again.
 $(VENV)/.python: FORCE
 	@if [ "$$(cat $@ 2>/dev/null)" != "$(PYTHON)" ]; then rm -rf $(VENV) && mkdir -p $(VENV) && echo "$(PYTHON)" > $@; fi
@@ -43,4 +48,4 @@ $(VENV)/.python: FORCE
 FORCE:
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache

@@ -121,11 +121,16 @@ export function s(doc, tag, attrs = {}, ...children) {
   return append(el, children);
 }
 
-/** A titled panel (title: a catalog message, id or [id, params]): returns { root, body, tools }. */
+let panels = 0;
+
+/** A titled panel (title: a catalog message, id or [id, params]): returns { root, body, tools }.
+ * The body scrolls, so it takes the keyboard focus (arrows and page keys scroll it) and is named by its title. */
 export function panel(doc, title, className = '') {
+  const titleId = `panel-title-${++panels}`;
   const tools = h(doc, 'div', { class: 'panel-tools' });
-  const body = h(doc, 'div', { class: 'panel-body' });
-  const root = h(doc, 'section', { class: `panel ${className}`.trim() }, h(doc, 'header', { class: 'panel-head' }, h(doc, 'h2', { t: title }), tools), body);
+  const body = h(doc, 'div', { class: 'panel-body', tabIndex: 0, attrs: { role: 'region', 'aria-labelledby': titleId } });
+  const heading = h(doc, 'h2', { t: title, attrs: { id: titleId } });
+  const root = h(doc, 'section', { class: `panel ${className}`.trim() }, h(doc, 'header', { class: 'panel-head' }, heading, tools), body);
   return { root, body, tools };
 }
 

@@ -6,6 +6,8 @@
 //   .setAnalysis(analysis)   // GET /api/captures/{id}/analysis
 //   .setMessage(text)        // instead of an analysis: why there is none (yet)
 
+import { t, tn } from '../core/i18n.js';
+import { severityName } from '../core/labels.js';
 import { h, s, clear, panel, setChildren } from './dom.js';
 import { layoutTopology, flowConns } from '../core/topology.js';
 import { formatCount } from '../core/bytes.js';
@@ -43,29 +45,29 @@ export class OverviewView {
     const handshakes = this.analysis?.curve_handshakes || [];
     this.curve.hidden = !handshakes.length || !this.onCurveCheck;
     if (this.curve.hidden) return;
-    const input = h(d, 'input', { type: 'password', autocomplete: 'off', spellcheck: false, placeholder: '40 Z85 characters or 64 hex digits', attrs: { 'aria-label': "The CURVE server's long-term secret key" } });
+    const input = h(d, 'input', { type: 'password', autocomplete: 'off', spellcheck: false, tPlaceholder: 'ui.curve.placeholder', tLabel: 'ui.curve.label' });
     const result = h(d, 'div', { class: 'curve-result', attrs: { role: 'status' } });
     const run = async (event) => {
       event.preventDefault();
       const secret = input.value.trim();
       input.value = ''; // (the key leaves the page once, with this request)
       if (!secret) return;
-      setChildren(result, h(d, 'span', { class: 'muted', text: 'Checking…' }));
+      setChildren(result, h(d, 'span', { class: 'muted', text: t('ui.curve.checking') }));
       try {
         const found = await this.onCurveCheck(secret);
         this.checked = found.findings || [];
         setChildren(result, Object.entries(found.curve || {}).map(([conn, c]) => h(d, 'p', {
-          text: `Connection ${conn}: HELLO ${c.hello}${c.welcome ? `, WELCOME ${c.welcome}` : ''}${c.server_short_key ? `; the server's short-term key is ${c.server_short_key}` : ''}`,
+          text: `${t('ui.curve.hello', { conn, hello: c.hello })}${c.welcome ? t('ui.curve.welcome', { welcome: c.welcome }) : ''}${c.server_short_key ? t('ui.curve.shortKey', { key: c.server_short_key }) : ''}`,
         })));
         this.renderFindings();
       } catch (err) {
-        setChildren(result, h(d, 'span', { class: 'curve-error', text: `No check: ${err.message}` }));
+        setChildren(result, h(d, 'span', { class: 'curve-error', text: t('ui.curve.failed', { error: err.message }) }));
       }
     };
     setChildren(this.curve, h(d, 'form', { class: 'curve-form', on: { submit: run } },
-      h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: `CURVE check (${handshakes.length} connection${handshakes.length === 1 ? '' : 's'}): the server's secret key` }), input),
-      h(d, 'button', { type: 'submit', text: 'Check the HELLOs' }),
-      h(d, 'span', { class: 'muted', text: 'Sent once to the server for this check, stored nowhere.' })), result);
+      h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: tn('ui.curve.field', handshakes.length) }), input),
+      h(d, 'button', { type: 'submit', t: 'ui.curve.check' }),
+      h(d, 'span', { class: 'muted', t: 'ui.curve.once' })), result);
   }
 
   setMessage(text) {
@@ -100,7 +102,7 @@ export class OverviewView {
     const a = this.analysis;
     if (!a) return;
     if (!a.nodes.length) {
-      setChildren(this.graph, h(d, 'p', { class: 'muted empty', text: 'No TCP connection with payload in this capture.' }));
+      setChildren(this.graph, h(d, 'p', { class: 'muted empty', text: t('ui.overview.noTcp') }));
       return;
     }
     const layout = layoutTopology(a, { width: 900 });
@@ -109,7 +111,7 @@ export class OverviewView {
     const edges = layout.edges.map((e) => {
       const cls = ['edge', e.valid ? '' : 'invalid', e.severity ? `sev-${e.severity}` : '', on.has(e.conn) ? 'on' : ''].filter(Boolean).join(' ');
       const step = order.indexOf(e.conn);
-      const g = s(d, 'g', { class: cls, 'data-conn': e.conn, tabindex: 0, role: 'button', 'aria-label': `connection ${e.label}` },
+      const g = s(d, 'g', { class: cls, 'data-conn': e.conn, tabindex: 0, role: 'button', 'aria-label': t('ui.overview.connection', { label: e.label }) },
         s(d, 'line', { x1: e.x1, y1: e.y1, x2: e.x2, y2: e.y2 }),
         s(d, 'text', { x: (e.x1 + e.x2) / 2, y: (e.y1 + e.y2) / 2 - 6, 'text-anchor': 'middle', class: 'edge-label' },
           step >= 0 ? `${step + 1}. ${e.label}` : e.label));
@@ -126,8 +128,8 @@ export class OverviewView {
         s(d, 'text', { y: -4, 'text-anchor': 'middle', class: 'node-types' }, types),
         s(d, 'text', { y: 12, 'text-anchor': 'middle', class: 'node-label' }, n.label));
     });
-    const svg = s(d, 'svg', { class: 'topology', viewBox: `0 0 ${layout.width} ${layout.height}`, role: 'img',
-      'aria-label': `${layout.nodes.length} nodes, ${layout.edges.length} connections` }, ...edges, ...nodes);
+    const svg = s(d, 'svg', { class: 'topology', viewBox: `0 0 ${layout.width} ${layout.height}`, role: 'group',
+      'aria-label': t('ui.overview.graph', { nodes: layout.nodes.length, conns: layout.edges.length }) }, ...edges, ...nodes);
     setChildren(this.graph, svg);
   }
 
@@ -136,20 +138,20 @@ export class OverviewView {
     const list = [...this.checked, ...this.analysis.findings];
     this.counts.findings.textContent = list.length ? `${list.length}` : '';
     if (!list.length) {
-      setChildren(this.findings, h(d, 'p', { class: 'muted empty', text: 'No findings: nothing across these connections looks wrong.' }));
+      setChildren(this.findings, h(d, 'p', { class: 'muted empty', text: t('ui.overview.noFindings') }));
       return;
     }
     setChildren(this.findings, h(d, 'ul', { class: 'finding-list' }, list.map((f) => h(d, 'li', { class: `finding sev-${f.severity}` },
       h(d, 'div', { class: 'finding-head' },
-        h(d, 'span', { class: `sev-badge sev-${f.severity}`, text: f.severity }),
-        h(d, 'button', { type: 'button', class: 'link finding-rule', text: f.rule, title: 'Show its connections on the graph', on: { click: () => this.pick(f.conns) } }),
-        h(d, 'span', { class: 'muted', text: ` connection${f.conns.length > 1 ? 's' : ''} ${f.conns.join(', ')}` })),
+        h(d, 'span', { class: `sev-badge sev-${f.severity}`, text: severityName(f.severity) }),
+        h(d, 'button', { type: 'button', class: 'link finding-rule', text: f.rule, title: t('ui.overview.showConns'), on: { click: () => this.pick(f.conns) } }),
+        h(d, 'span', { class: 'muted', text: t(f.conns.length > 1 ? 'ui.overview.conns.other' : 'ui.overview.conns.one', { list: f.conns.join(', ') }) })),
       h(d, 'p', { class: 'finding-text', text: f.text }),
       f.events.length ? h(d, 'div', { class: 'finding-events' }, f.events.map((e) => h(d, 'button', {
         type: 'button',
         class: 'small event-link',
         text: `#${e.conn}:${e.index ?? '?'} ${e.kind} ${e.dir} @${e.offset}`,
-        title: 'Open this element',
+        title: t('ui.overview.openElement'),
         disabled: typeof e.index !== 'number',
         on: { click: () => this.onOpenEvent(String(e.conn), e.index) },
       }))) : null,
@@ -163,15 +165,15 @@ export class OverviewView {
     this.counts.flows.textContent = total ? formatCount(total) : '';
     this.flowRows = [];
     if (!a.flows.length) {
-      setChildren(this.flows, h(d, 'p', { class: 'muted empty', text: 'No message was seen forwarded from one connection to another (no broker or proxy hop).' }));
+      setChildren(this.flows, h(d, 'p', { class: 'muted empty', text: t('ui.overview.noFlows') }));
       return;
     }
     const rows = a.flows.slice(0, FLOW_ROWS).map((flow, index) => {
       const row = h(d, 'li', { class: 'flow-row', tabIndex: 0 },
         h(d, 'span', { class: 'flow-message mono', text: flow.message }),
         h(d, 'span', { class: 'flow-path', text: flow.hops.map((hop) => `#${hop.conn} ${hop.from} → ${hop.to}`).join('  ⇒  ') }),
-        h(d, 'span', { class: 'flow-steps muted', text: flow.steps.map((st) => `${st.envelope}${st.frames.length ? ` [${st.frames.join(', ')}]` : ''} in ${(st.latency * 1000).toFixed(2)} ms`).join('; ') }),
-        flow.ambiguous ? h(d, 'span', { class: 'sev-badge sev-warn', text: 'ambiguous', title: 'Messages on several connections could be the one forwarded: the latest was taken' }) : null);
+        h(d, 'span', { class: 'flow-steps muted', text: flow.steps.map((st) => `${st.envelope}${st.frames.length ? ` [${st.frames.join(', ')}]` : ''}${t('ui.overview.latency', { ms: (st.latency * 1000).toFixed(2) })}`).join(t('ui.list.semicolon')) }),
+        flow.ambiguous ? h(d, 'span', { class: 'sev-badge sev-warn', text: t('ui.overview.ambiguous'), title: t('ui.overview.ambiguous.title') }) : null);
       const pick = () => this.pick(flowConns(flow), { ...flow, index });
       row.addEventListener('click', pick);
       row.addEventListener('keydown', (ev) => ev.key === 'Enter' && pick());
@@ -179,7 +181,7 @@ export class OverviewView {
     });
     this.flowRows = rows;
     const more = a.flows.length > FLOW_ROWS || total > a.flows.length
-      ? h(d, 'p', { class: 'muted', text: `${formatCount(total - Math.min(FLOW_ROWS, a.flows.length))} more (zmtplab analyze --json lists them)` }) : null;
+      ? h(d, 'p', { class: 'muted', text: t('ui.overview.moreFlows', { n: formatCount(total - Math.min(FLOW_ROWS, a.flows.length)) }) }) : null;
     setChildren(this.flows, h(d, 'ol', { class: 'flow-list' }, rows), more);
   }
 }
