@@ -12,6 +12,8 @@ from ..analysis import analyze_capture
 from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
 from ..engine.curve import key_from_text
+from ..i18n import localize_analysis
+from .output import add_lang_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("capture", metavar="CAPTURE", help="a pcap or pcapng file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: nodes, connections, flows, findings (and curve)")
+    add_lang_option(p)
     p.add_argument("--curve-secret", action="append", default=[], metavar="KEY",
                    help="a CURVE server's long-term secret key (Z85, 40 characters, or 64 hex digits) to check each "
                         "HELLO against (repeatable); used for this run only, never stored or printed")
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(analysis, option=orjson.OPT_APPEND_NEWLINE))
     else:
-        write_text(analysis, sys.stdout)
+        write_text(analysis if args.lang is None else localize_analysis(analysis, args.lang), sys.stdout)
     sys.stdout.flush()
     if result.error:
         print(f"zmtplab analyze: warning: {args.capture}: {result.error}", file=sys.stderr)

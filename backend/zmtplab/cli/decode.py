@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..decode import VERSIONS, decode_to_dicts, parse_hex
-from .output import write_jsonl, write_line
+from .output import add_lang_option, field_note, localized, write_jsonl, write_line
 
 __all__ = ["register", "run"]
 
@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--hex", help="the bytes as hex (spaces, colons and 0x prefixes allowed)")
     src.add_argument("--file", type=Path, help="a file holding the raw bytes (- for standard input)")
     p.add_argument("--jsonl", action="store_true", help="print JSON lines (the event contract)")
+    add_lang_option(p)
     p.add_argument("--no-fields", action="store_true", help="leave out the fields of each event")
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.add_argument("--version", choices=VERSIONS, default="auto",
@@ -47,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
         if args.jsonl:
             write_jsonl(out, as_dict)
         else:
+            as_dict = localized(as_dict, args.lang)
             write_line(out, as_dict)
             if not args.no_fields:
                 for f in as_dict.get("fields", []):
-                    out.write(f"{'':>14}{f['offset']:>6} +{f['length']:<4} {f['name']}: {f['value']}\n")
+                    out.write(f"{'':>14}{f['offset']:>6} +{f['length']:<4} {f['name']}: {f['value']}"
+                              f"{field_note(f, args.lang)}\n")
     return 0

@@ -11,7 +11,7 @@ from typing import Any
 from ..capture.dissect import DissectResult, dissect_capture, dissect_capture_jsonl
 from ..capture.errors import CaptureFormatError
 from ..engine.events import WIRE_KINDS
-from .output import write_jsonl, write_line
+from .output import add_lang_option, field_note, localized, write_jsonl, write_line
 
 # JSON lines go out in writes of about this many characters.
 _WRITE_CHUNK = 1 << 20
@@ -25,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "capture exits 2.")
     p.add_argument("capture", type=Path, help="a pcap or pcapng file")
     p.add_argument("--jsonl", action="store_true", help="print JSON lines (the event contract)")
+    add_lang_option(p)
     p.add_argument("--no-fields", action="store_true", help="leave out the fields of each event")
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.add_argument("--conn", action="append", metavar="ID", help="only these connection ids (repeatable)")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     try:
         with open(args.capture, "rb") as handle:
-            if args.jsonl and conns is None and kinds is None:
+            if args.jsonl and conns is None and kinds is None:  # (the contract: --lang changes nothing here)
                 _write_jsonl(dissect_capture_jsonl(handle, **options))
             else:
                 _write_events(dissect_capture(handle, **options), args, conns, kinds)
@@ -97,12 +98,15 @@ def _write_events(events: Iterator[dict[str, Any]], args: argparse.Namespace, co
     out = sys.stdout
     write = write_jsonl if args.jsonl else write_line
     show_fields = not args.jsonl and not args.no_fields
+    lang = None if args.jsonl else args.lang
     for event in events:
         if conns is not None and event["conn"] not in conns:
             continue
         if kinds is not None and event["kind"] not in kinds:
             continue
+        event = localized(event, lang)
         write(out, event)
         if show_fields:
             for f in event.get("fields", ()):
-                out.write(f"{'':>26}{f['offset']:>8} +{f['length']:<5} {f['name']}: {f['value']}\n")
+                out.write(f"{'':>26}{f['offset']:>8} +{f['length']:<5} {f['name']}: {f['value']}"
+                          f"{field_note(f, lang)}\n")

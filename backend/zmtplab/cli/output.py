@@ -7,6 +7,26 @@ from typing import IO, Any
 import orjson
 
 from ..engine.fields import text_or_hex
+from ..i18n import LANGS, localize_event, translate
+
+
+def add_lang_option(parser: Any) -> None:
+    """`--lang`: the readable view's notes and expert texts in a language (JSON output stays the English contract)."""
+    parser.add_argument("--lang", choices=LANGS, default=None,
+                        help="print each field's note and the expert texts in this language (en or zh-CN); "
+                             "without it notes are not printed; --jsonl/--json stay English")
+
+
+def localized(event: dict[str, Any], lang: str | None) -> dict[str, Any]:
+    """The event for the readable view in `lang` (itself without `--lang`)."""
+    return event if lang is None else localize_event(event, lang)
+
+
+def field_note(field: dict[str, Any], lang: str | None) -> str:
+    """What follows a field's line with `--lang`: its note in that language (nothing without `--lang`)."""
+    if lang is None or not field.get("note"):
+        return ""
+    return f"  # {translate(field['note'], lang)}"
 
 
 def write_jsonl(out: IO[str], event: dict[str, Any]) -> None:

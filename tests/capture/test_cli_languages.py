@@ -1,0 +1,46 @@
+"""`--lang` on `zmtplab dissect`, `decode` and `analyze`: notes and findings in Chinese on request; without it the
+readable output is what it always was, and JSON output is the English contract whatever `--lang` says."""
+# ruff: noqa: RUF001  (the Chinese texts use full-width punctuation, as Chinese does)
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from zmtplab.cli import main
+
+CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "mismatch_push_push.pcapng"
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def run(capsys, *argv: str) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_dissect_with_lang(capsys):
+    plain = run(capsys, "dissect", str(CAPTURE))
+    assert "#" not in plain.split("\n")[1]  # no notes without --lang
+    english = run(capsys, "dissect", str(CAPTURE), "--lang", "en")
+    chinese = run(capsys, "dissect", str(CAPTURE), "--lang", "zh-CN")
+    assert "signature: 0xff  # First octet of the signature: %xFF." in english
+    assert "signature: 0xff  # 签名的第一个字节：%xFF。" in chinese
+    assert "Expert ERROR: 无效的套接字组合：客户端 PUSH 不能与服务器 PUSH 通信（23/ZMTP 套接字类型表）" in chinese
+    # the same lines, only the notes and expert texts differ
+    assert [line.split("  # ")[0] for line in english.splitlines() if "Expert" not in line] == \
+        [line.split("  # ")[0] for line in chinese.splitlines() if "Expert" not in line]
+    assert [line.split("  # ")[0] for line in english.splitlines()] == plain.splitlines()
+    assert run(capsys, "dissect", str(CAPTURE), "--jsonl", "--lang", "zh-CN") == run(capsys, "dissect", str(CAPTURE),
+                                                                                        "--jsonl")
+
+
+def test_decode_and_analyze_with_lang(capsys):
+    chinese = run(capsys, "decode", "--hex", "ff00000000000000017f03014e554c4c" + "00" * 48 + "0400", "--lang", "zh-CN")
+    assert "Expert ERROR: 命令帧的主体为空：没有命令名称" in chinese
+    assert "# 签名的第一个字节：%xFF。" in chinese
+    plain = run(capsys, "analyze", str(CAPTURE))
+    chinese = run(capsys, "analyze", str(CAPTURE), "--lang", "zh-CN")
+    assert "invalid-socket-pair [conn 0]: invalid socket pair: client PUSH cannot talk to server PUSH" in plain
+    assert "invalid-socket-pair [conn 0]: 无效的套接字组合：客户端 PUSH 不能与服务器 PUSH 通信" in chinese
+    assert run(capsys, "analyze", str(CAPTURE), "--json", "--lang", "zh-CN") == run(capsys, "analyze", str(CAPTURE),
+                                                                                      "--json")
