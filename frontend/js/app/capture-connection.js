@@ -8,6 +8,7 @@
 // every connection unless "this connection only" is ticked, each numbered
 // with its connection and index; opening one opens its connection.
 
+import { t, tn } from '../core/i18n.js';
 import { PagedSource } from '../core/source.js';
 import { buildChunks } from '../core/hexdump.js';
 import { fieldAt } from '../core/octets.js';
@@ -77,7 +78,7 @@ export class ConnectionBrowser {
     const c = this.info();
     this.connections.setConnections(summary.connections, conn);
     const types = c && c.socket_types ? c.socket_types : {};
-    wb.sequence.setLabels({ client: `client ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `server ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
+    wb.sequence.setLabels({ client: `${t('ui.peer.client')} ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `${t('ui.peer.server')} ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
     // Times count from the capture's first packet (as Wireshark's do): the same on every connection, so
     // a list of matches from several connections and the details of one agree.
     const firsts = (summary.connections || []).map((x) => x.first_ts).filter((t) => typeof t === 'number');
@@ -145,19 +146,19 @@ export class ConnectionBrowser {
     const list = this.list;
     wb.sequence.setSource(list);
     wb.sequence.setRowNumbers(filtered ? (row, ev) => this.rowNumber(row, ev) : null);
-    bar.setCount(filtered && q ? 'searching…' : '');
+    bar.setCount(filtered && q ? t('ui.search.searching') : '');
     list.load().then(
       () => {
         if (gen !== this.gen) return;
         if (filtered) {
           const res = list.search || { total: list.length };
           bar.setCount(matchText(res, { scope, conn: this.conn, connections: (this.file.summary?.connections || []).length }), { more: !!res.partial });
-        } else bar.setCount(`${formatCount(list.length)} elements`);
+        } else bar.setCount(tn('ui.seq.count', list.length, { n: formatCount(list.length) }));
         const sel = wb.selection.get().index;
         if (sel !== null) wb.sequence.setSelected(this.rowOf(sel));
       },
       (err) => {
-        if (gen === this.gen) bar.setCount(`filter failed: ${err.message}`);
+        if (gen === this.gen) bar.setCount(t('ui.search.failed', { error: err.message }));
       },
     );
   }
@@ -192,7 +193,7 @@ export class ConnectionBrowser {
         { total: typeof res.total === 'number' ? res.total : events.length, counts },
       );
     } catch (err) {
-      this.page.status(`Expert info: ${err.message}`, 'error');
+      this.page.status(t('ui.capture.expertFailed', { error: err.message }), 'error');
     }
   }
 
@@ -238,7 +239,7 @@ export class ConnectionBrowser {
         const res = await this.page.api.captureEvent(id, index, conn);
         full = res && res.event && typeof res.event === 'object' ? res.event : res;
       } catch (err) {
-        this.page.status(`Element ${index}: ${err.message}`, 'error');
+        this.page.status(t('ui.capture.elementFailed', { index, error: err.message }), 'error');
         return;
       }
       if (this.file.id !== id || this.conn !== conn) return;

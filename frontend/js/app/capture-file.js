@@ -3,10 +3,11 @@
 // deleting one. What a loaded capture shows is the page's (capture.js).
 
 import { UploadView, CaptureListView } from '../views/capture.js';
+import { t } from '../core/i18n.js';
 
 /** The banner and notice text while a capture is still being dissected. */
 export function dissectingText(percent) {
-  return `Dissecting the capture: ${Math.round(Number(percent) || 0)}%. Its first elements are shown meanwhile; the rest, and the counts, follow when it is done.`;
+  return t('ui.capture.dissecting', { pct: Math.round(Number(percent) || 0) });
 }
 
 const hasConnections = (s) => Array.isArray(s.connections) && s.connections.length > 0;
@@ -45,7 +46,7 @@ export class CaptureFile {
       this.list.setCaptures(Array.isArray(res?.captures) ? res.captures : [], this.id);
     } catch (err) {
       this.list.setCaptures([]);
-      this.page.status(`Your captures: ${err.message}`, 'error');
+      this.page.status(t('ui.capture.listFailed', { error: err.message }), 'error');
     }
   }
 
@@ -55,11 +56,11 @@ export class CaptureFile {
       await page.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
-        page.status(`Could not delete ${name}: ${err.message}`, 'error');
+        page.status(t('ui.capture.deleteFailed', { name, error: err.message }), 'error');
         return;
       }
     }
-    page.status(`Deleted ${name} from the server.`);
+    page.status(t('ui.capture.deleted', { name }));
     if (this.id === id) {
       this.stopFollowing();
       page.closed(id);
@@ -81,7 +82,7 @@ export class CaptureFile {
       const res = await promise;
       await this.open(String(res.id));
     } catch (err) {
-      upload.setError(`Upload failed: ${err.message}`);
+      upload.setError(t('ui.capture.uploadFailed', { error: err.message }));
     }
   }
 
@@ -96,7 +97,7 @@ export class CaptureFile {
       summary = await page.api.capture(id);
     } catch (err) {
       this.showUpload(true);
-      upload.setError(err.status === 404 ? `No capture with id ${id} (the server may have restarted): upload it again.` : `Could not load capture ${id}: ${err.message}`);
+      upload.setError(err.status === 404 ? t('ui.capture.noSuch', { id }) : t('ui.capture.loadFailed', { id, error: err.message }));
       return;
     }
     if (summary.state === 'done' || summary.state === 'error') {
@@ -162,7 +163,7 @@ export class CaptureFile {
       try {
         summary = await this.page.api.capture(id);
       } catch (err) {
-        this.upload.setError(`Could not follow the dissection: ${err.message}`);
+        this.upload.setError(t('ui.capture.followFailed', { error: err.message }));
         return;
       }
       onProgress({ state: summary.state, percent: summary.percent, detail: '' });

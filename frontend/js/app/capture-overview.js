@@ -2,6 +2,7 @@
 // Overview (topology, findings, flows, drawn by views/overview.js from the server's analysis, asked for
 // once per capture).
 
+import { t } from '../core/i18n.js';
 import { OverviewView } from '../views/overview.js';
 
 export class CaptureViews {
@@ -34,6 +35,11 @@ export class CaptureViews {
     if (this.analysis?.id !== summary.id || summary.state === 'dissecting') this.analysis = null;
   }
 
+  /** Another language: the analysis (its findings are sentences) is asked for again when shown. */
+  languageChanged() {
+    this.analysis = null;
+  }
+
   /** Elements or Overview, shown. */
   set(view) {
     const { $ } = this;
@@ -56,11 +62,11 @@ export class CaptureViews {
     const id = file.id;
     if (!id || !file.summary) return;
     if (file.summary.state === 'dissecting') {
-      overview.setMessage('The overview comes when the dissection is done.');
+      overview.setMessage(t('ui.overview.wait'));
       return;
     }
     if (this.analysis?.id !== id) {
-      overview.setMessage('Loading the analysis…');
+      overview.setMessage(t('ui.overview.loading'));
       this.analysis = { id, promise: this.page.api.captureAnalysis(id) };
     }
     try {
@@ -68,7 +74,7 @@ export class CaptureViews {
       if (file.id === id) overview.setAnalysis(analysis);
     } catch (err) {
       this.analysis = null;
-      if (file.id === id) overview.setMessage(`No overview: ${err.message}`);
+      if (file.id === id) overview.setMessage(t('ui.overview.failed', { error: err.message }));
     }
   }
 

@@ -19,6 +19,7 @@ import { createLive } from './live.js';
 import { CaptureFile, dissectingText } from './capture-file.js';
 import { ConnectionBrowser } from './capture-connection.js';
 import { CaptureViews } from './capture-overview.js';
+import { i18n, t, tn } from '../core/i18n.js';
 
 class CapturePage {
   constructor(host) {
@@ -43,7 +44,7 @@ class CapturePage {
         onJump: (index, ev) => (isLive() ? this.live.selectIndex(index) : this.conn.selectElement(typeof ev.index === 'number' ? ev.index : index, { hint: ev })),
         context: (ev) => (isLive() ? this.live.context(ev.dir) : this.conn.context(ev.dir)),
         copyText: (text) => {
-          if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status('Copied as a Follow TCP Stream hex dump.'));
+          if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status(t('ui.hex.copied')));
         },
       },
     );
@@ -87,6 +88,13 @@ class CapturePage {
     $('tab-file').addEventListener('click', () => this.setMode('file'));
     $('tab-live').addEventListener('click', () => this.setMode('live'));
     win.addEventListener('keydown', (e) => this.onKey(e));
+    // Another language: the open capture's elements, notes, experts and overview come again in it
+    // (the server translates them), at the same element and field.
+    i18n.onChange(() => {
+      if (this.isLive() || !this.file.summary) return;
+      this.views.languageChanged();
+      this.showSummary(this.file.summary, { ...this.shownLink(), view: this.views.overviewShown ? 'overview' : undefined });
+    });
   }
 
   isLive() {
@@ -129,10 +137,10 @@ class CapturePage {
     $('capture-section').hidden = false;
     const list = Array.isArray(summary.connections) ? summary.connections : [];
     const ex = summary.expert_total || {};
-    $('capture-title').textContent = summary.name || `Capture ${summary.id}`;
+    $('capture-title').textContent = summary.name || t('ui.capture.title', { id: summary.id });
     const zmtp = list.filter((c) => c.zmtp !== false).length;
-    const other = list.length - zmtp ? ` (and ${list.length - zmtp} not read as ZMTP)` : '';
-    $('capture-facts').textContent = `${zmtp} ZMTP connection${zmtp === 1 ? '' : 's'}${other} · expert: ${ex.error || 0} error, ${ex.warn || 0} warn, ${ex.note || 0} note`;
+    const other = list.length - zmtp ? t('ui.capture.other', { n: list.length - zmtp }) : '';
+    $('capture-facts').textContent = t('ui.capture.facts', { zmtp: tn('ui.capture.zmtp', zmtp), other, error: ex.error || 0, warn: ex.warn || 0, note: ex.note || 0 });
     const notices = [];
     if (summary.state === 'dissecting') {
       notices.push(h(doc, 'p', { class: 'banner', attrs: { id: 'dissect-notice', role: 'status' }, text: dissectingText(summary.percent) }));
@@ -140,12 +148,12 @@ class CapturePage {
     const failed = summary.state === 'error' || !!summary.error;
     if (failed) {
       // With nothing read before the error there is nothing below, and "no ZMTP found" would mislead.
-      const after = list.length ? 'What was read before it is shown below.' : 'No ZMTP connection could be read before it.';
-      notices.push(h(doc, 'p', { class: 'banner error', attrs: { role: 'alert' }, text: `The dissection stopped with an error: ${String(summary.error || 'unknown error').replace(/\.+$/, '')}. ${after}` }));
+      const after = t(list.length ? 'ui.capture.after' : 'ui.capture.nothingBefore');
+      notices.push(h(doc, 'p', { class: 'banner error', attrs: { role: 'alert' }, text: t('ui.capture.stopped', { error: String(summary.error || t('ui.capture.unknownError')).replace(/\.+$/, ''), after }) }));
     }
     if (!list.length && !failed) {
       notices.push(
-        h(doc, 'p', { class: 'banner', text: 'No ZMTP found in this capture: no TCP stream in it starts with a ZMTP greeting (%xFF, 8 octets, %x7F) or a ZMTP 1.0 identity frame. Capture the connection from its start, and make sure the capture holds its TCP payload.' }),
+        h(doc, 'p', { class: 'banner', t: 'ui.capture.noZmtp' }),
       );
     }
     setChildren($('notices'), notices);

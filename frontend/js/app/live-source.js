@@ -1,6 +1,7 @@
 // The Live tab's source: the form that starts a live capture or a tap proxy, the server's source, its
 // websocket into the LiveModel, its status and stopping it. What is shown of the model is live.js's.
 
+import { t } from '../core/i18n.js';
 import { openLive, liveRequest, statusText } from '../core/live.js';
 import { LivePanel } from '../views/live.js';
 
@@ -28,7 +29,7 @@ export class LiveSource {
       this.panel.setInterfaces(res && Array.isArray(res.interfaces) ? res.interfaces : []);
       this.interfacesLoaded = true;
     } catch (err) {
-      this.panel.setError(`Could not list the server’s interfaces: ${err.message}`);
+      this.panel.setError(t('ui.live.ifacesFailed', { error: err.message }));
     }
   }
 
@@ -41,13 +42,13 @@ export class LiveSource {
     }
     panel.setError('');
     panel.setBusy(true);
-    panel.setStatus(null, body.source === 'capture' ? 'starting tshark…' : 'starting the proxy…');
+    panel.setStatus(null, t(body.source === 'capture' ? 'ui.live.startingTshark' : 'ui.live.startingProxy'));
     try {
       if (this.id) await this.stop();
       const res = await this.page.api.createLive(body);
       this.attach(String(res.id), res.listen || null);
     } catch (err) {
-      panel.setStatus(null, 'not started');
+      panel.setStatus(null, t('ui.live.notStartedLower'));
       panel.setError(err.message);
     } finally {
       panel.setBusy(false);
@@ -99,7 +100,7 @@ export class LiveSource {
         panel.setRunning(false);
         const s = this.lastStatus;
         if (!s || (s.state !== 'stopped' && s.state !== 'error')) {
-          panel.setStatus(s, `disconnected${code && code !== 1000 ? ` (code ${code})` : ''}`);
+          panel.setStatus(s, code && code !== 1000 ? t('ui.live.disconnectedCode', { code }) : t('ui.live.disconnected'));
         }
       },
     });

@@ -8,6 +8,7 @@
 // capture.js routes the workbench's callbacks here while the tab is active.
 // The source itself (the form, the server's source, its socket) is live-source.js's; this module shows it.
 
+import { t } from '../core/i18n.js';
 import { ArraySource } from '../core/source.js';
 import { createChunker } from '../core/hexdump.js';
 import { peerLabel } from '../core/eventlog.js';
@@ -98,7 +99,7 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('workbench').hidden = !hasData;
     $('connections').hidden = !hasData;
     const running = live.id !== null;
-    const text = hasData ? '' : running ? 'Waiting for ZMTP traffic… elements appear here as they cross the wire.' : 'Start a live capture or a tap proxy above.';
+    const text = hasData ? '' : t(running ? 'ui.live.waiting' : 'ui.live.startAbove');
     setChildren($('notices'), text ? h(doc, 'p', { class: 'banner', text }) : null);
   }
 
@@ -138,7 +139,7 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('live-section').hidden = false;
     $('filter').hidden = true;
     $('packets').hidden = true;
-    $('capture-title').textContent = 'Live';
+    $('capture-title').textContent = t('ui.capture.tab.live');
     $('capture-facts').textContent = live.lastStatus ? describeSource(live.lastStatus.source) : '';
     live.loadInterfaces();
     if (st.conn !== null) openConnection(st.conn, { auto: !st.picked });

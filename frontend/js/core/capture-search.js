@@ -5,6 +5,7 @@
 //   DELETE /api/captures/{id}                     -> 204
 //   GET    /api/corpus/captures                   -> {captures: [{id, name, size, created, state}]} (this client's)
 
+import { i18n, t } from './i18n.js';
 import { ApiError, detailText, jsonRequester, query } from './api.js';
 
 const seg = (s) => encodeURIComponent(String(s));
@@ -21,7 +22,7 @@ export function createCaptureSearchApi(host) {
     async events(id, { conn, offset = 0, limit = 200, kind, q, more } = {}, signal = undefined) {
       const path = `/api/captures/${seg(id)}/events${query({ conn, offset, limit, kind, q, more: more ? 1 : undefined, fields: 0 })}`;
       if (!signal) return request('GET', path);
-      const res = await host.fetch(base + path, { method: 'GET', headers: { Accept: 'application/json' }, signal });
+      const res = await host.fetch(base + path, { method: 'GET', headers: { Accept: 'application/json', 'Accept-Language': i18n.lang }, signal });
       const text = await res.text();
       let data = null;
       try {
@@ -48,10 +49,10 @@ export function createCaptureSearchApi(host) {
  */
 export function matchText(res, { scope = 'all', conn = null, connections = 0 } = {}) {
   const n = Number(res && res.total) || 0;
-  const where = scope === 'conn' ? `in connection ${conn}` : connections === 1 ? 'in the connection' : `in all ${connections} connections`;
+  const where = scope === 'conn' ? t('ui.search.inConn', { conn }) : connections === 1 ? t('ui.search.inTheConn') : t('ui.search.inAll', { n: connections });
   const fmt = (x) => Number(x).toLocaleString('en-US');
   if (res && res.partial && typeof res.searched === 'number' && typeof res.elements === 'number') {
-    return `${fmt(n)} matching so far ${where}: searched ${fmt(res.searched)} of ${fmt(res.elements)} elements (the server's time limit stopped the search)`;
+    return t('ui.search.partial', { n: fmt(n), where, searched: fmt(res.searched), elements: fmt(res.elements) });
   }
-  return `${fmt(n)} matching ${where}`;
+  return t('ui.search.matching', { n: fmt(n), where });
 }

@@ -11,6 +11,7 @@
 //   {type: "error", detail}
 // The socket closes (1000) once the source has stopped.
 
+import { t, tn } from './i18n.js';
 import { EventLog, peerFrom } from './eventlog.js';
 import { openJsonSocket } from './socket.js';
 
@@ -32,36 +33,39 @@ export function liveRequest(form) {
   if (form.source === 'tap') {
     const target = String(form.target || '').trim();
     if (!/^[^\s]+:\d{1,5}$/.test(target) || parsePort(target.slice(target.lastIndexOf(':') + 1)) === null) {
-      return { error: 'Target: host:port, e.g. 127.0.0.1:5555' };
+      return { error: t('ui.live.badTarget') };
     }
     const listen = String(form.listenPort ?? '').trim() === '' ? 0 : parsePort(form.listenPort, { allowZero: true });
-    if (listen === null) return { error: 'Listen port: 1-65535, or empty for any free port' };
+    if (listen === null) return { error: t('ui.live.badListen') };
     return { source: 'tap', target, listen_port: listen };
   }
   const iface = String(form.interface || '');
-  if (!iface) return { error: 'Choose an interface' };
+  if (!iface) return { error: t('ui.live.noIface') };
   const port = parsePort(form.port);
-  if (port === null) return { error: 'Port: 1-65535' };
+  if (port === null) return { error: t('ui.live.badPort') };
   return { source: 'capture', interface: iface, port };
 }
+
+// A live source's states (web/live_sources.py), by name.
+const STATE_IDS = { starting: 'ui.live.state.starting', capturing: 'ui.live.state.capturing', stopped: 'ui.live.state.stopped', error: 'ui.run.state.error' };
+const liveState = (state) => (STATE_IDS[state] ? t(STATE_IDS[state]) : String(state || ''));
 
 /** One line for the status: "capturing · 12 packets · 30 events · 1 connection · 2 dropped". */
 export function statusText(s) {
   if (!s) return '';
-  const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
-  const parts = [String(s.state || '')];
-  if (typeof s.packets === 'number') parts.push(plural(s.packets, 'packet'));
-  if (typeof s.events === 'number') parts.push(plural(s.events, 'event'));
-  if (typeof s.connections === 'number') parts.push(plural(s.connections, 'connection'));
-  parts.push(`${Number(s.dropped) || 0} dropped`);
+  const parts = [liveState(s.state)];
+  if (typeof s.packets === 'number') parts.push(tn('ui.live.packets', s.packets));
+  if (typeof s.events === 'number') parts.push(tn('ui.live.events', s.events));
+  if (typeof s.connections === 'number') parts.push(tn('ui.live.connections', s.connections));
+  parts.push(t('ui.live.dropped', { n: Number(s.dropped) || 0 }));
   return parts.join(' · ');
 }
 
 /** What a source is, in a few words: "tcp port 5555 on lo", "tap 127.0.0.1:6000 → 127.0.0.1:5555". */
 export function describeSource(src) {
   if (!src || typeof src !== 'object') return '';
-  if (src.kind === 'capture') return `live capture of tcp port ${src.port} on ${src.interface}`;
-  if (src.kind === 'tap') return `tap proxy ${src.listen || '?'} → ${src.target || '?'}`;
+  if (src.kind === 'capture') return t('ui.live.describeCapture', { port: src.port, iface: src.interface });
+  if (src.kind === 'tap') return t('ui.live.describeTap', { listen: src.listen || '?', target: src.target || '?' });
   return '';
 }
 
@@ -89,9 +93,9 @@ export function openLive({ WebSocket, url, onEvent, onConnection, onStatus, onEr
           break;
       }
     },
-    onUnreadable: () => onError && onError('unreadable message from the server'),
+    onUnreadable: () => onError && onError(t('ui.socket.unreadable')),
     onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
-    onError: () => onError && onError('websocket error'),
+    onError: () => onError && onError(t('ui.socket.error')),
   });
   return {
     close: () => socket.close(),

@@ -11,6 +11,8 @@
 // flowConns(flow) -> the connection ids of a flow's hops, in path order.
 // findingsByConn(findings) -> Map conn -> the most severe finding's severity.
 
+import { t } from './i18n.js';
+
 const RANK = { error: 3, warn: 2, note: 1 };
 
 export function worse(a, b) {
@@ -77,7 +79,7 @@ export function layoutTopology(analysis, { width = 900, rowHeight = 64, margin =
       y1: from?.y ?? 0,
       x2: to?.x ?? 0,
       y2: to?.y ?? 0,
-      label: c.zmtp === false ? `#${c.conn} not ZMTP` : `#${c.conn} ${types} ${c.messages?.c2s ?? 0}/${c.messages?.s2c ?? 0}`,
+      label: c.zmtp === false ? t('ui.overview.notZmtp', { conn: c.conn }) : `#${c.conn} ${types} ${c.messages?.c2s ?? 0}/${c.messages?.s2c ?? 0}`,
       valid: c.valid_pair !== false,
       severity: bySeverity.get(String(c.conn)),
     };

@@ -1,9 +1,11 @@
 // Capture viewer pieces: upload (drop zone, file picker, progress), the
 // connection list, the filter bar, and the packets / lower layers panel.
 
-import { h, clear, setChildren, panel } from './dom.js';
+import { h, clear, setChildren, panel, tr } from './dom.js';
 import { KINDS } from '../core/links.js';
 import { humanSize, formatCount } from '../core/bytes.js';
+import { t } from '../core/i18n.js';
+import { severityName } from '../core/labels.js';
 
 /**
  * new UploadView(container, { onFile(file) })
@@ -22,9 +24,9 @@ export class UploadView {
     this.zone = h(
       d,
       'div',
-      { class: 'drop-zone', tabIndex: 0, attrs: { role: 'button', 'aria-label': 'Choose a capture file' } },
-      h(d, 'p', { class: 'drop-title', text: 'Drop a pcap or pcapng capture here' }),
-      h(d, 'p', { class: 'hint' }, 'or ', h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, text: 'choose a file' }), ' — ZMTP connections are found on any TCP port.'),
+      { class: 'drop-zone', tabIndex: 0, tLabel: 'ui.upload.choose', attrs: { role: 'button' } },
+      h(d, 'p', { class: 'drop-title', t: 'ui.upload.drop' }),
+      h(d, 'p', { class: 'hint' }, h(d, 'span', { t: 'ui.upload.or' }), h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, t: 'ui.upload.file' }), h(d, 'span', { t: 'ui.upload.anyPort' })),
     );
     this.zone.addEventListener('click', (e) => {
       if (e.target === this.zone || (e.target.tagName && e.target.tagName.toUpperCase() === 'P')) this.input.click();
@@ -48,8 +50,8 @@ export class UploadView {
       const f = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
       if (f) this.onFile(f);
     });
-    this.uploadBar = progress(d, 'Upload');
-    this.dissectBar = progress(d, 'Dissection');
+    this.uploadBar = progress(d, 'ui.upload.upload');
+    this.dissectBar = progress(d, 'ui.upload.dissection');
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
     clear(container);
     container.appendChild(h(d, 'div', { class: 'upload' }, this.zone, this.input, this.uploadBar.root, this.dissectBar.root, this.error));
@@ -65,13 +67,13 @@ export class UploadView {
   setUpload(loaded, total) {
     this.uploadBar.root.hidden = false;
     const pct = total ? Math.min(100, (100 * loaded) / total) : 0;
-    this.uploadBar.set(pct, `${humanSize(loaded)} of ${humanSize(total || 0)}`);
+    this.uploadBar.set(pct, t('ui.upload.of', { loaded: humanSize(loaded), total: humanSize(total || 0) }));
   }
 
   setDissect(percent, state, detail) {
     this.dissectBar.root.hidden = false;
     const pct = Math.max(0, Math.min(100, Number(percent) || 0));
-    this.dissectBar.set(pct, `${state === 'done' ? 'done' : state === 'error' ? 'stopped' : 'dissecting'} ${pct.toFixed(0)}%${detail ? ' — ' + detail : ''}`);
+    this.dissectBar.set(pct, `${t(state === 'done' ? 'ui.upload.done' : state === 'error' ? 'ui.upload.stopped' : 'ui.upload.dissecting')} ${pct.toFixed(0)}%${detail ? ' — ' + detail : ''}`);
   }
 
   setError(text) {
@@ -84,15 +86,22 @@ function progress(d, label) {
   const bar = h(d, 'progress', { max: 100, value: 0 });
   const text = h(d, 'span', { class: 'progress-text' });
   return {
-    root: h(d, 'div', { class: 'progress' }, h(d, 'span', { class: 'progress-label', text: label }), bar, text),
-    set(pct, t) {
+    root: h(d, 'div', { class: 'progress' }, h(d, 'span', { class: 'progress-label', t: label }), bar, text),
+    set(pct, words) {
       bar.value = pct;
-      text.textContent = t;
+      text.textContent = words;
     },
   };
 }
 
 const MAX_CONN_ROWS = 8;
+
+// The connection table's columns after '#'.
+const CONNECTION_COLUMNS = ['ui.col.client', 'ui.col.server', 'ui.conns.zmtp', 'ui.col.mechanism', 'ui.conns.sockets', 'ui.conns.identities', 'ui.col.messages', 'ui.conns.octets', 'ui.kind.expert'];
+
+// A stored capture's states (the server's summary `state`).
+const CAPTURE_STATES = { dissecting: 'ui.upload.dissecting', done: 'ui.upload.done', error: 'ui.run.state.error' };
+const captureState = (state) => (CAPTURE_STATES[state] ? t(CAPTURE_STATES[state]) : String(state || ''));
 
 /**
  * The connections of a capture, one row each; click to open.
@@ -111,7 +120,7 @@ export class ConnectionsView {
   setConnections(list, selected) {
     const d = this.doc;
     const pair = (o, fmt = (x) => x) => (o && typeof o === 'object' ? `${fmt(o.c2s ?? '–')} / ${fmt(o.s2c ?? '–')}` : '–');
-    const head = h(d, 'tr', {}, ...['#', 'Client', 'Server', 'ZMTP c2s / s2c', 'Mechanism', 'Sockets c2s / s2c', 'Identities c2s / s2c', 'Messages', 'Octets', 'Expert'].map((t) => h(d, 'th', { text: t })));
+    const head = h(d, 'tr', {}, h(d, 'th', { text: '#' }), ...CONNECTION_COLUMNS.map((id) => h(d, 'th', { t: id })));
     const rows = list.map((c) => {
       const ex = c.expert || {};
       const tr = h(
@@ -122,13 +131,13 @@ export class ConnectionsView {
         h(d, 'td', { class: 'mono', text: c.client || '–' }),
         h(d, 'td', { class: 'mono', text: c.server || '–' }),
         // A connection nothing could be read of as ZMTP: its expert note (rule `unreadable`) says why.
-        h(d, 'td', c.zmtp === false ? { class: 'not-zmtp', text: 'not read as ZMTP' } : { text: pair(c.versions) }),
+        h(d, 'td', c.zmtp === false ? { class: 'not-zmtp', t: 'ui.conns.notZmtp' } : { text: pair(c.versions) }),
         h(d, 'td', { text: c.mechanism || '–' }),
         h(d, 'td', { text: pair(c.socket_types) }),
         h(d, 'td', { class: 'mono', text: pair(c.identities, (x) => (x === '' ? '""' : x)) }),
         h(d, 'td', { text: pair(c.messages, formatCount) }),
         h(d, 'td', { text: pair(c.bytes, (n) => (typeof n === 'number' ? humanSize(n) : n)) }),
-        h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${s}` }))),
+        h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${severityName(s)}` }))),
       );
       tr.addEventListener('click', () => this.onSelect(String(c.conn)));
       tr.addEventListener('keydown', (e) => {
@@ -150,12 +159,12 @@ export class ConnectionsView {
 export class FilterBar {
   constructor(container, { onChange, onMore = () => {} }) {
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', { attrs: { 'aria-label': 'Element kind' } }, h(d, 'option', { value: '', text: 'all kinds' }), ...KINDS.map((k) => h(d, 'option', { value: k, text: k })));
-    this.q = h(d, 'input', { type: 'search', placeholder: 'Filter: READY, DEALER, text in bodies…', attrs: { 'aria-label': 'Filter text' } });
+    this.kind = h(d, 'select', { tLabel: 'ui.filter.kind' }, h(d, 'option', { value: '', t: 'ui.filter.allKinds' }), ...KINDS.map((k) => h(d, 'option', { value: k, text: k })));
+    this.q = h(d, 'input', { type: 'search', tPlaceholder: 'ui.filter.placeholder', tLabel: 'ui.filter.text' });
     this.scope = h(d, 'input', { type: 'checkbox', attrs: { id: 'filter-this-conn' } });
-    const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' this connection only');
+    const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' ', h(d, 'span', { t: 'ui.filter.thisConn' }));
     this.count = h(d, 'span', { class: 'filter-count', attrs: { role: 'status' } });
-    this.more = h(d, 'button', { type: 'button', class: 'small', text: 'Search further', hidden: true, on: { click: () => onMore() } });
+    this.more = h(d, 'button', { type: 'button', class: 'small', t: 'ui.filter.further', hidden: true, on: { click: () => onMore() } });
     const fire = () => onChange({ kind: this.kind.value, q: this.q.value.trim(), scope: this.scope.checked ? 'conn' : 'all' });
     this.kind.addEventListener('change', fire);
     this.scope.addEventListener('change', fire);
@@ -198,15 +207,13 @@ export class CaptureListView {
     this.list = h(d, 'ul', { class: 'capture-list' });
     this.note = h(d, 'p', { class: 'hint' });
     clear(container);
-    container.append(h(d, 'h2', { text: 'Your captures on this server' }), this.note, this.list);
+    container.append(h(d, 'h2', { t: 'ui.captures.title' }), this.note, this.list);
     this.setCaptures([]);
   }
 
   setCaptures(list, current = null) {
     const d = this.doc;
-    this.note.textContent = list.length
-      ? `${list.length} uploaded from this address (the server keeps a limited number per address: delete the ones you are done with).`
-      : 'None yet: the captures you upload are listed here, to reopen or delete.';
+    tr(this.note, list.length ? ['ui.captures.count', { n: list.length }] : 'ui.captures.none');
     setChildren(
       this.list,
       list.map((c) =>
@@ -214,9 +221,9 @@ export class CaptureListView {
           d,
           'li',
           { class: String(c.id) === String(current) ? 'current' : '' },
-          h(d, 'button', { type: 'button', class: 'link capture-open', text: c.name || c.id, title: `Open ${c.name || c.id}`, on: { click: () => this.onOpen(String(c.id)) } }),
-          h(d, 'span', { class: 'muted', text: ` ${humanSize(c.size || 0)} · ${c.state || ''}` }),
-          h(d, 'button', { type: 'button', class: 'small danger capture-delete', text: 'Delete', attrs: { 'aria-label': `Delete ${c.name || c.id}` }, on: { click: () => this.onDelete(String(c.id), c.name || c.id) } }),
+          h(d, 'button', { type: 'button', class: 'link capture-open', text: c.name || c.id, tTitle: ['ui.captures.open', { name: c.name || c.id }], on: { click: () => this.onOpen(String(c.id)) } }),
+          h(d, 'span', { class: 'muted', text: ` ${humanSize(c.size || 0)} · ${captureState(c.state)}` }),
+          h(d, 'button', { type: 'button', class: 'small danger capture-delete', t: 'ui.picker.delete', tLabel: ['ui.picker.delete.label', { name: c.name || c.id }], on: { click: () => this.onDelete(String(c.id), c.name || c.id) } }),
         ),
       ),
     );
@@ -243,13 +250,13 @@ export class PacketsView {
   setPackets(numbers, current = null) {
     const d = this.doc;
     if (!numbers || !numbers.length) {
-      setChildren(this.list, h(d, 'p', { class: 'hint', text: 'Select an element to see the capture frames that carried it.' }));
+      setChildren(this.list, h(d, 'p', { class: 'hint', t: 'ui.packets.select' }));
       clear(this.layers);
       return;
     }
     setChildren(
       this.list,
-      h(d, 'span', { class: 'muted', text: `Carried by frame${numbers.length === 1 ? '' : 's'} ` }),
+      h(d, 'span', { class: 'muted', t: numbers.length === 1 ? 'ui.packets.carried.one' : 'ui.packets.carried.other' }),
       numbers.map((n) => h(d, 'button', { type: 'button', class: `small packet${n === current ? ' on' : ''}`, text: `#${n}`, on: { click: () => this.onPacket(n) } })),
     );
   }
@@ -257,7 +264,7 @@ export class PacketsView {
   setLayers(result, number) {
     const d = this.doc;
     if (!result) {
-      setChildren(this.layers, h(d, 'p', { class: 'hint', text: `Loading frame #${number}…` }));
+      setChildren(this.layers, h(d, 'p', { class: 'hint', text: t('ui.packets.loading', { number }) }));
       return;
     }
     if (result.error) {
@@ -271,10 +278,10 @@ export class PacketsView {
         'details',
         { class: 'tree-node', open: i === layers.length - 1 },
         h(d, 'summary', { text: layerTitle(layer) }),
-        (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: `${f.name}: ` }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
+        (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: f.name }) }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
       ),
     );
-    setChildren(this.layers, h(d, 'p', { class: 'muted', text: `Frame #${number}` }), nodes);
+    setChildren(this.layers, h(d, 'p', { class: 'muted', text: t('ui.packets.frame', { number }) }), nodes);
     // Scroll the panel to the open (TCP) layer: in a short panel the collapsed layers above would hide it.
     const open = nodes[nodes.length - 1];
     const body = this.layers.parentNode;
@@ -284,8 +291,9 @@ export class PacketsView {
   }
 }
 
-const LAYER_NAMES = { frame: 'Frame', eth: 'Ethernet II', ip: 'Internet Protocol', ipv6: 'Internet Protocol Version 6', tcp: 'Transmission Control Protocol', sll: 'Linux cooked capture' };
+const LAYER_NAMES = { eth: 'Ethernet II', ip: 'Internet Protocol', ipv6: 'Internet Protocol Version 6', tcp: 'Transmission Control Protocol', sll: 'Linux cooked capture' };
 
 function layerTitle(layer) {
+  if (layer.name === 'frame') return t('ui.packets.layerFrame');
   return LAYER_NAMES[layer.name] || String(layer.name || 'layer');
 }

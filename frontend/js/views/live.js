@@ -7,10 +7,12 @@
 //   .setInterfaces(names) .setRunning(bool) .setBusy(bool) .setListen(address|null)
 //   .setStatus(statusMessage|null, text) .setError(text) .setSource(source) .values()
 
-import { h, clear } from './dom.js';
+import { t } from '../core/i18n.js';
+import { h, clear, tr } from './dom.js';
 
+/** A labelled control (label: a catalog id). */
 function field(d, label, control, className = '') {
-  return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', text: label }), control);
+  return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', t: label }), control);
 }
 
 export class LivePanel {
@@ -20,28 +22,28 @@ export class LivePanel {
       capture: h(d, 'input', { type: 'radio', name: 'live-source', value: 'capture', checked: true, attrs: { id: 'live-kind-capture' } }),
       tap: h(d, 'input', { type: 'radio', name: 'live-source', value: 'tap', attrs: { id: 'live-kind-tap' } }),
     };
-    this.iface = h(d, 'select', { attrs: { id: 'live-interface', 'aria-label': 'Interface' } });
+    this.iface = h(d, 'select', { tLabel: 'ui.live.iface', attrs: { id: 'live-interface' } });
     this.port = h(d, 'input', { type: 'text', value: '5555', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-port', size: 6 } });
     this.target = h(d, 'input', { type: 'text', value: '127.0.0.1:5555', autocomplete: 'off', attrs: { id: 'live-target', size: 22 } });
-    this.listenPort = h(d, 'input', { type: 'text', placeholder: 'any', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-listen-port', size: 6 } });
+    this.listenPort = h(d, 'input', { type: 'text', tPlaceholder: 'ui.live.any', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-listen-port', size: 6 } });
     this.captureFields = h(
       d,
       'div',
       { class: 'live-fields' },
-      field(d, 'Interface', this.iface),
-      field(d, 'TCP port', this.port),
-      h(d, 'p', { class: 'hint', text: 'tshark captures this port on the server (needs capture rights there). Start before the peers connect: elements are found from a connection’s first bytes.' }),
+      field(d, 'ui.live.iface', this.iface),
+      field(d, 'ui.live.port', this.port),
+      h(d, 'p', { class: 'hint', t: 'ui.live.captureHint' }),
     );
     this.tapFields = h(
       d,
       'div',
       { class: 'live-fields', hidden: true },
-      field(d, 'Target (the real endpoint)', this.target),
-      field(d, 'Listen port', this.listenPort),
-      h(d, 'p', { class: 'hint', text: 'A proxy on the server forwards each connection to the target and shows both directions. Needs no capture rights.' }),
+      field(d, 'ui.live.target', this.target),
+      field(d, 'ui.live.listenPort', this.listenPort),
+      h(d, 'p', { class: 'hint', t: 'ui.live.tapHint' }),
     );
-    this.start = h(d, 'button', { type: 'submit', class: 'primary', text: 'Start', attrs: { id: 'live-start' } });
-    this.stop = h(d, 'button', { type: 'button', text: 'Stop', disabled: true, attrs: { id: 'live-stop' }, on: { click: () => onStop() } });
+    this.start = h(d, 'button', { type: 'submit', class: 'primary', t: 'ui.live.start', attrs: { id: 'live-start' } });
+    this.stop = h(d, 'button', { type: 'button', t: 'ui.live.stop', disabled: true, attrs: { id: 'live-stop' }, on: { click: () => onStop() } });
     this.listen = h(d, 'p', { class: 'live-listen', hidden: true, attrs: { id: 'live-listen' } });
     this.state = h(d, 'span', { class: 'live-state', attrs: { id: 'live-state' } });
     this.detail = h(d, 'span', { class: 'muted', attrs: { id: 'live-detail' } });
@@ -63,9 +65,9 @@ export class LivePanel {
         d,
         'fieldset',
         { class: 'live-kind' },
-        h(d, 'legend', { text: 'Source' }),
-        h(d, 'label', { class: 'check' }, this.kind.capture, ' live capture on an interface'),
-        h(d, 'label', { class: 'check' }, this.kind.tap, ' tap proxy'),
+        h(d, 'legend', { t: 'ui.live.source' }),
+        h(d, 'label', { class: 'check' }, this.kind.capture, ' ', h(d, 'span', { t: 'ui.live.kindCapture' })),
+        h(d, 'label', { class: 'check' }, this.kind.tap, ' ', h(d, 'span', { t: 'ui.live.kindTap' })),
       ),
       this.captureFields,
       this.tapFields,
@@ -75,7 +77,7 @@ export class LivePanel {
     container.appendChild(
       h(d, 'div', { class: 'live-panel' }, form, h(d, 'div', { class: 'live-info' }, this.listen, h(d, 'p', { class: 'live-status', attrs: { role: 'status' } }, this.state, ' ', this.detail), this.error)),
     );
-    this.setStatus(null, 'Not started.');
+    this.setStatus(null, t('ui.live.notStarted'));
   }
 
   showKind() {
@@ -123,7 +125,7 @@ export class LivePanel {
   setRunning(on) {
     this.running = !!on;
     this.stop.disabled = !on;
-    this.start.textContent = on ? 'Restart' : 'Start';
+    tr(this.start, on ? 'ui.live.restart' : 'ui.live.start');
   }
 
   setBusy(on) {
@@ -131,7 +133,7 @@ export class LivePanel {
   }
 
   setListen(address) {
-    this.listen.textContent = address ? `Point your clients at tcp://${address}` : '';
+    this.listen.textContent = address ? t('ui.live.pointAt', { address }) : '';
     this.listen.hidden = !address;
   }
 
