@@ -52,6 +52,15 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
             page.wait_for_function("(want) => { const r = document.querySelector('#sequence .seq-row.selected');"
                                    " return r && r.getAttribute('title') === want; }", arg=want)
             assert decisions(page) == [f"{want} (identity-routing)"]
+            # The octets pane says what a decision is (no octets), not a title with holes or "Loading fields".
+            page.wait_for_selector("#octets .octets-title:text-is('Socket (front)')")
+            assert want in page.text_content("#octets") and "Loading" not in page.text_content("#octets")
+            assert "Loading" not in page.text_content("#tree")  # the details list the decision's keys
+        # The diagram shows the six nodes, the proxy between the broker's two, and one lifeline per node.
+        assert teacher.locator("#topology").is_visible()
+        for name in ("c1", "c2", "front", "back", "s1", "s2"):
+            assert teacher.locator("#topology svg text", has_text=name).count() >= 1, name
+        assert teacher.locator("#sequence .lane-head").count() == 6
         teacher.screenshot(path=str(artifacts / "topology-01-teacher-envelope.png"))
 
         # Step 3: what the broker's DEALER sends on; the teacher focuses the identity frame's chip.

@@ -21,6 +21,7 @@ import { teacherState } from '../lessons/classroom.js';
 import { ClassroomClient } from './classroom-client.js';
 import { AnswerChecker } from './lesson-answers.js';
 import { Dataset } from './dataset.js';
+import { TopologyPanel } from './topology-panel.js';
 import { i18n, t } from '../core/i18n.js';
 
 export function startLessons(host) {
@@ -46,6 +47,8 @@ export function startLessons(host) {
   );
   initShell(host, (on) => wb.setLarge(on));
   wb.sequence.setSource(source);
+  // A topology step: the playground's diagram above the sequence, one lifeline per node, a message's path.
+  const topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => userSelect(index) });
   const highlighter = createHighlighter({ win, slots: { octets: $('octets'), tree: $('tree'), hex: $('hex') }, selection: wb.selection, hex: wb.hex });
 
   // ---- what is shown ------------------------------------------------------------------------
@@ -73,9 +76,15 @@ export function startLessons(host) {
     $('lesson-panel').hidden = on || !view.lesson;
   }
 
-  function setEvents(events) {
+  function setEvents(events, topology = null) {
     data.clear();
     log.addAll(events);
+    topo.forget();
+    if (topology) {
+      topo.setTopology(topology);
+      topo.sync(log.events);
+      data.setChunkConn(topo.hexConn(null)); // many connections: the hex dump follows one
+    }
     source.set(log.events);
     wb.hex.setChunks(data.chunks());
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
@@ -95,6 +104,10 @@ export function startLessons(host) {
     }
     wb.sequence.setSelected(index);
     wb.selection.selectElement(index, ev);
+    if (topo.active) {
+      topo.selected(ev);
+      if (data.setChunkConn(topo.hexConn(ev))) wb.hex.setChunks(data.chunks()); // the element's connection
+    }
     if (field !== undefined) wb.selection.selectField(Number.isInteger(field) && Array.isArray(ev.fields) && field < ev.fields.length ? field : null);
   }
 
@@ -145,7 +158,7 @@ export function startLessons(host) {
         answers.forgetByte();
         applying++;
         try {
-          setEvents(scene.events || []);
+          setEvents(scene.events || [], scene.topology || null);
           panel.setStep(n, scene);
         } finally {
           applying--;

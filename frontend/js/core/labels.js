@@ -119,6 +119,8 @@ export function dirName(dir) {
 export function elementTitle(ev) {
   if (!ev) return '';
   const what = ev.kind === 'command' ? ev.name || kindName('command') : kindName(ev.kind);
+  // A topology's socket decision or application receive: no octets, a node.
+  if (ev.kind === 'socket' || ev.kind === 'peer') return `${what} (${ev.node || ev.peer || '?'})`;
   if (ev.kind === 'message' || ev.kind === 'expert') return t('ui.title.at', { what, dir: ev.dir, offset: ev.offset });
   return t('ui.title.octetsAt', { what, dir: ev.dir, octets: octets(ev.length || 0), offset: ev.offset });
 }

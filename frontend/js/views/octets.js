@@ -7,7 +7,7 @@
 import { h, clear, panel, onResize } from './dom.js';
 import { layoutOctets } from '../core/octets.js';
 import { ruleColor } from '../core/rules.js';
-import { elementTitle } from '../core/labels.js';
+import { elementTitle, infoLabel } from '../core/labels.js';
 import { previewHex } from '../core/bytes.js';
 import { octets } from '../core/bytes.js';
 import { i18n, t, tn } from '../core/i18n.js';
@@ -82,6 +82,11 @@ export class OctetView {
     }
     if (event.kind === 'expert') {
       this.body.appendChild(h(d, 'p', { class: `hint sev-${event.severity || 'note'}`, text: event.text || '' }));
+      return;
+    }
+    if (event.kind === 'socket' || event.kind === 'peer') {
+      // A topology's socket decision or application receive: not octets on the wire; its sequence row says it.
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: infoLabel(event) }));
       return;
     }
     if (event.kind === 'gap') {

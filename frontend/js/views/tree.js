@@ -113,7 +113,7 @@ export class TreeView {
         return row;
       });
       root.push(this.node(t('ui.tree.fields', { n: fields.length }), 'fields', fields));
-    } else if (event.kind !== 'message' && event.kind !== 'expert' && event.kind !== 'gap') {
+    } else if (!['message', 'expert', 'gap', 'socket', 'peer'].includes(event.kind)) {
       root.push(h(d, 'p', { class: 'hint', text: t('ui.loadingFields') }));
     }
     this.body.append(...root);
