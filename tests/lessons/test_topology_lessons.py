@@ -161,3 +161,95 @@ def test_a_preset_is_a_source(tmp_path):
     assert scene.source["preset"] == "load-balancing"
     with pytest.raises(LessonError, match="no preset 'load-balanced'; one of load-balancing"):
         load_lesson_file(write(tmp_path, text.replace("preset: load-balancing", "preset: load-balanced")))
+
+
+DECISIONS = """
+title: Decisions
+summary: A PUB and two SUBs.
+steps:
+  - title: Filtered
+    topology:
+      nodes:
+        - {name: pub, type: PUB}
+        - {name: a, type: SUB, subscribe: [x.]}
+        - {name: b, type: SUB, subscribe: [y.]}
+      links:
+        - {connect: a, bind: pub}
+        - {connect: b, bind: pub}
+    do:
+      - run
+      - send: {from: pub, frames: [x.1]}
+    element: {kind: socket, node: pub, what: route, peer: a}
+    decisions:
+      - {node: pub, what: filter, peer: b}
+    expect:
+      inbox: {a: [[x.1]], b: []}
+      decisions:
+        - {node: pub, what: filter, rule: prefix-match, peer: b, count: 1}
+    narration: Only a.
+"""
+
+
+def test_a_step_points_at_socket_decisions_and_expects_them(tmp_path):
+    (scene,) = play_lesson(load_lesson_file(write(tmp_path, DECISIONS)))
+    element = scene.events[scene.element]
+    assert (element["kind"], element["node"], element["what"], element["peer"]) == ("socket", "pub", "route", "a")
+    assert element["text"] == "PUB sent 'x.1' to a (it subscribed to 'x.')"
+    (marked,) = scene.decisions
+    assert scene.events[marked]["text"] == "PUB filtered out 'x.1' for b (subscribed to 'y.')"
+    assert scene.public()["decisions"] == [marked]
+    # The message id ties the decision, the wire message and the receive together.
+    msg = element["msg"]
+    assert [ev["kind"] for ev in scene.events if ev.get("msg") == msg and ev["kind"] != "socket"] == ["message",
+                                                                                                      "peer"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("peer: b, count: 1}", "peer: b, count: 2}",
+         r"expected 2 socket decision\(s\) element \(node='pub', what='filter', rule='prefix-match', peer='b', "
+         r"count=2; index 0\), found 1; the decisions: \["),
+        ("- {node: pub, what: filter, peer: b}", "- {node: pub, what: drop}",
+         r"no element \(kind='socket', node='pub', what='drop'; index 0\) in the scene \(0 match\)"),
+    ],
+)
+def test_a_decision_that_is_not_there_is_an_error(tmp_path, old, new, expected):
+    assert old in DECISIONS
+    with pytest.raises(LessonPlayError, match=expected):
+        play_lesson(load_lesson_file(write(tmp_path, DECISIONS.replace(old, new))))
+
+
+def test_a_window_makes_a_slow_reader_push_back(tmp_path):
+    text = """
+    title: Back-pressure
+    summary: A small window.
+    steps:
+      - title: Blocked
+        topology:
+          nodes:
+            - {name: vent, type: PUSH, sndhwm: 1}
+            - {name: worker, type: PULL, rcvhwm: 1, recv: manual}
+          links: [{connect: worker, bind: vent}]
+          window: 1
+        do:
+          - run
+          - {send: {from: vent, frames: [t1]}}
+          - {send: {from: vent, frames: [t2]}}
+          - {send: {from: vent, frames: [t3]}}
+          - {send: {from: vent, frames: [t4]}}
+        expect:
+          decisions: [{node: vent, what: block, rule: sndhwm}]
+        narration: x.
+      - title: Read
+        do: [{recv: {node: worker, count: 4}}]
+        expect: {inbox: {worker: [[t1], [t2], [t3], [t4]]}}
+        narration: y.
+    """
+    first, _ = play_lesson(load_lesson_file(write(tmp_path, text)))
+    decided = [(ev["what"], ev["rule"]) for ev in first.events if ev["kind"] == "socket" and ev["node"] == "vent"]
+    waited = decided.count(("block", "sndhwm")) + decided.count(("queue", "blocked"))
+    assert decided.count(("unblock", "send")) < waited  # a send still waits at the end of the step (read in step 2)
+    # Without the window nothing waits: every task crosses, whatever the reader does.
+    with pytest.raises(LessonPlayError, match="expected some socket decision"):
+        play_lesson(load_lesson_file(write(tmp_path, text.replace("window: 1", "window: null"))))
