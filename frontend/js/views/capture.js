@@ -24,7 +24,7 @@ export class UploadView {
     this.zone = h(
       d,
       'div',
-      { class: 'drop-zone', tabIndex: 0, tLabel: 'ui.upload.choose', attrs: { role: 'button' } },
+      { class: 'drop-zone', tabIndex: 0, attrs: { role: 'button' } }, // (named by its text: what a reader sees is what is read)
       h(d, 'p', { class: 'drop-title', t: 'ui.upload.drop' }),
       h(d, 'p', { class: 'hint' }, h(d, 'span', { t: 'ui.upload.or' }), h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, t: 'ui.upload.file' }), h(d, 'span', { t: 'ui.upload.anyPort' })),
     );
