@@ -1,6 +1,7 @@
 // The lesson page's DOM-free modules and views under node: narration trees become
 // text nodes (links only to rfc.zeromq.org), a student follows or wanders, a
 // teacher's states are coalesced, and the views keep lesson data as text.
+import '../frontend/i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk, byClass } from '../frontend/fake-dom.mjs';
@@ -188,13 +189,14 @@ test("a topology step's panel lists its socket decisions and names the nodes of 
 });
 
 test('the lessons API client caches GETs and reports errors', async () => {
-  const { fetch, calls } = fakeFetch((url) => (url.endsWith('/nope') ? [404, { detail: "no lesson 'nope'" }] : [200, { lessons: [] }]));
+  const { fetch, calls } = fakeFetch((url) => (url.split('?')[0].endsWith('/nope') ? [404, { detail: "no lesson 'nope'" }] : [200, { lessons: [] }]));
   const api = createLessonsApi({ fetch });
   await api.lessons();
   await api.lessons();
   await assert.rejects(api.lesson('nope'), /no lesson 'nope'/);
   await api.answer('a', 2, { choice: 'x' });
-  assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), ['GET /api/lessons', 'GET /api/lessons/nope', 'POST /api/lessons/a/steps/2/answer']);
+  // (in the page's language: English here)
+  assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), ['GET /api/lessons?lang=en', 'GET /api/lessons/nope?lang=en', 'POST /api/lessons/a/steps/2/answer?lang=en']);
   // The teacher's token is never part of the URL (it goes in the socket's first message).
   assert.equal(api.classSocketUrl({ protocol: 'https:', host: 'h:1' }, 'ABC', 'teacher', 'secret'), 'wss://h:1/ws/classes/ABC?role=teacher');
   assert.equal(api.classSocketUrl({ protocol: 'http:', host: 'h' }, 'ABC', 'student'), 'ws://h/ws/classes/ABC?role=student');
