@@ -246,7 +246,7 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   assert.match(vent.textContent, /PUSH/);
   assert.match(vent.textContent, /sent 3/);
   assert.match(vent.textContent, /✕ 1 dropped/);
-  assert.match(vent.textContent, /⏸ blocked/);
+  assert.match(vent.textContent, /❚❚ blocked/);
   assert.ok(vent.classList.contains('blocked'));
   assert.match(nodes[2].textContent, /got 1/);
   const edges = find(box, (el) => el.classList.contains('topo-edge'));

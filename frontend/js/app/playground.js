@@ -227,10 +227,11 @@ class PlaygroundPage {
   start() {
     const win = this.win;
     const link = parseLink(win.location.search);
-    if ((win.location.hash || '').replace('#', '') === 'paste') this.showTab('paste');
+    const hash = win.location.hash || ''; // (read first: showing a tab rewrites the URL)
+    if (hash.replace('#', '') === 'paste') this.showTab('paste');
     else this.showTab('session');
     // A shared topology (#topology=...) waits in the editor for Start.
-    if (this.setup.fromHash(win.location.hash)) this.host.document.getElementById('topology-setup').open = true;
+    if (this.setup.fromHash(hash)) this.host.document.getElementById('topology-setup').open = true;
     if (link.session) {
       if (link.el !== undefined) this.pendingLink = { el: link.el, field: link.field };
       this.host.document.getElementById('session-setup').open = false;

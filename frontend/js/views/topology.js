@@ -18,7 +18,7 @@ import { previewHex } from '../core/bytes.js';
 // The words of this view, in one place (for the catalogs of issue 21).
 export const TOPOLOGY_TEXT = {
   title: 'Topology',
-  legend: 'arrow: connects → binds · bars: queue depth / HWM (above: outbound, below: inbound) · ✕ dropped · ⏸ blocked',
+  legend: 'arrow: connects → binds · bars: queue depth / HWM (above: outbound, below: inbound) · ✕ dropped · ❚❚ blocked',
   empty: 'No topology session.',
   got: 'Who got which message',
   gotNone: 'nothing yet',
@@ -26,7 +26,7 @@ export const TOPOLOGY_TEXT = {
   received: ({ count }) => `got ${count}`,
   sent: ({ count }) => `sent ${count}`,
   drops: ({ count }) => `✕ ${count} dropped`,
-  blocked: '⏸ blocked',
+  blocked: '❚❚ blocked',
   blocks: ({ count }) => `${count}× blocked`,
   filtered: ({ count }) => `${count} filtered`,
   depth: ({ node, peer, depth, hwm }) => `${node}'s outbound queue to ${peer}: ${depth} of SNDHWM ${hwm}`,
@@ -35,12 +35,12 @@ export const TOPOLOGY_TEXT = {
   nodeTitle: ({ name, type }) => `${name} (${type})`,
 };
 
-const W = 900;
-const NODE_W = 132;
-const NODE_H = 46;
+const W = 640;
+const NODE_W = 124;
+const NODE_H = 50;
 const BAR_W = 40;
 const MAX_DOTS = 48;
-const MAX_CHIPS = 6;
+const MAX_CHIPS = 8;
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {} } = {}) {
@@ -75,7 +75,7 @@ export class TopologyView {
     const d = this.doc;
     this.state = state;
     const n = (topology && topology.nodes ? topology.nodes.length : 0);
-    this.layout = layoutSession(topology, { width: W, rowHeight: n > 6 ? 64 : 84 });
+    this.layout = layoutSession(topology, { width: W, rowHeight: n > 6 ? 66 : 90, margin: NODE_W / 2 + 8 });
     const L = this.layout;
     this.place = new Map(L.nodes.map((p) => [p.id, p]));
     this.edgeEls = new Map(); // link -> g
@@ -91,13 +91,13 @@ export class TopologyView {
       return g;
     });
     const nodes = L.nodes.map((p) => {
-      const stats = s(d, 'text', { y: 30, 'text-anchor': 'middle', class: 'topo-stats' });
+      const stats = s(d, 'text', { y: 20, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
         'aria-label': TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type }) },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
-      s(d, 'text', { y: -6, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      s(d, 'text', { y: 9, 'text-anchor': 'middle', class: 'node-label' }, p.type),
+      s(d, 'text', { y: -8, 'text-anchor': 'middle', class: 'node-types' }, p.id),
+      s(d, 'text', { y: 6, 'text-anchor': 'middle', class: 'node-label' }, p.type),
       stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
       this.nodeEls.set(p.id, { g, stats, badges });
@@ -156,6 +156,7 @@ export class TopologyView {
     row.shown = n.received.length;
     const d = this.doc;
     row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
+    row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
     setChildren(row.chips, last.map((r) => {
       const text = r.frames.map((f) => previewHex(f, 24)).join(' | ');
