@@ -16,6 +16,10 @@ def _size(text: str) -> int:
     return int(text)
 
 
+REPORT_LANGS = {"en": ("en",), "zh-CN": ("zh-CN",), "both": ("en", "zh-CN")}
+"""`--lang`: the report's languages, the first in report.html, the others in report.<lang>.html."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="capture files or directories (searched recursively)")
     p.add_argument("--out", required=True, metavar="DIR",
@@ -29,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fields", action="store_true", help="leave the fields column empty (smaller tables)")
     p.add_argument("--max-body", type=int, default=None, metavar="N", help="cut bodies to N octets")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    p.add_argument("--lang", choices=REPORT_LANGS, default="en",
+                   help="the report's language: en, zh-CN, or both (report.html in English and report.zh-CN.html)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
 
@@ -56,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_pipeline(args.inputs, args.out, master=args.master, progress=progress,
                                split_size=args.split_size or DEFAULT_SPLIT_SIZE, partitions=args.partitions,
                                with_fields=not args.no_fields, max_body=args.max_body, report=not args.no_report,
-                               stop_session=True)
+                               stop_session=True, report_langs=REPORT_LANGS[args.lang])
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a Spark or I/O failure: one line, not a Java stack trace

@@ -136,8 +136,10 @@ class _Reporter:
 def run_pipeline(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], master: str | None = None,
                  progress: Progress | None = None, *, spark=None, split_size: int = DEFAULT_SPLIT_SIZE,
                  with_fields: bool = True, max_body: int | None = None, report: bool = True,
-                 partitions: int | None = None, stop_session: bool = False) -> dict[str, Any]:
-    """Dissects every capture under `inputs` into Parquet tables and a report under `out`.
+                 partitions: int | None = None, stop_session: bool = False,
+                 report_langs: Sequence[str] = ("en",)) -> dict[str, Any]:
+    """Dissects every capture under `inputs` into Parquet tables and a report under `out` (`report.html` in
+    `report_langs[0]`, `report.<lang>.html` in the others).
 
     `progress(info)` is called from a monitor thread (and the calling thread) with `phase`,
     `fraction` (0..1 for the whole run), `tasks_done`/`tasks_total` of the phase's Spark jobs,
@@ -167,7 +169,8 @@ def run_pipeline(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
         plan = _plan(spark, inputs, split_size, parallelism)
         timings["plan"] = time.monotonic() - t
         summary = _run_phases(spark, plan, out_dir, reporter, timings, parallelism=parallelism,
-                              partitions=partitions, with_fields=with_fields, max_body=max_body, report=report)
+                              partitions=partitions, with_fields=with_fields, max_body=max_body, report=report,
+                              report_langs=report_langs)
     finally:
         monitor.stop()
         for prop in ("spark.jobGroup.id", "spark.job.description"):
@@ -207,7 +210,7 @@ def _plan(spark, inputs, split_size: int, parallelism: int) -> PipelinePlan:
 
 def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, timings: dict[str, float], *,
                 parallelism: int, partitions: int | None, with_fields: bool, max_body: int | None,
-                report: bool) -> dict[str, Any]:
+                report: bool, report_langs: Sequence[str] = ("en",)) -> dict[str, Any]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -313,7 +316,7 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
         from .report import write_report
 
         summary["report"] = write_report(events, connections, summary, out_dir,
-                                         findings=spark.read.parquet(findings_path))
+                                         findings=spark.read.parquet(findings_path), langs=report_langs)
         timings["report"] = time.monotonic() - t
     return summary
 
@@ -387,6 +390,6 @@ def clean_output(out: str | os.PathLike[str]) -> None:
     """Removes what a run writes under `out` (tables, report, summary)."""
     for name in ("events", "connections", "errors"):
         shutil.rmtree(os.path.join(out, name), ignore_errors=True)
-    for name in ("report.html", "summary.json"):
+    for name in ("report.html", "report.zh-CN.html", "summary.json"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(out, name))

@@ -2,7 +2,9 @@
 
 Plots: ZMTP versions and mechanisms, socket-type pairs, message-size distribution, messages
 over time and expert events by kind; tables: the run's numbers, captures, errors. Every text
-that comes from a capture is escaped: payload bytes are data, never markup.
+that comes from a capture is escaped: payload bytes are data, never markup. Its words are the
+`report.*` ids of the catalogs (`zmtplab.i18n`), so the same aggregates make the page in each
+language asked for: `report.html` in the first, `report.<lang>.html` in the others.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ..i18n import text, translate
 from . import transform as T
 
 _W = 640
@@ -23,10 +26,15 @@ def _esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def hbar_chart(title: str, items: Sequence[tuple[str, float]], *, unit: str = "") -> str:
+def _empty_figure(title: str, lang: str) -> str:
+    none = _esc(text("report.none", lang))
+    return f"<figure><figcaption>{_esc(title)}</figcaption><p class='none'>{none}</p></figure>"
+
+
+def hbar_chart(title: str, items: Sequence[tuple[str, float]], *, unit: str = "", lang: str = "en") -> str:
     """Horizontal bars, one per (label, value)."""
     if not items:
-        return f"<figure><figcaption>{_esc(title)}</figcaption><p class='none'>none</p></figure>"
+        return _empty_figure(title, lang)
     items = list(items)[:25]
     row, label_w = 22, 220
     height = row * len(items) + 10
@@ -43,10 +51,11 @@ def hbar_chart(title: str, items: Sequence[tuple[str, float]], *, unit: str = ""
     return f"<figure><figcaption>{_esc(title)}</figcaption>{''.join(parts)}</figure>"
 
 
-def column_chart(title: str, items: Sequence[tuple[str, float]], *, xlabel: str = "", line: bool = False) -> str:
+def column_chart(title: str, items: Sequence[tuple[str, float]], *, xlabel: str = "", line: bool = False,
+                 lang: str = "en") -> str:
     """Vertical columns (or a line) over ordered categories."""
     if not items:
-        return f"<figure><figcaption>{_esc(title)}</figcaption><p class='none'>none</p></figure>"
+        return _empty_figure(title, lang)
     items = list(items)
     height, left, bottom, top_pad = 240, 60, 50, 10
     plot_w, plot_h = _W - left - 10, height - bottom - top_pad
@@ -78,9 +87,9 @@ def column_chart(title: str, items: Sequence[tuple[str, float]], *, xlabel: str 
     return f"<figure><figcaption>{_esc(title)}</figcaption>{''.join(parts)}</figure>"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], lang: str = "en") -> str:
     if not rows:
-        return "<p class='none'>none</p>"
+        return f"<p class='none'>{_esc(text('report.none', lang))}</p>"
     head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{_esc(_fmt(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -122,66 +131,97 @@ def _timeline(per_second: list[tuple[int, int]], bins: int = 60) -> tuple[list[t
     return list(zip(labels, counts, strict=True)), width
 
 
-def _findings_section(findings) -> list[str]:
-    if findings is None:
+def _findings_section(rows, by_rule, lang: str) -> list[str]:
+    if rows is None:
         return []
-    rows = findings.orderBy("severity", "rule", "capture").limit(200).collect()
-    by_rule = findings.groupBy("severity", "rule").count().orderBy("severity", "rule").collect()
     return [
-        "<h2>Findings</h2>",
-        hbar_chart("Findings by severity and rule (zmtplab analyze)",
-                   [(f"{r['severity']}: {r['rule']}", r["count"]) for r in by_rule]),
-        table(["severity", "rule", "capture", "connections", "what"],
-              [(r["severity"], r["rule"], r["capture"], ", ".join(r["conns"]), r["text"]) for r in rows]),
+        f"<h2>{text('report.findings', lang)}</h2>",
+        hbar_chart(text("report.findings_chart", lang),
+                   [(f"{r['severity']}: {r['rule']}", r["count"]) for r in by_rule], lang=lang),
+        table([text(c, lang) for c in ("report.col.severity", "report.col.rule", "report.col.capture",
+                                        "report.col.connections", "report.col.what")],
+              [(r["severity"], r["rule"], r["capture"], ", ".join(r["conns"]), translate(r["text"], lang))
+               for r in rows], lang),
     ]
 
 
-def write_report(events, connections, summary: dict[str, Any], out_dir: str, *, findings=None) -> str:
-    """Computes the report's aggregates with Spark and writes `out_dir/report.html`; returns its path.
+def write_report(events, connections, summary: dict[str, Any], out_dir: str, *, findings=None,
+                 langs: Sequence[str] = ("en",)) -> str:
+    """Computes the report's aggregates with Spark and writes `out_dir/report.html` (in `langs[0]`, and
+    `report.<lang>.html` for each other language); returns the path of the first.
     `findings` is the `findings` table (`zmtplab analyze`'s diagnosis of each capture), if there is one."""
-    vm = [(f"{r['version']} {r['mechanism']}", r["count"]) for r in T.versions_mechanisms(connections).collect()]
-    pairs = [(f"{r['client']} \u2192 {r['server']}", r["count"]) for r in T.socket_pairs(connections).collect()]
-    hist = T.message_histogram(events).collect()
+    agg = {
+        "vm": [(f"{r['version']} {r['mechanism']}", r["count"])
+               for r in T.versions_mechanisms(connections).collect()],
+        "pairs": [(f"{r['client']} \u2192 {r['server']}", r["count"])
+                  for r in T.socket_pairs(connections).collect()],
+        "hist": T.message_histogram(events).collect(),
+        "experts": T.expert_kinds(events).collect(),
+        "per_capture": T.capture_summary(connections).limit(50).collect(),
+        "findings": None if findings is None else findings.orderBy("severity", "rule", "capture").limit(200).collect(),
+        "by_rule": None if findings is None else
+        findings.groupBy("severity", "rule").count().orderBy("severity", "rule").collect(),
+    }
+    first = None
+    for lang in langs:
+        name = "report.html" if first is None else f"report.{lang}.html"
+        path = os.path.join(out_dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(render_report(agg, summary, lang))
+        first = first or path
+    return first or os.path.join(out_dir, "report.html")
+
+
+def render_report(agg: dict[str, Any], summary: dict[str, Any], lang: str = "en") -> str:
+    """The report's page in `lang` from the aggregates `write_report` computed."""
+    def t(msg_id: str, **params: Any) -> str:
+        return text(msg_id, lang, **params)
+
     by_size: dict[int, int] = {}
-    for r in hist:
+    for r in agg["hist"]:
         by_size[r["bucket"]] = by_size.get(r["bucket"], 0) + r["count"]
     sizes = [(_size_label(b), n) for b, n in sorted(by_size.items())]
-    timeline, width = _timeline([(r["second"], r["count"]) for r in hist])
-    experts = T.expert_kinds(events).collect()
-    per_capture = T.capture_summary(connections).limit(50).collect()
+    timeline, width = _timeline([(r["second"], r["count"]) for r in agg["hist"]])
+    experts, per_capture = agg["experts"], agg["per_capture"]
     numbers = [
-        ("inputs", summary["inputs"]), ("captures read", summary["captures"]),
-        ("bytes", summary["bytes"]), ("frames", summary["frames"]),
-        ("TCP connections", summary["connections"]), ("ZMTP connections", summary["zmtp_connections"]),
-        ("events", summary["events"]), ("errors", len(summary["errors"])),
+        (t("report.n.inputs"), summary["inputs"]), (t("report.n.captures"), summary["captures"]),
+        (t("report.n.bytes"), summary["bytes"]), (t("report.n.frames"), summary["frames"]),
+        (t("report.n.tcp"), summary["connections"]), (t("report.n.zmtp"), summary["zmtp_connections"]),
+        (t("report.n.events"), summary["events"]), (t("report.n.errors"), len(summary["errors"])),
     ]
     kinds = sorted(summary["events_by_kind"].items(), key=lambda kv: -kv[1])
     sections = [
-        "<h2>Run</h2>", table(["", "value"], numbers),
-        hbar_chart("Events by kind", kinds),
-        "<h2>Connections</h2>",
-        hbar_chart("ZMTP versions and mechanisms (connections)", vm),
-        hbar_chart("Socket-type pairs, client \u2192 server (connections)", pairs),
-        "<h2>Messages</h2>",
-        column_chart("Message-size distribution (body octets, log2 buckets)", sizes, xlabel="octets"),
-        column_chart(f"Messages over time (bins of {width:.3g} s, UTC)", timeline, xlabel="time", line=True),
-        "<h2>Expert events</h2>",
-        hbar_chart("Expert events by severity and rule",
-                   [(f"{r['severity']}: {r['rule']}", r["count"]) for r in experts]),
-        table(["severity", "rule", "count", "example"],
-              [(r["severity"], r["rule"], r["count"], r["example"]) for r in experts[:50]]),
-        *_findings_section(findings),
-        "<h2>Captures</h2>",
-        table(["capture", "connections", "ZMTP", "events", "messages", "experts"],
+        f"<h2>{t('report.run')}</h2>", table(["", t("report.col.value")], numbers, lang),
+        hbar_chart(t("report.events_by_kind"), kinds, lang=lang),
+        f"<h2>{t('report.connections')}</h2>",
+        hbar_chart(t("report.versions_chart"), agg["vm"], lang=lang),
+        hbar_chart(t("report.pairs_chart"), agg["pairs"], lang=lang),
+        f"<h2>{t('report.messages')}</h2>",
+        column_chart(t("report.sizes_chart"), sizes, xlabel=t("report.octets"), lang=lang),
+        column_chart(t("report.timeline_chart", width=f"{width:.3g}"), timeline, xlabel=t("report.time"), line=True,
+                     lang=lang),
+        f"<h2>{t('report.experts')}</h2>",
+        hbar_chart(t("report.experts_chart"), [(f"{r['severity']}: {r['rule']}", r["count"]) for r in experts],
+                   lang=lang),
+        table([t("report.col.severity"), t("report.col.rule"), t("report.col.count"), t("report.col.example")],
+              [(r["severity"], r["rule"], r["count"], translate(r["example"], lang)) for r in experts[:50]], lang),
+        *_findings_section(agg["findings"], agg["by_rule"], lang),
+        f"<h2>{t('report.captures')}</h2>",
+        table([t("report.col.capture"), t("report.col.connections"), "ZMTP", t("report.col.events"),
+               t("report.col.messages"), t("report.col.experts")],
               [(r["capture"], r["connections"], r["zmtp"], r["events"], r["messages"], r["experts"])
-               for r in per_capture]),
-        "<h2>Errors</h2>",
-        table(["capture", "kind", "message"], [(e["capture"], e["kind"], e["message"]) for e in summary["errors"]]),
-        "<h2>Tables</h2>",
-        table(["table", "path"], sorted(summary["tables"].items())),
+               for r in per_capture], lang),
+        f"<h2>{t('report.errors')}</h2>",
+        table([t("report.col.capture"), t("report.col.kind"), t("report.col.message")],
+              [(e["capture"], e["kind"], e["message"]) for e in summary["errors"]], lang),
+        f"<h2>{t('report.tables')}</h2>",
+        table([t("report.col.table"), t("report.col.path")], sorted(summary["tables"].items()), lang),
     ]
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>ZMTP Lab pipeline report</title>
+    title = t("report.title")
+    intro = t("report.intro", captures=summary["captures"], bytes=f"{summary['bytes']:,}",
+              events=f"{summary['events']:,}")
+    return f"""<!doctype html>
+<html lang="{lang}"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #222; }}
 h1 {{ font-size: 1.5em; }} h2 {{ border-bottom: 1px solid #ccc; margin-top: 2em; }}
@@ -191,12 +231,8 @@ table {{ border-collapse: collapse; margin: .5em 0; }}
 td, th {{ border: 1px solid #ddd; padding: 2px 8px; text-align: left; vertical-align: top; }}
 .none {{ color: #888; font-style: italic; }}
 </style></head><body>
-<h1>ZMTP Lab pipeline report</h1>
-<p>{summary['captures']} captures, {summary['bytes']:,} bytes, {summary['events']:,} events.</p>
+<h1>{title}</h1>
+<p>{intro}</p>
 {''.join(sections)}
 </body></html>
 """
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
-    return path
