@@ -1,6 +1,7 @@
 """Takes the README's screenshots: a real `zmtplab serve`, Debian's Chromium through Playwright.
 
-    .venv/bin/python docs/screenshots.py        # writes docs/img/*.png
+    .venv/bin/python docs/screenshots.py            # writes docs/img/*.png
+    .venv/bin/python docs/screenshots.py topology   # only the topology sessions' (docs/img/topology-*.png)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -46,6 +48,10 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 950})
+            if sys.argv[1:] == ["topology"]:
+                topology_shots(page, base)
+                browser.close()
+                return 0
             # Playground: a DEALER/ROUTER session played to its first message.
             page.goto(f"{base}/index.html")
             for side, kind in (("server", "ROUTER"), ("client", "DEALER")):
@@ -81,12 +87,43 @@ def main() -> int:
             page.goto(f"{base}/lessons.html?lesson=greeting&step=3")
             page.wait_for_timeout(2500)
             page.screenshot(path=str(OUT / "lessons.png"))
+            topology_shots(page, base)
             browser.close()
     finally:
         server.terminate()
         server.wait(10)
     print(f"screenshots in {OUT}")
     return 0
+
+
+def play_preset(page: Any, base: str, preset: str) -> None:
+    """Opens the playground and plays `preset` from its menu at 16x."""
+    page.goto(f"{base}/index.html")
+    page.wait_for_selector(f"#preset-menu option[value='{preset}']", state="attached", timeout=20000)
+    page.select_option("#preset-menu", preset)
+    page.click("#start-preset")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node", timeout=20000)
+    page.evaluate("""() => { const r = document.querySelector('#player input[type=range]');
+      r.value = String(r.max); r.dispatchEvent(new Event('input')); r.dispatchEvent(new Event('change')); }""")
+
+
+def topology_shots(page: Any, base: str) -> None:
+    """Topology sessions (issue 19): the extended request-reply with a reply's path picked, and PUB drops."""
+    play_preset(page, base, "extended-reqrep")
+    page.wait_for_function("() => document.querySelector(\"#topology .topo-got-row[data-node='c2']\")"
+                           ".dataset.count === '1'", timeout=30000)
+    page.wait_for_timeout(1500)
+    page.click("#player button:text-is('❚❚ Pause')")
+    page.evaluate("""() => { document.querySelector("#topology .topo-got-row[data-node='c2'] .topo-msg").click();
+      document.querySelector('#topology').scrollTop = 0; }""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(OUT / "topology-broker.png"))
+    play_preset(page, base, "pub-drops")
+    page.wait_for_function("() => /dropped/.test(document.querySelector(\"#topology .topo-node[data-node='pub']\")"
+                           ".textContent)", timeout=30000)
+    page.click("#player button:text-is('❚❚ Pause')")
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(OUT / "topology-drops.png"))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,13 @@ test('x/y hints place a node; conns give edges their connection ids', () => {
   assert.equal(vent.x, 50);
   assert.equal(vent.y, layout.height - 30);
   assert.deepEqual(layout.edges.map((e) => e.conn), ['0', '1', '2']);
+  // Hints that would stack two boxes (the broker's front and back at x 0.42 and 0.58) give way to the columns.
+  const hinted = { ...BROKER, nodes: BROKER.nodes.map((n) => ({ ...n, x: { front: 0.42, back: 0.58 }[n.name] ?? (n.type === 'REQ' ? 0.1 : 0.9) })) };
+  const tight = layoutSession(hinted, { width: 640, margin: 70, nodeWidth: 124, nodeHeight: 50 });
+  const at = Object.fromEntries(tight.nodes.map((n) => [n.id, n.x]));
+  assert.ok(at.back - at.front >= 124 + 8, `front ${at.front}, back ${at.back}`);
+  const loose = layoutSession(hinted, { width: 1400, margin: 70, nodeWidth: 124, nodeHeight: 50 });
+  assert.equal(loose.nodes.find((n) => n.id === 'front').x, 70 + 0.42 * 1260, 'room enough: the hint wins');
 });
 
 test('the state says who got which message, the pipes\' depth against HWM, drops and blocks', () => {

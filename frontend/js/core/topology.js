@@ -102,7 +102,8 @@ function shortLabel(node) {
 //   nodes: [{ id, x, y, type, column }]   edges: [{ link, conn, from, to, x1, y1, x2, y2, proxy }]
 // Messages read left to right: a link runs from its upstream node (the one that sends requests or data:
 // PUSH, PUB, REQ; else the connecting side) to its downstream one, and a node's column is the longest
-// upstream path to it (a proxy's frontend stands before its backend). A node's x/y hint (0..1) wins.
+// upstream path to it (a proxy's frontend stands before its backend). The nodes' x/y hints (0..1) win,
+// unless they would put two boxes of nodeWidth x nodeHeight on top of each other.
 
 const UPSTREAM = new Set(['PUSH', 'PUB', 'XPUB', 'REQ']);
 const DOWNSTREAM = new Set(['PULL', 'SUB', 'XSUB', 'REP']);
@@ -118,7 +119,7 @@ export function linkFlow(link, typeOf) {
   return [c, b];
 }
 
-export function layoutSession(topology, { width = 900, height = 0, rowHeight = 84, margin = 80 } = {}) {
+export function layoutSession(topology, { width = 900, height = 0, rowHeight = 84, margin = 80, nodeWidth = 0, nodeHeight = 0 } = {}) {
   const nodes = (topology && topology.nodes) || [];
   const links = (topology && topology.links) || [];
   const proxies = (topology && topology.proxies) || [];
@@ -149,11 +150,18 @@ export function layoutSession(topology, { width = 900, height = 0, rowHeight = 8
     const step = h / col.length;
     col.forEach((n, k) => placed.set(n.name, { id: n.name, x, y: step * (k + 0.5), column: i, type: typeOf(n.name) }));
   });
+  // The hints, unless two boxes (nodeWidth x nodeHeight) would then overlap: the columns stay.
+  const hinted = new Map();
   for (const n of nodes) {
     const p = placed.get(n.name);
-    if (typeof n.x === 'number') p.x = margin + Math.min(1, Math.max(0, n.x)) * (width - 2 * margin);
-    if (typeof n.y === 'number') p.y = 30 + Math.min(1, Math.max(0, n.y)) * (h - 60);
+    hinted.set(n.name, {
+      x: typeof n.x === 'number' ? margin + Math.min(1, Math.max(0, n.x)) * (width - 2 * margin) : p.x,
+      y: typeof n.y === 'number' ? 30 + Math.min(1, Math.max(0, n.y)) * (h - 60) : p.y,
+    });
   }
+  const spots = [...hinted.values()];
+  const clash = spots.some((a, i) => spots.some((b, k) => k > i && Math.abs(a.x - b.x) < nodeWidth + 8 && Math.abs(a.y - b.y) < nodeHeight + 8));
+  if (!clash) for (const [name, spot] of hinted) Object.assign(placed.get(name), spot);
   const connOf = new Map();
   for (const c of (topology && topology.conns) || []) connOf.set(Number(c.link), String(c.conn));
   const edge = (from, to, extra) => {

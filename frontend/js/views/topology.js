@@ -36,11 +36,13 @@ export const TOPOLOGY_TEXT = {
 };
 
 const W = 640;
-const NODE_W = 124;
-const NODE_H = 50;
-const BAR_W = 40;
+const NODE_W = 140;
+const NODE_H = 58;
+const BAR_W = 46;
 const MAX_DOTS = 48;
 const MAX_CHIPS = 8;
+const SMALL_HWM = 16;
+const COLUMN_W = 235;
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {} } = {}) {
@@ -75,7 +77,10 @@ export class TopologyView {
     const d = this.doc;
     this.state = state;
     const n = (topology && topology.nodes ? topology.nodes.length : 0);
-    this.layout = layoutSession(topology, { width: W, rowHeight: n > 6 ? 66 : 90, margin: NODE_W / 2 + 8 });
+    const opts = { rowHeight: n > 6 ? 66 : 84, margin: NODE_W / 2 + 8, nodeWidth: NODE_W, nodeHeight: NODE_H };
+    // Room between the columns for the links' queue bars: wider when there are more than three.
+    const columns = 1 + Math.max(0, ...layoutSession(topology, { ...opts, width: W }).nodes.map((p) => p.column));
+    this.layout = layoutSession(topology, { ...opts, width: Math.max(W, columns * COLUMN_W) });
     const L = this.layout;
     this.place = new Map(L.nodes.map((p) => [p.id, p]));
     this.edgeEls = new Map(); // link -> g
@@ -91,13 +96,13 @@ export class TopologyView {
       return g;
     });
     const nodes = L.nodes.map((p) => {
-      const stats = s(d, 'text', { y: 20, 'text-anchor': 'middle', class: 'topo-stats' });
+      const stats = s(d, 'text', { y: 22, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
         'aria-label': TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type }) },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
-      s(d, 'text', { y: -8, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      s(d, 'text', { y: 6, 'text-anchor': 'middle', class: 'node-label' }, p.type),
+      s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
+      s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, p.type),
       stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
       this.nodeEls.set(p.id, { g, stats, badges });
@@ -109,7 +114,7 @@ export class TopologyView {
       const msg = Number(ev.target && ev.target.getAttribute && ev.target.getAttribute('data-msg'));
       if (Number.isFinite(msg) && ev.target.getAttribute('data-msg') !== '') this.onPickMessage(msg);
     });
-    const defs = s(d, 'defs', {}, s(d, 'marker', { id: 'topo-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+    const defs = s(d, 'defs', {}, s(d, 'marker', { id: 'topo-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 12, markerHeight: 12, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
       s(d, 'path', { d: 'M0,0 L10,5 L0,10 z' })));
     this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'img',
       'aria-label': `${L.nodes.length} nodes, ${L.edges.length} links` }, defs, ...edges, ...nodes, this.pipeLayer, this.dotLayer);
@@ -207,7 +212,10 @@ export class TopologyView {
     el.g.setAttribute('data-depth', String(pipe.depth));
     el.g.setAttribute('data-hwm', String(hwm));
     el.g.classList.toggle('full', hwm > 0 && pipe.depth >= hwm);
-    el.text.textContent = `${pipe.depth}/${hwm || '?'}`;
+    // An empty queue with a large HWM says nothing: hidden until something waits in it.
+    el.g.classList.toggle('idle', pipe.depth === 0 && !(hwm > 0 && hwm <= SMALL_HWM));
+    // A queue's figures when it holds something or its HWM is small enough to matter; else just the bar.
+    el.text.textContent = pipe.depth > 0 || (hwm > 0 && hwm <= SMALL_HWM) ? `${pipe.depth}/${hwm || '?'}` : '';
     el.title.textContent = TOPOLOGY_TEXT[pipe.inbound ? 'depthIn' : 'depth']({ node: pipe.node, peer: pipe.peer ?? '*', depth: pipe.depth, hwm: hwm || '?' });
   }
 
