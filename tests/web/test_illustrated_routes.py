@@ -55,3 +55,18 @@ def test_a_capture_connection_and_a_range(client: TestClient) -> None:
     assert client.get(f"/api/captures/{capture_id}/illustrated", params={"conn": conn, "from": 10**6}).status_code \
         == 422
     assert client.get("/api/captures/nope/illustrated", params={"conn": "0"}).status_code == 404
+
+
+def test_a_lesson_as_an_illustrated_page(client: TestClient) -> None:
+    r = client.get("/api/lessons/broker/illustrated")
+    assert r.status_code == 200
+    assert r.headers["content-disposition"] == 'attachment; filename="broker-lesson.html"'
+    html = r.text
+    # Each connection of the broker topology, named by its nodes, with the step that shows it last.
+    assert "Connection 1: c1 and front" in html and "As step " in html
+    ids = re.findall(r'<section id="([^"]+)"', html)
+    assert len(ids) == len(set(ids)) > 3
+    greeting = client.get("/api/lessons/greeting/illustrated").text
+    sections = re.findall(r'<section id="(c[^"]+)"', greeting)
+    assert sections[:2] == ["c0", "c0-2"]  # one connection shown by several steps: one anchor each
+    assert client.get("/api/lessons/nope/illustrated").status_code == 404

@@ -34,6 +34,7 @@ class Section:
     client: str = "client"
     server: str = "server"
     events: list[dict[str, Any]] = field(default_factory=list)
+    caption: str = ""  # where it comes from, when the page has several sources (a lesson's steps)
     cut: int = 0  # elements left out after `max_elements`
     drawn: int = 0  # elements kept that the page draws
 

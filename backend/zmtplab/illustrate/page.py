@@ -104,8 +104,8 @@ def render(doc: Document, *, script: str | None = None, script_name: str | None 
            "and the ABNF rule it comes from. Made by ZMTP Lab.</p>\n</header>\n"]
     out.append(_toc(doc, numbered, script is not None))
     out.append("<main>\n")
-    for section, elements in _by_section(doc, numbered):
-        out.append(_section(section, elements))
+    for section, anchor, elements in _by_section(doc, numbered):
+        out.append(_section(section, anchor, elements))
     if script is not None:
         out.append(_script(script, script_name))
     out.append("</main>\n</body>\n</html>\n")
@@ -123,9 +123,14 @@ def _numbered(doc: Document) -> Iterator[tuple[Section, int, dict[str, Any]]]:
             yield section, n, event
 
 
-def _by_section(doc: Document, numbered: list) -> Iterator[tuple[Section, list[tuple[int, dict[str, Any]]]]]:
+def _by_section(doc: Document, numbered: list) -> Iterator[tuple[Section, str, list[tuple[int, dict[str, Any]]]]]:
+    """Each section with its anchor (`c{conn}`; `c{conn}-2`, ... when a page shows a connection again, as a
+    lesson's steps do) and its numbered elements."""
+    used: dict[str, int] = {}
     for section in doc.sections:
-        yield section, [(n, e) for s, n, e in numbered if s is section]
+        used[section.conn] = used.get(section.conn, 0) + 1
+        anchor = f"c{section.conn}" + (f"-{used[section.conn]}" if used[section.conn] > 1 else "")
+        yield section, anchor, [(n, e) for s, n, e in numbered if s is section]
 
 
 def _label(event: dict[str, Any]) -> str:
@@ -146,8 +151,8 @@ def _label(event: dict[str, Any]) -> str:
 
 def _toc(doc: Document, numbered: list, with_script: bool) -> str:
     out = ['<nav class="toc" aria-labelledby="toc-title">\n<h2 id="toc-title">Contents</h2>\n<ol>\n']
-    for section, elements in _by_section(doc, numbered):
-        out.append(f'<li><a href="#c{escape(section.conn)}">Connection {escape(section.conn)}: '
+    for section, anchor, elements in _by_section(doc, numbered):
+        out.append(f'<li><a href="#{escape(anchor)}">Connection {escape(section.conn)}: '
                    f"{escape(section.client)} and {escape(section.server)}</a>\n<ol>\n")
         for n, event in elements:
             arrow = ARROW.get(event.get("dir", ""), "")
@@ -162,14 +167,15 @@ def _toc(doc: Document, numbered: list, with_script: bool) -> str:
 # ---------------------------------------------------------------- a connection
 
 
-def _section(section: Section, elements: list[tuple[int, dict[str, Any]]]) -> str:
-    conn = escape(section.conn)
-    out = [f'<section id="c{conn}" aria-labelledby="c{conn}-title">\n'
-           f'<h2 id="c{conn}-title">Connection {conn}: {escape(section.client)} '
+def _section(section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
+    conn, anchor = escape(section.conn), escape(anchor)
+    out = [f'<section id="{anchor}" aria-labelledby="{anchor}-title">\n'
+           f'<h2 id="{anchor}-title">Connection {conn}: {escape(section.client)} '
            f"and {escape(section.server)}</h2>\n",
+           f'<p class="meta">{escape(section.caption)}</p>\n' if section.caption else "",
            f'<p class="meta">The client ({escape(section.client)}) opened the TCP connection; '
            f"→ is what it sent (c2s), ← what the server ({escape(section.server)}) sent (s2c).</p>\n",
-           _sequence(section, elements)]
+           _sequence(section, anchor, elements)]
     for n, event in elements:
         out.append(_element(section, n, event))
     if section.cut:
@@ -178,16 +184,17 @@ def _section(section: Section, elements: list[tuple[int, dict[str, Any]]]) -> st
     return "".join(out)
 
 
-def _sequence(section: Section, elements: list[tuple[int, dict[str, Any]]]) -> str:
-    """The sequence diagram: two lifelines, an arrow per element, each a link to the element."""
+def _sequence(section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
+    """The sequence diagram: two lifelines, an arrow per element, each a link to the element (a group of links
+    for a screen reader, each named by its element)."""
     shown = elements[:SEQUENCE_MOST]
     left, right, width, top, step = 110, 530, 640, 56, 24
     height = top + step * len(shown) + 16
     desc = (f"Sequence of connection {section.conn}: {len(elements)} elements between {section.client} (left) "
             f"and {section.server} (right).")
-    out = [f'<figure>\n<svg class="sequence" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-labelledby="seq-{escape(section.conn)}">\n'
-           f'<title id="seq-{escape(section.conn)}">{escape(desc)}</title>\n',
+    out = [f'<figure>\n<svg class="sequence" viewBox="0 0 {width} {height}" role="group" '
+           f'aria-labelledby="{anchor}-seq">\n'
+           f'<title id="{anchor}-seq">{escape(desc)}</title>\n',
            f'<rect class="head" x="{left - 90}" y="8" width="180" height="28" rx="4"/>'
            f'<text x="{left}" y="27" text-anchor="middle">{escape(_short(section.client))}</text>\n',
            f'<rect class="head" x="{right - 90}" y="8" width="180" height="28" rx="4"/>'

@@ -63,14 +63,16 @@ def session_document(session: Session) -> Document:
 
 
 def lesson_document(lesson_id: str, title: str, scenes: list[StepScene]) -> Document:
-    """A lesson: each of its sources as it stands after the last step that shows it, named by that step."""
+    """A lesson: each of its sources as it stands after the last step that shows it, with that step named."""
     last: dict[str, StepScene] = {}
     for scene in scenes:
         last[json.dumps(scene.source, sort_keys=True, default=str)] = scene
     sections: list[Section] = []
     for scene in last.values():
-        doc = from_events(scene.events, title=title, source="lesson", max_elements=PAGE_MOST)
+        ends = {str(c["conn"]): (str(c["client"]), str(c["server"]))
+                for c in (scene.topology or {}).get("conns", []) if {"conn", "client", "server"} <= c.keys()}
+        doc = from_events(scene.events, title=title, source="lesson", endpoints=ends, max_elements=PAGE_MOST)
         for section in doc.sections:
-            section.client = f"{section.client} (step {scene.number}: {scene.title})"
+            section.caption = f"As step {scene.number} shows it: {scene.title}."
             sections.append(section)
     return Document(title, f"lesson {lesson_id}", sections)

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Response, status
 from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
@@ -22,6 +22,7 @@ from ...lessons import markdown
 from ...lessons.loader import Lesson, LessonError, load_lessons
 from ...lessons.player import StepScene, check_answer, play_lesson
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
+from .. import illustrated
 from ..deps import LangDep
 from ..models import ErrorResponse
 
@@ -217,6 +218,18 @@ def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
     return localize_scene(out, library.lesson(lesson_id, lang).steps[number - 1], lang)
+
+
+@router.get("/{lesson_id}/illustrated", summary="The lesson as an illustrated page", responses={
+    200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
+def lesson_illustrated(lesson_id: LessonId, conn: HTTPConnection) -> Response:
+    """Every element the lesson's steps show, each with its octet table, hex, fields, explanations and ABNF
+    rules: a handout of the lesson's bytes that needs no server and runs no script."""
+    library = get_library(conn)
+    lesson = library.lesson(lesson_id)
+    scenes = [library.scene(lesson_id, n) for n in range(1, len(lesson.steps) + 1)]
+    doc = illustrated.lesson_document(lesson_id, lesson.title, scenes)
+    return illustrated.response(illustrated.page(doc), illustrated.filename(lesson_id, "lesson"))
 
 
 @router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,
