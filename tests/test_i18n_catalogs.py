@@ -89,7 +89,7 @@ def test_no_backend_id_is_unused():
     unused = []
     for msg_id, template in en.items():
         if not msg_id.startswith(i18n.TRANSLATED_PREFIXES):
-            if f'"{msg_id}"' not in code:
+            if f'"{msg_id}"' not in code and f"'{msg_id}'" not in code:
                 unused.append(msg_id)
             continue
         pieces = [p.strip() for p in re.split(r"\{\w+\}|[,;:()]|\. ", template.replace("{{", "{").replace("}}", "}"))]
