@@ -29,7 +29,6 @@ import shutil
 import time
 import unicodedata
 import uuid
-from collections.abc import AsyncIterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -38,13 +37,12 @@ from typing import Any
 
 from ..capture.children import die_with_parent
 from ..eventstore import EventStore, ingest_capture
-from .limits import evictions
+from .jobstore import ID_RE, JobStore
 from .searches import ClientSlots
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
-ID_RE = re.compile(r"^[0-9a-f]{32}$")
 PREVIEW_EVENTS = 5000  # a capture's first events, dissected and served first while the rest is dissected
 UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
 STORE_TMP, PREVIEW_TMP = "events.sqlite.building", "preview.sqlite.building"  # (see eventstore.ingest_capture)
@@ -115,13 +113,16 @@ class CaptureRecord:
         return {"state": self.state, "percent": percent, "detail": detail}
 
 
-class CaptureStore:
+class CaptureStore(JobStore[CaptureRecord]):
     """Every capture of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
+    noun, plural = "capture", "captures"
+    not_found = CaptureNotFound
+    final_states = (DONE, ERROR)
+
     def __init__(self, settings: Settings) -> None:
+        super().__init__(settings.captures_dir)
         self.settings = settings
-        self.root = settings.captures_dir
-        self.records: dict[str, CaptureRecord] = {}
         self.uploading: dict[str, int] = {}  # client address -> uploads in progress
         self.searches = ClientSlots(settings.max_searches_per_client)  # text searches running per client
         self._executor: Executor | None = None
@@ -227,38 +228,20 @@ class CaptureStore:
         """
         record = CaptureRecord(id=capture_id, name=display_name(name), size=size, created=time.time(),
                                directory=directory, client=client)
-        await asyncio.to_thread(self._write_meta, record, True)
+        await asyncio.to_thread(self.write_meta, record, True)
         self.records[capture_id] = record
         self._schedule(record)
-        await self._evict(keep=capture_id)
+        await self.evict(keep=capture_id)
         return record
 
     def count_for(self, client: str) -> int:
         """Captures this client address has stored or is uploading."""
         return sum(1 for r in self.records.values() if r.client == client) + self.uploading.get(client, 0)
 
-    def _write_meta(self, record: CaptureRecord, strict: bool = False) -> None:
-        path = record.directory / "meta.json"
-        tmp = path.with_name("meta.json.tmp")
-        try:
-            tmp.write_text(json.dumps(record.meta()))
-            os.replace(tmp, path)
-        except OSError:  # deleted meanwhile, or the disk is full
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            if strict:
-                raise
-
     # ---- dissection
 
     def _schedule(self, record: CaptureRecord) -> None:
         record.job = asyncio.get_running_loop().create_task(self._dissect(record), name=f"dissect-{record.id}")
-
-    def _set(self, record: CaptureRecord, **changes: Any) -> None:
-        for key, value in changes.items():
-            setattr(record, key, value)
-        record.changed.set()
-        record.changed = asyncio.Event()
 
     async def _dissect(self, record: CaptureRecord) -> None:
         assert self._queue is not None
@@ -266,8 +249,8 @@ class CaptureStore:
         async with self._queue:
             if record.id not in self.records or self._stopping:
                 return
-            self._set(record, state=DISSECTING, percent=0.0, detail="")
-            await asyncio.to_thread(self._write_meta, record)
+            self.update(record, state=DISSECTING, percent=0.0, detail="")
+            await asyncio.to_thread(self.write_meta, record)
             directory = record.directory
             args = (str(record.capture_path), str(record.store_path), str(directory / "progress.json"),
                     str(directory / "cancel"))
@@ -318,9 +301,9 @@ class CaptureStore:
             setattr(record, key, value)
         if preview is not None and preview is not record.store:
             self._retire_preview(record, preview)
-        await asyncio.to_thread(self._write_meta, record)
-        self._set(record)
-        await self._evict(keep=record.id)  # its event store counts towards the stored bytes too
+        await asyncio.to_thread(self.write_meta, record)
+        self.update(record)
+        await self.evict(keep=record.id)  # its event store counts towards the stored bytes too
 
     async def _preview(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any] | None:
         """Dissects the first `PREVIEW_EVENTS` events into a store of their own and serves it (the capture
@@ -346,7 +329,7 @@ class CaptureStore:
             return {"state": "cancelled", "error": "cancelled", "events": 0}
         record.store = store
         record.summary = store.summary
-        self._set(record, detail=f"showing the first {limit:,} elements")
+        self.update(record, detail=f"showing the first {limit:,} elements")
         return None
 
     def _retire_preview(self, record: CaptureRecord, preview: EventStore) -> None:
@@ -394,31 +377,12 @@ class CaptureStore:
                 continue
             percent = data.get("percent")
             if isinstance(percent, (int, float)) and percent != record.percent:
-                self._set(record, percent=float(percent))
+                self.update(record, percent=float(percent))
 
-    async def progress(self, capture_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The progress messages of one capture, until it is done or failed."""
-        record = self.get(capture_id)
-        last: dict[str, Any] | None = None
-        while True:
-            changed = record.changed
-            message = record.progress()
-            if message != last:
-                last = message
-                yield message
-            if message["state"] in (DONE, ERROR):
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=max(self.settings.progress_interval, 1.0))
+    def progress_timeout(self) -> float:
+        return max(self.settings.progress_interval, 1.0)
 
     # ---- reading
-
-    def get(self, capture_id: str) -> CaptureRecord:
-        """The capture with this id; `CaptureNotFound` otherwise."""
-        record = self.records.get(capture_id) if ID_RE.match(capture_id) else None
-        if record is None:
-            raise CaptureNotFound(capture_id)
-        return record
 
     def ready(self, capture_id: str) -> tuple[CaptureRecord, EventStore]:
         """A capture whose events can be read; `CaptureNotReady` while it is being dissected."""
@@ -447,7 +411,7 @@ class CaptureStore:
         """Deletes a capture, stopping its dissection if it runs."""
         record = self.get(capture_id)
         del self.records[capture_id]
-        self._set(record, state=ERROR, error="deleted")
+        self.update(record, state=ERROR, error="deleted")
         with contextlib.suppress(OSError):
             (record.directory / "cancel").touch()
         job = record.job
@@ -459,26 +423,12 @@ class CaptureStore:
             await asyncio.to_thread(store.close)
         await asyncio.to_thread(shutil.rmtree, record.directory, True)
 
-    async def _evict(self, keep: str | None = None) -> None:
-        """Deletes the oldest captures while there are too many or they take too much space."""
-        oldest = sorted((r for r in self.records.values() if r.id != keep), key=lambda r: r.created)
-        s = self.settings
-        total = sum(r.disk_bytes for r in self.records.values())
-        for record in evictions(oldest, count=len(self.records), total=total,
-                                max_count=s.max_captures, max_bytes=s.max_total_bytes, size=lambda r: r.disk_bytes):
-            if record.id in self.records:  # (not deleted meanwhile)
-                log.info("evicting capture %s (over %d captures or %d bytes)", record.id, s.max_captures,
-                         s.max_total_bytes)
-                await self.delete(record.id)
+    def evictable(self, keep: str | None) -> list[CaptureRecord]:
+        return sorted((r for r in self.records.values() if r.id != keep), key=lambda r: r.created)
 
-    async def expire(self) -> int:
-        """Deletes captures older than the configured lifetime; returns how many went."""
-        limit = time.time() - self.settings.capture_ttl
-        old = [r.id for r in self.records.values() if r.created < limit]
-        for capture_id in old:
-            with contextlib.suppress(CaptureNotFound):
-                await self.delete(capture_id)
-        return len(old)
+    def limits(self) -> tuple[int, int, float]:
+        s = self.settings
+        return s.max_captures, s.max_total_bytes, s.capture_ttl
 
 
 def _file_size(path: Path) -> int:

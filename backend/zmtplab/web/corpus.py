@@ -32,16 +32,15 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .captures import ID_RE, CaptureRecord
+from .captures import CaptureRecord
 from .corpus_report import relabel
 from .corpus_tables import TableQuery, TableReader
-from .limits import evictions
+from .jobstore import ID_RE, JobStore
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -146,13 +145,16 @@ class RunRecord:
                 "fraction": self.fraction, "summary": self.summary, "resumed": self.resumed}
 
 
-class CorpusRuns:
+class CorpusRuns(JobStore[RunRecord]):
     """Every corpus run of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
+    noun, plural = "corpus run", "runs"
+    not_found = RunNotFound
+    final_states = FINAL
+
     def __init__(self, settings: Settings) -> None:
+        super().__init__(settings.corpus_dir)
         self.settings = settings
-        self.root = settings.corpus_dir
-        self.records: dict[str, RunRecord] = {}
         self.tables = TableReader(max_cell=max(64, settings.list_max_body * 2))
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task | None = None
@@ -171,7 +173,7 @@ class CorpusRuns:
             record = await asyncio.to_thread(self._reload, directory)
             if record is not None:
                 self.records[record.id] = record
-        await self._evict()  # `max_corpus_runs` may have been lowered since
+        await self.evict()  # `max_corpus_runs` may have been lowered since
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zmtplab-corpus")
         self._reaper = asyncio.create_task(self._reap(), name="zmtplab-corpus-reaper")
         for record in self.records.values():
@@ -221,12 +223,12 @@ class CorpusRuns:
                 record.state, record.resumed, record.error, record.finished = RUNNING, True, None, None
                 record.phase, record.fraction = STARTING, 0.0
                 record.detail = "started again: the server stopped during the run"
-                self._write_meta(record)
+                self.write_meta(record)
                 return record
             record.state = ERROR
             record.error = "the server stopped during the run; start it again (tick its captures and start a run)"
             record.finished = record.finished or time.time()
-            self._write_meta(record)
+            self.write_meta(record)
         shutil.rmtree(record.inputs_dir, ignore_errors=True)
         record.disk_bytes = _tree_bytes(record.out_dir)
         return record
@@ -260,7 +262,7 @@ class CorpusRuns:
             await asyncio.to_thread(shutil.rmtree, directory, True)
             raise
         record.job = asyncio.get_running_loop().create_task(self._run(record), name=f"corpus-{run_id}")
-        await self._evict(keep=run_id)
+        await self.evict(keep=run_id)
         return record
 
     def _link_inputs(self, record: RunRecord, paths: list[Path]) -> None:
@@ -273,7 +275,7 @@ class CorpusRuns:
                 if not path.exists():
                     raise
                 shutil.copyfile(path, target)  # another file system: copy
-        self._write_meta(record, strict=True)
+        self.write_meta(record, strict=True)
 
     # ---- running
 
@@ -288,10 +290,10 @@ class CorpusRuns:
             state, error, summary = await future
         record.finished = time.time()
         record.disk_bytes = await asyncio.to_thread(_tree_bytes, record.out_dir)
-        self._set(record, state=state, error=error, summary=summary, detail="")
+        self.update(record, state=state, error=error, summary=summary, detail="")
         if record.id in self.records:
-            await asyncio.to_thread(self._write_meta, record)
-            await self._evict(keep=record.id)
+            await asyncio.to_thread(self.write_meta, record)
+            await self.evict(keep=record.id)
         else:  # deleted while it ran
             self.tables.forget(record.out_dir)
             await asyncio.to_thread(shutil.rmtree, record.directory, True)
@@ -373,7 +375,7 @@ class CorpusRuns:
         if record.state != RUNNING:
             return
         fraction = float(info.get("fraction") or 0.0)
-        self._set(record, phase=str(info.get("phase", record.phase)), fraction=max(record.fraction, fraction),
+        self.update(record, phase=str(info.get("phase", record.phase)), fraction=max(record.fraction, fraction),
                   tasks_done=int(info.get("tasks_done") or 0), tasks_total=int(info.get("tasks_total") or 0))
 
     def _cancel_jobs(self, record: RunRecord) -> None:
@@ -409,7 +411,7 @@ class CorpusRuns:
     async def _request_cancel(self, record: RunRecord, reason: str) -> None:
         if record.cancel_reason is None:
             record.cancel_reason = reason
-        self._set(record, detail="cancelling")
+        self.update(record, detail="cancelling")
         await asyncio.to_thread(self._cancel_jobs, record)
 
     async def delete(self, run_id: str) -> None:
@@ -420,34 +422,22 @@ class CorpusRuns:
             await self._request_cancel(record, "deleted")
             return  # `_run` removes the directory when the worker is done with it
         self.tables.forget(record.out_dir)
-        self._set(record)
+        self.update(record)
         await asyncio.to_thread(shutil.rmtree, record.directory, True)
         # Listed until its files are gone: a run the list no longer shows has left nothing on disk.
         self.records.pop(run_id, None)
 
-    async def _evict(self, keep: str | None = None) -> None:
-        """Deletes the oldest finished runs (never `keep`, nor the newest finished one, whatever its size) while
-        more than `max_corpus_runs` are kept or their tables and reports take more than `max_corpus_bytes`."""
+    def evictable(self, keep: str | None) -> list[RunRecord]:
+        """The finished runs, oldest first, but `keep` and the newest finished one (whatever its size)."""
         finished = sorted((r for r in self.records.values() if r.state in FINAL), key=lambda r: r.created)
-        deletable = [r for r in finished[:-1] if r.id != keep]
-        s = self.settings
-        total = sum(r.disk_bytes for r in self.records.values())
-        for record in evictions(deletable, count=len(self.records), total=total,
-                                max_count=s.max_corpus_runs, max_bytes=s.max_corpus_bytes, size=lambda r: r.disk_bytes):
-            if record.id in self.records:  # (not deleted meanwhile)
-                log.info("evicting corpus run %s (over %d runs or %d bytes)", record.id, s.max_corpus_runs,
-                         s.max_corpus_bytes)
-                with contextlib.suppress(RunNotFound):
-                    await self.delete(record.id)
+        return [r for r in finished[:-1] if r.id != keep]
 
-    async def expire(self) -> int:
-        """Deletes finished runs older than `corpus_ttl`; returns how many went."""
-        limit = time.time() - self.settings.corpus_ttl
-        old = [r.id for r in self.records.values() if r.created < limit and r.state in FINAL]
-        for run_id in old:
-            with contextlib.suppress(RunNotFound):
-                await self.delete(run_id)
-        return len(old)
+    def expirable(self, record: RunRecord) -> bool:
+        return record.state in FINAL
+
+    def limits(self) -> tuple[int, int, float]:
+        s = self.settings
+        return s.max_corpus_runs, s.max_corpus_bytes, s.corpus_ttl
 
     async def _reap(self) -> None:
         while True:
@@ -458,13 +448,6 @@ class CorpusRuns:
                 log.exception("corpus reaper pass failed")
 
     # ---- reading
-
-    def get(self, run_id: str) -> RunRecord:
-        """The run with this id; `RunNotFound` otherwise."""
-        record = self.records.get(run_id) if ID_RE.match(run_id) else None
-        if record is None:
-            raise RunNotFound(run_id)
-        return record
 
     def ready(self, run_id: str) -> RunRecord:
         """A run whose tables and report can be read; `RunNotReady` otherwise."""
@@ -478,21 +461,6 @@ class CorpusRuns:
         """The runs this client address started, newest first."""
         return sorted((r for r in self.records.values() if r.client == client), key=lambda r: -r.created)
 
-    async def progress(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The progress messages of one run, until it ends (one a second at least: `elapsed` moves)."""
-        record = self.get(run_id)
-        last: dict[str, Any] | None = None
-        while True:
-            changed = record.changed
-            message = record.progress()
-            if message != last:
-                last = message
-                yield message
-            if message["state"] in FINAL:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=1.0)
-
     async def page(self, run_id: str, query: TableQuery) -> tuple[list[dict[str, Any]], int]:
         """One page of a finished run's table; `capture` values are capture ids."""
         record = self.ready(run_id)
@@ -502,27 +470,6 @@ class CorpusRuns:
             if "capture" in row:
                 row["capture"] = ids.get(row["capture"], row["capture"])
         return rows, total
-
-    # ---- helpers
-
-    def _set(self, record: RunRecord, **changes: Any) -> None:
-        for key, value in changes.items():
-            setattr(record, key, value)
-        record.changed.set()
-        record.changed = asyncio.Event()
-
-    def _write_meta(self, record: RunRecord, strict: bool = False) -> None:
-        path = record.directory / "meta.json"
-        tmp = path.with_name("meta.json.tmp")
-        try:
-            tmp.write_text(json.dumps(record.meta()))
-            os.replace(tmp, path)
-        except OSError:  # deleted meanwhile, or the disk is full
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            if strict:
-                raise
-
 
 def _tree_bytes(directory: Path) -> int:
     """Octets of the files under `directory` (0 when it does not exist)."""

@@ -1,0 +1,141 @@
+"""What stored captures (`web.captures.CaptureStore`) and corpus runs (`web.corpus.CorpusRuns`) share: jobs under
+server-made ids, each in a directory of its own with a `meta.json`, changes that wake their progress
+streams, eviction of the oldest when too many are kept or they take too much disk, and expiry.
+
+A store's records have `id`, `created` (epoch seconds), `directory`, `disk_bytes`, `changed` (an
+`asyncio.Event` replaced at each change), `meta()` (what `meta.json` holds) and `progress()` (one message
+of the progress stream, with its `state`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from .limits import evictions
+
+log = logging.getLogger(__name__)
+
+ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+class JobRecord(Protocol):
+    id: str
+    created: float
+    directory: Path
+    disk_bytes: int
+    changed: asyncio.Event
+
+    def meta(self) -> dict[str, Any]: ...
+    def progress(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=JobRecord)
+
+
+class JobStore(Generic[R]):
+    """The records of one kind of job, by id (see the module docstring). A store says what it calls its jobs,
+    which states end a progress stream, which records eviction and expiry may take, and how one is deleted."""
+
+    noun = "job"  # what the log calls one, and several
+    plural = "jobs"
+    not_found: type[KeyError] = KeyError
+    final_states: tuple[str, ...] = ()
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.records: dict[str, R] = {}
+
+    # ---- what each store says
+
+    def evictable(self, keep: str | None) -> list[R]:
+        """The records eviction may delete, oldest first (never `keep`)."""
+        raise NotImplementedError
+
+    def expirable(self, record: R) -> bool:
+        """Whether expiry may delete this record once it is old enough."""
+        return True
+
+    def limits(self) -> tuple[int, int, float]:
+        """How many records may be kept, how many octets they may take, and their lifetime in seconds."""
+        raise NotImplementedError
+
+    def progress_timeout(self) -> float:
+        """The longest a progress stream waits before it looks again."""
+        return 1.0
+
+    async def delete(self, job_id: str) -> None:
+        raise NotImplementedError
+
+    # ---- shared
+
+    def get(self, job_id: str) -> R:
+        """The record with this id; the store's `not_found` otherwise."""
+        record = self.records.get(job_id) if ID_RE.match(job_id) else None
+        if record is None:
+            raise self.not_found(job_id)
+        return record
+
+    def update(self, record: R, **changes: Any) -> None:
+        """Changes a record and wakes whoever waits for its progress."""
+        for key, value in changes.items():
+            setattr(record, key, value)
+        record.changed.set()
+        record.changed = asyncio.Event()
+
+    def write_meta(self, record: R, strict: bool = False) -> None:
+        """Writes the record's `meta.json` whole or not at all (`strict`: raise OSError when it cannot)."""
+        path = record.directory / "meta.json"
+        tmp = path.with_name("meta.json.tmp")
+        try:
+            tmp.write_text(json.dumps(record.meta()))
+            os.replace(tmp, path)
+        except OSError:  # deleted meanwhile, or the disk is full
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            if strict:
+                raise
+
+    async def progress(self, job_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The progress messages of one record, each once, until it reaches a final state."""
+        record = self.get(job_id)
+        last: dict[str, Any] | None = None
+        while True:
+            changed = record.changed
+            message = record.progress()
+            if message != last:
+                last = message
+                yield message
+            if message["state"] in self.final_states:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=self.progress_timeout())
+
+    async def evict(self, keep: str | None = None) -> None:
+        """Deletes the oldest evictable records while there are too many or they take too much space."""
+        max_count, max_bytes, _ = self.limits()
+        total = sum(r.disk_bytes for r in self.records.values())
+        for record in evictions(self.evictable(keep), count=len(self.records), total=total,
+                                max_count=max_count, max_bytes=max_bytes, size=lambda r: r.disk_bytes):
+            if record.id in self.records:  # (not deleted meanwhile)
+                log.info("evicting %s %s (over %d %s or %d bytes)", self.noun, record.id, max_count, self.plural,
+                         max_bytes)
+                with contextlib.suppress(self.not_found):
+                    await self.delete(record.id)
+
+    async def expire(self) -> int:
+        """Deletes the expirable records older than the lifetime; returns how many went."""
+        limit = time.time() - self.limits()[2]
+        old = [r.id for r in self.records.values() if r.created < limit and self.expirable(r)]
+        for job_id in old:
+            with contextlib.suppress(self.not_found):
+                await self.delete(job_id)
+        return len(old)
