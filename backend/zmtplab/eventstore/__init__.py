@@ -2,19 +2,13 @@
 `StoreWriter`), then paged, filtered, searched and explained (`EventStore`, `public`).
 
 It depends on the engine, the capture dissection and the analysis, and on nothing of the web app, which
-serves it (`web.captures`, `web.routes.captures`); see `store.py` for the file's layout.
+serves it (`web.captures`, `web.routes.captures`); `layout.py` describes the file, `writer.py` writes it and
+`store.py` reads it.
 """
 
 from __future__ import annotations
 
-from .store import (
-    EventStore,
-    SearchCancelled,
-    SearchLimits,
-    StoreWriter,
-    TimeLimit,
-    ingest_capture,
-    public,
-)
+from .store import EventStore, SearchCancelled, SearchLimits, public
+from .writer import StoreWriter, TimeLimit, ingest_capture
 
 __all__ = ["EventStore", "SearchCancelled", "SearchLimits", "StoreWriter", "TimeLimit", "ingest_capture", "public"]
