@@ -76,6 +76,13 @@ function writeText(w, topology) {
   return dirName(w.dir);
 }
 
+/** A peer's name: the two-peer scenes call them client and server (a topology's nodes have names of their own). */
+function roleName(peer) {
+  if (peer === 'client') return t('ui.peer.client');
+  if (peer === 'server') return t('ui.peer.server');
+  return String(peer ?? '');
+}
+
 function framesText(frames) {
   return `[${(frames || []).map((f) => JSON.stringify(String(f))).join(', ')}]`;
 }
@@ -194,10 +201,10 @@ export class LessonPanel {
     }
     const received = scene ? scene.received || [] : [];
     this.receivedBox.hidden = !received.length;
-    for (const r of received) this.received.appendChild(h(d, 'li', {}, h(d, 'strong', { text: t('ui.tree.name', { name: r.peer }) }), h(d, 'code', { text: framesText(r.frames) })));
+    for (const r of received) this.received.appendChild(h(d, 'li', {}, h(d, 'strong', { text: t('ui.tree.name', { name: roleName(r.peer) }) }), h(d, 'code', { text: framesText(r.frames) })));
     const log = scene ? scene.log || [] : [];
     this.logBox.hidden = !log.length;
-    for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: t('ui.tree.name', { name: e.peer }) }), e.text));
+    for (const e of log) this.log.appendChild(h(d, 'li', { class: e.error ? 'log-error' : '' }, h(d, 'span', { class: 'muted', text: `t=${Number(e.t).toFixed(3)} ` }), h(d, 'strong', { text: t('ui.tree.name', { name: roleName(e.peer) }) }), e.text));
   }
 
   renderDecisions(scene) {

@@ -96,6 +96,9 @@ function progress(d, label) {
 
 const MAX_CONN_ROWS = 8;
 
+// The filter's element kinds as a reader names them (lower case, as the kind key).
+const KIND_IDS = { greeting: 'ui.filter.greeting', command: 'ui.filter.command', frame: 'ui.filter.frame', message: 'ui.filter.message', expert: 'ui.filter.expert', gap: 'ui.filter.gap' };
+
 // The connection table's columns after '#'.
 const CONNECTION_COLUMNS = ['ui.col.client', 'ui.col.server', 'ui.conns.zmtp', 'ui.col.mechanism', 'ui.conns.sockets', 'ui.conns.identities', 'ui.col.messages', 'ui.conns.octets', 'ui.kind.expert'];
 
@@ -159,7 +162,7 @@ export class ConnectionsView {
 export class FilterBar {
   constructor(container, { onChange, onMore = () => {} }) {
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', { tLabel: 'ui.filter.kind' }, h(d, 'option', { value: '', t: 'ui.filter.allKinds' }), ...KINDS.map((k) => h(d, 'option', { value: k, text: k })));
+    this.kind = h(d, 'select', { tLabel: 'ui.filter.kind' }, h(d, 'option', { value: '', t: 'ui.filter.allKinds' }), ...KINDS.map((k) => h(d, 'option', KIND_IDS[k] ? { value: k, t: KIND_IDS[k] } : { value: k, text: k })));
     this.q = h(d, 'input', { type: 'search', tPlaceholder: 'ui.filter.placeholder', tLabel: 'ui.filter.text' });
     this.scope = h(d, 'input', { type: 'checkbox', attrs: { id: 'filter-this-conn' } });
     const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' ', h(d, 'span', { t: 'ui.filter.thisConn' }));

@@ -6,6 +6,9 @@ import { h, clear, setChildren, tr } from './dom.js';
 import { columns, pageText, progressText, runFacts, captureText, startedText, stateText, phaseText, EVENT_KINDS, TABLE_FILTERS, PAGE_SIZE } from '../core/corpus-tables.js';
 import { t } from '../core/i18n.js';
 
+// The kinds the events table's filter offers, as a reader names them (lower case, as the kind key).
+const KIND_IDS = { greeting: 'ui.filter.greeting', command: 'ui.filter.command', frame: 'ui.filter.frame', message: 'ui.filter.message', expert: 'ui.filter.expert', gap: 'ui.filter.gap' };
+
 /**
  * The uploads a run may take, with checkboxes, an upload button, "Start run", and per capture a link
  * to the viewer and a Delete button.
@@ -277,7 +280,7 @@ export class TableView {
     for (const [name, el] of Object.entries(this.fields)) el.hidden = !allowed.includes(name);
     const option = (value, text, selected) => h(d, 'option', { value, text, selected });
     setChildren(this.capture, option('', t('ui.filter.all'), !query.capture), captures.map((c) => option(c.id, c.name, c.id === query.capture)));
-    setChildren(this.kind, option('', t('ui.filter.all'), !query.kind), EVENT_KINDS.map((k) => option(k, k, k === query.kind)));
+    setChildren(this.kind, option('', t('ui.filter.all'), !query.kind), EVENT_KINDS.map((k) => option(k, KIND_IDS[k] ? t(KIND_IDS[k]) : k, k === query.kind)));
     setChildren(this.dir, option('', t('ui.filter.both'), !query.dir), option('c2s', 'C→S', query.dir === 'c2s'), option('s2c', 'S→C', query.dir === 's2c'));
     this.conn.value = query.conn || '';
     this.detail.hidden = true;

@@ -15,6 +15,17 @@ import { dirName } from '../core/labels.js';
 const SKIP = new Set(['conn', 'dir', 'offset', 'length', 'kind', 'fields', 'hex', 'seq', 't', 'ts', 'packets', 'index']);
 const HEX_KEYS = new Set(['identity', 'context', 'topic', 'body']);
 
+// The event contract's kind keys, named in the page's language (a key not here shows as it is; wire names
+// such as as_server, ttl, more and long stay).
+const KEY_IDS = {
+  version: 'ui.key.version', mechanism: 'ui.key.mechanism', socket_type: 'ui.key.socketType', identity: 'ui.key.identity',
+  name: 'ui.key.name', properties: 'ui.key.properties', reason: 'ui.key.reason', context: 'ui.key.context', topic: 'ui.key.topic',
+  username: 'ui.key.username', password: 'ui.key.password', group: 'ui.key.group', size: 'ui.key.size', body: 'ui.key.body',
+  frames: 'ui.key.frames', truncated: 'ui.key.truncated', severity: 'ui.key.severity', text: 'ui.key.text', rule: 'ui.key.rule',
+  encrypted: 'ui.key.encrypted', decrypted: 'ui.key.decrypted', box_size: 'ui.key.boxSize',
+};
+const keyName = (k) => (KEY_IDS[k] ? t(KEY_IDS[k]) : k);
+
 function summaryValue(key, value) {
   if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${octets(value.length / 2)})`;
   if (key === 'ttl' && typeof value === 'number') return t('ui.tree.ttl', { value, seconds: (value / 10).toFixed(1) });
@@ -84,10 +95,10 @@ export class TreeView {
     for (const [k, v] of Object.entries(event)) {
       if (SKIP.has(k)) continue;
       if (v && typeof v === 'object' && !Array.isArray(v)) {
-        summary.push(this.node(k, `sum-${k}`, Object.entries(v).map(([pk, pv]) => leaf(d, pk, String(pv)))));
+        summary.push(this.node(keyName(k), `sum-${k}`, Object.entries(v).map(([pk, pv]) => leaf(d, pk, String(pv)))));
       } else if (Array.isArray(v)) {
-        summary.push(this.node(`${k} [${v.length}]`, `sum-${k}`, v.map((item, i) => leaf(d, `${i + 1}`, typeof item === 'string' ? previewHex(item, 64) : String(item)))));
-      } else summary.push(leaf(d, k, summaryValue(k, v)));
+        summary.push(this.node(`${keyName(k)} [${v.length}]`, `sum-${k}`, v.map((item, i) => leaf(d, `${i + 1}`, typeof item === 'string' ? previewHex(item, 64) : String(item)))));
+      } else summary.push(leaf(d, keyName(k), summaryValue(k, v)));
     }
     const root = [this.node(elementTitle(event), 'element', info)];
     if (summary.length) root.push(this.node(t('ui.tree.summary'), 'summary', summary));
