@@ -79,3 +79,15 @@ def test_the_session_socket_in_chinese(client):
     assert greeting_en["fields"][0]["note"] == "First octet of the signature: %xFF."
     assert greeting_zh["fields"][0]["note"] == "签名的第一个字节：%xFF。"
     assert json.dumps(greeting_zh, ensure_ascii=False).count("签名") >= 2
+
+
+def test_error_details_in_chinese(client):
+    english = client.get("/api/lessons/nope")
+    assert english.json() == {"detail": "no lesson 'nope'"}
+    assert client.get("/api/lessons/nope", headers={"Accept-Language": "zh-CN"}).json() == {"detail": "没有课程 'nope'"}
+    assert client.get("/api/captures/abc/events?lang=zh-CN").json() == {"detail": "没有 ID 为 'abc' 的抓包文件"}
+    bad = client.post("/api/decode?lang=zh-CN", json={"hex": "zz"})
+    assert bad.status_code == 422 and bad.json()["detail"].startswith("不是十六进制：")
+    upload = client.post("/api/captures?lang=zh-CN", files={"file": ("x.pcap", b"hello world, no capture")})
+    assert upload.status_code == 415
+    assert upload.json() == {"detail": "不是 pcap 或 pcapng 抓包文件（文件以 68 65 6c 6c 开头）"}

@@ -24,12 +24,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .captures import CaptureStore
 from .corpus import CorpusRuns
-from .languages import LocalizedSockets
+from .languages import LocalizedSockets, localized_http_exception
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
@@ -192,6 +193,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.zmtplab_max_body = settings.max_json_body
     app.zmtplab_body_idle = settings.body_idle_timeout
     app.state.settings = settings
+
+    app.add_exception_handler(StarletteHTTPException, localized_http_exception)  # type: ignore[arg-type]
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

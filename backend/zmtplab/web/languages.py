@@ -1,4 +1,5 @@
-"""The session websocket in another language: `LocalizedSockets`, pure ASGI middleware.
+"""The web app's answers in another language: the session websocket (`LocalizedSockets`, pure ASGI middleware)
+and the `detail` of HTTP errors (`localized_http_exception`).
 
 A session serializes each message once for all its sockets (English, the contract). A socket opened
 with `?lang=zh-CN` (or, without `lang`, an Accept-Language that asks for Chinese) gets every message
@@ -12,6 +13,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from fastapi.exception_handlers import http_exception_handler
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..i18n import DEFAULT, localize_event, pick_lang, translate
@@ -69,3 +74,12 @@ class LocalizedSockets:
             await send(message)
 
         await self.app(scope, receive, localized_send)
+
+
+async def localized_http_exception(request: Request, exc: StarletteHTTPException) -> Response:
+    """FastAPI's answer to an `HTTPException`, its `detail` in the request's language (`?lang=`, Accept-Language):
+    what a page shows its reader. English answers are FastAPI's own, unchanged."""
+    lang = pick_lang(request.query_params.get("lang"), request.headers.get("accept-language"))
+    if lang != DEFAULT and isinstance(exc.detail, str):
+        exc = StarletteHTTPException(exc.status_code, translate(exc.detail, lang), headers=exc.headers)
+    return await http_exception_handler(request, exc)
