@@ -1132,6 +1132,9 @@ class TcpRuntime:
         if name == "close":
             self._mark("fault", fault="close", side=peer or "server")
             for link in list(self.links.values()):
+                if self.plan.topology and peer is not None and link.tap is not None and peer not in (
+                        link.tap.spec.connect, link.tap.spec.bind):
+                    continue  # (a topology closes the connections of the node named, all of them without one)
                 for writer in link.writers.values():
                     with contextlib.suppress(Exception):
                         writer.transport.abort()
