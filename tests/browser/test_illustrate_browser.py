@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,35 @@ def test_printed_every_element_on_one_page(browser: Any, page_file: Path, paper:
         body = texts[where][at:following[0] if following else None]
         assert re.sub(r"\s+", " ", last) in body, f"element {n + 1} runs past page {where + 1} ({paper})"
     (artifacts("illustrate") / f"page-{paper}.pdf").write_bytes(pdf)
+
+
+def downloaded(page: Any, click: Callable[[], None]) -> str:
+    """The text of the file a click downloads."""
+    with page.expect_download() as download:
+        click()
+    return Path(download.value.path()).read_text(encoding="utf-8")
+
+
+def test_export_from_each_page(page: Any, live_server: Any, sample: Any) -> None:
+    base = live_server.base
+    # The playground: a running session.
+    page.goto(f"{base}/index.html")
+    page.click("button:text-is('Start session')")
+    page.click("#player button:text-is('▶ Play')")
+    page.wait_for_selector("#sequence .seq-row:has-text('READY')")
+    html = downloaded(page, lambda: page.click("#export-html"))
+    assert "ZMTP, illustrated" in html and len(re.findall(r'<article class="element', html)) >= 4
+    # The capture viewer: elements 2 to 5 of the open connection.
+    page.goto(f"{base}/capture.html")
+    page.set_input_files("#capture-file", str(sample("dealer_router.pcapng")))
+    page.wait_for_selector("#sequence .seq-row:not(.loading)", timeout=30_000)
+    page.fill(".illustrated-export input >> nth=0", "2")
+    page.fill(".illustrated-export input >> nth=1", "5")
+    html = downloaded(page, lambda: page.click(".illustrated-export a"))
+    assert re.findall(r'<article class="element[^"]*" id="(e\d+)"', html) == ["e1", "e2", "e3", "e4"]
+    assert "READY command" in html
+    # A lesson.
+    page.goto(f"{base}/lessons.html?lesson=greeting&step=1")
+    page.wait_for_selector(".lesson-title:not(:empty)")
+    html = downloaded(page, lambda: page.click(".lesson-head a.button"))
+    assert "As step " in html and 'id="e1.signature"' in html

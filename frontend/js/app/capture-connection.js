@@ -15,6 +15,7 @@ import { fieldAt } from '../core/octets.js';
 import { formatCount } from '../core/bytes.js';
 import { matchText } from '../core/capture-search.js';
 import { FilterBar, PacketsView } from '../views/capture.js';
+import { IllustratedExport } from '../views/illustrated-export.js';
 
 const PAGE = 200;
 const HEX_WINDOW = 150; // elements either side of the selection in the follow-stream view
@@ -39,6 +40,7 @@ export class ConnectionBrowser {
     this.gen = 0; // bumps when the connection or filter changes; stale replies are dropped
     this.filterBar = new FilterBar($('filter'), { onChange: (f) => this.setFilter(f), onMore: () => this.searchFurther() });
     this.packets = new PacketsView($('packets'), { onPacket: (n) => this.showPacket(n) });
+    this.export = new IllustratedExport($('illustrated-export'), { url: (from, to) => page.api.captureIllustratedUrl(file.id, this.conn, from, to) });
   }
 
   /** The open connection's entry in the capture's summary, or null. */
@@ -76,6 +78,7 @@ export class ConnectionBrowser {
     this.conn = conn;
     this.full.clear();
     const c = this.info();
+    this.export.setRange(c ? c.events : 0);
     this.connections.setConnections(summary.connections, conn);
     const types = c && c.socket_types ? c.socket_types : {};
     wb.sequence.setLabels({ client: `${t('ui.peer.client')} ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `${t('ui.peer.server')} ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });

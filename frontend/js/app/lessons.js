@@ -143,6 +143,7 @@ export function startLessons(host) {
         }
         view.scene = null;
         panel.setLesson(lesson);
+        panel.setExportUrl(api.illustratedUrl(lesson.id));
         list.setCurrent(lessonId);
       }
       const n = Math.min(Math.max(1, Number(number) || 1), lesson.steps.length);

@@ -172,7 +172,7 @@ export class SessionPanel {
       },
     });
     this.session = { id, socket };
-    for (const fmt of ['pcapng', 'json']) {
+    for (const fmt of ['pcapng', 'json', 'html']) {
       const a = this.$(`export-${fmt}`);
       a.href = page.api.sessionExportUrl(id, fmt);
       a.hidden = false;

@@ -8,6 +8,8 @@
 //   GET  /api/sessions/faults                -> {faults: [{fault, modes}]} (what the fault menu offers)
 //   GET  /api/sessions/{id}/export.pcapng    (link)
 //   GET  /api/sessions/{id}/export.json      (link)
+//   GET  /api/sessions/{id}/export.html      (link: the illustrated page)
+//   GET  /api/captures/{id}/illustrated?conn=&from=&to=   (link: the illustrated page)
 //   WS   /ws/sessions/{id}?batch=1&log=0&marks=1   (see session.js)
 //   POST /api/decode                         {hex} -> {events}
 //   POST /api/captures                       multipart `file` -> 201 {id}; 413/415 {detail}
@@ -128,7 +130,11 @@ export function createApi(host) {
       return request('GET', '/api/sessions/presets');
     },
     sessionExportUrl(id, format) {
-      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;
+      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' || format === 'html' ? format : 'pcapng'}`;
+    },
+    /** The illustrated page of a capture's connection, elements `from` to `to` (indexes, inclusive). */
+    captureIllustratedUrl(id, conn, from, to) {
+      return `${base}/api/captures/${seg(id)}/illustrated${query({ conn, from, to })}`;
     },
     /**
      * ws:// or wss:// URL for a session, from the page's location {protocol, host}.

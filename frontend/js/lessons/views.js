@@ -119,12 +119,13 @@ export class LessonPanel {
     this.receivedBox = h(d, 'details', { class: 'box', open: true }, h(d, 'summary', { t: 'ui.lesson.received' }), this.received);
     this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.log' }), this.log);
     this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.references' }), this.refs);
+    this.exportLink = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title' });
     this.errorEl = h(d, 'p', { class: 'error', hidden: true });
     const head = h(
       d,
       'section',
       { class: 'box lesson-head' },
-      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl),
+      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl, this.exportLink),
       this.dots,
       h(d, 'div', { class: 'step-nav' }, this.prevBtn, this.counter, this.nextBtn),
     );
@@ -150,6 +151,11 @@ export class LessonPanel {
       this.refs.appendChild(h(d, 'li', {}, link));
     }
     this.refsBox.hidden = !(lesson.references || []).length;
+  }
+
+  /** Where the lesson's illustrated page is (the export link). */
+  setExportUrl(url) {
+    this.exportLink.href = url;
   }
 
   /** Show step `number` of the lesson: its narration and (once loaded) its scene. */

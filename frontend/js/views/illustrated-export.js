@@ -1,0 +1,43 @@
+// "Export illustrated page": a link to one self-contained HTML file explaining every octet of what is
+// shown (the server's illustrated routes make it). For a capture's connection, a range of its elements
+// by index, the whole connection by default.
+
+import { h } from './dom.js';
+
+/**
+ * new IllustratedExport(container, { url(from, to) }) ; .setRange(count) ; .hide()
+ * url: the page's address for elements `from` to `to` (indexes, inclusive).
+ */
+export class IllustratedExport {
+  constructor(container, { url }) {
+    const d = container.ownerDocument;
+    this.url = url;
+    const number = (label) => h(d, 'input', { type: 'number', min: '0', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
+    this.from = number('ui.illustrated.from');
+    this.to = number('ui.illustrated.to');
+    this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title' });
+    this.root = h(d, 'span', { class: 'illustrated-export', hidden: true },
+      this.link, h(d, 'span', { class: 'muted', t: 'ui.illustrated.from' }), this.from, h(d, 'span', { class: 'muted', t: 'ui.illustrated.to' }), this.to);
+    container.append(this.root);
+  }
+
+  /** A connection of `count` elements is open: the whole of it, until the reader narrows the range. */
+  setRange(count) {
+    const last = Math.max(0, Number(count || 1) - 1);
+    this.from.max = this.to.max = String(last);
+    this.from.value = '0';
+    this.to.value = String(last);
+    this.root.hidden = false;
+    this.update();
+  }
+
+  update() {
+    const from = Math.max(0, Math.floor(Number(this.from.value) || 0));
+    const to = Math.max(from, Math.floor(Number(this.to.value) || from));
+    this.link.href = this.url(from, to);
+  }
+
+  hide() {
+    this.root.hidden = true;
+  }
+}
