@@ -77,7 +77,8 @@ export class TreeView {
       this.body.appendChild(h(d, 'p', { class: 'hint', text: t(index === null ? 'ui.tree.select' : 'ui.loading') }));
       return;
     }
-    const info = [
+    // (A topology's socket decision or application receive has no direction, offset or length: not on the wire.)
+    const info = typeof event.offset !== 'number' ? [] : [
       leaf(d, t('ui.tree.direction'), `${dirName(event.dir)} (${event.dir === 's2c' ? 's2c' : 'c2s'})`),
       leaf(d, t('ui.tree.offset'), String(event.offset)),
       leaf(d, t('ui.tree.length'), octets(event.length)),
