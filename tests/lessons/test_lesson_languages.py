@@ -87,3 +87,19 @@ def test_every_text_of_every_scene_is_in_the_catalog(played):
     assert len(texts) > 150
     assert sorted(t for t in texts if i18n.recognise(t) is None) == []
     assert sorted(t for t in texts if not HAN.search(i18n.translate(t, "zh-CN"))) == []
+
+
+def test_a_teachers_step_and_selection_mean_the_same_in_both_languages(lessons, played):
+    """Presenter mode relays the lesson, step number, selection and highlights as indexes: a student reading in
+    Chinese shows the same element, field and highlighted fields as the teacher's English (and the reverse)."""
+    from zmtplab.lessons.translations import localize_lesson, localize_scene
+
+    for lesson_id, scenes in played.items():
+        zh = localize_lesson(lessons[lesson_id], "zh-CN")
+        for scene, step in zip(scenes, zh.steps, strict=True):
+            en, cn = scene.public(), localize_scene(scene.public(), step, "zh-CN")
+            assert (cn["element"], cn["field"], len(cn["events"])) == (en["element"], en["field"], len(en["events"]))
+            assert [(h["field"], h["name"], h["offset"]) for h in cn["highlights"]] == \
+                [(h["field"], h["name"], h["offset"]) for h in en["highlights"]]
+            assert [(e["kind"], e.get("offset"), e.get("length")) for e in cn["events"]] == \
+                [(e["kind"], e.get("offset"), e.get("length")) for e in en["events"]]
