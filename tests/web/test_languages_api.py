@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from webkit import LOCAL, dissected, events_of, open_client, ready
+from webkit import LOCAL, dissected, events_of, open_client, ready, receive_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,6 +79,13 @@ def test_the_session_socket_in_chinese(client):
     assert greeting_en["fields"][0]["note"] == "First octet of the signature: %xFF."
     assert greeting_zh["fields"][0]["note"] == "签名的第一个字节：%xFF。"
     assert json.dumps(greeting_zh, ensure_ascii=False).count("签名") >= 2
+    # why a connection closed (a `log` entry the sequence marks)
+    with client.websocket_connect(f"/ws/sessions/{session}?log=0&marks=1&lang=zh-CN") as ws:
+        closed = receive_until(ws, lambda m: m["type"] == "log" and "reason" in m["entry"])[-1]["entry"]
+    assert closed["reason"] == "无效的套接字类型：PUSH 套接字不能与 PUSH 通信"
+    with client.websocket_connect(f"/ws/sessions/{session}?log=0&marks=1") as ws:
+        closed = receive_until(ws, lambda m: m["type"] == "log" and "reason" in m["entry"])[-1]["entry"]
+    assert closed["reason"] == "invalid socket type: a PUSH socket cannot talk to PUSH"
 
 
 def test_error_details_in_chinese(client):

@@ -3,8 +3,8 @@ and the `detail` of HTTP errors (`localized_http_exception`).
 
 A session serializes each message once for all its sockets (English, the contract). A socket opened
 with `?lang=zh-CN` (or, without `lang`, an Accept-Language that asks for Chinese) gets every message
-rewritten on its way out: events' expert texts and field notes, and `error` details, through
-`zmtplab.i18n`. Other sockets and every HTTP request pass through untouched (one look at the scope).
+rewritten on its way out: events' expert texts and field notes, `error` details and `log` entries' reasons,
+through `zmtplab.i18n`. Other sockets and every HTTP request pass through untouched (one look at the scope).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..i18n import DEFAULT, localize_event, pick_lang, translate
 
 LOCALIZED_PREFIXES = ("/ws/sessions/",)
+LOG_TEXTS = ("reason", "text")
+"""The keys of a session's `log` entry a page shows as sentences (why a connection closed, a peer's error)."""
 
 
 def socket_lang(scope: Scope) -> str:
@@ -41,6 +43,10 @@ def _localize(message: Any, lang: str) -> Any:
         return {**message, "event": localize_event(message["event"], lang)}
     if kind == "error" and isinstance(message.get("detail"), str):
         return {**message, "detail": translate(message["detail"], lang)}
+    if kind == "log" and isinstance(message.get("entry"), dict):
+        entry = message["entry"]
+        texts = {k: translate(entry[k], lang) for k in LOG_TEXTS if isinstance(entry.get(k), str)}
+        return {**message, "entry": {**entry, **texts}} if texts else message
     return message
 
 
