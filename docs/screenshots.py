@@ -2,6 +2,7 @@
 
     .venv/bin/python docs/screenshots.py            # writes docs/img/*.png
     .venv/bin/python docs/screenshots.py topology   # only the topology sessions' (docs/img/topology-*.png)
+    .venv/bin/python docs/screenshots.py zh-CN      # only the Chinese lesson (docs/img/lessons-zh-CN.png)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def free_port() -> int:
 
 
 def main() -> int:
-    """Starts the server, visits each main view, saves a PNG of each."""
+    """Starts the server, visits each main view, saves a PNG of each (`topology` or `zh-CN`: only those)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-shots-")}
@@ -50,6 +51,10 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1500, "height": 950})
             if sys.argv[1:] == ["topology"]:
                 topology_shots(page, base)
+                browser.close()
+                return 0
+            if sys.argv[1:] == ["zh-CN"]:
+                chinese_shot(page, base)
                 browser.close()
                 return 0
             # Playground: a DEALER/ROUTER session played to its first message.
@@ -88,12 +93,26 @@ def main() -> int:
             page.wait_for_timeout(2500)
             page.screenshot(path=str(OUT / "lessons.png"))
             topology_shots(page, base)
+            chinese_shot(page, base)
             browser.close()
     finally:
         server.terminate()
         server.wait(10)
     print(f"screenshots in {OUT}")
     return 0
+
+
+def chinese_shot(page: Any, base: str) -> None:
+    """The greeting lesson in Simplified Chinese (issue 21) at its step 2, the signature's last octet clicked
+    and the question answered: the page's words, the narration, a field's note and the verdict in Chinese."""
+    page.goto(f"{base}/lessons.html?lang=zh-CN&lesson=greeting&step=2")
+    name = page.locator("#octets .oct-name:text-is('signature-end')")
+    name.wait_for(timeout=20000)
+    page.click(f"#octets .oct-box[data-field='{name.get_attribute('data-field')}']")
+    page.click("button:text-is('检查我的答案')")
+    page.wait_for_selector("#lesson-panel .answer-result.right", timeout=20000)
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(OUT / "lessons-zh-CN.png"))
 
 
 def play_preset(page: Any, base: str, preset: str) -> None:

@@ -19,8 +19,9 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 WORDS = {
     "zh-CN": {"nav": "演练场", "start": "开始会话", "greeting": "问候语", "rule": "ABNF 规则", "details": "详细信息",
               "check": "检查我的答案", "elements": "个元素", "expert": "专家信息", "lessons": "全部课程"},
-    "en": {"nav": "Playground", "start": "Start session", "greeting": "Greeting", "rule": "ABNF rule", "details": "Details",
-           "check": "Check my answer", "elements": "elements", "expert": "Expert info", "lessons": "All lessons"},
+    "en": {"nav": "Playground", "start": "Start session", "greeting": "Greeting", "rule": "ABNF rule",
+           "details": "Details", "check": "Check my answer", "elements": "elements", "expert": "Expert info",
+           "lessons": "All lessons"},
 }
 
 # Every label of these containers whose box clips what it holds (overflow hidden or an ellipsis, or a
@@ -57,11 +58,18 @@ def page_text(page: Any) -> str:
 
 def field_box(page: Any, name: str) -> Any:
     """The octet table's first box of field `name` (the names row says which field a box holds)."""
-    page.wait_for_function("(n) => [...document.querySelectorAll('#octets .oct-name')].some((td) => td.textContent === n)", arg=name)
+    page.wait_for_function("(n) => [...document.querySelectorAll('#octets .oct-name')]"
+                           ".some((td) => td.textContent === n)", arg=name)
     index = page.evaluate("(n) => [...document.querySelectorAll('#octets .oct-name')]"
                           ".find((td) => td.textContent === n)?.dataset.field", name)
     assert index is not None, f"no field {name} in the octet table"
     return page.locator(f"#octets .oct-box[data-field='{index}']").first
+
+
+def select_row(page: Any, label_start: str) -> None:
+    """Clicks the first sequence row whose label starts with `label_start`."""
+    label = page.locator(f".seq-label:text-matches('^{label_start}')")
+    page.locator("#sequence .seq-row", has=label).first.click()
 
 
 def explanation(page: Any) -> str:
@@ -86,7 +94,7 @@ def test_playground_session_in_each_language(page, live_server, artifacts, lang)
     expert = page.locator("#expert .expert-item .expert-msg").first.inner_text()
     count = page.locator("#sequence .seq-count").inner_text()
     assert words["elements"] in count, count
-    page.locator("#sequence .seq-row", has=page.locator(f".seq-label:text-matches('^{words['greeting']}')")).first.click()
+    select_row(page, words["greeting"])
     field_box(page, "signature").click()
     text = explanation(page)
     note = page.locator("#explain .explain-note").inner_text()
@@ -107,7 +115,7 @@ def test_switch_changes_the_running_session_in_place(page, live_server):
     page.click("button:text-is('Start session')")
     page.wait_for_selector("#sequence .seq-row:not(.loading)")
     session = page.locator("#session-id").inner_text()
-    page.locator("#sequence .seq-row", has=page.locator(".seq-label:text-matches('^Greeting')")).first.click()
+    select_row(page, "Greeting")
     field_box(page, "signature").click()
     page.evaluate("() => { window.__kept = true; }")  # gone if the page reloads
     page.select_option("#lang-switch", "zh-CN")
@@ -132,7 +140,7 @@ def test_capture_viewer_in_each_language(page, live_server, artifacts, sample, l
     page.wait_for_selector("#expert .expert-item")
     expert = page.locator("#expert .expert-item .expert-msg").first.inner_text()
     heads = page.locator("table.connections thead th").all_inner_texts()
-    page.locator("#sequence .seq-row", has=page.locator(f".seq-label:text-matches('^{WORDS[lang]['greeting']}')")).first.click()
+    select_row(page, WORDS[lang]["greeting"])
     page.wait_for_selector("#octets .oct-name")
     field_box(page, "signature").click()
     note = page.locator("#explain .explain-note").inner_text()
