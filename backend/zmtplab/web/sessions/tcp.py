@@ -882,6 +882,8 @@ class TcpRuntime:
         self.session.add_wire(link.conn, direction, data, t)
         link.sent[direction] += len(data)
         self._dissect(link, link.dissector.receive_data(direction, data), t)
+        if writer.is_closing():
+            return  # (the far end is gone: asyncio would only warn on every write until the link closes)
         try:
             if split:
                 for i in range(len(data)):
