@@ -137,3 +137,39 @@ def test_killing_a_node_moves_the_round_robin_and_exports_read_back(client, tmp_
 def _reads(messages: list[dict[str, Any]], prefix: str) -> int:
     return sum(1 for e in events_of(messages) if e["kind"] == "peer"
                and bytes.fromhex(e["frames"][0]).decode().startswith(prefix))
+
+
+def test_the_largest_topology_and_curve_across_ours_and_libzmq(client):
+    """24 nodes and 32 links (the limits), every link through its own tap; and a CURVE PUSH (libzmq) with one
+    worker ours and one libzmq's: round robin across both, our worker's boxes opened (we know its keys)."""
+    nodes = [*({"name": f"v{i}", "type": "PUSH", "libzmq": i % 2 == 0} for i in range(16)),
+             {"name": "w0", "type": "PULL", "libzmq": True}, {"name": "w1", "type": "PULL"},
+             *({"name": f"x{i}", "type": "PAIR"} for i in range(6))]
+    links = [{"connect": f"w{j}", "bind": f"v{i}"} for i in range(16) for j in range(2)]
+    script = [{"from": f"v{i}", "frames": [f"m{i}-{k}"], "at": 0.01 * (2 * i + k)} for i in range(16) for k in range(2)]
+    session_id = create(client, {"nodes": nodes, "links": links, "script": script})
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        seen = []
+        while _reads(seen, "m") < 32:
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "peer")
+    conns = [m["topology"]["conns"] for m in seen if m["type"] == "topology"][-1]
+    assert len(conns) == 32 and len({c["conn"] for c in conns}) == 32
+    reads = [(e["peer"], bytes.fromhex(e["frames"][0]).decode()) for e in events_of(seen) if e["kind"] == "peer"]
+    assert sorted(reads) == sorted((f"w{k}", f"m{i}-{k}") for i in range(16) for k in range(2))  # each PUSH: w0, w1
+
+    curve = [{"name": "vent", "type": "PUSH", "mechanism": "CURVE", "libzmq": True},
+             {"name": "w1", "type": "PULL", "mechanism": "CURVE"},
+             {"name": "w2", "type": "PULL", "mechanism": "CURVE", "libzmq": True}]
+    session_id = create(client, {"nodes": curve, "links": [{"connect": "w1", "bind": "vent"},
+                                                          {"connect": "w2", "bind": "vent"}],
+                                 "script": [{"from": "vent", "frames": [f"t{i}"], "at": 0.02 * i} for i in range(4)]})
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        seen = []
+        while _reads(seen, "t") < 4:
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "peer")
+    events = events_of(seen)
+    reads = sorted((e["peer"], bytes.fromhex(e["frames"][0]).decode()) for e in events if e["kind"] == "peer")
+    assert reads == [("w1", "t0"), ("w1", "t2"), ("w2", "t1"), ("w2", "t3")]
+    opened = [(e["conn"], bytes.fromhex(e["frames"][0]).decode()) for e in events
+              if e["kind"] == "message" and e.get("decrypted")]
+    assert opened == [("0", "t0"), ("0", "t2")]  # (vent and w2 are libzmq's: their keys stay theirs)
