@@ -1,6 +1,7 @@
 // Issue 19's protocol-free cores: a topology session's layout, its state from the event stream (who
 // received which message, pipe depth against HWM, drops and blocks, a message's path through every
 // hop, step back), the lifelines of the sequence view, and the topology file and link.
+import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { layoutSession, linkFlow } from '../../frontend/js/core/topology.js';

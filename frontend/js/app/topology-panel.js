@@ -2,16 +2,17 @@
 // lifelines (one per node, or per connection end), and a picked message's path through every hop, in
 // the diagram and the sequence. Two-peer sessions (nodes server and client) keep the classic view.
 
+import { messages } from '../core/i18n.js';
 import { TopologyState, lifelines } from '../core/topology-state.js';
 import { h } from '../views/dom.js';
 import { TopologyView } from '../views/topology.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
-export const PANEL_TEXT = {
-  lifelines: 'Lifelines:',
-  byNode: 'per node',
-  byConn: 'per connection',
-};
+export const PANEL_TEXT = messages({
+  lifelines: 'ui.topoPanel.lifelines',
+  byNode: 'ui.topoPanel.byNode',
+  byConn: 'ui.topoPanel.byConn',
+});
 
 /** A two-peer session's topology: its view stays the classic one (two lifelines, no diagram). */
 export function isTwoPeer(topology) {

@@ -1,21 +1,22 @@
 // The playground's topology box (issue 19.2): the preset menu from the server, the custom topology
 // editor, and its file (Save, Load) and link (Share: the topology in the URL's fragment).
 
+import { messages } from '../core/i18n.js';
 import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../core/topology-edit.js';
 import { TopologyEditor } from '../views/topology-editor.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
-export const SETUP_TEXT = {
-  noPresets: ({ error }) => `The preset menu is empty: ${error}`,
-  loaded: ({ name, nodes }) => `Loaded ${name}: ${nodes} nodes. Start it, or edit it first.`,
-  badFile: ({ name, error }) => `${name} was not loaded: ${error}`,
-  fromLink: ({ nodes }) => `This link carries a topology of ${nodes} nodes: press Start topology.`,
-  badLink: ({ error }) => `The link's topology was not loaded: ${error}`,
-  shared: 'The link to this topology is copied (and below).',
-  sharedNoClipboard: 'Copy the link to this topology below.',
-  saved: ({ name }) => `Saved as ${name}.`,
+export const SETUP_TEXT = messages({
+  noPresets: ['ui.topoSetup.noPresets'],
+  loaded: ['ui.topoSetup.loaded'],
+  badFile: ['ui.topoSetup.badFile'],
+  fromLink: ['ui.topoSetup.fromLink'],
+  badLink: ['ui.topoSetup.badLink'],
+  shared: 'ui.topoSetup.shared',
+  sharedNoClipboard: 'ui.topoSetup.sharedNoClipboard',
+  saved: ['ui.topoSetup.saved'],
   fileName: 'topology.json',
-};
+});
 
 export class TopologySetup {
   /**

@@ -106,6 +106,33 @@ export const i18n = new I18n();
 export const t = (id, params) => i18n.t(id, params);
 export const tn = (id, count, params) => i18n.tn(id, count, params);
 
+/**
+ * A catalog message as a string, in the language in force when it was made, that remembers its id and
+ * parameters: views/dom.js h() writes it so that a change of language rewrites it in place.
+ */
+export class Message extends String {
+  constructor(id, params) {
+    super(i18n.t(id, params));
+    this.id = id;
+    this.params = params;
+  }
+}
+
+/**
+ * A table of words whose entries read the catalog when used: { key: 'ui.id' } gives a Message, { key: ['ui.id'] }
+ * a function (params) -> Message, a nested object a nested table; anything else (a file name) stays as it is.
+ */
+export function messages(table) {
+  const out = {};
+  for (const [key, value] of Object.entries(table)) {
+    if (typeof value === 'string' && value.startsWith('ui.')) Object.defineProperty(out, key, { get: () => new Message(value), enumerable: true });
+    else if (Array.isArray(value)) out[key] = (params) => new Message(value[0], params);
+    else if (value && typeof value === 'object') out[key] = messages(value);
+    else out[key] = value;
+  }
+  return out;
+}
+
 /** A number as the page's language writes it (1,234 in both of ours). */
 export function number(n) {
   return typeof n === 'number' ? n.toLocaleString(i18n.lang === 'zh-CN' ? 'zh-CN' : 'en-US') : String(n);

@@ -55,13 +55,13 @@ function frameLabel(ev) {
   return parts.join(' ');
 }
 
-function messageLabel(ev) {
+/** A message's frames: "[2 frames] "a" "b"" (head: the id of the count's words). */
+function messageLabel(ev, head = 'ui.label.message') {
   const frames = Array.isArray(ev.frames) ? ev.frames : [];
   const n = frames.length;
-  const head = tn('ui.label.message', n);
   const shown = frames.slice(0, 4).map((f) => hexText(f, n === 1 ? 40 : 20));
   if (n > 4) shown.push(t('ui.label.moreFrames', { n: n - 4 }));
-  return [head, ...shown].join(' ');
+  return [tn(head, n), ...shown].join(' ');
 }
 
 /** Wireshark-style Info column text for any event; what a CURVE box held (opened with the session's keys) says so. */
@@ -89,7 +89,7 @@ function kindLabel(ev) {
       // A socket's decision (a topology session): the server's plain-language sentence.
       return `${ev.node || '?'}: ${ev.text || ev.what || 'socket'}`;
     case 'peer':
-      return ev.what === 'recv' ? `${ev.peer || '?'} received ${messageLabel(ev).replace(/^Message /, '')}` : `${ev.peer || '?'}: ${ev.what || 'peer'}`;
+      return ev.what === 'recv' ? t('ui.label.received', { peer: ev.peer || '?', message: messageLabel(ev, 'ui.label.frames') }) : `${ev.peer || '?'}: ${ev.what || 'peer'}`;
     default:
       return String(ev.kind || t('ui.kind.element'));
   }

@@ -5,6 +5,7 @@
 // socket pairs, names, limits) and answers 422 naming the node or link; here only the shape is checked,
 // so a file or a link that is not a topology gets a clear error and changes nothing.
 
+import { messages } from './i18n.js';
 import { SOCKET_TYPES } from './links.js';
 
 export const NAME = /^[A-Za-z0-9_.-]{1,32}$/;
@@ -15,16 +16,16 @@ export const FRAGMENT_KEY = 'topology';
 // Options a node may carry, with the editor's defaults (libzmq's), and the words of errors.
 export const NODE_DEFAULTS = { version: '3.1', mechanism: 'NULL', identity: '', sndhwm: 1000, rcvhwm: 1000, recv: 'auto' };
 
-export const EDIT_TEXT = {
-  notJson: 'this is not JSON',
-  notTopology: 'not a topology: "nodes" and "links" lists are expected',
-  badNode: ({ i }) => `node ${i + 1}: a name (1-32 of A-Z a-z 0-9 _ . -) and a socket type are expected`,
-  badType: ({ name, type }) => `node ${name}: ${type} is not a socket type`,
-  duplicate: ({ name }) => `node ${name} appears twice`,
-  badLink: ({ i }) => `link ${i + 1}: "connect" and "bind" name two different nodes of the topology`,
-  tooMany: ({ nodes, links }) => `at most ${nodes} nodes and ${links} links`,
-  badLinkText: 'the link holds no readable topology',
-};
+export const EDIT_TEXT = messages({
+  notJson: 'ui.topoEdit.notJson',
+  notTopology: 'ui.topoEdit.notTopology',
+  badNode: ['ui.topoEdit.badNode'],
+  badType: ['ui.topoEdit.badType'],
+  duplicate: ['ui.topoEdit.duplicate'],
+  badLink: ['ui.topoEdit.badLink'],
+  tooMany: ['ui.topoEdit.tooMany'],
+  badLinkText: 'ui.topoEdit.badLinkText',
+});
 
 /** An empty topology. */
 export function emptyTopology(mode = 'simulated') {
@@ -85,7 +86,7 @@ export function checkTopology(value) {
   if (value.nodes.length > MAX_NODES || value.links.length > MAX_LINKS) throw new Error(EDIT_TEXT.tooMany({ nodes: MAX_NODES, links: MAX_LINKS }));
   const names = new Set();
   const nodes = value.nodes.map((n, i) => {
-    if (!n || typeof n !== 'object' || typeof n.name !== 'string' || !NAME.test(n.name) || typeof n.type !== 'string') throw new Error(EDIT_TEXT.badNode({ i }));
+    if (!n || typeof n !== 'object' || typeof n.name !== 'string' || !NAME.test(n.name) || typeof n.type !== 'string') throw new Error(EDIT_TEXT.badNode({ i: i + 1 }));
     const type = n.type.toUpperCase();
     if (!SOCKET_TYPES.includes(type)) throw new Error(EDIT_TEXT.badType({ name: n.name, type: n.type }));
     if (names.has(n.name)) throw new Error(EDIT_TEXT.duplicate({ name: n.name }));
@@ -99,11 +100,11 @@ export function checkTopology(value) {
   });
   const pair = (a, b) => typeof a === 'string' && typeof b === 'string' && a !== b && names.has(a) && names.has(b);
   const links = value.links.map((l, i) => {
-    if (!l || !pair(l.connect, l.bind)) throw new Error(EDIT_TEXT.badLink({ i }));
+    if (!l || !pair(l.connect, l.bind)) throw new Error(EDIT_TEXT.badLink({ i: i + 1 }));
     return typeof l.at === 'number' && l.at >= 0 ? { connect: l.connect, bind: l.bind, at: l.at } : { connect: l.connect, bind: l.bind };
   });
   const proxies = (Array.isArray(value.proxies) ? value.proxies : []).map((p, i) => {
-    if (!p || !pair(p.frontend, p.backend)) throw new Error(EDIT_TEXT.badLink({ i }));
+    if (!p || !pair(p.frontend, p.backend)) throw new Error(EDIT_TEXT.badLink({ i: i + 1 }));
     return { frontend: p.frontend, backend: p.backend };
   });
   const out = { mode: value.mode === 'tcp' ? 'tcp' : 'simulated', nodes, links, proxies };

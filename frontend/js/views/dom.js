@@ -7,7 +7,7 @@
 // tPlaceholder, tLabel (aria-label) for attributes; the element remembers the id, so relabel()
 // rewrites it in place when the language changes.
 
-import { t as translate } from '../core/i18n.js';
+import { t as translate, Message } from '../core/i18n.js';
 
 export function h(doc, tag, props = {}, ...children) {
   const el = doc.createElement(tag);
@@ -18,10 +18,16 @@ export function h(doc, tag, props = {}, ...children) {
         el.className = value;
         break;
       case 'text':
-        el.textContent = String(value);
+        if (value instanceof Message) tr(el, [value.id, value.params]);
+        else el.textContent = String(value);
         break;
       case 'title':
-        el.setAttribute('title', String(value));
+        if (value instanceof Message) tr(el, [value.id, value.params], 'title');
+        else el.setAttribute('title', String(value));
+        break;
+      case 'placeholder':
+        if (value instanceof Message) tr(el, [value.id, value.params], 'placeholder');
+        else el.placeholder = value;
         break;
       case 't':
       case 'tTitle':
@@ -30,7 +36,10 @@ export function h(doc, tag, props = {}, ...children) {
         tr(el, value, I18N_TARGETS[key]);
         break;
       case 'attrs':
-        for (const [a, v] of Object.entries(value)) if (v !== undefined && v !== null && v !== false) el.setAttribute(a, v === true ? '' : String(v));
+        for (const [a, v] of Object.entries(value)) {
+          if (v instanceof Message && I18N_ATTR[a]) tr(el, [v.id, v.params], a);
+          else if (v !== undefined && v !== null && v !== false) el.setAttribute(a, v === true ? '' : String(v));
+        }
         break;
       case 'on':
         for (const [type, fn] of Object.entries(value)) el.addEventListener(type, fn);
@@ -50,7 +59,7 @@ export function append(el, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
     if (Array.isArray(c)) append(el, c);
-    else if (typeof c === 'string' || typeof c === 'number') el.appendChild(el.ownerDocument.createTextNode(String(c)));
+    else if (typeof c === 'string' || typeof c === 'number' || c instanceof String) el.appendChild(el.ownerDocument.createTextNode(String(c)));
     else el.appendChild(c);
   }
   return el;

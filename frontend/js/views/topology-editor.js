@@ -5,45 +5,46 @@
 //                                 onLoad(file), onShare(topology) })   options: { mode, autoplay }
 //   .setPresets(presets)  .setTopology(topology)  .topology  .setError(text)  .setNote(text)  .setBusy(bool)
 
+import { messages } from '../core/i18n.js';
 import { h, clear, setChildren } from './dom.js';
 import { SOCKET_TYPES } from '../core/links.js';
 import { addNode, addLink, removeNode, removeLink, setNode, emptyTopology } from '../core/topology-edit.js';
 
 // The words of this box, in one place (for the catalogs of issue 21).
-export const EDITOR_TEXT = {
-  preset: 'Preset',
-  presetNone: '(the server has no presets)',
-  startPreset: 'Start preset',
-  mode: 'Peers',
-  simulated: 'simulated',
-  tcp: 'real TCP',
-  autoplay: 'play at once',
-  custom: 'Custom topology',
-  fromPreset: 'Edit this preset',
-  clearAll: 'Empty',
-  nodes: 'Nodes',
-  links: 'Links',
-  name: 'Name',
-  type: 'Socket',
+export const EDITOR_TEXT = messages({
+  preset: 'ui.topoEditor.preset',
+  presetNone: 'ui.topoEditor.presetNone',
+  startPreset: 'ui.topoEditor.startPreset',
+  mode: 'ui.form.peers',
+  simulated: 'ui.form.simulated',
+  tcp: 'ui.form.tcp',
+  autoplay: 'ui.topoEditor.autoplay',
+  custom: 'ui.topoEditor.custom',
+  fromPreset: 'ui.topoEditor.fromPreset',
+  clearAll: 'ui.topoEditor.clearAll',
+  nodes: 'ui.topoEditor.nodes',
+  links: 'ui.topoEditor.links',
+  name: 'ui.topoEditor.name',
+  type: 'ui.form.socket',
   sndhwm: 'SNDHWM',
   rcvhwm: 'RCVHWM',
-  identity: 'Identity',
-  subscribe: 'Subscribe to (comma separated)',
-  recv: 'Reads',
-  recvModes: { auto: 'at once', manual: 'never (manual)', slow: 'one every 0.5 s' },
-  remove: 'Remove',
-  addNode: '+ Node',
-  addLink: '+ Link',
-  connects: 'connects to',
-  binds: '(binds)',
-  noNodes: 'No nodes yet: add one, or edit a preset.',
-  noLinks: 'No links yet.',
-  start: 'Start topology',
-  save: 'Save JSON',
-  load: 'Load JSON',
-  share: 'Share link',
-  starting: 'Starting…',
-};
+  identity: 'ui.form.identity',
+  subscribe: 'ui.topoEditor.subscribe',
+  recv: 'ui.topoEditor.recv',
+  recvModes: { auto: 'ui.topoEditor.recv.auto', manual: 'ui.topoEditor.recv.manual', slow: 'ui.topoEditor.recv.slow' },
+  remove: 'ui.topoEditor.remove',
+  addNode: 'ui.topoEditor.addNode',
+  addLink: 'ui.topoEditor.addLink',
+  connects: 'ui.topoEditor.connects',
+  binds: 'ui.topoEditor.binds',
+  noNodes: 'ui.topoEditor.noNodes',
+  noLinks: 'ui.topoEditor.noLinks',
+  start: 'ui.topoEditor.start',
+  save: 'ui.topoEditor.save',
+  load: 'ui.topoEditor.load',
+  share: 'ui.topoEditor.share',
+  starting: 'ui.form.starting',
+});
 
 const SLOW = 0.5;
 

@@ -10,30 +10,31 @@
 //   .setPath({ msg, conns, nodes } | null)
 //   .setSpeed(x)                    // the player's speed: dots move faster
 
+import { messages } from '../core/i18n.js';
 import { h, s, clear, setChildren } from './dom.js';
 import { layoutSession } from '../core/topology.js';
 import { pipeKey } from '../core/topology-state.js';
 import { previewHex } from '../core/bytes.js';
 
 // The words of this view, in one place (for the catalogs of issue 21).
-export const TOPOLOGY_TEXT = {
-  title: 'Topology',
-  legend: 'arrow: connects → binds · bars: queue depth / HWM (above: outbound, below: inbound) · ✕ dropped · ❚❚ blocked',
-  empty: 'No topology session.',
-  got: 'Who got which message',
-  gotNone: 'nothing yet',
-  proxy: 'proxy',
-  received: ({ count }) => `got ${count}`,
-  sent: ({ count }) => `sent ${count}`,
-  drops: ({ count }) => `✕ ${count} dropped`,
-  blocked: '❚❚ blocked',
-  blocks: ({ count }) => `${count}× blocked`,
-  filtered: ({ count }) => `${count} filtered`,
-  depth: ({ node, peer, depth, hwm }) => `${node}'s outbound queue to ${peer}: ${depth} of SNDHWM ${hwm}`,
-  depthIn: ({ node, peer, depth, hwm }) => `${node}'s inbound queue from ${peer} (not read yet): ${depth} of RCVHWM ${hwm}`,
-  message: ({ msg }) => `message ${msg}`,
-  nodeTitle: ({ name, type }) => `${name} (${type})`,
-};
+export const TOPOLOGY_TEXT = messages({
+  title: 'ui.panel.topology',
+  legend: 'ui.topo.legend',
+  empty: 'ui.topo.empty',
+  got: 'ui.topo.got',
+  gotNone: 'ui.topo.gotNone',
+  proxy: 'ui.topo.proxy',
+  received: ['ui.topo.received'],
+  sent: ['ui.topo.sent'],
+  drops: ['ui.topo.drops'],
+  blocked: 'ui.topo.blocked',
+  blocks: ['ui.topo.blocks'],
+  filtered: ['ui.topo.filtered'],
+  depth: ['ui.topo.depth'],
+  depthIn: ['ui.topo.depthIn'],
+  message: ['ui.topo.message'],
+  nodeTitle: ['ui.topo.nodeTitle'],
+});
 
 const W = 640;
 const NODE_W = 140;
