@@ -189,6 +189,17 @@ def test_report_has_its_own_csp(corpus):
     assert str(corpus.data_dir) not in text
 
 
+def test_report_in_chinese(corpus):
+    """The run's report in the page's language (issue 21): relabelled and under its own CSP like the English one."""
+    english = corpus.client.get(f"/api/corpus/runs/{corpus.run}/report").text
+    chinese = corpus.client.get(f"/api/corpus/runs/{corpus.run}/report", headers={"Accept-Language": "zh-CN"})
+    assert chinese.status_code == 200 and "ZMTP Lab 流水线报告" in chinese.text
+    assert "ZMTP Lab pipeline report" in english
+    assert "dealer_router.pcapng" in chinese.text and str(corpus.data_dir) not in chinese.text
+    assert "'sha256-" in chinese.headers["content-security-policy"]
+    assert corpus.client.get(f"/api/corpus/runs/{corpus.run}/report?lang=en").text == english
+
+
 def test_refusals(corpus):
     client, run = corpus.client, corpus.run
     unknown = uuid.uuid4().hex

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .captures import CaptureRecord
-from .corpus_report import relabel
+from .corpus_report import REPORT_LANGS, relabel, report_name
 from .corpus_tables import TableQuery, TableReader
 from .jobstore import ID_RE, JobStore
 from .settings import Settings
@@ -309,7 +309,7 @@ class CorpusRuns(JobStore[RunRecord]):
             if record.cancel_reason:
                 return CANCELLED, record.cancel_reason, None
             summary = run_pipeline(record.inputs, record.out_dir, spark=spark,
-                                   progress=lambda info: self._on_progress(record, info))
+                                   progress=lambda info: self._on_progress(record, info), report_langs=REPORT_LANGS)
             if record.cancel_reason:  # it finished before the cancel could stop it: still cancelled, as asked
                 shutil.rmtree(record.out_dir, ignore_errors=True)
                 return CANCELLED, record.cancel_reason, None
@@ -340,12 +340,13 @@ class CorpusRuns(JobStore[RunRecord]):
             return self._spark
 
     def _relabel_report(self, record: RunRecord) -> None:
-        report = record.out_dir / "report.html"
-        try:
-            if report.exists():
-                relabel(report, [(c["input"], c["name"]) for c in record.captures], str(record.out_dir))
-        except (OSError, UnicodeError):  # cosmetic: the report stays as the pipeline wrote it
-            log.warning("could not relabel the report of corpus run %s", record.id, exc_info=True)
+        for lang in REPORT_LANGS:
+            report = record.out_dir / report_name(lang)
+            try:
+                if report.exists():
+                    relabel(report, [(c["input"], c["name"]) for c in record.captures], str(record.out_dir))
+            except (OSError, UnicodeError):  # cosmetic: the report stays as the pipeline wrote it
+                log.warning("could not relabel the report of corpus run %s", record.id, exc_info=True)
 
     def _clear_cache(self) -> None:
         spark = self._spark

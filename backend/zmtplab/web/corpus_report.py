@@ -27,6 +27,15 @@ def report_csp(page: bytes) -> str:
             "frame-ancestors 'self'; sandbox")
 
 
+REPORT_LANGS = ("en", "zh-CN")
+"""The languages a corpus run's report is written in: `report.html` (English) and `report.zh-CN.html`."""
+
+
+def report_name(lang: str) -> str:
+    """The file of a run's report in `lang` (see `zmtplab.pipeline.report`)."""
+    return "report.html" if lang == REPORT_LANGS[0] else f"report.{lang}.html"
+
+
 def relabel(path: Path, labels: Iterable[tuple[str, str]], out_dir: str) -> None:
     """Rewrites the report in place: each input path shows as its label (the capture's display name),
     and the run's output directory disappears from the table paths ("events", not a server path).

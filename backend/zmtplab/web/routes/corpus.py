@@ -24,9 +24,9 @@ from ..corpus_models import (
     StoredCaptures,
     TablePage,
 )
-from ..corpus_report import report_csp
+from ..corpus_report import report_csp, report_name
 from ..corpus_tables import FILTERS, TABLES, TableQuery
-from ..deps import CaptureStoreDep, CorpusRunsDep, SettingsDep
+from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
 from ..limits import client_address
 from ..models import ErrorResponse
 
@@ -151,16 +151,19 @@ async def delete_run(run_id: RunId, runs: CorpusRunsDep) -> Response:
 
 @router.get("/runs/{run_id}/report", summary="The run's HTML report", response_class=Response,
             responses={200: {"content": {"text/html": {}}}, **NOT_FOUND, **NOT_READY})
-async def run_report(run_id: RunId, runs: CorpusRunsDep) -> Response:
+async def run_report(run_id: RunId, runs: CorpusRunsDep, lang: LangDep) -> Response:
     """The pipeline's report (inline SVG plots), sandboxed by a Content-Security-Policy of its own: no script,
-    its style blocks allowed by hash, framed by this app's pages only."""
+    its style blocks allowed by hash, framed by this app's pages only; in the language asked for (`?lang=`,
+    Accept-Language), English when the run has no report in it."""
     try:
         record = runs.ready(run_id)
     except RunNotFound:
         raise _not_found(run_id) from None
     except RunNotReady as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    page = await asyncio.to_thread(_read, record.out_dir / "report.html")
+    page = await asyncio.to_thread(_read, record.out_dir / report_name(lang))
+    if page is None and lang != "en":
+        page = await asyncio.to_thread(_read, record.out_dir / report_name("en"))
     if page is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "the run has no report")
     return Response(page, media_type="text/html; charset=utf-8",
