@@ -7,8 +7,9 @@
 set -euo pipefail
 
 # --server: only what the server needs (the Docker image); without it, also the test tools.
-# fonts-noto-cjk: Chinese, Japanese and Korean glyphs, for message bodies shown as UTF-8 text (the browser
-# tests render them; the docs' screenshots are made on the server).
+# fonts-noto-cjk: Chinese, Japanese and Korean glyphs: the pages in Simplified Chinese (?lang=zh-CN; the CSS
+# asks for Noto Sans CJK SC) and message bodies shown as UTF-8 text (the browser tests and the docs'
+# screenshots render them).
 PACKAGES=(tshark openjdk-17-jre-headless libpcap0.8 procps fonts-noto-cjk)
 if [ "${1:-}" != "--server" ]; then
     PACKAGES+=(chromium chromium-driver)
