@@ -9,10 +9,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, status
 
+from ...i18n import translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
 from .. import illustrated
-from ..deps import SessionManagerDep, SettingsDep
+from ..deps import LangDep, SessionManagerDep, SettingsDep
 from ..limits import client_address
 from ..models import (
     ErrorResponse,
@@ -71,9 +72,13 @@ async def session_faults() -> SessionFaults:
 
 
 @router.get("/api/sessions/presets", response_model=SessionPresets, summary="The ready topologies")
-async def session_presets() -> SessionPresets:
-    """Every preset `{"preset": ID}` creates: its id, title, description, topology and script."""
-    return SessionPresets(presets=[SessionPreset(**p.to_dict()) for p in PRESETS.values()])
+async def session_presets(lang: LangDep) -> SessionPresets:
+    """Every preset `{"preset": ID}` creates: its id, title, description (in the language asked for: `?lang=`,
+    Accept-Language), topology and script."""
+    presets = [p.to_dict() for p in PRESETS.values()]
+    return SessionPresets(presets=[SessionPreset(**{**p, "title": translate(p["title"], lang),
+                                                    "description": translate(p["description"], lang)})
+                                   for p in presets])
 
 
 CREDENTIALS = ("this export holds the PLAIN username and password in clear, as they crossed the wire (in the "
