@@ -5,6 +5,9 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { I18n, chooseLanguage, negotiate, matchLanguage, format, placeholders, useLanguage, catalogUrl } from '../../frontend/js/core/i18n.js';
 import { readCatalog } from './i18n-setup.mjs';
+import { i18n, messages, Message } from '../../frontend/js/core/i18n.js';
+import { h, relabel } from '../../frontend/js/views/dom.js';
+import { createDocument } from './fake-dom.mjs';
 
 const catalogs = {
   en: { 'hello': 'Hello, {name}', 'only.en': 'English only', 'frames.one': '{count} frame', 'frames.other': '{count} frames' },
@@ -87,5 +90,37 @@ test("the frontend's catalogs: the same ids and the same placeholders in both la
   for (const id of Object.keys(en)) {
     assert.deepEqual(placeholders(zh[id]), placeholders(en[id]), id);
     assert.ok(zh[id].trim(), `${id} is empty in zh-CN`);
+  }
+});
+
+test('what h() writes from the catalogs is rewritten in place when the language changes', () => {
+  const doc = createDocument();
+  const words = messages({ start: 'ui.form.start', session: ['ui.session.title'], file: 'topology.json' });
+  const root = h(doc, 'div', {},
+    h(doc, 'button', { t: 'ui.form.start', tTitle: 'ui.player.play.title' }),
+    h(doc, 'span', { t: ['ui.session.title', { id: 7 }] }),
+    h(doc, 'input', { tPlaceholder: 'ui.form.optional', tLabel: 'ui.form.identity' }),
+    h(doc, 'b', { text: words.session({ id: 8 }) }),
+    h(doc, 'i', { text: words.start, attrs: { 'aria-label': words.start } }),
+  );
+  const [button, span, input, bold, italic] = root.childNodes;
+  assert.equal(button.textContent, 'Start session');
+  assert.ok(words.start instanceof Message);
+  assert.equal(`${words.start}`, 'Start session');
+  assert.equal(words.file, 'topology.json');
+  try {
+    i18n.setLanguage('zh-CN');
+    relabel(root);
+    assert.equal(button.textContent, '开始会话');
+    assert.equal(button.getAttribute('title'), '播放 / 暂停（空格）');
+    assert.equal(span.textContent, '会话 7');
+    assert.equal(input.getAttribute('placeholder'), '可选');
+    assert.equal(input.getAttribute('aria-label'), '身份');
+    assert.equal(bold.textContent, '会话 8');
+    assert.equal(italic.textContent, '开始会话');
+    assert.equal(italic.getAttribute('aria-label'), '开始会话');
+    assert.equal(`${words.start}`, '开始会话', 'a table read after the change speaks the new language');
+  } finally {
+    i18n.setLanguage('en');
   }
 });

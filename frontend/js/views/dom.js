@@ -89,7 +89,7 @@ export function tr(el, message, target = 'text') {
 
 /** Rewrites every remembered message under `root` (root included) in the language now in force. */
 export function relabel(root) {
-  const all = root.querySelectorAll ? [root, ...root.querySelectorAll('[data-i18n],[data-i18n-title],[data-i18n-placeholder],[data-i18n-label]')] : [];
+  const all = root.querySelectorAll ? [root, ...root.querySelectorAll('[data-i18n],[data-i18n-title],[data-i18n-placeholder],[data-i18n-label]')] : elements(root);
   for (const el of all) {
     if (!el.getAttribute) continue;
     for (const [target, attr] of Object.entries(I18N_ATTR)) {
@@ -99,6 +99,17 @@ export function relabel(root) {
       write(el, target, translate(id, args ? JSON.parse(args) : undefined));
     }
   }
+}
+
+/** root and every element under it (where there is no querySelectorAll). */
+function elements(root) {
+  const out = [];
+  const walk = (n) => {
+    if (n.getAttribute) out.push(n);
+    for (const c of n.childNodes || []) walk(c);
+  };
+  walk(root);
+  return out;
 }
 
 /** Remove all children. */
