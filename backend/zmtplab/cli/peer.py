@@ -32,6 +32,7 @@ from typing import Any
 
 from ..engine import ConnectionDissector
 from ..engine.constants import SOCKET_TYPES
+from ..engine.events import cut_bodies
 from .output import body_text, write_jsonl, write_line
 
 SENDERS_FIRST = {"REQ"}
@@ -183,9 +184,8 @@ class Printer:
         length = (spans[-1][0] + spans[-1][1] - offset) if spans else 0
         out = {"conn": conn_id, "dir": self.incoming.get(conn_id, "s2c"), "offset": offset, "length": length,
                "kind": "message", "frames": frames, "decrypted": True}
-        if self.args.max_body is not None and any(len(f) > 2 * self.args.max_body for f in frames):
-            out["frames"] = [f[: 2 * self.args.max_body] for f in frames]
-            out["truncated"] = True
+        if self.args.max_body is not None:
+            cut_bodies(out, self.args.max_body)
         if not self.args.no_fields:
             out["fields"] = []
         out["t"] = self._t()

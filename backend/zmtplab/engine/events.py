@@ -48,22 +48,38 @@ class WireEvent(Event):
         out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length}
         out.update(self.info())
         if max_body is not None:
-            _cut_bodies(out, max_body)
+            cut_bodies(out, max_body)
         if with_fields:
             out["fields"] = self.field_dicts()
         return out
 
 
-def _cut_bodies(out: dict[str, Any], max_body: int) -> None:
-    """Shortens hex bodies to `max_body` octets and marks the event `truncated`."""
-    body = out.get("body")
-    if isinstance(body, str) and len(body) > 2 * max_body:
-        out["body"] = body[: 2 * max_body]
-        out["truncated"] = True
-    frames = out.get("frames")
-    if isinstance(frames, list) and any(len(f) > 2 * max_body for f in frames):
-        out["frames"] = [f[: 2 * max_body] for f in frames]
-        out["truncated"] = True
+def cut_bodies(event: dict[str, Any], max_body: int, hex_slack: int | None = None) -> dict[str, Any]:
+    """Cuts an event dict's octets to `max_body`: `body`, `hex` by as much (it repeats the body) and each of
+    `frames`, marking it `truncated`; returns it. With `hex_slack`, a `hex` whose body was not cut (an event
+    without one) is cut too when it is longer than `max_body + hex_slack` octets.
+
+    The one body cutter of every output that shortens events (`to_dict`, the event store's API answers, the
+    live viewer, `zmtplab peer`)."""
+    limit = 2 * max_body
+    body = event.get("body")
+    if isinstance(body, str) and len(body) > limit:
+        extra = len(body) - limit
+        event["body"] = body[:limit]
+        whole = event.get("hex")
+        if isinstance(whole, str) and len(whole) >= extra:
+            event["hex"] = whole[: len(whole) - extra]
+        event["truncated"] = True
+    elif hex_slack is not None:
+        whole = event.get("hex")
+        if isinstance(whole, str) and len(whole) > limit + 2 * hex_slack:
+            event["hex"] = whole[: limit + 2 * hex_slack]
+            event["truncated"] = True
+    frames = event.get("frames")
+    if isinstance(frames, list) and any(isinstance(f, str) and len(f) > limit for f in frames):
+        event["frames"] = [f[:limit] if isinstance(f, str) else f for f in frames]
+        event["truncated"] = True
+    return event
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +184,7 @@ class Frame(WireEvent):
         return out
 
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        """As `WireEvent.to_dict`, with `hex` cut like `body` (it repeats the body)."""
+        """As `WireEvent.to_dict` (`cut_bodies` cuts `hex` like `body`, which it repeats)."""
         if max_body is None:  # the common case in one go (same keys, same order)
             body = self.body.hex()
             header = self.header
@@ -180,10 +196,7 @@ class Frame(WireEvent):
             if with_fields:
                 out["fields"] = self.field_dicts()
             return out
-        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
-        if len(self.body) > max_body:
-            out["hex"] = self.header.hex() + self.body[:max_body].hex()
-        return out
+        return WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
 
 
 @dataclass(frozen=True, slots=True)

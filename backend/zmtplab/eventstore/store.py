@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.events import cut_bodies
 from .layout import DIRS, FRAME, KIND_CODES, MESSAGE, RUN, SEG, RunLayout
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -531,25 +532,5 @@ def public(ev: dict[str, Any], max_body: int | None) -> dict[str, Any]:
         del ev[key]
     if max_body is None:
         return ev
-    limit = 2 * max_body
-    cut = False
-    body = ev.get("body")
-    if isinstance(body, str) and len(body) > limit:
-        whole = ev.get("hex")
-        if isinstance(whole, str):
-            ev["hex"] = whole[: len(whole) - len(body) + limit]
-        ev["body"] = body[:limit]
-        cut = True
-    else:
-        whole = ev.get("hex")
-        if isinstance(whole, str) and len(whole) > limit + 64:
-            ev["hex"] = whole[: limit + 64]
-            cut = True
-    frames = ev.get("frames")
-    if isinstance(frames, list) and any(isinstance(f, str) and len(f) > limit for f in frames):
-        ev["frames"] = [f[:limit] if isinstance(f, str) else f for f in frames]
-        cut = True
-    if cut:
-        ev["truncated"] = True
-    return ev
+    return cut_bodies(ev, max_body, hex_slack=32)
 

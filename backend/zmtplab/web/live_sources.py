@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from ..capture.live import LiveCapture, check_interface, check_port, list_interfaces
 from ..capture.tap import TapProxy, parse_endpoint
+from ..engine.events import cut_bodies
 from .settings import Settings
 from .wspump import Outbox
 
@@ -64,23 +65,6 @@ class LiveConflict(RuntimeError):
 def dumps(message: dict[str, Any]) -> str:
     """A websocket message as JSON text."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-
-
-def cut_bodies(event: dict[str, Any], max_body: int) -> dict[str, Any]:
-    """Cuts `body`, `hex` (which repeats the body) and `frames` to `max_body` octets; marks `truncated`."""
-    body = event.get("body")
-    if isinstance(body, str) and len(body) > 2 * max_body:
-        extra = len(body) - 2 * max_body
-        event["body"] = body[: 2 * max_body]
-        raw = event.get("hex")
-        if isinstance(raw, str) and len(raw) >= extra:
-            event["hex"] = raw[: len(raw) - extra]
-        event["truncated"] = True
-    frames = event.get("frames")
-    if isinstance(frames, list) and any(isinstance(f, str) and len(f) > 2 * max_body for f in frames):
-        event["frames"] = [f[: 2 * max_body] if isinstance(f, str) else f for f in frames]
-        event["truncated"] = True
-    return event
 
 
 def check_tap_target(text: str, settings: Settings) -> tuple[str, int]:
