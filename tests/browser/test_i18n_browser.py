@@ -191,3 +191,31 @@ def test_chinese_layouts_clip_no_label(browser, live_server, artifacts, width, h
         assert clipped == [], "\n".join(clipped)
     finally:
         context.close()
+
+
+def test_a_chinese_student_follows_an_english_teacher(browser, live_server, artifacts):
+    """Presenter mode: the class follows the teacher's lesson, step and field, each student in their own language."""
+    contexts = [browser.new_context(viewport={"width": 1500, "height": 950}) for _ in range(2)]
+    try:
+        teacher, student = (c.new_page() for c in contexts)
+        teacher.goto(f"{live_server.base}/lessons.html?lang=en&lesson=greeting&step=1")
+        teacher.wait_for_selector(".step-counter:text-is('Step 1 of 9')")
+        teacher.click("#present-button")
+        teacher.wait_for_selector(".conn-state:text-is('live')")
+        code = teacher.text_content("#join-code").strip()
+        student.goto(f"{live_server.base}/lessons.html?lang=zh-CN&join={code}")
+        student.wait_for_selector("#follow-state:text-is('正在跟随教师')")
+        student.wait_for_selector(".step-counter:text-is('第 1 步，共 9 步')")  # noqa: RUF001 (Chinese punctuation)
+        teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
+        teacher.click("button:text-is('Next ▶')")
+        student.wait_for_selector(".step-counter:text-is('第 2 步，共 9 步')")  # noqa: RUF001 (Chinese punctuation)
+        teacher.click(".chip >> nth=1")  # the teacher focuses "%x7F"
+        student.wait_for_selector(".explain-name:text-is('signature-end')")
+        title = student.locator("#lesson-panel .step-title").inner_text()
+        note = student.locator("#explain .explain-note").inner_text()
+        assert CJK.search(title) and CJK.search(note), (title, note)
+        assert not CJK.search(teacher.locator("#lesson-panel .step-title").inner_text())
+        student.screenshot(path=str(artifacts("i18n") / "student-zh-CN.png"))
+    finally:
+        for c in contexts:
+            c.close()
