@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testkit import LiveServer
-from zmtplab.web import Settings, create_app
-
-REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.browser
 
@@ -93,19 +89,6 @@ def sequence_rows(page: Any, cls: str) -> list[str]:
     return page.evaluate(ROWS_JS, cls)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """A real server whose simulated sessions play an element every 50 ms at 1x (3 ms at the page's 16x): the
-    presets play through in a second or two (the shared one plays at the default 300 ms)."""
-    settings = Settings(data_dir=tmp_path_factory.mktemp("topology-data"), frontend_dir=REPO / "frontend",
-                        sim_step_interval=0.05)
-    live = LiveServer(create_app(settings), name="topology-test-server").start()
-    try:
-        yield live
-    finally:
-        live.stop()
-
-
 def diagram(page: Any) -> dict[str, Any]:
     return page.evaluate(DIAGRAM_JS)
 
@@ -148,8 +131,8 @@ def wait_settled(page: Any) -> None:
     raise AssertionError(f"the session kept moving: {last}")
 
 
-def test_load_balancing_round_robin_paths_and_step_back(page: Any, server: LiveServer, artifacts: Any) -> None:
-    start_preset(page, server.base, "load-balancing")
+def test_load_balancing_round_robin_paths_and_step_back(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    start_preset(page, live_server.base, "load-balancing")
     wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.got[w].length === 2)")
     d = diagram(page)
     # Round robin: each worker every third task.
@@ -193,8 +176,8 @@ def test_load_balancing_round_robin_paths_and_step_back(page: Any, server: LiveS
     assert recv_rows == sum(len(v) for v in d["got"].values()), "the diagram and the sequence agree"
 
 
-def test_router_dealers_routing_by_identity_and_a_drop(page: Any, server: LiveServer, artifacts: Any) -> None:
-    start_preset(page, server.base, "router-dealers")
+def test_router_dealers_routing_by_identity_and_a_drop(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    start_preset(page, live_server.base, "router-dealers")
     wait_for(page, "(d) => /dropped/.test(d.nodes.router.badges) && d.got.d1.length && d.got.d2.length")
     wait_settled(page)
     d = diagram(page)
@@ -210,8 +193,8 @@ def test_router_dealers_routing_by_identity_and_a_drop(page: Any, server: LiveSe
     page.screenshot(path=str(artifacts("topology") / "router-dealers.png"))
 
 
-def test_pub_sub_topics_each_sub_gets_its_prefix(page: Any, server: LiveServer) -> None:
-    start_preset(page, server.base, "pub-sub-topics")
+def test_pub_sub_topics_each_sub_gets_its_prefix(page: Any, live_server: LiveServer) -> None:
+    start_preset(page, live_server.base, "pub-sub-topics")
     wait_for(page, "(d) => d.got['sub-3'].length === 4")
     wait_settled(page)
     d = diagram(page)
@@ -222,8 +205,8 @@ def test_pub_sub_topics_each_sub_gets_its_prefix(page: Any, server: LiveServer) 
     assert any("filtered out" in r for r in sequence_rows(page, "what-filter"))
 
 
-def test_extended_request_reply_through_the_broker(page: Any, server: LiveServer, artifacts: Any) -> None:
-    start_preset(page, server.base, "extended-reqrep")
+def test_extended_request_reply_through_the_broker(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    start_preset(page, live_server.base, "extended-reqrep")
     wait_for(page, "(d) => ['c1','c2','c3'].every((c) => d.got[c].length === 1)")
     wait_settled(page)
     d = diagram(page)
@@ -248,8 +231,8 @@ def test_extended_request_reply_through_the_broker(page: Any, server: LiveServer
     assert len(heads) == 10 and heads[0].startswith("c1 REQ #") and heads[1].startswith("brk-front ROUTER #")
 
 
-def test_slow_joiner_misses_the_first_updates(page: Any, server: LiveServer) -> None:
-    start_preset(page, server.base, "slow-joiner")
+def test_slow_joiner_misses_the_first_updates(page: Any, live_server: LiveServer) -> None:
+    start_preset(page, live_server.base, "slow-joiner")
     wait_for(page, "(d) => d.got['sub-early'].length === 8")
     wait_settled(page)
     d = diagram(page)
@@ -261,15 +244,17 @@ def test_slow_joiner_misses_the_first_updates(page: Any, server: LiveServer) -> 
     assert late[-1] == "update 8"
 
 
-def test_push_backpressure_blocks_and_queues_fill_to_hwm(page: Any, server: LiveServer, artifacts: Any) -> None:
-    start_preset(page, server.base, "push-backpressure")
-    wait_for(page, "(d) => Object.values(d.nodes).some((n) => /blocked/.test(n.badges))")
+def test_push_backpressure_blocks_and_queues_fill_to_hwm(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    start_preset(page, live_server.base, "push-backpressure")
+    # The PUSH's send blocks once its pipe holds SNDHWM 2 (it never drops): the marker on it, the sentence.
+    wait_for(page, "(d) => /blocked/.test(d.nodes.vent.badges)")
     page.screenshot(path=str(artifacts("topology") / "push-backpressure.png"))
     wait_for(page, "(d) => d.count.worker >= 3", timeout=20_000)
     deepest = page.evaluate("window.__maxDepth")
     # The worker's inbound queue reached its RCVHWM of 2: it stopped reading (a block marker on it).
     assert deepest["worker<vent"][1] == 2 and deepest["worker<vent"][0] >= 2, deepest
-    assert sequence_rows(page, "what-block")
+    blocks = sequence_rows(page, "what-block")
+    assert any("send blocked: every pipe full" in r for r in blocks), blocks
     d = diagram(page)
     assert d["pipes"]["vent>worker"][1] == 2, "the PUSH's pipe shows its SNDHWM"
     n = d["count"]["worker"]
@@ -277,8 +262,8 @@ def test_push_backpressure_blocks_and_queues_fill_to_hwm(page: Any, server: Live
     assert "dropped" not in d["nodes"]["vent"]["badges"]
 
 
-def test_pub_drops_for_the_slow_sub(page: Any, server: LiveServer, artifacts: Any) -> None:
-    start_preset(page, server.base, "pub-drops")
+def test_pub_drops_for_the_slow_sub(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    start_preset(page, live_server.base, "pub-drops")
     wait_for(page, "(d) => /dropped/.test(d.nodes.pub.badges)")
     wait_settled(page)
     d = diagram(page)
@@ -291,8 +276,8 @@ def test_pub_drops_for_the_slow_sub(page: Any, server: LiveServer, artifacts: An
     page.screenshot(path=str(artifacts("topology") / "pub-drops.png"))
 
 
-def test_custom_topology_edit_send_save_load_and_share(page: Any, server: LiveServer, tmp_path: Any) -> None:
-    page.goto(f"{server.base}/index.html")
+def test_custom_topology_edit_send_save_load_and_share(page: Any, live_server: LiveServer, tmp_path: Any) -> None:
+    page.goto(f"{live_server.base}/index.html")
     page.wait_for_selector("#preset-menu option", state="attached")
     editor = page.locator(".topo-editor")
     editor.locator("summary").click()

@@ -247,7 +247,7 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   const events = loadEvents();
   view.setTopology(LOAD, state);
   state.sync(events);
-  view.update();
+  view.update({ now: true });
   const nodes = find(box, (el) => el.classList.contains('topo-node'));
   assert.deepEqual(nodes.map((n) => n.getAttribute('data-node')), ['vent', 'w1', 'w2', 'w3']);
   const vent = nodes[0];
@@ -282,7 +282,7 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   assert.deepEqual(find(box, (el) => el.classList.contains('on-path') && el.classList.contains('topo-msg')).map((e) => e.dataset.msg), ['2']);
   // A step back: fewer events, and the diagram says so.
   state.sync(events.slice(0, 8));
-  view.update();
+  view.update({ now: true });
   assert.doesNotMatch(vent.textContent, /dropped|blocked/);
   assert.equal(find(box, attr('data-pipe', 'vent>w1'))[0].getAttribute('data-depth'), '1');
 });

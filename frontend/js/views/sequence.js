@@ -55,7 +55,10 @@ export class SequenceView {
       this.spacer,
       this.rows,
     );
-    this.root = h(d, 'div', { class: 'sequence' }, this.header, this.viewport, this.empty);
+    // N lifelines are drawn once, on a layer behind the rows (not on every row: repainted each frame, a dozen
+    // gradients a row are most of a busy topology's paint time).
+    this.lanesLayer = h(d, 'div', { class: 'seq-lanes-bg', hidden: true });
+    this.root = h(d, 'div', { class: 'sequence' }, this.header, this.lanesLayer, this.viewport, this.empty);
     clear(container);
     container.appendChild(this.root);
     this.schedule = frameThrottle(this.win, () => this.render());
@@ -63,7 +66,10 @@ export class SequenceView {
       const row = closestRow(e.target, this.rows);
       if (row) this.select(Number(row.dataset.index));
     });
-    this.stopResize = onResize(this.win, this.viewport, () => this.schedule());
+    this.stopResize = onResize(this.win, this.viewport, () => {
+      this.placeLanes();
+      this.schedule();
+    });
     this.setLabels(this.labels);
     this.setSource(source);
   }
@@ -98,6 +104,7 @@ export class SequenceView {
     this.lanes = Array.isArray(lanes) && lanes.length ? lanes : null;
     this.endsOf = this.lanes ? endsOf : null;
     this.root.classList.toggle('lanes', !!this.lanes);
+    this.lanesLayer.hidden = !this.lanes;
     if (!this.lanes) {
       this.lanesBg = '';
       this.heads.replaceChildren(this.clientHead, this.serverHead);
@@ -112,8 +119,15 @@ export class SequenceView {
         return head;
       }));
       this.lanesBg = this.lanes.map((_, i) => `linear-gradient(#cbd5e0, #cbd5e0) ${laneX(i, n)}% 0 / 1px 100% no-repeat`).join(', ');
+      this.lanesLayer.style.background = this.lanesBg;
+      this.placeLanes();
     }
     this.schedule();
+  }
+
+  /** The lifelines' layer starts under the header (whose height the heads' rows set). */
+  placeLanes() {
+    if (this.lanes) this.lanesLayer.style.top = `${this.header.offsetHeight || 0}px`;
   }
 
   /** Marks the rows whose event fn(event) holds (null: none). */
@@ -198,7 +212,6 @@ export class SequenceView {
     row.setAttribute('title', label);
     const lane = h(d, 'div', { class: 'seq-lane' });
     if (this.highlight && this.highlight(ev)) row.classList.add('on-path');
-    if (this.lanes) lane.style.background = this.lanesBg;
     const ends = this.lanes ? this.endsOf(ev) : null;
     if (ends) this.laneRow(lane, row, ev, ends, label);
     else if (ev.kind === 'expert' || ev.kind === 'gap') {

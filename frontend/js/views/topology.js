@@ -11,7 +11,7 @@
 //   .setSpeed(x)                    // the player's speed: dots move faster
 
 import { messages } from '../core/i18n.js';
-import { h, s, clear, setChildren } from './dom.js';
+import { h, s, clear, setChildren, onResize } from './dom.js';
 import { layoutSession } from '../core/topology.js';
 import { pipeKey } from '../core/topology-state.js';
 import { previewHex } from '../core/bytes.js';
@@ -44,6 +44,8 @@ const MAX_DOTS = 48;
 const MAX_CHIPS = 8;
 const SMALL_HWM = 16;
 const COLUMN_W = 235;
+const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and received lists when busy
+const BUSY = 32; // events between two redraws that make a session busy
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {} } = {}) {
@@ -56,6 +58,9 @@ export class TopologyView {
     this.speed = 1;
     this.path = null;
     this.dots = [];
+    this.figuresAt = 0;
+    this.figuresSeen = 0;
+    this.figuresTimer = null;
     const d = this.doc;
     this.svgSlot = h(d, 'div', { class: 'topo-diagram' });
     this.got = h(d, 'div', { class: 'topo-got-list' });
@@ -110,17 +115,24 @@ export class TopologyView {
       return g;
     });
     this.pipeLayer = s(d, 'g', { class: 'topo-pipes' });
-    this.dotLayer = s(d, 'g', { class: 'topo-dots' });
+    // The dots are HTML over the diagram, moved by transform animations the compositor runs (dots inside the
+    // SVG repaint it every frame: at a thousand messages a second that was most of a frame).
+    this.dotLayer = h(d, 'div', { class: 'topo-dots' });
     this.dotLayer.addEventListener('click', (ev) => {
-      const msg = Number(ev.target && ev.target.getAttribute && ev.target.getAttribute('data-msg'));
-      if (Number.isFinite(msg) && ev.target.getAttribute('data-msg') !== '') this.onPickMessage(msg);
+      const raw = ev.target && ev.target.getAttribute ? ev.target.getAttribute('data-msg') : null;
+      if (raw !== null && raw !== '' && Number.isFinite(Number(raw))) this.onPickMessage(Number(raw));
     });
     const defs = s(d, 'defs', {}, s(d, 'marker', { id: 'topo-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 12, markerHeight: 12, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
       s(d, 'path', { d: 'M0,0 L10,5 L0,10 z' })));
     this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'img',
-      'aria-label': `${L.nodes.length} nodes, ${L.edges.length} links` }, defs, ...edges, ...nodes, this.pipeLayer, this.dotLayer);
+      'aria-label': `${L.nodes.length} nodes, ${L.edges.length} links` }, defs, ...edges, ...nodes, this.pipeLayer);
     this.dots = [];
-    setChildren(this.svgSlot, this.svg);
+    setChildren(this.svgSlot, this.svg, this.dotLayer);
+    this.scale = null; // where the SVG's units fall in the slot's pixels (measured on the first dot, and on resize)
+    if (this.stopResize) this.stopResize();
+    this.stopResize = onResize(this.win, this.svgSlot, () => {
+      this.scale = null;
+    });
     this.gotRows = new Map();
     setChildren(this.got, L.nodes.map((p) => {
       const chips = h(d, 'span', { class: 'topo-chips' });
@@ -129,13 +141,29 @@ export class TopologyView {
       this.gotRows.set(p.id, { row, chips, count, shown: -1 });
       return row;
     }));
-    this.update();
+    this.update({ now: true });
   }
 
   /** Brings counters, bars, markers and the received lists up to the state, and sends the new dots. */
-  update() {
+  update({ now = false } = {}) {
     const st = this.state;
     if (!st || !this.layout) return;
+    // Dots every frame; figures, markers and lists too, unless the session is busy (more than BUSY events
+    // since they were drawn): then at most every FIGURES_EVERY ms (at a thousand messages a second they change
+    // every frame, faster than anyone reads them, and each change re-lays the SVG out).
+    for (const move of st.takeMoves(MAX_DOTS)) this.sendDot(move);
+    const t = Date.now();
+    if (!now && st.seen - this.figuresSeen > BUSY && t - this.figuresAt < FIGURES_EVERY) {
+      if (!this.figuresTimer && this.win && this.win.setTimeout) {
+        this.figuresTimer = this.win.setTimeout(() => {
+          this.figuresTimer = null;
+          this.update();
+        }, FIGURES_EVERY);
+      }
+      return;
+    }
+    this.figuresAt = t;
+    this.figuresSeen = st.seen;
     for (const [name, el] of this.nodeEls) {
       const n = st.node(name);
       const parts = [];
@@ -150,10 +178,9 @@ export class TopologyView {
       setText(el.badges, badges.join('  '));
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
-      this.updateGot(name, n);
     }
+    for (const name of this.nodeEls.keys()) this.updateGot(name, st.node(name));
     for (const pipe of st.pipes.values()) this.updatePipe(pipe);
-    for (const move of st.takeMoves(MAX_DOTS)) this.sendDot(move);
   }
 
   updateGot(name, n) {
@@ -213,7 +240,8 @@ export class TopologyView {
     el.g.setAttribute('data-depth', String(pipe.depth));
     el.g.setAttribute('data-hwm', String(hwm));
     el.g.classList.toggle('full', hwm > 0 && pipe.depth >= hwm);
-    // An empty queue with a large HWM says nothing: hidden until something waits in it.
+    // An empty queue with a large HWM says nothing: hidden until something waits in it (visibility, not
+    // display: a queue that fills and empties every frame must not re-lay the SVG out).
     el.g.classList.toggle('idle', pipe.depth === 0 && !(hwm > 0 && hwm <= SMALL_HWM));
     // A queue's figures when it holds something or its HWM is small enough to matter; else just the bar.
     el.text.textContent = pipe.depth > 0 || (hwm > 0 && hwm <= SMALL_HWM) ? `${pipe.depth}/${hwm || '?'}` : '';
@@ -227,17 +255,31 @@ export class TopologyView {
     if (!a || !b) return;
     const d = this.doc;
     while (this.dots.length >= MAX_DOTS) detach(this.dots.shift());
-    const dot = s(d, 'circle', { r: 7, cx: 0, cy: 0, class: 'topo-dot', 'data-msg': move.msg ?? '', 'data-from': move.from, 'data-to': move.to,
-      transform: `translate(${b.x},${b.y})` });
+    const dot = h(d, 'span', { class: 'topo-dot', attrs: { 'data-msg': move.msg ?? '', 'data-from': move.from, 'data-to': move.to } });
     if (this.path && move.msg === this.path.msg) dot.classList.add('on-path');
+    const { k, x0, y0 } = this.measure();
+    const at = (p) => `translate(${(x0 + p.x * k).toFixed(1)}px,${(y0 + p.y * k).toFixed(1)}px)`;
+    dot.style.transform = at(b);
     this.dotLayer.appendChild(dot);
     this.dots.push(dot);
     const ms = Math.max(120, 700 / this.speed);
     if (typeof dot.animate === 'function') {
-      const anim = dot.animate([{ transform: `translate(${a.x}px,${a.y}px)` }, { transform: `translate(${b.x}px,${b.y}px)`, offset: 0.85 }, { transform: `translate(${b.x}px,${b.y}px)`, opacity: 0 }],
+      const anim = dot.animate([{ transform: at(a) }, { transform: at(b), offset: 0.85 }, { transform: at(b), opacity: 0 }],
         { duration: ms, easing: 'ease-in-out', fill: 'forwards' });
       anim.onfinish = () => this.dropDot(dot);
     } else if (this.win && this.win.setTimeout) this.win.setTimeout(() => this.dropDot(dot), ms);
+  }
+
+  /** The SVG's scale and offset in the slot (its viewBox is fitted, centred, as preserveAspectRatio says). */
+  measure() {
+    if (this.scale) return this.scale;
+    const L = this.layout;
+    const box = this.svg && this.svg.getBoundingClientRect ? this.svg.getBoundingClientRect() : null;
+    const slot = this.svgSlot.getBoundingClientRect ? this.svgSlot.getBoundingClientRect() : null;
+    if (!box || !slot || !box.width) return { k: 1, x0: 0, y0: 0 };
+    const k = Math.min(box.width / L.width, box.height / L.height);
+    this.scale = { k, x0: box.left - slot.left + (box.width - L.width * k) / 2, y0: box.top - slot.top + (box.height - L.height * k) / 2 };
+    return this.scale;
   }
 
   dropDot(dot) {

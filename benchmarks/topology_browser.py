@@ -1,0 +1,210 @@
+"""The playground in Chromium while a 12-node topology session runs 1,000 messages a second (issue 19).
+
+Starts `zmtplab serve` (a real process) on a free port, creates the 12-node simulated topology of
+`topology_sessions.py` (4 PUSH, 8 PULL, 16 links; the same body), and opens the playground on it in
+Debian's Chromium (Playwright, headless, 1500x950 as the browser tests). A websocket client (another
+thread, as another browser would be) sets the session's speed to 1000 (played live) and sends `--rate`
+messages a second in total from the four PUSHes in turn for `--seconds`, in 10 ms batches; the page shows
+them as they come: the diagram (dots, queue bars, who got what), the sequence with twelve lifelines
+following the tail, the hex dump.
+
+Two measures over the sending window:
+
+- frames: a requestAnimationFrame loop in the page records every frame's start; the longest gap between
+  two frames is the longest frame the page showed (60 Hz: 16.7 ms when nothing is late);
+- the Chromium trace (`browser.start_tracing`, devtools.timeline categories): the longest task on the
+  renderer's main thread (CrRendererMain), which no frame can be shorter than, in wall time and in the
+  thread's own CPU time (`tdur`: the same task on a machine with a core to spare; on a loaded machine the
+  wall figures are mostly waiting for a CPU, so the load average is printed too, and `--two-peer` measures
+  today's two-peer session under the same load as the baseline).
+
+The server's limits that would cut the run short are raised (websocket commands a second, events kept).
+Prints
+
+    topology_browser: case=topology rate=1000/s seconds=5 sent=... shown=... frames=... frame_max=...ms
+                      frame_p99=...ms task_max=...ms task_cpu_max=...ms main_thread_cpu=...% load=...
+                      goal=50ms met|FAILED        (on one line)
+
+and exits non-zero when the longest frame is over `--goal` ms.
+
+Usage: python benchmarks/topology_browser.py [--rate 1000] [--seconds 5] [--goal 50] [--trace FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from topology_sessions import PUSHES, TOPOLOGY, TWO_PEER  # noqa: E402  (the bodies of the server's figure)
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "toplevel"]
+
+FRAMES_JS = """() => {
+  window.__frames = [];
+  const tick = (t) => { window.__frames.push(t); requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as res:
+        return json.loads(res.read())
+
+
+def sender(ws_url: str, senders: list[str], rate: int, seconds: float, ready: threading.Event,
+           window: dict[str, float]) -> None:
+    """Another client of the session: speed 1000, then `rate` sends a second from `senders` in turn."""
+    from websockets.sync.client import connect
+
+    with connect(ws_url, max_size=None) as ws:
+        ws.send(json.dumps({"type": "speed", "value": 1000}))
+        stop = threading.Event()
+
+        def drain() -> None:  # (what the session sends this client: read and dropped)
+            while not stop.is_set():
+                try:
+                    ws.recv(timeout=0.2)
+                except TimeoutError:
+                    continue
+                except Exception:
+                    return
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        ready.wait()
+        per_batch = max(1, rate // 100)
+        total = int(rate * seconds)
+        window["start"] = time.monotonic()
+        for n in range(0, total, per_batch):
+            for i in range(n, min(total, n + per_batch)):
+                ws.send(json.dumps({"type": "send", "from": senders[i % len(senders)], "frames": [f"message {i}"]}))
+            delay = window["start"] + (n + per_batch) / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        window["end"] = time.monotonic()
+        window["sent"] = total
+        time.sleep(0.5)
+        stop.set()
+
+
+def main_tasks(trace: dict[str, Any]) -> tuple[float, float, float]:
+    """The renderer main thread's top-level tasks: the longest in wall time (ms), the longest in its thread's CPU
+    time (ms: what it would take on a machine with nothing else to run), and the share of one core they used."""
+    events = trace.get("traceEvents", [])
+    main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+            and e.get("args", {}).get("name") == "CrRendererMain"}
+    tasks = [e for e in events if e.get("ph") == "X" and e.get("name") == "RunTask"
+             and (e.get("pid"), e.get("tid")) in main and "dur" in e]
+    if not tasks:
+        return 0.0, 0.0, 0.0
+    span = max(e["ts"] + e["dur"] for e in tasks) - min(e["ts"] for e in tasks)
+    cpu = [e.get("tdur", e["dur"]) for e in tasks]
+    return max(e["dur"] for e in tasks) / 1000, max(cpu) / 1000, sum(cpu) / max(1, span)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=1000, help="messages a second, in total")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--goal", type=float, default=50.0, help="the longest frame accepted, ms")
+    parser.add_argument("--trace", type=Path, help="also write the Chromium trace here")
+    parser.add_argument("--two-peer", action="store_true", help="the same load on today's two-peer session (PUSH ->"
+                        " PULL, two lifelines, no diagram): the baseline on this machine")
+    args = parser.parse_args(argv)
+
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-topo-bench-"),
+           "ZMTPLAB_WS_RATE": str(4 * args.rate), "ZMTPLAB_WS_BURST": str(4 * args.rate),
+           "ZMTPLAB_SESSION_MAX_EVENTS": "10000000", "ZMTPLAB_SESSION_MAX_MESSAGES": "10000000",
+           "PYTHONPATH": str(ROOT / "backend")}
+    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/api/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        body, senders = (TWO_PEER, ["server"]) if args.two_peer else (TOPOLOGY, PUSHES)
+        sid = post(f"{base}/api/sessions", {"mode": "simulated", "autoplay": True, **body})["id"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 950})
+            page.goto(f"{base}/index.html?session={sid}")
+            if args.two_peer:
+                page.wait_for_selector("#sequence .seq-row[data-index='3']", timeout=20000)
+            else:
+                page.wait_for_selector("#topology:not([hidden]) .topo-node", timeout=20000)
+                page.wait_for_function("() => [...document.querySelectorAll('#topology .topo-edge')]"
+                                       ".filter((e) => e.getAttribute('data-conn')).length === 16", timeout=20000)
+            ready = threading.Event()
+            window: dict[str, float] = {}
+            ws_url = f"ws://127.0.0.1:{port}/ws/sessions/{sid}?batch=1&log=0"
+            thread = threading.Thread(target=sender, args=(ws_url, senders, args.rate, args.seconds, ready, window),
+                                      daemon=True)
+            thread.start()
+            time.sleep(0.5)
+            browser.start_tracing(page=page, categories=CATEGORIES)
+            page.evaluate(FRAMES_JS)
+            page_t0 = page.evaluate("performance.now()")
+            ready.set()
+            thread.join(args.seconds + 30)
+            page.wait_for_timeout(300)
+            page_t1 = page.evaluate("performance.now()")
+            frames = page.evaluate("window.__frames")
+            trace = json.loads(browser.stop_tracing())
+            if args.trace:
+                args.trace.write_text(json.dumps(trace))
+            shown = page.evaluate("""() => [...document.querySelectorAll('#topology .topo-got-row')]
+              .reduce((n, r) => n + Number(r.dataset.count || 0), 0)""") if not args.two_peer else None
+            page.screenshot(path=str(Path(tempfile.gettempdir()) / "topology_browser.png"))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    frames = [t for t in frames if page_t0 <= t <= page_t1]
+    gaps = sorted(b - a for a, b in itertools.pairwise(frames))
+    frame_max = gaps[-1] if gaps else float("inf")
+    frame_p99 = gaps[int(0.99 * (len(gaps) - 1))] if gaps else float("inf")
+    task_max, task_cpu_max, main_busy = main_tasks(trace)
+    met = frame_max <= args.goal
+    case = "two-peer" if args.two_peer else "topology"
+    print(f"topology_browser: case={case} rate={args.rate}/s seconds={args.seconds:g} "
+          f"sent={int(window.get('sent', 0))} shown={shown} frames={len(frames)} frame_max={frame_max:.1f}ms "
+          f"frame_p99={frame_p99:.1f}ms "
+          f"task_max={task_max:.1f}ms task_cpu_max={task_cpu_max:.1f}ms main_thread_cpu={100 * main_busy:.0f}% "
+          f"load={os.getloadavg()[0]:.1f} goal={args.goal:g}ms {'met' if met else 'FAILED'}")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
