@@ -98,3 +98,18 @@ def test_error_details_in_chinese(client):
     upload = client.post("/api/captures?lang=zh-CN", files={"file": ("x.pcap", b"hello world, no capture")})
     assert upload.status_code == 415
     assert upload.json() == {"detail": "不是 pcap 或 pcapng 抓包文件（文件以 68 65 6c 6c 开头）"}
+
+
+def test_a_capture_cut_short_says_so_in_chinese(client):
+    data = (LOCAL / "push_pull.pcapng").read_bytes()
+    capture_id, summary = dissected(client, data[:-30], "cut.pcapng")
+    assert summary["state"] == "done" and summary["error"] == (
+        "The capture is truncated: it ends inside a block of type 0x00000005 (108-byte block) at byte 2176 "
+        "(after frame 17).")
+    zh = client.get(f"/api/captures/{capture_id}", headers={"Accept-Language": "zh-CN"}).json()
+    assert zh["error"] == ("抓包文件被截断：它在第 2176 个字节处结束于一个类型为 0x00000005 的块（108 字节）之中"
+                           "（在第 17 帧之后）。")
+    assert {k: v for k, v in zh.items() if k != "error"} == {k: v for k, v in summary.items() if k != "error"}
+    last = client.get(f"/api/captures/{capture_id}/progress?lang=zh-CN").text.strip().splitlines()[-1]
+    assert "抓包文件被截断" in last
+    assert "The capture is truncated" in client.get(f"/api/captures/{capture_id}/progress").text

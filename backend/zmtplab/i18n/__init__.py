@@ -80,6 +80,24 @@ def text(msg_id: str, lang: str = DEFAULT, /, **params: Any) -> str:
     return template.format(**params) if params or "{" in template else template
 
 
+NUMBERS = frozenset({
+    "count", "size", "offset", "length", "n", "number", "frames", "blen", "incl", "near", "bytes", "start", "end",
+    "stop", "missing", "claimed", "present", "expected", "minimum", "maximum", "limit", "seconds", "ttl", "depth",
+    "hwm", "pos", "index", "total", "sent", "before", "missed", "held", "quiet", "after", "major", "minor", "code",
+    "max_body", "max_bytes", "free", "width", "value", "last", "if_id"})
+"""Placeholders that always hold a number: recognising a text, they match only digits (so nested texts split right)."""
+HEX = frozenset({"btype", "octet", "flags", "bits"})
+"""Placeholders that always hold hex digits."""
+
+
+def _shape(name: str) -> str:
+    if name in NUMBERS:
+        return r"-?[\d,.]+(?:e[+-]?\d+)?"
+    if name in HEX:
+        return "[0-9A-Fa-f]+"
+    return ".*?"
+
+
 class _Matcher:
     """Recognises English texts as catalog templates: id and parameters."""
 
@@ -96,7 +114,7 @@ class _Matcher:
             for m in PLACEHOLDER.finditer(template):
                 parts.append(re.escape(template[pos:m.start()].replace("{{", "{").replace("}}", "}")))
                 name = m.group(1)
-                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>{_shape(name)})")
                 seen.add(name)
                 pos = m.end()
             parts.append(re.escape(template[pos:].replace("{{", "{").replace("}}", "}")))

@@ -18,7 +18,7 @@ from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
 from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
-from ...i18n import localize_analysis, localize_event, localize_events, localize_findings
+from ...i18n import localize_analysis, localize_event, localize_events, localize_findings, translate
 from .. import illustrated
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
@@ -125,8 +125,9 @@ def _disk_full(free: int | None) -> str:
                 200: {"content": {"text/event-stream": {}},
                       "description": "`data: {state, percent, detail}` messages until done or error"},
                 **NOT_FOUND})
-async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep) -> StreamingResponse:
-    """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error."""
+async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep, lang: LangDep) -> StreamingResponse:
+    """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error
+    (`detail` in the language asked for: `?lang=`, Accept-Language)."""
     try:
         stream = store.progress(capture_id)
     except CaptureNotFound:
@@ -137,22 +138,32 @@ async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep) -> Str
         raise _not_found(capture_id) from None
 
     async def sse() -> AsyncIterator[bytes]:
-        yield b"data: " + _dumps(Progress(**first).model_dump()) + b"\n\n"
+        yield b"data: " + _dumps(Progress(**_localized_progress(first, lang)).model_dump()) + b"\n\n"
         async for message in stream:
-            yield b"data: " + _dumps(Progress(**message).model_dump()) + b"\n\n"
+            yield b"data: " + _dumps(Progress(**_localized_progress(message, lang)).model_dump()) + b"\n\n"
 
     return StreamingResponse(sse(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 @router.get("/{capture_id}", response_model=CaptureSummary, summary="A capture's connections", responses=NOT_FOUND)
-async def capture_summary(capture_id: CaptureId, store: CaptureStoreDep) -> Any:
+async def capture_summary(capture_id: CaptureId, store: CaptureStoreDep, lang: LangDep) -> Any:
     """Its state and, once dissected, one summary per ZMTP connection: endpoints, versions, mechanism,
-    socket types, identities, message and byte counts, expert counts, first and last time."""
+    socket types, identities, message and byte counts, expert counts, first and last time (`error` in the
+    language asked for)."""
     try:
-        return store.summary(capture_id)
+        summary = store.summary(capture_id)
     except CaptureNotFound:
         raise _not_found(capture_id) from None
+    if isinstance(summary.get("error"), str):
+        summary = {**summary, "error": translate(summary["error"], lang)}
+    return summary
+
+
+def _localized_progress(message: dict[str, Any], lang: str) -> dict[str, Any]:
+    if not message.get("detail"):
+        return message
+    return {**message, "detail": translate(message["detail"], lang)}
 
 
 def _ready(store: CaptureStore, capture_id: str) -> EventStore:
