@@ -39,10 +39,10 @@ export function detailText(body, status) {
   const d = body && typeof body === 'object' ? body.detail : null;
   if (typeof d === 'string') return d;
   if (Array.isArray(d)) return d.map((e) => (e && e.msg ? `${(e.loc || []).join('.')}: ${e.msg}` : JSON.stringify(e))).join('; ');
-  if (status === 413) return 'the file is too large';
-  if (status === 415) return 'not a capture file (pcap or pcapng expected)';
-  if (status === 429) return 'too many at once from this address: try again later';
-  if (status === 507) return 'the server has no disk space left for this file';
+  if (status === 413) return i18n.t('ui.http.413');
+  if (status === 415) return i18n.t('ui.http.415');
+  if (status === 429) return i18n.t('ui.http.429');
+  if (status === 507) return i18n.t('ui.http.507');
   return `HTTP ${status}`;
 }
 
@@ -214,8 +214,8 @@ export function createApi(host) {
           if (xhr.status >= 200 && xhr.status < 300 && data && data.id !== undefined) resolve(data);
           else reject(new ApiError(xhr.status, detailText(data, xhr.status)));
         };
-        xhr.onerror = () => reject(new ApiError(0, 'network error during upload'));
-        xhr.onabort = () => reject(new ApiError(0, 'upload cancelled'));
+        xhr.onerror = () => reject(new ApiError(0, i18n.t('ui.http.network')));
+        xhr.onabort = () => reject(new ApiError(0, i18n.t('ui.http.cancelled')));
         const form = new host.FormData();
         form.append('file', file, file.name);
         xhr.send(form);

@@ -1,7 +1,7 @@
 // Byte helpers shared by every module: hex <-> bytes, printable previews.
 // DOM-free.
 
-import { tn } from './i18n.js';
+import { t, tn } from './i18n.js';
 
 const HEX = '0123456789abcdef';
 
@@ -18,12 +18,12 @@ export function bytesToHex(bytes, sep = '') {
 /** Hex string (no separators, even length) -> Uint8Array. Throws on bad input. */
 export function hexToBytes(hex) {
   if (typeof hex !== 'string') return new Uint8Array(0);
-  if (hex.length % 2 !== 0) throw new Error(`odd number of hex digits (${hex.length})`);
+  if (hex.length % 2 !== 0) throw new Error(t('ui.bytes.odd', { n: hex.length }));
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) {
     const hi = hexValue(hex.charCodeAt(2 * i));
     const lo = hexValue(hex.charCodeAt(2 * i + 1));
-    if (hi < 0 || lo < 0) throw new Error(`not a hex digit at ${2 * i + (hi < 0 ? 0 : 1)}`);
+    if (hi < 0 || lo < 0) throw new Error(t('ui.bytes.notHex', { at: 2 * i + (hi < 0 ? 0 : 1) }));
     out[i] = (hi << 4) | lo;
   }
   return out;
