@@ -7,7 +7,7 @@ import { visibleRange, scrollToReveal, contentHeight, atBottom, pagesFor, MAX_SC
 import { createSelection, createStore } from '../../frontend/js/core/store.js';
 import { ArraySource, PagedSource } from '../../frontend/js/core/source.js';
 import { EventLog, peerLabel } from '../../frontend/js/core/eventlog.js';
-import { buildChunks, layoutLines, formatDumpLine } from '../../frontend/js/core/hexdump.js';
+import { buildChunks, layoutLines, formatDumpLine, fittingBytesPerLine } from '../../frontend/js/core/hexdump.js';
 import { describeFrames, buildSendCommand, newFrame } from '../../frontend/js/core/composer.js';
 
 test('visible window of a list that fits the browser', () => {
@@ -185,4 +185,19 @@ test('the composer: sizes, LONG above 255 octets, MORE on all but the last; text
   assert.deepEqual(buildSendCommand('server', [newFrame('é'), newFrame('0x01 02', 'hex')]), { type: 'send', from: 'server', frames: ['c3a9', '0102'], hex: true });
   assert.throws(() => buildSendCommand('server', [newFrame('zz', 'hex')]), /frame 1: .*not a hex digit/);
   assert.match(describeFrames([newFrame('abc', 'hex')])[0].error, /odd number/);
+});
+
+test('a hex line holds what its pane shows: 16, 8 or 4 octets (64, 32, 16 characters of text)', () => {
+  assert.equal(fittingBytesPerLine(0), 16); // width unknown: the widest
+  assert.equal(fittingBytesPerLine(120), 16);
+  assert.equal(fittingBytesPerLine(75.6), 16); // 18 + 16 x 3.6: the server side's indented line fits exactly
+  assert.equal(fittingBytesPerLine(75.5), 8);
+  assert.equal(fittingBytesPerLine(50), 8);
+  assert.equal(fittingBytesPerLine(40), 4);
+  assert.equal(fittingBytesPerLine(10), 4); // never fewer
+  assert.equal(fittingBytesPerLine(81, 'ascii'), 64);
+  assert.equal(fittingBytesPerLine(80, 'utf8'), 32);
+  assert.equal(fittingBytesPerLine(20, 'ascii'), 16);
+  const lines = layoutLines([{ dir: 'c2s', offset: 0, bytes: new Uint8Array(20), index: 0 }], fittingBytesPerLine(50));
+  assert.equal(lines.count, 3); // 8 + 8 + 4
 });

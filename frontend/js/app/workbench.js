@@ -58,25 +58,38 @@ export function createWorkbench(slots, opts) {
 }
 
 /**
- * Page shell: the large-font toggle (stored in localStorage), returning whether it is on.
+ * Page shell: the large-font toggle and the projector view (each stored in localStorage; `?projector=1`
+ * turns the projector view on too). The projector view is large text, the controls a class does not need
+ * hidden and the octet table and sequence given the room (html.projector, in the CSS). onLarge(on) is
+ * told whether the text is large.
  * host: { document, window }
  */
 export function initShell(host, onLarge) {
   const doc = host.document;
-  const btn = doc.getElementById('large-toggle');
   const storage = safeStorage(host.window);
-  const apply = (on) => {
-    doc.documentElement.classList.toggle('large', on);
-    if (btn) btn.setAttribute('aria-pressed', on ? 'true' : 'false');
-    onLarge(on);
+  const buttons = { large: doc.getElementById('large-toggle'), projector: doc.getElementById('projector-toggle') };
+  const search = host.window && host.window.location ? host.window.location.search || '' : '';
+  const asked = new URLSearchParams(search).get('projector');
+  if (asked === '1' || asked === '0') storage.set('zmtplab.projector', asked); // (a link's choice stays: the page rewrites its URL)
+  const state = { large: storage.get('zmtplab.large') === '1', projector: storage.get('zmtplab.projector') === '1' };
+  const apply = () => {
+    const large = state.large || state.projector;
+    doc.documentElement.classList.toggle('large', large);
+    doc.documentElement.classList.toggle('projector', state.projector);
+    if (buttons.large) {
+      buttons.large.setAttribute('aria-pressed', large ? 'true' : 'false');
+      buttons.large.disabled = state.projector; // (the projector view is always large)
+    }
+    if (buttons.projector) buttons.projector.setAttribute('aria-pressed', state.projector ? 'true' : 'false');
+    onLarge(large);
   };
-  let large = storage.get('zmtplab.large') === '1';
-  apply(large);
-  if (btn) {
-    btn.addEventListener('click', () => {
-      large = !large;
-      storage.set('zmtplab.large', large ? '1' : '0');
-      apply(large);
+  apply();
+  for (const key of ['large', 'projector']) {
+    if (!buttons[key]) continue;
+    buttons[key].addEventListener('click', () => {
+      state[key] = !state[key];
+      storage.set(`zmtplab.${key}`, state[key] ? '1' : '0');
+      apply();
     });
   }
 }

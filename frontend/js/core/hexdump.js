@@ -11,6 +11,19 @@ import { hexToBytes, asciiColumn, byteHex } from './bytes.js';
 export const BYTES_PER_LINE = 16;
 
 /**
+ * The octets a line shows in `columns` monospace characters, so nothing runs past the pane (a projector's
+ * large text): 16, 8 or 4 in the hex view (the offset's 10, 2.6 an octet and 1 in the ASCII column, 3 of
+ * margins and the server side's indent of 5), 64, 32 or 16 in the ASCII and UTF-8 views (the offset, the
+ * indent and the text). Unknown width: the widest.
+ */
+export function fittingBytesPerLine(columns, mode = 'hex') {
+  const choices = mode === 'hex' ? [16, 8, 4] : [64, 32, 16];
+  if (!(columns > 0)) return choices[0];
+  const need = (n) => (mode === 'hex' ? 18 + n * 3.6 : 17 + n);
+  return choices.find((n) => need(n) <= columns) ?? choices[choices.length - 1];
+}
+
+/**
  * An incremental chunk builder: add(index, event) in list order; `chunks` grows.
  * Chunks: [{ dir, offset, bytes, index, missing, gap }].
  */

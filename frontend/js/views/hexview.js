@@ -11,12 +11,11 @@
 import { h, clear, panel, frameThrottle, onResize } from './dom.js';
 import { i18n, t } from '../core/i18n.js';
 import { formatCount } from '../core/bytes.js';
-import { layoutLines, toFollowText, BYTES_PER_LINE } from '../core/hexdump.js';
+import { layoutLines, toFollowText, fittingBytesPerLine, BYTES_PER_LINE } from '../core/hexdump.js';
 import { visibleRange, contentHeight, scrollToReveal } from '../core/virtual.js';
 import { byteHex, isPrintable, utf8Cells } from '../core/bytes.js';
 
 const LINE_HEIGHT = 20;
-const ASCII_PER_LINE = 64;
 
 export class HexView {
   constructor(container, { selection, onPick = () => {}, copyText = null, title = 'ui.panel.hex' }) {
@@ -28,7 +27,8 @@ export class HexView {
     this.mode = 'hex';
     this.lineHeight = LINE_HEIGHT;
     this.chunks = [];
-    this.lines = layoutLines([], BYTES_PER_LINE);
+    this.perLine = BYTES_PER_LINE;
+    this.lines = layoutLines([], this.perLine);
     const d = this.doc;
     const p = panel(d, title, 'hex-panel');
     this.noteEl = h(d, 'span', { class: 'panel-note' });
@@ -50,13 +50,15 @@ export class HexView {
     }
     this.spacer = h(d, 'div', { class: 'hex-spacer' });
     this.linesEl = h(d, 'div', { class: 'hex-lines' });
-    this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl);
+    // Ten characters in the lines' font, never shown: how many octets a line can hold at this width.
+    this.probe = h(d, 'span', { class: 'hex-line hex-probe', text: '0000000000', attrs: { 'aria-hidden': 'true' } });
+    this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl, this.probe);
     this.empty = h(d, 'p', { class: 'hint', t: 'ui.hex.empty' });
     p.body.append(this.empty, this.viewport);
     clear(container);
     container.appendChild(p.root);
     this.schedule = frameThrottle(this.win, () => this.render());
-    this.stopResize = onResize(this.win, this.viewport, () => this.schedule());
+    this.stopResize = onResize(this.win, this.viewport, () => (this.fitting() !== this.perLine ? this.relayout() : this.schedule()));
     this.linesEl.addEventListener('click', (e) => this.onClick(e));
     i18n.onChange(() => this.schedule());
     this.picking = false;
@@ -88,8 +90,16 @@ export class HexView {
     this.reveal();
   }
 
+  /** Octets a line holds at the viewport's width and font. */
+  fitting() {
+    const width = this.viewport.clientWidth || 0;
+    const ten = this.probe.getBoundingClientRect ? this.probe.getBoundingClientRect().width : 0;
+    return fittingBytesPerLine(width && ten ? (width * 10) / ten : 0, this.mode);
+  }
+
   relayout() {
-    this.lines = layoutLines(this.chunks, this.mode === 'hex' ? BYTES_PER_LINE : ASCII_PER_LINE);
+    this.perLine = this.fitting();
+    this.lines = layoutLines(this.chunks, this.perLine);
     this.spacer.style.height = `${contentHeight(this.lines.count, this.lineHeight)}px`;
     this.empty.hidden = this.lines.count > 0;
     this.viewport.hidden = this.lines.count === 0;
