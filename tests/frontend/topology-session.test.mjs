@@ -76,6 +76,15 @@ test('a session layout reads left to right: senders, then the broker front and b
   const l12 = layoutSession(big, { width: 900 });
   assert.equal(new Set(l12.nodes.map((n) => `${Math.round(n.x)},${Math.round(n.y)}`)).size, 12);
   assert.ok(l12.height >= 11 * 60, 'eleven rows get room');
+  // Staggered: the eleven SUBs in two halves, half as tall, no two boxes overlapping.
+  const zz = layoutSession(big, { width: 900, rowHeight: 70, zigzag: 4 });
+  assert.equal(zz.units, 3);
+  assert.ok(zz.height < 7 * 70 + 41, `height ${zz.height}`);
+  const subs = zz.nodes.filter((n) => n.id !== 'pub');
+  assert.equal(new Set(subs.map((n) => n.x)).size, 2, 'two staggered halves');
+  for (const a of zz.nodes) {
+    for (const b of zz.nodes) assert.ok(a === b || Math.abs(a.x - b.x) >= 140 || Math.abs(a.y - b.y) >= 58, `${a.id} and ${b.id} overlap`);
+  }
 });
 
 test('x/y hints place a node; conns give edges their connection ids', () => {

@@ -103,7 +103,8 @@ function shortLabel(node) {
 // Messages read left to right: a link runs from its upstream node (the one that sends requests or data:
 // PUSH, PUB, REQ; else the connecting side) to its downstream one, and a node's column is the longest
 // upstream path to it (a proxy's frontend stands before its backend). The nodes' x/y hints (0..1) win,
-// unless they would put two boxes of nodeWidth x nodeHeight on top of each other.
+// unless they would put two boxes of nodeWidth x nodeHeight on top of each other. `units`: the columns'
+// width in column widths (a staggered column counts two).
 
 const UPSTREAM = new Set(['PUSH', 'PUB', 'XPUB', 'REQ']);
 const DOWNSTREAM = new Set(['PULL', 'SUB', 'XSUB', 'REP']);
@@ -119,7 +120,7 @@ export function linkFlow(link, typeOf) {
   return [c, b];
 }
 
-export function layoutSession(topology, { width = 900, height = 0, rowHeight = 84, margin = 80, nodeWidth = 0, nodeHeight = 0 } = {}) {
+export function layoutSession(topology, { width = 900, height = 0, rowHeight = 84, margin = 80, nodeWidth = 0, nodeHeight = 0, zigzag = Infinity } = {}) {
   const nodes = (topology && topology.nodes) || [];
   const links = (topology && topology.links) || [];
   const proxies = (topology && topology.proxies) || [];
@@ -142,13 +143,23 @@ export function layoutSession(topology, { width = 900, height = 0, rowHeight = 8
   const columns = [];
   for (const n of nodes) (columns[column.get(n.name)] ||= []).push(n);
   const used = columns.filter(Boolean);
-  const rows = Math.max(1, ...used.map((c) => c.length));
+  // A column of more than `zigzag` nodes stands in two staggered halves (twice as wide, half as tall): eight
+  // workers behind four ventilators stay readable in a diagram a few hundred pixels high.
+  const zig = used.map((col) => col.length > zigzag);
+  const units = used.map((col, i) => (zig[i] ? 2 : 1));
+  const rows = Math.max(1, ...used.map((c, i) => (zig[i] ? Math.ceil(c.length / 2) + 0.5 : c.length)));
   const h = Math.max(height, rows * rowHeight + 40);
+  const total = units.reduce((a, b) => a + b, 0);
+  const unit = total > 1 ? (width - 2 * margin) / (total - 1) : 0;
   const placed = new Map();
+  let before = 0;
   used.forEach((col, i) => {
-    const x = used.length === 1 ? width / 2 : margin + (i * (width - 2 * margin)) / (used.length - 1);
-    const step = h / col.length;
-    col.forEach((n, k) => placed.set(n.name, { id: n.name, x, y: step * (k + 0.5), column: i, type: typeOf(n.name) }));
+    const x = total === 1 ? width / 2 : margin + (before + units[i] / 2 - 0.5) * unit;
+    before += units[i];
+    const step = (h - 40) / col.length; // (20 units above the first box and below the last)
+    col.forEach((n, k) => placed.set(n.name, {
+      id: n.name, x: zig[i] ? x + (k % 2 ? unit / 2 : -unit / 2) : x, y: 20 + step * (k + 0.5), column: i, type: typeOf(n.name),
+    }));
   });
   // The hints, unless two boxes (nodeWidth x nodeHeight) would then overlap: the columns stay.
   const hinted = new Map();
@@ -171,5 +182,5 @@ export function layoutSession(topology, { width = 900, height = 0, rowHeight = 8
   };
   const edges = links.map((l, i) => edge(l.connect, l.bind, { link: i, conn: connOf.has(i) ? connOf.get(i) : null, proxy: false }))
     .concat(proxies.map((p, i) => edge(p.frontend, p.backend, { link: `proxy-${i}`, conn: null, proxy: true })));
-  return { width, height: h, nodes: [...placed.values()], edges };
+  return { width, height: h, nodes: [...placed.values()], edges, units: total };
 }

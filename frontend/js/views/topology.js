@@ -44,6 +44,7 @@ const MAX_DOTS = 48;
 const MAX_CHIPS = 8;
 const SMALL_HWM = 16;
 const COLUMN_W = 235;
+const ZIGZAG = 4; // a column of more nodes stands in two staggered halves
 const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and received lists when busy
 const BUSY = 32; // events between two redraws that make a session busy
 
@@ -83,10 +84,10 @@ export class TopologyView {
     const d = this.doc;
     this.state = state;
     const n = (topology && topology.nodes ? topology.nodes.length : 0);
-    const opts = { rowHeight: n > 6 ? 66 : 84, margin: NODE_W / 2 + 8, nodeWidth: NODE_W, nodeHeight: NODE_H };
+    const opts = { rowHeight: n > 6 ? 70 : 84, margin: NODE_W / 2 + 8, nodeWidth: NODE_W, nodeHeight: NODE_H, zigzag: ZIGZAG };
     // Room between the columns for the links' queue bars: wider when there are more than three.
-    const columns = 1 + Math.max(0, ...layoutSession(topology, { ...opts, width: W }).nodes.map((p) => p.column));
-    this.layout = layoutSession(topology, { ...opts, width: Math.max(W, columns * COLUMN_W) });
+    const { units } = layoutSession(topology, { ...opts, width: W });
+    this.layout = layoutSession(topology, { ...opts, width: Math.max(W, units * COLUMN_W) });
     const L = this.layout;
     this.place = new Map(L.nodes.map((p) => [p.id, p]));
     this.edgeEls = new Map(); // link -> g
