@@ -113,3 +113,28 @@ def test_a_capture_cut_short_says_so_in_chinese(client):
     last = client.get(f"/api/captures/{capture_id}/progress?lang=zh-CN").text.strip().splitlines()[-1]
     assert "抓包文件被截断" in last
     assert "The capture is truncated" in client.get(f"/api/captures/{capture_id}/progress").text
+
+
+def test_the_live_socket_in_chinese(client):
+    """A tap source between two libzmq sockets: its websocket with ?lang=zh-CN explains the greeting in Chinese."""
+    import zmq
+
+    ctx = zmq.Context()
+    try:
+        pull = ctx.socket(zmq.PULL)
+        pull.setsockopt(zmq.LINGER, 0)
+        port = pull.bind_to_random_port("tcp://127.0.0.1")
+        created = client.post("/api/live", json={"source": "tap", "target": f"127.0.0.1:{port}"}).json()
+        with client.websocket_connect(f"/ws/live/{created['id']}?lang=zh-CN") as ws:
+            push = ctx.socket(zmq.PUSH)
+            push.setsockopt(zmq.LINGER, 0)
+            push.connect(f"tcp://{created['listen']}")
+            push.send(b"hello")
+            assert pull.poll(10_000)
+            seen = receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "greeting")
+            greeting = seen[-1]["event"]
+            assert greeting["fields"][0]["note"] == "签名的第一个字节：%xFF。"
+            push.close()
+        client.delete(f"/api/live/{created['id']}")
+    finally:
+        ctx.destroy(linger=0)

@@ -1,10 +1,11 @@
-"""The web app's answers in another language: the session websocket (`LocalizedSockets`, pure ASGI middleware)
-and the `detail` of HTTP errors (`localized_http_exception`).
+"""The web app's answers in another language: the session and live websockets (`LocalizedSockets`, pure ASGI
+middleware) and the `detail` of HTTP errors (`localized_http_exception`).
 
-A session serializes each message once for all its sockets (English, the contract). A socket opened
-with `?lang=zh-CN` (or, without `lang`, an Accept-Language that asks for Chinese) gets every message
-rewritten on its way out: events' expert texts and field notes, `error` details and `log` entries' reasons,
-through `zmtplab.i18n`. Other sockets and every HTTP request pass through untouched (one look at the scope).
+A session (or a live source) serializes each message once for all its sockets (English, the contract). A
+socket opened with `?lang=zh-CN` (or, without `lang`, an Accept-Language that asks for Chinese) gets every
+message rewritten on its way out: events' expert texts and field notes, `error` and `status` details and `log`
+entries' reasons, through `zmtplab.i18n`. Other sockets and every HTTP request pass through untouched (one look
+at the scope).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..i18n import DEFAULT, localize_event, pick_lang, translate
 
-LOCALIZED_PREFIXES = ("/ws/sessions/",)
+LOCALIZED_PREFIXES = ("/ws/sessions/", "/ws/live/")
 LOG_TEXTS = ("reason", "text")
 """The keys of a session's `log` entry a page shows as sentences (why a connection closed, a peer's error)."""
 
@@ -41,7 +42,7 @@ def _localize(message: Any, lang: str) -> Any:
     kind = message.get("type")
     if kind == "event" and isinstance(message.get("event"), dict):
         return {**message, "event": localize_event(message["event"], lang)}
-    if kind == "error" and isinstance(message.get("detail"), str):
+    if kind in ("error", "status") and isinstance(message.get("detail"), str):
         return {**message, "detail": translate(message["detail"], lang)}
     if kind == "log" and isinstance(message.get("entry"), dict):
         entry = message["entry"]
