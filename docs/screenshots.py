@@ -3,6 +3,7 @@
     .venv/bin/python docs/screenshots.py            # writes docs/img/*.png
     .venv/bin/python docs/screenshots.py topology   # only the topology sessions' (docs/img/topology-*.png)
     .venv/bin/python docs/screenshots.py zh-CN      # only the Chinese lesson (docs/img/lessons-zh-CN.png)
+    .venv/bin/python docs/screenshots.py handouts   # only the illustrated page and the projector view
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main() -> int:
                 chinese_shot(page, base)
                 browser.close()
                 return 0
+            if sys.argv[1:] == ["handouts"]:
+                handout_shots(browser, base)
+                browser.close()
+                return 0
             # Playground: a DEALER/ROUTER session played to its first message.
             page.goto(f"{base}/index.html")
             for side, kind in (("server", "ROUTER"), ("client", "DEALER")):
@@ -94,6 +99,7 @@ def main() -> int:
             page.screenshot(path=str(OUT / "lessons.png"))
             topology_shots(page, base)
             chinese_shot(page, base)
+            handout_shots(browser, base)
             browser.close()
     finally:
         server.terminate()
@@ -113,6 +119,26 @@ def chinese_shot(page: Any, base: str) -> None:
     page.wait_for_selector("#lesson-panel .answer-result.right", timeout=20000)
     page.wait_for_timeout(400)
     page.screenshot(path=str(OUT / "lessons-zh-CN.png"))
+
+
+def handout_shots(browser: Any, base: str) -> None:
+    """The illustrated page of dealer_router's connection (issue 23.1), opened from disk with scripts off at its
+    first READY, and the projector view of a lesson at 1280x720 (issue 23.4)."""
+    page = browser.new_page(viewport={"width": 1100, "height": 950}, java_script_enabled=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        html = Path(tmp) / "dealer_router.html"
+        capture = ROOT / "captures" / "dealer_router.pcapng"
+        subprocess.run([sys.executable, "-m", "zmtplab.cli", "illustrate", str(capture), "-o", str(html)], check=True)
+        page.goto(html.as_uri() + "#e3")
+        page.screenshot(path=str(OUT / "illustrated.png"))
+    page.close()
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{base}/lessons.html?projector=1&lesson=broker&step=3")
+    page.wait_for_selector("#sequence .seq-row", timeout=20000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(OUT / "projector.png"))
+    page.evaluate("() => localStorage.removeItem('zmtplab.projector')")
+    page.close()
 
 
 def play_preset(page: Any, base: str, preset: str) -> None:
