@@ -325,8 +325,8 @@ async def capture_illustrated(
     store: CaptureStoreDep,
     conn: Annotated[str, Query(max_length=64, description="the connection")],
     first: Annotated[int, Query(alias="from", ge=0, le=2**40, description="the first element's index")] = 0,
-    last: Annotated[int | None, Query(alias="to", ge=0, le=2**40,
-                                      description="the last element's index, inclusive (default: 2000 elements)")] = None,
+    last: Annotated[int | None, Query(alias="to", ge=0, le=2**40, description="the last element's index, "
+                                      "inclusive (default: 2000 elements)")] = None,
 ) -> Response:
     """The connection's elements, each with its octet table, hex, fields, explanations and ABNF rules, an anchor
     per element and field, and the pyzmq script that reproduces the conversation: one file that needs no server
