@@ -352,3 +352,24 @@ def test_custom_topology_edit_send_save_load_and_share(page: Any, live_server: L
     page.click("#start-topology")
     page.wait_for_selector(".topology-setup .error:not([hidden])")
     assert re.search(r"PUSH", page.text_content(".topology-setup .error") or "")
+
+
+def test_real_mode_with_a_libzmq_worker(page: Any, live_server: LiveServer) -> None:
+    """The load-balancing preset edited in the page to run over real TCP with w2 a libzmq PULL (pyzmq): the page
+    shows the same round robin as the simulation, w2's tasks received by libzmq itself."""
+    page.goto(f"{live_server.base}/index.html")
+    page.wait_for_selector("#preset-menu option[value='load-balancing']", state="attached")
+    page.select_option("#preset-menu", "load-balancing")
+    page.select_option(".topology-setup select[aria-label='Peers']", "tcp")
+    page.locator(".topo-editor summary").click()
+    page.click("#edit-preset")
+    libzmq = page.locator(".topo-node-row[data-node='w2'] input[data-option='libzmq']")
+    assert libzmq.is_visible(), "real TCP: each node may be libzmq"
+    libzmq.check()
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w2']")
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.count[w] === 2)", timeout=20_000)
+    d = diagram(page)
+    assert d["got"] == {"vent": [], "w1": ["task 1", "task 4"], "w2": ["task 2", "task 5"], "w3": ["task 3", "task 6"]}
+    assert d["nodes"]["w2"]["text"] == "w2PULL · libzmqgot 2", "the diagram says which node is libzmq"
+    assert "libzmq" not in d["nodes"]["w1"]["text"]

@@ -29,6 +29,9 @@ export const EDITOR_TEXT = messages({
   sndhwm: 'SNDHWM',
   rcvhwm: 'RCVHWM',
   identity: 'ui.form.identity',
+  libzmq: 'ui.form.libzmq',
+  libzmqHelp: 'ui.form.libzmq.help',
+  echo: 'ui.topoEditor.echo',
   subscribe: 'ui.topoEditor.subscribe',
   recv: 'ui.topoEditor.recv',
   recvModes: { auto: 'ui.topoEditor.recv.auto', manual: 'ui.topoEditor.recv.manual', slow: 'ui.topoEditor.recv.slow' },
@@ -47,6 +50,7 @@ export const EDITOR_TEXT = messages({
 });
 
 const SLOW = 0.5;
+const ECHO_TYPES = ['REP', 'ROUTER', 'DEALER', 'PAIR']; // the sockets whose application may echo (peers.topology)
 
 function recvMode(node) {
   if (node.recv === 'manual') return 'manual';
@@ -101,9 +105,19 @@ export class TopologyEditor {
         h(d, 'label', { class: 'check' }, this.autoplay, ` ${T.autoplay}`)),
       h(d, 'div', { class: 'ctl-row' }, this.startPreset),
       this.custom, this.error, this.note, this.shareUrl);
+    this.root = root;
+    this.mode.addEventListener('change', () => this.syncMode());
     clear(container);
     container.appendChild(root);
     this.render();
+    this.syncMode();
+  }
+
+  /** A real libzmq socket is only offered for real TCP sessions. */
+  syncMode() {
+    const tcp = this.mode.value === 'tcp';
+    this.root.classList.toggle('simulated', !tcp);
+    this.root.classList.toggle('tcp', tcp);
   }
 
   options() {
@@ -143,6 +157,7 @@ export class TopologyEditor {
   setTopology(topology) {
     this.topo = { ...emptyTopology(), ...topology };
     if (topology.mode === 'tcp' || topology.mode === 'simulated') this.mode.value = topology.mode;
+    this.syncMode();
     this.custom.open = true;
     this.render();
   }
@@ -225,8 +240,17 @@ export class TopologyEditor {
     const recv = h(d, 'select', { attrs: { 'aria-label': T.recv } }, Object.entries(T.recvModes).map(([v, text]) => h(d, 'option', { value: v, text })));
     recv.value = recvMode(n);
     recv.addEventListener('change', () => set({ recv: recv.value === 'slow' ? { every: SLOW } : recv.value }));
+    const check = (key, label, help) => {
+      const box = h(d, 'input', { type: 'checkbox', checked: !!n[key], attrs: { 'data-option': key } });
+      box.addEventListener('change', () => set({ [key]: box.checked }));
+      return h(d, 'label', { class: 'check', title: help }, box, ` ${label}`);
+    };
+    const libzmq = check('libzmq', T.libzmq, T.libzmqHelp);
+    libzmq.classList.add('topo-libzmq');
+    const echo = check('echo', T.echo);
     const syncType = () => {
       subField.hidden = !['SUB', 'XSUB'].includes(type.value);
+      echo.hidden = !ECHO_TYPES.includes(type.value);
     };
     type.addEventListener('change', () => {
       set({ type: type.value });
@@ -239,7 +263,8 @@ export class TopologyEditor {
       h(d, 'div', { class: 'ctl-row' }, num('sndhwm', T.sndhwm), num('rcvhwm', T.rcvhwm)),
       h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.identity }), ident),
         h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.recv }), recv)),
-      subField);
+      subField,
+      h(d, 'div', { class: 'ctl-row' }, echo, libzmq));
     row.dataset.node = n.name;
     return row;
   }

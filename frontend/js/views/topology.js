@@ -10,7 +10,7 @@
 //   .setPath({ msg, conns, nodes } | null)
 //   .setSpeed(x)                    // the player's speed: dots move faster
 
-import { messages } from '../core/i18n.js';
+import { i18n, messages } from '../core/i18n.js';
 import { h, s, clear, setChildren, onResize } from './dom.js';
 import { layoutSession } from '../core/topology.js';
 import { pipeKey } from '../core/topology-state.js';
@@ -34,6 +34,17 @@ export const TOPOLOGY_TEXT = messages({
   depthIn: ['ui.topo.depthIn'],
   message: ['ui.topo.message'],
   nodeTitle: ['ui.topo.nodeTitle'],
+  // What a screen reader says of the diagram, its nodes and links (issue 23.3).
+  srDiagram: ['ui.topo.sr.diagram'],
+  srNode: ['ui.topo.sr.node'],
+  srBinds: 'ui.topo.sr.binds',
+  srConnects: 'ui.topo.sr.connects',
+  srBoth: 'ui.topo.sr.both',
+  srOut: ['ui.topo.sr.out'],
+  srIn: ['ui.topo.sr.in'],
+  srLink: ['ui.topo.sr.link'],
+  srLinkConn: ['ui.topo.sr.linkConn'],
+  srSep: 'ui.topo.sr.sep',
 });
 
 const W = 640;
@@ -73,6 +84,7 @@ export class TopologyView {
     clear(container);
     container.appendChild(this.root);
     setChildren(this.svgSlot, h(d, 'p', { class: 'muted empty', text: TOPOLOGY_TEXT.empty }));
+    i18n.onChange(() => this.update({ now: true })); // (the nodes' spoken names are rebuilt there)
   }
 
   setSpeed(x) {
@@ -93,23 +105,33 @@ export class TopologyView {
     this.edgeEls = new Map(); // link -> g
     this.pipeEls = new Map(); // pipeKey -> { g, fill, text }
     this.nodeEls = new Map(); // name -> { g, stats, badges }
+    // (a real libzmq socket, in real TCP sessions, says so under its type)
+    const libzmq = new Set(((topology && topology.nodes) || []).filter((x) => x.libzmq).map((x) => x.name));
     const edges = L.edges.map((e) => {
       const [x1, y1, x2, y2] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
-      const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to },
+      const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to,
+        role: 'img', 'aria-label': e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? TOPOLOGY_TEXT.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : TOPOLOGY_TEXT.srLink({ from: e.from, to: e.to }) },
         s(d, 'line', { x1, y1, x2, y2, 'marker-end': e.proxy ? null : 'url(#topo-arrow)' }),
         s(d, 'text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, 'text-anchor': 'middle', class: 'edge-label' },
           e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : ''));
       this.edgeEls.set(String(e.link), g);
       return g;
     });
+    // A node binds when it is a link's binding end, connects when it is a connecting end (a screen reader says so).
+    this.ends = new Map(L.nodes.map((p) => [p.id, { binds: false, connects: false }]));
+    for (const e of L.edges) {
+      if (e.proxy) continue;
+      if (this.ends.has(e.from)) this.ends.get(e.from).connects = true;
+      if (this.ends.has(e.to)) this.ends.get(e.to).binds = true;
+    }
     const nodes = L.nodes.map((p) => {
       const stats = s(d, 'text', { y: 22, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
-        'aria-label': TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type }) },
+        'aria-label': String(TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type })) }, // (update() makes it the full name)
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
       s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, p.type),
+      s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, libzmq.has(p.id) ? `${p.type} · libzmq` : p.type),
       stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
       this.nodeEls.set(p.id, { g, stats, badges });
@@ -125,8 +147,9 @@ export class TopologyView {
     });
     const defs = s(d, 'defs', {}, s(d, 'marker', { id: 'topo-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 12, markerHeight: 12, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
       s(d, 'path', { d: 'M0,0 L10,5 L0,10 z' })));
-    this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'img',
-      'aria-label': `${L.nodes.length} nodes, ${L.edges.length} links` }, defs, ...edges, ...nodes, this.pipeLayer);
+    // A group, not an image: an image's children are hidden from screen readers, and its nodes are buttons.
+    this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'group',
+      'aria-label': TOPOLOGY_TEXT.srDiagram({ nodes: L.nodes.length, links: L.edges.length }) }, defs, ...edges, ...nodes, this.pipeLayer);
     this.dots = [];
     setChildren(this.svgSlot, this.svg, this.dotLayer);
     this.scale = null; // where the SVG's units fall in the slot's pixels (measured on the first dot, and on resize)
@@ -177,11 +200,26 @@ export class TopologyView {
       if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
       else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
       setText(el.badges, badges.join('  '));
+      this.speak(name, el, [parts.join(' · '), ...badges]);
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
     }
     for (const name of this.nodeEls.keys()) this.updateGot(name, st.node(name));
     for (const pipe of st.pipes.values()) this.updatePipe(pipe);
+  }
+
+  /** A node's spoken name: "vent, PUSH, binds; sent 6 · got 0; link to w1: 2 of 1000 queued". */
+  speak(name, el, figures) {
+    const p = this.place.get(name);
+    const ends = this.ends.get(name) || {};
+    const role = ends.binds && ends.connects ? TOPOLOGY_TEXT.srBoth : ends.binds ? TOPOLOGY_TEXT.srBinds : ends.connects ? TOPOLOGY_TEXT.srConnects : '';
+    const parts = [role ? TOPOLOGY_TEXT.srNode({ name, type: p ? p.type : '?', role }) : TOPOLOGY_TEXT.nodeTitle({ name, type: p ? p.type : '?' }), ...figures.filter(Boolean)];
+    for (const pipe of this.state.pipes.values()) {
+      if (pipe.node !== name || (pipe.inbound && !pipe.depth)) continue;
+      parts.push(TOPOLOGY_TEXT[pipe.inbound ? 'srIn' : 'srOut']({ peer: pipe.peer ?? '*', depth: pipe.depth, hwm: pipe.hwm || '?' }));
+    }
+    const label = parts.join(String(TOPOLOGY_TEXT.srSep));
+    if (el.g.getAttribute('aria-label') !== label) el.g.setAttribute('aria-label', label);
   }
 
   updateGot(name, n) {
