@@ -32,7 +32,7 @@ test('corpus routes, their errors and the progress stream', async () => {
   assert.equal((await api.cancelRun('r 1')).state, 'running');
   assert.equal(await api.deleteRun('r 1'), null);
   await assert.rejects(api.run('gone'), (e) => e.status === 404);
-  assert.equal(api.reportUrl('r 1'), '/api/corpus/runs/r%201/report');
+  assert.equal(api.reportUrl('r 1'), '/api/corpus/runs/r%201/report?lang=en');
 
   const seen = [];
   let failed = 0;

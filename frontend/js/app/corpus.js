@@ -49,7 +49,7 @@ export function startCorpus(host) {
   // Another language: the run's head and the table's headers and filters are words (the rest relabels).
   i18n.onChange(() => {
     if (st.run) head.setRun(st.run);
-    if (st.run && st.run.state === 'done' && TABLES.includes(st.tab)) setTab(st.tab);
+    if (st.run && st.run.state === 'done') setTab(st.tab); // (the report, too, comes in the new language)
     runList.setRuns(st.runs, st.run && st.run.id);
   });
   for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => setTab(tab));

@@ -13,6 +13,7 @@
 //   GET    /api/corpus/runs/{id}/report              text/html (its own CSP: shown in a sandboxed iframe)
 //   GET    /api/corpus/runs/{id}/tables/{table}?offset=&limit=&capture=&kind=&conn=&dir= -> {rows, total, offset, limit}
 
+import { i18n } from './i18n.js';
 import { followEvents, jsonRequester, query } from './api.js';
 
 export const FINAL_STATES = ['done', 'error', 'cancelled'];
@@ -44,7 +45,8 @@ export function createCorpusApi(host) {
       return request('DELETE', `/api/corpus/runs/${seg(id)}`);
     },
     reportUrl(id) {
-      return `${base}/api/corpus/runs/${seg(id)}/report`;
+      // (a frame sends the browser's own Accept-Language: the page's language goes in the URL)
+      return `${base}/api/corpus/runs/${seg(id)}/report?lang=${encodeURIComponent(i18n.lang)}`;
     },
     /** One page of a table: params = { offset, limit, capture, kind, conn, dir } (empty ones left out). */
     table(id, table, params = {}) {
