@@ -5,9 +5,9 @@
 // new OctetView(container, { selection })   — follows the shared selection.
 
 import { h, clear, panel, onResize } from './dom.js';
-import { layoutOctets } from '../core/octets.js';
+import { layoutOctets, rangeLabel } from '../core/octets.js';
 import { ruleColor } from '../core/rules.js';
-import { elementTitle, infoLabel } from '../core/labels.js';
+import { elementTitle, infoLabel, fieldValueText } from '../core/labels.js';
 import { previewHex } from '../core/bytes.js';
 import { octets } from '../core/bytes.js';
 import { i18n, t, tn } from '../core/i18n.js';
@@ -99,6 +99,9 @@ export class OctetView {
     }
     const layout = layoutOctets(event, { expand: this.expand, maxShownOctets: this.maxShownOctets, maxRowChars: this.rowChars() });
     for (const row of layout.rows) this.body.appendChild(this.renderRow(row));
+    // The tables are drawn for eyes (values, offsets and names in three rows); a screen reader gets the same
+    // fields as one list, each with its name, value and octets, in order.
+    this.body.appendChild(this.renderFieldList(event, layout));
     this.moreButton.hidden = !layout.rows.some((r) => r.boxes.some((b) => b.more && b.format === 'more'));
     this.highlight();
   }
@@ -129,7 +132,28 @@ export class OctetView {
       names.appendChild(td);
       this.cells.push(td);
     }
-    return h(d, 'table', { class: 'oct-row' }, h(d, 'tbody', {}, values, offsets, names));
+    return h(d, 'table', { class: 'oct-row', attrs: { 'aria-hidden': 'true' } }, h(d, 'tbody', {}, values, offsets, names));
+  }
+
+  /** The element's fields as text a screen reader reads in order: "name: value, octets 1 - 5". */
+  renderFieldList(event, layout) {
+    const d = this.doc;
+    const list = h(d, 'ol', { class: 'visually-hidden octets-fields', attrs: { 'aria-label': t('ui.octets.sr.list', { title: elementTitle(event) }) } });
+    const boxesOf = new Map();
+    for (const row of layout.rows) for (const b of row.boxes) if (!boxesOf.has(b.field)) boxesOf.set(b.field, b);
+    const fields = Array.isArray(event.fields) && event.fields.length ? event.fields : [];
+    let at = 0;
+    fields.forEach((f, i) => {
+      const length = Number(f.length) || 0;
+      const rel = typeof f.offset === 'number' && typeof event.offset === 'number' ? f.offset - event.offset : at;
+      at = rel + length;
+      const value = fieldValueText(f, 64) || (boxesOf.get(i) ? boxesOf.get(i).text : '');
+      const name = f.name || f.rule || '?';
+      const text = length ? t(length === 1 ? 'ui.octets.sr.octet' : 'ui.octets.sr.field', { name, value, range: rangeLabel(rel, length) }) : t('ui.octets.sr.empty', { name });
+      list.appendChild(h(d, 'li', { text }));
+    });
+    if (!fields.length) for (const b of boxesOf.values()) list.appendChild(h(d, 'li', { text: t('ui.octets.sr.field', { name: b.name, value: b.text, range: b.label }) }));
+    return list;
   }
 
   renderMessage(event) {
