@@ -15,7 +15,9 @@ import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/v
 import { infoLabel } from '../core/labels.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
 import { i18n, t, tn } from '../core/i18n.js';
-import { formatCount } from '../core/bytes.js';
+import { formatCount, octets } from '../core/bytes.js';
+
+let views = 0; // ids of this page's sequence views' rows (aria-activedescendant)
 
 export class SequenceView {
   constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
@@ -32,6 +34,7 @@ export class SequenceView {
     this.lanesBg = ''; // their lines, as the lane column's background
     this.endsOf = null;
     this.highlight = null;
+    this.idPrefix = `seq${++views}`;
 
     const d = this.doc;
     this.clientHead = h(d, 'div', { class: 'lifeline-head c2s-side' });
@@ -72,6 +75,11 @@ export class SequenceView {
     });
     this.setLabels(this.labels);
     this.setSource(source);
+    // Another language: the count, the rows' labels and the default lifeline names are words.
+    i18n.onChange(() => {
+      this.setLabels(this.given || {});
+      this.onData();
+    });
   }
 
   setSource(source) {
@@ -80,11 +88,6 @@ export class SequenceView {
     this.unsubscribe = source && source.subscribe ? source.subscribe(() => this.onData()) : null;
     this.selected = null;
     this.viewport.scrollTop = 0;
-    // Another language: the count, the rows' labels and the default lifeline names are words.
-    i18n.onChange(() => {
-      this.setLabels(this.given || {});
-      this.onData();
-    });
     this.onData();
   }
 
@@ -182,6 +185,10 @@ export class SequenceView {
       if (!ev) missing = true;
       this.rows.appendChild(this.renderRow(i, ev));
     }
+    // The listbox keeps the focus; a screen reader hears the selected row through aria-activedescendant.
+    const sel = this.selected !== null && this.selected >= start && this.selected < end ? `${this.idPrefix}-row-${this.selected}` : null;
+    if (sel) this.viewport.setAttribute('aria-activedescendant', sel);
+    else this.viewport.removeAttribute('aria-activedescendant');
     if (missing && this.source.ensure) {
       this.source.ensure(start, end).catch(() => {});
     }
@@ -191,6 +198,10 @@ export class SequenceView {
     const d = this.doc;
     const row = h(d, 'div', { class: 'seq-row', attrs: { role: 'option', 'aria-selected': i === this.selected ? 'true' : 'false' } });
     row.dataset.index = String(i);
+    row.id = `${this.idPrefix}-row-${i}`;
+    // A virtual list: the row says where it stands among all of them, not among those drawn.
+    row.setAttribute('aria-setsize', String(this.source ? this.source.length : 0));
+    row.setAttribute('aria-posinset', String(i + 1));
     row.style.height = `${this.rowHeight}px`;
     const num = h(d, 'span', { class: 'seq-num', text: this.rowNumber ? this.rowNumber(i, ev) : String(this.elementOf(i) + 1) });
     if (ev && ev.kind === 'mark') {
@@ -210,6 +221,7 @@ export class SequenceView {
     row.classList.add(`kind-${safeClass(ev.kind)}`, ev.dir === 's2c' ? 's2c' : 'c2s');
     const label = infoLabel(ev);
     row.setAttribute('title', label);
+    row.setAttribute('aria-label', this.rowSpeech(i, ev, label));
     const lane = h(d, 'div', { class: 'seq-lane' });
     if (this.highlight && this.highlight(ev)) row.classList.add('on-path');
     const ends = this.lanes ? this.endsOf(ev) : null;
@@ -256,6 +268,23 @@ export class SequenceView {
     text.style.left = `${Math.max(0, Math.min(mid - half, 100 - 2 * half))}%`;
     text.style.right = `${Math.max(0, 100 - Math.max(mid + half, 2 * half))}%`;
     lane.append(arrow, text);
+  }
+
+  /** What a screen reader says of a row: "3. READY command, server to client, 28 octets, t 0.004000 s". */
+  rowSpeech(i, ev, label) {
+    const parts = [label];
+    const ends = this.lanes ? this.endsOf(ev) : null;
+    const lane = (k) => (this.lanes[k] ? this.lanes[k].label : '?');
+    if (ends && typeof ends.at === 'number') parts.push(t('ui.seq.row.at', { lane: lane(ends.at) }));
+    else if (ends) parts.push(t('ui.seq.row.dir', { from: lane(ends.from), to: lane(ends.to) }));
+    else if (!this.lanes && (ev.dir === 'c2s' || ev.dir === 's2c')) {
+      const [from, to] = ev.dir === 'c2s' ? [this.labels.client, this.labels.server] : [this.labels.server, this.labels.client];
+      parts.push(t('ui.seq.row.dir', { from, to }));
+    }
+    if (typeof ev.length === 'number' && ev.kind !== 'expert') parts.push(octets(ev.length));
+    const time = this.timeText(ev);
+    if (time) parts.push(t('ui.seq.row.time', { time }));
+    return `${this.rowNumber ? this.rowNumber(i, ev) : this.elementOf(i) + 1}. ${parts.join(t('ui.seq.row.sep'))}`;
   }
 
   timeText(ev) {
