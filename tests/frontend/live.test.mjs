@@ -43,7 +43,7 @@ test('live routes', async () => {
   await assert.rejects(api.createLive({ source: 'capture', interface: 'x', port: 1 }), (e) => e.status === 422 && /no such interface/.test(e.message));
   assert.equal(await api.stopLive('a b'), null);
   assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), ['GET /api/live/interfaces', 'POST /api/live', 'DELETE /api/live/a%20b']);
-  assert.equal(api.liveSocketUrl({ protocol: 'https:', host: 'lab' }, 's1'), 'wss://lab/ws/live/s1');
+  assert.equal(api.liveSocketUrl({ protocol: 'https:', host: 'lab' }, 's1'), 'wss://lab/ws/live/s1?lang=en');
 });
 
 test('the websocket hands over connections, events and status', () => {

@@ -159,7 +159,7 @@ export function createApi(host) {
     },
     liveSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}`;
+      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}?lang=${encodeURIComponent(i18n.lang)}`;
     },
     capture(id) {
       return request('GET', `/api/captures/${seg(id)}`);
