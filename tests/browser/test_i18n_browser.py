@@ -122,6 +122,9 @@ def test_switch_changes_the_running_session_in_place(page, live_server):
     page.wait_for_selector(".nav a[aria-current='page']:text-is('演练场')")
     assert page.evaluate("() => window.__kept === true"), "the switch reloaded the page"
     assert page.locator("#session-id").inner_text() == session.replace("Session", "会话")
+    # The note comes again from the server, in Chinese (the socket was opened again in the new language).
+    page.wait_for_function("() => /[\u4e00-\u9fff]/"
+                           ".test(document.querySelector('#explain .explain-note')?.textContent)")
     assert page.locator("#explain .explain-name").inner_text().strip() == "signature", "the selected field was lost"
     assert "ABNF 规则" in page.locator("#explain .panel-body").inner_text()
     assert page.locator("#sequence .seq-row .seq-label:text-matches('^问候语')").count() >= 1

@@ -82,8 +82,19 @@ class PlaygroundPage {
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
     win.addEventListener('keydown', (e) => this.onKey(e));
-    // Another language: the lifelines' names are words (the views redraw themselves).
-    i18n.onChange(() => this.markDirty());
+    // Another language: the lifelines' names are words (the views redraw themselves), and the notes and
+    // expert texts come from the server in the language asked for: the session's socket is opened again (the
+    // session goes on on the server; the element and field shown stay) and pasted hex is decoded again.
+    i18n.onChange(() => {
+      this.markDirty();
+      const id = this.sessions.id;
+      if (id !== null) {
+        const s = this.wb.selection.get();
+        if (this.active === 'session' && s.index !== null) this.pendingLink = { el: s.index, field: s.field ?? undefined };
+        this.sessions.connect(id);
+      }
+      if (this.data.paste.log.length) this.paste.view.decode();
+    });
   }
 
   /** The Dataset of the tab shown. */
