@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import socket
 import subprocess
@@ -152,8 +154,17 @@ def play_preset(page: Any, base: str, preset: str) -> None:
       r.value = String(r.max); r.dispatchEvent(new Event('input')); r.dispatchEvent(new Event('change')); }""")
 
 
+# Twelve nodes (the body of benchmarks/topology_sessions.py): 4 PUSH, 8 PULL, 16 links, opened from a share link.
+TWELVE = {"mode": "simulated",
+          "nodes": [*({"name": f"p{i}", "type": "PUSH"} for i in range(4)),
+                    *({"name": f"q{i}", "type": "PULL"} for i in range(8))],
+          "links": [{"connect": f"q{j}", "bind": f"p{i}"}
+                    for i in range(4) for j in (2 * i, (2 * i + 1) % 8, (2 * i + 3) % 8, (2 * i + 5) % 8)]}
+
+
 def topology_shots(page: Any, base: str) -> None:
-    """Topology sessions (issue 19): the extended request-reply with a reply's path picked, and PUB drops."""
+    """Topology sessions (issue 19): the extended request-reply with a reply's path picked, PUB drops, and twelve
+    nodes opened from a share link, a few messages sent from the composer."""
     play_preset(page, base, "extended-reqrep")
     page.wait_for_function("() => document.querySelector(\"#topology .topo-got-row[data-node='c2']\")"
                            ".dataset.count === '1'", timeout=30000)
@@ -169,6 +180,23 @@ def topology_shots(page: Any, base: str) -> None:
     page.click("#player button:text-is('❚❚ Pause')")
     page.wait_for_timeout(800)
     page.screenshot(path=str(OUT / "topology-drops.png"))
+    link = base64.urlsafe_b64encode(json.dumps(TWELVE).encode()).decode().rstrip("=")
+    page.goto(f"{base}/index.html#topology={link}")
+    page.click("#start-topology", timeout=20000)
+    page.wait_for_function("() => [...document.querySelectorAll('#topology .topo-edge')]"
+                           ".filter((e) => e.getAttribute('data-conn')).length === 16", timeout=30000)
+    page.evaluate("""() => { const r = document.querySelector('#player input[type=range]');
+      r.value = String(r.max); r.dispatchEvent(new Event('input')); r.dispatchEvent(new Event('change')); }""")
+    for i in range(8):
+        page.locator("#composer select").first.select_option(f"p{i % 4}")
+        page.fill("textarea[aria-label='Frame 1']", f"job {i + 1}")
+        page.click("button:text-is('Send message')")
+        page.wait_for_timeout(150)
+    page.wait_for_timeout(2500)
+    page.evaluate("""() => { [...document.querySelectorAll('#topology .topo-msg')].pop().click();
+      document.querySelector('#topology').scrollTop = 0; }""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(OUT / "topology-12-nodes.png"))
 
 
 if __name__ == "__main__":

@@ -78,8 +78,9 @@ export class TopologyView {
     this.got = h(d, 'div', { class: 'topo-got-list' });
     this.tools = h(d, 'span', { class: 'topo-tools' }); // the page's own controls (the lifelines switch)
     this.root = h(d, 'div', { class: 'topo' },
-      h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), h(d, 'span', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }), this.tools),
+      h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), this.tools),
       this.svgSlot,
+      h(d, 'p', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }),
       h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: TOPOLOGY_TEXT.got }), this.got));
     clear(container);
     container.appendChild(this.root);
