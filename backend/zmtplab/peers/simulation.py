@@ -273,6 +273,7 @@ class SimPeer:
         self.next_read: float | None = None
         self.echo = False  # the application sends back every message it receives
         self.proxy_to: SimPeer | None = None  # a proxy's node: what it receives goes out there
+        self.index = 0  # its place among the simulation's peers
 
     def make_connection(self) -> Connection:
         opts = self.options
@@ -357,6 +358,14 @@ class Simulation:
         self._timed_seq = itertools.count(1)
         self._proxies: list[tuple[SimPeer, SimPeer]] = []
         self._slow: tuple[SimPeer, ...] = ()
+        # With decisions (a topology), `_settle` writes only for the links where something happened since (the
+        # delivery's or timer's link, a pipe that got messages, a new link) or, after any other action, all:
+        # many links, one busy at a time. Without, it looks at every link, as before topologies.
+        self._dirty: set[Link] | None = set() if self.decisions else None
+        self._all_dirty = True
+        self._busy: set[Link] = set()  # (a topology: see `_active_links`)
+        self._always: set[SimPeer] = set()  # proxies' nodes and slow readers (see `_settling_peers`)
+        self._timers: set[Link] = set()
 
     # ------------------------------------------------------------------ the log
 
@@ -385,6 +394,8 @@ class Simulation:
     # ------------------------------------------------------------------ script
 
     def _action(self, op: str, **args: Any) -> Any:
+        if op != "send":
+            self._all_dirty = True
         if not self._replaying:
             self._replay.clear()  # a new action after a rewind starts a new branch
         script = self.script
@@ -462,8 +473,11 @@ class Simulation:
         if self.decisions:
             peer.socket.observer = lambda what, rule, pipe, frames, detail: self._decision(
                 peer, what, rule, pipe, frames, detail)
+            peer.core.on_output = self._mark
+        peer.index = len(self._peer_list)
         self._peer_list = tuple(self.peers.values())
         self._slow = tuple(p for p in self._peer_list if p.recv_every)
+        self._always.update(self._slow)
         self._log({"kind": "peer", "peer": name, "what": "added", **peer_options.describe()})
 
     def connect(self, client_name: str, server_name: str) -> str:
@@ -599,6 +613,7 @@ class Simulation:
         front.proxy_to, back.proxy_to = back, front
         front.auto_recv = back.auto_recv = False
         self._proxies.append((front, back))
+        self._always.update((front, back))
         self._settle()
 
     def add_topology(self, topology: Any, *, script: bool = True) -> None:
@@ -736,6 +751,11 @@ class Simulation:
         if key[0] > self.t:
             self.t = key[0]
         self.steps += 1
+        if self._dirty is not None:
+            if key[1] == 0 or key[1] == 1:  # a delivery or a timer: its link
+                self._dirty.add(args[0])
+            else:
+                self._all_dirty = True
         action(*args)
         self._settle()
         return True
@@ -748,7 +768,7 @@ class Simulation:
         best_args: tuple = ()
         # (Only open links: a closed link has nothing in flight, no end of stream to come and no timer.)
         flow = self.window is not None
-        for link in self._open_links:
+        for link in self._open_links if self._dirty is None else self._active_links():
             for d in link.dir_list:
                 if d.chunks:
                     if flow and link.pcs[d.reader].read_blocked:
@@ -926,6 +946,8 @@ class Simulation:
         if d.dead and not self.unread_on_wire:
             return
         arrival = self.t + self.latency
+        if self._dirty is not None:
+            self._busy.add(link)
         if not cuts:  # the common case: one write, one chunk
             d.chunks.append(Chunk(start, data, arrival, next(self._write_seq)))
             return
@@ -947,6 +969,8 @@ class Simulation:
         out_d.eof = True
         out_d.eof_time = self.t + self.latency
         out_d.eof_seq = next(self._write_seq)
+        if self._dirty is not None:
+            self._busy.add(link)
         if out_d.dead and not self.unread_on_wire:  # the other side already closed: nobody reads this end
             out_d.eof_done = True
             out_d.chunks.clear()
@@ -993,6 +1017,9 @@ class Simulation:
         for _ in range(100):
             moved = False  # something happened that the next round may build on
             wrote = False
+            if self._dirty is not None and not self._all_dirty:
+                # (A topology: a socket gets something to read only from a delivery, on a link marked dirty.)
+                peers = self._settling_peers()
             for peer in peers:
                 if peer.blocked and self._retry_blocked(peer):
                     moved = True
@@ -1004,7 +1031,15 @@ class Simulation:
                         moved = True
                 elif peer.recv_every and peer.next_read is None and peer.socket.readable:
                     peer.next_read = self.t + peer.recv_every
-            for link in self._open_links:
+            links = self._open_links
+            dirty = self._dirty
+            if dirty is not None:  # (a topology: only the links something happened to; see `_mark`)
+                if self._all_dirty:
+                    self._all_dirty = False
+                else:
+                    links = sorted(dirty, key=_link_num) if len(dirty) > 1 else tuple(dirty)
+                dirty.clear()
+            for link in links:
                 if link.closed:  # (closed earlier in this round)
                     continue
                 side_closed = link.side_closed
@@ -1024,6 +1059,12 @@ class Simulation:
                         moved = True
                 if not link.closed and link.pcs["client"].ready:
                     link.connecter.ivl = link.connecter.client.options.reconnect_ivl
+                if dirty is not None:  # (timers change only where something happened: this link)
+                    if not link.closed and any(not pc.closed and not side_closed[side] and pc.deadline is not None
+                                               for _, side, pc in link.pc_list):
+                        self._timers.add(link)
+                    else:
+                        self._timers.discard(link)
             # Writing only schedules deliveries: another round finds something new only when writing freed a
             # pipe that a blocked send waits for (this round read every socket and emptied every output).
             if wrote and not moved:
@@ -1071,6 +1112,37 @@ class Simulation:
             self._log_recv(peer, msg)
             if not socket.readable:  # recv() would give None now: spare the call (a PULL's usual last one)
                 break
+
+    def _active_links(self) -> tuple[Link, ...]:
+        """A topology's open links that may have an item: bytes or an end of stream in flight (`_busy`, kept by
+        `write` and `close_side`) or a timer (`_timers`, kept by `_settle`); the others are dropped from `_busy`."""
+        busy = self._busy
+        for link in tuple(busy):
+            if link.closed or not any(d.chunks or (d.eof and not d.eof_done) for d in link.dir_list):
+                busy.discard(link)
+        timers = self._timers
+        if not timers:
+            return tuple(busy)
+        return tuple(busy | {lk for lk in timers if not lk.closed})
+
+    def _settling_peers(self) -> list[SimPeer]:
+        """The peers `_settle` looks at in a topology: both ends of the dirty links, peers with sends waiting,
+        proxies and slow readers; in the order they were added."""
+        dirty = self._dirty
+        assert dirty is not None
+        cand = set(self._always)
+        for link in dirty:
+            cand.update(link.peers.values())
+        for peer in self._peer_list:  # (blocked peers are few, but any peer may be one)
+            if peer.blocked:
+                cand.add(peer)
+        return sorted(cand, key=_peer_index)
+
+    def _mark(self, pc: PeerConnection) -> None:
+        """A connection has messages to write (PeerCore's `on_output`): `_settle` visits its link."""
+        link = self.links.get(pc.id)
+        if link is not None and self._dirty is not None:
+            self._dirty.add(link)
 
     def _log_recv(self, peer: SimPeer, msg: tuple[bytes, ...]) -> None:
         """The application read `msg`: a `recv` entry (with its `msg` id when tracked), then an echo's answer."""
@@ -1276,9 +1348,14 @@ class Simulation:
 
         The same answer as `_next_item() is None`, without ranking anything (a live session asks after
         every element)."""
-        for link in self._open_links:
+        flow = self.window is not None
+        for link in self._open_links if self._dirty is None else self._active_links():
             for d in link.dir_list:
-                if d.chunks or (d.eof and not d.eof_done):
+                if d.chunks:
+                    if flow and link.pcs[d.reader].read_blocked:
+                        continue  # (stalled until its reader reads: `_next_item` skips it too)
+                    return False
+                if d.eof and not d.eof_done:
                     return False
             side_closed = link.side_closed
             for _, side, pc in link.pc_list:
@@ -1318,6 +1395,14 @@ class Simulation:
             "peers": {name: {**peer.core.describe(), "blocked_sends": len(peer.blocked)}
                       for name, peer in self.peers.items()},
         }
+
+
+def _link_num(link: Link) -> int:
+    return link.num
+
+
+def _peer_index(peer: SimPeer) -> int:
+    return peer.index
 
 
 def _body(frames: tuple[bytes, ...]) -> bytes:
