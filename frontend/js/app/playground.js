@@ -70,6 +70,7 @@ class PlaygroundPage {
       showSession: () => this.active !== 'session' && this.showTab('session'),
       urlChanged: () => this.updateUrl(),
       topology: (topo) => (topo ? this.topo.setTopology(topo) : this.topo.forget()),
+      speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
     this.sessions = new SessionPanel(host, this.data.session, page);
     this.setup = new TopologySetup(host, $('topology-form'), {

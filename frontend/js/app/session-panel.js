@@ -9,8 +9,8 @@ import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/control
 export class SessionPanel {
   /**
    * host: the page's host (document, window, WebSocket). data: the session's Dataset.
-   * page: { api, status(text, kind), reset(data), redraw(), showSession(), urlChanged(), topology(t) }, the page
-   * around it (topology: the session's topology message, null for none yet).
+   * page: { api, status(text, kind), reset(data), redraw(), showSession(), urlChanged(), topology(t), speed(x) }, the
+   * page around it (topology: the session's topology message, null for none yet; speed: the player's).
    */
   constructor(host, data, page) {
     this.host = host;
@@ -149,6 +149,7 @@ export class SessionPanel {
       onState: (s) => {
         this.playing = !!s.playing;
         controls.setState(s);
+        if (typeof s.speed === 'number' && page.speed) page.speed(s.speed);
         if ((s.mode === 'tcp' || s.mode === 'simulated') && s.mode !== this.mode) this.setMode(s.mode);
         if (typeof s.position === 'number' && d.truncate(s.position)) page.redraw();
         if (this.queuedAt !== null && (this.playing || (typeof s.position === 'number' && s.position > this.queuedAt))) {
