@@ -138,3 +138,10 @@ def test_the_live_socket_in_chinese(client):
         client.delete(f"/api/live/{created['id']}")
     finally:
         ctx.destroy(linger=0)
+
+
+def test_unknown_routes_answer_in_chinese(client):
+    assert client.get("/api/nope").json() == {"detail": "no API route /api/nope"}
+    assert client.get("/api/nope?lang=zh-CN").json() == {"detail": "没有 API 路由 /api/nope"}
+    wrong = client.delete("/api/health", headers={"Accept-Language": "zh-CN"})
+    assert wrong.status_code == 405 and wrong.json() == {"detail": "/api/health 不允许 DELETE：请使用 GET"}

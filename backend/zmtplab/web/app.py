@@ -28,9 +28,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..i18n import translate
 from .captures import CaptureStore
 from .corpus import CorpusRuns
-from .languages import LocalizedSockets, localized_http_exception
+from .languages import LocalizedSockets, localized_http_exception, scope_lang
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
@@ -217,9 +218,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # matches an existing path with another method, which the router would have answered with 405.)
         allowed = _allowed_methods(request)
         if allowed:
-            return JSONResponse({"detail": f"{request.method} is not allowed on /api/{rest}: use {', '.join(allowed)}"},
+            detail = f"{request.method} is not allowed on /api/{rest}: use {', '.join(allowed)}"
+            return JSONResponse({"detail": translate(detail, scope_lang(request.scope))},
                                 status_code=405, headers={"Allow": ", ".join(allowed)})
-        return JSONResponse({"detail": f"no API route /api/{rest}"}, status_code=404)
+        return JSONResponse({"detail": translate(f"no API route /api/{rest}", scope_lang(request.scope))},
+                            status_code=404)
 
     frontend = settings.frontend_dir
     if frontend is not None and frontend.is_dir():

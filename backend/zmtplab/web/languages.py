@@ -27,8 +27,8 @@ LOG_TEXTS = ("reason", "text")
 """The keys of a session's `log` entry a page shows as sentences (why a connection closed, a peer's error)."""
 
 
-def socket_lang(scope: Scope) -> str:
-    """The language a websocket asked for (`?lang=`, then Accept-Language)."""
+def scope_lang(scope: Scope) -> str:
+    """The language a request or a websocket asked for (`?lang=`, then Accept-Language)."""
     query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("lang", [None])[0]
     accept = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"accept-language"), None)
     return pick_lang(query, accept)
@@ -70,7 +70,7 @@ class LocalizedSockets:
         if scope["type"] != "websocket" or not scope["path"].startswith(LOCALIZED_PREFIXES):
             await self.app(scope, receive, send)
             return
-        lang = socket_lang(scope)
+        lang = scope_lang(scope)
         if lang == DEFAULT:
             await self.app(scope, receive, send)
             return
