@@ -58,7 +58,7 @@ class FrameRun:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(start={self.start}, end={self.end}, events={self.count})"
 
-    def _frames(self):  # -> Iterator[tuple[int, int, int, int, int]]
+    def frames(self):  # -> Iterator[tuple[int, int, int, int, int]]
         """(position, header length, flags, size, end) of every frame, positions within `data`."""
         data = self.data
         pos, n = 0, len(data)
@@ -79,7 +79,7 @@ class FrameRun:
         out: list[Frame | Message] = []
         data, start, framing = bytes(self.data), self.start, self.framing
         parts: list[Frame] = []
-        for pos, hlen, flags, size, end in self._frames():
+        for pos, hlen, flags, size, end in self.frames():
             frame = make_frame(start + pos, end - pos, flags, size, data[pos:pos + hlen], data[pos + hlen:end], framing)
             out.append(frame)
             parts.append(frame)
@@ -95,7 +95,7 @@ class FrameRun:
         data = bytes(self.data)
         pos, n, k = 0, len(data), 0
         parts: list[bytes] = []
-        while pos < n:  # (the walk of `_frames()`, inlined: this runs once per frame of a whole capture)
+        while pos < n:  # (the walk of `frames()`, inlined: this runs once per frame of a whole capture)
             flags = data[pos]
             if flags & 2:
                 start = pos + 9
@@ -118,7 +118,7 @@ class FrameRun:
         start = self.start
         k = 0
         first = None
-        for pos, _hlen, flags, _size, end in self._frames():
+        for pos, _hlen, flags, _size, end in self.frames():
             offset = start + pos
             if first is None:
                 if before is not None and offset >= before:

@@ -148,7 +148,9 @@ class Socket:
         self.on_output: Callable[[Pipe], None] = lambda pipe: None
         self.on_read_unblocked: Callable[[Pipe], None] = lambda pipe: None
         self.observer: Observer | None = None  # told of every decision (see the module docstring)
-        self._send = {
+        # The type's send, for a message already checked to be a non-empty tuple of bytes (`send` checks; a
+        # runtime that already did, on its hot path, calls this directly).
+        self.send_tuple: Callable[[tuple[bytes, ...]], None] = {
             "PUSH": self._send_lb, "DEALER": self._send_lb, "REQ": self._send_req, "REP": self._send_rep,
             "ROUTER": self._send_router, "PUB": self._send_dist, "XPUB": self._send_dist, "SUB": self._no_send,
             "XSUB": self._send_xsub, "PULL": self._no_send, "PAIR": self._send_pair,
@@ -245,7 +247,7 @@ class Socket:
         """Queues one message; raises `Again` when it would block and `SocketStateError` when not allowed."""
         if not frames:
             raise ValueError("a message has at least one frame")
-        self._send(frames if type(frames) is tuple else tuple(frames))
+        self.send_tuple(frames if type(frames) is tuple else tuple(frames))
 
     def _no_send(self, frames: tuple[bytes, ...]) -> None:
         raise SocketStateError(f"a {self.type} socket cannot send (ENOTSUP)")

@@ -318,7 +318,7 @@ class TcpPeer:
         self.core = PeerCore(self.options, name=name, emit=self._emit, on_output=self._want_flush,
                              fast_path=fast_path, report_messages=report_messages)
         self.core.on_read_unblocked = self._unblocked
-        self._socket_send = self.core.socket._send
+        self._socket_send = self.core.socket.send_tuple
         self._socket_recv = self.core.socket.recv
         self.loop: asyncio.AbstractEventLoop | None = None  # the running loop, set on first use
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -478,7 +478,7 @@ class TcpPeer:
         """Queues one message now; raises `Again` when it would block, `SocketStateError` when not allowed."""
         if self.closed:
             raise SocketStateError("the peer is closed")
-        self.core.socket._send(self._frames(frames))
+        self.core.socket.send_tuple(self._frames(frames))
 
     async def send(self, frames: Any, timeout: float | None = None) -> None:
         """Queues one message, waiting while no pipe can take it (no peer yet, or high-water mark)."""
@@ -576,6 +576,11 @@ class TcpPeer:
                 return False
             await asyncio.sleep(0.005)
         return True
+
+    def abort(self) -> None:
+        """Aborts every connection at once (what was not written yet is lost), as a process that dies would."""
+        for proto in list(self._protocols.values()):
+            proto.abort()
 
     async def close(self, linger: float = 1.0) -> None:
         """Stops listening, drains for up to `linger` s (negative: as long as it takes), closes everything."""

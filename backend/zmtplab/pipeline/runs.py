@@ -73,7 +73,7 @@ class _Layout:
         base = 0
         for _cap, _first, _seq, _emit, sourced in runs:
             run = sourced.run
-            frame_starts = run.starts if run.starts is not None else [p for p, *_rest in run._frames()]
+            frame_starts = run.starts if run.starts is not None else [p for p, *_rest in run.frames()]
             datas.append(bytes(run.data))
             starts += [base + p for p in frame_starts]
             counts.append(len(frame_starts))

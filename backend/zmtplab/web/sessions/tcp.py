@@ -238,8 +238,7 @@ class _LabSide:
 
     async def kill(self) -> None:
         """Dies at once: its connections are aborted, unwritten output is lost."""
-        for proto in list(self.peer._protocols.values()):
-            proto.abort()
+        self.peer.abort()
         await self.close()
 
 
