@@ -5,7 +5,8 @@ outside ours"), so the document and this check cannot disagree. Every `import` a
 `from ... import` is seen, absolute or relative, at module level, inside functions and under
 `if TYPE_CHECKING:`, and so are `importlib.import_module`/`__import__` calls whose target can be
 resolved. A module also takes no other module's private (underscore) names; `KNOWN_PRIVATE` lists
-today's exceptions, and may only shrink.
+today's exceptions, and may only shrink. Nor does it read a private attribute of another module's
+objects (`obj._name` where `_name` is nothing of its own).
 
 The frontend's table ("frontend layer") is held against every `import`/`export ... from` of
 `frontend/js` the same way.
@@ -348,6 +349,68 @@ def test_a_new_package_needs_a_row(rules: Rules) -> None:
 
 def test_dunder_names_are_not_private() -> None:
     assert scan_source("zmtplab.web.fake", "from .. import __doc__\n", modules=MODULES).private == []
+
+
+# ---- private attributes: `obj._name` where this module does not define `_name`
+
+# What namedtuples offer under an underscore, and the outside libraries' internals we lean on on purpose.
+PUBLIC_UNDERSCORE = frozenset({"_make", "_replace", "_asdict", "_fields"})
+
+
+def foreign_private_reads(source: str) -> list[tuple[str, int]]:
+    """(name, line) of each `obj._name` read where `obj` is not `self`/`cls`/`super()`, `_name` is defined
+    nowhere in this module (no `def`, `class`, assignment, parameter or `__slots__` entry) and `obj` is not a
+    name imported from outside our package. The import check sees `module._name`; this one sees another
+    module's object reached into (`session.runtime._wake`)."""
+    tree = ast.parse(source)
+    defined: set[str] = set()
+    outside: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            defined.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _is_private(node.value):
+            defined.add(node.value)  # (`__slots__`, getattr/setattr by name)
+        elif isinstance(node, ast.Import):
+            outside.update((a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith(PACKAGE))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith(PACKAGE):
+            outside.update(a.asname or a.name for a in node.names)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _is_private(node.attr)):
+            continue
+        if node.attr in defined or node.attr in PUBLIC_UNDERSCORE:
+            continue
+        owner = node.value
+        if isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in outside):
+            continue
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+            continue
+        found.append((node.attr, node.lineno))
+    return found
+
+
+def test_no_module_reads_another_modules_private_attributes() -> None:
+    found = [f"{name}:{line} reads .{attr}" for name, path, _ in tree_modules()
+             for attr, line in foreign_private_reads(path.read_text())]
+    assert found == [], "modules reach into other modules' objects: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def kill(peer):\n    for p in peer._protocols.values():\n        p.abort()\n", [("_protocols", 2)]),
+    ("class A:\n    def f(self):\n        return self.core.socket._send\n", [("_send", 3)]),
+    ("class A:\n    def __init__(self):\n        self._n = 0\n    def f(self, other):\n        return other._n\n",
+     []),
+    ("from pyspark import SparkContext\nactive = SparkContext._active_spark_context\n", []),
+    ("from collections import namedtuple\nP = namedtuple('P', 'a')\np = P._make([1])\n", []),
+])
+def test_the_attribute_check(source: str, expected: list[tuple[str, int]]) -> None:
+    assert foreign_private_reads(source) == expected
 
 
 # ---- the frontend
