@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from testkit import VIEWPORT, launch_chromium
+from testkit import VIEWPORT, chromium
 
 pytestmark = pytest.mark.browser
 
@@ -17,14 +17,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def open_page(browser, errors: list[str], urls: list[str] | None = None, sent: list[tuple[str, str]] | None = None):
@@ -181,6 +175,11 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         student.goto(f"{base}/lessons.html?lesson=framing&step=2")
         at_step(student, 2, 6)
         line = student.locator("#hex .hex-line.s2c", has=student.locator(".hex-off:text-is('00000068')"))
+        for _ in range(40):  # (the dump draws the lines in view: scroll down to the frame's)
+            if line.count():
+                break
+            student.evaluate("() => { const v = document.querySelector('#hex .hex-viewport'); v.scrollTop += 60; }")
+            student.wait_for_timeout(50)
         line.locator(".hex-bytes .b[data-k='1']").click()  # the frame at s2c offset 104: a size octet first
         student.click("button:text-is('Check my answer')")
         student.wait_for_selector(".answer-result.wrong")

@@ -51,7 +51,7 @@ export class HexView {
     this.spacer = h(d, 'div', { class: 'hex-spacer' });
     this.linesEl = h(d, 'div', { class: 'hex-lines' });
     // Ten characters in the lines' font, never shown: how many octets a line can hold at this width.
-    this.probe = h(d, 'span', { class: 'hex-line hex-probe', text: '0000000000', attrs: { 'aria-hidden': 'true' } });
+    this.probe = h(d, 'span', { class: 'hex-probe', text: '0000000000', attrs: { 'aria-hidden': 'true' } });
     this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl, this.probe);
     this.empty = h(d, 'p', { class: 'hint', t: 'ui.hex.empty' });
     p.body.append(this.empty, this.viewport);
