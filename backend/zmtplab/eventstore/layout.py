@@ -5,7 +5,7 @@ ordinary frames (`SourcedRun`: their octets, nearly every event of a big capture
 events (greetings, commands, experts, gaps, and the rare frame or message outside a run). Each
 item is one *segment*; consecutive segments are grouped into *chunks* of about `CHUNK_OCTETS`:
 
-- `segs(chunk, data)`: the chunk's segments as a packed numpy array of `SEG`: connection number,
+- `segs(chunk, data)`: the chunk's segments as a packed numpy array of `SEG` (zlib-compressed): connection number,
   kind (`RUN` for a run), direction, framing, event count, frame count, where its octets (a run)
   or its record (a single event) sit in the chunk, its stream offset, and the packet and time
   its events share;
@@ -18,10 +18,16 @@ item is one *segment*; consecutive segments are grouped into *chunks* of about `
 
 No per-event column is stored: a run's events, their positions in capture order and in their
 connection, and their kinds follow from the segments' counts (numpy cumulative sums when the
-store is opened). Text search scans the octets as they are (one `bytes.find` per needle and chunk).
+store is opened). Text search scans the octets as they are (`Finder`: the C library's `memmem`,
+per needle and chunk). Pages are 64 KiB, so a chunk's octets read back at several GB/s (SQLite's
+default 4 KiB pages make a chain of 256 overflow pages per MiB, about ten times slower).
 """
 
 from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from typing import Any
 
 import numpy as np
 
@@ -38,9 +44,10 @@ DIRS = ("c2s", "s2c")
 NO_PACKET = 0xFFFFFFFF  # a run whose events each have their own source keys (all in `specials`)
 CHUNK_OCTETS = 1 << 20
 CHUNK_RECORDS = 2048
-CHUNK_SEGS = 1 << 15
+CHUNK_SEGS = 1 << 16
 
 SCHEMA = """
+    PRAGMA page_size=65536;
     PRAGMA journal_mode=OFF;
     PRAGMA synchronous=OFF;
     CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
@@ -108,3 +115,37 @@ class RunLayout:
         parts = tuple(self._frame(f) for f in range(a, b + 1))
         start = parts[0].offset
         return make_message(start, parts[-1].offset + parts[-1].length - start, parts)
+
+
+def _memmem() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        memmem = libc.memmem
+    except (OSError, AttributeError):
+        return None
+    memmem.restype = ctypes.c_void_p
+    memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    return memmem
+
+
+_MEMMEM = _memmem()
+
+
+class Finder:
+    """`bytes.find` over one buffer through the C library's `memmem` where there is one: several times faster
+    for the needles of a text search (CPython's own search is slower on a long haystack), and the GIL is
+    released while it runs."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.size = len(data)
+        self.base = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value if _MEMMEM is not None else None
+
+    def find(self, needle: bytes, start: int = 0) -> int:
+        """Where `needle` first occurs at or after `start`, or -1."""
+        if self.base is None:
+            return self.data.find(needle, start)
+        if start >= self.size:
+            return -1 if needle else self.size
+        found = _MEMMEM(self.base + start, self.size - start, needle, len(needle))
+        return -1 if found is None else found - self.base

@@ -11,7 +11,7 @@ import time
 import zlib
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.events import cut_bodies
-from .layout import DIRS, FRAME, KIND_CODES, MESSAGE, RUN, SEG, RunLayout
+from .layout import DIRS, FRAME, KIND_CODES, MESSAGE, RUN, SEG, Finder, RunLayout
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
@@ -179,7 +179,8 @@ class EventStore:
             self.conns[conn] = c
             self.by_no[conn_no] = c
         self.total = sum(c.count for c in self.conns.values())
-        parts = [np.frombuffer(data, dtype=SEG) for (data,) in self.db.execute("SELECT data FROM segs ORDER BY chunk")]
+        parts = [np.frombuffer(zlib.decompress(data), dtype=SEG)
+                 for (data,) in self.db.execute("SELECT data FROM segs ORDER BY chunk")]
         segs = np.concatenate(parts) if parts else np.zeros(0, dtype=SEG)
         self.segs = segs
         self.chunk_first = np.zeros(len(parts) + 1, dtype=np.int64)  # the first segment of each chunk
@@ -420,9 +421,21 @@ class EventStore:
         """
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         s.timed_out = False
+        done = 0  # chunks searched by this call
+
+        def stop() -> bool:
+            """Whether to give the chunk up: the client went (raises), or the time is up and the call got on."""
+            if limits.cancel is not None and limits.cancel.is_set():
+                raise SearchCancelled()
+            return done > 0 and limits.deadline is not None and time.monotonic() > limits.deadline
+
         try:
             while s.chunk < s.chunks:
-                found = self._search_chunk(db, s.chunk, s.conn_no, kinds, query)
+                found = self._search_chunk(db, s.chunk, s.conn_no, kinds, query, stop)
+                if found is None:  # (given up: searched again from its start by the next call)
+                    s.timed_out = True
+                    return
+                done += 1
                 a, b = int(self.chunk_first[s.chunk]), int(self.chunk_first[s.chunk + 1])
                 conns = self.segs["conn"][a:b]
                 counts = self.segs["count"][a:b]
@@ -443,8 +456,9 @@ class EventStore:
             db.close()
 
     def _search_chunk(self, db: sqlite3.Connection, chunk: int, conn_no: int | None, kinds: frozenset[int] | None,
-                      query: TextQuery) -> list[tuple[int, int]]:
-        """(segment, event) of the matches in one chunk: single events by `TextQuery`, runs by their bodies."""
+                      query: TextQuery, stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
+        """(segment, event) of the matches in one chunk: single events by `TextQuery`, runs by their bodies.
+        None when `stop()` (asked every few hundred matches) said to give the chunk up."""
         a, b = int(self.chunk_first[chunk]), int(self.chunk_first[chunk + 1])
         rows = self.segs[a:b]
         mine = np.ones(b - a, dtype=bool) if conn_no is None else rows["conn"] == conn_no
@@ -468,37 +482,43 @@ class EventStore:
             return out
         row = db.execute("SELECT data FROM octets WHERE chunk=?", (chunk,)).fetchone()
         data = row[0] if row else b""
-        runs = np.flatnonzero(run)
-        run_pos = rows["pos"][runs].astype(np.int64)
-        run_end = run_pos + rows["length"][runs]
+        finder = Finder(data)
+        runs = np.flatnonzero(run).tolist()
+        run_pos = rows["pos"][runs].astype(np.int64).tolist()
+        run_end = (rows["pos"][runs].astype(np.int64) + rows["length"][runs]).tolist()
+        mine_list = mine.tolist()
+        hits = 0
         layouts: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}  # run -> body starts, bodies
         found: set[tuple[int, int]] = set()
         for needle in query.needles:
             width = len(needle)
-            i = data.find(needle)
+            i = finder.find(needle)
             while i >= 0:
-                r = int(np.searchsorted(run_pos, i, side="right")) - 1
-                seg_local = int(runs[r])
-                if not mine[seg_local]:
-                    i = data.find(needle, int(run_end[r]))
+                hits += 1
+                if not hits & 255 and stop():
+                    return None
+                r = bisect_right(run_pos, i) - 1
+                seg_local = runs[r]
+                if not mine_list[seg_local]:
+                    i = finder.find(needle, run_end[r])
                     continue
                 layout = layouts.get(r)
                 if layout is None:
-                    start = int(run_pos[r])
-                    bodies = RunLayout(0, data[start:int(run_end[r])], 3).bodies
+                    start = run_pos[r]
+                    bodies = RunLayout(0, data[start:run_end[r]], 3).bodies
                     layout = layouts[r] = ([start + x[0] for x in bodies], bodies)
                 starts, bodies = layout
                 f = bisect_right(starts, i) - 1
-                base = int(run_pos[r])
+                base = run_pos[r]
                 if f >= 0 and i + width <= base + bodies[f][1]:
                     _, end, k, km = bodies[f]
                     if want_frames:
                         found.add((a + seg_local, k))
                     if want_messages:
                         found.add((a + seg_local, km))
-                    i = data.find(needle, base + end)
+                    i = finder.find(needle, base + end)
                 else:
-                    i = data.find(needle, i + 1)
+                    i = finder.find(needle, i + 1)
         out.extend(found)
         return out
 

@@ -212,7 +212,7 @@ class StoreWriter:
             return
         segs = np.array(self._segs, dtype=SEG)
         chunk = self.chunk
-        self.db.execute("INSERT INTO segs VALUES (?, ?)", (chunk, segs.tobytes()))
+        self.db.execute("INSERT INTO segs VALUES (?, ?)", (chunk, zlib.compress(segs.tobytes(), 1)))
         if self._octets:
             self.db.execute("INSERT INTO octets VALUES (?, ?)", (chunk, b"".join(self._octets)))
         if self._records:
@@ -301,7 +301,7 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
 
 def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, store_max_body: int,
                    max_events: int, progress_interval: float, max_seconds: float | None = None,
-                   time_limit: float | None = None) -> dict[str, Any]:
+                   time_limit: float | None = None, analysis: bool = True) -> dict[str, Any]:
     """Dissects `capture` into a store at `store` (worker process or thread entry point).
 
     Writes `{state, percent, detail}` to the `progress` file as it goes and stops when the
@@ -309,6 +309,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     never raises for a bad capture (that is the "error" state). After `max_seconds` it stops
     and returns `{"state": "error", "partial": True, ...}` with a store of what it read so far
     (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`).
+    With `analysis` False the store keeps no analysis (`analyze_file` makes it, in another worker).
     """
     store_path, progress_path, cancel_path = Path(store), Path(progress), Path(cancel)
     tmp_path = store_path.with_name(store_path.name + ".building")
@@ -327,7 +328,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         info = dissector.info(conn)
         return (info.client, info.server) if info is not None else None
 
-    analyzer = Analyzer(endpoints)
+    analyzer = Analyzer(endpoints) if analysis else None
     error: str | None = None
     last = 0.0
 
@@ -343,7 +344,8 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
             try:
                 for n, item in enumerate(dissect_capture_runs(counting, dissector=dissector, result=result)):
                     writer.add(item)
-                    analyzer.add(item)
+                    if analyzer is not None:
+                        analyzer.add(item)
                     if not n & 63:
                         now = time.monotonic()
                         if deadline is not None and now > deadline:
@@ -363,7 +365,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
                          f"at byte {counting.pos} of {size}; the events read until then are kept")
         error = error or result.error
         summary = writer.finish(None if timed_out else result, error,
-                                analysis=analyzer.finish(dissector.infos))
+                                analysis=analyzer.finish(dissector.infos) if analyzer is not None else None)
         os.replace(tmp_path, store_path)
     except Cancelled:
         writer.abort()
@@ -386,3 +388,46 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     return {"state": "done", "error": error, "events": summary["events"]}
 
 
+def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None) -> dict[str, Any]:
+    """The capture's analysis (`zmtplab analyze`'s) made apart from its store, in a worker of its own, so a big
+    capture's two passes share the machine's cores: `{"state": "done", "analysis": {...}}`, or `{"state":
+    "error"|"cancelled", "error": ...}` (the `cancel` file appeared, or `max_seconds` ran out). Each event a
+    finding cites gets the `index` the store gives it (the same dissection numbers events the same way)."""
+    dissector = CaptureDissector(with_fields=False, runs=True)
+
+    def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
+        info = dissector.info(conn)
+        return (info.client, info.server) if info is not None else None
+
+    analyzer = Analyzer(endpoints)
+    result = DissectResult()
+    counts: dict[str, int] = {}
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    try:
+        with open(capture, "rb") as raw:
+            for n, item in enumerate(dissect_capture_runs(_CountingReader(raw, deadline), dissector=dissector,
+                                                          result=result)):
+                if type(item) is SourcedRun:
+                    counts[item.conn] = counts.get(item.conn, 0) + len(item.run)
+                else:
+                    conn = item["conn"]  # type: ignore[index]
+                    item["index"] = counts.get(conn, 0)  # type: ignore[index]
+                    counts[conn] = item["index"] + 1  # type: ignore[index]
+                analyzer.add(item)
+                if not n & 1023 and os.path.exists(cancel):
+                    return {"state": "cancelled", "error": "cancelled"}
+    except TimeLimit:
+        return {"state": "error", "error": "the analysis took longer than the server's limit"}
+    except (OSError, CaptureFormatError) as exc:
+        return {"state": "error", "error": str(exc)}
+    return {"state": "done", "analysis": analyzer.finish(result.connections)}
+
+
+def store_analysis(store: str, analysis: dict[str, Any]) -> None:
+    """Writes an analysis made apart (`analyze_file`) into a finished store."""
+    db = sqlite3.connect(store)
+    try:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('analysis', ?)", (_dumps(analysis),))
+        db.commit()
+    finally:
+        db.close()

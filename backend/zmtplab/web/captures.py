@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.children import die_with_parent
-from ..eventstore import EventStore, ingest_capture
+from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis
 from .jobstore import ID_RE, JobStore
 from .searches import ClientSlots
 from .settings import Settings
@@ -263,8 +263,8 @@ class CaptureStore(JobStore[CaptureRecord]):
                 result = await self._preview(record, args, kwargs)
                 if result is None:  # more than the preview holds: now the whole capture
                     # in what is left of the time limit (it is the capture's, not each run's)
-                    left = s.dissect_max_seconds - (time.monotonic() - started)
-                    result = await self._run(args, {**kwargs, "max_seconds": max(left, 0.001)})
+                    left = max(s.dissect_max_seconds - (time.monotonic() - started), 0.001)
+                    result = await self._whole(record, args, {**kwargs, "max_seconds": left})
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the worker died: this capture fails, the others go on
@@ -332,6 +332,33 @@ class CaptureStore(JobStore[CaptureRecord]):
         self.update(record, detail=f"showing the first {limit:,} elements")
         return None
 
+    async def _whole(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Dissects the whole capture into its store while another worker makes its analysis: the two passes
+        share the cores. The store is served as soon as it is written (every element browsable and searchable,
+        the capture still `dissecting`); the analysis joins it when made, and the capture is then `done`."""
+        capture, _store, _progress, cancel = args
+        analysis = asyncio.ensure_future(self._run_in_pool(analyze_file, (capture, cancel),
+                                                           {"max_seconds": kwargs["max_seconds"]}))
+        try:
+            result = await self._run(args, {**kwargs, "analysis": False})
+            if result.get("state") == DONE and record.id in self.records and not self._stopping:
+                try:
+                    store = await asyncio.to_thread(EventStore, record.store_path)
+                except Exception:
+                    log.exception("the store of %s could not be read", record.id)
+                else:
+                    preview, record.store, record.summary = record.store, store, store.summary
+                    if preview is not None:
+                        self._retire_preview(record, preview)
+                    self.update(record, detail=f"all {store.total:,} elements; making the analysis")
+            made = await analysis
+        except BaseException:
+            analysis.cancel()
+            raise
+        if made.get("state") == DONE and result.get("state") == DONE:
+            await asyncio.to_thread(store_analysis, str(record.store_path), made["analysis"])
+        return result
+
     def _retire_preview(self, record: CaptureRecord, preview: EventStore) -> None:
         """Closes a replaced preview store once requests that may still be reading it are over."""
         with contextlib.suppress(OSError):
@@ -339,7 +366,11 @@ class CaptureStore(JobStore[CaptureRecord]):
         asyncio.get_running_loop().call_later(10.0, preview.close)
 
     async def _run(self, args: tuple, kwargs: dict) -> dict[str, Any]:
-        """Runs one dissection in the pool. When a worker process dies (killed, out of memory) every
+        """Runs one dissection in the pool (`_run_in_pool`)."""
+        return await self._run_in_pool(ingest_capture, args, kwargs)
+
+    async def _run_in_pool(self, work: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Runs `work(*args, **kwargs)` in the pool. When a worker process dies (killed, out of memory) every
         dissection it was running fails with BrokenProcessPool: the pool is replaced and each of them
         is tried once more, so only a capture that kills its worker twice ends in `error`."""
         loop = asyncio.get_running_loop()
@@ -348,7 +379,7 @@ class CaptureStore(JobStore[CaptureRecord]):
             if executor is None:
                 raise RuntimeError("the capture store is stopped")
             try:
-                future = executor.submit(_ingest, args, kwargs)
+                future = executor.submit(work, *args, **kwargs)
             except (BrokenProcessPool, RuntimeError):
                 if self._stopping:
                     raise
@@ -436,8 +467,3 @@ def _file_size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _ingest(args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The worker's entry point (module level, so a process pool can pickle it)."""
-    return ingest_capture(*args, **kwargs)
