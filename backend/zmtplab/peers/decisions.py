@@ -12,6 +12,7 @@ socket's subscriptions), `hwm`, `depth`, `frames` (a count).
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 TEMPLATES: dict[str, str] = {
@@ -49,16 +50,43 @@ TEMPLATES: dict[str, str] = {
 }
 
 
+# Each template's fields, and sentences already made (a busy topology says the same few things again and again:
+# "PUSH chose the pipe to w1 ..."), up to a bound.
+FIELDS: dict[str, tuple[str, ...]] = {
+    key: tuple(name for _, name, _, _ in string.Formatter().parse(template) if name)
+    for key, template in TEMPLATES.items()
+}
+_MADE: dict[tuple[str, tuple[Any, ...]], str] = {}
+_SHOWN: dict[bytes, str] = {}
+CACHE_LIMIT = 4096
+
+
 def text(what: str, rule: str, args: dict[str, Any]) -> str:
     """The plain-language sentence of a decision."""
-    template = TEMPLATES.get(f"{what}/{rule}")
-    if template is None:
+    key = what + "/" + rule
+    fields = FIELDS.get(key)
+    if fields is None:
         return f"{args.get('type', 'socket')}: {what} ({rule})"
-    return template.format_map(_Missing(args))
+    values = tuple([args.get(name, "?") for name in fields])
+    made = _MADE.get((key, values))
+    if made is None:
+        made = TEMPLATES[key].format(**dict(zip(fields, values, strict=True)))
+        if len(_MADE) < CACHE_LIMIT:
+            _MADE[(key, values)] = made
+    return made
 
 
 def shown(data: bytes, limit: int = 24) -> str:
     """A frame as the texts quote it: 'text' when printable, else hex; shortened."""
+    made = _SHOWN.get(data)
+    if made is None:
+        made = _shown(data, limit)
+        if len(_SHOWN) < CACHE_LIMIT and len(data) <= 64:
+            _SHOWN[data] = made
+    return made
+
+
+def _shown(data: bytes, limit: int) -> str:
     if not data:
         return "''"
     try:
@@ -77,11 +105,6 @@ def subs(topics: Any) -> str:
     if not items:
         return "nothing"
     return ", ".join("everything ('')" if not t else shown(t) for t in items)
-
-
-class _Missing(dict):
-    def __missing__(self, key: str) -> str:
-        return "?"
 
 
 __all__ = ["TEMPLATES", "shown", "subs", "text"]

@@ -365,6 +365,7 @@ class Simulation:
         self._all_dirty = True
         self._busy: set[Link] = set()  # (a topology: see `_active_links`)
         self._always: set[SimPeer] = set()  # proxies' nodes and slow readers (see `_settling_peers`)
+        self._blocked_peers: set[SimPeer] = set()  # peers with sends waiting (a topology: `_send_tracked`)
         self._timers: set[Link] = set()
 
     # ------------------------------------------------------------------ the log
@@ -535,12 +536,14 @@ class Simulation:
             peer.blocked_ids.append(msg_id)
             self._socket_event(peer, "queue", "blocked", None, msg, len(peer.blocked) - 1, msg_id)
             return False
+        self._blocked_peers.discard(peer)
         self._sending = msg_id
         try:
             peer.core.send(msg)
         except Again:
             peer.blocked.append(msg)
             peer.blocked_ids.append(msg_id)
+            self._blocked_peers.add(peer)
             return False
         except SocketStateError as exc:
             raise ValueError(str(exc)) from None
@@ -1060,10 +1063,15 @@ class Simulation:
                 if not link.closed and link.pcs["client"].ready:
                     link.connecter.ivl = link.connecter.client.options.reconnect_ivl
                 if dirty is not None:  # (timers change only where something happened: this link)
-                    if not link.closed and any(not pc.closed and not side_closed[side] and pc.deadline is not None
-                                               for _, side, pc in link.pc_list):
+                    timed = False
+                    if not link.closed:
+                        for _, side, pc in link.pc_list:
+                            if not pc.closed and not side_closed[side] and pc.deadline is not None:
+                                timed = True
+                                break
+                    if timed:
                         self._timers.add(link)
-                    else:
+                    elif self._timers:
                         self._timers.discard(link)
             # Writing only schedules deliveries: another round finds something new only when writing freed a
             # pipe that a blocked send waits for (this round read every socket and emptied every output).
@@ -1097,6 +1105,8 @@ class Simulation:
                 msg_id = peer.blocked_ids.popleft() if peer.blocked_ids else None
                 self._socket_event(peer, "unblock", "send", None, msg, None, msg_id)
             sent = True
+        if not blocked:
+            self._blocked_peers.discard(peer)
         return sent
 
     def _read_all(self, peer: SimPeer) -> None:
@@ -1118,7 +1128,9 @@ class Simulation:
         `write` and `close_side`) or a timer (`_timers`, kept by `_settle`); the others are dropped from `_busy`."""
         busy = self._busy
         for link in tuple(busy):
-            if link.closed or not any(d.chunks or (d.eof and not d.eof_done) for d in link.dir_list):
+            c2s, s2c = link.dir_list
+            if link.closed or not (c2s.chunks or s2c.chunks or (c2s.eof and not c2s.eof_done)
+                                   or (s2c.eof and not s2c.eof_done)):
                 busy.discard(link)
         timers = self._timers
         if not timers:
@@ -1130,12 +1142,14 @@ class Simulation:
         proxies and slow readers; in the order they were added."""
         dirty = self._dirty
         assert dirty is not None
-        cand = set(self._always)
+        blocked = self._blocked_peers
+        if len(dirty) == 1 and not self._always and not blocked:  # (the common case: one delivery, one link)
+            for link in dirty:
+                a, b = link.peers["client"], link.peers["server"]
+                return [a, b] if a.index < b.index else [b, a]
+        cand = self._always | blocked
         for link in dirty:
             cand.update(link.peers.values())
-        for peer in self._peer_list:  # (blocked peers are few, but any peer may be one)
-            if peer.blocked:
-                cand.add(peer)
         return sorted(cand, key=_peer_index)
 
     def _mark(self, pc: PeerConnection) -> None:
