@@ -3,10 +3,12 @@ real uvicorn server in a thread, and uploads and event streams through a test cl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +101,16 @@ def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless, through a started `sync_playwright()`; a clear failure when it is missing."""
     assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium (`launch_chromium`) for the block, Playwright started and both stopped after it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser
+        finally:
+            browser.close()

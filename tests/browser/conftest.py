@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from testkit import VIEWPORT, LiveServer, launch_chromium
+from testkit import VIEWPORT, LiveServer, chromium
 from zmtplab.web import Settings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,14 +45,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 # open, which would break every later test that calls asyncio.run(); each module closes its own.
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 class PageErrors:

@@ -18,9 +18,10 @@ import pytest
 import zmq
 from webkit import REPO, make_settings, open_client
 
-from testkit import launch_chromium
+from testkit import chromium
+from zmtplab.engine.events import cut_bodies
 from zmtplab.web import create_app
-from zmtplab.web.live_sources import Viewer, cut_bodies
+from zmtplab.web.live_sources import Viewer
 from zmtplab.web.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(90)
@@ -509,71 +510,65 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.browser
 def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     pull = zctx.socket(zmq.PULL)
     pull.setsockopt(zmq.LINGER, 0)
     target_port = pull.bind_to_random_port("tcp://127.0.0.1")
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        try:
-            page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
-            page.set_default_timeout(15_000)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-            page.goto(f"{live_server}/capture.html")
-            page.click("#tab-live")
-            # Only the machine's interfaces are offered, lo selected.
-            options = page.eval_on_selector_all("#live-interface option", "els => els.map(e => e.value)")
-            assert options == ["any", *sorted(name for _, name in socket.if_nameindex())]
-            assert page.input_value("#live-interface") == "lo"
-            page.screenshot(path=str(ARTIFACTS / "01-live-tab.png"))
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.goto(f"{live_server}/capture.html")
+        page.click("#tab-live")
+        # Only the machine's interfaces are offered, lo selected.
+        options = page.eval_on_selector_all("#live-interface option", "els => els.map(e => e.value)")
+        assert options == ["any", *sorted(name for _, name in socket.if_nameindex())]
+        assert page.input_value("#live-interface") == "lo"
+        page.screenshot(path=str(ARTIFACTS / "01-live-tab.png"))
 
-            page.check("#live-kind-tap")
-            page.fill("#live-target", f"127.0.0.1:{target_port}")
-            page.click("#live-start")
-            page.wait_for_selector("#live-listen:has-text('tcp://127.0.0.1:')")
-            page.wait_for_selector("#live-state:has-text('capturing')")
-            listen = page.text_content("#live-listen").split("tcp://", 1)[1].strip()
-            assert "live=" in page.url
+        page.check("#live-kind-tap")
+        page.fill("#live-target", f"127.0.0.1:{target_port}")
+        page.click("#live-start")
+        page.wait_for_selector("#live-listen:has-text('tcp://127.0.0.1:')")
+        page.wait_for_selector("#live-state:has-text('capturing')")
+        listen = page.text_content("#live-listen").split("tcp://", 1)[1].strip()
+        assert "live=" in page.url
 
-            push = zctx.socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 0)
-            push.connect(f"tcp://{listen}")
-            push.send_multipart([b"hello live viewer", b"<img src=x onerror=alert(1)>"])
-            assert pull.poll(10_000) and len(pull.recv_multipart()) == 2
+        push = zctx.socket(zmq.PUSH)
+        push.setsockopt(zmq.LINGER, 0)
+        push.connect(f"tcp://{listen}")
+        push.send_multipart([b"hello live viewer", b"<img src=x onerror=alert(1)>"])
+        assert pull.poll(10_000) and len(pull.recv_multipart()) == 2
 
-            page.wait_for_selector(".seq-row.kind-message")
-            page.wait_for_selector("table.connections tbody tr")
-            row = page.text_content("table.connections tbody tr")
-            assert f"127.0.0.1:{target_port}" in row and "PUSH" in row and "PULL" in row
-            page.click(".seq-row.kind-message")
-            page.wait_for_selector("#tree :text('hello live viewer')")
-            assert page.locator("img[src=x]").count() == 0
-            hex_text = page.text_content("#hex")
-            assert "hello live viewer"[:10] in hex_text.replace("\n", "")
+        page.wait_for_selector(".seq-row.kind-message")
+        page.wait_for_selector("table.connections tbody tr")
+        row = page.text_content("table.connections tbody tr")
+        assert f"127.0.0.1:{target_port}" in row and "PUSH" in row and "PULL" in row
+        page.click(".seq-row.kind-message")
+        page.wait_for_selector("#tree :text('hello live viewer')")
+        assert page.locator("img[src=x]").count() == 0
+        hex_text = page.text_content("#hex")
+        assert "hello live viewer"[:10] in hex_text.replace("\n", "")
 
-            # Traffic keeps streaming in while the page is open.
-            push.send_multipart([b"second message"])
-            assert pull.poll(10_000)
-            pull.recv_multipart()
-            page.locator(".seq-row.kind-message").nth(1).wait_for()
-            page.wait_for_selector("#live-state:has-text('events')")
-            page.screenshot(path=str(ARTIFACTS / "02-live-tap-message.png"))
-            # A live source is no capture file: no delete button, no Overview (the analysis of a dissected file).
-            assert page.locator("#delete-capture").is_hidden() and page.locator("#view-tabs").is_hidden()
+        # Traffic keeps streaming in while the page is open.
+        push.send_multipart([b"second message"])
+        assert pull.poll(10_000)
+        pull.recv_multipart()
+        page.locator(".seq-row.kind-message").nth(1).wait_for()
+        page.wait_for_selector("#live-state:has-text('events')")
+        page.screenshot(path=str(ARTIFACTS / "02-live-tap-message.png"))
+        # A live source is no capture file: no delete button, no Overview (the analysis of a dissected file).
+        assert page.locator("#delete-capture").is_hidden() and page.locator("#view-tabs").is_hidden()
 
-            push.close()
-            page.click("#live-stop")
-            page.wait_for_selector("#live-state:has-text('stopped')")
-            assert page.locator(".seq-row.kind-message").count() >= 2  # the elements stay to study
-            page.screenshot(path=str(ARTIFACTS / "03-live-stopped.png"))
+        push.close()
+        page.click("#live-stop")
+        page.wait_for_selector("#live-state:has-text('stopped')")
+        assert page.locator(".seq-row.kind-message").count() >= 2  # the elements stay to study
+        page.screenshot(path=str(ARTIFACTS / "03-live-stopped.png"))
 
-            # Back to the file tab: the upload form again.
-            page.click("#tab-file")
-            assert page.is_visible("#upload-section") and not page.is_visible("#live-section")
-        finally:
-            browser.close()
+        # Back to the file tab: the upload form again.
+        page.click("#tab-file")
+        assert page.is_visible("#upload-section") and not page.is_visible("#live-section")
     assert not errors, errors
