@@ -1,9 +1,9 @@
-"""Runs (engine/batch.py) and JSON runs (capture/jsonlines.py): the fast path of `dissect --jsonl
---no-fields` must say exactly what events say.
+"""Runs (engine/batch.py) and JSON runs (capture/jsonlines.py): the fast path of `dissect --jsonl`
+(with or without fields) must say exactly what events say.
 
-A decoder given `runs=json_runs(max_body)` hands runs of ordinary frames over as `JsonRun`s.
+A decoder given `runs=json_runs(max_body, with_fields)` hands runs of ordinary frames over as `JsonRun`s.
 Whatever the bytes and however they are cut, (1) each run head is `orjson.dumps(event.to_dict(
-with_fields=False, max_body=...))` without its closing brace, for exactly the events a decoder
+with_fields=..., max_body=...))` without its closing brace, for exactly the events a decoder
 without runs reports, in the same order; (2) `JsonRun.events()`, `events()` and `next_event()`
 give those very events back; (3) `JsonRun.spans()` names their offsets and lengths; (4) a
 `ConnectionDissector` with runs reports the same as one without, its cross-direction checks
@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zmtplab.capture.jsonlines import JsonRun, json_runs
@@ -40,10 +40,16 @@ def head(greeting_socket: bytes = b"PUSH", *, minor: int = 1) -> bytes:
 @st.composite
 def elements(draw) -> bytes:
     """One element after the handshake: mostly ordinary messages, sometimes anything a batch must stop at."""
-    kind = draw(st.sampled_from(["msg", "msg", "msg", "multi", "big", "empty", "long-short", "reserved", "ping",
-                                 "pong", "sub", "cut"]))
+    kind = draw(st.sampled_from(["msg", "msg", "msg", "text", "multi", "big", "huge", "empty", "long-short",
+                                 "reserved", "ping", "pong", "sub", "cut"]))
     if kind == "msg":
         return encode_message([draw(st.binary(max_size=40))])
+    if kind == "text":  # a field's value is text when printable UTF-8 (quotes, backslashes and all), else hex
+        texts = st.one_of(st.text(max_size=30), st.text(alphabet='ab "\\\x7f\t', max_size=12))
+        return encode_message(draw(st.lists(texts.map(str.encode), min_size=1, max_size=3)))
+    if kind == "huge":  # a field's value is cut at 4096 octets
+        return encode_message([draw(st.sampled_from([b"a" * 4096, b'"\\' * 2049, "\u00e9".encode() * 2049,
+                                                     b"\x01" * 4097, b"x" * 5000]))])
     if kind == "multi":
         return encode_message(draw(st.lists(st.binary(max_size=300), min_size=2, max_size=5)))
     if kind == "big":
@@ -79,8 +85,8 @@ def cut(data: bytes, sizes: list[int]) -> list[bytes]:
     return out
 
 
-def json_head(event, max_body) -> str:
-    return orjson.dumps(event.to_dict(with_fields=False, max_body=max_body)).decode()[:-1]
+def json_head(event, max_body, with_fields: bool = False) -> str:
+    return orjson.dumps(event.to_dict(with_fields=with_fields, max_body=max_body)).decode()[:-1]
 
 
 def run(decoder: StreamDecoder, chunks: list[bytes], take) -> list:
@@ -93,10 +99,19 @@ def run(decoder: StreamDecoder, chunks: list[bytes], take) -> list:
     return out
 
 
+# Bodies whose field values must be escaped, kept as text, shown as hex or cut, short and LONG, in one message or many.
+TRICKY = [b'say "hi"', b"back\\slash", b"", b"tab\there", b"\x7f", "caf\u00e9 \u2028".encode(), b"\xff\xfe",
+          b'"' * 300, "\u00e9".encode() * 2100, b"\\" * 5000]
+
+
 @FUZZ
 @given(body=streams, sizes=chunk_sizes, max_body=max_bodies,
-       prefix=st.sampled_from(["v3", "v3.0", "v2", "bare3", "bare2", "mid"]))
-def test_json_runs_say_what_events_say(body, sizes, max_body, prefix):
+       prefix=st.sampled_from(["v3", "v3.0", "v2", "bare3", "bare2", "mid"]), with_fields=st.booleans())
+@example(body=b"".join(encode_message([b]) for b in TRICKY) + encode_message(TRICKY), sizes=[700, 9000],
+         max_body=None, prefix="bare3", with_fields=True)
+@example(body=b"".join(encode_message([b]) for b in TRICKY) + encode_message(TRICKY), sizes=[50000],
+         max_body=3, prefix="bare2", with_fields=True)
+def test_json_runs_say_what_events_say(body, sizes, max_body, prefix, with_fields):
     framing = None
     mid = False
     if prefix == "v3":
@@ -113,10 +128,10 @@ def test_json_runs_say_what_events_say(body, sizes, max_body, prefix):
         data, framing = body, "3"
     chunks = cut(data, sizes)
     plain = run(StreamDecoder(framing=framing, mid_stream=mid), chunks, StreamDecoder.events)
-    batched_decoder = StreamDecoder(framing=framing, mid_stream=mid, runs=json_runs(max_body))
+    batched_decoder = StreamDecoder(framing=framing, mid_stream=mid, runs=json_runs(max_body, with_fields))
     items = run(batched_decoder, chunks, StreamDecoder.take)
 
-    expected = [json_head(e, max_body) for e in plain]
+    expected = [json_head(e, max_body, with_fields) for e in plain]
     got: list[str] = []
     expanded = []
     for item in items:
@@ -131,7 +146,7 @@ def test_json_runs_say_what_events_say(body, sizes, max_body, prefix):
             got.extend(item.heads)
             expanded.extend(events)
         else:
-            got.append(json_head(item, max_body))
+            got.append(json_head(item, max_body, with_fields))
             expanded.append(item)
     assert got == expected
     assert expanded == plain

@@ -197,11 +197,11 @@ class CaptureDissector:
         self.json = json
         self.runs = runs and not json
         self.connections: dict[str, _Conn] = {}
-        # The decoders' run scanner: JSON text for JSON without fields, octets for `runs`.
+        # The decoders' run scanner: JSON text (with the fields, when asked) for JSON, octets for `runs`.
         self._scanner: RunScanner | None = None
         if max_body is None or max_body >= 0:
-            if json and not with_fields:
-                self._scanner = json_runs(max_body)
+            if json:
+                self._scanner = json_runs(max_body, with_fields)
             elif self.runs:
                 self._scanner = frame_run
         self._as_dicts = _Output(None, self._run_dicts)
