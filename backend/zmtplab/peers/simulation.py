@@ -1225,8 +1225,34 @@ class Simulation:
 
     def _socket_event(self, peer: SimPeer, what: str, rule: str, pipe: Pipe | None,
                       frames: tuple[bytes, ...] | None, detail: bytes | int | None, msg: int | None) -> None:
+        """Logs a `socket` event; its `args` are the sentence's values that the event does not already carry
+        (`peer`, `depth` and `hwm` are keys of their own)."""
         socket = peer.socket
         opts = peer.options
+        if detail is None and pipe is not None and frames and (rule == "round-robin" or rule == "fair-queue"):
+            # (The common case, a message routed or read, without the general case's questions.)
+            far, conn = self._pipe_end(peer, pipe)
+            if rule == "fair-queue":
+                depth, hwm = len(pipe.inq), opts.rcvhwm
+            else:
+                depth, hwm = len(pipe.out), opts.sndhwm
+            args = {"type": socket.type, "msg": words.shown(_body(frames))}
+            event = {"kind": "socket", "node": peer.name, "what": what,
+                     "text": words.text(what, rule, {**args, "peer": far}), "rule": rule}
+            if far is not None:
+                event["peer"] = far
+            if conn is not None:
+                event["conn"] = conn
+            if msg is not None:
+                event["msg"] = msg
+                reply_to = self.reply_to.get(msg)
+                if reply_to is not None:
+                    event["reply_to"] = reply_to
+            event["depth"] = depth
+            event["hwm"] = hwm
+            event["args"] = args
+            self._log(event)
+            return
         inbound = rule in ("rcvhwm", "fair-queue", "delimiter", "local-prefix-match") or (what, rule) in RECV_DECISIONS
         args: dict[str, Any] = {"type": socket.type}
         far, conn = self._pipe_end(peer, pipe)
@@ -1266,6 +1292,9 @@ class Simulation:
             event["hwm"] = hwm
         elif what == "block":
             event["hwm"] = hwm
+        for key in ("peer", "depth", "hwm"):
+            if key in event:
+                args.pop(key, None)
         event["args"] = args
         self._log(event)
 
