@@ -8,7 +8,6 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
@@ -35,6 +34,7 @@ from ..models import (
 )
 from ..packets import PacketDecodeError, PacketNotFound
 from ..searches import run_until_disconnect
+from ..sse import event_stream
 from ..uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
@@ -129,21 +129,10 @@ async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep, lang: 
     """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error
     (`detail` in the language asked for: `?lang=`, Accept-Language)."""
     try:
-        stream = store.progress(capture_id)
+        return await event_stream(store.progress(capture_id),
+                                  lambda message: _dumps(Progress(**_localized_progress(message, lang)).model_dump()))
     except CaptureNotFound:
         raise _not_found(capture_id) from None
-    try:
-        first = await anext(stream)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
-
-    async def sse() -> AsyncIterator[bytes]:
-        yield b"data: " + _dumps(Progress(**_localized_progress(first, lang)).model_dump()) + b"\n\n"
-        async for message in stream:
-            yield b"data: " + _dumps(Progress(**_localized_progress(message, lang)).model_dump()) + b"\n\n"
-
-    return StreamingResponse(sse(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 @router.get("/{capture_id}", response_model=CaptureSummary, summary="A capture's connections", responses=NOT_FOUND)
@@ -323,6 +312,7 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
 async def capture_illustrated(
     capture_id: CaptureId,
     store: CaptureStoreDep,
+    lang: LangDep,
     conn: Annotated[str, Query(max_length=64, description="the connection")],
     first: Annotated[int, Query(alias="from", ge=0, le=2**40, description="the first element's index")] = 0,
     last: Annotated[int | None, Query(alias="to", ge=0, le=2**40, description="the last element's index, "
@@ -338,8 +328,8 @@ async def capture_illustrated(
 
     def work() -> str:
         doc = illustrated.capture_document(events_store, name=summary["name"], conn=conn, first=first, last=last,
-                                           connections=summary["connections"])
-        return illustrated.page(doc)
+                                           connections=summary["connections"], lang=lang)
+        return illustrated.page(doc, lang=lang)
 
     try:
         text = await asyncio.to_thread(work)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
@@ -29,6 +28,7 @@ from ..corpus_tables import FILTERS, TABLES, TableQuery
 from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
 from ..limits import client_address
 from ..models import ErrorResponse
+from ..sse import event_stream
 
 router = APIRouter(prefix="/api/corpus", tags=["corpus"])
 
@@ -111,18 +111,9 @@ async def get_run(run_id: RunId, runs: CorpusRunsDep) -> Any:
 async def run_progress(run_id: RunId, runs: CorpusRunsDep) -> StreamingResponse:
     """Streams the run's progress whenever it changes (at least every second) until done, error or cancelled."""
     try:
-        stream = runs.progress(run_id)
-        first = await anext(stream)
+        return await event_stream(runs.progress(run_id), lambda message: _dumps(CorpusProgress(**message).model_dump()))
     except RunNotFound:
         raise _not_found(run_id) from None
-
-    async def sse() -> AsyncIterator[bytes]:
-        yield b"data: " + _dumps(CorpusProgress(**first).model_dump()) + b"\n\n"
-        async for message in stream:
-            yield b"data: " + _dumps(CorpusProgress(**message).model_dump()) + b"\n\n"
-
-    return StreamingResponse(sse(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 @router.post("/runs/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=CorpusRun,
