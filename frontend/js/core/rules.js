@@ -4,44 +4,70 @@
 
 import { GRAMMARS } from './abnf.js';
 
-// Hues for well-known rules; rules that share a role share a hue family.
-const KNOWN_HUES = {
-  signature: 0,
-  padding: 30,
-  'version-major': 50,
-  'version-minor': 60,
-  version: 55,
-  revision: 55,
-  mechanism: 265,
-  'as-server': 330,
-  filler: 200,
-  flags: 15,
-  more: 15,
-  final: 15,
-  idflags: 15,
-  'command-size': 95,
-  'short-size': 95,
-  'long-size': 120,
-  length: 95,
-  size: 95,
-  'command-name': 280,
-  'command-body': 290,
-  'command-data': 290,
-  name: 185,
-  value: 140,
-  'value-size': 160,
-  'value-data': 140,
-  'socket-type': 305,
-  identity: 240,
-  body: 45,
-  'message-body': 45,
-  'error-reason': 355,
-  'ping-ttl': 75,
-  'ping-context': 170,
-  subscription: 215,
-  username: 250,
-  password: 345,
+// Field fills: six light colours chosen so that any two stay apart (CIEDE2000 >= 12) for normal vision and for
+// protanopia, deuteranopia and tritanopia as Machado et al. (2009) simulate them, each light enough that the
+// muted text drawn on it keeps a 4.5:1 contrast. tests/frontend/palette.test.mjs measures both, and that
+// neighbouring fields of real elements never share a colour. (Colour is never the only cue: every box's
+// field name is written under it.)
+export const FIELD_PALETTE = {
+  tan: '#dec8b0', // flags and literal markers: flags, signature, nonces
+  yellow: '#ffffbd', // sizes and lengths, keys
+  aqua: '#aed3d4', // bodies, property names, boxes
+  lavender: '#d0c4ff', // names of things: command name, mechanism, socket type
+  lime: '#bfd66b', // values: versions, property values, credentials, subscriptions
+  blank: '#ebfff0', // padding and filler: octets that carry nothing
 };
+
+// Each known rule's colour, by its role; a rule's neighbours in the specs' grammars get another.
+const RULE_COLOURS = {
+  signature: 'tan',
+  padding: 'blank',
+  filler: 'blank',
+  'hello-padding': 'blank',
+  'version-major': 'lime',
+  'version-minor': 'yellow',
+  version: 'lime',
+  'hello-version': 'lime',
+  revision: 'lime',
+  mechanism: 'lavender',
+  'as-server': 'aqua',
+  flags: 'tan',
+  more: 'tan',
+  final: 'tan',
+  idflags: 'tan',
+  'final-short': 'tan',
+  'payload-flags': 'tan',
+  'command-size': 'yellow',
+  'short-size': 'yellow',
+  'long-size': 'yellow',
+  length: 'yellow',
+  size: 'yellow',
+  'command-name': 'lavender',
+  'command-body': 'aqua',
+  'command-data': 'aqua',
+  name: 'aqua',
+  value: 'lime',
+  'value-size': 'lime',
+  'value-data': 'lime',
+  'socket-type': 'lavender',
+  identity: 'aqua',
+  body: 'aqua',
+  'message-body': 'aqua',
+  message: 'aqua',
+  'error-reason': 'yellow',
+  'ping-ttl': 'yellow',
+  'ping-context': 'aqua',
+  subscription: 'lime',
+  username: 'lime',
+  password: 'aqua',
+};
+
+// CurveZMQ's fields by what they are (hello-client, initiate-cookie, welcome-nonce, message-box...).
+const CURVE_ROLES = [
+  [/-(client|cookie|key|server)$/, 'yellow'],
+  [/-nonce$/, 'tan'],
+  [/-box$/, 'aqua'],
+];
 
 function hash32(text) {
   let h = 0x811c9dc5; // FNV-1a
@@ -52,22 +78,39 @@ function hash32(text) {
   return h;
 }
 
-/** Hue (0..359) for a rule: a fixed one for known rules, a hash for the rest. */
-export function ruleHue(rule) {
+/** The palette entry of a rule: its role's for known rules, a hashed one (never blank) for the rest. */
+export function ruleColourName(rule) {
   const key = String(rule || '').toLowerCase();
-  if (key in KNOWN_HUES) return KNOWN_HUES[key];
-  return (hash32(key) % 24) * 15; // 24 evenly spaced hues
+  if (key in RULE_COLOURS) return RULE_COLOURS[key];
+  for (const [pattern, name] of CURVE_ROLES) if (pattern.test(key)) return name;
+  const names = Object.keys(FIELD_PALETTE).filter((n) => n !== 'blank');
+  return names[hash32(key) % names.length];
 }
 
-/** Colours of a rule: a light fill for boxes, a darker stroke for borders and marks. */
+/** Hue (0..359) of a rule's colour. */
+export function ruleHue(rule) {
+  return hexHue(FIELD_PALETTE[ruleColourName(rule)]);
+}
+
+/** Colours of a rule: a light fill for boxes and swatches, a dark stroke (its hue) for borders and names. */
 export function ruleColor(rule) {
-  const hue = ruleHue(rule);
+  const fill = FIELD_PALETTE[ruleColourName(rule)];
+  const hue = hexHue(fill);
   return {
     hue,
-    fill: `hsl(${hue} 75% 90%)`,
-    strong: `hsl(${hue} 70% 78%)`,
+    fill,
+    strong: fill,
     stroke: `hsl(${hue} 45% 30%)`, // (30%: text in it keeps a 4.5:1 contrast on white whatever the hue)
   };
+}
+
+function hexHue(hex) {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255);
+  const max = Math.max(r, g, b);
+  const d = max - Math.min(r, g, b);
+  if (!d) return 0;
+  const h = max === r ? ((g - b) / d) % 6 : max === g ? (b - r) / d + 2 : (r - g) / d + 4;
+  return Math.round((h * 60 + 360) % 360);
 }
 
 // Rules whose octets are drawn as literals (%xNN) like the spec's diagrams.
