@@ -144,3 +144,17 @@ def test_a_session_export_is_illustrated(tmp_path: Path) -> None:
     assert main(["illustrate", str(path), "-o", str(tmp_path / "s.html"), "--no-script"]) == 0
     html = (tmp_path / "s.html").read_text()
     assert "client (REQ)" in html and "t = 0.4 s" in html and "Reproduce it" not in html
+
+
+def test_the_page_in_chinese(tmp_path: Path) -> None:
+    """`--lang zh-CN`: the page's words, the fields' notes and the expert texts in Chinese; wire names as they are."""
+    out = tmp_path / "zh.html"
+    assert main(["illustrate", str(CAPTURES / "mismatch_push_push.pcapng"), "--lang", "zh-CN", "-o", str(out)]) == 0
+    html = out.read_text()
+    assert '<html lang="zh-CN">' in html
+    assert "ZMTP 图解" in html and ">目录<" in html and "用 pyzmq 重现" in html
+    assert "签名的第一个字节：%xFF。" in html  # noqa: RUF001 (a field's note, from the catalogs; Chinese punctuation)
+    assert "First octet of the signature" not in html and "Contents" not in html
+    assert "READY 命令" in html  # the command's name stays as on the wire
+    english = render(from_capture(CAPTURES / "mismatch_push_push.pcapng"))
+    assert "First octet of the signature: %xFF." in english and "Contents" in english

@@ -70,3 +70,11 @@ def test_a_lesson_as_an_illustrated_page(client: TestClient) -> None:
     sections = re.findall(r'<section id="(c[^"]+)"', greeting)
     assert sections[:2] == ["c0", "c0-2"]  # one connection shown by several steps: one anchor each
     assert client.get("/api/lessons/nope/illustrated").status_code == 404
+
+
+def test_pages_in_the_language_asked_for(client: TestClient) -> None:
+    zh = client.get("/api/lessons/greeting/illustrated", params={"lang": "zh-CN"}).text
+    assert '<html lang="zh-CN">' in zh and "第 3 步所示" in zh and "课程 greeting" in zh
+    assert "As step" not in zh
+    accept = client.get("/api/lessons/greeting/illustrated", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).text
+    assert "第 3 步所示" in accept

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..capture.errors import CaptureFormatError
+from ..i18n import LANGS
 from ..illustrate import load, render, reproduce_script
 from ..illustrate.document import DEFAULT_MAX_ELEMENTS, SourceError
 
@@ -28,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS, metavar="N",
                    help=f"at most N elements per connection (default {DEFAULT_MAX_ELEMENTS})")
     p.add_argument("--no-script", action="store_true", help="write no reproducing script")
+    p.add_argument("--lang", choices=LANGS, default="en", help="the page's language (its words, the fields' notes, "
+                                                              "the expert texts); the script stays Python")
     p.set_defaults(func=run)
 
 
@@ -48,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if script is not None and script_path is not None:
             script_path.write_text(script, encoding="utf-8")
-        args.output.write_text(render(doc, script=script, script_name=script_path and script_path.name),
-                               encoding="utf-8")
+        args.output.write_text(render(doc, script=script, script_name=script_path and script_path.name,
+                                      lang=args.lang), encoding="utf-8")
     except OSError as exc:
         print(f"zmtplab illustrate: {exc}", file=sys.stderr)
         return 2

@@ -50,16 +50,21 @@ class Section:
         return {}
 
 
+# Where a page's content came from: an `illustrate.source.*` catalog id and its parameters (a page says it in
+# its language), or plain text.
+Source = tuple[str, dict[str, Any]] | str
+
+
 @dataclass
 class Document:
     """A page's content: a title, where it came from, and its sections."""
 
     title: str
-    source: str
+    source: Source
     sections: list[Section]
 
 
-def from_events(events: Iterable[Mapping[str, Any]], *, title: str, source: str,
+def from_events(events: Iterable[Mapping[str, Any]], *, title: str, source: Source,
                 endpoints: Mapping[str, tuple[str, str]] | None = None,
                 first: int | None = None, last: int | None = None,
                 max_elements: int = DEFAULT_MAX_ELEMENTS) -> Document:
@@ -102,8 +107,9 @@ def from_capture(path: Path, *, conns: Iterable[str] | None = None, first: int |
     endpoints = {info.conn: (_endpoint(info.client), _endpoint(info.server)) for info in result.connections}
     if wanted and not events:
         raise SourceError(f"no ZMTP connection {', '.join(sorted(wanted))} in {path.name}")
-    return from_events(events, title=f"{path.name}", source=f"capture {path.name}", endpoints=endpoints,
-                       first=first, last=last, max_elements=max_elements)
+    source = ("illustrate.source.capture", {"name": path.name})
+    return from_events(events, title=path.name, source=source, endpoints=endpoints, first=first, last=last,
+                       max_elements=max_elements)
 
 
 def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Iterable[str] | None = None,
@@ -118,8 +124,8 @@ def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Itera
     endpoints = {str(e.get("conn")): names for e in events if isinstance(e, dict)}
     kept = [e for e in events if isinstance(e, dict) and e.get("kind") in SHOWN_KINDS | {"message"}
             and (wanted is None or str(e.get("conn")) in wanted)]
-    return from_events(kept, title=name, source=f"playground session ({data.get('mode', 'simulated')})",
-                       endpoints=endpoints, max_elements=max_elements)
+    source = ("illustrate.source.session", {"mode": str(data.get("mode", "simulated"))})
+    return from_events(kept, title=name, source=source, endpoints=endpoints, max_elements=max_elements)
 
 
 def load(path: Path, *, conns: Iterable[str] | None = None, first: int | None = None, last: int | None = None,

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from html import escape
 from typing import Any
 
+from ..i18n import DEFAULT, localize_event, text
 from .document import OCTET_KINDS, Document, Section
 from .grammar import spec_for
 
@@ -22,6 +23,26 @@ WIDE_FIELD = 24  # a field longer than this gets one row of its own, its first o
 HEX_DUMP_MOST = 256  # octets of an element's hex dump
 SEQUENCE_MOST = 300  # elements drawn in a section's sequence diagram
 ARROW = {"c2s": "→", "s2c": "←"}
+
+
+ROLES = {"client": "illustrate.client", "server": "illustrate.server"}
+SEVERITIES = {"note": "illustrate.severity.note", "warn": "illustrate.severity.warn",
+              "error": "illustrate.severity.error", "gap": "illustrate.severity.gap"}
+COLUMNS = ("illustrate.col.field", "illustrate.col.value", "illustrate.col.meaning")
+
+
+class Words:
+    """The page's words in one language (the backend catalogs' `illustrate.*` ids)."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def __call__(self, msg_id: str, **params: Any) -> str:
+        return text(msg_id, self.lang, **params)
+
+    def role(self, name: str) -> str:
+        """A lifeline's name: the default names are words, other names (endpoints, nodes) stay as they are."""
+        return self(ROLES[name]) if name in ROLES else name
 
 # Okabe-Ito's colour-blind-safe hues, as light tints behind black text (contrast above 7:1).
 PALETTE = ("#f9e2b3", "#cde8f8", "#b3e2d6", "#faf5c6", "#b3d4ea", "#f2cdb3", "#f0d7e6", "#e0e0e0")
@@ -92,22 +113,24 @@ svg.sequence .head { fill: #e6eef7; stroke: var(--ink); }
 """
 
 
-def render(doc: Document, *, script: str | None = None, script_name: str | None = None) -> str:
-    """The whole page; `script` (the reproducing pyzmq script) is shown at its end, `script_name` is
-    the file it was written to beside the page, if any."""
-    numbered = list(_numbered(doc))
-    out = ['<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+def render(doc: Document, *, script: str | None = None, script_name: str | None = None, lang: str = DEFAULT) -> str:
+    """The whole page in `lang` (its words, the fields' notes and the expert texts); `script` (the reproducing
+    pyzmq script) is shown at its end, `script_name` is the file it was written to beside the page, if any."""
+    w = Words(lang)
+    numbered = list(_numbered(doc, lang))
+    title = w("illustrate.title", title=doc.title)
+    source = w(doc.source[0], **doc.source[1]) if isinstance(doc.source, tuple) else doc.source
+    out = [f'<!DOCTYPE html>\n<html lang="{escape(lang)}">\n<head>\n<meta charset="utf-8">\n'
            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-           f"<title>{escape(doc.title)}: ZMTP, illustrated</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-           f"<header>\n<h1>{escape(doc.title)}: ZMTP, illustrated</h1>\n"
-           f'<p class="meta">{escape(doc.source)}. Every octet of every element, with its field, its explanation '
-           "and the ABNF rule it comes from. Made by ZMTP Lab.</p>\n</header>\n"]
-    out.append(_toc(doc, numbered, script is not None))
+           f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+           f"<header>\n<h1>{escape(title)}</h1>\n"
+           f'<p class="meta">{escape(w("illustrate.intro", source=source))}</p>\n</header>\n']
+    out.append(_toc(w, doc, numbered, script is not None))
     out.append("<main>\n")
     for section, anchor, elements in _by_section(doc, numbered):
-        out.append(_section(section, anchor, elements))
+        out.append(_section(w, section, anchor, elements))
     if script is not None:
-        out.append(_script(script, script_name))
+        out.append(_script(w, script, script_name))
     out.append("</main>\n</body>\n</html>\n")
     return "".join(out)
 
@@ -115,12 +138,13 @@ def render(doc: Document, *, script: str | None = None, script_name: str | None 
 # ---------------------------------------------------------------- numbering and contents
 
 
-def _numbered(doc: Document) -> Iterator[tuple[Section, int, dict[str, Any]]]:
+def _numbered(doc: Document, lang: str) -> Iterator[tuple[Section, int, dict[str, Any]]]:
+    """Each element with its number through the page, its notes and texts in `lang`."""
     n = 0
     for section in doc.sections:
         for event in section.shown():
             n += 1
-            yield section, n, event
+            yield section, n, localize_event(event, lang)
 
 
 def _by_section(doc: Document, numbered: list) -> Iterator[tuple[Section, str, list[tuple[int, dict[str, Any]]]]]:
@@ -133,33 +157,41 @@ def _by_section(doc: Document, numbered: list) -> Iterator[tuple[Section, str, l
         yield section, anchor, [(n, e) for s, n, e in numbered if s is section]
 
 
-def _label(event: dict[str, Any]) -> str:
-    """A short name for an element: 'READY', 'greeting 3.1 NULL', 'frame 5 B, more', 'warn: ...'."""
+def _label(w: Words, event: dict[str, Any]) -> str:
+    """A short name for an element: 'READY command', 'greeting 3.1 NULL', 'frame, 5 B, more', 'warn: ...'."""
     kind = event.get("kind")
     if kind == "greeting":
-        return " ".join(str(p) for p in ("greeting", event.get("version", ""), event.get("mechanism", "")) if p)
+        parts = (w("illustrate.label.greeting"), event.get("version", ""), event.get("mechanism", ""))
+        return " ".join(str(p) for p in parts if p)
     if kind == "command":
-        return f"{event.get('name', '?')} command"
+        return w("illustrate.label.command", name=event.get("name", "?"))
     if kind == "frame":
-        more = ", more" if event.get("more") else ""
-        return f"frame, {event.get('size', 0)} B{more}"
+        more = event.get("more")
+        return w("illustrate.label.frame_more" if more else "illustrate.label.frame", size=event.get("size", 0))
     if kind == "gap":
-        return f"gap: {event.get('length', 0)} octets missing"
-    text = str(event.get("text", ""))
-    return f"{event.get('severity', 'note')}: {text[:70]}{'…' if len(text) > 70 else ''}"
+        return w("illustrate.label.gap", length=event.get("length", 0))
+    said = str(event.get("text", ""))
+    return f"{_severity(w, event)}: {said[:70]}{'…' if len(said) > 70 else ''}"
 
 
-def _toc(doc: Document, numbered: list, with_script: bool) -> str:
-    out = ['<nav class="toc" aria-labelledby="toc-title">\n<h2 id="toc-title">Contents</h2>\n<ol>\n']
+def _severity(w: Words, event: dict[str, Any]) -> str:
+    severity = "gap" if event.get("kind") == "gap" else str(event.get("severity", "note"))
+    return w(SEVERITIES[severity]) if severity in SEVERITIES else severity
+
+
+def _toc(w: Words, doc: Document, numbered: list, with_script: bool) -> str:
+    out = ['<nav class="toc" aria-labelledby="toc-title">\n'
+           f'<h2 id="toc-title">{escape(w("illustrate.contents"))}</h2>\n<ol>\n']
     for section, anchor, elements in _by_section(doc, numbered):
-        out.append(f'<li><a href="#{escape(anchor)}">Connection {escape(section.conn)}: '
-                   f"{escape(section.client)} and {escape(section.server)}</a>\n<ol>\n")
+        client, server = w.role(section.client), w.role(section.server)
+        name = w("illustrate.connection", conn=section.conn, client=client, server=server)
+        out.append(f'<li><a href="#{escape(anchor)}">{escape(name)}</a>\n<ol>\n')
         for n, event in elements:
             arrow = ARROW.get(event.get("dir", ""), "")
-            out.append(f'<li><a href="#e{n}">{arrow} {escape(_label(event))}</a></li>\n')
+            out.append(f'<li><a href="#e{n}">{arrow} {escape(_label(w, event))}</a></li>\n')
         out.append("</ol></li>\n")
     if with_script:
-        out.append('<li><a href="#reproduce">Reproduce it with pyzmq</a></li>\n')
+        out.append(f'<li><a href="#reproduce">{escape(w("illustrate.reproduce"))}</a></li>\n')
     out.append("</ol>\n</nav>\n")
     return "".join(out)
 
@@ -167,43 +199,43 @@ def _toc(doc: Document, numbered: list, with_script: bool) -> str:
 # ---------------------------------------------------------------- a connection
 
 
-def _section(section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
-    conn, anchor = escape(section.conn), escape(anchor)
+def _section(w: Words, section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
+    anchor = escape(anchor)
+    client, server = w.role(section.client), w.role(section.server)
+    name = w("illustrate.connection", conn=section.conn, client=client, server=server)
     out = [f'<section id="{anchor}" aria-labelledby="{anchor}-title">\n'
-           f'<h2 id="{anchor}-title">Connection {conn}: {escape(section.client)} '
-           f"and {escape(section.server)}</h2>\n",
+           f'<h2 id="{anchor}-title">{escape(name)}</h2>\n',
            f'<p class="meta">{escape(section.caption)}</p>\n' if section.caption else "",
-           f'<p class="meta">The client ({escape(section.client)}) opened the TCP connection; '
-           f"→ is what it sent (c2s), ← what the server ({escape(section.server)}) sent (s2c).</p>\n",
-           _sequence(section, anchor, elements)]
+           f'<p class="meta">{escape(w("illustrate.roles", client=client, server=server))}</p>\n',
+           _sequence(w, section, anchor, elements)]
     for n, event in elements:
-        out.append(_element(section, n, event))
+        out.append(_element(w, section, n, event))
     if section.cut:
-        out.append(f'<p class="cut">{section.cut} more elements of this connection are not shown.</p>\n')
+        out.append(f'<p class="cut">{escape(w("illustrate.cut", count=section.cut))}</p>\n')
     out.append("</section>\n")
     return "".join(out)
 
 
-def _sequence(section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
+def _sequence(w: Words, section: Section, anchor: str, elements: list[tuple[int, dict[str, Any]]]) -> str:
     """The sequence diagram: two lifelines, an arrow per element, each a link to the element (a group of links
     for a screen reader, each named by its element)."""
     shown = elements[:SEQUENCE_MOST]
     left, right, width, top, step = 110, 530, 640, 56, 24
     height = top + step * len(shown) + 16
-    desc = (f"Sequence of connection {section.conn}: {len(elements)} elements between {section.client} (left) "
-            f"and {section.server} (right).")
+    client, server = w.role(section.client), w.role(section.server)
+    desc = w("illustrate.sequence", conn=section.conn, count=len(elements), client=client, server=server)
     out = [f'<figure>\n<svg class="sequence" viewBox="0 0 {width} {height}" role="group" '
            f'aria-labelledby="{anchor}-seq">\n'
            f'<title id="{anchor}-seq">{escape(desc)}</title>\n',
            f'<rect class="head" x="{left - 90}" y="8" width="180" height="28" rx="4"/>'
-           f'<text x="{left}" y="27" text-anchor="middle">{escape(_short(section.client))}</text>\n',
+           f'<text x="{left}" y="27" text-anchor="middle">{escape(_short(client))}</text>\n',
            f'<rect class="head" x="{right - 90}" y="8" width="180" height="28" rx="4"/>'
-           f'<text x="{right}" y="27" text-anchor="middle">{escape(_short(section.server))}</text>\n',
+           f'<text x="{right}" y="27" text-anchor="middle">{escape(_short(server))}</text>\n',
            f'<line class="life" x1="{left}" y1="36" x2="{left}" y2="{height - 6}"/>'
            f'<line class="life" x1="{right}" y1="36" x2="{right}" y2="{height - 6}"/>\n']
     for row, (n, event) in enumerate(shown):
         y = top + row * step
-        label = f"{n}. {_label(event)}"
+        label = f"{n}. {_label(w, event)}"
         if event.get("kind") in OCTET_KINDS:
             a, b = (left, right) if event.get("dir") == "c2s" else (right, left)
             tip = b - 8 if b > a else b + 8
@@ -217,8 +249,8 @@ def _sequence(section: Section, anchor: str, elements: list[tuple[int, dict[str,
                        f"{escape(label)}</text></a>\n")
     out.append("</svg>\n")
     if len(elements) > len(shown):
-        out.append(f'<figcaption class="cut">The diagram shows the first {len(shown)} of {len(elements)} '
-                   "elements; every element is listed below.</figcaption>\n")
+        cut = w("illustrate.sequence_cut", shown=len(shown), count=len(elements))
+        out.append(f'<figcaption class="cut">{escape(cut)}</figcaption>\n')
     out.append("</figure>\n")
     return "".join(out)
 
@@ -230,36 +262,34 @@ def _short(text: str, most: int = 26) -> str:
 # ---------------------------------------------------------------- an element
 
 
-def _element(section: Section, n: int, event: dict[str, Any]) -> str:
+def _element(w: Words, section: Section, n: int, event: dict[str, Any]) -> str:
     kind = event.get("kind")
     direction = event.get("dir", "")
-    who = section.client if direction == "c2s" else section.server
-    head = (f"<h3><a href=\"#e{n}\">{n}.</a> {ARROW.get(direction, '')} {escape(_label(event))}</h3>\n")
-    where = f"offset {event.get('offset', 0)} of the {direction} stream, {event.get('length', 0)} octets"
-    extra = []
+    who = w.role(section.client if direction == "c2s" else section.server)
+    head = (f"<h3><a href=\"#e{n}\">{n}.</a> {ARROW.get(direction, '')} {escape(_label(w, event))}</h3>\n")
+    where = [w("illustrate.where", offset=event.get("offset", 0), dir=direction, length=event.get("length", 0))]
     packets = event.get("packets") or []
     if packets:
-        extra.append("packets " + ", ".join(str(p) for p in packets[:8]) + ("…" if len(packets) > 8 else ""))
+        numbers = ", ".join(str(p) for p in packets[:8]) + ("…" if len(packets) > 8 else "")
+        where.append(w("illustrate.packets", numbers=numbers))
     if "t" in event:
-        extra.append(f"t = {event['t']} s")
-    where = "; ".join([where, *extra])
-    meta = f'<p class="meta">Sent by {escape(who)}; {escape(where)}.</p>\n'
+        where.append(w("illustrate.time", t=event["t"]))
+    meta = f'<p class="meta">{escape(w("illustrate.sent_by", who=who, where="; ".join(where)))}</p>\n'
     if kind not in OCTET_KINDS:
         severity = str(event.get("severity", "note"))
         cls = "element note error" if severity == "error" or kind == "gap" else "element note"
-        text = event.get("text") or f"{event.get('length', 0)} octets of this direction are missing from the capture."
+        said = event.get("text") or w("illustrate.gap_text", length=event.get("length", 0))
         rule = f' <span class="mono">({escape(str(event["rule"]))})</span>' if event.get("rule") else ""
-        badge = escape(severity if kind != "gap" else "gap")
-        return (f'<article class="{cls}" id="e{n}">\n{head}{meta}<p><strong>{badge}</strong>{rule}: '
-                f"{escape(str(text))}</p>\n</article>\n")
+        return (f'<article class="{cls}" id="e{n}">\n{head}{meta}<p><strong>{escape(_severity(w, event))}</strong>'
+                f"{rule}: {escape(str(said))}</p>\n</article>\n")
     data = _octets(event)
     fields = [f for f in event.get("fields") or [] if isinstance(f, dict)]
     anchors = _field_anchors(n, fields)
     context = section.context(direction)
     return "".join([f'<article class="element" id="e{n}">\n', head, meta,
-                    _octet_table(event, data, fields, anchors),
-                    _hex_dump(event, data),
-                    _fields_table(fields, anchors, context, int(event.get("offset", 0))),
+                    _octet_table(w, event, data, fields, anchors),
+                    _hex_dump(w, event, data),
+                    _fields_table(w, fields, anchors, context, int(event.get("offset", 0))),
                     "</article>\n"])
 
 
@@ -284,7 +314,8 @@ def _colour(rule: str) -> str:
     return PALETTE[zlib.crc32(rule.encode()) % len(PALETTE)]
 
 
-def _octet_table(event: dict[str, Any], data: bytes, fields: list[dict[str, Any]], anchors: list[str]) -> str:
+def _octet_table(w: Words, event: dict[str, Any], data: bytes, fields: list[dict[str, Any]],
+                 anchors: list[str]) -> str:
     """The element's octets in rows of eight, each field a box with its name, like the specs' diagrams."""
     base = int(event.get("offset", 0))
     length = int(event.get("length", len(data)))
@@ -314,8 +345,10 @@ def _octet_table(event: dict[str, Any], data: bytes, fields: list[dict[str, Any]
         if size > WIDE_FIELD:
             flush()
             first = data[start:start + ROW_OCTETS]
-            text = f"{escape(label) or 'octets'}: {size} octets" + (f", the first {len(first)} shown" if first else "")
-            link = f'<a href="#{escape(href)}">{text}</a>' if href else text
+            name = label or w("illustrate.octets")
+            said = escape(w("illustrate.wide_first", name=name, size=size, shown=len(first)) if first
+                          else w("illustrate.wide", name=name, size=size))
+            link = f'<a href="#{escape(href)}">{said}</a>' if href else said
             rows.append((start, [f'<td colspan="{ROW_OCTETS}" class="rest" style="background:{colour}">'
                                  f'<span class="o">{first.hex(" ")} …</span><span class="n">{link}</span></td>']))
             return
@@ -341,15 +374,15 @@ def _octet_table(event: dict[str, Any], data: bytes, fields: list[dict[str, Any]
     flush()
     if not rows:
         return ""
-    out = ['<table class="octets" aria-label="the element\'s octets, eight per row, each field named">\n'
-           '<thead><tr><th scope="col">octet</th>'
+    out = [f'<table class="octets" aria-label="{escape(w("illustrate.octets_label"))}">\n'
+           f'<thead><tr><th scope="col">{escape(w("illustrate.octet"))}</th>'
            + "".join(f'<th scope="col">+{i}</th>' for i in range(ROW_OCTETS)) + "</tr></thead>\n<tbody>\n"]
     out.extend(f'<tr><th scope="row">{at}</th>{"".join(cells)}</tr>\n' for at, cells in rows)
     out.append("</tbody>\n</table>\n")
     return "".join(out)
 
 
-def _hex_dump(event: dict[str, Any], data: bytes) -> str:
+def _hex_dump(w: Words, event: dict[str, Any], data: bytes) -> str:
     if not data:
         return ""
     shown = data[:HEX_DUMP_MOST]
@@ -360,45 +393,45 @@ def _hex_dump(event: dict[str, Any], data: bytes) -> str:
         lines.append(f"{i:04x}  {chunk.hex(' '):<47}  |{text}|")
     rest = int(event.get("length", len(data))) - len(shown)
     if rest > 0:
-        lines.append(f"… {rest} more octets")
-    return '<pre class="hex" aria-label="hex dump">' + escape("\n".join(lines)) + "</pre>\n"
+        lines.append(w("illustrate.more_octets", count=rest))
+    return f'<pre class="hex" aria-label="{escape(w("illustrate.hex_label"))}">' + escape("\n".join(lines)) + "</pre>\n"
 
 
-def _fields_table(fields: list[dict[str, Any]], anchors: list[str], context: dict[str, str], base: int) -> str:
+def _fields_table(w: Words, fields: list[dict[str, Any]], anchors: list[str], context: dict[str, str],
+                  base: int) -> str:
     if not fields:
         return ""
+    heads = "".join(f'<th scope="col">{escape(w(col))}</th>' for col in COLUMNS)
     out = ['<table class="fields">\n<colgroup><col class="f-name"><col class="f-value"><col></colgroup>\n'
-           '<thead><tr><th scope="col">field</th><th scope="col">value</th><th scope="col">what it means</th>'
-           "</tr></thead>\n<tbody>\n"]
+           f"<thead><tr>{heads}</tr></thead>\n<tbody>\n"]
     for f, anchor in zip(fields, anchors, strict=True):
         rule = str(f.get("rule", ""))
         ref = spec_for(rule, **context) if rule else None
         rule_html = ""
         if ref is not None:
             title = ref.title + (f", {ref.section}" if ref.section else "")
-            definition = f"<code>{escape(ref.definition)}</code>" if ref.definition else \
-                f"rule <code>{escape(rule)}</code>, described in prose"
+            definition = (f"<code>{escape(ref.definition)}</code>" if ref.definition
+                          else escape(w("illustrate.prose", rule=rule)))
             rule_html = f'<div class="rule">{definition} <a href="{escape(ref.url)}">({escape(title)})</a></div>'
         size = int(f.get("length", 0))
-        where = f'{size} octet{"" if size == 1 else "s"} at +{int(f.get("offset", base)) - base}'
+        at = int(f.get("offset", base)) - base
+        where = escape(w("illustrate.at.one" if size == 1 else "illustrate.at.other", size=size, offset=at))
         out.append(f'<tr id="{escape(anchor)}"><td><a href="#{escape(anchor)}">{escape(str(f.get("name", "")))}</a>'
                    f'<span class="where">{where}</span></td>'
-                   f'<td class="mono">{escape(_value(f.get("value", "")))}</td>'
+                   f'<td class="mono">{escape(_value(w, f.get("value", "")))}</td>'
                    f'<td>{escape(str(f.get("note", "")))}{rule_html}</td></tr>\n')
     out.append("</tbody>\n</table>\n")
     return "".join(out)
 
 
-def _value(value: Any, most: int = 160) -> str:
-    text = str(value)
-    return text if len(text) <= most else text[:most] + f"… ({len(text)} characters)"
+def _value(w: Words, value: Any, most: int = 160) -> str:
+    shown = str(value)
+    return shown if len(shown) <= most else shown[:most] + w("illustrate.value_cut", count=len(shown))
 
 
-def _script(script: str, script_name: str | None) -> str:
-    where = (f" It is also in <code>{escape(script_name)}</code> beside this page." if script_name else "")
+def _script(w: Words, script: str, script_name: str | None) -> str:
+    where = " " + escape(w("illustrate.script_beside", file=script_name)) if script_name else ""
     return ('<section id="reproduce" aria-labelledby="reproduce-title">\n'
-            '<h2 id="reproduce-title">Reproduce it with pyzmq</h2>\n'
-            "<p>This script makes the same conversation with libzmq (the same socket types, options, mechanism and "
-            "messages, in order). Run it with <code>python3</code> and capture its traffic to see the same bytes."
-            f"{where}"
-            f'</p>\n<pre class="script">{escape(script)}</pre>\n</section>\n')
+            f'<h2 id="reproduce-title">{escape(w("illustrate.reproduce"))}</h2>\n'
+            f'<p>{escape(w("illustrate.script_intro"))}{where}</p>\n'
+            f'<pre class="script">{escape(script)}</pre>\n</section>\n')

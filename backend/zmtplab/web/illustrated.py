@@ -11,6 +11,7 @@ from typing import Any
 from starlette.responses import Response
 
 from ..eventstore import EventStore, public
+from ..i18n import text
 from ..illustrate import Document, Section, from_events, from_session, render, reproduce_script
 from ..illustrate.document import SourceError
 from ..lessons.player import StepScene
@@ -26,10 +27,10 @@ __all__ = ["CSP", "PAGE_MOST", "SourceError", "capture_document", "filename", "l
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 
-def page(doc: Document, *, script: bool = True) -> str:
-    """The page, with the script that reproduces its first connection."""
-    text = reproduce_script(doc.sections[0], title=doc.title) if script else None
-    return render(doc, script=text)
+def page(doc: Document, *, lang: str = "en", script: bool = True) -> str:
+    """The page in `lang`, with the script that reproduces its first connection."""
+    code = reproduce_script(doc.sections[0], title=doc.title) if script else None
+    return render(doc, script=code, lang=lang)
 
 
 def response(text: str, filename: str) -> Response:
@@ -46,15 +47,15 @@ def filename(name: str, part: str) -> str:
 
 
 def capture_document(events: EventStore, *, name: str, conn: str, first: int, last: int | None,
-                     connections: list[dict[str, Any]]) -> Document:
+                     connections: list[dict[str, Any]], lang: str = "en") -> Document:
     """One connection of a stored capture, elements `first` to `last` (indexes, inclusive), with fields."""
     limit = PAGE_MOST if last is None else max(1, min(last - first + 1, PAGE_MOST))
     found = events.listing(conn, first, limit)
     events.fields_of(found.events)
     listed = [public(ev, None) for ev in found.events]
     ends = {c["conn"]: (str(c.get("client", "client")), str(c.get("server", "server"))) for c in connections}
-    return from_events(listed, title=f"{name}, connection {conn}", source=f"capture {name}", endpoints=ends,
-                       max_elements=PAGE_MOST)
+    return from_events(listed, title=text("illustrate.capture_title", lang, name=name, conn=conn),
+                       source=("illustrate.source.capture", {"name": name}), endpoints=ends, max_elements=PAGE_MOST)
 
 
 def session_document(session: Session) -> Document:
@@ -62,8 +63,10 @@ def session_document(session: Session) -> Document:
     return from_session(json.loads(session.export_json()), name=f"session {session.id[:8]}")
 
 
-def lesson_document(lesson_id: str, title: str, scenes: list[StepScene]) -> Document:
-    """A lesson: each of its sources as it stands after the last step that shows it, with that step named."""
+def lesson_document(lesson_id: str, title: str, scenes: list[StepScene], *, lang: str = "en",
+                    step_titles: list[str] | None = None) -> Document:
+    """A lesson: each of its sources as it stands after the last step that shows it, with that step named
+    (`step_titles`: the steps' titles in `lang`, else the scenes' own)."""
     last: dict[str, StepScene] = {}
     for scene in scenes:
         last[json.dumps(scene.source, sort_keys=True, default=str)] = scene
@@ -71,8 +74,9 @@ def lesson_document(lesson_id: str, title: str, scenes: list[StepScene]) -> Docu
     for scene in last.values():
         ends = {str(c["conn"]): (str(c["client"]), str(c["server"]))
                 for c in (scene.topology or {}).get("conns", []) if {"conn", "client", "server"} <= c.keys()}
-        doc = from_events(scene.events, title=title, source="lesson", endpoints=ends, max_elements=PAGE_MOST)
+        doc = from_events(scene.events, title=title, source="", endpoints=ends, max_elements=PAGE_MOST)
+        step_title = step_titles[scene.number - 1] if step_titles else scene.title
         for section in doc.sections:
-            section.caption = f"As step {scene.number} shows it: {scene.title}."
+            section.caption = text("illustrate.caption.step", lang, number=scene.number, title=step_title)
             sections.append(section)
-    return Document(title, f"lesson {lesson_id}", sections)
+    return Document(title, ("illustrate.source.lesson", {"id": lesson_id}), sections)

@@ -176,6 +176,9 @@ export class SessionPanel {
     for (const fmt of ['pcapng', 'json', 'html']) {
       const a = this.$(`export-${fmt}`);
       a.href = page.api.sessionExportUrl(id, fmt);
+      a.onclick = () => {
+        a.href = page.api.sessionExportUrl(id, fmt); // (the illustrated page in the page's language of now)
+      };
       a.hidden = false;
     }
     tr(this.$('session-id'), ['ui.session.title', { id }]);

@@ -130,11 +130,13 @@ export function createApi(host) {
       return request('GET', '/api/sessions/presets');
     },
     sessionExportUrl(id, format) {
-      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' || format === 'html' ? format : 'pcapng'}`;
+      // The illustrated page is written in the page's language (a download sends no Accept-Language of ours).
+      if (format === 'html') return `${base}/api/sessions/${seg(id)}/export.html${query({ lang: i18n.lang })}`;
+      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;
     },
     /** The illustrated page of a capture's connection, elements `from` to `to` (indexes, inclusive). */
     captureIllustratedUrl(id, conn, from, to) {
-      return `${base}/api/captures/${seg(id)}/illustrated${query({ conn, from, to })}`;
+      return `${base}/api/captures/${seg(id)}/illustrated${query({ conn, from, to, lang: i18n.lang })}`;
     },
     /**
      * ws:// or wss:// URL for a session, from the page's location {protocol, host}.

@@ -39,7 +39,7 @@ export function createLessonsApi(host) {
     step: (id, n) => cached(`/api/lessons/${seg(id)}/steps/${seg(n)}${lang()}`),
     answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer${lang()}`, body),
     /** The lesson's illustrated page (a link). */
-    illustratedUrl: (id) => `${base}/api/lessons/${seg(id)}/illustrated`,
+    illustratedUrl: (id) => `${base}/api/lessons/${seg(id)}/illustrated${lang()}`,
     createClass: () => request('POST', '/api/classes', {}),
     classInfo: (code) => request('GET', `/api/classes/${seg(code)}`),
     /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. Never holds the token. */

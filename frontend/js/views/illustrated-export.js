@@ -15,7 +15,8 @@ export class IllustratedExport {
     const number = (label) => h(d, 'input', { type: 'number', min: '0', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
     this.from = number('ui.illustrated.from');
     this.to = number('ui.illustrated.to');
-    this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title' });
+    // (the address is made again on a click: the page's language may have changed since)
+    this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title', on: { click: () => this.update() } });
     this.root = h(d, 'span', { class: 'illustrated-export', hidden: true },
       this.link, h(d, 'span', { class: 'muted', t: 'ui.illustrated.from' }), this.from, h(d, 'span', { class: 'muted', t: 'ui.illustrated.to' }), this.to);
     container.append(this.root);

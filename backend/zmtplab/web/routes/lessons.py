@@ -222,14 +222,15 @@ def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang
 
 @router.get("/{lesson_id}/illustrated", summary="The lesson as an illustrated page", responses={
     200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
-def lesson_illustrated(lesson_id: LessonId, conn: HTTPConnection) -> Response:
+def lesson_illustrated(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Response:
     """Every element the lesson's steps show, each with its octet table, hex, fields, explanations and ABNF
-    rules: a handout of the lesson's bytes that needs no server and runs no script."""
+    rules: a handout of the lesson's bytes that needs no server and runs no script (`?lang=`, Accept-Language)."""
     library = get_library(conn)
-    lesson = library.lesson(lesson_id)
+    lesson = library.lesson(lesson_id, lang)
     scenes = [library.scene(lesson_id, n) for n in range(1, len(lesson.steps) + 1)]
-    doc = illustrated.lesson_document(lesson_id, lesson.title, scenes)
-    return illustrated.response(illustrated.page(doc), illustrated.filename(lesson_id, "lesson"))
+    doc = illustrated.lesson_document(lesson_id, lesson.title, scenes, lang=lang,
+                                      step_titles=[step.title for step in lesson.steps])
+    return illustrated.response(illustrated.page(doc, lang=lang), illustrated.filename(lesson_id, "lesson"))
 
 
 @router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,

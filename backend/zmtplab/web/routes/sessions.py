@@ -135,12 +135,13 @@ async def export_keylog(session_id: SessionId, manager: SessionManagerDep) -> Re
 
 @router.get("/api/sessions/{session_id}/export.html", summary="The session as an illustrated page", responses={
     200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
-async def export_html(session_id: SessionId, manager: SessionManagerDep) -> Response:
+async def export_html(session_id: SessionId, manager: SessionManagerDep, lang: LangDep) -> Response:
     """Every element of the session explained: its octet table, hex, and each field with its explanation and
     ABNF rule, an anchor per element and field, and the pyzmq script that reproduces the first connection. One
-    file that needs no server and runs no script (`zmtplab illustrate` writes the same from `export.json`)."""
+    file that needs no server and runs no script (`zmtplab illustrate` writes the same from `export.json`); in
+    the language asked for (`?lang=`, Accept-Language)."""
     session = _session(manager, session_id)
-    text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session)))
+    text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session), lang=lang))
     return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
 
