@@ -13,9 +13,6 @@ from ..capture.errors import CaptureFormatError
 from ..engine.events import WIRE_KINDS
 from .output import add_lang_option, field_note, localized, write_jsonl, write_line
 
-# JSON lines go out in writes of about this many characters.
-_WRITE_CHUNK = 1 << 20
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds the `dissect` subcommand."""
@@ -75,20 +72,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_jsonl(pieces: Iterator[str]) -> None:
-    """Writes JSON lines text to stdout as UTF-8, in large writes."""
+    """Writes JSON lines text to stdout as UTF-8, each piece as it comes.
+
+    (The file object buffers small pieces; a piece is never joined with others first: at hundreds
+    of MB, copying the text into fresh large strings costs more than the writes.)"""
     sys.stdout.flush()
     out = sys.stdout.buffer
-    batch: list[str] = []
-    size = 0
+    write = out.write
     for piece in pieces:
         if piece:
-            batch.append(piece)
-            size += len(piece)
-            if size >= _WRITE_CHUNK:
-                out.write("".join(batch).encode())
-                batch, size = [], 0
-    if batch:
-        out.write("".join(batch).encode())
+            write(piece.encode())
     out.flush()
 
 
