@@ -69,6 +69,7 @@ peer accepts and refuses exactly the same bytes); the dissector reads every byte
 
 from __future__ import annotations
 
+import functools
 import itertools
 import marshal
 import random
@@ -366,6 +367,7 @@ class Simulation:
         self._busy: set[Link] = set()  # (a topology: see `_active_links`)
         self._always: set[SimPeer] = set()  # proxies' nodes and slow readers (see `_settling_peers`)
         self._blocked_peers: set[SimPeer] = set()  # peers with sends waiting (a topology: `_send_tracked`)
+        self._said: dict[tuple[str, str, str, str | None], tuple[bool, str | None]] = {}  # (`_socket_event`)
         self._timers: set[Link] = set()
 
     # ------------------------------------------------------------------ the log
@@ -472,8 +474,7 @@ class Simulation:
         peer.recv_every = float(recv_every) if recv_every else None
         peer.echo = echo
         if self.decisions:
-            peer.socket.observer = lambda what, rule, pipe, frames, detail: self._decision(
-                peer, what, rule, pipe, frames, detail)
+            peer.socket.observer = functools.partial(self._decision, peer)
             peer.core.on_output = self._mark
         peer.index = len(self._peer_list)
         self._peer_list = tuple(self.peers.values())
@@ -1210,17 +1211,23 @@ class Simulation:
                   detail: bytes | int | None) -> None:
         """A socket's decision (peers.sockets' observer) becomes a `socket` event, with the message's id."""
         msg: int | None = None
-        if what == "block" and self._retrying:
+        if what == "route" or what == "queue":  # (a message sent: the common case first)
+            msg = self._sending
+            if msg is not None and pipe is not None:
+                key = (peer.name, pipe.id)
+                ids = self._out_ids.get(key)
+                if ids is None:
+                    ids = self._out_ids[key] = deque()
+                ids.append(msg)
+        elif what == "block" and self._retrying:
             return
-        if (what, rule) in RECV_DECISIONS:
+        elif (what, rule) in RECV_DECISIONS:
             ids = self._in_ids.get((peer.name, pipe.id)) if pipe is not None else None
             msg = ids.popleft() if ids else None
             if what != "drop" and what != "filter":
                 self._received = msg
         elif what not in NO_MESSAGE and not (what == "block" and rule == "rcvhwm"):
             msg = self._sending
-            if msg is not None and pipe is not None and (what == "route" or what == "queue"):
-                self._out_ids.setdefault((peer.name, pipe.id), deque()).append(msg)
         self._socket_event(peer, what, rule, pipe, frames, detail, msg)
 
     def _socket_event(self, peer: SimPeer, what: str, rule: str, pipe: Pipe | None,
@@ -1236,9 +1243,18 @@ class Simulation:
                 depth, hwm = len(pipe.inq), opts.rcvhwm
             else:
                 depth, hwm = len(pipe.out), opts.sndhwm
-            args = {"type": socket.type, "msg": words.shown(_body(frames))}
-            event = {"kind": "socket", "node": peer.name, "what": what,
-                     "text": words.text(what, rule, {**args, "peer": far}), "rule": rule}
+            said = self._said.get((what, rule, peer.name, far))
+            if said is None:  # (the sentence and whether it quotes the message, once per pipe and decision)
+                quotes = "msg" in words.FIELDS.get(what + "/" + rule, ("msg",))
+                said = self._said[(what, rule, peer.name, far)] = (
+                    quotes, None if quotes else words.text(what, rule, {"type": socket.type, "peer": far}))
+            if said[0]:
+                args = {"type": socket.type, "msg": words.shown(_body(frames))}
+                text = words.text(what, rule, {**args, "peer": far})
+            else:
+                args = {"type": socket.type}
+                text = said[1]
+            event = {"kind": "socket", "node": peer.name, "what": what, "text": text, "rule": rule}
             if far is not None:
                 event["peer"] = far
             if conn is not None:
