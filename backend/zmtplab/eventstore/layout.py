@@ -11,7 +11,8 @@ item is one *segment*; consecutive segments are grouped into *chunks* of about `
   its events share;
 - `octets(chunk, data)`: the runs' octets, back to back, as the wire carried them (the events of
   a run are the engine's own `Frame`/`Message` decoding of them, made again when read);
-- `records(chunk, data)`: the single events as zlib-compressed JSON lines, with their fields;
+- `records(chunk, data)`: the single events as zlib-compressed JSON lines; `fields(chunk, data)` their fields,
+  line for line (apart, so a search reads only the records);
 - `specials(chunk, data)`: zlib JSON `[seg in chunk, k, packets, ts]` for the events of a run that
   do not share the run's packet and time (those that began in an earlier packet);
 - `conns(conn_no, conn, count)` and `meta(key, value)`: connections, summary, analysis, error.
@@ -55,6 +56,7 @@ SCHEMA = """
     CREATE TABLE segs(chunk INTEGER PRIMARY KEY, data BLOB);
     CREATE TABLE octets(chunk INTEGER PRIMARY KEY, data BLOB);
     CREATE TABLE records(chunk INTEGER PRIMARY KEY, data BLOB);
+    CREATE TABLE fields(chunk INTEGER PRIMARY KEY, data BLOB);
     CREATE TABLE specials(chunk INTEGER PRIMARY KEY, data BLOB);
 """
 

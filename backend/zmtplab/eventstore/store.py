@@ -166,7 +166,7 @@ class EventStore:
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self.lock = threading.RLock()
         meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
-        if meta.get("layout") != 2:
+        if meta.get("layout") != 3:
             raise ValueError("an event store of an older layout: dissect the capture again")
         self.summary: dict[str, Any] = meta["summary"]
         self.analysis: dict[str, Any] | None = meta.get("analysis")
@@ -224,7 +224,7 @@ class EventStore:
             self._chunks.move_to_end(key)
             return hit
         row = self.db.execute(f"SELECT data FROM {table} WHERE chunk=?", (chunk,)).fetchone()
-        if table == "records":
+        if table in ("records", "fields"):
             hit = zlib.decompress(row[0]).split(b"\n") if row else []
         else:
             hit = {(s, k): (p, t) for s, k, p, t in _loads(zlib.decompress(row[0]))} if row else {}
@@ -258,8 +258,8 @@ class EventStore:
         chunk = int(self.seg_chunk[seg])
         if s["kind"] != RUN:
             ev = _loads(self._cached("records", chunk)[int(s["pos"])])
-            if not with_fields:
-                ev.pop("fields", None)
+            if with_fields:
+                ev["fields"] = _loads(self._cached("fields", chunk)[int(s["pos"])])
             return ev
         ev = self._run(seg).event(k).to_dict(with_fields=with_fields, max_body=self.store_max_body or None)
         ev["conn"] = self.by_no[int(s["conn"])].conn

@@ -149,6 +149,7 @@ class StoreWriter:
         self._octets: list[bytes] = []
         self._octet_bytes = 0
         self._records: list[bytes] = []
+        self._fields: list[bytes] = []
         self._specials: list[list[Any]] = []
 
     def _stats(self, cid: str) -> _ConnStats:
@@ -176,6 +177,7 @@ class StoreWriter:
         code = KIND_CODES.get(ev["kind"], 254)
         self._segs.append((st.conn_no, code, DIRS.index(d) if d in DIRS else 0, 0, 1, 0, len(self._records), 0,
                            ev["offset"], NO_PACKET, 0.0))
+        self._fields.append(orjson.dumps(ev.pop("fields", [])))  # (apart: a search reads the records only)
         self._records.append(orjson.dumps(ev))
 
     def _add_run(self, sr: SourcedRun) -> None:
@@ -217,11 +219,12 @@ class StoreWriter:
             self.db.execute("INSERT INTO octets VALUES (?, ?)", (chunk, b"".join(self._octets)))
         if self._records:
             self.db.execute("INSERT INTO records VALUES (?, ?)", (chunk, zlib.compress(b"\n".join(self._records), 1)))
+            self.db.execute("INSERT INTO fields VALUES (?, ?)", (chunk, zlib.compress(b"\n".join(self._fields), 1)))
         if self._specials:
             specials = zlib.compress(orjson.dumps(self._specials), 1)
             self.db.execute("INSERT INTO specials VALUES (?, ?)", (chunk, specials))
         self.chunk += 1
-        self._segs, self._octets, self._records, self._specials = [], [], [], []
+        self._segs, self._octets, self._records, self._fields, self._specials = [], [], [], [], []
         self._octet_bytes = 0
 
     def finish(self, result: DissectResult | None, error: str | None,
@@ -252,7 +255,7 @@ class StoreWriter:
             "tcp_connections": len(infos),
         }
         meta = {"summary": summary, "error": error, "store_max_body": self.store_max_body, "analysis": analysis,
-                "layout": 2}
+                "layout": 3}
         self.db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, _dumps(v)) for k, v in meta.items()])
         self.db.commit()
         self.db.close()
