@@ -221,7 +221,7 @@ export class SequenceView {
     row.classList.add(`kind-${safeClass(ev.kind)}`, ev.dir === 's2c' ? 's2c' : 'c2s');
     const label = infoLabel(ev);
     row.setAttribute('title', label);
-    row.setAttribute('aria-label', this.rowSpeech(i, ev, label));
+    const speech = this.rowSpeech(i, ev, label);
     const lane = h(d, 'div', { class: 'seq-lane' });
     if (this.highlight && this.highlight(ev)) row.classList.add('on-path');
     const ends = this.lanes ? this.endsOf(ev) : null;
@@ -232,7 +232,12 @@ export class SequenceView {
     } else {
       lane.append(h(d, 'div', { class: 'arrow' }, h(d, 'span', { class: 'arrow-head' })), h(d, 'span', { class: 'seq-label', text: label }));
     }
-    row.append(num, h(d, 'span', { class: 'seq-time', text: this.timeText(ev), title: typeof ev.ts === 'number' ? absoluteTime(ev.ts) : undefined }), lane);
+    // A screen reader reads the row's own words (the label it shows), with the number before and the direction,
+    // size and time after in hidden text, in place of the number and time columns (an aria-label instead would
+    // hide the words it shows, which voice control users say to pick it).
+    num.setAttribute('aria-hidden', 'true');
+    const time = h(d, 'span', { class: 'seq-time', text: this.timeText(ev), title: typeof ev.ts === 'number' ? absoluteTime(ev.ts) : undefined, attrs: { 'aria-hidden': 'true' } });
+    row.append(h(d, 'span', { class: 'visually-hidden', text: speech.before }), num, time, lane, h(d, 'span', { class: 'visually-hidden', text: speech.after }));
     return row;
   }
 
@@ -270,7 +275,10 @@ export class SequenceView {
     lane.append(arrow, text);
   }
 
-  /** What a screen reader says of a row: "3. READY command, server to client, 28 octets, t 0.004000 s". */
+  /**
+   * What a screen reader says of a row around its label: "3. " before "READY ...", and ", server to client,
+   * 28 octets, t 0.004000 s" after it.
+   */
   rowSpeech(i, ev, label) {
     const parts = [label];
     const ends = this.lanes ? this.endsOf(ev) : null;
@@ -284,7 +292,8 @@ export class SequenceView {
     if (typeof ev.length === 'number' && ev.kind !== 'expert') parts.push(octets(ev.length));
     const time = this.timeText(ev);
     if (time) parts.push(t('ui.seq.row.time', { time }));
-    return `${this.rowNumber ? this.rowNumber(i, ev) : this.elementOf(i) + 1}. ${parts.join(t('ui.seq.row.sep'))}`;
+    const sep = t('ui.seq.row.sep');
+    return { before: `${this.rowNumber ? this.rowNumber(i, ev) : this.elementOf(i) + 1}. `, after: parts.length > 1 ? sep + parts.slice(1).join(sep) : '' };
   }
 
   timeText(ev) {

@@ -36,7 +36,6 @@ export const TOPOLOGY_TEXT = messages({
   nodeTitle: ['ui.topo.nodeTitle'],
   // What a screen reader says of the diagram, its nodes and links (issue 23.3).
   srDiagram: ['ui.topo.sr.diagram'],
-  srNode: ['ui.topo.sr.node'],
   srBinds: 'ui.topo.sr.binds',
   srConnects: 'ui.topo.sr.connects',
   srBoth: 'ui.topo.sr.both',
@@ -128,8 +127,8 @@ export class TopologyView {
     const nodes = L.nodes.map((p) => {
       const stats = s(d, 'text', { y: 22, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
-      const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
-        'aria-label': String(TOPOLOGY_TEXT.nodeTitle({ name: p.id, type: p.type })) }, // (update() makes it the full name)
+      // (named by the words it shows; update() describes it further)
+      const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
       s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
       s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, libzmq.has(p.id) ? `${p.type} · libzmq` : p.type),
@@ -201,7 +200,7 @@ export class TopologyView {
       if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
       else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
       setText(el.badges, badges.join('  '));
-      this.speak(name, el, [parts.join(' · '), ...badges]);
+      this.speak(name, el);
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
     }
@@ -209,18 +208,21 @@ export class TopologyView {
     for (const pipe of st.pipes.values()) this.updatePipe(pipe);
   }
 
-  /** A node's spoken name: "vent, PUSH, binds; sent 6 · got 0; link to w1: 2 of 1000 queued". */
-  speak(name, el, figures) {
-    const p = this.place.get(name);
+  /**
+   * What a screen reader says of a node besides the words it shows (its name: "vent PUSH sent 6 · got 0", the
+   * words voice control users say to pick it): whether it binds or connects, and its queues, as its description
+   * ("binds; link to w1: 2 of 1000 queued").
+   */
+  speak(name, el) {
     const ends = this.ends.get(name) || {};
     const role = ends.binds && ends.connects ? TOPOLOGY_TEXT.srBoth : ends.binds ? TOPOLOGY_TEXT.srBinds : ends.connects ? TOPOLOGY_TEXT.srConnects : '';
-    const parts = [role ? TOPOLOGY_TEXT.srNode({ name, type: p ? p.type : '?', role }) : TOPOLOGY_TEXT.nodeTitle({ name, type: p ? p.type : '?' }), ...figures.filter(Boolean)];
+    const parts = [role];
     for (const pipe of this.state.pipes.values()) {
       if (pipe.node !== name || (pipe.inbound && !pipe.depth)) continue;
       parts.push(TOPOLOGY_TEXT[pipe.inbound ? 'srIn' : 'srOut']({ peer: pipe.peer ?? '*', depth: pipe.depth, hwm: pipe.hwm || '?' }));
     }
-    const label = parts.join(String(TOPOLOGY_TEXT.srSep));
-    if (el.g.getAttribute('aria-label') !== label) el.g.setAttribute('aria-label', label);
+    const label = parts.filter((x) => String(x)).join(String(TOPOLOGY_TEXT.srSep));
+    if (el.g.getAttribute('aria-description') !== label) el.g.setAttribute('aria-description', label);
   }
 
   updateGot(name, n) {
