@@ -2,8 +2,9 @@
 
 States: the playground empty, with a session running and an element open, and its Paste hex tab decoded;
 the capture viewer empty, with a capture open (Elements and Overview) and its Live tab; the lessons list,
-a lesson step, presenting; the corpus page. A new violation of those two impacts fails the test with
-axe's own description of it."""
+a lesson step, presenting; the corpus page; a topology session (a preset from the menu, a message picked);
+the playground in zh-CN and in the projector view; the capture viewer's illustrated export with a range
+typed in. A new violation of those two impacts fails the test with axe's own description of it."""
 
 from __future__ import annotations
 
@@ -113,8 +114,52 @@ def corpus(page: Any, base: str, sample: Callable) -> None:
     page.wait_for_timeout(500)
 
 
+def topology_session(page: Any, base: str, sample: Callable) -> None:
+    """The load-balancing preset from the menu, played: the diagram, its queues and N lifelines."""
+    page.goto(f"{base}/index.html")
+    page.wait_for_selector("#preset-menu option[value='load-balancing']", state="attached")
+    page.select_option("#preset-menu", "load-balancing")
+    page.click("#start-preset")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node")
+    page.wait_for_selector("#topology .topo-msg", timeout=20_000)
+    page.locator("#topology .topo-msg").first.click()
+    page.wait_for_selector("#sequence .seq-row.on-path")
+
+
+def playground_chinese(page: Any, base: str, sample: Callable) -> None:
+    """The playground in zh-CN with a session and an element open."""
+    page.goto(f"{base}/index.html?lang=zh-CN")
+    page.wait_for_function("() => document.documentElement.lang === 'zh-CN'")
+    page.click("button:text-is('开始会话')")
+    page.click("#player button:text-is('▶ 播放')")
+    page.wait_for_selector("#sequence .seq-row:has-text('READY')")
+    page.locator("#sequence .seq-row:has-text('READY')").first.click()
+    page.wait_for_selector("#octets .oct-box")
+
+
+def playground_projector(page: Any, base: str, sample: Callable) -> None:
+    """The projector view (?projector=1) of a session (the view hides the session form: made by the API)."""
+    body = {"mode": "simulated", "server": {"type": "ROUTER"}, "client": {"type": "DEALER", "identity": "client-1"}}
+    session_id = page.request.post(f"{base}/api/sessions", data=body).json()["id"]
+    page.goto(f"{base}/index.html?session={session_id}&projector=1")
+    page.wait_for_selector("html.projector", state="attached")
+    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4", timeout=20_000)
+    page.locator("#sequence .seq-row").nth(3).click()
+    page.wait_for_selector("#octets .oct-box")
+
+
+def capture_export(page: Any, base: str, sample: Callable) -> None:
+    """The capture viewer's illustrated export: a range of elements typed in, the link focused."""
+    capture_open(page, base, sample)
+    page.wait_for_selector(".illustrated-export:not([hidden])")
+    page.locator(".illustrated-index").first.fill("2")
+    page.locator(".illustrated-index").nth(1).fill("5")
+    page.locator(".illustrated-export a").focus()
+
+
 STATES = [playground_empty, playground_session, playground_paste, capture_empty, capture_open, capture_overview,
-          capture_live, lessons_list, lesson_step, lesson_presenting, corpus]
+          capture_live, lessons_list, lesson_step, lesson_presenting, corpus, topology_session, playground_chinese,
+          playground_projector, capture_export]
 
 
 @pytest.mark.parametrize("state", STATES, ids=[s.__name__ for s in STATES])
