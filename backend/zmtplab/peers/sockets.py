@@ -38,8 +38,8 @@ as its connection.
 
 Decisions: a runtime that wants to show them sets `Socket.observer`, a callable that gets
 `(what, rule, pipe, frames, detail)` for each decision the socket takes (`DECISIONS` lists
-them; `peers.decisions` words them). Without one (the default) nothing is reported and no
-decision costs more than a test of `None`.
+them; `peers.decisions` words them), once it is carried out (a routed message is in its pipe).
+Without one (the default) nothing is reported and no decision costs more than a test of `None`.
 """
 
 from __future__ import annotations
@@ -288,16 +288,16 @@ class Socket:
                 self.observer("block", "sndhwm", None, frames, None)
             raise Again("the only pipe is at its high-water mark")
         pipe = self._lb_pick(frames)
+        self._push(pipe, frames)
         if self.observer is not None:
             self.observer("route" if pipe.up else "queue", "round-robin", pipe, frames, None)
-        self._push(pipe, frames)
 
     def _send_pair(self, frames: tuple[bytes, ...]) -> None:
         for pipe in self._out:
             if len(pipe.out) < self.sndhwm:
+                self._push(pipe, frames)
                 if self.observer is not None:
                     self.observer("route" if pipe.up else "queue", "pair", pipe, frames, None)
-                self._push(pipe, frames)
                 return
             break
         if self.observer is not None:
@@ -308,9 +308,9 @@ class Socket:
         if self._req_waiting:
             raise SocketStateError("REQ must receive the reply before sending again (EFSM)")
         pipe = self._lb_pick(frames)
+        self._push(pipe, (b"", *frames))
         if self.observer is not None:
             self.observer("route" if pipe.up else "queue", "round-robin", pipe, frames, None)
-        self._push(pipe, (b"", *frames))
         self._req_pipe = pipe
         self._req_waiting = True
 
@@ -320,9 +320,9 @@ class Socket:
         pipe, envelope = self._rep_pipe, self._rep_envelope
         self._rep_pipe = self._rep_envelope = None
         if pipe is not None and pipe.up and self.pipes.get(pipe.id) is pipe and len(pipe.out) < self.sndhwm:
+            self._push(pipe, (*envelope, *frames))
             if self.observer is not None:
                 self.observer("route", "envelope", pipe, frames, len(envelope))
-            self._push(pipe, (*envelope, *frames))
         elif self.observer is not None:  # the requester is gone or full: the reply is dropped, as libzmq's router does
             self.observer("drop", "rep-peer-gone", pipe, frames, len(envelope))
 
@@ -334,9 +334,9 @@ class Socket:
             if self.observer is not None:  # unknown or full peer: dropped (ZMQ_ROUTER_MANDATORY off)
                 self.observer("drop", "router-mandatory-off" if pipe is None else "sndhwm", pipe, frames, frames[0])
             return
+        self._push(pipe, frames[1:])
         if self.observer is not None:
             self.observer("route", "identity-routing", pipe, frames, frames[0])
-        self._push(pipe, frames[1:])
 
     def matches(self, pipe: Pipe, first: bytes) -> bool:
         """Whether a publisher sends a message whose first frame is `first` to `pipe`."""
@@ -367,8 +367,8 @@ class Socket:
             elif len(pipe.out) >= hwm:
                 observer("drop", "sndhwm", pipe, frames, None)
             else:
-                observer("route", "prefix-match", pipe, frames, None)
                 self._push(pipe, frames)
+                observer("route", "prefix-match", pipe, frames, None)
                 sent = True
         if not sent and not any(p.up for p in self.pipes.values()):
             observer("drop", "slow-joiner", None, frames, None)
@@ -382,9 +382,9 @@ class Socket:
         else:
             for pipe in self._out:
                 if len(pipe.out) < self.sndhwm:
+                    self._push(pipe, frames)
                     if self.observer is not None:
                         self.observer("route", "fan-out", pipe, frames, None)
-                    self._push(pipe, frames)
                 elif self.observer is not None:
                     self.observer("drop", "sndhwm", pipe, frames, None)
 
