@@ -95,6 +95,7 @@ def test_load_balancing_is_round_robin():
     assert [e["peer"] for e in routes] == ["w1", "w2", "w3"] * 2
     assert routes[1]["text"] == "PUSH chose the pipe to w2 (round robin: next in turn)"
     assert routes[1]["rule"] == "round-robin" and routes[1]["msg"] == 2 and routes[1]["hwm"] == 1000
+    assert routes[1]["depth"] == 1  # the message waits in the pipe to w2 (until its connection writes it)
     # The message's id follows it: the route, the wire message on that pipe's connection, the worker's read.
     wire = [e for e in events if e["kind"] == "message" and e.get("msg") == 2]
     assert len(wire) == 1 and wire[0]["conn"] == routes[1]["conn"]
