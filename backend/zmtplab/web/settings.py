@@ -57,7 +57,8 @@ class Settings(BaseSettings):
                                                              "the request is ended with 408 (an upload's slot freed)")
 
     # Captures.
-    max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1)
+    # A 1 GB capture is browsable in the viewer (issue 22.1): its store costs no memory per element.
+    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1)
     max_captures_per_client: int = Field(20, ge=1, description="captures one client address may have stored (or "
                                                                "be uploading) at once; more are refused with 429")
     min_free_disk: int = Field(16 * 1024 * 1024, ge=0, description="uploads that would leave less free space on "
@@ -68,7 +69,7 @@ class Settings(BaseSettings):
     capture_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a capture is kept after its upload")
     dissect_workers: int = Field(2, ge=1)
     dissect_executor: Literal["process", "thread"] = "process"
-    max_events_per_capture: int = Field(50_000_000, ge=1)
+    max_events_per_capture: int = Field(200_000_000, ge=1)
     dissect_max_seconds: float = Field(600.0, gt=0, description="a dissection stops after this many seconds; the "
                                                                 "capture ends `error`, keeping what was read")
     store_max_body: int = Field(16 * 1024 * 1024, ge=4096, description="bodies are stored up to this many octets")
