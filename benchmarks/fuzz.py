@@ -3,8 +3,9 @@
 Each target runs in its own libFuzzer process with a per-input timeout, seeded with the
 sample captures and their ZMTP byte streams. A crash is any exception a target may not
 raise (the dissector may raise nothing; a strict peer only `RemoteProtocolError`; the capture
-reader only `CaptureFormatError`; the upload endpoint must never answer 5xx; the pipeline's
-range reader must read exactly the packets and the error the sequential reader reads).
+reader only `CaptureFormatError`, and its JSON lines text must be its events' dicts, byte for
+byte; the upload endpoint must never answer 5xx; the pipeline's range reader must read exactly
+the packets and the error the sequential reader reads).
 Prints, per target and in total, inputs run, crashes and hangs; last line:
 `fuzz: inputs=N crashes=C hangs=H` (goal: N >= 1,000,000, C = H = 0).
 
@@ -66,14 +67,19 @@ def _engine_target(data: bytes) -> None:
 
 
 def _capture_target(data: bytes) -> None:
-    from zmtplab.capture.dissect import DissectResult, dissect_capture
+    import orjson
+
+    from zmtplab.capture.dissect import DissectResult, dissect_capture, dissect_capture_jsonl
     from zmtplab.capture.errors import CaptureFormatError
 
     try:
-        for _ in dissect_capture(data, with_fields=True, result=DissectResult()):
-            pass
+        events = list(dissect_capture(data, with_fields=True, result=DissectResult()))
     except CaptureFormatError:
-        pass
+        return
+    # `dissect --jsonl` writes runs of frames, fields and all, from templates: it must say what the dicts say.
+    lines = "".join(dissect_capture_jsonl(data, with_fields=True, result=DissectResult()))
+    if lines != "".join(orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE).decode() for e in events):
+        raise AssertionError("dissect_capture_jsonl's text differs from orjson.dumps of dissect_capture's events")
 
 
 def _ranges_target(data: bytes) -> None:

@@ -12,7 +12,7 @@ per direction with payload that says how many bytes were seen, why they could no
 where the dissector gave up (rule `unreadable`).
 
 `dissect_capture()` yields dicts; `dissect_capture_jsonl()` yields the same events as JSON lines
-text. Without fields, the latter has runs of ordinary frames written straight as JSON
+text. The latter has runs of ordinary frames written straight as JSON, fields and all
 (`jsonlines.py`): the elements that lie within one packet share that packet's `packets` and `ts`,
 so they only need the run's text joined with one suffix. With `runs=True`, `feed_runs()` hands
 such runs over as `SourcedRun`s (their octets and each event's source keys) for a consumer that
@@ -182,8 +182,8 @@ class CaptureDissector:
     """Turns reassembled TCP stream events into ZMTP event dicts (the event contract of docs/architecture.md).
 
     `feed()` gives dicts; with `json=True`, `feed_json()` gives the same events as JSON lines
-    (what `orjson.dumps` makes of each dict, one per line). Without fields, the JSON form has runs
-    of ordinary frames written straight as JSON (`jsonlines.py`), which is much faster.
+    (what `orjson.dumps` makes of each dict, one per line). The JSON form has runs of ordinary
+    frames written straight as JSON, with or without fields (`jsonlines.py`), which is much faster.
     With `runs=True`, `feed_runs()` gives dicts and `SourcedRun`s (runs of ordinary frames).
     """
 

@@ -184,7 +184,7 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                 value = t[pos - hs + 2:end - hs]
                 if not (value.isascii() and value.isprintable()) or '"' in value or "\\" in value:
                     value = value_json(buf[pos + 2:end], body)[1:-1]
-                f0, f1, *_, f6 = frame_texts[flags]
+                f0, f1, _, _, _, _, f6 = frame_texts[flags]
                 at = str(off + 2)
                 if not flags and parts is None:
                     # A message of one frame, nearly every one: its frame and message each in one piece.
@@ -332,7 +332,7 @@ def join_run(heads: list[str], common: str | None, ends: dict[int, str]) -> str:
     if common is None:
         return "".join([head + ends[k] for k, head in enumerate(heads)])
     if not ends:
-        return common.join(heads) + common
+        return common.join([*heads, ""])  # (not `+ common`: that copies the whole text again)
     last = max(ends) + 1
     first = "".join([heads[k] + ends.get(k, common) for k in range(last)])
-    return first + common.join(heads[last:]) + common if last < len(heads) else first
+    return first + common.join([*heads[last:], ""]) if last < len(heads) else first
