@@ -27,19 +27,23 @@ TEMPLATES = ("bulk.pcapng", "large.pcapng", "dealer_router.pcapng", "pub_sub.pca
 Segment = tuple[str, float, int, bytes]  # direction, seconds after the first packet, TCP flags, payload
 
 
-def template(path: Path) -> list[Segment]:
-    """The segments of a capture's one TCP connection, as (direction, relative time, flags, payload)."""
+def template(path: Path) -> tuple[int, list[Segment]]:
+    """The server port and the segments of a capture's one TCP connection, as (direction, relative time, flags,
+    payload)."""
     out: list[Segment] = []
     client: tuple[str, int] | None = None
+    server = 0
     first = None
     for p in read_tcp_packets(str(path)):
         if client is None:
-            client = (p.src, p.sport) if p.flags & SYN and not p.flags & 0x10 else (p.dst, p.dport)
+            syn = p.flags & SYN and not p.flags & 0x10
+            client = (p.src, p.sport) if syn else (p.dst, p.dport)
+            server = p.dport if syn else p.sport
         if first is None:
             first = p.ts
         direction = "c2s" if (p.src, p.sport) == client else "s2c"
         out.append((direction, p.ts - first, p.flags, p.payload))
-    return out
+    return server, out
 
 
 def parse_size(text: str) -> int:
@@ -62,9 +66,12 @@ def make(out: Path, size: int) -> dict[str, int]:
             names = ["bulk.pcapng"] if n % 10 else list(TEMPLATES)
             for name in names:
                 port = 20000 + n % 40000
-                conn = writer.add_connection(("10.0.0.1", port), ("10.0.0.2", 5555 + TEMPLATES.index(name)))
+                # The template's own server port: tshark knows some ports (5555 is Android's adb) and would
+                # spend its time dissecting ZMTP as something else.
+                server, segments = templates[name]
+                conn = writer.add_connection(("10.0.0.1", port), ("10.0.0.2", server))
                 last = 0.0
-                for direction, rel, flags, payload in templates[name]:
+                for direction, rel, flags, payload in segments:
                     if flags & SYN:
                         conn.segment(direction, ts + rel, flags=flags, seq=conn.isn[direction])
                     else:
