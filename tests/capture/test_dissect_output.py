@@ -168,8 +168,10 @@ def test_synthetic_capture(synthetic, with_fields, max_body):
     assert_same(fast_lines(synthetic, with_fields, max_body), ref)
 
 
-def test_runs_without_their_packet_fall_back_to_lookups(synthetic, monkeypatch):
-    """A run emitted apart from the packet it came in (no chunk) gets each event's packets looked up."""
+@pytest.mark.parametrize("with_fields", [False, True])
+def test_runs_without_their_packet_fall_back_to_lookups(synthetic, monkeypatch, with_fields):
+    """A run emitted apart from the packet it came in (no chunk) gets each event's packets looked up.
+    (Runs are JSON runs with fields as without: `dissect --jsonl` writes fields from templates.)"""
     original = CaptureDissector._run_sources
     seen = []
 
@@ -179,7 +181,7 @@ def test_runs_without_their_packet_fall_back_to_lookups(synthetic, monkeypatch):
 
     monkeypatch.setattr(CaptureDissector, "_run_sources", detached)
     for path in (synthetic, SHARED / "push_pull_multipart.pcapng", SHARED / "dealer_router.pcapng"):
-        assert_same(fast_lines(path, False, None), reference(path, False, None))
+        assert_same(fast_lines(path, with_fields, None), reference(path, with_fields, None))
     assert seen and all(isinstance(b, JsonRun) for b in seen)
 
 
@@ -188,12 +190,13 @@ def test_negative_max_body_cuts_as_to_dict_does(synthetic):
     assert_same(fast_lines(synthetic, False, -1), reference(synthetic, False, -1))
 
 
-def test_feed_of_a_json_dissector_still_gives_dicts(synthetic):
+@pytest.mark.parametrize("with_fields", [False, True])
+def test_feed_of_a_json_dissector_still_gives_dicts(synthetic, with_fields):
     """`feed()` on a dissector built for JSON expands batches into the same dicts."""
     from zmtplab.capture.pcapfile import read_tcp_packets
     from zmtplab.capture.tcpstream import TcpReassembler
 
-    dissector = CaptureDissector(with_fields=False, json=True)
+    dissector = CaptureDissector(with_fields=with_fields, json=True)
     reassembler = TcpReassembler()
     out = []
     for packet in read_tcp_packets(synthetic):
@@ -201,4 +204,4 @@ def test_feed_of_a_json_dissector_still_gives_dicts(synthetic):
             out.extend(dissector.feed(event))
     for event in reassembler.finish():
         out.extend(dissector.feed(event))
-    assert out == reference(synthetic, False, None)
+    assert out == reference(synthetic, with_fields, None)
