@@ -1,6 +1,6 @@
 """Runs: consecutive ordinary message frames, handed over whole instead of as an event each.
 
-`zmtplab dissect --jsonl --no-fields` and the Spark pipeline spend their time per element: a
+`zmtplab dissect --jsonl` and the Spark pipeline spend their time per element: a
 `Frame` and a `Message` per frame, a dict per event. An owner that lays such events out itself
 gives its decoder a run scanner (`StreamDecoder(runs=...)`); the decoder then hands runs of
 ordinary frames over in one piece, each a `FrameRun` (or a subclass the scanner makes):
@@ -8,7 +8,7 @@ ordinary frames over in one piece, each a `FrameRun` (or a subclass the scanner 
 * `frame_run` (here) only finds where the run ends (`scan_run`); the `FrameRun` keeps the run's
   octets, for the pipeline's Arrow columns (`pipeline/runs.py`);
 * `capture.jsonlines.json_runs` writes each event's JSON text as it goes (one pass over the
-  octets: the JSON output's hot path), for `zmtplab dissect --jsonl --no-fields`.
+  octets: the JSON output's hot path), for `zmtplab dissect --jsonl` with or without fields.
 
 A scanner takes only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
 above 255, whole messages only -- and stops at anything else: a command, a reserved bit, a LONG
