@@ -82,7 +82,7 @@ def test_playground_session_in_each_language(page, live_server, artifacts, lang)
     words = WORDS[lang]
     shots = artifacts("i18n")
     page.goto(f"{live_server.base}/index.html?lang={lang}")
-    assert page.locator("html").get_attribute("lang") == lang
+    page.wait_for_selector(f"html[lang='{lang}']", state="attached")  # (set once the catalog is in)
     page.wait_for_selector(f".nav a[aria-current='page']:text-is('{words['nav']}')")
     assert page.locator("#lang-switch").input_value() == lang
     # PUSH against PUSH: 23/ZMTP's table refuses the pair, so the session has an expert text.
