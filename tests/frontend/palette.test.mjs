@@ -19,6 +19,7 @@ import { createDocument, byClass } from './fake-dom.mjs';
 import { createSelection } from '../../frontend/js/core/store.js';
 import { OctetView } from '../../frontend/js/views/octets.js';
 import { TreeView } from '../../frontend/js/views/tree.js';
+import { COLOURS_FILE, generateColours } from '../../scripts/field-colours.mjs';
 
 const DATA = JSON.parse(fs.readFileSync(new URL('./data/field-rules.json', import.meta.url)));
 const VISIONS = [null, ...Object.keys(DEFICIENCIES)];
@@ -110,4 +111,11 @@ test('colour is never the only cue: the octet table and the details tree write e
   assert.deepEqual(spoken, names, 'and in the list a screen reader reads');
   const tree = byClass(treeC, 'tree-field').map((r) => r.textContent);
   for (const n of names) assert.ok(tree.some((text) => text.includes(n)), `the tree names ${n}`);
+});
+
+test("the illustrated pages' colours are the pages' own (backend/zmtplab/illustrate/colours.json, made from rules.js)", () => {
+  assert.equal(fs.readFileSync(COLOURS_FILE, 'utf8'), generateColours(), 'colours.json differs: run node scripts/field-colours.mjs');
+  const { rules } = JSON.parse(fs.readFileSync(COLOURS_FILE, 'utf8'));
+  assert.equal(rules['short-size'], FIELD_PALETTE.yellow);
+  assert.equal(rules['hello-nonce'], FIELD_PALETTE.tan);
 });

@@ -4,14 +4,17 @@ Every text that comes from the wire or the source (values, bodies, names, notes)
 `html.escape`: a payload is shown, never interpreted. Anchors: `#c{conn}` per connection, `#e{n}` per
 element (numbered through the page from 1), `#e{n}.{field}` per field (a repeated field name gets
 `-2`, `-3`, ...). Colours tell fields apart (a palette safe for the common colour-vision
-deficiencies) but every box also carries its field's name, so colour is never the only cue.
+deficiencies: the pages' own, frontend/js/core/rules.js, through colours.json) but every box also carries its
+field's name, so colour is never the only cue.
 """
 
 from __future__ import annotations
 
-import zlib
+import json
 from collections.abc import Iterator
+from functools import cache
 from html import escape
+from importlib import resources
 from typing import Any
 
 from ..i18n import DEFAULT, localize_event, text
@@ -44,8 +47,6 @@ class Words:
         """A lifeline's name: the default names are words, other names (endpoints, nodes) stay as they are."""
         return self(ROLES[name]) if name in ROLES else name
 
-# Okabe-Ito's colour-blind-safe hues, as light tints behind black text (contrast above 7:1).
-PALETTE = ("#f9e2b3", "#cde8f8", "#b3e2d6", "#faf5c6", "#b3d4ea", "#f2cdb3", "#f0d7e6", "#e0e0e0")
 
 STYLE = """
 :root { --ink: #1a1a1a; --muted: #4d4d4d; --line: #767676; --accent: #0b5394; --warn: #8a4b00; --error: #a00000; }
@@ -310,8 +311,16 @@ def _field_anchors(n: int, fields: list[dict[str, Any]]) -> list[str]:
     return anchors
 
 
+@cache
+def _colours() -> dict[str, Any]:
+    return json.loads(resources.files(__package__).joinpath("colours.json").read_text(encoding="utf-8"))
+
+
 def _colour(rule: str) -> str:
-    return PALETTE[zlib.crc32(rule.encode()) % len(PALETTE)]
+    """A field's fill: the pages' own (colours.json, generated from frontend/js/core/rules.js: a palette chosen
+    for colour-blind readers, by the field's role); a rule no grammar names gets the bodies' colour."""
+    table = _colours()
+    return table["rules"].get(rule.lower(), table["palette"]["aqua"])
 
 
 def _octet_table(w: Words, event: dict[str, Any], data: bytes, fields: list[dict[str, Any]],

@@ -78,6 +78,11 @@ function hash32(text) {
   return h;
 }
 
+/** The rules that have a colour of their own (by role), for the illustrated pages' table (scripts/field-colours.mjs). */
+export function knownRules() {
+  return Object.keys(RULE_COLOURS);
+}
+
 /** The palette entry of a rule: its role's for known rules, a hashed one (never blank) for the rest. */
 export function ruleColourName(rule) {
   const key = String(rule || '').toLowerCase();
