@@ -24,17 +24,22 @@ they are browsers on other machines). `--pin` confines the client processes to e
 which leaves that one to the server (not pinned itself); by default nothing is confined, as in the
 README's figures.
 
+`--burner N` starts N busy processes (a pure-Python loop each, at normal priority) before the sessions are
+set up and stops them once the run is over: the other work of a shared machine, made repeatable (issue 22
+asks for p99 under 100 ms with one burner on the box).
+
 The server's RSS is sampled from /proc/PID/status every half second; its CPU time (and the client
 processes') is reported per message sent, with the machine's load average: the machine runs the
 clients too, and anything else running on it shows in the latencies. The summary ends with
 
     load_sessions: clients=100 sent=... delivered=... lost=0 p50=...ms p99=...ms rss_max=...MiB
-                   server_cpu=...us/msg load=... clients_pinned=yes|no goals=met|FAILED   (on one line)
+                   server_cpu=...us/msg load=... burners=N clients_pinned=yes|no goals=met|FAILED   (on one line)
 
 and the exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` ms (100),
 RSS under `--rss-goal` MiB (1024).
 
 Usage: python benchmarks/load_sessions.py [--clients 100] [--rate 100] [--duration 60] [--procs 2] [--pin]
+                                         [--burner N]
 """
 
 from __future__ import annotations
@@ -221,6 +226,13 @@ def client_process(ids: list[int], base: str, rate: float, duration: float, drai
         result_q.put({"failure": f"{type(exc).__name__}: {exc}"})
 
 
+def burn() -> None:
+    """A background CPU burner (see `--burner`): busy until terminated."""
+    n = 0
+    while True:
+        n = (n * 1103515245 + 12345) & 0x7FFFFFFF
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -237,6 +249,8 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=1000,
                     help="the server's websocket burst allowance (ZMTPLAB_WS_BURST): a client process the OS "
                          "starved for a while catches up on its schedule in a burst; the rate limit stays 200/s")
+    ap.add_argument("--burner", type=int, default=0, metavar="N",
+                    help="N busy processes on the machine for the whole run (other work on a shared box)")
     ap.add_argument("--p99-goal", type=float, default=100.0, help="ms")
     ap.add_argument("--rss-goal", type=float, default=1024.0, help="MiB")
     args = ap.parse_args()
@@ -250,6 +264,10 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
                                str(port), "--log-level", "warning"], env=env)
     procs: list[mp.Process] = []
+    ctx = mp.get_context("spawn")
+    burners = [ctx.Process(target=burn, daemon=True) for _ in range(max(0, args.burner))]
+    for b in burners:
+        b.start()
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -264,7 +282,6 @@ def main() -> int:
             time.sleep(0.1)
         rss_idle = rss_kib(server.pid)
 
-        ctx = mp.get_context("spawn")
         ready_q, go_q, result_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
         available = sorted(os.sched_getaffinity(0))
         client_cpus = set(available[1:]) if args.pin and len(available) > 1 else None
@@ -311,6 +328,10 @@ def main() -> int:
         cpu = cpu_seconds(server.pid) - cpu0
         load = os.getloadavg()
     finally:
+        for b in burners:
+            b.terminate()
+        for b in burners:
+            b.join(5)
         for p in procs:
             p.join(5)
             if p.is_alive():
@@ -337,10 +358,11 @@ def main() -> int:
     print(f"sent {sent} messages ({args.clients} clients x {args.rate:g}/s x {args.duration:g} s); "
           f"delivered {delivered}; lost {sent - delivered} (not delivered {args.drain:g} s after the last send); "
           f"unexpected {sum(r['unexpected'] for r in results)}")
-    print(f"event latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms")
+    cpu_per_msg = cpu / max(sent, 1) * 1e6
+    print(f"event latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms; server CPU {cpu_per_msg:.0f} us "
+          f"per message; load average {load[0]:.1f} ({len(burners)} background burner(s))")
     print(f"server RSS: idle {rss_idle / 1024:.0f} MiB, max {rss_max:.0f} MiB, end {rss_end / 1024:.0f} MiB")
     client_cpu = sum(r["cpu"] for r in results)
-    cpu_per_msg = cpu / max(sent, 1) * 1e6
     print(f"server CPU: {cpu:.1f} s ({cpu_per_msg:.0f} us per message); client processes' CPU: {client_cpu:.1f} s "
           f"({client_cpu / max(sent, 1) * 1e6:.0f} us per message); machine load average {load[0]:.1f} on "
           f"{os.cpu_count()} CPUs (load average before the run: {load_before[0]:.1f})")
@@ -353,7 +375,8 @@ def main() -> int:
     ok = sent == delivered and p99 < args.p99_goal and rss_max < args.rss_goal
     print(f"load_sessions: clients={args.clients} sent={sent} delivered={delivered} lost={sent - delivered} "
           f"p50={p50:.1f}ms p99={p99:.1f}ms rss_max={rss_max:.0f}MiB server_cpu={cpu_per_msg:.0f}us/msg "
-          f"load={load[0]:.1f} clients_pinned={'yes' if client_cpus else 'no'} goals={'met' if ok else 'FAILED'}")
+          f"load={load[0]:.1f} burners={len(burners)} "
+          f"clients_pinned={'yes' if client_cpus else 'no'} goals={'met' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 
