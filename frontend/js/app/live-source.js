@@ -1,7 +1,7 @@
 // The Live tab's source: the form that starts a live capture or a tap proxy, the server's source, its
 // websocket into the LiveModel, its status and stopping it. What is shown of the model is live.js's.
 
-import { t } from '../core/i18n.js';
+import { t, i18n } from '../core/i18n.js';
 import { openLive, liveRequest, statusText } from '../core/live.js';
 import { LivePanel } from '../views/live.js';
 
@@ -20,6 +20,12 @@ export class LiveSource {
     this.lastStatus = null;
     this.interfacesLoaded = false;
     this.panel = new LivePanel(host.document.getElementById('live'), { onStart: (form) => this.start(form), onStop: () => this.stop() });
+    this.listen = null;
+    // Another language: follow the source again in it (the server sends its recent events again, their notes and
+    // texts in the new language), as the playground's session socket does.
+    i18n.onChange(() => {
+      if (this.id && this.socket) this.attach(this.id, this.listen);
+    });
   }
 
   async loadInterfaces() {
@@ -60,6 +66,7 @@ export class LiveSource {
     const { panel, model, page } = this;
     if (this.socket) this.socket.close();
     this.id = id;
+    this.listen = listen;
     this.lastStatus = null;
     model.clear();
     page.reset();
@@ -84,7 +91,10 @@ export class LiveSource {
         if (!this.lastStatus) panel.setSource(s.source);
         this.lastStatus = s;
         panel.setStatus(s, statusText(s));
-        if (s.source && s.source.listen) panel.setListen(s.source.listen);
+        if (s.source && s.source.listen) {
+          panel.setListen(s.source.listen);
+          this.listen = s.source.listen;
+        }
         page.statusSeen(s);
         if (s.state === 'stopped' || s.state === 'error') {
           panel.setRunning(false);
@@ -114,7 +124,7 @@ export class LiveSource {
     try {
       await this.page.api.stopLive(id);
     } catch (err) {
-      if (err.status !== 404) this.page.status(`Stopping: ${err.message}`, 'error');
+      if (err.status !== 404) this.page.status(t('ui.live.stopFailed', { error: err.message }), 'error');
     }
     this.panel.setRunning(false);
     this.panel.setListen(null);
