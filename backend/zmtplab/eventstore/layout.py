@@ -43,7 +43,7 @@ KIND_CODES = {kind: code for code, kind in enumerate(WIRE_KINDS)}
 FRAME, MESSAGE = KIND_CODES["frame"], KIND_CODES["message"]
 DIRS = ("c2s", "s2c")
 NO_PACKET = 0xFFFFFFFF  # a run whose events each have their own source keys (all in `specials`)
-CHUNK_OCTETS = 4 << 20
+CHUNK_OCTETS = 2 << 20
 CHUNK_RECORDS = 2048
 CHUNK_SEGS = 1 << 16
 

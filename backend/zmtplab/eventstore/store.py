@@ -436,16 +436,7 @@ class EventStore:
                     s.timed_out = True
                     return
                 done += 1
-                a, b = int(self.chunk_first[s.chunk]), int(self.chunk_first[s.chunk + 1])
-                conns = self.segs["conn"][a:b]
-                counts = self.segs["count"][a:b]
-                s.searched += int(counts.sum() if s.conn_no is None else counts[conns == s.conn_no].sum())
-                if found:
-                    starts = self.gstart if s.conn_no is None else self.cstart
-                    segs = np.fromiter((x for x, _ in found), dtype=np.int64, count=len(found))
-                    ks = np.fromiter((k for _, k in found), dtype=np.int64, count=len(found))
-                    s.hits.append(np.unique(starts[segs] + ks))
-                s.chunk += 1
+                self._count(s, s.chunk, found)
                 if limits.cancel is not None and limits.cancel.is_set():
                     raise SearchCancelled()
                 if limits.deadline is not None and time.monotonic() > limits.deadline:
@@ -454,6 +445,19 @@ class EventStore:
                         return
         finally:
             db.close()
+
+    def _count(self, s: _Search, chunk: int, found: list[tuple[int, int]]) -> None:
+        """Adds one searched chunk's matches (as positions in the search's scope) to `s`."""
+        a, b = int(self.chunk_first[chunk]), int(self.chunk_first[chunk + 1])
+        conns = self.segs["conn"][a:b]
+        counts = self.segs["count"][a:b]
+        s.searched += int(counts.sum() if s.conn_no is None else counts[conns == s.conn_no].sum())
+        if found:
+            starts = self.gstart if s.conn_no is None else self.cstart
+            segs = np.fromiter((x for x, _ in found), dtype=np.int64, count=len(found))
+            ks = np.fromiter((k for _, k in found), dtype=np.int64, count=len(found))
+            s.hits.append(np.unique(starts[segs] + ks))
+        s.chunk = chunk + 1
 
     def _search_chunk(self, db: sqlite3.Connection, chunk: int, conn_no: int | None, kinds: frozenset[int] | None,
                       query: TextQuery, stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
@@ -468,8 +472,7 @@ class EventStore:
         if kinds is not None:
             singles = singles[np.isin(rows["kind"][singles], np.array(sorted(kinds), dtype=np.uint8))]
         if len(singles):
-            row = db.execute("SELECT data FROM records WHERE chunk=?", (chunk,)).fetchone()
-            text = zlib.decompress(row[0]) if row else b""
+            text = zlib.decompress(_blob(db, "records", chunk))
             if query.line_may_match(text.decode()):
                 lines = text.split(b"\n")
                 for i in singles.tolist():
@@ -480,8 +483,7 @@ class EventStore:
         want_messages = kinds is None or MESSAGE in kinds
         if not run[mine].any() or not (want_frames or want_messages):
             return out
-        row = db.execute("SELECT data FROM octets WHERE chunk=?", (chunk,)).fetchone()
-        data = row[0] if row else b""
+        data = _blob(db, "octets", chunk)
         finder = Finder(data)
         runs = np.flatnonzero(run).tolist()
         run_pos = rows["pos"][runs].astype(np.int64).tolist()
@@ -541,6 +543,16 @@ class EventStore:
             for ev in events:
                 seg, k = self._locate_index(self.conns[ev["conn"]], ev["index"])
                 ev["fields"] = self._event(seg, k, with_fields=True).get("fields", [])
+
+
+def _blob(db: sqlite3.Connection, table: str, chunk: int) -> bytes:
+    """One chunk's blob of a table, read whole by SQLite's incremental blob I/O (a few times faster than a
+    SELECT of a blob of many overflow pages)."""
+    try:
+        with db.blobopen(table, "data", chunk, readonly=True) as blob:
+            return blob.read()
+    except sqlite3.OperationalError:  # (no such row: the chunk has nothing of that table)
+        return b""
 
 
 # --------------------------------------------------------------------------- output shaping
