@@ -12,7 +12,7 @@ import pytest
 from zmtplab.peers.decisions import TEMPLATES
 from zmtplab.peers.simulation import Simulation
 from zmtplab.peers.sockets import DECISIONS
-from zmtplab.peers.topology import PRESETS, Topology, TopologyError, two_peer
+from zmtplab.peers.topology import PADDING, PRESETS, Topology, TopologyError, two_peer
 
 
 def run(topology: Topology | dict[str, Any], until: float = 8.0) -> list[dict[str, Any]]:
@@ -153,12 +153,12 @@ def test_slow_joiner_misses_the_first_updates():
 
 
 def test_push_blocks_at_the_hwm_and_never_drops():
-    events = run(PRESETS["push-backpressure"].topology)
-    assert inbox(events)["worker"] == [f"task {i}".encode() for i in range(1, 13)]
+    events = run(PRESETS["push-backpressure"].topology, until=9.0)
+    assert inbox(events)["worker"] == [f"task {i} {PADDING}".encode() for i in range(1, 17)]
     [block] = decisions(events, node="vent", what="block")
-    assert block["rule"] == "sndhwm" and block["msg"] == 9
+    assert block["rule"] == "sndhwm" and block["msg"] == 6  # (4 KB tasks: the 32-octet window is slow to drain)
     assert block["text"] == "send blocked: every pipe full (PUSH waits at SNDHWM 2, it never drops)"
-    assert [e["msg"] for e in decisions(events, node="vent", what="unblock")] == [9, 10, 11, 12]
+    assert [e["msg"] for e in decisions(events, node="vent", what="unblock")] == list(range(6, 17))
     assert not decisions(events, what="drop")
     assert decisions(events, node="worker", what="block", rule="rcvhwm")[0]["depth"] == 2
     reads = [e["t"] for e in events if e["kind"] == "peer" and e["what"] == "recv"]
@@ -168,12 +168,12 @@ def test_push_blocks_at_the_hwm_and_never_drops():
 def test_pub_drops_for_the_slow_subscriber_only():
     events = run(PRESETS["pub-drops"].topology)
     got = inbox(events)
-    assert got["sub-fast"] == [f"update {i}".encode() for i in range(1, 11)]
+    assert got["sub-fast"] == [f"update {i} {PADDING}".encode() for i in range(1, 25)]
     drops = decisions(events, node="pub", what="drop")
     assert drops and {e["peer"] for e in drops} == {"sub-slow"} and all(e["depth"] == 2 for e in drops)
     assert drops[0]["text"] == "PUB dropped for sub-slow: its pipe is at SNDHWM 2"
-    dropped = {e["args"]["msg"] for e in drops}
-    assert got["sub-slow"] == [m for m in got["sub-fast"] if repr(m.decode()) not in dropped]
+    dropped = {e["msg"] for e in drops}  # (the PUB's message ids: 1, 2, ... in the order sent)
+    assert got["sub-slow"] == [m for i, m in enumerate(got["sub-fast"], 1) if i not in dropped]
 
 
 def test_queued_before_the_connection_is_up():

@@ -13,7 +13,9 @@ await push.close()
 ```
 
 `TcpPeer(socket_type, *, name="", on_event=None, on_wire=None, report_messages=False,
-fast_path=True, **options)` takes every `PeerOptions` field as a keyword (identity, version,
+fast_path=True, sndbuf=0, rcvbuf=0, **options)` (sndbuf/rcvbuf: each connection's kernel socket
+buffers and asyncio write buffer, in octets, 0 the system's) takes every `PeerOptions` field as a
+keyword (identity, version,
 mechanism, username/password, plain_server, plain_users, curve_server, curve_publickey,
 curve_secretkey, curve_serverkey, curve_authenticate, heartbeat_ivl/ttl/timeout, handshake_ivl,
 reconnect_ivl(_max), sndhwm, rcvhwm, max_frame_size, immediate, xpub_verbose, properties).
@@ -117,6 +119,11 @@ class _ZmtpProtocol(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(pysocket.IPPROTO_TCP, pysocket.TCP_NODELAY, 1)
+                for option, size in zip((pysocket.SO_SNDBUF, pysocket.SO_RCVBUF), peer.buffers, strict=True):
+                    if size:
+                        sock.setsockopt(pysocket.SOL_SOCKET, option, size)
+        if peer.buffers[0]:  # (asyncio's own write buffer would otherwise hold what the kernel's does not)
+            transport.set_write_buffer_limits(high=peer.buffers[0])  # type: ignore[attr-defined]
         conn_id = str(next(peer._ids))
         pipe = self.connecter.pipe if self.connecter is not None else None
         pc = self.pc = peer.core.open_connection(conn_id, is_client=self.is_client, pipe=pipe)
@@ -311,8 +318,9 @@ class TcpPeer:
 
     def __init__(self, socket_type: str, *, name: str = "", on_event: EventCallback | None = None,
                  on_wire: WireCallback | None = None, report_messages: bool = False, fast_path: bool = True,
-                 **options: Any) -> None:
+                 sndbuf: int = 0, rcvbuf: int = 0, **options: Any) -> None:
         self.options = PeerOptions(socket_type, **options)
+        self.buffers = (sndbuf, rcvbuf)  # kernel socket buffers in octets, as ZMQ_SNDBUF/ZMQ_RCVBUF (0: the system's)
         self.on_event = on_event
         self.on_wire = on_wire
         self.core = PeerCore(self.options, name=name, emit=self._emit, on_output=self._want_flush,

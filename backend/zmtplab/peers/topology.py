@@ -25,6 +25,7 @@ MAX_SCRIPT = 256
 MAX_SUBSCRIPTIONS = 16
 MAX_FRAMES = 16
 MAX_FRAME_TEXT = 4096
+MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
 VERSIONS = ("3.1", "3.0", "2.0", "1.0")
 GREETINGS = ("libzmq", "full")
@@ -34,7 +35,7 @@ ECHO_TYPES = frozenset({"REP", "ROUTER", "DEALER", "PAIR"})
 NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 NODE_KEYS = frozenset({"name", "type", "version", "mechanism", "identity", "username", "password", "libzmq",
-                       "greeting", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y"})
+                       "greeting", "subscribe", "sndhwm", "rcvhwm", "sndbuf", "rcvbuf", "recv", "echo", "x", "y"})
 LINK_KEYS = frozenset({"connect", "bind", "at"})
 PROXY_KEYS = frozenset({"frontend", "backend"})
 SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
@@ -49,7 +50,9 @@ class TopologyError(ValueError):
 class Node:
     """One node: a ZeroMQ socket with its options. `recv` is how its application reads: "auto" (every
     message at once), "manual" (never by itself), or a number: one message every that many seconds (a
-    slow consumer). `echo`: the application sends back every message it receives (REP: its reply)."""
+    slow consumer). `echo`: the application sends back every message it receives (REP: its reply).
+    `sndbuf`/`rcvbuf`: the kernel's socket buffers in octets in real mode (ZMQ_SNDBUF/ZMQ_RCVBUF; 0: the
+    system's), which hold messages beyond the HWMs; the simulation models a small TCP window either way."""
 
     name: str
     type: str
@@ -67,6 +70,8 @@ class Node:
     echo: bool = False
     x: float | None = None
     y: float | None = None
+    sndbuf: int = 0
+    rcvbuf: int = 0
 
     @property
     def recv_every(self) -> float | None:
@@ -81,6 +86,9 @@ class Node:
                                "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
         if self.echo:
             out["echo"] = True
+        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf)):
+            if value:  # (only when set: the saved topologies and presets stay as they were)
+                out[key] = value
         if self.x is not None:
             out["x"] = self.x
         if self.y is not None:
@@ -307,6 +315,12 @@ def _hwm(where: str, value: Any) -> int:
     return value
 
 
+def _buffer(where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUFFER:
+        raise TopologyError(f"{where} is a number of octets, 0 (the system's) to {MAX_BUFFER}")
+    return value
+
+
 def _node(i: int, raw: Any) -> Node:
     where = f"node {i}"
     raw = _obj(where, raw, NODE_KEYS)
@@ -364,7 +378,8 @@ def _node(i: int, raw: Any) -> Node:
                 libzmq=libzmq, greeting=greeting, subscribe=subscribe,
                 sndhwm=_hwm(f"{where}: sndhwm", raw.get("sndhwm", 1000)),
                 rcvhwm=_hwm(f"{where}: rcvhwm", raw.get("rcvhwm", 1000)),
-                recv=recv, echo=echo, **xy)
+                recv=recv, echo=echo, sndbuf=_buffer(f"{where}: sndbuf", raw.get("sndbuf", 0)),
+                rcvbuf=_buffer(f"{where}: rcvbuf", raw.get("rcvbuf", 0)), **xy)
 
 
 def _link(i: int, raw: Any) -> Link:
@@ -435,6 +450,11 @@ def _sends(sender: str, texts: list[str], start: float = 0.05, every: float = 0.
     return [{"from": sender, "frames": [t], "at": round(start + i * every, 6)} for i, t in enumerate(texts)]
 
 
+# The HWM presets' messages and buffers: small messages would sit in the kernel's socket buffers (and the
+# taps') in real mode, and no HWM would ever be reached there (the simulation's TCP window is 32 octets).
+BUFFER = 1024  # octets asked for ZMQ_SNDBUF/ZMQ_RCVBUF (Linux's minimum is above it: the smallest there is)
+PADDING = "." * 4000  # 4 KB a message: more than a minimal receive buffer holds
+
 PRESETS: dict[str, Preset] = {p.id: p for p in (
     _preset("load-balancing", "Load balancing: PUSH to 3 PULL",
             "A ventilator PUSHes six tasks to three workers: round robin gives each worker every third task.",
@@ -489,20 +509,26 @@ PRESETS: dict[str, Preset] = {p.id: p for p in (
              "script": _sends("pub", [f"update {i}" for i in range(1, 9)], start=0.05, every=0.05)}),
     _preset("push-backpressure", "Back-pressure: PUSH to a slow PULL with a small HWM",
             "The worker reads one task every 0.5 s and both HWMs are 2: the queues fill, the PUSH's send "
-            "blocks (it never drops), and each read lets one more task go.",
-            {"nodes": [{"name": "vent", "type": "PUSH", "sndhwm": 2, "x": 0.2, "y": 0.5},
-                       {"name": "worker", "type": "PULL", "rcvhwm": 2, "recv": {"every": 0.5}, "x": 0.8, "y": 0.5}],
+            "blocks (it never drops), and each read lets one more task go. Each task carries 4 KB and the "
+            "sockets' kernel buffers are the smallest there are (1 KiB asked; Linux gives 2 KiB to receive, "
+            "4.5 KiB to send): in real mode the kernel, not only the HWMs, holds messages, and small ones "
+            "would fill no queue.",
+            {"nodes": [{"name": "vent", "type": "PUSH", "sndhwm": 2, "sndbuf": BUFFER, "x": 0.2, "y": 0.5},
+                       {"name": "worker", "type": "PULL", "rcvhwm": 2, "rcvbuf": BUFFER, "recv": {"every": 0.5},
+                        "x": 0.8, "y": 0.5}],
              "links": [{"connect": "worker", "bind": "vent"}],
-             "script": _sends("vent", [f"task {i}" for i in range(1, 13)], start=0.05, every=0.02)}),
+             "script": _sends("vent", [f"task {i} {PADDING}" for i in range(1, 17)], start=0.05, every=0.02)}),
     _preset("pub-drops", "Drops: PUB to a slow SUB with a small HWM",
             "A fast SUB reads everything; a slow SUB reads one update every 0.5 s with HWMs of 2: once its "
-            "pipe is full the PUB drops what it would send it (a PUB never blocks).",
-            {"nodes": [{"name": "pub", "type": "PUB", "sndhwm": 2, "x": 0.15, "y": 0.5},
+            "pipe is full the PUB drops what it would send it (a PUB never blocks). Each update carries 4 KB "
+            "and the PUB's and the slow SUB's kernel buffers are the smallest there are: in real mode the "
+            "kernel holds a few updates beyond the HWMs, and small ones would fill no queue.",
+            {"nodes": [{"name": "pub", "type": "PUB", "sndhwm": 2, "sndbuf": BUFFER, "x": 0.15, "y": 0.5},
                        {"name": "sub-fast", "type": "SUB", "subscribe": [""], "x": 0.8, "y": 0.3},
-                       {"name": "sub-slow", "type": "SUB", "subscribe": [""], "rcvhwm": 2, "recv": {"every": 0.5},
-                        "x": 0.8, "y": 0.7}],
+                       {"name": "sub-slow", "type": "SUB", "subscribe": [""], "rcvhwm": 2, "rcvbuf": BUFFER,
+                        "recv": {"every": 0.5}, "x": 0.8, "y": 0.7}],
              "links": [{"connect": "sub-fast", "bind": "pub"}, {"connect": "sub-slow", "bind": "pub"}],
-             "script": _sends("pub", [f"update {i}" for i in range(1, 11)], start=0.05, every=0.02)}),
+             "script": _sends("pub", [f"update {i} {PADDING}" for i in range(1, 25)], start=0.05, every=0.02)}),
 )}
 
 

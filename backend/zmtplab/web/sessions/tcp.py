@@ -86,6 +86,8 @@ class NodeSpec:
     recv: str | float = "auto"  # "auto", "manual" or seconds between reads (a slow consumer)
     echo: bool = False  # the application sends back what it receives (a REP: its reply)
     binds: bool = False  # some link binds it: it is the mechanism's server
+    sndbuf: int = 0  # kernel socket buffers in octets (0: the system's); the taps of its links use them too
+    rcvbuf: int = 0
 
     @property
     def every(self) -> float | None:
@@ -126,7 +128,8 @@ class Plan:
     def of(cls, topo: Topology) -> Plan:
         """A topology's plan."""
         nodes = [NodeSpec(n.name, n.type, n.version, n.mechanism, n.identity, n.username, n.password, n.libzmq,
-                          n.greeting, n.subscribe, n.sndhwm, n.rcvhwm, n.recv, n.echo, topo.binds(n.name))
+                          n.greeting, n.subscribe, n.sndhwm, n.rcvhwm, n.recv, n.echo, topo.binds(n.name),
+                          sndbuf=n.sndbuf, rcvbuf=n.rcvbuf)
                  for n in topo.nodes]
         links = [LinkSpec(i, lk.connect, lk.bind, lk.at) for i, lk in enumerate(topo.links)]
         script = [(s.at, s.sender, list(s.frame_bytes())) for s in topo.script]
@@ -436,7 +439,9 @@ class TcpRuntime:
         for link in plan.links:
             target = self.nodes[link.bind]
             tap = _Tap(link, (target.host, target.port))
-            tap.listener = await asyncio.start_server(lambda r, w, tap=tap: self._accept(tap, r, w), "127.0.0.1", 0)
+            limit = _tap_buffer(self.nodes[link.connect].spec, target.spec) or 1 << 16
+            tap.listener = await asyncio.start_server(lambda r, w, tap=tap: self._accept(tap, r, w), "127.0.0.1", 0,
+                                                      limit=limit)
             tap.port = tap.listener.sockets[0].getsockname()[1]
             self.taps.append(tap)
         if not plan.topology:
@@ -477,7 +482,7 @@ class TcpRuntime:
                                 "strategy": GREETING_STRATEGY[cfg.greeting],
                                 "mechanism": cfg.mechanism, "name": cfg.name}
         if self.plan.topology:
-            opts.update(sndhwm=cfg.sndhwm, rcvhwm=cfg.rcvhwm,
+            opts.update(sndhwm=cfg.sndhwm, rcvhwm=cfg.rcvhwm, sndbuf=cfg.sndbuf, rcvbuf=cfg.rcvbuf,
                         on_event=lambda event, node=node: self._peer_event(node, event))
         if cfg.mechanism == "PLAIN":
             if server:
@@ -513,6 +518,10 @@ class TcpRuntime:
         if self.plan.topology:
             socket.setsockopt(zmq.SNDHWM, cfg.sndhwm)
             socket.setsockopt(zmq.RCVHWM, cfg.rcvhwm)
+            if cfg.sndbuf:
+                socket.setsockopt(zmq.SNDBUF, cfg.sndbuf)
+            if cfg.rcvbuf:
+                socket.setsockopt(zmq.RCVBUF, cfg.rcvbuf)
         if cfg.identity:
             socket.setsockopt(zmq.ROUTING_ID, cfg.identity.encode())
         if cfg.mechanism == "PLAIN":
@@ -773,11 +782,16 @@ class TcpRuntime:
             writer.transport.abort()
             return
         try:
-            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*tap.target), SEND_TIMEOUT)
+            buffer = _tap_buffer(self.nodes[tap.spec.connect].spec, self.nodes[tap.spec.bind].spec)
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(*tap.target, limit=buffer or 1 << 16), SEND_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             self._target_lost(tap, str(exc) or type(exc).__name__)
             writer.transport.abort()
             return
+        if buffer:
+            for w in (writer, up_writer):
+                _small_buffers(w, buffer)
         conn = str(next(self._ids))
         self.connections += 1
         link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap)
@@ -1209,6 +1223,26 @@ class TcpRuntime:
             if tap.listener is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(tap.listener.wait_closed(), 1.0)
+
+
+def _tap_buffer(*ends: NodeSpec) -> int:
+    """The buffer a link's tap keeps each way: the smallest receive buffer its two nodes set (0: none set). The
+    tap stands in the receiver's place: buffering more would hide its high-water mark behind the tap's queue
+    (and less than a sender's buffer would slow a link whose reader is fast)."""
+    sizes = [end.rcvbuf for end in ends if end.rcvbuf]
+    return min(sizes, default=0)
+
+
+def _small_buffers(writer: asyncio.StreamWriter, size: int) -> None:
+    """A tap connection's kernel buffers and asyncio write buffer, both `size` octets."""
+    import socket as pysocket
+
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(pysocket.SOL_SOCKET, pysocket.SO_SNDBUF, size)
+            sock.setsockopt(pysocket.SOL_SOCKET, pysocket.SO_RCVBUF, size)
+    writer.transport.set_write_buffer_limits(high=size)
 
 
 def _body(frames: list[bytes]) -> tuple[bytes, ...]:
