@@ -29,6 +29,9 @@ _loads = json.loads
 # --------------------------------------------------------------------------- text search
 
 
+SEARCH_STEP = 256  # segments searched by a request whose time is up before it starts (it still gets on)
+
+
 class TextQuery:
     """The `q` filter: command names, socket types, expert text, and text or hex in bodies.
 
@@ -140,6 +143,7 @@ class _Search:
     elements: int
     hits: list[Any] = field(default_factory=list)  # sorted position arrays, one per chunk searched with matches
     chunk: int = 0  # the next chunk to search
+    seg: int = 0  # and the next segment in it (a chunk may be searched in steps)
     searched: int = 0
     timed_out: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -431,12 +435,16 @@ class EventStore:
 
         try:
             while s.chunk < s.chunks:
-                found = self._search_chunk(db, s.chunk, s.conn_no, kinds, query, stop)
+                lo = max(s.seg, int(self.chunk_first[s.chunk]))
+                hi = int(self.chunk_first[s.chunk + 1])
+                if limits.deadline is not None and time.monotonic() > limits.deadline:
+                    hi = min(hi, lo + SEARCH_STEP)  # (the time is up already: get on by a few segments only)
+                found = self._search_chunk(db, s.chunk, lo, hi, s.conn_no, kinds, query, stop)
                 if found is None:  # (given up: searched again from its start by the next call)
                     s.timed_out = True
                     return
                 done += 1
-                self._count(s, s.chunk, found)
+                self._count(s, lo, hi, found)
                 if limits.cancel is not None and limits.cancel.is_set():
                     raise SearchCancelled()
                 if limits.deadline is not None and time.monotonic() > limits.deadline:
@@ -446,9 +454,8 @@ class EventStore:
         finally:
             db.close()
 
-    def _count(self, s: _Search, chunk: int, found: list[tuple[int, int]]) -> None:
-        """Adds one searched chunk's matches (as positions in the search's scope) to `s`."""
-        a, b = int(self.chunk_first[chunk]), int(self.chunk_first[chunk + 1])
+    def _count(self, s: _Search, a: int, b: int, found: list[tuple[int, int]]) -> None:
+        """Adds the matches of the searched segments `a` to `b` (as positions in the search's scope) to `s`."""
         conns = self.segs["conn"][a:b]
         counts = self.segs["count"][a:b]
         s.searched += int(counts.sum() if s.conn_no is None else counts[conns == s.conn_no].sum())
@@ -457,13 +464,15 @@ class EventStore:
             segs = np.fromiter((x for x, _ in found), dtype=np.int64, count=len(found))
             ks = np.fromiter((k for _, k in found), dtype=np.int64, count=len(found))
             s.hits.append(np.unique(starts[segs] + ks))
-        s.chunk = chunk + 1
+        s.seg = b
+        if b == int(self.chunk_first[s.chunk + 1]):
+            s.chunk += 1
 
-    def _search_chunk(self, db: sqlite3.Connection, chunk: int, conn_no: int | None, kinds: frozenset[int] | None,
-                      query: TextQuery, stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
-        """(segment, event) of the matches in one chunk: single events by `TextQuery`, runs by their bodies.
-        None when `stop()` (asked every few hundred matches) said to give the chunk up."""
-        a, b = int(self.chunk_first[chunk]), int(self.chunk_first[chunk + 1])
+    def _search_chunk(self, db: sqlite3.Connection, chunk: int, a: int, b: int, conn_no: int | None,
+                      kinds: frozenset[int] | None, query: TextQuery,
+                      stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
+        """(segment, event) of the matches among segments `a` to `b` of a chunk: single events by `TextQuery`,
+        runs by their bodies. None when `stop()` (asked every few hundred matches) said to give them up."""
         rows = self.segs[a:b]
         mine = np.ones(b - a, dtype=bool) if conn_no is None else rows["conn"] == conn_no
         run = rows["kind"] == RUN
@@ -494,8 +503,8 @@ class EventStore:
         found: set[tuple[int, int]] = set()
         for needle in query.needles:
             width = len(needle)
-            i = finder.find(needle)
-            while i >= 0:
+            i = finder.find(needle, run_pos[0])
+            while 0 <= i < run_end[-1]:
                 hits += 1
                 if not hits & 255 and stop():
                     return None
