@@ -329,6 +329,14 @@ class SendCommand(_Command):
     hex: bool = False
 
 
+class RecvCommand(_Command):
+    """The application of a topology node whose `recv` is "manual" reads one message (a `peer recv` event);
+    an error when none is waiting."""
+
+    type: Literal["recv"]
+    node: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")]
+
+
 class PlayCommand(_Command):
     type: Literal["play"]
 
@@ -362,7 +370,7 @@ class FaultCommand(_Command):
 
 WsCommand = Annotated[
     SendCommand | PlayCommand | PauseCommand | StepCommand | StepBackCommand | SpeedCommand | ResetCommand
-    | FaultCommand,
+    | FaultCommand | RecvCommand,
     Field(discriminator="type"),
 ]
 

@@ -27,7 +27,7 @@ from .settings import Settings
 from .wspump import error_text, pump
 
 COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
-COMMAND_TYPES = ("send", "play", "pause", "step", "step_back", "speed", "reset", "fault")
+COMMAND_TYPES = ("send", "play", "pause", "step", "step_back", "speed", "reset", "fault", "recv")
 
 
 def _not_json(exc: ValidationError) -> bool:

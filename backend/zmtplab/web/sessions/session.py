@@ -45,6 +45,16 @@ class SessionError(Exception):
     """A command the session cannot carry out; its text goes to the browser as `{"type": "error"}`."""
 
 
+def check_manual(name: str, recv: str | float | None) -> None:
+    """Refuses a `recv` command for node `name` unless its application reads by hand (`recv` "manual"; None:
+    there is no such node)."""
+    if recv is None:
+        raise SessionError(f"no node named {name!r} (recv is for a topology's nodes whose recv is 'manual')")
+    if recv != "manual":
+        how = "as each message comes" if recv == "auto" else f"one message every {recv:g} s"
+        raise SessionError(f"{name} reads by itself ({how}); only a node with recv 'manual' waits for recv")
+
+
 class SessionConfigError(ValueError):
     """A session configuration that cannot run (answered with 422)."""
 
@@ -85,6 +95,7 @@ class Runtime(Protocol):
     async def start(self) -> None: ...
     async def close(self) -> None: ...
     async def send(self, side: str, frames: list[bytes]) -> None: ...
+    async def recv(self, node: str) -> None: ...  # a topology's manual node reads one message
     async def play(self) -> None: ...
     async def pause(self) -> None: ...
     async def step(self) -> None: ...
@@ -393,6 +404,8 @@ class Session:
                                        " octets of messages; reset it or start a new session")
                 self.sent_bytes += size
                 await r.send(cmd.from_, frames)
+            elif kind == "recv":
+                await r.recv(cmd.node)
             elif kind == "play":
                 await r.play()
             elif kind == "pause":

@@ -34,7 +34,16 @@ from ...peers.simulation import Simulation
 from ...peers.topology import Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from ..settings import Settings
-from .session import CLIENT_IP, SERVER_IP, SIM_CLIENT_PORT, SIM_SERVER_PORT, Session, SessionConfigError, SessionError
+from .session import (
+    CLIENT_IP,
+    SERVER_IP,
+    SIM_CLIENT_PORT,
+    SIM_SERVER_PORT,
+    Session,
+    SessionConfigError,
+    SessionError,
+    check_manual,
+)
 
 log = logging.getLogger(__name__)
 
@@ -300,6 +309,19 @@ class SimulatedRuntime:
             self.sim.send(side, frames)
         except ValueError as exc:
             raise SessionError(f"could not send: {exc}") from None
+        self._new_branch()
+        self._absorb()
+        self._play_now()
+
+    async def recv(self, node: str) -> None:
+        spec = self.topology.names.get(node) if self.topology is not None else None
+        check_manual(node, spec.recv if spec is not None else None)
+        try:
+            frames = self.sim.recv(node)
+        except ValueError as exc:
+            raise SessionError(f"could not read: {exc}") from None
+        if frames is None:
+            raise SessionError(f"{node} has no message waiting")
         self._new_branch()
         self._absorb()
         self._play_now()

@@ -52,7 +52,7 @@ from ...peers.tcp import TcpPeer
 from ...peers.topology import Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from ..settings import Settings
-from .session import Session, SessionConfigError, SessionError
+from .session import Session, SessionConfigError, SessionError, check_manual
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +218,13 @@ class _LabSide:
                     raise
                 await asyncio.sleep(RECV_RETRY)
 
+    async def try_recv(self) -> list[bytes] | None:
+        """The next message if one is waiting, else None."""
+        try:
+            return self.peer.recv_nowait()
+        except SocketStateError as exc:
+            raise SessionError(f"could not read: {exc}") from None
+
     def start_draining(self) -> None:
         async def run() -> None:
             with contextlib.suppress(Exception):
@@ -278,6 +285,17 @@ class _ZmqSide:
 
     async def recv(self) -> list[bytes]:
         return await self.socket.recv_multipart()
+
+    async def try_recv(self) -> list[bytes] | None:
+        """The next message if libzmq has one (ZMQ_DONTWAIT), else None."""
+        import zmq
+
+        try:
+            return await self.socket.recv_multipart(flags=zmq.DONTWAIT)
+        except zmq.Again:
+            return None
+        except zmq.ZMQError as exc:
+            raise SessionError(f"could not read: libzmq says {exc}") from None
 
     def start_draining(self) -> None:
         async def run() -> None:
@@ -1095,6 +1113,18 @@ class TcpRuntime:
                 self._libzmq_blocked(node, "unblock", msg)
         finally:
             node.sending = None
+
+    async def recv(self, name: str) -> None:
+        node = self.nodes.get(name) if self.plan.topology else None
+        check_manual(name, node.spec.recv if node is not None else None)
+        assert node is not None
+        if name in self.killed:
+            raise SessionError(f"node {name} was killed; reset the session to start it again")
+        assert node.side is not None
+        frames = await node.side.try_recv()
+        if frames is None:
+            raise SessionError(f"{name} has no message waiting")
+        self._received(node, frames)
 
     def _libzmq_blocked(self, node: _Node, what: str, msg: int) -> None:
         """What a libzmq node's application sees of a send that blocks: EAGAIN first, the send done later."""
