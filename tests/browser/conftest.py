@@ -33,7 +33,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     """One real server for the browser tests: the repository's frontend, uploads in a temporary directory."""
     logging.getLogger("zmtplab.peers").setLevel(logging.ERROR)
     settings = Settings(data_dir=tmp_path_factory.mktemp("browser-data"), frontend_dir=REPO / "frontend",
-                        progress_interval=0.1, reap_interval=0.5)
+                        progress_interval=0.1, reap_interval=0.5,
+                        max_sessions_per_client=64)  # (every test's page is one client, 127.0.0.1; sessions last)
     server = LiveServer(create_app(settings), name="browser-test-server").start()
     try:
         yield server

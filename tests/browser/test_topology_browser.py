@@ -5,6 +5,7 @@ share by link. Screenshots go to test-artifacts/topology/."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -374,3 +375,31 @@ def test_real_mode_with_a_libzmq_worker(page: Any, live_server: LiveServer) -> N
     assert d["got"] == {"vent": [], "w1": ["task 1", "task 4"], "w2": ["task 2", "task 5"], "w3": ["task 3", "task 6"]}
     assert d["nodes"]["w2"]["text"] == "w2PULL · libzmqgot 2", "the diagram says which node is libzmq"
     assert "libzmq" not in d["nodes"]["w1"]["text"]
+
+
+def test_a_manual_node_reads_one_message_per_click(page: Any, live_server: LiveServer) -> None:
+    """A node whose recv is 'manual' has a "read one" button (and only it): each click reads the next message
+    waiting in its socket (the websocket's recv command), in order; the PUSH's messages wait until then."""
+
+    topo = {"mode": "simulated", "nodes": [{"name": "vent", "type": "PUSH"},
+                                           {"name": "sink", "type": "PULL", "recv": "manual"}],
+            "links": [{"connect": "sink", "bind": "vent"}],
+            "script": [{"from": "vent", "frames": [text], "at": 0.05 * i}
+                       for i, text in enumerate(("first", "second"), 1)]}
+    fragment = base64.urlsafe_b64encode(json.dumps(topo).encode()).decode().rstrip("=")
+    page.goto(f"{live_server.base}/index.html#topology={fragment}")
+    page.wait_for_selector(".topo-node-row[data-node='sink']")
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='sink']")
+    page.evaluate(SPEED_16_JS)
+    page.wait_for_function("() => [...document.querySelectorAll('#sequence .what-message, #sequence [class*=message]')]"
+                           ".some((r) => /second/.test(r.textContent))", timeout=15_000)
+    assert page.locator("#topology .topo-got-row[data-node='vent'] .topo-read").count() == 0
+    button = page.locator("#topology .topo-got-row[data-node='sink'] .topo-read")
+    assert button.text_content() == "read one"
+    assert diagram(page)["count"]["sink"] == 0, "a manual node reads nothing by itself"
+    button.click()
+    wait_for(page, "(d) => d.count.sink === 1")
+    button.click()
+    wait_for(page, "(d) => d.count.sink === 2")
+    assert diagram(page)["got"]["sink"] == ["first", "second"]

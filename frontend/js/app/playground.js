@@ -49,7 +49,8 @@ class PlaygroundPage {
       },
     );
     this.wb = wb;
-    this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }) });
+    this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }),
+      onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node) });
     initShell(host, (on) => wb.setLarge(on));
     wb.selection.subscribe((s, prev) => {
       if (s.field !== prev.field || s.index !== prev.index) this.updateUrl();

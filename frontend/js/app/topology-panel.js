@@ -24,8 +24,9 @@ export class TopologyPanel {
   /**
    * container: where the diagram goes (hidden until a topology session shows). sequence: the
    * workbench's SequenceView. onPick(index): select an element (opens its octets, hex and details).
+   * onRead(node): a node whose recv is "manual" reads one message (its "read one" button; none without).
    */
-  constructor(container, { sequence, onPick }) {
+  constructor(container, { sequence, onPick, onRead = null }) {
     this.container = container;
     this.sequence = sequence;
     this.onPick = onPick;
@@ -38,6 +39,7 @@ export class TopologyPanel {
     this.path = null;
     this.view = new TopologyView(container, {
       onPickMessage: (msg) => this.pickMessage(msg),
+      onRead,
     });
     const d = container.ownerDocument;
     this.switches = {};

@@ -7,7 +7,8 @@
 //   ?batch=1 a websocket message may hold an array of them, in order.
 // Browser -> server: {type: "send", from, frames, hex}, {type: "play"},
 //   {type: "pause"}, {type: "step"}, {type: "step_back"}, {type: "speed", value},
-//   {type: "reset"}, {type: "fault", fault, args}.
+//   {type: "reset"}, {type: "fault", fault, args}, {type: "recv", node} (a topology node whose recv is
+//   "manual" reads one message).
 
 import { openJsonSocket } from './socket.js';
 import { t } from './i18n.js';
@@ -88,6 +89,7 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
     speed: (value) => send({ type: 'speed', value: Number(value) }),
     reset: () => send({ type: 'reset' }),
     fault: (fault, args = {}) => send({ type: 'fault', fault, args }),
+    recv: (node) => send({ type: 'recv', node }),
     close: () => socket.close(),
     get isOpen() {
       return socket.isOpen;

@@ -4,7 +4,8 @@
 // diagram who got which message. Clicking a message (a dot, or one a node got) picks it: its path
 // through every hop is highlighted here and in the sequence.
 //
-// new TopologyView(container, { onPickMessage(msg), onPickNode(name) })
+// new TopologyView(container, { onPickMessage(msg), onPickNode(name), onRead(name) }) (onRead: a "read one"
+// button on each node whose recv is "manual", which reads by hand)
 //   .setTopology(topology, state)   // the session's `topology` message and its TopologyState
 //   .update()                       // after the state took new events: counters, bars, markers, dots
 //   .setPath({ msg, conns, nodes } | null)
@@ -23,6 +24,8 @@ export const TOPOLOGY_TEXT = messages({
   empty: 'ui.topo.empty',
   got: 'ui.topo.got',
   gotNone: 'ui.topo.gotNone',
+  readOne: 'ui.topo.readOne',
+  readOneHelp: ['ui.topo.readOneHelp'],
   proxy: 'ui.topo.proxy',
   received: ['ui.topo.received'],
   sent: ['ui.topo.sent'],
@@ -59,10 +62,11 @@ const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and
 const BUSY = 32; // events between two redraws that make a session busy
 
 export class TopologyView {
-  constructor(container, { onPickMessage = () => {}, onPickNode = () => {} } = {}) {
+  constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.onPickMessage = onPickMessage;
+    this.onRead = onRead;
     this.onPickNode = onPickNode;
     this.state = null;
     this.layout = null;
@@ -158,10 +162,15 @@ export class TopologyView {
       this.scale = null;
     });
     this.gotRows = new Map();
+    const manual = new Set(((topology && topology.nodes) || []).filter((x) => x.recv === 'manual').map((x) => x.name));
     setChildren(this.got, L.nodes.map((p) => {
       const chips = h(d, 'span', { class: 'topo-chips' });
       const count = h(d, 'span', { class: 'topo-got-count muted' });
-      const row = h(d, 'div', { class: 'topo-got-row', attrs: { 'data-node': p.id } }, h(d, 'span', { class: 'topo-got-name', text: p.id }), count, chips);
+      const read = this.onRead && manual.has(p.id)
+        ? h(d, 'button', { type: 'button', class: 'topo-read small', text: TOPOLOGY_TEXT.readOne,
+          title: TOPOLOGY_TEXT.readOneHelp({ node: p.id }), on: { click: () => this.onRead(p.id) } })
+        : null;
+      const row = h(d, 'div', { class: 'topo-got-row', attrs: { 'data-node': p.id } }, h(d, 'span', { class: 'topo-got-name', text: p.id }), count, read, chips);
       this.gotRows.set(p.id, { row, chips, count, shown: -1 });
       return row;
     }));
