@@ -28,10 +28,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..i18n import translate
+from ..i18n import DEFAULT, pick_lang, translate
 from .captures import CaptureStore
 from .corpus import CorpusRuns
-from .languages import LocalizedSockets, localized_http_exception, scope_lang
+from .languages import LocalizedSockets, localize_validation, localized_http_exception, scope_lang
 from .live_sources import LiveSources
 from .packets import PacketDecoder
 from .routes import ROUTERS
@@ -199,8 +199,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # FastAPI's own shape (a list of problems), without echoing the input back.
-        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in exc.errors()]
+        # FastAPI's own shape (a list of problems), without echoing the input back; its words in the request's
+        # language (English answers are pydantic's own, unchanged).
+        lang = pick_lang(request.query_params.get("lang"), request.headers.get("accept-language"))
+        problems = list(exc.errors()) if lang == DEFAULT else localize_validation(list(exc.errors()), lang)
+        errors = [{k: v for k, v in e.items() if k not in ("input", "ctx", "url")} for e in problems]
         return JSONResponse({"detail": errors}, status_code=422)
 
     for router in ROUTERS:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..i18n import DEFAULT, localize_event, pick_lang, translate
+from ..i18n import DEFAULT, localize_event, pick_lang, text, translate
 
 LOCALIZED_PREFIXES = ("/ws/sessions/", "/ws/live/")
 LOG_TEXTS = ("reason", "text")
@@ -81,6 +81,41 @@ class LocalizedSockets:
             await send(message)
 
         await self.app(scope, receive, localized_send)
+
+
+# pydantic's error types -> the catalog's words for them (pydantic writes English only).
+VALIDATION = {
+    "missing": "validation.missing", "extra_forbidden": "validation.extra_forbidden",
+    "string_too_long": "validation.string_too_long", "string_too_short": "validation.string_too_short",
+    "too_long": "validation.too_long", "too_short": "validation.too_short",
+    "int_parsing": "validation.int", "int_type": "validation.int", "int_from_float": "validation.int",
+    "float_parsing": "validation.number", "float_type": "validation.number",
+    "bool_parsing": "validation.bool", "bool_type": "validation.bool", "string_type": "validation.string",
+    "list_type": "validation.list", "dict_type": "validation.object", "model_type": "validation.object",
+    "model_attributes_type": "validation.object",
+    "greater_than_equal": "validation.greater_than_equal", "less_than_equal": "validation.less_than_equal",
+    "greater_than": "validation.greater_than", "less_than": "validation.less_than",
+    "literal_error": "validation.one_of", "enum": "validation.one_of", "json_invalid": "validation.json",
+}
+
+
+def localize_validation(errors: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """A 422's problems (pydantic's `errors()`) with each `msg` in `lang`: by the error's type and its context
+    where the catalog knows the type, a `value_error`'s own text through `translate`, else as pydantic wrote it."""
+    out = []
+    for error in errors:
+        ctx = error.get("ctx") or {}
+        msg_id = VALIDATION.get(str(error.get("type")))
+        msg = error.get("msg", "")
+        if msg_id is not None:
+            params = {k: ctx.get(k, "") for k in ("max_length", "min_length", "ge", "le", "gt", "lt", "expected")}
+            if lang != DEFAULT:
+                params["expected"] = str(params["expected"]).replace("' or '", "'、'").replace("', '", "'、'")
+            msg = text(msg_id, lang, **params)
+        elif error.get("type") == "value_error" and ctx.get("error") is not None:
+            msg = translate(str(ctx["error"]), lang)
+        out.append({**error, "msg": msg})
+    return out
 
 
 async def localized_http_exception(request: Request, exc: StarletteHTTPException) -> Response:
