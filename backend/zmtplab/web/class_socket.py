@@ -25,7 +25,10 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting, dumps
 from .limits import AbuseWindow, TokenBucket, client_address
+from .memory import release_soon
 from .wspump import pump
+
+RELEASE_AFTER = 100  # students a class must have had at once for its emptying to give memory back (`web.memory`)
 
 
 class Selection(BaseModel):
@@ -141,8 +144,7 @@ def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> 
         following = data.get("following")
         if not isinstance(following, bool):
             return {"type": "error", "detail": "status needs `following`: true or false"}
-        if peer.following != following:
-            peer.following = following
+        if room.set_following(peer, following):
             room.tell_teacher()
         return None
     return {"type": "error", "detail": f"unknown message type {kind!r} for a {peer.role}"}
@@ -195,7 +197,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
             await _refuse(ws, 4429, f"the class is full ({limits.max_students} students)")
             return
         peer = Peer("student", limits.queue)
-        room.students.add(peer)
+        room.join(peer)
         registry.touch(room)
         peer.put({"type": "hello", "role": "student", "code": room.code, "teacher": room.teacher is not None,
                   "state": room.latest()})
@@ -253,8 +255,11 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
                 registry.teacher_left(room)
                 room.broadcast({"type": "teacher", "present": False})
         else:
-            room.students.discard(peer)
+            room.leave(peer)
             room.tell_teacher()
+            if not room.students and room.peak >= RELEASE_AFTER:
+                room.peak = 0
+                release_soon()
         peer.closed = True
         registry.touch(room)
         if ws.client_state == WebSocketState.CONNECTED:

@@ -51,7 +51,7 @@ class ClassLimits:
     max_classes_per_address: int = 4  # classes one client address (IPv6: one /64) may have at once
     reserve: int = 20  # the last classes of `max_classes` go only to addresses that have none yet
     teacher_grace: float = 120.0  # seconds a class lives without a teacher socket (never connected, or left)
-    max_students: int = 500
+    max_students: int = 1000  # the app takes it from `Settings.class_max_students` (ZMTPLAB_CLASS_MAX_STUDENTS)
     max_message: int = 16 * 1024  # octets of one websocket message
     max_highlights: int = 64
     queue: int = 64  # messages queued per student before the queue is collapsed to the latest state
@@ -105,6 +105,8 @@ class Classroom:
     seq: int = 0
     teacher: Peer | None = None
     students: set[Peer] = field(default_factory=set)
+    wandering: int = 0  # students in `students` who do not follow (kept as they change: counts are O(1))
+    peak: int = 0  # most students at once since the class last emptied
     ended: bool = False
 
     def check_token(self, token: str | None) -> bool:
@@ -112,8 +114,30 @@ class Classroom:
         return bool(token) and hmac.compare_digest(self.token.encode(), str(token).encode())
 
     def counts(self) -> dict[str, Any]:
-        return {"type": "students", "count": len(self.students),
-                "following": sum(1 for s in self.students if s.following)}
+        return {"type": "students", "count": len(self.students), "following": len(self.students) - self.wandering}
+
+    def join(self, peer: Peer) -> None:
+        """A student arrives."""
+        self.students.add(peer)
+        if not peer.following:
+            self.wandering += 1
+        self.peak = max(self.peak, len(self.students))
+
+    def leave(self, peer: Peer) -> None:
+        """A student leaves (again: nothing)."""
+        if peer in self.students:
+            self.students.discard(peer)
+            if not peer.following:
+                self.wandering -= 1
+
+    def set_following(self, peer: Peer, following: bool) -> bool:
+        """A student follows or wanders; whether that changed anything."""
+        if peer.following == following:
+            return False
+        peer.following = following
+        if peer in self.students:
+            self.wandering += -1 if following else 1
+        return True
 
     def latest(self) -> dict[str, Any] | None:
         return {"type": "state", **self.state} if self.state is not None else None
@@ -123,14 +147,17 @@ class Classroom:
             self.teacher.put(self.counts())
 
     def broadcast(self, message: dict[str, Any]) -> None:
+        """Queues `message` for every student: serialized once, whatever the class's size, and the latest
+        state (what a full queue keeps) too, once (the same text when `message` is that state)."""
         latest = self.latest()
-        text, latest_text = dumps(message), (dumps(latest) if latest is not None else None)
+        text = dumps(message)
+        latest_text = None if latest is None else text if latest == message else dumps(latest)
         for student in list(self.students):
             student.put_text(text, latest_text)
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "students": len(self.students),
-                               "following": sum(1 for s in self.students if s.following),
+                               "following": len(self.students) - self.wandering,
                                "teacher": self.teacher is not None}
         if self.state is not None:
             out["lesson"] = self.state.get("lesson")

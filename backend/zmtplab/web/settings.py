@@ -1,4 +1,7 @@
-"""Settings of the web app, from the environment (prefix `ZMTPLAB_`), e.g. `ZMTPLAB_PORT=9000`."""
+"""Settings of the web app, from the environment (prefix `ZMTPLAB_`), e.g. `ZMTPLAB_PORT=9000`.
+
+Presenter mode's class size is `ZMTPLAB_CLASS_MAX_STUDENTS` (1,000 by default: a lecture hall; the server's
+other classes, their rates and timeouts are `web.classrooms.ClassLimits`)."""
 
 from __future__ import annotations
 
@@ -136,6 +139,11 @@ class Settings(BaseSettings):
     corpus_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a corpus run is kept after it started")
     corpus_max_captures: int = Field(100, ge=1, description="captures one corpus run may take")
     corpus_max_seconds: float = Field(3600.0, gt=0, description="a corpus run is cancelled after this many seconds")
+
+    # Presenter mode (the other limits of classes are `web.classrooms.ClassLimits`).
+    class_max_students: int = Field(1000, ge=1, description="students one class may have at once "
+                                                            "(`ZMTPLAB_CLASS_MAX_STUDENTS`); more are refused "
+                                                            "with close code 4429")
 
     # Background work.
     reap_interval: float = Field(10.0, gt=0, description="seconds between reaper passes")

@@ -25,7 +25,7 @@ def get_registry(conn: HTTPConnection) -> ClassRegistry:
     state = conn.app.state
     registry = getattr(state, "classrooms", None)
     if registry is None:
-        registry = state.classrooms = ClassRegistry(ClassLimits())
+        registry = state.classrooms = ClassRegistry(ClassLimits(max_students=state.settings.class_max_students))
     return registry
 
 
