@@ -510,7 +510,7 @@ PRESETS: dict[str, Preset] = {p.id: p for p in (
     _preset("push-backpressure", "Back-pressure: PUSH to a slow PULL with a small HWM",
             "The worker reads one task every 0.5 s and both HWMs are 2: the queues fill, the PUSH's send "
             "blocks (it never drops), and each read lets one more task go. Each task carries 4 KB and the "
-            "sockets' kernel buffers are the smallest there are (1 KiB asked; Linux gives 2 KiB to receive, "
+            "sockets' kernel buffers are the smallest there are (1 KiB asked; Linux gives 2.25 KiB to receive, "
             "4.5 KiB to send): in real mode the kernel, not only the HWMs, holds messages, and small ones "
             "would fill no queue.",
             {"nodes": [{"name": "vent", "type": "PUSH", "sndhwm": 2, "sndbuf": BUFFER, "x": 0.2, "y": 0.5},
