@@ -34,3 +34,13 @@ def test_a_rule_of_our_own_in_chinese(client: TestClient) -> None:
     zh = problems(client, body, **{"Accept-Language": "zh-CN"})[0]["msg"]
     assert english == "Value error, a two-peer session needs both 'server' and 'client'"
     assert zh == "双方会话需要同时给出 'server' 和 'client'"
+
+
+def test_a_topologys_problems_in_chinese(client: TestClient) -> None:
+    """The topology editor's 422s (peers.topology's checks) in the language asked for, the node names as given."""
+    body = {"mode": "simulated", "nodes": [{"name": "a", "type": "PUSH"}, {"name": "b", "type": "PUSH"}],
+            "links": [{"connect": "a", "bind": "b"}]}
+    english = problems(client, body)[0]["msg"]
+    assert "link 0 (a -> b): a PUSH cannot talk to a PUSH" in english
+    zh = problems(client, body, **{"Accept-Language": "zh-CN"})[0]["msg"]
+    assert zh == "链路 0（a -> b）：PUSH 不能与 PUSH 通信（23/ZMTP 的套接字配对表）；PUSH 可以与 PULL 通信"  # noqa: RUF001
