@@ -30,6 +30,7 @@ function summaryValue(key, value) {
   if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${octets(value.length / 2)})`;
   if (key === 'ttl' && typeof value === 'number') return t('ui.tree.ttl', { value, seconds: (value / 10).toFixed(1) });
   if (Array.isArray(value)) return `[${value.length}]`;
+  if (typeof value === 'boolean') return t(value ? 'ui.tree.true' : 'ui.tree.false'); // (more: true; 是 in Chinese)
   if (value && typeof value === 'object') return '';
   return String(value);
 }
