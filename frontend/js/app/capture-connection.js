@@ -149,19 +149,21 @@ export class ConnectionBrowser {
     const list = this.list;
     wb.sequence.setSource(list);
     wb.sequence.setRowNumbers(filtered ? (row, ev) => this.rowNumber(row, ev) : null);
-    bar.setCount(filtered && q ? t('ui.search.searching') : '');
+    bar.setCount(() => (filtered && q ? t('ui.search.searching') : ''));
     list.load().then(
       () => {
         if (gen !== this.gen) return;
         if (filtered) {
           const res = list.search || { total: list.length };
-          bar.setCount(matchText(res, { scope, conn: this.conn, connections: (this.file.summary?.connections || []).length }), { more: !!res.partial });
-        } else bar.setCount(tn('ui.seq.count', list.length, { n: formatCount(list.length) }));
+          const { conn } = this;
+          const connections = (this.file.summary?.connections || []).length;
+          bar.setCount(() => matchText(res, { scope, conn, connections }), { more: !!res.partial });
+        } else bar.setCount(() => tn('ui.seq.count', list.length, { n: formatCount(list.length) }));
         const sel = wb.selection.get().index;
         if (sel !== null) wb.sequence.setSelected(this.rowOf(sel));
       },
       (err) => {
-        if (gen === this.gen) bar.setCount(t('ui.search.failed', { error: err.message }));
+        if (gen === this.gen) bar.setCount(() => t('ui.search.failed', { error: err.message }));
       },
     );
   }

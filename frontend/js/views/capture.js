@@ -4,7 +4,7 @@
 import { h, clear, setChildren, panel, tr } from './dom.js';
 import { KINDS } from '../core/links.js';
 import { humanSize, formatCount } from '../core/bytes.js';
-import { t } from '../core/i18n.js';
+import { t, i18n } from '../core/i18n.js';
 import { severityName } from '../core/labels.js';
 
 /**
@@ -158,6 +158,7 @@ export class ConnectionsView {
  * Filter: element kind and free text (command name, socket type, text in bodies), in every connection
  * unless "this connection only" is ticked; "Search further" goes on with a search the time limit stopped.
  * new FilterBar(container, { onChange({kind, q, scope}), onMore() }) ; .set({kind, q, scope}) ; .setCount(text, {more})
+ * (text: a string, or a function that says it in the page's language: said again on a language switch)
  */
 export class FilterBar {
   constructor(container, { onChange, onMore = () => {} }) {
@@ -184,6 +185,10 @@ export class FilterBar {
     });
     clear(container);
     container.appendChild(h(d, 'form', { class: 'filter-bar', on: { submit: (e) => e.preventDefault() } }, this.kind, this.q, scopeLabel, this.count, this.more));
+    this.countText = () => '';
+    i18n.onChange(() => {
+      this.count.textContent = this.countText();
+    });
   }
 
   set({ kind = '', q = '', scope = 'all' }) {
@@ -193,7 +198,8 @@ export class FilterBar {
   }
 
   setCount(text, { more = false } = {}) {
-    this.count.textContent = text;
+    this.countText = typeof text === 'function' ? text : () => text;
+    this.count.textContent = this.countText();
     this.more.hidden = !more;
   }
 }
