@@ -40,7 +40,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ...engine.dissector import ConnectionDissector
@@ -49,7 +49,7 @@ from ...peers.faults import SESSION_FAULTS
 from ...peers.simulation import RECV_DECISIONS
 from ...peers.sockets import Again, Pipe, Socket, SocketStateError
 from ...peers.tcp import TcpPeer
-from ...peers.topology import Topology
+from ...peers.topology import Node, Topology
 from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
 from ..settings import Settings
 from .session import Session, SessionConfigError, SessionError, check_manual
@@ -67,27 +67,17 @@ SIMULATED_ONLY = tuple(name for name, f in SESSION_FAULTS.items() if not f.tcp)
 CANNOT_RECV = frozenset({"PUSH", "PUB"})
 
 
-@dataclass
-class NodeSpec:
-    """What a real session needs of one node, from a topology or from a two-peer body's side."""
+@dataclass(frozen=True)
+class NodeSpec(Node):
+    """A node as a real session runs it (from a topology, or a two-peer body's side): the topology's `Node`,
+    and whether some link binds it (it is then its mechanism's server). Its kernel buffers (`sndbuf`,
+    `rcvbuf`) size the taps of its links too."""
 
-    name: str
-    type: str
-    version: str = "3.1"
-    mechanism: str = "NULL"
-    identity: str = ""
-    username: str = ""
-    password: str = ""
-    libzmq: bool = False
-    greeting: str = "libzmq"
-    subscribe: tuple[str, ...] = ()
-    sndhwm: int = 1000
-    rcvhwm: int = 1000
-    recv: str | float = "auto"  # "auto", "manual" or seconds between reads (a slow consumer)
-    echo: bool = False  # the application sends back what it receives (a REP: its reply)
-    binds: bool = False  # some link binds it: it is the mechanism's server
-    sndbuf: int = 0  # kernel socket buffers in octets (0: the system's); the taps of its links use them too
-    rcvbuf: int = 0
+    binds: bool = False
+
+    @classmethod
+    def of(cls, node: Node, binds: bool) -> NodeSpec:
+        return cls(**{f.name: getattr(node, f.name) for f in fields(node)}, binds=binds)
 
     @property
     def every(self) -> float | None:
@@ -118,8 +108,9 @@ class Plan:
     @classmethod
     def two_peer(cls, config: SessionCreate) -> Plan:
         def spec(name: str, cfg: PeerConfig, binds: bool) -> NodeSpec:
-            return NodeSpec(name, cfg.type, cfg.version, cfg.mechanism, cfg.identity, cfg.username, cfg.password,
-                            cfg.libzmq, cfg.greeting, (cfg.subscribe,), binds=binds)
+            return NodeSpec(name=name, type=cfg.type, version=cfg.version, mechanism=cfg.mechanism,
+                            identity=cfg.identity, username=cfg.username, password=cfg.password, libzmq=cfg.libzmq,
+                            greeting=cfg.greeting, subscribe=(cfg.subscribe,), binds=binds)
 
         return cls([spec("server", config.server, True), spec("client", config.client, False)],
                    [LinkSpec(0, "client", "server")])
@@ -127,10 +118,7 @@ class Plan:
     @classmethod
     def of(cls, topo: Topology) -> Plan:
         """A topology's plan."""
-        nodes = [NodeSpec(n.name, n.type, n.version, n.mechanism, n.identity, n.username, n.password, n.libzmq,
-                          n.greeting, n.subscribe, n.sndhwm, n.rcvhwm, n.recv, n.echo, topo.binds(n.name),
-                          sndbuf=n.sndbuf, rcvbuf=n.rcvbuf)
-                 for n in topo.nodes]
+        nodes = [NodeSpec.of(n, topo.binds(n.name)) for n in topo.nodes]
         links = [LinkSpec(i, lk.connect, lk.bind, lk.at) for i, lk in enumerate(topo.links)]
         script = [(s.at, s.sender, list(s.frame_bytes())) for s in topo.script]
         return cls(nodes, links, [(p.frontend, p.backend) for p in topo.proxies], script, topology=True)
