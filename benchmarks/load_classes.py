@@ -18,14 +18,10 @@ first websocket loads modules that stay). issue 22.4 asks that it come back to i
                   rss_idle=...MiB rss_peak=...MiB rss_left=...MiB rss_ended=...MiB load=... goals=met|FAILED
 
 The exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` ms (150), and RSS after the
-students left within `--rss-slack` MiB (20) of its idle level. `--server-malloc malloc` runs the server with
-PYTHONMALLOC=malloc: CPython's own allocator keeps partly used 1 MiB arenas (a crowd's objects leave survivors
-scattered through them), glibc's heap gives its free pages back on the trim `web.memory` runs when a big class
-empties.
-
-Usage: python benchmarks/load_classes.py [--classes 1] [--students 1000] [--steps 50] [--interval 0.5]
-                                         [--procs 2] [--p99-goal 150]
-       (2,000 followers across classes: --classes 2 --students 1000 --p99-goal 250)
+students left within `--rss-slack` MiB (20) of its idle level. `zmtplab serve` runs on glibc's
+allocator (PYTHONMALLOC=malloc; `--server-malloc pymalloc` to compare): CPython's own allocator keeps
+partly used 1 MiB arenas (a crowd's objects leave survivors scattered through them), glibc's heap gives its
+free pages back on the trim `web.memory` runs when a big class empties.
 """
 
 from __future__ import annotations
@@ -174,17 +170,21 @@ def main() -> int:
     ap.add_argument("--p99-goal", type=float, default=150.0, help="ms")
     ap.add_argument("--backend", default=str(REPO / "backend"),
                     help="the backend directory the server runs from (another checkout's, to compare)")
-    ap.add_argument("--server-malloc", choices=["pymalloc", "malloc"], default="pymalloc",
-                    help="the server's PYTHONMALLOC: with `malloc`, every object is glibc's, so the trim after a "
-                         "class empties gives back what pymalloc's partly used arenas would keep")
+    ap.add_argument("--server-malloc", choices=["default", "pymalloc", "malloc"], default="default",
+                    help="the server's PYTHONMALLOC (default: what `zmtplab serve` chooses, glibc's `malloc`): with "
+                         "`malloc`, every object is glibc's, so the trim after a class empties gives back what "
+                         "pymalloc's partly used arenas would keep")
     ap.add_argument("--rss-slack", type=float, default=20.0, help="MiB over idle the RSS may stay after")
     args = ap.parse_args()
 
     port = free_port()
     base = f"127.0.0.1:{port}"
     env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-load-"),
-           "ZMTPLAB_CLASS_MAX_STUDENTS": str(args.students), "PYTHONMALLOC": args.server_malloc,
+           "ZMTPLAB_CLASS_MAX_STUDENTS": str(args.students),
            "PYTHONPATH": args.backend + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("PYTHONMALLOC", None)
+    if args.server_malloc != "default":
+        env["PYTHONMALLOC"] = args.server_malloc
     server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
                                str(port), "--log-level", "warning"], env=env)
     ctx = mp.get_context("spawn")

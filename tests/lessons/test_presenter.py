@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -204,6 +205,26 @@ def test_a_slow_student_keeps_the_latest_state():
     assert queued[-1]["seq"] == 19
 
 
+def test_counts_follow_students_as_they_come_wander_and_go():
+    """The teacher's counts are kept as students join, wander, follow again and leave (no pass over the class)."""
+    from zmtplab.web.classrooms import Peer
+
+    room = ClassRegistry(ClassLimits()).create()
+    peers = [Peer("student", 8) for _ in range(5)]
+    for peer in peers:
+        room.join(peer)
+    assert room.set_following(peers[0], False) and room.set_following(peers[1], False)
+    assert not room.set_following(peers[1], False)  # no change: the teacher is not told again
+    assert room.counts() == {"type": "students", "count": 5, "following": 3}
+    room.leave(peers[0])
+    room.leave(peers[0])  # (a socket closing twice)
+    room.leave(peers[2])
+    assert room.counts() == {"type": "students", "count": 3, "following": 2}
+    assert room.set_following(peers[1], True)
+    assert room.counts() == {"type": "students", "count": 3, "following": 3}
+    assert room.public()["following"] == 3 and room.peak == 5
+
+
 def test_classes_expire():
     now = [1000.0]
     registry = ClassRegistry(ClassLimits(ttl=3600, idle=600, max_classes=2, reserve=0, teacher_grace=1e9),
@@ -370,6 +391,10 @@ def test_the_access_log_never_holds_the_token(tmp_path):
         res = httpx.post(f"{base}/api/classes", timeout=10)
         assert res.status_code == 201 and res.headers["cache-control"] == "no-store"
         code, token = res.json()["code"], res.json()["teacher_token"]
+        assert res.json()["max_students"] == 1000  # a lecture hall (ZMTPLAB_CLASS_MAX_STUDENTS)
+        # The server restarted itself (same pid) on glibc's allocator, whose trim gives a crowd's memory back.
+        environ = (Path("/proc") / str(proc.pid) / "environ").read_bytes().split(b"\0")
+        assert b"PYTHONMALLOC=malloc" in environ
         ws_base = f"ws://127.0.0.1:{port}/ws/classes/{code}"
 
         async def scenario() -> None:
