@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sqlite3
@@ -321,8 +323,14 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         if os.path.exists(cancel_path):
             raise Cancelled()
         writer = StoreWriter(tmp_path, store_max_body=store_max_body)
-    except (OSError, sqlite3.Error, Cancelled):  # deleted before its turn came
+    except Cancelled:
         return {"state": "cancelled", "error": "cancelled", "events": 0}
+    except (OSError, sqlite3.Error) as exc:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink(missing_ok=True)
+        if os.path.exists(cancel_path) or not os.path.exists(capture):  # deleted before its turn came
+            return {"state": "cancelled", "error": "cancelled", "events": 0}
+        return {"state": "error", "error": f"storing the events failed: {_why(exc)}", "events": 0}
     result = DissectResult()
     # The capture-wide analysis (`zmtplab analyze`) follows the same events: one pass over the file for both.
     dissector = CaptureDissector(with_fields=True, max_body=store_max_body, runs=True)
@@ -380,7 +388,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         writer.abort()
         if os.path.exists(cancel_path) or not os.path.exists(capture):
             return {"state": "cancelled", "error": "cancelled", "events": writer.total}
-        return {"state": "error", "error": f"storing the events failed: {exc}", "events": 0}
+        return {"state": "error", "error": f"storing the events failed: {_why(exc)}", "events": 0}
     except Exception as exc:  # a bug in the dissector must not take the server down
         writer.abort()
         return {"state": "error", "error": f"dissection failed: {type(exc).__name__}: {exc}", "events": 0}
@@ -389,6 +397,13 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     if error and not summary["events"] and not result.connections:
         return {"state": "error", "error": error, "events": 0}  # nothing readable at all
     return {"state": "done", "error": error, "events": summary["events"]}
+
+
+def _why(exc: BaseException) -> str:
+    """An OSError or SQLite error in words a reader acts on: a full disk says so."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return "the disk is full"
+    return str(exc)
 
 
 def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None) -> dict[str, Any]:
