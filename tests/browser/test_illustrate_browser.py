@@ -109,7 +109,7 @@ def test_export_from_each_page(page: Any, live_server: Any, sample: Any) -> None
     page.goto(f"{base}/index.html")
     page.click("button:text-is('Start session')")
     page.click("#player button:text-is('▶ Play')")
-    page.wait_for_selector("#sequence .seq-row:has-text('READY')")
+    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")  # both READYs
     html = downloaded(page, lambda: page.click("#export-html"))
     assert "ZMTP, illustrated" in html and len(re.findall(r'<article class="element', html)) >= 4
     # The capture viewer: elements 2 to 5 of the open connection.
