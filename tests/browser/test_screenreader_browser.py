@@ -34,7 +34,7 @@ def session_with_ready(page: Any, base: str, query: str = "") -> None:
     page.goto(f"{base}/index.html{query}")
     page.click("#session-form button[type=submit], button:text-is('Start session'), button:text-is('开始会话')")
     page.click("#player button.primary, #player button:text-is('▶ Play')")
-    page.wait_for_selector("#sequence .seq-row:has-text('READY')")
+    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")  # both READYs
     page.locator("#sequence .seq-row:has-text('READY')").first.click()
     page.wait_for_selector("#octets .oct-box")
 

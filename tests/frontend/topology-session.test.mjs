@@ -114,7 +114,7 @@ test('the state says who got which message, the pipes\' depth against HWM, drops
   const pipe = state.pipes.get(pipeKey('vent', 'w1'));
   assert.deepEqual([pipe.depth, pipe.hwm, pipe.conn], [2, 2, '0']);
   assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 2, 'a drop reports the full pipe');
-  assert.equal(state.pipes.get(pipeKey('vent', 'w3')).depth, 1, 'the outbound queue as the route left it');
+  assert.equal(state.pipes.get(pipeKey('vent', 'w3')).depth, 0, 'the route put it in the pipe (1), the wire took it out');
   const inbound = state.pipes.get(pipeKey('w3', 'vent', true));
   assert.deepEqual([inbound.depth, inbound.hwm, inbound.inbound], [0, 1000, true], 'reading reports the inbound queue against RCVHWM');
   assert.deepEqual([state.node('vent').drops, state.node('vent').blocks, state.node('vent').blocked], [1, 1, true]);
@@ -166,7 +166,7 @@ test('a step back (a state with a lower position) takes the later events out of 
   state.sync(log.events);
   assert.deepEqual(['w1', 'w2', 'w3'].map((w) => state.node(w).received.length), [1, 0, 0]);
   assert.deepEqual([state.node('vent').drops, state.node('vent').blocks, state.node('vent').blocked], [0, 0, false]);
-  assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 1, 'w2\'s pipe holds the routed message, not yet delivered');
+  assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 0, 'the routed message is on the wire (out of vent\'s pipe), not yet read');
   assert.deepEqual(state.path(2).indexes, [5, 6, 7]);
   // An event replaced at the end (same seq again) rebuilds too.
   const again = { ...log.events[7], msg: 9 };
@@ -293,7 +293,7 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   state.sync(events.slice(0, 8));
   view.update({ now: true });
   assert.doesNotMatch(vent.textContent, /dropped|blocked/);
-  assert.equal(find(box, attr('data-pipe', 'vent>w1'))[0].getAttribute('data-depth'), '1');
+  assert.equal(find(box, attr('data-pipe', 'vent>w1'))[0].getAttribute('data-depth'), '0'); // (its message went out on the wire)
 });
 
 test('the sequence draws N lifelines: arrows between two nodes, decisions and receipts on one, a path marked', () => {

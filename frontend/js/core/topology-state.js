@@ -146,6 +146,10 @@ export class TopologyState {
     if (ends) {
       this.node(ends.from).sent++;
       this.moves.push({ from: ends.from, to: ends.to, conn: ends.conn, msg, index });
+      // A whole message on the wire has left its sender's pipe: the route that queued it counted it in the
+      // pipe's depth, and no decision follows when the pipe drains into the connection.
+      const pipe = this.pipes.get(pipeKey(ends.from, ends.to, false));
+      if (pipe && pipe.depth > 0 && (pipe.conn === null || pipe.conn === String(ends.conn))) pipe.depth--;
     }
   }
 
