@@ -300,10 +300,15 @@ def _process_starters() -> dict[str, set[str]]:
 
 def test_only_validated_values_reach_a_command_line() -> None:
     # The pipeline starts Spark with its own arguments (no request data). Everything else that starts
-    # a process: tshark for one packet (only the packet number, an int, reaches it) and the live
-    # capture (only an interface name that exists and a port number reach dumpcap's command line).
+    # a process: tshark for one packet (only the packet number, an int, reaches it), the live
+    # capture (only an interface name that exists and a port number reach dumpcap's command line), and
+    # `zmtplab serve` restarting itself once on glibc's allocator (its own interpreter and command line, before
+    # any request exists).
     starters = {k: v for k, v in _process_starters().items() if not k.startswith("zmtplab/pipeline/")}
-    assert set(starters) <= {"zmtplab/web/packets.py", "zmtplab/capture/live.py"}, starters
+    assert set(starters) <= {"zmtplab/web/packets.py", "zmtplab/capture/live.py", "zmtplab/cli/serve.py"}, starters
+    assert starters.get("zmtplab/cli/serve.py", {"os.execv"}) == {"os.execv"}
+    serve = (REPO / "backend/zmtplab/cli/serve.py").read_text()
+    assert "os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])" in serve
     assert "zmtplab/web/packets.py" in starters
     packets = (REPO / "backend/zmtplab/web/packets.py").read_text()
     assert "number = int(number)" in packets
