@@ -16,7 +16,7 @@ run: setup
 
 test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
-	node --test tests/frontend/
+	node --test tests/frontend/ tests/lessons/
 	$(BIN)/python -m pytest
 
 lint: setup
