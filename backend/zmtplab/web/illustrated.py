@@ -58,9 +58,10 @@ def capture_document(events: EventStore, *, name: str, conn: str, first: int, la
                        source=("illustrate.source.capture", {"name": name}), endpoints=ends, max_elements=PAGE_MOST)
 
 
-def session_document(session: Session) -> Document:
+def session_document(session: Session, lang: str = "en") -> Document:
     """A playground session as its export shows it."""
-    return from_session(json.loads(session.export_json()), name=f"session {session.id[:8]}")
+    name = text("illustrate.session_title", lang, id=session.id[:8])
+    return from_session(json.loads(session.export_json()), name=name)
 
 
 def lesson_document(lesson_id: str, title: str, scenes: list[StepScene], *, lang: str = "en",

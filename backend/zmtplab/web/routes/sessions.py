@@ -141,7 +141,7 @@ async def export_html(session_id: SessionId, manager: SessionManagerDep, lang: L
     file that needs no server and runs no script (`zmtplab illustrate` writes the same from `export.json`); in
     the language asked for (`?lang=`, Accept-Language)."""
     session = _session(manager, session_id)
-    text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session), lang=lang))
+    text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session, lang), lang=lang))
     return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
 
