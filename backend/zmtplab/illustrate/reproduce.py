@@ -76,12 +76,12 @@ def conversation(section: Section) -> Conversation:
                     if key.lower() == "socket-type":
                         side.socket_type = str(value).upper()
                     elif key.lower() == "identity" and value:
-                        side.identity = _text_or_hex(value)
+                        side.identity = _utf8(value)
             elif name == "HELLO":
                 hello_from = side
                 if "username" in e:
-                    side.username = _text_or_hex(e.get("username", ""))
-                    side.password = _text_or_hex(e.get("password", ""))
+                    side.username = _utf8(e.get("username", ""))
+                    side.password = _utf8(e.get("password", ""))
             elif name in ("SUBSCRIBE", "CANCEL") and "topic" in e:
                 topic = bytes.fromhex(e["topic"])
                 if wire:
@@ -122,9 +122,10 @@ def conversation(section: Section) -> Conversation:
     return Conversation(client, server, messages, notes, sorted(later, key=lambda item: item[0]))
 
 
-def _text_or_hex(value: Any) -> bytes:
-    text = str(value)
-    return text.encode("utf-8")
+def _utf8(value: Any) -> bytes:
+    """A property or credential the event gives as text (the contract writes non-UTF-8 values as hex: such an
+    identity comes back as its hex digits, which libzmq takes as well)."""
+    return str(value).encode("utf-8")
 
 
 def _settle_types(client: Side, server: Side, notes: list[str]) -> None:
