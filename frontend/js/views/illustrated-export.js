@@ -13,8 +13,8 @@ export class IllustratedExport {
     const d = container.ownerDocument;
     this.url = url;
     const number = (label) => h(d, 'input', { type: 'number', min: '0', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
-    this.from = number('ui.illustrated.from');
-    this.to = number('ui.illustrated.to');
+    this.from = number('ui.illustrated.first');
+    this.to = number('ui.illustrated.last');
     // (the address is made again on a click: the page's language may have changed since)
     this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title', on: { click: () => this.update() } });
     this.root = h(d, 'span', { class: 'illustrated-export', hidden: true },
