@@ -1254,16 +1254,7 @@ class Simulation:
             else:
                 args = {"type": socket.type}
                 text = said[1]
-            event = {"kind": "socket", "node": peer.name, "what": what, "text": text, "rule": rule}
-            if far is not None:
-                event["peer"] = far
-            if conn is not None:
-                event["conn"] = conn
-            if msg is not None:
-                event["msg"] = msg
-                reply_to = self.reply_to.get(msg)
-                if reply_to is not None:
-                    event["reply_to"] = reply_to
+            event = self._event_head(peer, what, text, rule, far, conn, msg)
             event["depth"] = depth
             event["hwm"] = hwm
             event["args"] = args
@@ -1292,17 +1283,7 @@ class Simulation:
                 args["subs"] = words.subs(pipe.topics)
         if rule == "local-prefix-match":
             args["subs"] = words.subs(socket.subscriptions)
-        event: dict[str, Any] = {"kind": "socket", "node": peer.name, "what": what,
-                                 "text": words.text(what, rule, args), "rule": rule}
-        if far is not None:
-            event["peer"] = far
-        if conn is not None:
-            event["conn"] = conn
-        if msg is not None:
-            event["msg"] = msg
-            reply_to = self.reply_to.get(msg)
-            if reply_to is not None:
-                event["reply_to"] = reply_to
+        event = self._event_head(peer, what, words.text(what, rule, args), rule, far, conn, msg)
         if pipe is not None:
             event["depth"] = args["depth"]
             event["hwm"] = hwm
@@ -1313,6 +1294,22 @@ class Simulation:
                 args.pop(key, None)
         event["args"] = args
         self._log(event)
+
+    def _event_head(self, peer: SimPeer, what: str, text: str, rule: str, far: str | None, conn: str | None,
+                    msg: int | None) -> dict[str, Any]:
+        """A socket event's common keys, in the contract's order: the node, the decision, the pipe's far end and
+        connection, the message and what it answers."""
+        event: dict[str, Any] = {"kind": "socket", "node": peer.name, "what": what, "text": text, "rule": rule}
+        if far is not None:
+            event["peer"] = far
+        if conn is not None:
+            event["conn"] = conn
+        if msg is not None:
+            event["msg"] = msg
+            reply_to = self.reply_to.get(msg)
+            if reply_to is not None:
+                event["reply_to"] = reply_to
+        return event
 
     def _pipe_end(self, peer: SimPeer, pipe: Pipe | None) -> tuple[str | None, str | None]:
         """The node at the far end of `peer`'s pipe, and the connection it runs on now (if any)."""
