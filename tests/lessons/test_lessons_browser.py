@@ -175,11 +175,11 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         student.goto(f"{base}/lessons.html?lesson=framing&step=2")
         at_step(student, 2, 6)
         line = student.locator("#hex .hex-line.s2c", has=student.locator(".hex-off:text-is('00000068')"))
-        for _ in range(40):  # (the dump draws the lines in view: scroll down to the frame's)
+        for _ in range(80):  # (the dump draws the lines in view: scroll down to the frame's, a frame drawn each step)
             if line.count():
                 break
-            student.evaluate("() => { const v = document.querySelector('#hex .hex-viewport'); v.scrollTop += 60; }")
-            student.wait_for_timeout(50)
+            student.evaluate("() => new Promise((done) => { document.querySelector('#hex .hex-viewport')"
+                             ".scrollTop += 40; requestAnimationFrame(() => requestAnimationFrame(done)); })")
         line.locator(".hex-bytes .b[data-k='1']").click()  # the frame at s2c offset 104: a size octet first
         student.click("button:text-is('Check my answer')")
         student.wait_for_selector(".answer-result.wrong")
