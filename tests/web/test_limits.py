@@ -161,8 +161,11 @@ def test_dissection_time_limit_keeps_partial_results(tmp_path: Path) -> None:
         summary = c.get(f"/api/captures/{capture_id}").json()
         assert summary["state"] == "error" and "limit" in summary["error"]
         assert summary["events"] > 0
+        # What was kept is readable, however little a slow machine managed in 0.05 s
+        # (a 2-core CI runner once kept only the greeting).
         page = c.get(f"/api/captures/{capture_id}/events", params={"limit": 10})
-        assert page.status_code == 200 and len(page.json()["events"]) == 10
+        assert page.status_code == 200
+        assert len(page.json()["events"]) == min(10, summary["events"])
         assert page.json()["events"][0]["kind"] == "greeting"
         assert leftovers(tmp_path) == []
 
