@@ -170,6 +170,31 @@ def test_dissection_time_limit_keeps_partial_results(tmp_path: Path) -> None:
         assert leftovers(tmp_path) == []
 
 
+def test_time_limit_keeps_the_preview_when_the_whole_run_read_less(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-capture run starts from byte 0 in what is left of the limit: when it stops before it
+    passes the preview the reader already browsed, the preview is what is kept, not the shorter run."""
+    from zmtplab.web.captures import PREVIEW_EVENTS, CaptureStore
+
+    whole = CaptureStore._whole
+
+    async def starved_whole(self: CaptureStore, record: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+        return await whole(self, record, args, {**kwargs, "max_seconds": 1e-6})  # a real run, out of time at once
+
+    monkeypatch.setattr(CaptureStore, "_whole", starved_whole)
+    with open_client(tmp_path, dissect_max_seconds=60, dissect_executor="thread") as c:
+        capture_id = upload(c, SHARED / "bulk.pcapng").json()["id"]
+        final = progress(c, capture_id)[-1]
+        assert final["state"] == "error"
+        summary = c.get(f"/api/captures/{capture_id}").json()
+        kept = summary["events"]
+        assert kept >= PREVIEW_EVENTS  # (the preview stops at the first whole run of events past it)
+        assert "limit of 60 s" in summary["error"] and "kept" in summary["error"]
+        page = c.get(f"/api/captures/{capture_id}/events", params={"offset": kept - 10, "limit": 20})
+        assert [e["index"] for e in page.json()["events"]] == list(range(kept - 10, kept))
+        assert leftovers(tmp_path) == []
+
+
 # ---------------------------------------------------------------- sessions
 
 

@@ -9,7 +9,7 @@ serves it (`web.captures`, `web.routes.captures`); `layout.py` describes the fil
 from __future__ import annotations
 
 from .store import EventStore, SearchCancelled, SearchLimits, public
-from .writer import StoreWriter, TimeLimit, analyze_file, ingest_capture, store_analysis
+from .writer import StoreWriter, TimeLimit, analyze_file, ingest_capture, store_analysis, time_limit_message
 
 __all__ = ["EventStore", "SearchCancelled", "SearchLimits", "StoreWriter", "TimeLimit", "analyze_file",
-           "ingest_capture", "public", "store_analysis"]
+           "ingest_capture", "public", "store_analysis", "time_limit_message"]

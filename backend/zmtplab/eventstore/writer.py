@@ -310,7 +310,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     """Dissects `capture` into a store at `store` (worker process or thread entry point).
 
     Writes `{state, percent, detail}` to the `progress` file as it goes and stops when the
-    `cancel` file appears. Returns `{"state": "done"|"error", "error": str|None, "events": n}`;
+    `cancel` file appears. Returns `{"state": "done"|"error", "error": str|None, "events": n, "read": bytes}`;
     never raises for a bad capture (that is the "error" state). After `max_seconds` it stops
     and returns `{"state": "error", "partial": True, ...}` with a store of what it read so far
     (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`).
@@ -371,9 +371,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
                         break
             except TimeLimit:
                 timed_out = True
-                error = (f"the dissection took longer than the server's limit of {time_limit or max_seconds:g} s "
-                         "and was stopped "
-                         f"at byte {counting.pos} of {size}; the events read until then are kept")
+                error = time_limit_message(time_limit or max_seconds, counting.pos, size)
         error = error or result.error
         summary = writer.finish(None if timed_out else result, error,
                                 analysis=analyzer.finish(dissector.infos) if analyzer is not None else None)
@@ -393,10 +391,17 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         writer.abort()
         return {"state": "error", "error": f"dissection failed: {type(exc).__name__}: {exc}", "events": 0}
     if timed_out:
-        return {"state": "error", "error": error, "events": summary["events"], "partial": True}
+        return {"state": "error", "error": error, "events": summary["events"], "partial": True,
+                "read": counting.pos}
     if error and not summary["events"] and not result.connections:
         return {"state": "error", "error": error, "events": 0}  # nothing readable at all
-    return {"state": "done", "error": error, "events": summary["events"]}
+    return {"state": "done", "error": error, "events": summary["events"], "read": counting.pos}
+
+
+def time_limit_message(limit: float, pos: int, size: int) -> str:
+    """What a capture stopped at the server's time limit says (catalog id `api.capture.time_limit`)."""
+    return (f"the dissection took longer than the server's limit of {limit:g} s and was stopped "
+            f"at byte {pos} of {size}; the events read until then are kept")
 
 
 def _why(exc: BaseException) -> str:

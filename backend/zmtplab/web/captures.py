@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.children import die_with_parent
-from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis
+from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis, time_limit_message
 from .jobstore import ID_RE, JobStore
 from .searches import ClientSlots
 from .settings import Settings
@@ -260,11 +260,19 @@ class CaptureStore(JobStore[CaptureRecord]):
             poller = asyncio.get_running_loop().create_task(self._poll_progress(record))
             started = time.monotonic()
             try:
-                result = await self._preview(record, args, kwargs)
-                if result is None:  # more than the preview holds: now the whole capture
+                result, more = await self._preview(record, args, kwargs)
+                if more:  # more than the preview holds: now the whole capture
                     # in what is left of the time limit (it is the capture's, not each run's)
                     left = max(s.dissect_max_seconds - (time.monotonic() - started), 0.001)
+                    preview = result
                     result = await self._whole(record, args, {**kwargs, "max_seconds": left})
+                    if (result.get("partial") and record.store is not None
+                            and result.get("events", 0) < record.store.total):
+                        # The whole run stopped before it passed the preview: what is kept is the preview.
+                        await asyncio.to_thread(os.replace, record.directory / "preview.sqlite", record.store_path)
+                        size = max(_file_size(record.capture_path), 1)
+                        result = {**result, "events": record.store.total,
+                                  "error": time_limit_message(s.dissect_max_seconds, preview.get("read", 0), size)}
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the worker died: this capture fails, the others go on
@@ -305,10 +313,10 @@ class CaptureStore(JobStore[CaptureRecord]):
         self.update(record)
         await self.evict(keep=record.id)  # its event store counts towards the stored bytes too
 
-    async def _preview(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    async def _preview(self, record: CaptureRecord, args: tuple, kwargs: dict) -> tuple[dict[str, Any], bool]:
         """Dissects the first `PREVIEW_EVENTS` events into a store of their own and serves it (the capture
         still `dissecting`) while the whole capture is dissected: a big capture shows its first elements
-        within a second or two. Returns the result when that was the whole capture (or it failed), else None.
+        within a second or two. Returns the preview's result and whether the capture holds more than it.
         The preview is a prefix of the full dissection, so element indexes stay valid when it is replaced."""
         capture, store_path, progress, cancel = args
         limit = PREVIEW_EVENTS
@@ -318,19 +326,19 @@ class CaptureStore(JobStore[CaptureRecord]):
         if state != DONE or result.get("events", 0) < limit or kwargs.get("max_events", limit + 1) <= limit:
             if path.exists() and (state == DONE or result.get("partial")):
                 await asyncio.to_thread(os.replace, path, store_path)  # all there is: the preview is the result
-            return result
+            return result, False
         try:
             store = await asyncio.to_thread(EventStore, path)
         except Exception:
             log.exception("the preview of %s could not be read", record.id)
-            return None
+            return result, True
         if record.id not in self.records or self._stopping:
             store.close()
-            return {"state": "cancelled", "error": "cancelled", "events": 0}
+            return {"state": "cancelled", "error": "cancelled", "events": 0}, False
         record.store = store
         record.summary = store.summary
         self.update(record, detail=f"showing the first {limit:,} elements")
-        return None
+        return result, True
 
     async def _whole(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any]:
         """Dissects the whole capture into its store while another worker makes its analysis: the two passes
