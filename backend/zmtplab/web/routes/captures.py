@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import shutil
-import threading
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
@@ -16,9 +13,10 @@ from fastapi.responses import StreamingResponse
 from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
-from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
-from ...i18n import localize_analysis, localize_event, localize_events, localize_findings, translate
+from ...eventstore import EventStore
+from ...i18n import localize_analysis, localize_findings, translate
 from .. import illustrated
+from ..capture_events import EventQuery, SearchesBusy, dumps, event_body, event_page
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
 from ..limits import client_address
@@ -33,7 +31,6 @@ from ..models import (
     Progress,
 )
 from ..packets import PacketDecodeError, PacketNotFound
-from ..searches import run_until_disconnect
 from ..sse import event_stream
 from ..uploads import check_declared_size, receive_capture
 
@@ -56,10 +53,6 @@ UPLOAD_BODY = {
 
 def _not_found(capture_id: str) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"no capture with id {capture_id!r}")
-
-
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CaptureCreated, summary="Upload a capture",
@@ -130,7 +123,7 @@ async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep, lang: 
     (`detail` in the language asked for: `?lang=`, Accept-Language)."""
     try:
         return await event_stream(store.progress(capture_id),
-                                  lambda message: _dumps(Progress(**_localized_progress(message, lang)).model_dump()))
+                                  lambda message: dumps(Progress(**_localized_progress(message, lang)).model_dump()))
     except CaptureNotFound:
         raise _not_found(capture_id) from None
 
@@ -205,37 +198,16 @@ async def capture_events(
     found so far. It is cancelled when the client goes away, and one client may run only a few at once.
     """
     kinds = _kinds(kind)
-    limit = min(limit, settings.events_max_limit)
     events_store = _ready(store, capture_id)
     if conn is not None and conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
-
-    def work(cancel: threading.Event | None = None) -> bytes:
-        limits = SearchLimits(time.monotonic() + settings.search_max_seconds, cancel, more)
-        found = events_store.listing(conn, offset, limit, kinds=kinds, q=q or None, limits=limits)
-        if fields:
-            events_store.fields_of(found.events)
-        events = [public(ev, settings.list_max_body) for ev in found.events]
-        out: dict[str, Any] = {"events": localize_events(events, lang),
-                               "total": found.total}
-        if found.searched is not None:
-            out.update(searched=found.searched, elements=found.elements, partial=found.partial)
-        return _dumps(out)
-
-    if not q:
-        return Response(await asyncio.to_thread(work), media_type="application/json")
-    client = client_address(request)
-    if not store.searches.take(client):
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
-                            f"this address already runs {settings.max_searches_per_client} searches (the limit); "
-                            "wait for one to answer")
+    query = EventQuery(conn=conn, offset=offset, limit=min(limit, settings.events_max_limit), kinds=kinds, q=q,
+                       more=more, fields=fields, lang=lang)
     try:
-        body, gone = await run_until_disconnect(request, work)
-    except SearchCancelled:
-        gone, body = True, None
-    finally:
-        store.searches.release(client)
-    if gone or body is None:
+        body = await event_page(store, events_store, query, request)
+    except SearchesBusy as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
+    if body is None:
         return Response(status_code=499)  # (nobody reads it: the client went away)
     return Response(body, media_type="application/json")
 
@@ -259,15 +231,7 @@ async def capture_event(
         conn = next(iter(events_store.conns))
     if conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
-
-    def work() -> bytes | None:
-        try:
-            ev = events_store.event(conn, index)
-        except (KeyError, IndexError):
-            return None
-        return _dumps(localize_event(public(ev, settings.event_max_body), lang))
-
-    body = await asyncio.to_thread(work)
+    body = await event_body(events_store, conn, index, settings, lang)
     if body is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"connection {conn!r} has no event {index}")
     return Response(body, media_type="application/json")
@@ -282,7 +246,7 @@ async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep, lang: 
     if events_store.analysis is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
-    return Response(_dumps(localize_analysis(events_store.analysis, lang)), media_type="application/json")
+    return Response(dumps(localize_analysis(events_store.analysis, lang)), media_type="application/json")
 
 
 @router.post("/{capture_id}/curve-check", summary="The CURVE doctor: check each HELLO against the server's key",
@@ -302,7 +266,7 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     curve, findings = await asyncio.to_thread(check_curve, handshakes, secrets)
-    return Response(_dumps({"curve": curve, "findings": localize_findings(findings, lang)}),
+    return Response(dumps({"curve": curve, "findings": localize_findings(findings, lang)}),
                     media_type="application/json")
 
 
