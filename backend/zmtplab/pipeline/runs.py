@@ -8,11 +8,12 @@ of the dicts `FrameRun.events()` would give, without building those dicts. (Test
 
 The runs of one batch are joined into one buffer; every frame's position, flags, size and event
 number then come from numpy over the frame starts the decoder's scan kept, the `hex` column is the
-hex of that buffer cut at the frame starts, `body` the same text without each header, a message's
-`frames` are a list view over `body`, and the repeated texts of fields (names, rules, notes) are
-taken from small dictionaries made once from the engine's own field functions. A body field's value
-(text or hex, the contract's rule) is decided in bulk for printable ASCII bodies and for bodies with
-an ASCII control character; the engine's `body_value` decides every other body, one call each.
+hex of that buffer cut at the frame starts, `body` the hex of the bodies' octets joined (the buffer
+without the headers), a message's `frames` are a list view over `body`, and the repeated texts of
+fields (names, rules, notes) are taken from one small array made once from the engine's own field
+functions, with one `take` per column. A body field's value (text or hex, the contract's rule) is
+decided in bulk for printable ASCII bodies (the joined bodies read as text) and for bodies with an
+ASCII control character; the engine's `body_value` decides every other body, one call each.
 (Batches of runs stay far below 2 GiB of hex, so 32-bit string offsets hold: `rows.MAX_RUN_OCTETS`.)
 
 Frame rows and message rows come out as two batches; the tables carry their own order (`seq`).
@@ -42,65 +43,72 @@ _DISPLAY_LIMIT = 4096  # body_field's `limit`: longer bodies are shown cut, by t
 
 
 @lru_cache(maxsize=1)
-def _header_texts() -> dict[str, pa.Array]:
-    """The texts of a header's fields for each (framing, flags) combination, index 4 * framing + flags.
+def _field_texts() -> dict[str, pa.Array]:
+    """The repeated texts of a frame's fields: `name`, `rule` and `note` of its flags field at index
+    `combo` (4 * framing + flags), of its size field at 8 + combo, of its body field at 16; `value` of
+    its flags field at `combo`.
 
-    Made from `engine.framing.header_fields`, so they are exactly what the engine writes."""
-    parts: dict[str, list[Any]] = {k: [] for k in ("flag_name", "flag_value", "flag_rule", "flag_note",
-                                                   "size_name", "size_rule", "size_note")}
+    Made from `engine.framing.header_fields` and `body_field`, so they are exactly what the engine writes."""
+    flag_fields, size_fields = [], []
     for framing in _FRAMINGS:
         for flags in range(4):
             header = bytes([flags]) + (bytes(8) if flags & 2 else b"\0")
             flag, size = header_fields(0, header, framing)
-            for key, value in (("flag_name", flag.name), ("flag_value", flag.value), ("flag_rule", flag.rule),
-                               ("flag_note", flag.note), ("size_name", size.name), ("size_rule", size.rule),
-                               ("size_note", size.note)):
-                parts[key].append(value)
-    return {k: pa.array(v, pa.string()) for k, v in parts.items()}
+            flag_fields.append(flag)
+            size_fields.append(size)
+    every = [*flag_fields, *size_fields, _BODY]
+    return {
+        "name": pa.array([x.name for x in every], pa.string()),
+        "rule": pa.array([x.rule for x in every], pa.string()),
+        "note": pa.array([x.note for x in every], pa.string()),
+        "value": pa.array([x.value for x in flag_fields], pa.string()),
+    }
 
 
 class _Layout:
-    """Every frame of a list of runs, as numpy arrays over the runs' joined octets."""
+    """Every frame of a list of runs, as numpy arrays over the runs' joined octets, and their bodies
+    joined without the headers (`bodies`, frame i's at `body_at[i]:body_at[i + 1]`)."""
 
     def __init__(self, runs: list[RunItem]) -> None:
-        datas: list[bytes] = []
-        starts: list[int] = []
+        datas: list[bytes | bytearray] = []
+        starts: list[int] = []  # frame positions, each within its run's octets
         counts: list[int] = []  # frames per run
         events: list[int] = []  # events per run
-        bases: list[int] = []  # where each run's octets begin in `blob`
         self.stamps: list[float] = []  # per event, runs one after the other
         self.packets: list[list[int]] = []
-        base = 0
-        for _cap, _first, _seq, _emit, sourced in runs:
+        stream_start: list[int] = []
+        framings: list[int] = []
+        dirs: list[int] = []
+        for *_keys, sourced in runs:  # (one pass; the per-frame work is numpy's)
             run = sourced.run
+            datas.append(run.data)
             frame_starts = run.starts if run.starts is not None else [p for p, *_rest in run.frames()]
-            datas.append(bytes(run.data))
-            starts += [base + p for p in frame_starts]
+            starts += frame_starts
             counts.append(len(frame_starts))
-            events.append(len(run))
-            bases.append(base)
+            events.append(run.count)
+            stream_start.append(run.start)
+            framings.append(_FRAMINGS.index(run.framing))
+            dirs.append(_DIRS.index(sourced.dir))
             self.stamps += sourced.ts
             self.packets += sourced.packets
-            base += len(run.data)
         self.blob = b"".join(datas)
         n = self.n = len(starts)
         per_run = np.array(counts, np.int64)
+        lengths = np.fromiter(map(len, datas), np.int64, len(datas))
         self.run = np.repeat(np.arange(len(runs)), per_run)  # the run of each frame
-        s = self.start = np.array(starts, np.int64)  # positions in `blob`
+        run_base = (np.cumsum(lengths) - lengths)[self.run]  # where each frame's run begins in `blob`
+        s = self.start = np.array(starts, np.int64) + run_base  # positions in `blob`
         e = self.end = np.empty(n, np.int64)
         e[:-1] = s[1:]  # runs hold whole frames, so a frame ends where the next begins
         e[-1] = len(self.blob)
-        octets = np.frombuffer(self.blob, np.uint8)
+        octets = self.octets = np.frombuffer(self.blob, np.uint8)
         flags = self.flags = octets[s].astype(np.int64)
         self.long = (flags & 2) != 0
         self.hlen = np.where(self.long, 9, 2)
         self.size = e - s - self.hlen
-        self.longest = int((e - s).max())
-        stream_start = np.array([item[4].run.start for item in runs], np.int64)
-        self.offset = stream_start[self.run] + s - np.array(bases, np.int64)[self.run]
+        self.offset = np.array(stream_start, np.int64)[self.run] + s - run_base
         self.last = (flags & 1) == 0  # the frame ends a message
-        framing = np.array([_FRAMINGS.index(item[4].run.framing) for item in runs], np.int64)
-        self.combo = 4 * framing[self.run] + flags  # index into _header_texts()
+        self.combo = 4 * np.array(framings, np.int64)[self.run] + flags  # index into _field_texts()
         # Event numbers: a frame is followed by its message's event when it ends one.
         done_before = np.cumsum(self.last) - self.last  # messages completed before each frame
         first_of_run = np.cumsum(per_run) - per_run
@@ -111,55 +119,47 @@ class _Layout:
         self.msg_first = np.concatenate(([0], self.msg_last[:-1] + 1)).astype(np.int64)
         self.msg_of_frame = done_before
         # Per run values, per frame.
-        self.cap = np.repeat(np.array([item[0] for item in runs], np.int64), per_run)
-        self.first_frame = np.repeat(np.array([item[1] for item in runs], np.int64), per_run)
-        self.seq = np.repeat(np.array([item[2] for item in runs], np.int64), per_run) + k
-        emits = [item[3] for item in runs]
+        caps, firsts, seqs, emits, _sourced = zip(*runs, strict=True)
+        self.cap = np.repeat(np.array(caps, np.int64), per_run)
+        self.first_frame = np.repeat(np.array(firsts, np.int64), per_run)
+        self.seq = np.repeat(np.array(seqs, np.int64), per_run) + k
         self.emit = np.repeat(np.array([0 if x is None else x for x in emits], np.int64), per_run)
         self.emit_null = np.repeat(np.array([x is None for x in emits]), per_run)
-        self.dir = np.repeat(np.array([_DIRS.index(item[4].dir) for item in runs], np.int64), per_run)
+        self.dir = np.repeat(np.array(dirs, np.int64), per_run)
+        # The bodies, joined: every octet but the headers' (2, or 9 for LONG, at each frame's start).
+        keep = np.ones(len(self.blob), bool)
+        keep[s] = False
+        keep[s + 1] = False
+        for i in range(2, 9):
+            keep[s[self.long] + i] = False
+        self.bodies = octets[keep]
+        self.body_at = np.concatenate(([0], np.cumsum(self.size))).astype(np.int32)
 
     def body_values(self, hex_bodies: pa.Array) -> pa.Array:
         """The value of each frame's body field: the body as text when it is printable UTF-8, else
         as hex, cut for display (`engine.framing.body_field`). Bodies of printable ASCII and bodies
         with an ASCII control character (never printable) are decided here in bulk; the engine's
         own function decides every other one."""
-        octets = np.frombuffer(self.blob + b"\0", np.uint8)  # (a last index for reduceat)
-        first, end = self.start + self.hlen, self.end
-        bounds = np.stack([first, end], axis=1).ravel()  # sums over [first, end) at even places
-        empty = first == end  # (where reduceat gives the octet at `first` instead of 0)
-        has_control = (np.add.reduceat((octets < 0x20) | (octets == 0x7F), bounds, dtype=np.int64)[::2] > 0) & ~empty
-        has_high = (np.add.reduceat(octets >= 0x80, bounds, dtype=np.int64)[::2] > 0) & ~empty
+        octets, at = self.bodies, self.body_at
+        # Counts of control and non-ASCII octets per body: differences of running sums at the bodies' bounds.
+        controls = np.concatenate(([0], np.cumsum((octets < 0x20) | (octets == 0x7F), dtype=np.int64)))
+        highs = np.concatenate(([0], np.cumsum(octets >= 0x80, dtype=np.int64)))
+        has_control = controls[at[1:]] > controls[at[:-1]]
+        has_high = highs[at[1:]] > highs[at[:-1]]
         shown_whole = self.size <= _DISPLAY_LIMIT
         ascii_text = shown_whole & ~has_control & ~has_high
         as_hex = shown_whole & has_control
-        frames = pa.BinaryArray.from_buffers(pa.binary(), self.n, [None, pa.py_buffer(
-            np.append(self.start, len(self.blob)).astype(np.int32)), pa.py_buffer(self.blob)])
-        bodies = _after_headers(frames, self.long, self.longest)
-        text = pc.if_else(pa.array(ascii_text), bodies, pa.scalar(b"", pa.binary())).cast(pa.string())
+        # The bodies as text, read in place: only the rows of printable ASCII (valid UTF-8) are taken from it.
+        text = pa.StringArray.from_buffers(self.n, pa.py_buffer(at), pa.py_buffer(octets))
         values = pc.if_else(pa.array(ascii_text), text, hex_bodies)
         others = np.flatnonzero(~(ascii_text | as_hex))
         if len(others):
-            blob = self.blob
-            found = [body_value(blob[a:b]) for a, b in zip(first[others].tolist(), end[others].tolist(), strict=True)]
+            data = octets.tobytes()
+            found = [body_value(data[a:b]) for a, b in zip(at[others].tolist(), at[others + 1].tolist(), strict=True)]
             mask = np.zeros(self.n, bool)
             mask[others] = True
             values = pc.replace_with_mask(values, pa.array(mask), pa.array(found, pa.string()))
         return values
-
-
-def _after_headers(frames: pa.Array, long: np.ndarray, longest: int) -> pa.Array:
-    """Each frame (its octets, or their hex) without its header (2 octets, or 9 when LONG).
-    `longest` is the longest frame's length in octets."""
-    unit = 2 if pa.types.is_string(frames.type) else 1
-    slicer = pc.utf8_slice_codeunits if unit == 2 else pc.binary_slice
-    # An explicit end: pyarrow 26's binary_slice fails with its default one (INT64_MAX).
-    stop = unit * max(longest, 9)
-    if long.all():
-        return slicer(frames, 9 * unit, stop)
-    if not long.any():
-        return slicer(frames, 2 * unit, stop)
-    return pc.if_else(pa.array(long), slicer(frames, 9 * unit, stop), slicer(frames, 2 * unit, stop))
 
 
 def runs_to_batches(runs: list[RunItem], *, with_fields: bool = True,
@@ -221,7 +221,9 @@ def _texts(f: _Layout, max_body: int | None) -> tuple[pa.Array, pa.Array, pa.Arr
     text = binascii.hexlify(f.blob)
     offsets = np.append(2 * f.start, 2 * len(f.blob)).astype(np.int32)
     hexes = pa.StringArray.from_buffers(f.n, pa.py_buffer(offsets), pa.py_buffer(text))
-    whole = bodies = _after_headers(hexes, f.long, f.longest)
+    # The bodies' hex from their own joined octets: one hexlify more, cheaper than cutting every header off.
+    whole = bodies = pa.StringArray.from_buffers(f.n, pa.py_buffer(2 * f.body_at), pa.py_buffer(
+        binascii.hexlify(f.bodies)))
     over = f.size > max_body if max_body is not None else None
     if over is None or not over.any():
         return hexes, bodies, whole, pa.nulls(f.n, pa.bool_())
@@ -236,25 +238,27 @@ def _texts(f: _Layout, max_body: int | None) -> tuple[pa.Array, pa.Array, pa.Arr
 def _frame_fields(f: _Layout, values: pa.Array) -> pa.ListArray:
     """Each frame's flags, size and body fields (list<struct>, three per frame)."""
     n = f.n
-    texts = _header_texts()
-    combo = pa.array(f.combo)
-    body_at = f.offset + f.hlen
-
-    def three(a: pa.Array, b: pa.Array, c: pa.Array) -> pa.Array:
-        """[a0, b0, c0, a1, b1, c1, ...]"""
-        order = np.stack([np.arange(n), np.arange(n) + n, np.arange(n) + 2 * n], axis=1).ravel()
-        return pa.concat_arrays([a, b, c]).take(pa.array(order))
-
-    def const(text: str) -> pa.Array:
-        return pa.repeat(pa.scalar(text, pa.string()), n)
-
+    texts = _field_texts()
+    # Field 3k is frame k's flags field, 3k + 1 its size field, 3k + 2 its body field; their repeated
+    # texts are taken from `_field_texts()` at combo, 8 + combo and 16.
+    at = np.empty(3 * n, np.int64)
+    at[0::3] = f.combo
+    at[1::3] = f.combo + 8
+    at[2::3] = 16
+    index = pa.array(at)
+    # A value is the flags' text (`_field_texts()`), the size as text, or the body's value.
+    value_at = np.empty(3 * n, np.int64)
+    value_at[0::3] = f.combo
+    value_at[1::3] = np.arange(8, 8 + n)
+    value_at[2::3] = np.arange(8 + n, 8 + 2 * n)
+    value_texts = pa.concat_arrays([texts["value"], pc.cast(pa.array(f.size), pa.string()), values])
     children = [
-        three(texts["flag_name"].take(combo), texts["size_name"].take(combo), const(_BODY.name)),
-        pa.array(np.stack([f.offset, f.offset + 1, body_at], axis=1).ravel()),
+        texts["name"].take(index),
+        pa.array(np.stack([f.offset, f.offset + 1, f.offset + f.hlen], axis=1).ravel()),
         pa.array(np.stack([np.ones(n, np.int64), f.hlen - 1, f.size], axis=1).ravel()),
-        three(texts["flag_value"].take(combo), pc.cast(pa.array(f.size), pa.string()), values),
-        three(texts["flag_rule"].take(combo), texts["size_rule"].take(combo), const(_BODY.rule)),
-        three(texts["flag_note"].take(combo), texts["size_note"].take(combo), const(_BODY.note)),
+        value_texts.take(pa.array(value_at)),
+        texts["rule"].take(index),
+        texts["note"].take(index),
     ]
     struct = pa.StructArray.from_arrays(children, fields=list(FIELD_TYPE))
     return pa.ListArray.from_arrays(pa.array(np.arange(0, 3 * n + 1, 3, dtype=np.int32)), struct)
