@@ -24,6 +24,14 @@ Then, in the same run:
 It prints MB/s for each, the ratio pipeline / dissect (goal >= 1.5 on 2 cores) and the figure
 with start-up included, the pipeline's phases, and the load average (other work on the machine
 skews every figure).
+
+`--worker CAPTURE...` measures the pipeline's Python worker instead, per core and without Spark: the
+three passes' own functions (`source.read_partition`, `stages.connections_partition`,
+`sink.write_events_partition`, Parquet files and all) run one after the other in a fresh process on
+the captures' packets sorted as the shuffle sorts them, and their CPU time gives events/s and MB/s per
+core. `--baseline DIR` times another checkout's `backend` in the same rounds (alternating, medians of
+`--runs`), so before and after are measured side by side on a busy machine; `--profile` prints
+cProfile's view of the events pass. Last line: `pipeline_worker: events/s per core=... MB/s per core=...`.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -214,6 +223,96 @@ def run_pipeline_timed(files: list[Path], out: Path, master: str | None) -> tupl
     return jvm, warm, run, summary
 
 
+# The worker's passes in one process (run in a fresh interpreter, so a baseline checkout can run it too):
+# prints one JSON object of CPU seconds per pass, events and capture bytes.
+_WORKER_CODE = """
+import cProfile, json, os, pstats, sys, tempfile, shutil, time
+import pyarrow as pa
+from zmtplab.pipeline.plan import make_plan
+from zmtplab.pipeline.sink import prepare, write_events_partition
+from zmtplab.pipeline.source import read_partition
+from zmtplab.pipeline.stages import connections_partition
+profile = sys.argv[1] == "1"
+plan = make_plan(sys.argv[2:])
+clock = time.process_time
+t = clock()
+packets = pa.Table.from_batches([b for part in plan.partitions for b in read_partition(part)])
+read = clock() - t
+packets = packets.sort_by([("cap", "ascending"), ("flow", "ascending"), ("frame", "ascending")])
+t = clock()
+conns = pa.Table.from_batches(list(connections_partition(packets.to_batches(max_chunksize=8192))))
+connections = clock() - t
+ids, seen = {}, {}
+for cap, first in sorted(zip(conns.column("cap").to_pylist(), conns.column("first_frame").to_pylist())):
+    ids[(cap, first)] = str(seen.get(cap, 0))
+    seen[cap] = seen.get(cap, 0) + 1
+run = {"ids": ids, "names": [c.name for c in plan.captures], "paths": [c.path for c in plan.captures]}
+out = tempfile.mkdtemp(prefix="zmtplab-worker-")
+try:
+    staging = prepare(out + "/events", "bench")
+    profiler = cProfile.Profile() if profile else None
+    t = clock()
+    if profiler:
+        profiler.enable()
+    files = [r for b in write_events_partition(packets.to_batches(max_chunksize=8192), staging=staging, run=run)
+             for r in b.to_pylist()]
+    if profiler:
+        profiler.disable()
+    events = clock() - t
+finally:
+    shutil.rmtree(out)
+if profiler:
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+print(json.dumps({"read": read, "connections": connections, "events": events,
+                  "rows": sum(f["rows"] for f in files if f["kind"] == "events"),
+                  "bytes": sum(os.path.getsize(p) for p in sys.argv[2:])}))
+"""
+
+
+def worker_run(captures: list[str], backend: Path | None = None, profile: bool = False) -> dict:
+    """One run of the worker's passes over `captures` in a fresh process (`backend`: another checkout's)."""
+    env = dict(os.environ)
+    if backend is not None:
+        env["PYTHONPATH"] = str(backend)
+    res = subprocess.run([sys.executable, "-c", _WORKER_CODE, "1" if profile else "0", *captures],
+                         capture_output=True, text=True, env=env, check=True)
+    if profile:
+        print(res.stderr, file=sys.stderr)
+    return json.loads(res.stdout.splitlines()[-1])
+
+
+def worker_main(args: argparse.Namespace) -> int:
+    """`--worker`: the pipeline's Python worker per core, optionally beside a baseline checkout's."""
+    captures = [str(c) for c in args.worker] or [str(SHARED / "bulk.pcapng")]
+    variants: list[tuple[str, Path | None]] = [("this tree", None)]
+    if args.baseline is not None:
+        variants.append(("baseline", args.baseline / "backend"))
+    print(f"load average before: {load()}", flush=True)
+    results: dict[str, list[dict]] = {name: [] for name, _b in variants}
+    for _round in range(args.runs):
+        for name, backend in variants:
+            results[name].append(worker_run(captures, backend))
+    if args.profile:
+        worker_run(captures, None, profile=True)
+    print(f"load average after: {load()}", flush=True)
+    rates = {}
+    for name, runs in results.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in ("read", "connections", "events")}
+        rows, size = runs[0]["rows"], runs[0]["bytes"] / MB
+        total = sum(med.values())
+        rates[name] = rows / total
+        print(f"{name:10}: {rows:,} events, {size:.1f} MB; CPU s (medians of {len(runs)}): read {med['read']:.2f}, "
+              f"connections {med['connections']:.2f}, events {med['events']:.2f}; per core: "
+              f"{rows / total:,.0f} events/s, {size / total:.2f} MB/s (events pass alone {rows / med['events']:,.0f}"
+              f" events/s)", flush=True)
+    this = rates["this tree"]
+    ratio = f" ratio to baseline={this / rates['baseline']:.2f}" if "baseline" in rates else ""
+    size = results["this tree"][0]["bytes"] / MB
+    per_mb = size * this / results["this tree"][0]["rows"]
+    print(f"pipeline_worker: events/s per core={this:,.0f} MB/s per core={per_mb:.2f}{ratio}")
+    return 0
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -230,7 +329,15 @@ def main() -> int:
     parser.add_argument("--no-one-core", action="store_true", help="skip the local[1] run")
     parser.add_argument("--processes", action="store_true",
                         help="also time one `zmtplab dissect` process per file (start-up included)")
+    parser.add_argument("--worker", nargs="*", type=Path, default=None, metavar="CAPTURE",
+                        help="time the pipeline's Python worker per core without Spark (default capture: bulk.pcapng)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="with --worker: another checkout (DIR/backend) timed in the same rounds")
+    parser.add_argument("--runs", type=int, default=3, help="with --worker: rounds (default 3)")
+    parser.add_argument("--profile", action="store_true", help="with --worker: cProfile of the events pass")
     args = parser.parse_args()
+    if args.worker is not None:
+        return worker_main(args)
     work = Path(tempfile.mkdtemp(prefix="zmtplab-bench-", dir=args.workdir))
     try:
         t = time.perf_counter()
