@@ -126,12 +126,27 @@ def main_tasks(trace: dict[str, Any]) -> tuple[float, float, float]:
     return max(e["dur"] for e in tasks) / 1000, max(cpu) / 1000, sum(cpu) / max(1, span)
 
 
+def hot_functions(profile: dict[str, Any], top: int = 20) -> list[str]:
+    """The functions a CPU profile saw running most (self time), as lines: ms, function, file:line."""
+    nodes = {n["id"]: n for n in profile.get("nodes", [])}
+    deltas = profile.get("timeDeltas", [])
+    self_us: dict[tuple[str, str, int], float] = {}
+    for node_id, dt in zip(profile.get("samples", [])[1:], deltas[1:], strict=False):
+        frame = nodes[node_id]["callFrame"]
+        key = (frame["functionName"] or "(anonymous)", frame["url"].rsplit("/", 1)[-1], frame["lineNumber"] + 1)
+        self_us[key] = self_us.get(key, 0.0) + dt
+    hot = sorted(self_us.items(), key=lambda kv: -kv[1])[:top]
+    return [f"  {us / 1000:8.1f} ms  {name}  {url}:{line}" for (name, url, line), us in hot]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=1000, help="messages a second, in total")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--goal", type=float, default=50.0, help="the longest frame accepted, ms")
     parser.add_argument("--trace", type=Path, help="also write the Chromium trace here")
+    parser.add_argument("--profile", type=Path, help="also write the page's JavaScript CPU profile (.cpuprofile, as"
+                        " DevTools opens it) here, and print the functions that took the most time")
     parser.add_argument("--two-peer", action="store_true", help="the same load on today's two-peer session (PUSH ->"
                         " PULL, two lifelines, no diagram): the baseline on this machine")
     args = parser.parse_args(argv)
@@ -173,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
             thread.start()
             time.sleep(0.5)
             browser.start_tracing(page=page, categories=CATEGORIES)
+            cdp = page.context.new_cdp_session(page) if args.profile else None
+            if cdp:
+                cdp.send("Profiler.enable")
+                cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                cdp.send("Profiler.start")
             page.evaluate(FRAMES_JS)
             page_t0 = page.evaluate("performance.now()")
             ready.set()
@@ -180,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_timeout(300)
             page_t1 = page.evaluate("performance.now()")
             frames = page.evaluate("window.__frames")
+            if cdp:
+                profile = cdp.send("Profiler.stop")["profile"]
+                args.profile.write_text(json.dumps(profile))
             trace = json.loads(browser.stop_tracing())
             if args.trace:
                 args.trace.write_text(json.dumps(trace))
@@ -203,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
           f"frame_p99={frame_p99:.1f}ms "
           f"task_max={task_max:.1f}ms task_cpu_max={task_cpu_max:.1f}ms main_thread_cpu={100 * main_busy:.0f}% "
           f"load={os.getloadavg()[0]:.1f} goal={args.goal:g}ms {'met' if met else 'FAILED'}")
+    if args.profile:
+        for line in hot_functions(profile):
+            print(line)
     return 0 if met else 1
 
 

@@ -18,6 +18,15 @@ class FakeNode {
   append(...nodes) {
     for (const n of nodes) this.appendChild(typeof n === 'string' ? this.ownerDocument.createTextNode(n) : n);
   }
+  insertBefore(node, ref) {
+    if (ref === null || ref === undefined) return this.appendChild(node);
+    if (node.parentNode) node.parentNode.removeChild(node);
+    const i = this.childNodes.indexOf(ref);
+    if (i < 0) throw new Error('insertBefore: the reference node is not a child');
+    node.parentNode = this;
+    this.childNodes.splice(i, 0, node);
+    return node;
+  }
   removeChild(node) {
     const i = this.childNodes.indexOf(node);
     if (i >= 0) this.childNodes.splice(i, 1);

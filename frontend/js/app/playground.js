@@ -10,7 +10,7 @@
 import { createApi } from '../core/api.js';
 import { peerLabel } from '../core/eventlog.js';
 import { parseLink, buildLink } from '../core/links.js';
-import { isTyping } from '../views/dom.js';
+import { frameThrottle, isTyping } from '../views/dom.js';
 import { i18n, t } from '../core/i18n.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { Dataset } from './dataset.js';
@@ -33,7 +33,9 @@ class PlaygroundPage {
     this.pendingLink = null; // { el, field } from the URL, applied when that element arrives
     this.dirty = false;
     this.lastHex = 0;
-    this.raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+    this.hexLater = null; // the timer of the hex dump's next redraw, while the session is busy
+    // (the views' frame: what the flush gives them is drawn in the same frame, one layout for all)
+    this.flushSoon = frameThrottle(win, () => this.flush());
 
     const wb = createWorkbench(
       { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
@@ -108,7 +110,7 @@ class PlaygroundPage {
   markDirty() {
     if (this.dirty) return;
     this.dirty = true;
-    this.raf(() => this.flush());
+    this.flushSoon();
   }
 
   flush() {
@@ -136,7 +138,13 @@ class PlaygroundPage {
     if (now - this.lastHex > 250 || d.log.length < 2000) {
       this.lastHex = now;
       wb.hex.setChunks(d.chunks());
-    } else setTimeout(() => this.markDirty(), 260);
+    } else if (!this.hexLater) {
+      // (one pending redraw, not one per frame)
+      this.hexLater = setTimeout(() => {
+        this.hexLater = null;
+        this.markDirty();
+      }, 260);
+    }
     this.applyPendingLink();
   }
 

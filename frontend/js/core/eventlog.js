@@ -14,6 +14,7 @@ export class EventLog {
     this.events = [];
     this.seqIndex = new Map(); // seq -> index in events
     this.experts = []; // indexes of expert events
+    this.maxSeq = null; // the highest seq held (null: none)
   }
 
   get length() {
@@ -39,7 +40,10 @@ export class EventLog {
     }
     const i = this.events.length;
     this.events.push(ev);
-    if (seq !== null) this.seqIndex.set(seq, i);
+    if (seq !== null) {
+      this.seqIndex.set(seq, i);
+      if (this.maxSeq === null || seq > this.maxSeq) this.maxSeq = seq;
+    }
     if (ev.kind === 'expert') this.experts.push(i);
     return i;
   }
@@ -50,6 +54,8 @@ export class EventLog {
 
   /** Keep only events with seq < position (events without seq stay). Returns true if any went. */
   truncate(position) {
+    // (a session's state message says its position many times a second: nothing to drop, said without a pass)
+    if (this.maxSeq === null || this.maxSeq < position) return false;
     const before = this.events.length;
     this.events = this.events.filter((ev) => typeof ev.seq !== 'number' || ev.seq < position);
     if (this.events.length === before) return false;
@@ -60,8 +66,12 @@ export class EventLog {
   reindex() {
     this.seqIndex = new Map();
     this.experts = [];
+    this.maxSeq = null;
     this.events.forEach((ev, i) => {
-      if (typeof ev.seq === 'number') this.seqIndex.set(ev.seq, i);
+      if (typeof ev.seq === 'number') {
+        this.seqIndex.set(ev.seq, i);
+        if (this.maxSeq === null || ev.seq > this.maxSeq) this.maxSeq = ev.seq;
+      }
       if (ev.kind === 'expert') this.experts.push(i);
     });
   }

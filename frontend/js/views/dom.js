@@ -8,6 +8,7 @@
 // rewrites it in place when the language changes.
 
 import { t as translate, Message } from '../core/i18n.js';
+import { frameQueue } from '../core/frames.js';
 
 export function h(doc, tag, props = {}, ...children) {
   const el = doc.createElement(tag);
@@ -154,18 +155,9 @@ export function panel(doc, title, className = '') {
   return { root, body, tools };
 }
 
-/** Run fn at most once per animation frame. */
+/** Run fn at most once per animation frame: in the page's one frame callback (core/frames.js), with every other view's. */
 export function frameThrottle(win, fn) {
-  let pending = false;
-  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
-  return () => {
-    if (pending) return;
-    pending = true;
-    raf(() => {
-      pending = false;
-      fn();
-    });
-  };
+  return frameQueue(win).throttle(fn);
 }
 
 /** Observe an element's size (ResizeObserver where available, else window resize). Returns a stop function. */

@@ -58,10 +58,17 @@ export class HexView {
     clear(container);
     container.appendChild(p.root);
     this.schedule = frameThrottle(this.win, () => this.render());
-    this.stopResize = onResize(this.win, this.viewport, () => (this.fitting() !== this.perLine ? this.relayout() : this.schedule()));
+    // The octets a line holds are measured when the pane's size (or mode, or font) changes, never per
+    // update: a measure after the page's other writes forces a whole layout mid-frame.
+    this.measured = false;
+    this.stopResize = onResize(this.win, this.viewport, () => (this.fitting() !== this.perLine ? this.relayout({ measure: true }) : this.schedule()));
     this.linesEl.addEventListener('click', (e) => this.onClick(e));
-    i18n.onChange(() => this.schedule());
+    i18n.onChange(() => {
+      this.drawn = null; // (the marker lines' words)
+      this.schedule();
+    });
     this.picking = false;
+    this.drawn = null; // what the drawn lines show (render() skips a frame that would draw the same)
     selection.subscribe((state, prev) => {
       // Reveal a new element or field, unless it was picked here (the user is looking at it).
       const moved = state.index !== prev.index || state.event !== prev.event || state.field !== prev.field;
@@ -80,13 +87,13 @@ export class HexView {
   setMode(mode) {
     this.mode = mode === 'ascii' || mode === 'utf8' ? mode : 'hex';
     for (const [name, button] of Object.entries(this.modeButtons)) button.classList.toggle('on', this.mode === name);
-    this.relayout();
+    this.relayout({ measure: true });
     this.reveal();
   }
 
   setLineHeight(px) {
     this.lineHeight = px;
-    this.relayout();
+    this.relayout({ measure: true });
     this.reveal();
   }
 
@@ -97,8 +104,11 @@ export class HexView {
     return fittingBytesPerLine(width && ten ? (width * 10) / ten : 0, this.mode);
   }
 
-  relayout() {
-    this.perLine = this.fitting();
+  relayout({ measure = !this.measured } = {}) {
+    if (measure) {
+      this.perLine = this.fitting();
+      this.measured = true;
+    }
     this.lines = layoutLines(this.chunks, this.perLine);
     this.spacer.style.height = `${contentHeight(this.lines.count, this.lineHeight)}px`;
     this.empty.hidden = this.lines.count > 0;
@@ -133,9 +143,14 @@ export class HexView {
     const d = this.doc;
     const total = this.lines.count;
     const { start, end, top } = visibleRange({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 300, rowHeight: this.lineHeight, total });
+    const { el, field } = this.ranges();
+    // The same lines over the same bytes, highlighted the same: nothing to draw (the dump grows below the
+    // lines shown many times a second while a session plays).
+    const drawn = { chunks: this.chunks, mode: this.mode, height: this.lineHeight, top, lines: lineKeys(this.lines, start, end), el: rangeKey(el), field: rangeKey(field) };
+    if (sameDrawing(this.drawn, drawn)) return;
+    this.drawn = drawn;
     clear(this.linesEl);
     this.linesEl.style.top = `${top}px`;
-    const { el, field } = this.ranges();
     for (let i = start; i < end; i++) {
       const line = this.lines.line(i);
       const div = h(d, 'div', { class: `hex-line ${line.dir}` });
@@ -198,6 +213,24 @@ export class HexView {
   destroy() {
     this.stopResize();
   }
+}
+
+/** What lines [start, end) show: kind, direction, offset, size and element of each (bytes are appended, never changed). */
+function lineKeys(lines, start, end) {
+  const keys = [];
+  for (let i = start; i < end; i++) {
+    const l = lines.line(i);
+    keys.push(`${l.kind}/${l.dir}/${l.offset}/${l.bytes ? l.bytes.length : l.count}/${l.index}`);
+  }
+  return keys.join(' ');
+}
+
+function rangeKey(r) {
+  return r ? `${r.dir}/${r.start}/${r.end}` : '';
+}
+
+function sameDrawing(a, b) {
+  return !!a && Object.keys(b).every((k) => a[k] === b[k]);
 }
 
 function hex8(n) {

@@ -35,6 +35,12 @@ export class SequenceView {
     this.endsOf = null;
     this.highlight = null;
     this.idPrefix = `seq${++views}`;
+    // Where the viewport stands, kept here so that a redraw reads no layout: the scroll position as the last
+    // scroll event (or our own scroll) left it, the height as the last resize reported it (null: not yet).
+    this.top = 0;
+    this.height = null;
+    this.drawnRows = new Map(); // index -> { row, key }: the rows in the DOM, kept while what they show stays
+    this.version = 0; // bumped by whatever changes how every row looks (lanes, labels, highlight, language...)
 
     const d = this.doc;
     this.clientHead = h(d, 'div', { class: 'lifeline-head c2s-side' });
@@ -53,7 +59,7 @@ export class SequenceView {
         tabIndex: 0,
         attrs: { role: 'listbox' },
         tLabel: 'ui.seq.label',
-        on: { scroll: () => this.schedule(), keydown: (e) => this.onKey(e) },
+        on: { scroll: () => this.onScroll(), keydown: (e) => this.onKey(e) },
       },
       this.spacer,
       this.rows,
@@ -70,6 +76,9 @@ export class SequenceView {
       if (row) this.select(Number(row.dataset.index));
     });
     this.stopResize = onResize(this.win, this.viewport, () => {
+      // (a resize is reported after layout: these reads cost nothing)
+      this.height = this.viewport.clientHeight;
+      this.top = this.viewport.scrollTop;
       this.placeLanes();
       this.schedule();
     });
@@ -82,20 +91,44 @@ export class SequenceView {
     });
   }
 
+  /** The viewport's height: as last reported by a resize, else measured now. */
+  viewportHeight() {
+    return this.height ?? this.viewport.clientHeight;
+  }
+
+  onScroll() {
+    this.top = this.viewport.scrollTop;
+    this.schedule();
+  }
+
+  /** Scrolls the viewport (written now, as a browser clamps it) and remembers where it stands. */
+  scrollTo(top) {
+    this.viewport.scrollTop = top;
+    this.top = this.viewport.scrollTop; // (free: the write above laid the page out)
+  }
+
+  /** Every row is drawn again on the next frame. */
+  redrawAll() {
+    this.version++;
+    this.schedule();
+  }
+
   setSource(source) {
     if (this.unsubscribe) this.unsubscribe();
     this.source = source;
     this.unsubscribe = source && source.subscribe ? source.subscribe(() => this.onData()) : null;
     this.selected = null;
-    this.viewport.scrollTop = 0;
+    this.scrollTo(0);
+    this.version++;
     this.onData();
   }
 
   setLabels({ client, server }) {
     this.given = { client, server };
     this.labels = { client: client || t('ui.peer.client'), server: server || t('ui.peer.server') };
-    this.clientHead.textContent = this.labels.client;
-    this.serverHead.textContent = this.labels.server;
+    if (this.clientHead.textContent !== this.labels.client) this.clientHead.textContent = this.labels.client;
+    if (this.serverHead.textContent !== this.labels.server) this.serverHead.textContent = this.labels.server;
+    this.version++; // (a row's spoken direction names them)
   }
 
   /**
@@ -125,7 +158,7 @@ export class SequenceView {
       this.lanesLayer.style.background = this.lanesBg;
       this.placeLanes();
     }
-    this.schedule();
+    this.redrawAll();
   }
 
   /** The lifelines' layer starts under the header (whose height the heads' rows set). */
@@ -136,22 +169,23 @@ export class SequenceView {
   /** Marks the rows whose event fn(event) holds (null: none). */
   setHighlight(fn) {
     this.highlight = typeof fn === 'function' ? fn : null;
-    this.schedule();
+    this.redrawAll();
   }
 
   /** How rows are numbered: fn(row, event) -> text (null: 1, 2, 3...). A filtered list shows element indexes. */
   setRowNumbers(fn) {
     this.rowNumber = typeof fn === 'function' ? fn : null;
-    this.schedule();
+    this.redrawAll();
   }
 
   setTimeBase(t) {
     this.timeBase = typeof t === 'number' ? t : null;
-    this.schedule();
+    this.redrawAll();
   }
 
   setRowHeight(px) {
     this.rowHeight = px;
+    this.version++;
     this.onData();
   }
 
@@ -159,32 +193,65 @@ export class SequenceView {
     this.followTail = !!on;
   }
 
+  /**
+   * The source changed: the scroll range and the count now (writes only: nothing here reads the layout, so
+   * a page taking many events a frame lays out once), the rows in the next frame.
+   */
   onData() {
     const total = this.source ? this.source.length : 0;
-    const wasAtBottom = atBottom({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight, rowHeight: this.rowHeight, total: this.lastTotal || 0 });
-    this.spacer.style.height = `${contentHeight(total, this.rowHeight)}px`;
+    const wasAtBottom = atBottom({ scrollTop: this.top, viewportHeight: this.viewportHeight(), rowHeight: this.rowHeight, total: this.lastTotal || 0 });
+    const height = `${contentHeight(total, this.rowHeight)}px`;
+    if (this.spacer.style.height !== height) this.spacer.style.height = height;
     const elements = this.source && typeof this.source.elementCount === 'number' ? this.source.elementCount : total; // (marks are not elements)
-    this.countEl.textContent = tn('ui.seq.count', elements, { n: formatCount(elements) });
-    this.empty.hidden = total > 0;
-    if (this.followTail && wasAtBottom && total > (this.lastTotal || 0)) {
-      this.viewport.scrollTop = contentHeight(total, this.rowHeight);
+    if (elements !== this.countShown) {
+      this.countShown = elements;
+      this.countEl.textContent = tn('ui.seq.count', elements, { n: formatCount(elements) });
     }
+    this.empty.hidden = total > 0;
+    // Following the tail: scrolled to the end when the rows are drawn (the last write of the frame).
+    if (this.followTail && wasAtBottom && total > (this.lastTotal || 0)) this.toTail = true;
     this.lastTotal = total;
     this.schedule();
   }
 
   render() {
     const total = this.source ? this.source.length : 0;
-    const vh = this.viewport.clientHeight || 600;
-    const { start, end, top } = visibleRange({ scrollTop: this.viewport.scrollTop, viewportHeight: vh, rowHeight: this.rowHeight, total });
-    clear(this.rows);
-    this.rows.style.top = `${top}px`;
+    const vh = this.viewportHeight() || 600;
+    let scrollTop = this.top;
+    const tail = this.toTail;
+    this.toTail = false;
+    // (where the browser will clamp the scroll to the end)
+    if (tail) scrollTop = Math.max(0, contentHeight(total, this.rowHeight) - vh);
+    const { start, end, top } = visibleRange({ scrollTop, viewportHeight: vh, rowHeight: this.rowHeight, total });
+    const topPx = `${top}px`;
+    if (this.rows.style.top !== topPx) this.rows.style.top = topPx;
     let missing = false;
+    // Rows that show what they showed stay in the DOM; the others are made. Following a slow session or moving
+    // the selection, a frame makes a row or two, not the screenful.
+    const kept = new Map();
     for (let i = start; i < end; i++) {
       const ev = this.source.get(i);
       if (!ev) missing = true;
-      this.rows.appendChild(this.renderRow(i, ev));
+      const key = `${this.version}/${i === this.selected}/${this.elementOf(i)}`;
+      const old = this.drawnRows.get(i);
+      if (old && old.ev === ev && old.key === key) {
+        kept.set(i, old);
+        if (old.row.getAttribute('aria-setsize') !== String(total)) old.row.setAttribute('aria-setsize', String(total));
+      } else kept.set(i, { row: this.renderRow(i, ev), ev, key, fresh: true });
     }
+    for (const [i, old] of this.drawnRows) if (kept.get(i) !== old && old.row.parentNode === this.rows) this.rows.removeChild(old.row);
+    // In order: the new rows before the first kept one, then after each kept one.
+    let before = null;
+    for (let i = end - 1; i >= start; i--) {
+      const entry = kept.get(i);
+      if (entry.fresh) {
+        this.rows.insertBefore(entry.row, before);
+        entry.fresh = false;
+      }
+      before = entry.row;
+    }
+    this.drawnRows = kept;
+    if (tail) this.scrollTo(contentHeight(total, this.rowHeight));
     // The listbox keeps the focus; a screen reader hears the selected row through aria-activedescendant.
     const sel = this.selected !== null && this.selected >= start && this.selected < end ? `${this.idPrefix}-row-${this.selected}` : null;
     if (sel) this.viewport.setAttribute('aria-activedescendant', sel);
@@ -315,7 +382,8 @@ export class SequenceView {
     this.selected = typeof index === 'number' ? index : null;
     if (reveal && this.selected !== null) {
       const total = this.source ? this.source.length : 0;
-      this.viewport.scrollTop = scrollToReveal({ index: this.selected, scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 600, rowHeight: this.rowHeight, total });
+      const top = scrollToReveal({ index: this.selected, scrollTop: this.top, viewportHeight: this.viewportHeight() || 600, rowHeight: this.rowHeight, total });
+      if (top !== this.top) this.scrollTo(top);
     }
     this.schedule();
   }
@@ -323,7 +391,7 @@ export class SequenceView {
   onKey(e) {
     const total = this.source ? this.source.length : 0;
     if (!total) return;
-    const page = Math.max(1, Math.floor((this.viewport.clientHeight || 600) / this.rowHeight) - 1);
+    const page = Math.max(1, Math.floor((this.viewportHeight() || 600) / this.rowHeight) - 1);
     const cur = this.selected === null ? -1 : this.selected;
     const moves = { ArrowDown: cur + 1, ArrowUp: cur - 1, PageDown: cur + page, PageUp: cur - page, Home: 0, End: total - 1 };
     if (!(e.key in moves)) return;

@@ -1,0 +1,93 @@
+// One animation frame for all of a page's drawing. DOM-free.
+//
+// Every view that draws "at most once a frame" schedules its redraw here rather than asking for a frame of
+// its own: the redraws run in one requestAnimationFrame callback, in the order they were scheduled, and a
+// redraw scheduled while the frame runs (the page's flush touching a view) runs in the same frame, after
+// it. So a page that takes a thousand messages a second draws what arrived since the last frame once,
+// all its writes together, and the browser lays the page out once (a view drawing in a frame of its own
+// after another view's writes, or a frame later, lays it out again). Each callback runs at most once a
+// frame: one scheduled again by its own run waits for the next frame.
+//
+//   const frames = createFrameQueue((run) => win.requestAnimationFrame(run));
+//   const redraw = frames.throttle(() => view.render());
+//   redraw(); redraw();   // one render, in the next frame
+
+/** A queue of callbacks run together in the next frame; `requestFrame(run)` asks for that frame. */
+export function createFrameQueue(requestFrame) {
+  let queue = [];
+  let queued = new Set();
+  let requested = false;
+  let ran = null; // the callbacks run in the frame running now (null between frames)
+  const later = []; // callbacks scheduled again by their own run in this frame
+
+  function run(time) {
+    requested = false;
+    ran = new Set();
+    let failure = null;
+    try {
+      while (queue.length) {
+        const fn = queue.shift();
+        queued.delete(fn);
+        ran.add(fn);
+        try {
+          fn(time);
+        } catch (err) {
+          failure = failure || err; // (the other views still draw; the first error is thrown after them)
+        }
+      }
+    } finally {
+      ran = null;
+      // What ran and was scheduled again by itself waits here for the next frame.
+      queue = [...later];
+      queued = new Set(queue);
+      later.length = 0;
+      if (queue.length) request();
+    }
+    if (failure) throw failure;
+  }
+
+  function request() {
+    if (requested) return;
+    requested = true;
+    requestFrame(run);
+  }
+
+  /** Runs fn in the next frame (once, however often it is scheduled before then). */
+  function schedule(fn) {
+    if (ran && ran.has(fn)) {
+      if (!later.includes(fn)) later.push(fn);
+      return;
+    }
+    if (queued.has(fn)) return;
+    queued.add(fn);
+    queue.push(fn);
+    if (!ran) request();
+  }
+
+  return {
+    schedule,
+    /** A function that schedules fn (at most once a frame). */
+    throttle: (fn) => () => schedule(fn),
+    /** Whether anything waits for the next frame. */
+    get pending() {
+      return queue.length > 0 || later.length > 0;
+    },
+  };
+}
+
+const queues = new WeakMap();
+
+/**
+ * The frame queue of a window (one per window: every view of a page shares it); a window without
+ * requestAnimationFrame (or none) gets frames of 16 ms from `setTimeout`.
+ */
+export function frameQueue(win) {
+  const key = win && typeof win === 'object' ? win : frameQueue;
+  let q = queues.get(key);
+  if (!q) {
+    const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(() => f(Date.now()), 16);
+    q = createFrameQueue(raf);
+    queues.set(key, q);
+  }
+  return q;
+}

@@ -1,0 +1,231 @@
+// Drawing at a thousand messages a second (issue 19): the page's one frame queue (core/frames.js), and the
+// sequence view drawing what arrived since the last frame without reading the layout and without making
+// again the rows that still show what they showed.
+import './i18n-setup.mjs'; // English words, as the page has them
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createFrameQueue, frameQueue } from '../../frontend/js/core/frames.js';
+import { createDocument, walk } from './fake-dom.mjs';
+import { SequenceView } from '../../frontend/js/views/sequence.js';
+import { ArraySource } from '../../frontend/js/core/source.js';
+import { EventLog } from '../../frontend/js/core/eventlog.js';
+
+/** A queue over frames the test runs by hand: frame() runs the one callback asked for, if any. */
+function manualFrames() {
+  const asked = [];
+  const queue = createFrameQueue((run) => asked.push(run));
+  return {
+    queue,
+    asked,
+    frame(time = 0) {
+      const run = asked.shift();
+      if (run) run(time);
+      return !!run;
+    },
+  };
+}
+
+test('what is scheduled before a frame runs once in it, in order, with one request for the frame', () => {
+  const { queue, asked, frame } = manualFrames();
+  const ran = [];
+  const a = queue.throttle(() => ran.push('a'));
+  const b = queue.throttle(() => ran.push('b'));
+  for (let i = 0; i < 1000; i++) {
+    a();
+    b();
+  }
+  assert.equal(asked.length, 1, 'a thousand redraws asked for one frame');
+  assert.equal(queue.pending, true);
+  frame();
+  assert.deepEqual(ran, ['a', 'b']);
+  assert.equal(queue.pending, false);
+  assert.equal(frame(), false, 'nothing left for the next frame');
+});
+
+test('a redraw scheduled while the frame runs runs in the same frame, after what scheduled it', () => {
+  const { queue, asked, frame } = manualFrames();
+  const ran = [];
+  const view = queue.throttle(() => ran.push('view'));
+  const page = queue.throttle(() => {
+    ran.push('page');
+    view(); // (the page's flush gives the view new rows)
+  });
+  page();
+  frame();
+  assert.deepEqual(ran, ['page', 'view'], 'the view drew in the frame of the flush, not a frame later');
+  assert.equal(asked.length, 0);
+});
+
+test('a callback that schedules itself waits for the next frame (no endless frame)', () => {
+  const { queue, asked, frame } = manualFrames();
+  let n = 0;
+  const tick = queue.throttle(() => {
+    n++;
+    tick();
+  });
+  tick();
+  frame();
+  assert.equal(n, 1);
+  assert.equal(asked.length, 1, 'the next frame is asked for');
+  frame();
+  assert.equal(n, 2);
+});
+
+test('a callback that throws does not cost the others their frame; the error is thrown after them', () => {
+  const { queue, frame } = manualFrames();
+  const ran = [];
+  queue.schedule(() => {
+    throw new Error('broken view');
+  });
+  queue.schedule(() => ran.push('after'));
+  assert.throws(() => frame(), /broken view/);
+  assert.deepEqual(ran, ['after']);
+  queue.schedule(() => ran.push('next'));
+  frame();
+  assert.deepEqual(ran, ['after', 'next'], 'the queue still works');
+});
+
+test('one queue per window, shared by every view of the page', () => {
+  const win = { requestAnimationFrame: () => 1 };
+  assert.equal(frameQueue(win), frameQueue(win));
+  assert.notEqual(frameQueue(win), frameQueue({ requestAnimationFrame: () => 1 }));
+});
+
+// ---- the sequence view on the fake DOM -------------------------------------------------------------------
+
+/** A document whose window has a ResizeObserver (reporting once, as a browser does after layout) and whose
+ * sequence viewport counts the layout reads made outside that report. */
+function measuredDocument() {
+  const doc = createDocument();
+  const reads = { n: 0, inResize: false };
+  doc.defaultView.ResizeObserver = class {
+    constructor(fn) {
+      this.fn = fn;
+    }
+    observe() {
+      reads.inResize = true;
+      try {
+        this.fn([]);
+      } finally {
+        reads.inResize = false;
+      }
+    }
+    disconnect() {}
+  };
+  const watch = (el, values) => {
+    for (const prop of ['scrollTop', 'clientHeight', 'offsetHeight']) {
+      let value = values[prop] ?? 0;
+      Object.defineProperty(el, prop, {
+        get() {
+          // (reading the scroll back right after writing it costs nothing: the write laid the page out)
+          if (prop === 'scrollTop' && reads.fresh) reads.fresh = false;
+          else if (!reads.inResize) reads.n++;
+          return value;
+        },
+        set(v) {
+          if (prop === 'scrollTop') {
+            reads.scrolls = (reads.scrolls || 0) + 1;
+            reads.fresh = true;
+          }
+          // (a browser clamps the scroll to the content; the fake content is the spacer)
+          value = prop === 'scrollTop' ? Math.max(0, Math.min(v, parseInt(values.spacer().style.height || '0', 10) - 300)) : v;
+        },
+        configurable: true,
+      });
+    }
+  };
+  return { doc, reads, watch };
+}
+
+const event = (i) => ({ seq: i, kind: 'frame', dir: i % 2 ? 's2c' : 'c2s', length: 5, hex: '0003616263', ts: i / 1000 });
+
+test('the sequence follows a busy tail: one frame draws all that arrived, reading no layout, scrolled last', () => {
+  const { doc, reads, watch } = measuredDocument();
+  const box = doc.createElement('div');
+  const events = [];
+  const source = new ArraySource(events);
+  // The viewport is 300 px tall (10 rows of 30); the test counts what the view reads of it.
+  const view = new SequenceView(box, { source: null, rowHeight: 30 });
+  const viewport = view.viewport;
+  watch(viewport, { clientHeight: 300, spacer: () => view.spacer });
+  // The resize report (after layout) tells the view its height; from here on, no layout read.
+  new doc.defaultView.ResizeObserver(() => {
+    view.height = viewport.clientHeight;
+  }).observe(viewport);
+  view.setSource(source);
+  view.setFollowTail(true);
+  doc.flush();
+  reads.n = 0;
+  const frames = [];
+  reads.scrolls = 0;
+  for (let batch = 0; batch < 50; batch++) {
+    // A thousand messages a second: ~80 elements between two frames, each its own websocket event.
+    for (let k = 0; k < 80; k++) {
+      events.push(event(events.length));
+      source.set(events);
+    }
+    doc.flush();
+    frames.push(walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => Number(r.dataset.index)));
+  }
+  assert.equal(reads.n, 0, 'no scrollTop/clientHeight/offsetHeight read while following (each forces a layout mid-frame)');
+  assert.equal(reads.scrolls, 50, 'one scroll a frame, to the new tail');
+  const last = frames.at(-1);
+  assert.equal(last.at(-1), events.length - 1, 'the last row drawn is the last element');
+  assert.ok(last.length >= 10 && last.length < 30, `only the rows in view (${last.length})`);
+  assert.deepEqual(last, [...last].sort((a, b) => a - b), 'rows in order');
+  assert.match(view.countEl.textContent, /4,000 elements/);
+});
+
+test('rows that still show what they showed are kept: a selection makes two rows, not the screenful', () => {
+  const doc = createDocument();
+  const box = doc.createElement('div');
+  const events = Array.from({ length: 200 }, (_, i) => event(i));
+  const view = new SequenceView(box, { source: new ArraySource(events), rowHeight: 30 });
+  view.viewport.clientHeight = 300;
+  doc.flush();
+  const rowsBefore = walk(view.rows).filter((el) => el.classList.contains('seq-row'));
+  const made = doc.created.length;
+  view.setSelected(3);
+  doc.flush();
+  const rowsAfter = walk(view.rows).filter((el) => el.classList.contains('seq-row'));
+  assert.deepEqual(rowsAfter.map((r) => r.dataset.index), rowsBefore.map((r) => r.dataset.index));
+  const remade = rowsAfter.filter((r, i) => r !== rowsBefore[i]).map((r) => Number(r.dataset.index));
+  assert.deepEqual(remade, [3], 'only the newly selected row is drawn again');
+  assert.ok(rowsAfter.find((r) => r.dataset.index === '3').classList.contains('selected'));
+  assert.ok(doc.created.length - made < 30, `a few elements made (${doc.created.length - made})`);
+  // Moving the selection: the old row loses its mark, the new one gets it.
+  view.setSelected(4);
+  doc.flush();
+  const rows = walk(view.rows).filter((el) => el.classList.contains('seq-row'));
+  assert.deepEqual(rows.filter((r) => r.classList.contains('selected')).map((r) => r.dataset.index), ['4']);
+  // Scrolling down by two rows keeps the rows still in view and adds those that came into it, in order.
+  view.viewport.scrollTop = 60;
+  view.viewport.dispatch('scroll');
+  doc.flush();
+  const scrolled = walk(view.rows).filter((el) => el.classList.contains('seq-row'));
+  const indexes = scrolled.map((r) => Number(r.dataset.index));
+  assert.deepEqual(indexes, [...indexes].sort((a, b) => a - b));
+  assert.equal(indexes[0], 0);
+  assert.ok(scrolled.filter((r) => rows.includes(r)).length >= rows.length - 1, 'the rows still in view were kept');
+  // A highlight changes every row's look: all drawn again.
+  view.setHighlight((ev) => ev.seq === 5);
+  doc.flush();
+  const lit = walk(view.rows).filter((el) => el.classList.contains('seq-row') && el.classList.contains('on-path'));
+  assert.deepEqual(lit.map((r) => r.dataset.index), ['5']);
+});
+
+test("a session's state message with nothing to drop costs no pass over the elements", () => {
+  const log = new EventLog();
+  for (let i = 0; i < 1000; i++) log.add(event(i));
+  log.events.filter = () => {
+    throw new Error('a pass over every element');
+  };
+  assert.equal(log.truncate(1000), false, 'the position is past every element: nothing goes');
+  assert.equal(log.truncate(5000), false);
+  delete log.events.filter;
+  assert.equal(log.truncate(990), true, 'a step back still drops the elements after it');
+  assert.equal(log.length, 990);
+  assert.equal(log.truncate(990), false);
+  log.add(event(990));
+  assert.equal(log.truncate(990), true, 'the highest seq follows what is added again');
+});
