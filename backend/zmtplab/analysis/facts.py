@@ -138,7 +138,7 @@ class Collector:
 
     def add(self, item: dict[str, Any] | SourcedRun) -> None:
         """Takes one item of `CaptureDissector.feed_runs()`."""
-        if type(item) is SourcedRun:
+        if isinstance(item, SourcedRun):
             facts = self.facts(item.conn)
             d = item.dir
             handlers = self.on_message
@@ -153,7 +153,7 @@ class Collector:
                 for handle in handlers:
                     handle(facts, d, messages, item.ts, item.packets)
             return
-        self._event(item)  # type: ignore[arg-type]
+        self._event(item)
 
     def _event(self, event: dict[str, Any]) -> None:
         facts = self.facts(event["conn"])

@@ -115,7 +115,7 @@ class FlowMatcher:
                     del recent[key]
 
     def _collide(self, key: bytes, have: _Msg | dict[_Side, _Msg], msg: _Msg) -> None:
-        bucket = have if type(have) is dict else {have[3]: have}  # type: ignore[index]
+        bucket = have if isinstance(have, dict) else {have[3]: have}
         side = msg[3]
         back = self._sides.get((side.conn, "s2c" if side.dir == "c2s" else "c2s"))
         if back is None or back not in bucket:  # (else an answer on its own connection, not a forward)

@@ -423,7 +423,7 @@ class CaptureDissector:
         if not events:
             return []
         if self.curve_keys:
-            events = self._with_decrypted(conn, events)
+            events = self._with_decrypted(conn, events, self.curve_keys)
         events = self._release(conn, events)
         if not events:
             return []
@@ -440,7 +440,7 @@ class CaptureDissector:
         self._forget(conn, direction)
         return out
 
-    def _with_decrypted(self, conn: _Conn, events: list[Item]) -> list[Item]:
+    def _with_decrypted(self, conn: _Conn, events: list[Item], keys: Mapping[bytes, bytes]) -> list[Item]:
         out: list[Item] = []
         for d, event in events:
             out.append((d, event))
@@ -448,7 +448,7 @@ class CaptureDissector:
                 if conn.decryptor is None and event.name == "HELLO":
                     from ..engine.curve import CurveDecryptor  # (only a capture with CURVE loads the cryptography)
 
-                    conn.decryptor = CurveDecryptor(self.curve_keys.get)  # type: ignore[union-attr]
+                    conn.decryptor = CurveDecryptor(keys.get)
                 if conn.decryptor is not None:
                     out.extend(conn.decryptor.feed(d, event))
         return out

@@ -170,8 +170,12 @@ class _Prepend:
             return out
         return self._rest.read(n)
 
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Never: the bytes are read once, in order (a gzip reader asks only to rewind, which a window never does)."""
+        raise io.UnsupportedOperation("a compressed capture is read as a stream")
 
-def _open_source(source: object) -> tuple[BinaryIO, bool]:
+
+def _open_source(source: str | os.PathLike[str] | bytes | BinaryIO) -> tuple[BinaryIO, bool]:
     """Turn a path, bytes or binary file object into a readable stream (and whether we own it)."""
     if isinstance(source, str | os.PathLike):
         try:
@@ -181,7 +185,7 @@ def _open_source(source: object) -> tuple[BinaryIO, bool]:
     if isinstance(source, bytes | bytearray | memoryview):
         return io.BytesIO(bytes(source)), True
     if hasattr(source, "read"):
-        return source, False  # type: ignore[return-value]
+        return source, False
     raise TypeError(f"expected a path, bytes or a binary file object, not {type(source).__name__}")
 
 
@@ -469,8 +473,8 @@ class CaptureReader:
             compressed = win.data[:2] == _GZIP_MAGIC
             if compressed:
                 # Read the same bytes again, through the decompressor.
-                gz = gzip.GzipFile(fileobj=_Prepend(win.data, f), mode="rb")  # type: ignore[arg-type]
-                win = Window(gz, compressed=True)  # type: ignore[arg-type]
+                gz = gzip.GzipFile(fileobj=_Prepend(win.data, f), mode="rb")
+                win = Window(gz, compressed=True)
                 win.fill(0, 64)
             self._window = win
             if not win.data:

@@ -20,7 +20,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Protocol
 
 from .errors import CaptureFormatError, TruncatedCaptureError
 
@@ -165,6 +165,14 @@ class WalkError:
         return cls(self.message(), offset=self.offset, frame=self.frames)
 
 
+class ByteStream(Protocol):
+    """What a `Window` reads: a binary file, a pipe, a gzip stream."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+
 class Window:
     """A window `data` onto a binary stream, `base` being the stream offset of `data[0]`.
 
@@ -179,7 +187,7 @@ class Window:
 
     __slots__ = ("base", "bounded", "chunk", "compressed", "data", "f")
 
-    def __init__(self, f: BinaryIO, base: int = 0, *, chunk: int = CHUNK, bounded: bool = True,
+    def __init__(self, f: ByteStream, base: int = 0, *, chunk: int = CHUNK, bounded: bool = True,
                  compressed: bool = False) -> None:
         """`f` is read from `base` on (a seekable file is sought there)."""
         if base:

@@ -90,15 +90,18 @@ class TapProxy:
             # the cancelled handler as an error.
             writer.close()
         finally:
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            if task is not None:
+                self._tasks.discard(task)
 
     async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = str(next(self._ids))
         dissector = ConnectionDissector()
         client = writer.get_extra_info("peername")
         if self.on_connection is not None:
-            peer = tuple(client[:2]) if isinstance(client, tuple) and len(client) >= 2 else ("", 0)
-            self.on_connection(conn, peer, self.target)  # type: ignore[arg-type]
+            peer: tuple[str, int] = ("", 0)
+            if isinstance(client, tuple) and len(client) >= 2:
+                peer = (client[0], client[1])
+            self.on_connection(conn, peer, self.target)
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*self.target),
                                                           self.connect_timeout)

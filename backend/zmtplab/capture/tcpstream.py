@@ -219,7 +219,9 @@ class _Half:
 
     def offset(self, seq: int) -> int:
         """Unwrap a raw sequence number into a stream offset near the delivery point."""
-        d = (seq - self.base - self.next) & _MASK  # type: ignore[operator]
+        base = self.base
+        assert base is not None, "a stream offset asked for before the direction's first sequence number"
+        d = (seq - base - self.next) & _MASK
         if d >= _HALF:
             d -= _WRAP
         return self.next + d

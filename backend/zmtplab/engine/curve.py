@@ -242,16 +242,17 @@ def parse_metadata(data: bytes) -> dict[str, bytes]:
 # ---------------------------------------------------------------- reading a connection with its session keys
 
 
-class _Decrypted:
-    """What a decrypted view adds to its event: fields over the box, and `decrypted` in its dict."""
+class _Decrypted(WireEvent):
+    """What a decrypted view adds to its event (mixed in before it): fields over the box, and `decrypted` in
+    its dict."""
 
     __slots__ = ()
 
     def field_dicts(self) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in self.fields]  # type: ignore[attr-defined]
+        return WireEvent.field_dicts(self)  # (from `fields` above: not a frame's own fast dicts of the box)
 
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        out = super().to_dict(with_fields=with_fields, max_body=max_body)  # type: ignore[misc]
+        out = super().to_dict(with_fields=with_fields, max_body=max_body)
         out["decrypted"] = True
         return out
 
@@ -485,8 +486,8 @@ class CurveClient(_Curve):
     _send_prefix = MESSAGE_C_PREFIX
     _recv_prefix = MESSAGE_S_PREFIX
 
-    def __init__(self, server_public: bytes, public: bytes | None = None, secret: bytes | None = None, *,
-                 random: Random | None = None) -> None:
+    def __init__(self, server_public: bytes | str, public: bytes | str | None = None,
+                 secret: bytes | str | None = None, *, random: Random | None = None) -> None:
         super().__init__(random)
         self.server_public = _key(server_public, "the server public key")
         if secret is None:
@@ -567,7 +568,7 @@ class CurveServer(_Curve):
     _send_prefix = MESSAGE_S_PREFIX
     _recv_prefix = MESSAGE_C_PREFIX
 
-    def __init__(self, public: bytes, secret: bytes,
+    def __init__(self, public: bytes | str, secret: bytes | str,
                  authenticate: Callable[[bytes], str | None] | None = None, *, random: Random | None = None) -> None:
         super().__init__(random)
         self.secret = _key(secret, "the server secret key")

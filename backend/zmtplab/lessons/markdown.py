@@ -131,14 +131,15 @@ def parse(text: str) -> list[dict[str, Any]]:
             end_list()
             i += 1
             continue
-        bullet, number = _BULLET.match(line), _NUMBER.match(line)
-        if bullet or number:
+        bullet = _BULLET.match(line)
+        item = bullet or _NUMBER.match(line)
+        if item:
             kind = "ul" if bullet else "ol"
             end_para()
             if list_type != kind:
                 end_list()
                 list_type = kind
-            items.append((bullet or number).group(1))  # type: ignore[union-attr]
+            items.append(item.group(1))
         elif list_type is not None and line.startswith((" ", "\t")) and items:
             items[-1] += " " + line.strip()  # a continued list item
         else:

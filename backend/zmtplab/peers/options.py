@@ -72,10 +72,9 @@ class PeerOptions:
             raise ValueError("an identity has at most 255 octets")
         if self.mechanism == "CURVE":
             if self.curve_server:
-                if self.curve_publickey is None or self.curve_secretkey is None:
-                    raise ValueError("a CURVE server needs its public and secret keys")
-            elif self.curve_serverkey is None:
-                raise ValueError("a CURVE client needs the server's public key (curve_serverkey)")
+                self._curve_server_keys()
+            else:
+                self._curve_server_key()
         if self.mechanism == "PLAIN" and not self.plain_server and (self.username is None or self.password is None):
             raise ValueError("a PLAIN client needs a username and a password")
         if self.version not in ("3.1", "3.0", "2.0", "1.0"):
@@ -102,10 +101,21 @@ class PeerOptions:
         from ..engine.curve import CurveClient, CurveServer
 
         if self.curve_server:
-            return CurveServer(self.curve_publickey, self.curve_secretkey,  # type: ignore[arg-type]
-                               authenticate=self.curve_authenticate, random=random)
-        return CurveClient(self.curve_serverkey, self.curve_publickey, self.curve_secretkey,  # type: ignore[arg-type]
-                           random=random)
+            return CurveServer(*self._curve_server_keys(), authenticate=self.curve_authenticate, random=random)
+        return CurveClient(self._curve_server_key(), self.curve_publickey, self.curve_secretkey, random=random)
+
+    def _curve_server_keys(self) -> tuple[bytes | str, bytes | str]:
+        """A CURVE server's public and secret keys; ValueError when one is missing."""
+        public, secret = self.curve_publickey, self.curve_secretkey
+        if public is None or secret is None:
+            raise ValueError("a CURVE server needs its public and secret keys")
+        return public, secret
+
+    def _curve_server_key(self) -> bytes | str:
+        """The server's public key, which a CURVE client needs; ValueError when it is missing."""
+        if self.curve_serverkey is None:
+            raise ValueError("a CURVE client needs the server's public key (curve_serverkey)")
+        return self.curve_serverkey
 
     def _plain_authenticator(self) -> Callable[[str, str], str | None] | None:
         users = dict(self.plain_users or {})

@@ -32,6 +32,14 @@ from typing import Any
 from ..engine import Connection, RemoteProtocolError
 from ..engine.connection import CLOSED, READY
 from ..engine.errors import LocalProtocolError
+from ..engine.events import (
+    ConnectionClosed,
+    HandshakeComplete,
+    MessageReceived,
+    PingReceived,
+    PongReceived,
+    SubscriptionChanged,
+)
 from ..engine.fastpath import FastPath
 from .options import PeerOptions
 from .sockets import Again, Pipe, Socket, Subscription
@@ -230,8 +238,8 @@ class PeerConnection:
                     if self.core.report_messages:
                         for frames in messages:
                             self.core.peer_event("received", self, frames=[f.hex() for f in frames])
-                    if not self.ignored:
-                        self.core.socket.deliver_many(self.pipe, messages)  # type: ignore[arg-type]
+                    if self.pipe is not None and not self.ignored:
+                        self.core.socket.deliver_many(self.pipe, messages)
                 if fast.fell_back:
                     self._drain_events(now)
                 if fast.error is not None:
@@ -345,30 +353,29 @@ class PeerConnection:
             event = conn.next_event()
             if event is None:
                 break
-            kind = event.kind
-            if kind == "received":
+            if isinstance(event, MessageReceived):
                 self.messages_in += 1
                 if core.report_messages:
                     core.peer_event("received", self, frames=[f.hex() for f in event.frames])
                 if self.pipe is not None and not self.ignored:
                     core.socket.deliver(self.pipe, event.frames)
-            elif kind == "handshake":
+            elif isinstance(event, HandshakeComplete):
                 self._on_handshake(event, now)
-            elif kind == "subscription":
+            elif isinstance(event, SubscriptionChanged):
                 core.peer_event("subscription", self, topic=event.topic.hex(), subscribe=event.subscribe)
                 if self.pipe is not None and not self.ignored:
                     core.socket.on_subscription(self.pipe, event.topic, event.subscribe)
-            elif kind == "ping":
+            elif isinstance(event, PingReceived):
                 ttl = event.ttl
                 if ttl and self.ttl_deadline is None:
                     self.ttl_deadline = now + ttl / 10
                 core.peer_event("ping", self, ttl=ttl, context=event.context.hex())
-            elif kind == "pong":
+            elif isinstance(event, PongReceived):
                 core.peer_event("pong", self, context=event.context.hex())
-            elif kind == "closed":
+            elif isinstance(event, ConnectionClosed):
                 self._close(event.reason, error=event.error)
 
-    def _on_handshake(self, event, now: float) -> None:
+    def _on_handshake(self, event: HandshakeComplete, now: float) -> None:
         core = self.core
         opts = core.options
         self.ready = True

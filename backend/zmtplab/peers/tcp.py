@@ -53,7 +53,7 @@ import itertools
 import logging
 import socket as pysocket
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
@@ -113,7 +113,8 @@ class _ZmtpProtocol(asyncio.Protocol):
     # ---- asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A TCP connection's transport is a Transport (uvloop's are not its subclasses, so no isinstance).
+        stream = self.transport = cast(asyncio.Transport, transport)
         peer = self.peer
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -123,7 +124,7 @@ class _ZmtpProtocol(asyncio.Protocol):
                     if size:
                         sock.setsockopt(pysocket.SOL_SOCKET, option, size)
         if peer.buffers[0]:  # (asyncio's own write buffer would otherwise hold what the kernel's does not)
-            transport.set_write_buffer_limits(high=peer.buffers[0])  # type: ignore[attr-defined]
+            stream.set_write_buffer_limits(high=peer.buffers[0])
         conn_id = str(next(peer._ids))
         pipe = self.connecter.pipe if self.connecter is not None else None
         pc = self.pc = peer.core.open_connection(conn_id, is_client=self.is_client, pipe=pipe)

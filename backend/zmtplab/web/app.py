@@ -195,7 +195,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.zmtplab_body_idle = settings.body_idle_timeout
     app.state.settings = settings
 
-    app.add_exception_handler(StarletteHTTPException, localized_http_exception)  # type: ignore[arg-type]
+    app.exception_handler(StarletteHTTPException)(localized_http_exception)  # (typed for any handler's signature)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from fastapi import FastAPI
@@ -46,8 +46,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self.refusal: str | None = None
         self.head_timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (A TCP connection's transport is a Transport; uvicorn's signature narrows asyncio's to it.)
+        super().connection_made(cast(asyncio.Transport, transport))
         self._arm_head_timer()  # (a connection that never sends a request is not kept either)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
-from websockets.speedups import apply_mask  # type: ignore[import-not-found]  # (websockets' C helper)
+from websockets.speedups import apply_mask  # (websockets' C helper)
 from websockets.streams import StreamReader
 
 _WAITING_FOR_A_FRAME = StreamReader.at_eof.__code__  # where websockets' parser waits between frames
