@@ -13,7 +13,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, ClassVar
 
 from .fields import Field
-from .framing import BODY_NOTE, BODY_RULE, body_field, body_value, header_field_dicts, header_fields
+from .framing import BODY_NOTE, BODY_RULE, body_field, body_value, encode_frame, header_field_dicts, header_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +277,45 @@ def make_message(offset: int, length: int, parts: tuple[Frame, ...]) -> Message:
     set_length(message, length)
     set_parts(message, parts)
     return message
+
+
+def refieldable(event: WireEvent) -> str | None:
+    """The framing from which `refield` makes this event's fields again out of its dict without them: a frame's
+    (not cut short), or a message's whose frames all have the shortest header for their size (a message's dict
+    keeps only the bodies); None for any other event, whose fields must be kept."""
+    if type(event) is Frame:
+        return None if event.truncated else event.framing
+    if type(event) is not Message or not event.parts:
+        return None
+    framing = event.parts[0].framing
+    for part in event.parts:
+        size = len(part.body)
+        shortest = (2 if size + 1 < 255 else 10) if framing == "1" else (2 if size <= 255 else 9)
+        if part.truncated or part.framing != framing or len(part.header) != shortest:
+            return None
+    return framing
+
+
+def refield(event: dict[str, Any], framing: str) -> list[dict[str, Any]]:
+    """The `fields` of a frame or message event dict made without them (`to_dict(with_fields=False)`), from the
+    octets it holds and `framing`, as `refieldable` gave it: the same dicts `to_dict()` would have made."""
+    offset = event["offset"]
+    if event["kind"] == "frame":
+        body = bytes.fromhex(event["body"])
+        header = bytes.fromhex(event["hex"][:len(event["hex"]) - len(event["body"])])
+        flags = header[-1] if framing == "1" else header[0]
+        return make_frame(offset, event["length"], flags, event["size"], header, body, framing).field_dicts()
+    bodies = [bytes.fromhex(f) for f in event["frames"]]
+    last = len(bodies) - 1
+    parts = []
+    pos = offset
+    for i, body in enumerate(bodies):  # (shortest headers: what `refieldable` checked)
+        wire = encode_frame(body, more=i < last, framing=framing)
+        header = wire[:len(wire) - len(body)]
+        flags = header[-1] if framing == "1" else header[0]
+        parts.append(make_frame(pos, len(wire), flags, len(body), header, body, framing))
+        pos += len(wire)
+    return make_message(offset, pos - offset, tuple(parts)).field_dicts()
 
 
 @dataclass(frozen=True, slots=True)

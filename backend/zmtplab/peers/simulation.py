@@ -44,7 +44,8 @@ Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
 
 - wire elements, the event contract (docs/architecture.md) produced by the dissector: `conn`, `dir`,
   `offset`, `length`, `kind` (`greeting`, `command`, `frame`, `message`, `expert`), `fields` and
-  the kind's keys;
+  the kind's keys (with `Simulation(fields=False)`, a frame or message whose fields
+  `engine.events.refield` can make again has `framing` in their place);
 - `{"kind": "link", "what": "open" | "bytes" | "eof" | "half-closed" | "closed" | "fault", "conn", ...}`:
   what the transport did; every delivery step starts with a `bytes` event (`dir`, `offset`,
   `length`, `hex`);
@@ -79,6 +80,7 @@ from typing import Any, NamedTuple
 
 from ..engine import Connection, ConnectionDissector
 from ..engine.errors import LocalProtocolError
+from ..engine.events import refieldable
 from . import decisions as words
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
@@ -307,8 +309,11 @@ class Simulation:
     """Peers, links, a virtual clock and the event log (see the module docstring)."""
 
     def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False,
-                 decisions: bool = False, window: int | None = None) -> None:
+                 decisions: bool = False, window: int | None = None, fields: bool = True) -> None:
         self.seed = seed
+        # Without `fields`, frames and messages whose fields `engine.events.refield` makes again from their
+        # dicts come without `fields` and with `framing` instead (a session builds them only when asked).
+        self.fields = fields
         self.latency = latency
         # Whether sockets report their decisions as `socket` events (and messages get `msg` ids); off, the
         # log is exactly what it was before topologies (two-peer sessions rely on that, byte for byte).
@@ -852,7 +857,11 @@ class Simulation:
             link.pcs[reader].receive(data, self.t)
 
     def _wire_event(self, link: Link, dname: str, event) -> None:
-        entry = {"conn": link.id, "dir": dname, **event.to_dict()}
+        framing = None if self.fields else refieldable(event)
+        if framing is None:
+            entry = {"conn": link.id, "dir": dname, **event.to_dict()}
+        else:
+            entry = {"conn": link.id, "dir": dname, **event.to_dict(with_fields=False), "framing": framing}
         if self.decisions and event.kind == "message":
             self._tag_message(link, dname, entry)
         self._log(entry)

@@ -43,10 +43,11 @@ def _validation_text(exc: ValidationError) -> str:
 
 
 async def serve(websocket: WebSocket, manager: SessionManager, settings: Settings, session_id: str,
-                batch: bool = False, log: bool = True, marks: bool = False, topology: bool | None = None) -> None:
-    """One browser's connection to session `session_id` (see the module docstring): `batch`, `log`, `marks`
-    and `topology` (the topology message; by default only in topology sessions) are the socket's query
-    options."""
+                batch: bool = False, log: bool = True, marks: bool = False, topology: bool | None = None,
+                fields: bool = True) -> None:
+    """One browser's connection to session `session_id` (see the module docstring): `batch`, `log`, `marks`,
+    `topology` (the topology message; by default only in topology sessions) and `fields` (events with their
+    fields) are the socket's query options."""
     await websocket.accept()
     try:
         session = manager.get(session_id)
@@ -54,7 +55,7 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
         await websocket.send_text(error_text(f"no session with id {session_id!r}"))
         await websocket.close(code=4404)
         return
-    sub = session.subscribe(logs=log, marks=marks, topology=topology)
+    sub = session.subscribe(logs=log, marks=marks, topology=topology, fields=fields)
     sender = asyncio.create_task(pump(websocket, sub, "array" if batch else "one"))
     # The commands are read in a task of their own: this handler runs some twenty coroutines deep (the
     # middleware), and every wake-up of the task that waits for the next command goes through all of

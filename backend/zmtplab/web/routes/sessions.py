@@ -7,9 +7,10 @@ import asyncio
 import json
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, status
 
-from ...i18n import translate
+from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
 from .. import illustrated
@@ -119,6 +120,20 @@ async def export_json(session_id: SessionId, manager: SessionManagerDep) -> Resp
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.json"', **headers})
 
 
+@router.get("/api/sessions/{session_id}/events/{seq}", summary="One event with its fields", responses={
+    404: {"model": ErrorResponse, "description": "no session has this id, or it has no event `seq`"}})
+async def session_event(session_id: SessionId, seq: Annotated[int, Path(ge=0)], manager: SessionManagerDep,
+                        lang: LangDep) -> Response:
+    """Event `seq` (its place in the session, the `seq` it came with) with its `fields`: what a page that
+    opened the socket with `?fields=0` asks for when an element is opened (in the language asked for)."""
+    session = _session(manager, session_id)
+    try:
+        event = session.event(seq)
+    except IndexError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the session has no event {seq}") from None
+    return Response(orjson.dumps(localize_event(event, lang)), media_type="application/json")
+
+
 @router.get("/api/sessions/{session_id}/export.keylog", summary="The session's CURVE key log", responses={
     200: {"content": {"text/plain": {}}, "description": "one CURVE_SESSION_KEY line per CURVE connection"},
     **NOT_FOUND})
@@ -157,7 +172,7 @@ async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> R
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
                          settings: SettingsDep, batch: bool = False, log: bool = True,
-                         marks: bool = False, topology: bool | None = None) -> None:
+                         marks: bool = False, topology: bool | None = None, fields: bool = True) -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
@@ -165,6 +180,8 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     sequence: connections opened and closed (`half-closed` says who closed and why), faults.
     A topology session (and a two-peer one asked with `?topology=1`) first sends `{"type": "topology"}`
     (nodes, links, proxies, script, the connections so far as `conns`), and again when a connection opens.
+    `?fields=0` sends events without their `fields` (the page's way: it asks for an element's fields when it
+    is opened, `GET /api/sessions/{id}/events/{seq}`); by default they come with them.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
     A bad command is answered with an `error` message; the session goes on.
 
@@ -174,4 +191,4 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation). `web.session_socket`
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
-                               topology=topology)
+                               topology=topology, fields=fields)

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from ...capture.pcapwriter import PcapngWriter
+from ...engine.events import refield
 from ..models import FaultCommand, SessionCreate
 from ..settings import Settings
 from ..wspump import Outbox
@@ -112,25 +113,32 @@ class EventLog:
     """A session's events as JSON text, in order: the newest in a list, older ones in zlib-compressed
     blocks of `BLOCK` (events compress about tenfold; a busy session holds tens of thousands).
 
+    Each event has a code (`codes`, one octet each): `NO_FIELDS` (an event without `fields`, such as a
+    socket decision), `FIELDS` (kept with its fields), or a framing's character ("3", "2", "1"): a frame
+    or message kept without its fields, which `engine.events.refield` makes again from that framing.
+
     The first block holds `first_block` events (1 to `BLOCK`): sessions give theirs different sizes so
     that sessions started together, and as busy as each other, do not all compress a block in the same
     turn of the event loop (a pause for every socket at once)."""
 
     BLOCK = 256
+    NO_FIELDS, FIELDS = 0, 1
 
     def __init__(self, first_block: int = BLOCK) -> None:
         self.first_block = max(1, min(first_block, self.BLOCK))
         self.blocks: list[bytes] = []
         self.tail: list[str] = []
+        self.codes = bytearray()
         self.count = 0  # len(self), kept as an attribute: the hot path asks for it with every event
         self.tail_limit = self.first_block  # when the tail becomes a block
 
     def __len__(self) -> int:
         return self.count
 
-    def append(self, text: str) -> None:
+    def append(self, text: str, code: int = FIELDS) -> None:
         tail = self.tail
         tail.append(text)
+        self.codes.append(code)
         self.count += 1
         if len(tail) >= self.tail_limit:
             # JSON text never holds a raw newline: it separates the events of a block.
@@ -147,6 +155,26 @@ class EventLog:
             yield from self._unpack(block)
         yield from self.tail
 
+    def items(self) -> Iterator[tuple[str, int]]:
+        """Every event's text with its code."""
+        return zip(self, self.codes, strict=True)
+
+    def get(self, index: int) -> tuple[str, int]:
+        """Event `index`'s text and code; IndexError when there is none."""
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        if index < self.first_block:
+            k, r = 0, index
+        else:
+            k, r = divmod(index - self.first_block, self.BLOCK)
+            k += 1
+        text = self._unpack(self.blocks[k])[r] if k < len(self.blocks) else self.tail[r]
+        return text, self.codes[index]
+
+    def _tail_start(self) -> int:
+        blocks = len(self.blocks)
+        return self.first_block + (blocks - 1) * self.BLOCK if blocks else 0
+
     def truncate(self, count: int) -> None:
         """Keeps the first `count` events."""
         if count >= len(self):
@@ -162,28 +190,31 @@ class EventLog:
             del self.blocks[k:]
         else:
             del self.tail[r:]
+        del self.codes[count:]
         self._recount()
 
     def clear(self) -> None:
         self.blocks.clear()
         self.tail.clear()
+        self.codes.clear()
         self._recount()
 
     def _recount(self) -> None:
         blocks = len(self.blocks)
-        self.count = (self.first_block + (blocks - 1) * self.BLOCK if blocks else 0) + len(self.tail)
+        self.count = self._tail_start() + len(self.tail)
         self.tail_limit = self.BLOCK if blocks else self.first_block
 
 
 class Subscriber(Outbox):
     """One websocket's queue of outgoing messages (an `Outbox` whose overflow closes the socket), whether it
-    wants `log` messages, and the session's state as its due message."""
+    wants `log` messages and events' `fields`, and the session's state as its due message."""
 
     def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None,
-                 marks: bool = False) -> None:
+                 marks: bool = False, fields: bool = True) -> None:
         super().__init__(limit, "close", due=state)
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
+        self.fields = fields  # whether its events carry `fields` (else the page asks for an element's: `event`)
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
@@ -210,6 +241,7 @@ class Session:
         self.subscribers: set[Subscriber] = set()
         self.log_subscribers = 0  # how many of them want `log` messages, all or marks (kept by (un)subscribe)
         self.full_log_subscribers = 0  # how many want all of them
+        self.field_subscribers = 0  # how many want events with their fields
         self.last_active = time.monotonic()
         self.last_detached = time.monotonic()
         self.ended = False
@@ -226,8 +258,10 @@ class Session:
         for ev in events:
             self.add_event(ev)
 
-    def add_event(self, ev: dict[str, Any]) -> None:
-        """Appends one event (see `add_events`); it is serialised once, for the log and every subscriber."""
+    def add_event(self, ev: dict[str, Any], framing: str | None = None) -> None:
+        """Appends one event (see `add_events`); it is serialised once, for the log and every subscriber.
+        With `framing`, `ev` is a frame or message without its fields, which `engine.events.refield` makes again
+        from that framing (for the subscribers that want them, and when asked)."""
         events = self.events
         seq = events.count
         if seq >= self.settings.session_max_events:
@@ -238,9 +272,25 @@ class Session:
             return
         ev["seq"] = seq
         text = orjson.dumps(ev).decode()
-        events.append(text)
-        if self.subscribers:
+        code = ord(framing) if framing is not None else EventLog.FIELDS if "fields" in ev else EventLog.NO_FIELDS
+        events.append(text, code)
+        subscribers = self.subscribers
+        if not subscribers:
+            return
+        wanting = self.field_subscribers
+        if code == EventLog.NO_FIELDS or (code == EventLog.FIELDS and wanting == len(subscribers)):
             self.broadcast_text('{"type":"event","event":' + text + "}")
+            return
+        # Some sockets want the fields, others not: each its own text, made once.
+        full = '{"type":"event","event":' + dumps(with_fields(ev, code)) + "}" if wanting else ""
+        bare = '{"type":"event","event":' + bare_text(text, code) + "}" if wanting < len(subscribers) else ""
+        for sub in subscribers:
+            sub.put_text(full if sub.fields else bare)
+
+    def event(self, seq: int) -> dict[str, Any]:
+        """Event `seq` with its fields; IndexError when there is none."""
+        text, code = self.events.get(seq)
+        return orjson.loads(full_text(text, code))
 
     def truncate_events(self, count: int) -> None:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
@@ -311,15 +361,17 @@ class Session:
 
     # ---- subscribers
 
-    def subscribe(self, logs: bool = True, marks: bool = False, topology: bool | None = None) -> Subscriber:
+    def subscribe(self, logs: bool = True, marks: bool = False, topology: bool | None = None,
+                  fields: bool = True) -> Subscriber:
         """A new subscriber that first gets the topology message (`topology`; by default only in topology
         sessions), the events so far and the state (with `marks`, and no `logs`, the marks among the log
-        entries from now on)."""
+        entries from now on; without `fields`, events without their fields)."""
         sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text,
-                         marks=marks)
+                         marks=marks, fields=fields)
         if topology or (topology is None and self.topology is not None):
             sub.put(self.topology_message())
-        sub.items.extend('{"type":"event","event":' + text + "}" for text in self.events)
+        shape = full_text if fields else bare_text
+        sub.items.extend('{"type":"event","event":' + shape(text, code) + "}" for text, code in self.events.items())
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
@@ -353,6 +405,7 @@ class Session:
     def _count_log_subscribers(self) -> None:
         self.log_subscribers = sum(1 for s in self.subscribers if s.logs or s.marks)
         self.full_log_subscribers = sum(1 for s in self.subscribers if s.logs)
+        self.field_subscribers = sum(1 for s in self.subscribers if s.fields)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -464,7 +517,7 @@ class Session:
             if self.config.preset is not None:
                 config["preset"] = self.config.preset
             head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
-            return head[:-1] + ',"events":[' + ",".join(self.events) + "]}"
+            return head[:-1] + ',"events":[' + self._event_texts() + "]}"
         config = self.config.model_dump(by_alias=True, exclude_none=True)
         # Options added later appear only when set: the export of a session that does not use them is unchanged.
         if config.get("autoplay") is True:
@@ -476,7 +529,11 @@ class Session:
             if config[side].get("password"):
                 config[side]["password"] = "***"
         head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
-        return head[:-1] + ',"events":[' + ",".join(self.events) + "]}"
+        return head[:-1] + ',"events":[' + self._event_texts() + "]}"
+
+    def _event_texts(self) -> str:
+        """Every event with its fields, as the JSON texts of an array's items."""
+        return ",".join(full_text(text, code) for text, code in self.events.items())
 
     def export_pcapng(self) -> bytes:
         """The session's bytes as a capture: one synthetic TCP connection per session connection."""
@@ -517,6 +574,39 @@ MARKS = frozenset({"open", "half-closed", "closed", "fault"})
 def is_mark(entry: dict[str, Any]) -> bool:
     """A log entry the page marks in its sequence: a connection opened or closed (and why), a fault."""
     return entry.get("kind") == "link" and entry.get("what") in MARKS
+
+
+AFTER_FIELDS = frozenset({"msg", "reply_to", "t", "seq"})  # the keys a simulated element has after its `fields`
+
+
+def full_text(text: str, code: int) -> str:
+    """An event's text (as the log keeps it, with its code) with its fields."""
+    return text if code <= EventLog.FIELDS else dumps(with_fields(orjson.loads(text), code))
+
+
+def with_fields(ev: dict[str, Any], code: int) -> dict[str, Any]:
+    """An event (kept with `code`) with its fields, as the simulation would have made it."""
+    if code <= EventLog.FIELDS:
+        return ev
+    fields = refield(ev, chr(code))
+    out: dict[str, Any] = {}
+    for key, value in ev.items():
+        if fields is not None and key in AFTER_FIELDS:  # (where the simulation's event had them)
+            out["fields"] = fields
+            fields = None
+        out[key] = value
+    if fields is not None:
+        out["fields"] = fields
+    return out
+
+
+def bare_text(text: str, code: int) -> str:
+    """An event's text (as the log keeps it, with its code) without fields."""
+    if code != EventLog.FIELDS:
+        return text
+    ev = orjson.loads(text)
+    ev.pop("fields", None)
+    return dumps(ev)
 
 
 def dumps(message: dict[str, Any]) -> str:

@@ -64,8 +64,10 @@ class SimulatedRuntime:
         self.config = config
         self.settings = settings
         self.topology = topology
-        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW) if topology is not None
-                    else Simulation(seed=seed))
+        # Without fields: the session makes a frame's or message's fields only for those who ask (most
+        # pages never open most elements).
+        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False) if topology is not None
+                    else Simulation(seed=seed, fields=False))
         self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
         self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(topology.nodes)}
                            if topology is not None else {})
@@ -163,7 +165,7 @@ class SimulatedRuntime:
                     _renumber(entry)
             kind = entry["kind"]
             if kind in WIRE:
-                add_event(entry)
+                add_event(entry, entry.pop("framing", None))
                 elements += 1
                 continue
             if topology and (kind == "socket" or (kind == "peer" and entry["what"] == "recv")):
