@@ -38,8 +38,17 @@ from typing import Any
 
 from ..engine import Connection, ConnectionDissector, RemoteProtocolError
 from ..engine.errors import LocalProtocolError
+from ..engine.events import (
+    ConnectionClosed,
+    HandshakeComplete,
+    MessageReceived,
+    PingReceived,
+    PongReceived,
+    SubscriptionChanged,
+)
 from ..engine.fields import text_or_hex
 from ..peers.simulation import Simulation
+from ..peers.topology import Link, Topology, two_peer, validate
 from . import markdown
 from .loader import (
     Action,
@@ -123,7 +132,7 @@ class _Source:
         self.received: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = []
         self.errors: list[str] = []
-        self.conns: dict[str, tuple[str, str]] = {}  # topology sources: conn -> (client node, server node)
+        self.conns: dict[str, tuple[str, str]] = {}  # simulated sources: conn -> (client node, server node)
         self.now = 0.0
 
     def describe(self) -> dict[str, Any]:
@@ -148,47 +157,93 @@ class _Source:
         self.log.append(entry)
 
 
-class _SessionSource(_Source):
-    """Two simulated peers on `peers.Simulation` (see the module docstring)."""
+class _SimulationSource(_Source):
+    """Nodes on `peers.Simulation`, one connection per link in link order (a `connect` action's link after them):
+    a topology's nodes, links and proxies, or a session's two peers, a two-node topology (`server` and `client`,
+    the client connecting: connection "0"). See the module docstring.
 
-    kind = "session"
+    A topology's scene shows what a topology session's stream has (`as_topology`): the sockets' decisions and
+    the applications' receives as events, each write with its connection, and a send that must wait is shown
+    waiting. A session's shows the wire elements alone, and a send that must wait is an error (nobody in a
+    session reads by hand: it would wait forever)."""
 
-    def __init__(self, spec: SessionSource) -> None:
+    def __init__(self, spec: SessionSource | TopologySource) -> None:
         super().__init__()
         self.spec = spec
-        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
-        self.sim.on_write = self._on_write
         self.seen = 0  # entries of the simulation's log taken in so far
-        for side in ("server", "client"):
-            # No reconnection: a lesson's connection, once closed, stays closed.
-            self.sim.add_peer(side, getattr(spec, side).type, reconnect_ivl=0, **getattr(spec, side).settings())
-        self.conn = self.sim.connect("client", "server")
+        self.as_topology = isinstance(spec, TopologySource)
+        self.conn: str | None = None  # a session's one connection, as the simulation numbers it
+        if isinstance(spec, TopologySource):
+            self.kind = "topology"
+            self.topo = spec.topology()
+            for node in self.topo.nodes:
+                if node.mechanism != "NULL":
+                    raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
+            # Decisions on: sockets report them and messages get ids, as in a topology session.
+            self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True, decisions=True,
+                                  window=spec.window)
+            self.sim.on_write = self._on_write
+            self.sim.add_topology(self.topo)
+        else:
+            self.kind = "session"
+            self.topo = two_peer({"type": spec.server.type}, {"type": spec.client.type})
+            self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
+            self.sim.on_write = self._on_write
+            for side in ("server", "client"):
+                # No reconnection: a lesson's connection, once closed, stays closed.
+                peer = getattr(spec, side)
+                self.sim.add_peer(side, peer.type, reconnect_ivl=0, **peer.settings())
+            self.conn = self.sim.connect("client", "server")
+        self.links = list(self.topo.links)  # the topology's links, then the ones `connect` actions add
         self._take_log()
 
     def describe(self) -> dict[str, Any]:
+        spec = self.spec
+        if isinstance(spec, TopologySource):
+            return {"type": "topology", "nodes": [{"name": n.name, "type": n.type} for n in self.topo.nodes],
+                    **({"preset": spec.preset} if spec.preset else {})}
         out: dict[str, Any] = {"type": "session"}
         for side in ("server", "client"):
-            peer = getattr(self.spec, side).options().describe()
+            peer = getattr(spec, side).options().describe()
             peer["identity"] = text_or_hex(bytes.fromhex(peer.get("identity", "")))  # shown as text where it is
             out[side] = peer
+        return out
+
+    def topology(self) -> dict[str, Any]:
+        """The topology as a session's `topology` message has it: nodes, links, proxies and the conns so far."""
+        out = {**self.topo.to_dict(), "links": [link.to_dict() for link in self.links]}
+        out.pop("script", None)
+        index = {(link.connect, link.bind): i for i, link in enumerate(self.links)}
+        out["conns"] = [{"conn": conn, "link": index.get((client, server)), "client": client, "server": server}
+                        for conn, (client, server) in self.conns.items()]
         return out
 
     # ---- the simulation's log, as a scene shows it
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
-        self.writes.append({"dir": direction, "offset": offset, "length": length, "t": round(self.sim.t, 6)})
+        write: dict[str, Any] = {"conn": conn} if self.as_topology else {}
+        write.update(dir=direction, offset=offset, length=length, t=round(self.sim.t, 6))
+        self.writes.append(write)
 
     def _take_log(self) -> None:
-        """Takes in what the simulation logged since last time: elements, received messages, peer notes."""
+        """Takes in what the simulation logged since last time: elements (each keeping its connection), received
+        messages, socket decisions, peer notes."""
         entries = self.sim.events
         for entry in entries[self.seen:]:
             kind = entry["kind"]
+            if kind == "link":
+                if entry["what"] == "open":
+                    self.conns[entry["conn"]] = (entry["client"], entry["server"])
+                continue
             if kind == "peer":
                 self._peer_entry(entry)
-            elif kind != "link":
-                item = {**entry, "conn": "0", "t": round(entry["t"], 6)}
-                item["seq"] = len(self.events)
-                self.events.append(item)
+                if entry["what"] != "recv" or not self.as_topology:
+                    continue
+            item = {**entry, "t": round(entry["t"], 6)}
+            if not self.as_topology:
+                item["conn"] = "0"  # (a session's one connection is connection 0 of its scenes)
+            item["seq"] = len(self.events)
+            self.events.append(item)
         self.seen = len(entries)
 
     def _peer_entry(self, event: dict[str, Any]) -> None:
@@ -232,18 +287,26 @@ class _SessionSource(_Source):
     # ---- moving on
 
     def _step(self) -> bool:
-        """One delivery (or timer) of the simulation; False when nothing is on its way."""
+        """One delivery (or timer) of the simulation; False when nothing is on its way, or nothing could move
+        (what is in flight waits for a reader at its RCVHWM)."""
         if not self.sim.in_flight():
             return False
+        before = self.sim.steps
         self.sim.step()
         self._take_log()
-        return True
+        return self.sim.steps != before
 
     def settle(self) -> None:
         for _ in range(MAX_DELIVERIES):
             if not self._step():
                 return
-        raise LessonPlayError("the session never settles")
+        raise LessonPlayError(f"the {self.kind} never settles")
+
+    def _session_conn(self, action: str) -> str:
+        """The connection a session's `ping`, `close` and `bytes` act on (a topology takes none of them)."""
+        if self.conn is None:
+            raise LessonPlayError(f"a topology source takes no `{action}` action")
+        return self.conn
 
     # ---- actions
 
@@ -270,13 +333,30 @@ class _SessionSource(_Source):
                 sim.send(send.from_, [f.to_bytes() for f in send.frames])
             except ValueError as exc:
                 raise LessonPlayError(f"send from {send.from_}: {exc}") from None
-            if sim.peer(send.from_).blocked:
+            if not self.as_topology and sim.peer(send.from_).blocked:
                 raise LessonPlayError(f"send from {send.from_}: no peer can take the message yet")
+        elif name == "connect":
+            link = action.connect
+            assert link is not None
+            new = Link(connect=link.connect, bind=link.bind)
+            validate(Topology(self.topo.nodes, (*self.links, new), self.topo.proxies))
+            self.links.append(new)
+            sim.connect(link.connect, link.bind)
+        elif name == "recv":
+            recv = action.recv
+            assert recv is not None
+            for n in range(recv.count):
+                if sim.recv(recv.node) is None:
+                    # A blocking read waits for what is on its way (reading made room: the sender goes on).
+                    self._take_log()
+                    self.settle()
+                    if sim.recv(recv.node) is None:
+                        raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
         elif name == "ping":
             ping = action.ping
             assert ping is not None
             try:
-                sim.ping(self.conn, ping.from_, ping.ttl, ping.context.encode("utf-8"))
+                sim.ping(self._session_conn(name), ping.from_, ping.ttl, ping.context.encode("utf-8"))
             except ValueError as exc:
                 raise LessonPlayError(f"ping from {ping.from_}: {exc}") from None
             self._take_log()
@@ -295,115 +375,13 @@ class _SessionSource(_Source):
                 raise LessonPlayError("wait: the timers never settle")
         elif name == "close":
             assert action.close is not None
-            sim.close(self.conn, action.close)
+            sim.close(self._session_conn(name), action.close)
         elif name == "bytes":
             raw = action.bytes_
             assert raw is not None
-            sim.inject("garbage", conn=self.conn, dir=OUT_DIR[raw.from_], data=raw.to_bytes())
+            sim.inject("garbage", conn=self._session_conn(name), dir=OUT_DIR[raw.from_], data=raw.to_bytes())
         else:  # pragma: no cover - the model admits nothing else
             super().apply(action)
-        self._take_log()
-        self.now = max(self.now, sim.t)
-
-
-class _TopologySource(_SessionSource):
-    """Several nodes on `peers.Simulation`: a topology's nodes, links and proxies (see the module docstring)."""
-
-    kind = "topology"
-
-    def __init__(self, spec: TopologySource) -> None:
-        _Source.__init__(self)
-        self.spec = spec
-        self.topo = spec.topology()
-        self.links = list(self.topo.links)  # the topology's links, then the ones `connect` actions add
-        # Decisions on: sockets report them and messages get ids, as in a topology session.
-        self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True, decisions=True,
-                              window=spec.window)
-        self.sim.on_write = self._on_write
-        self.seen = 0
-        for node in self.topo.nodes:
-            if node.mechanism != "NULL":
-                raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
-        self.sim.add_topology(self.topo)
-        self._take_log()
-
-    def describe(self) -> dict[str, Any]:
-        return {"type": "topology", "nodes": [{"name": n.name, "type": n.type} for n in self.topo.nodes],
-                **({"preset": self.spec.preset} if self.spec.preset else {})}
-
-    def topology(self) -> dict[str, Any]:
-        """The topology as a session's `topology` message has it: nodes, links, proxies and the conns so far."""
-        out = {**self.topo.to_dict(), "links": [link.to_dict() for link in self.links]}
-        out.pop("script", None)
-        index = {(link.connect, link.bind): i for i, link in enumerate(self.links)}
-        out["conns"] = [{"conn": conn, "link": index.get((client, server)), "client": client, "server": server}
-                        for conn, (client, server) in self.conns.items()]
-        return out
-
-    def _step(self) -> bool:
-        """One step; False also when nothing could move (what is in flight waits for a reader at its RCVHWM)."""
-        if not self.sim.in_flight():
-            return False
-        before = self.sim.steps
-        self.sim.step()
-        self._take_log()
-        return self.sim.steps != before
-
-    def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
-        self.writes.append({"conn": conn, "dir": direction, "offset": offset, "length": length,
-                            "t": round(self.sim.t, 6)})
-
-    def _take_log(self) -> None:
-        """Wire elements keep their connection; socket decisions and application receives are events too."""
-        entries = self.sim.events
-        for entry in entries[self.seen:]:
-            kind = entry["kind"]
-            if kind == "link":
-                if entry["what"] == "open":
-                    self.conns[entry["conn"]] = (entry["client"], entry["server"])
-                continue
-            if kind == "peer":
-                self._peer_entry(entry)
-                if entry["what"] != "recv":
-                    continue
-            item = {**entry, "t": round(entry["t"], 6)}
-            item["seq"] = len(self.events)
-            self.events.append(item)
-        self.seen = len(entries)
-
-    def apply(self, action: Action) -> None:
-        name = action.name
-        sim = self.sim
-        if name == "send":
-            send = action.send
-            assert send is not None
-            try:
-                sim.send(send.from_, [f.to_bytes() for f in send.frames])
-            except ValueError as exc:
-                raise LessonPlayError(f"send from {send.from_}: {exc}") from None
-            # (A send that must wait is what a lesson about high-water marks shows: no error.)
-        elif name == "connect":
-            link = action.connect
-            assert link is not None
-            from ..peers.topology import Link, Topology, validate
-
-            new = Link(connect=link.connect, bind=link.bind)
-            validate(Topology(self.topo.nodes, (*self.links, new), self.topo.proxies))
-            self.links.append(new)
-            sim.connect(link.connect, link.bind)
-        elif name == "recv":
-            recv = action.recv
-            assert recv is not None
-            for n in range(recv.count):
-                if sim.recv(recv.node) is None:
-                    # A blocking read waits for what is on its way (reading made room: the sender goes on).
-                    self._take_log()
-                    self.settle()
-                    if sim.recv(recv.node) is None:
-                        raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
-        else:
-            super().apply(action)
-            return
         self._take_log()
         self.now = max(self.now, sim.t)
 
@@ -418,14 +396,14 @@ class _WireSource(_Source):
         self.spec = spec
         self.dissector = ConnectionDissector()
         self.sent = {"c2s": 0, "s2c": 0}
-        self.conns: dict[str, Connection] = {}
+        self.peers: dict[str, Connection] = {}  # side -> its strict engine peer
         for side in ("client", "server"):
             peer = getattr(spec, side)
             if peer is not None:
                 conn = peer.options().make_connection()
                 conn.start()
                 conn.data_to_send()
-                self.conns[side] = conn
+                self.peers[side] = conn
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "wire"}
@@ -450,7 +428,7 @@ class _WireSource(_Source):
         self.sent[direction] += len(data)
         self._add_events(self.dissector.receive_data(direction, data))
         reader = OTHER[raw.from_]
-        conn = self.conns.get(reader)
+        conn = self.peers.get(reader)
         if conn is None:
             return
         try:
@@ -460,19 +438,19 @@ class _WireSource(_Source):
             self._note(reader, "closed", f"protocol error: {exc}", error=True)
         conn.data_to_send()
         for event in conn.events():
-            if event.kind == "handshake":
+            if isinstance(event, HandshakeComplete):
                 peer_type = event.peer_socket_type or "of no stated type"
                 self._note(reader, "handshake",
                            f"handshake complete: ZMTP {event.version} {event.mechanism}, peer is {peer_type}")
-            elif event.kind == "received":
+            elif isinstance(event, MessageReceived):
                 self.received.append({"t": round(self.now, 6), "peer": reader,
                                       "frames": [text_or_hex(f) for f in event.frames],
                                       "hex": [f.hex() for f in event.frames]})
-            elif event.kind == "closed":
+            elif isinstance(event, ConnectionClosed):
                 if event.error:
                     self.errors.append(f"{reader} closed: {event.reason}")
                 self._note(reader, "closed", f"closed: {event.reason}", error=event.error)
-            elif event.kind in ("ping", "pong", "subscription"):
+            elif isinstance(event, PingReceived | PongReceived | SubscriptionChanged):
                 self._note(reader, event.kind, event.kind)
 
 
@@ -631,7 +609,7 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
     scene = StepScene(lesson=lesson.id, number=number, title=step.title, source=src.describe(),
                       events=list(src.events), writes=list(src.writes), received=list(src.received),
                       log=list(src.log), question=step.question)
-    if isinstance(src, _TopologySource):
+    if isinstance(src, _SimulationSource) and src.as_topology:
         scene.topology = src.topology()
         scene.decisions = [_select(src.events, sel.model_copy(update={"kind": "socket"}), conns=src.conns)
                            for sel in step.decisions]
@@ -659,13 +637,13 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
     for number, step in enumerate(lesson.steps, 1):
         try:
             if step.session is not None:
-                src = _SessionSource(step.session)
+                src = _SimulationSource(step.session)
             elif step.wire is not None:
                 src = _WireSource(step.wire)
             elif step.capture is not None:
                 src = _CaptureSource(step.capture, captures_dir)
             elif step.topology is not None:
-                src = _TopologySource(step.topology)
+                src = _SimulationSource(step.topology)
             assert src is not None  # the loader insists the first step has a source
             scenes.append(_play_step(lesson, number, step, src))
         except (LessonPlayError, ValueError, LocalProtocolError) as exc:
