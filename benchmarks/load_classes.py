@@ -32,13 +32,12 @@ import json
 import multiprocessing as mp
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from load_sessions import REPO, cpu_seconds, free_port, http_json, loads, rss_kib
+from load_sessions import cpu_seconds, http_json, loads, rss_kib
+from serverkit import REPO, ServerDidNotStart, shut_down, start_server
 
 # ---------------------------------------------------------------- one client process (students)
 
@@ -177,31 +176,18 @@ def main() -> int:
     ap.add_argument("--rss-slack", type=float, default=20.0, help="MiB over idle the RSS may stay after")
     args = ap.parse_args()
 
-    port = free_port()
-    base = f"127.0.0.1:{port}"
-    env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-load-"),
-           "ZMTPLAB_CLASS_MAX_STUDENTS": str(args.students),
-           "PYTHONPATH": args.backend + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    env.pop("PYTHONMALLOC", None)
-    if args.server_malloc != "default":
-        env["PYTHONMALLOC"] = args.server_malloc
-    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
-                               str(port), "--log-level", "warning"], env=env)
+    try:
+        server = start_server({"ZMTPLAB_CLASS_MAX_STUDENTS": str(args.students),
+                               "PYTHONMALLOC": None if args.server_malloc == "default" else args.server_malloc},
+                              backend=args.backend)
+    except ServerDidNotStart as exc:
+        print(f"load_classes: {exc}", file=sys.stderr)
+        return 2
+    base = server.address
     ctx = mp.get_context("spawn")
     procs: list[mp.Process] = []
     results: list[dict] = []
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if http_json("GET", f"http://{base}/api/health", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                print("load_classes: the server did not start", file=sys.stderr)
-                return 2
-            time.sleep(0.1)
         classes = []
         for _ in range(args.classes):
             status, body = http_json("POST", f"http://{base}/api/classes", {})
@@ -268,15 +254,7 @@ def main() -> int:
         time.sleep(args.settle)
         rss_ended = rss_kib(server.pid)
     finally:
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.terminate()
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        shut_down(server, procs)
 
     failures = [r["failure"] for r in results if "failure" in r]
     if failures:

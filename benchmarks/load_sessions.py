@@ -49,17 +49,14 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from serverkit import REPO, ServerDidNotStart, shut_down, start_server
+
 sys.path.insert(0, str(REPO / "backend"))
 
 try:
@@ -68,12 +65,6 @@ try:
     loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is a dependency of the project
     loads = json.loads
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_kib(pid: int) -> int:
@@ -255,31 +246,20 @@ def main() -> int:
     ap.add_argument("--rss-goal", type=float, default=1024.0, help="MiB")
     args = ap.parse_args()
 
-    port = free_port()
-    base = f"127.0.0.1:{port}"
-    data_dir = tempfile.mkdtemp(prefix="zmtplab-load-")
-    env = {**os.environ, "ZMTPLAB_DATA_DIR": data_dir, "ZMTPLAB_MAX_SESSIONS": str(args.clients),
-           "ZMTPLAB_MAX_SESSIONS_PER_CLIENT": str(args.clients), "ZMTPLAB_WS_BURST": str(args.burst),
-           "PYTHONPATH": str(REPO / "backend") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
-                               str(port), "--log-level", "warning"], env=env)
+    try:
+        server = start_server({"ZMTPLAB_MAX_SESSIONS": str(args.clients),
+                               "ZMTPLAB_MAX_SESSIONS_PER_CLIENT": str(args.clients),
+                               "ZMTPLAB_WS_BURST": str(args.burst)})
+    except ServerDidNotStart as exc:
+        print(f"load_sessions: {exc}", file=sys.stderr)
+        return 2
+    base = server.address
     procs: list[mp.Process] = []
     ctx = mp.get_context("spawn")
     burners = [ctx.Process(target=burn, daemon=True) for _ in range(max(0, args.burner))]
     for b in burners:
         b.start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if http_json("GET", f"http://{base}/api/health", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                print("load_sessions: the server did not start", file=sys.stderr)
-                return 2
-            time.sleep(0.1)
         rss_idle = rss_kib(server.pid)
 
         ready_q, go_q, result_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
@@ -332,15 +312,7 @@ def main() -> int:
             b.terminate()
         for b in burners:
             b.join(5)
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.terminate()
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        shut_down(server, procs)
 
     failures = [r["failure"] for r in results if "failure" in r]
     if failures:

@@ -36,8 +36,6 @@ import argparse
 import itertools
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -46,10 +44,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from topology_sessions import PUSHES, TOPOLOGY, TWO_PEER  # noqa: E402  (the bodies of the server's figure)
+from serverkit import shut_down, start_server
+from topology_sessions import PUSHES, TOPOLOGY, TWO_PEER  # (the bodies of the server's figure)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -61,12 +59,6 @@ FRAMES_JS = """() => {
   const tick = (t) => { window.__frames.push(t); requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -153,21 +145,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-topo-bench-"),
-           "ZMTPLAB_WS_RATE": str(4 * args.rate), "ZMTPLAB_WS_BURST": str(4 * args.rate),
-           "ZMTPLAB_SESSION_MAX_EVENTS": "10000000", "ZMTPLAB_SESSION_MAX_MESSAGES": "10000000",
-           "PYTHONPATH": str(ROOT / "backend")}
-    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_server({"ZMTPLAB_WS_RATE": str(4 * args.rate), "ZMTPLAB_WS_BURST": str(4 * args.rate),
+                           "ZMTPLAB_SESSION_MAX_EVENTS": "10000000", "ZMTPLAB_SESSION_MAX_MESSAGES": "10000000"},
+                          quiet=True)
+    port, base = server.port, server.url
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/api/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         body, senders = (TWO_PEER, ["server"]) if args.two_peer else (TOPOLOGY, PUSHES)
         sid = post(f"{base}/api/sessions", {"mode": "simulated", "autoplay": True, **body})["id"]
         with sync_playwright() as p:
@@ -211,8 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             page.screenshot(path=str(Path(tempfile.gettempdir()) / "topology_browser.png"))
             browser.close()
     finally:
-        server.terminate()
-        server.wait(10)
+        shut_down(server)
 
     frames = [t for t in frames if page_t0 <= t <= page_t1]
     gaps = sorted(b - a for a, b in itertools.pairwise(frames))

@@ -40,17 +40,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bigcapture import ensure, parse_size  # (the generator beside this script)
+from serverkit import ServerDidNotStart, shut_down, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -110,28 +103,17 @@ def tshark_seconds(capture: Path, runs: int) -> list[float]:
 
 def one_run(capture: Path, args: argparse.Namespace) -> dict[str, float]:
     """Uploads the capture to a fresh server and measures it; returns the figures."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     data_dir = tempfile.mkdtemp(prefix="zmtplab-viewer-", dir=args.data_dir)
     size = capture.stat().st_size
-    env = {**os.environ, "ZMTPLAB_DATA_DIR": data_dir, "ZMTPLAB_MAX_UPLOAD_BYTES": str(size + (1 << 20)),
-           "ZMTPLAB_MAX_TOTAL_BYTES": str(8 * size), "ZMTPLAB_MAX_EVENTS_PER_CAPTURE": str(10**9),
-           "PYTHONPATH": str(ROOT / "backend") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
-                               str(port), "--log-level", "warning"], env=env)
+    try:
+        server = start_server({"ZMTPLAB_DATA_DIR": data_dir, "ZMTPLAB_MAX_UPLOAD_BYTES": str(size + (1 << 20)),
+                               "ZMTPLAB_MAX_TOTAL_BYTES": str(8 * size),
+                               "ZMTPLAB_MAX_EVENTS_PER_CAPTURE": str(10**9)})
+    except ServerDidNotStart as exc:
+        raise SystemExit(str(exc)) from None
     sampler = RssSampler(server.pid)
     try:
-        with httpx.Client(base_url=base, timeout=600) as http:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if http.get("/api/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.1)
+        with httpx.Client(base_url=server.url, timeout=600) as http:
             sampler.start()
             t0 = time.perf_counter()
             with open(capture, "rb") as f:
@@ -193,11 +175,7 @@ def one_run(capture: Path, args: argparse.Namespace) -> dict[str, float]:
         }
     finally:
         sampler.stop.set()
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        shut_down(server, wait=30)
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +20,19 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "img"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from serverkit import shut_down, start_server  # noqa: E402  (a real `zmtplab serve`, as the benchmarks start it)
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     """Starts the server, visits each main view, saves a PNG of each (`topology` or `zh-CN`: only those)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-shots-")}
-    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--port", str(port)], env=env)
+    server = start_server()
+    base = server.url
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/api/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         OUT.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
@@ -104,8 +89,7 @@ def main() -> int:
             handout_shots(browser, base)
             browser.close()
     finally:
-        server.terminate()
-        server.wait(10)
+        shut_down(server)
     print(f"screenshots in {OUT}")
     return 0
 
