@@ -46,8 +46,8 @@ test('HTTP routes and their errors', async () => {
   await assert.rejects(api.capture('other'), /HTTP 500/);
   assert.equal(api.sessionExportUrl('s1', 'pcapng'), '/api/sessions/s1/export.pcapng');
   assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
-  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0&marks=1&lang=en');
-  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0&marks=1&lang=en');
+  assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
+  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
   assert.equal(detailText(null, 413), 'the file is too large');
 });
 

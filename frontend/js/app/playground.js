@@ -10,6 +10,7 @@
 import { createApi } from '../core/api.js';
 import { peerLabel } from '../core/eventlog.js';
 import { parseLink, buildLink } from '../core/links.js';
+import { fieldAt } from '../core/octets.js';
 import { frameThrottle, isTyping } from '../views/dom.js';
 import { i18n, t } from '../core/i18n.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
@@ -44,7 +45,7 @@ class PlaygroundPage {
           const index = this.ds.eventOfRow(row);
           if (index !== null) this.select(index);
         },
-        onPick: (index) => this.select(index),
+        onPick: (index, dir, offset) => this.select(index, { pick: { dir, offset } }),
         onJump: (index) => this.select(index),
         context: (ev) => this.ds.log.context(ev.dir),
         copyText: (text) => this.copy(text),
@@ -125,8 +126,12 @@ class PlaygroundPage {
     if (d === this.data.session) this.sessions.peersSeen(server, client);
     const sel = wb.selection.get();
     if (sel.index !== null && d.log.events[sel.index] !== sel.event) {
-      if (sel.index < d.log.length) wb.selection.setEvent(sel.index, d.log.events[sel.index]);
-      else wb.selection.clear();
+      const ev = d.log.events[sel.index];
+      if (sel.index < d.log.length) {
+        wb.selection.setEvent(sel.index, ev);
+        // (another element in its place, after a step back: its fields are fetched too)
+        if (d === this.data.session && !Array.isArray(ev.fields)) this.fetchFields(sel.index, ev, null);
+      } else wb.selection.clear();
     }
     if (d === this.data.session && this.topo.active) {
       this.topo.sync(d.log.events);
@@ -160,11 +165,12 @@ class PlaygroundPage {
   }
 
   // ---- selection and the URL ------------------------------------------------------------
-  select(index, { keepPath = false } = {}) {
+  select(index, { keepPath = false, pick = null } = {}) {
     const ev = this.ds.log.events[index];
     if (!ev) return;
     this.wb.sequence.setSelected(this.ds.rowOfEvent(index));
     this.wb.selection.selectElement(index, ev);
+    if (this.ds === this.data.session && !Array.isArray(ev.fields)) this.fetchFields(index, ev, pick);
     if (this.ds === this.data.session && this.topo.active) {
       if (!keepPath) this.topo.selected(ev);
       // The hex dump shows the selected element's connection.
@@ -172,6 +178,25 @@ class PlaygroundPage {
         this.wb.hex.setChunks([]);
         this.markDirty();
       }
+    }
+  }
+
+  /** The session's element `index` was opened without its fields: they are fetched, then shown (and the field
+   *  under a picked byte selected). */
+  async fetchFields(index, ev, pick) {
+    let full;
+    try {
+      full = await this.sessions.withFields(ev);
+    } catch (err) {
+      this.status(t('ui.capture.elementFailed', { index, error: err.message }), 'error');
+      return;
+    }
+    const { wb } = this;
+    if (!full || wb.selection.get().index !== index) return;
+    wb.selection.setEvent(index, full);
+    if (pick && full.dir === pick.dir) {
+      const fi = fieldAt(full, pick.offset);
+      if (fi >= 0) wb.selection.selectField(fi);
     }
   }
 

@@ -3,7 +3,7 @@
 
 import { openSession } from '../core/session.js';
 import { t } from '../core/i18n.js';
-import { tr } from '../views/dom.js';
+import { tr, frameThrottle } from '../views/dom.js';
 import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
 
 export class SessionPanel {
@@ -23,6 +23,13 @@ export class SessionPanel {
     this.socketTypes = { server: '', client: '' };
     const $ = (id) => host.document.getElementById(id);
     this.$ = $;
+    // The player's line follows the session's state messages (many a second while it plays) in the page's frame:
+    // written as they come, each would leave the page to lay out again between two frames.
+    this.stateToShow = null;
+    this.showState = frameThrottle(host.window, () => {
+      if (this.stateToShow) this.controls.setState(this.stateToShow);
+      this.stateToShow = null;
+    });
 
     this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request) });
     this.controls = new PlayControls($('player'), {
@@ -140,6 +147,7 @@ export class SessionPanel {
       url: page.api.sessionSocketUrl(this.host.window.location, id),
       onOpen: () => {
         this.setConnected(true);
+        this.stateToShow = null;
         controls.setStatus(['ui.session.connected', { id }]);
       },
       onEvent: (ev) => {
@@ -148,7 +156,8 @@ export class SessionPanel {
       },
       onState: (s) => {
         this.playing = !!s.playing;
-        controls.setState(s);
+        this.stateToShow = s;
+        this.showState();
         if (typeof s.speed === 'number' && page.speed) page.speed(s.speed);
         if ((s.mode === 'tcp' || s.mode === 'simulated') && s.mode !== this.mode) this.setMode(s.mode);
         if (typeof s.position === 'number' && d.truncate(s.position)) page.redraw();
@@ -168,6 +177,7 @@ export class SessionPanel {
         this.playing = false;
         // 1000: the session ended; 1008: too many refused commands; 1013: this page fell behind; 4404: no session.
         const why = code && code !== 1000 ? ['ui.session.disconnectedWhy', { id, code, reason: reason ? `: ${reason}` : '' }] : ['ui.session.disconnected', { id }];
+        this.stateToShow = null; // (the last word is the disconnection's)
         controls.setStatus(why);
         if (code && code !== 1000) page.status(t(...why), 'error');
       },
@@ -183,6 +193,22 @@ export class SessionPanel {
     }
     tr(this.$('session-id'), ['ui.session.title', { id }]);
     page.urlChanged();
+  }
+
+  /**
+   * The event `ev` of this session's Dataset with its fields (the socket sends events without them): fetched,
+   * put in the Dataset in its place (so the views show it) and returned; null when the session or the event
+   * has gone meanwhile (a step back, a reset, another session).
+   */
+  async withFields(ev) {
+    if (Array.isArray(ev.fields) || typeof ev.seq !== 'number' || !this.session) return ev;
+    const { id } = this.session;
+    const full = await this.page.api.sessionEvent(id, ev.seq);
+    const log = this.data.log;
+    if (!this.session || this.session.id !== id || log.events[log.seqIndex.get(ev.seq)] !== ev) return null;
+    log.add(full);
+    this.page.redraw();
+    return full;
   }
 
   /** Space: play or pause. */

@@ -141,11 +141,16 @@ export function createApi(host) {
     /**
      * ws:// or wss:// URL for a session, from the page's location {protocol, host}.
      * batch=1: a busy session sends several messages per websocket message (a JSON
-     * array); log=0: no simulation `log` messages (the page does not show them).
+     * array); log=0: no simulation `log` messages (the page does not show them); fields=0: events
+     * without their fields (an element's come with sessionEvent when it is opened).
      */
     sessionSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&lang=${encodeURIComponent(i18n.lang)}`;
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0&lang=${encodeURIComponent(i18n.lang)}`;
+    },
+    /** One event of a session with its fields, by its `seq`. */
+    sessionEvent(id, seq) {
+      return request('GET', `/api/sessions/${seg(id)}/events/${seg(seq)}`);
     },
     decode(hex) {
       return request('POST', '/api/decode', { hex });
