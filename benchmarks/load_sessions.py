@@ -17,7 +17,8 @@ session count limits (`ZMTPLAB_MAX_SESSIONS`, `ZMTPLAB_MAX_SESSIONS_PER_CLIENT`,
 `--clients`, since every client comes from 127.0.0.1) and the websocket burst allowance
 (`ZMTPLAB_WS_BURST`, `--burst`: a client process the OS starved for a moment catches up on
 its schedule in a burst; the rate stays the default 200 commands a second). The clients
-connect with `?batch=1&log=0`, as the page does.
+connect with `?batch=1&log=0&fields=0`, as the page does (it fetches an element's fields when it is
+opened).
 
 Where the load runs: the clients share the machine with the server, as they would not in a class (there
 they are browsers on other machines). `--pin` confines the client processes to every CPU but the first,
@@ -118,8 +119,8 @@ class Client:
             {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"}})
         if status != 201:
             raise RuntimeError(f"client {self.cid}: POST /api/sessions answered {status}: {body}")
-        self.ws = await websockets.connect(f"ws://{self.base}/ws/sessions/{body['id']}?batch=1&log=0", max_size=None,
-                                           ping_interval=None, compression=None)
+        self.ws = await websockets.connect(f"ws://{self.base}/ws/sessions/{body['id']}?batch=1&log=0&fields=0",
+                                           max_size=None, ping_interval=None, compression=None)
         await self.ws.send(json.dumps({"type": "speed", "value": 1000}))
         self.reader = asyncio.create_task(self.read())
 
