@@ -52,7 +52,10 @@ export class HexView {
     this.linesEl = h(d, 'div', { class: 'hex-lines' });
     // Ten characters in the lines' font, never shown: how many octets a line can hold at this width.
     this.probe = h(d, 'span', { class: 'hex-probe', text: '0000000000', attrs: { 'aria-hidden': 'true' } });
-    this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.schedule() } }, this.spacer, this.linesEl, this.probe);
+    // Where the viewport stands, kept so that a redraw reads no layout (see the sequence view).
+    this.top = 0;
+    this.height = null;
+    this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.onScroll() } }, this.spacer, this.linesEl, this.probe);
     this.empty = h(d, 'p', { class: 'hint', t: 'ui.hex.empty' });
     p.body.append(this.empty, this.viewport);
     clear(container);
@@ -61,7 +64,12 @@ export class HexView {
     // The octets a line holds are measured when the pane's size (or mode, or font) changes, never per
     // update: a measure after the page's other writes forces a whole layout mid-frame.
     this.measured = false;
-    this.stopResize = onResize(this.win, this.viewport, () => (this.fitting() !== this.perLine ? this.relayout({ measure: true }) : this.schedule()));
+    this.stopResize = onResize(this.win, this.viewport, () => {
+      this.height = this.viewport.clientHeight;
+      this.top = this.viewport.scrollTop;
+      if (this.fitting() !== this.perLine) this.relayout({ measure: true });
+      else this.schedule();
+    });
     this.linesEl.addEventListener('click', (e) => this.onClick(e));
     i18n.onChange(() => {
       this.drawn = null; // (the marker lines' words)
@@ -75,6 +83,16 @@ export class HexView {
       if (moved && !this.picking) this.reveal();
       this.schedule();
     });
+  }
+
+  onScroll() {
+    this.top = this.viewport.scrollTop;
+    this.schedule();
+  }
+
+  /** The viewport's height: as last reported by a resize, else measured now. */
+  viewportHeight() {
+    return this.height ?? this.viewport.clientHeight;
   }
 
   setChunks(chunks, note = '') {
@@ -113,6 +131,7 @@ export class HexView {
     this.spacer.style.height = `${contentHeight(this.lines.count, this.lineHeight)}px`;
     this.empty.hidden = this.lines.count > 0;
     this.viewport.hidden = this.lines.count === 0;
+    if (this.viewport.hidden) this.top = 0; // (a hidden box loses its scroll)
     this.schedule();
   }
 
@@ -135,14 +154,18 @@ export class HexView {
     const field = this.selection.fieldObject();
     const line = this.lines.findLine(event.dir, field ? field.offset : event.offset);
     if (line < 0) return;
-    this.viewport.scrollTop = scrollToReveal({ index: line, scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 300, rowHeight: this.lineHeight, total: this.lines.count });
+    const top = scrollToReveal({ index: line, scrollTop: this.top, viewportHeight: this.viewportHeight() || 300, rowHeight: this.lineHeight, total: this.lines.count });
+    if (top !== this.top) {
+      this.viewport.scrollTop = top;
+      this.top = this.viewport.scrollTop; // (free: the write laid the page out)
+    }
     this.schedule();
   }
 
   render() {
     const d = this.doc;
     const total = this.lines.count;
-    const { start, end, top } = visibleRange({ scrollTop: this.viewport.scrollTop, viewportHeight: this.viewport.clientHeight || 300, rowHeight: this.lineHeight, total });
+    const { start, end, top } = visibleRange({ scrollTop: this.top, viewportHeight: this.viewportHeight() || 300, rowHeight: this.lineHeight, total });
     const { el, field } = this.ranges();
     // The same lines over the same bytes, highlighted the same: nothing to draw (the dump grows below the
     // lines shown many times a second while a session plays).

@@ -68,6 +68,8 @@ export class SequenceView {
     // gradients a row are most of a busy topology's paint time).
     this.lanesLayer = h(d, 'div', { class: 'seq-lanes-bg', hidden: true });
     this.root = h(d, 'div', { class: 'sequence' }, this.header, this.lanesLayer, this.viewport, this.empty);
+    // (passive: listening must not hold a scroll for the main thread)
+    for (const type of ['wheel', 'keydown', 'pointerdown', 'touchstart']) this.viewport.addEventListener(type, () => (this.inputAt = Date.now()), { passive: true });
     clear(container);
     container.appendChild(this.root);
     this.schedule = frameThrottle(this.win, () => this.render());
@@ -97,14 +99,20 @@ export class SequenceView {
   }
 
   onScroll() {
-    this.top = this.viewport.scrollTop;
+    // The event after our own scroll (following the tail, a frame at a time) says what we know already: read
+    // unless someone scrolled meanwhile (a read here lays out what changed since the frame, animations too).
+    const userAt = this.inputAt || 0;
+    if (this.ownScroll && Date.now() - userAt > USER_SCROLL_MS) this.ownScroll = false;
+    else this.top = this.viewport.scrollTop;
     this.schedule();
   }
 
   /** Scrolls the viewport (written now, as a browser clamps it) and remembers where it stands. */
   scrollTo(top) {
+    const was = this.top;
     this.viewport.scrollTop = top;
     this.top = this.viewport.scrollTop; // (free: the write above laid the page out)
+    if (this.top !== was) this.ownScroll = true;
   }
 
   /** Every row is drawn again on the next frame. */
@@ -251,14 +259,16 @@ export class SequenceView {
       before = entry.row;
     }
     this.drawnRows = kept;
-    if (tail) this.scrollTo(contentHeight(total, this.rowHeight));
     // The listbox keeps the focus; a screen reader hears the selected row through aria-activedescendant.
     const sel = this.selected !== null && this.selected >= start && this.selected < end ? `${this.idPrefix}-row-${this.selected}` : null;
-    if (sel) this.viewport.setAttribute('aria-activedescendant', sel);
-    else this.viewport.removeAttribute('aria-activedescendant');
+    if (sel) {
+      if (this.viewport.getAttribute('aria-activedescendant') !== sel) this.viewport.setAttribute('aria-activedescendant', sel);
+    } else this.viewport.removeAttribute('aria-activedescendant');
     if (missing && this.source.ensure) {
       this.source.ensure(start, end).catch(() => {});
     }
+    // Last: the scroll lays the page out once, with every write of the frame made.
+    if (tail) this.scrollTo(contentHeight(total, this.rowHeight));
   }
 
   renderRow(i, ev) {
@@ -434,6 +444,9 @@ export class SequenceView {
     this.stopResize();
   }
 }
+
+// How long after a wheel, key, pointer or touch a scroll may be the user's (a smooth scroll runs a few frames).
+const USER_SCROLL_MS = 1000;
 
 function closestRow(node, stop) {
   let n = node;

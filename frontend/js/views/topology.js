@@ -12,7 +12,7 @@
 //   .setSpeed(x)                    // the player's speed: dots move faster
 
 import { i18n, messages } from '../core/i18n.js';
-import { h, s, clear, setChildren, onResize } from './dom.js';
+import { h, s, tr, clear, setChildren, onResize, frameThrottle } from './dom.js';
 import { layoutSession } from '../core/topology.js';
 import { pipeKey } from '../core/topology-state.js';
 import { previewHex } from '../core/bytes.js';
@@ -72,7 +72,8 @@ export class TopologyView {
     this.layout = null;
     this.speed = 1;
     this.path = null;
-    this.dots = [];
+    this.dots = []; // moving
+    this.freeDots = []; // arrived, hidden, to reuse
     this.figuresAt = 0;
     this.figuresSeen = 0;
     this.figuresTimer = null;
@@ -155,16 +156,18 @@ export class TopologyView {
     this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'group',
       'aria-label': TOPOLOGY_TEXT.srDiagram({ nodes: L.nodes.length, links: L.edges.length }) }, defs, ...edges, ...nodes, this.pipeLayer);
     this.dots = [];
+    this.freeDots = [];
     setChildren(this.svgSlot, this.svg, this.dotLayer);
     this.scale = null; // where the SVG's units fall in the slot's pixels (measured on the first dot, and on resize)
     if (this.stopResize) this.stopResize();
     this.stopResize = onResize(this.win, this.svgSlot, () => {
       this.scale = null;
+      this.measure(); // (now: after layout, a measure costs nothing; in a frame's flush it lays the page out)
     });
     this.gotRows = new Map();
     const manual = new Set(((topology && topology.nodes) || []).filter((x) => x.recv === 'manual').map((x) => x.name));
     setChildren(this.got, L.nodes.map((p) => {
-      const chips = h(d, 'span', { class: 'topo-chips' });
+      const chips = h(d, 'span', { class: 'topo-chips', on: { click: (ev) => this.pickChip(ev) } });
       const count = h(d, 'span', { class: 'topo-got-count muted' });
       const read = this.onRead && manual.has(p.id)
         ? h(d, 'button', { type: 'button', class: 'topo-read small', text: TOPOLOGY_TEXT.readOne,
@@ -184,13 +187,15 @@ export class TopologyView {
     // Dots every frame; figures, markers and lists too, unless the session is busy (more than BUSY events
     // since they were drawn): then at most every FIGURES_EVERY ms (at a thousand messages a second they change
     // every frame, faster than anyone reads them, and each change re-lays the SVG out).
-    for (const move of st.takeMoves(MAX_DOTS)) this.sendDot(move);
+    for (const move of latestPerLink(st.takeMoves(MAX_DOTS))) this.sendDot(move);
     const t = Date.now();
     if (!now && st.seen - this.figuresSeen > BUSY && t - this.figuresAt < FIGURES_EVERY) {
       if (!this.figuresTimer && this.win && this.win.setTimeout) {
+        // (drawn in the page's frame with the other views, not in a task of its own between frames)
+        this.updateSoon = this.updateSoon || frameThrottle(this.win, () => this.update());
         this.figuresTimer = this.win.setTimeout(() => {
           this.figuresTimer = null;
-          this.update();
+          this.updateSoon();
         }, FIGURES_EVERY);
       }
       return;
@@ -242,14 +247,33 @@ export class TopologyView {
     row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
     row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
-    setChildren(row.chips, last.map((r) => {
-      const text = r.frames.map((f) => previewHex(f, 24)).join(' | ');
-      const chip = h(d, 'button', { type: 'button', class: 'topo-msg small', text, title: r.msg !== null ? TOPOLOGY_TEXT.message({ msg: r.msg }) : undefined,
-        on: { click: () => r.msg !== null && this.onPickMessage(r.msg) } });
-      if (r.msg !== null) chip.dataset.msg = String(r.msg);
-      if (this.path && r.msg === this.path.msg) chip.classList.add('on-path');
-      return chip;
-    }));
+    // The row's buttons are kept and rewritten (a busy node's last messages change many times a second).
+    const chips = row.chips.childNodes;
+    while (chips.length > last.length) row.chips.removeChild(chips[chips.length - 1]);
+    while (chips.length < last.length) row.chips.appendChild(h(d, 'button', { type: 'button', class: 'topo-msg small' }));
+    last.forEach((r, i) => {
+      const chip = chips[i];
+      if (chip.received === r) return;
+      chip.received = r;
+      chip.textContent = r.frames.map((f) => previewHex(f, 24)).join(' | ');
+      if (r.msg !== null) {
+        const title = TOPOLOGY_TEXT.message({ msg: r.msg });
+        tr(chip, [title.id, title.params], 'title');
+        chip.dataset.msg = String(r.msg);
+      } else {
+        chip.removeAttribute('title');
+        chip.removeAttribute('data-i18n-title');
+        delete chip.dataset.msg;
+      }
+      chip.classList.toggle('on-path', !!this.path && r.msg === this.path.msg);
+    });
+  }
+
+  /** A received message's button was clicked: its message is picked. */
+  pickChip(ev) {
+    let n = ev.target;
+    while (n && n.received === undefined && n.parentNode) n = n.parentNode;
+    if (n && n.received && n.received.msg !== null) this.onPickMessage(n.received.msg);
   }
 
   /**
@@ -305,8 +329,19 @@ export class TopologyView {
     const b = this.place.get(move.to);
     if (!a || !b) return;
     const d = this.doc;
-    while (this.dots.length >= MAX_DOTS) detach(this.dots.shift());
-    const dot = h(d, 'span', { class: 'topo-dot', attrs: { 'data-msg': move.msg ?? '', 'data-from': move.from, 'data-to': move.to } });
+    // Dots are kept and reused: a finished one (faded out at its animation's end), else the oldest still moving
+    // (none made or removed per message, and nothing changes in the page between two frames).
+    let dot = this.freeDots.pop() || null;
+    if (!dot && this.dots.length >= MAX_DOTS) {
+      dot = this.dots.shift();
+      if (dot.anim) dot.anim.cancel();
+    }
+    if (dot) {
+      for (const [name, v] of [['data-msg', move.msg ?? ''], ['data-from', move.from], ['data-to', move.to]]) dot.setAttribute(name, String(v));
+      dot.className = 'topo-dot';
+      dot.hidden = false;
+      dot.style.pointerEvents = '';
+    } else dot = h(d, 'span', { class: 'topo-dot', attrs: { 'data-msg': move.msg ?? '', 'data-from': move.from, 'data-to': move.to } });
     if (this.path && move.msg === this.path.msg) dot.classList.add('on-path');
     const { k, x0, y0 } = this.measure();
     const at = (p) => `translate(${(x0 + p.x * k).toFixed(1)}px,${(y0 + p.y * k).toFixed(1)}px)`;
@@ -315,10 +350,18 @@ export class TopologyView {
     this.dots.push(dot);
     const ms = Math.max(120, 700 / this.speed);
     if (typeof dot.animate === 'function') {
+      // (transform and opacity only: the compositor runs it, the main thread has nothing to do until it ends)
       const anim = dot.animate([{ transform: at(a) }, { transform: at(b), offset: 0.85 }, { transform: at(b), opacity: 0 }],
         { duration: ms, easing: 'ease-in-out', fill: 'forwards' });
-      anim.onfinish = () => this.dropDot(dot);
-    } else if (this.win && this.win.setTimeout) this.win.setTimeout(() => this.dropDot(dot), ms);
+      dot.anim = anim;
+      anim.onfinish = () => {
+        if (this.dropDot(dot)) dot.style.pointerEvents = 'none'; // (faded out: not clicked, until reused)
+      };
+    } else if (this.win && this.win.setTimeout) {
+      this.win.setTimeout(() => {
+        if (this.dropDot(dot)) dot.hidden = true;
+      }, ms);
+    }
   }
 
   /** The SVG's scale and offset in the slot (its viewBox is fitted, centred, as preserveAspectRatio says). */
@@ -333,10 +376,13 @@ export class TopologyView {
     return this.scale;
   }
 
+  /** A dot arrived: free for the next message (false when it was reused already). */
   dropDot(dot) {
     const i = this.dots.indexOf(dot);
-    if (i >= 0) this.dots.splice(i, 1);
-    detach(dot);
+    if (i < 0) return false;
+    this.dots.splice(i, 1);
+    this.freeDots.push(dot);
+    return true;
   }
 
   /** Highlights a message's path: { msg, conns: Set, nodes: Set } or null. */
@@ -355,8 +401,15 @@ export class TopologyView {
   }
 }
 
-function detach(el) {
-  if (el.parentNode) el.parentNode.removeChild(el);
+/**
+ * The moves to animate in one frame: a link's latest only (a busy link crosses a message a frame or more;
+ * one dot a frame shows it moving, and the frame draws a dot per link, not per message).
+ */
+function latestPerLink(moves) {
+  if (moves.length < 2) return moves;
+  const last = new Map();
+  for (const m of moves) last.set(`${m.conn ?? ''}/${m.from}/${m.to}`, m);
+  return last.size === moves.length ? moves : [...last.values()].sort((a, b) => a.index - b.index);
 }
 
 function setText(el, text) {
