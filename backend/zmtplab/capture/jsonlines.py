@@ -1,10 +1,11 @@
 """The event contract as JSON lines text, written straight from the octets for runs of ordinary frames.
 
 `zmtplab dissect --jsonl --no-fields` on a bulk capture spends its time per element. Its decoders
-get `json_runs(max_body)` as their run scanner (`engine.batch`): in one pass over a run's octets it
-finds where the run ends, as every run scanner does, and writes each frame's and each message's
-JSON object exactly as `orjson.dumps(event.to_dict(with_fields=False, max_body=...))` would,
-without the closing brace: a `JsonRun`'s `heads`. The capture dissector then appends each event's
+get `json_runs(max_body)` as their run scanner (`engine.batch`): it finds the run with the engine's
+own scan (`engine.batch.scan_run`: where the run ends and where each frame starts) and then writes
+each frame's and each message's JSON object exactly as
+`orjson.dumps(event.to_dict(with_fields=False, max_body=...))` would, without the closing brace: a
+`JsonRun`'s `heads`. The capture dissector then appends each event's
 source keys (`conn`, `dir`, `packets`, `ts`) and the brace (`source_suffix`, `join_run`); the
 elements that lie within one packet share one suffix, so most of a run is one `str.join`.
 
@@ -25,17 +26,17 @@ from functools import lru_cache, partial
 
 import orjson
 
-from ..engine.batch import FrameRun, RunScanner
+from ..engine.batch import FrameRun, RunScanner, scan_run
 from ..engine.framing import body_field, body_value, header_field_dicts
 
-# Hex windows grow from this many octets (doubling up to _MAX_SPAN) while a run keeps going.
-_FIRST_SPAN = 2048
-_MAX_SPAN = 1 << 20
 _NO_LIMIT = 1 << 64  # a body limit no frame reaches
 # The text of short sizes and lengths, and the hex of short headers (flags 0 or 1), made once.
-_DEC = [str(k) for k in range(258)]
-_HEX0 = [f"00{k:02x}" for k in range(256)]
-_HEX1 = [f"01{k:02x}" for k in range(256)]
+# The text of a short frame (flags 0 or 1, then size) between its offset and its body, and between its
+# body and its body again (its hex, after the header's); a one-frame message's between offset and body.
+_SHORT_HEAD = [[f',"length":{k + 2},"more":{"true" if flags else "false"},"long":false,"size":{k},"body":"'
+                for k in range(256)] for flags in (0, 1)]
+_SHORT_HEX = [[f'","hex":"{flags:02x}{k:02x}' for k in range(256)] for flags in (0, 1)]
+_SHORT_MESSAGE = [f',"length":{k + 2},"frames":["' for k in range(256)]
 _DISPLAY_LIMIT = 4096  # body_value's default limit: a longer body's value is cut (by body_value itself)
 # Sentinel numbers put where a field's offset, length, value or frame number goes, then cut out (`_field_texts`).
 _SENTINEL = re.compile(r"-91\d\d")
@@ -47,8 +48,9 @@ class JsonRun(FrameRun):
 
     __slots__ = ("heads",)
 
-    def __init__(self, start: int, data: bytes | bytearray, heads: list[str], fresh: int, framing: str) -> None:
-        super().__init__(start, data, fresh, framing, len(heads))
+    def __init__(self, start: int, data: bytes | bytearray, heads: list[str], fresh: int, framing: str,
+                 starts: list[int] | None = None) -> None:
+        super().__init__(start, data, fresh, framing, len(heads), starts)
         self.heads = heads
 
 
@@ -124,13 +126,19 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                   framing: str, *, with_fields: bool = False) -> JsonRun | None:
     """The `JsonRun` of the whole ordinary messages at `buf[pos:]`, or None (the scanner `json_runs` makes).
 
-    `base` is the stream offset of `buf[0]`. Stops where `engine.batch.scan_run` stops, and gives
-    back every frame of a message it could not finish. A body longer than `max_body` octets is cut
-    (then `hex` too, and the event and its message are `truncated`). With `with_fields`, every head
-    ends with the event's `fields`.
+    `base` is the stream offset of `buf[0]`. The run is what `engine.batch.scan_run` finds (the one
+    frame-header scan every run scanner shares); this writes its events' text. A body longer than
+    `max_body` octets is cut (then `hex` too, and the event and its message are `truncated`). With
+    `with_fields`, every head ends with the event's `fields`.
     """
-    start = pos
-    n = len(buf)
+    stop, _count, starts = scan_run(buf, pos)
+    if not starts:
+        return None
+    data = buf[pos:stop]
+    h = data.hex()
+    # With fields, the run as latin-1 text: a body's own text when it is ASCII.
+    t = data.decode("latin-1") if with_fields else ""
+    base += pos  # from here on, positions are within `data`
     heads: list[str] = []
     app = heads.append
     limit = _NO_LIMIT if max_body is None else max_body
@@ -141,9 +149,6 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
     msg_fields: list[str] = []  # with fields, the message field of each of those frames
     msg_off = 0  # stream offset of the message in progress
     msg_cut = False  # a body of the message in progress was cut
-    h = ""
-    hs = he = pos  # `h` is the hex of buf[hs:he], and he <= n
-    span = _FIRST_SPAN
     # With fields, the template pieces (`_field_texts`); without, every fields text below stays "".
     frame_texts: list[tuple[str, ...]] = []
     m0 = m1 = m2 = m3 = m4 = ""
@@ -156,59 +161,41 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
         body_length, message_length = texts.body_length, texts.message_length
         m0, m1, m2, m3, m4 = texts.message
     ff = mf = fields = ""  # the frame's fields, its message's field, the message's fields
-    t = ""  # with fields, buf[hs:he] as latin-1 text: a body's own text when it is ASCII
-    while True:
-        try:
-            flags = buf[pos]
-            size = buf[pos + 1]
-        except IndexError:  # fewer than 2 octets left
-            break
+    ends = starts[1:]
+    ends.append(len(data))
+    (head0, head1), (hex0, hex1), message0 = _SHORT_HEAD, _SHORT_HEX, _SHORT_MESSAGE
+    for pos, end in zip(starts, ends, strict=True):
+        flags = data[pos]
         if flags < fast:
             # A short frame shown whole: nearly every frame, so the shortest code.
-            end = pos + 2 + size
-            if end > he:
-                if end > n:
-                    break
-                if span < _MAX_SPAN:
-                    span += span
-                hs = pos
-                he = max(end, min(n, pos + span))
-                h = buf[hs:he].hex()
-                if with_fields:
-                    t = buf[hs:he].decode("latin-1")
-            i = ((pos - hs) << 1) + 4
-            body = h[i:i + size + size]
+            size = end - pos - 2
+            body = h[(pos << 1) + 4:end << 1]
             off = base + pos
             if with_fields:
                 # The value: the body as text when it is printable ASCII with nothing to escape (the usual case).
-                value = t[pos - hs + 2:end - hs]
+                value = t[pos + 2:end]
                 if not (value.isascii() and value.isprintable()) or '"' in value or "\\" in value:
-                    value = value_json(buf[pos + 2:end], body)[1:-1]
+                    value = value_json(data[pos + 2:end], body)[1:-1]
                 f0, f1, _, _, _, _, f6 = frame_texts[flags]
                 at = str(off + 2)
                 if not flags and parts is None:
                     # A message of one frame, nearly every one: its frame and message each in one piece.
-                    ln = _DEC[size + 2]
-                    app(f'{{"kind":"frame","offset":{off},"length":{ln},"more":false,"long":false,'
-                        f'"size":{_DEC[size]},"body":"{body}","hex":"{_HEX0[size]}{body}"'
+                    app(f'{{"kind":"frame","offset":{off}{head0[size]}{body}{hex0[size]}{body}"'
                         f'{f0}{off}{f1}{off + 1}{short_size[0][size]}{at}{body_length[size]}{value}{f6}')
-                    app(f'{{"kind":"message","offset":{off},"length":{ln},"frames":["{body}"],"fields":['
+                    app(f'{{"kind":"message","offset":{off}{message0[size]}{body}"],"fields":['
                         f'{m0}1{m1}{at}{message_length[size]}{value}{m4}]')
-                    pos = end
                     continue
                 ff = f"{f0}{off}{f1}{off + 1}{short_size[flags][size]}{at}{body_length[size]}{value}{f6}"
                 mf = f"{m0}{1 if parts is None else len(parts) + 1}{m1}{at}{message_length[size]}{value}{m4}"
             if not flags:
+                o = str(off)  # (made once, written twice)
                 if parts is None:
-                    ln = _DEC[size + 2]
-                    app(f'{{"kind":"frame","offset":{off},"length":{ln},"more":false,"long":false,'
-                        f'"size":{_DEC[size]},"body":"{body}","hex":"{_HEX0[size]}{body}"{ff}')
+                    app(f'{{"kind":"frame","offset":{o}{head0[size]}{body}{hex0[size]}{body}"{ff}')
                     if with_fields:
                         fields = f',"fields":[{mf}]'
-                    app(f'{{"kind":"message","offset":{off},"length":{ln},"frames":["{body}"]{fields}')
+                    app(f'{{"kind":"message","offset":{o}{message0[size]}{body}"]{fields}')
                 else:
-                    app(f'{{"kind":"frame","offset":{off},"length":{_DEC[size + 2]},"more":false,"long":false,'
-                        f'"size":{_DEC[size]},"body":"{body}","hex":"{_HEX0[size]}{body}"{ff}')
+                    app(f'{{"kind":"frame","offset":{o}{head0[size]}{body}{hex0[size]}{body}"{ff}')
                     parts.append(body)
                     if with_fields:
                         msg_fields.append(mf)
@@ -222,8 +209,7 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                             f'"frames":["{frames}"]{fields}')
                     parts = None
             else:
-                app(f'{{"kind":"frame","offset":{off},"length":{_DEC[size + 2]},"more":true,"long":false,'
-                    f'"size":{_DEC[size]},"body":"{body}","hex":"{_HEX1[size]}{body}"{ff}')
+                app(f'{{"kind":"frame","offset":{off}{head1[size]}{body}{hex1[size]}{body}"{ff}')
                 if parts is None:
                     parts = [body]
                     msg_fields = [mf]
@@ -231,36 +217,17 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                 else:
                     parts.append(body)
                     msg_fields.append(mf)
-            pos = end
             continue
         # A LONG frame, or a body to cut.
         if flags < 2:
-            end = pos + 2 + size
             hl = 4  # hex digits of the header
             lg = "false"
-        elif flags < 4:
-            if n - pos < 9:
-                break
-            size = int.from_bytes(buf[pos + 1:pos + 9], "big")
-            if size < 256:
-                break  # LONG for a short frame: the decoder adds its note
-            end = pos + 9 + size
+        else:
             hl = 18
             lg = "true"
-        else:
-            break  # COMMAND or a reserved bit: the decoder decides
-        if end > n:
-            break
-        if end > he:
-            if span < _MAX_SPAN:
-                span += span
-            hs = pos
-            he = max(end, min(n, pos + span))
-            h = buf[hs:he].hex()
-            if with_fields:
-                t = buf[hs:he].decode("latin-1")
-        i = (pos - hs) << 1
-        j = (end - hs) << 1
+        size = end - pos - (hl >> 1)
+        i = pos << 1
+        j = end << 1
         off = base + pos
         full = h[i + hl:j]
         if size > limit:
@@ -272,7 +239,7 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
             tail = f'"{body}","hex":"{h[i:j]}"'
         if with_fields:
             at = off + (hl >> 1)  # the body's offset
-            value = value_json(buf[pos + (hl >> 1):end], full)[1:-1]
+            value = value_json(data[pos + (hl >> 1):end], full)[1:-1]
             f0, f1, f2, f3, f4, f5, f6 = frame_texts[flags]
             ff = f"{f0}{off}{f1}{off + 1}{f2}{size}{f3}{at}{f4}{size}{f5}{value}{f6}"
             mf = f"{m0}{1 if parts is None else len(parts) + 1}{m1}{at}{m2}{size}{m3}{value}{m4}"
@@ -304,12 +271,7 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                 app(_message_head(msg_off, base + end - msg_off, parts, cut2 if msg_cut else None) + fields)
                 parts = None
             msg_cut = False
-        pos = end
-    if parts is not None:
-        # An unfinished message: give its frames back.
-        del heads[len(heads) - len(parts):]
-        pos = msg_off - base
-    return JsonRun(base + start, buf[start:pos], heads, fresh, framing) if heads else None
+    return JsonRun(base, data, heads, fresh, framing, starts)
 
 
 def _message_head(offset: int, length: int, parts: list[str], cut2: int | None) -> str:

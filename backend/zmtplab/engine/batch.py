@@ -5,12 +5,13 @@
 gives its decoder a run scanner (`StreamDecoder(runs=...)`); the decoder then hands runs of
 ordinary frames over in one piece, each a `FrameRun` (or a subclass the scanner makes):
 
-* `frame_run` (here) only finds where the run ends (`scan_run`); the `FrameRun` keeps the run's
-  octets, for the pipeline's Arrow columns (`pipeline/runs.py`);
-* `capture.jsonlines.json_runs` writes each event's JSON text as it goes (one pass over the
-  octets: the JSON output's hot path), for `zmtplab dissect --jsonl` with or without fields.
+* `frame_run` (here) only finds where the run ends; the `FrameRun` keeps the run's octets and
+  where each frame starts, for the pipeline's Arrow columns (`pipeline/runs.py`);
+* `capture.jsonlines.json_runs` also writes each event's JSON text from those frame starts, for
+  `zmtplab dissect --jsonl` with or without fields.
 
-A scanner takes only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
+Both find the run with `scan_run`, the one frame-header scan of the project's hot paths. It takes
+only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
 above 255, whole messages only -- and stops at anything else: a command, a reserved bit, a LONG
 size that deserves a note, a frame or message not complete yet. The decoder then goes on with its
 own code from there, so it stays the single judge of every rule; a run is only ever what the
@@ -20,6 +21,7 @@ back for any consumer that wants objects. (Tests compare both forms byte for byt
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 
 from .events import Frame, Message, make_frame, make_message
@@ -138,36 +140,37 @@ class FrameRun:
 def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:
     """Where the whole ordinary messages at `buf[pos:]` end, how many events (frames and messages)
     they make, and where each of their frames starts (relative to `pos`): the plain case of the
-    module docstring, the stop rule every run scanner keeps."""
+    module docstring, the stop rule every run scanner keeps. (The one frame-header scan of the
+    project's run scanners: `frame_run` here, `capture.jsonlines.scan_json_run` for JSON text.)"""
     n = len(buf)
-    count = 0
-    done_pos, done = pos, 0  # the end of the last whole message, and the events up to it
+    origin = done_pos = pos  # where the scan began, the end of the last whole message
+    messages = done = 0  # messages seen, and up to the end of the last whole one
     starts: list[int] = []
-    kept = 0  # frames up to the end of the last whole message
-    origin = pos
-    while n - pos >= 2:
-        flags = buf[pos]
-        if flags < 2:
-            end = pos + 2 + buf[pos + 1]
-        elif flags < 4:
-            if n - pos < 9:
+    keep = starts.append
+    try:
+        while True:
+            flags = buf[pos]
+            if flags < 2:
+                end = pos + 2 + buf[pos + 1]
+            elif flags < 4 and n - pos >= 9 and (size := int.from_bytes(buf[pos + 1:pos + 9], "big")) >= 256:
+                end = pos + 9 + size
+            else:
+                break  # COMMAND, a reserved bit, a LONG header not all here, or LONG for a short frame (noted)
+            if end > n:
                 break
-            size = int.from_bytes(buf[pos + 1:pos + 9], "big")
-            if size < 256:
-                break  # LONG for a short frame: the decoder adds its note
-            end = pos + 9 + size
-        else:
-            break  # COMMAND or a reserved bit: the decoder decides
-        if end > n:
-            break
-        count += 1
-        starts.append(pos - origin)
-        if not flags & 1:
-            count += 1  # the message this frame completes
-            done_pos, done, kept = end, count, len(starts)
-        pos = end
-    del starts[kept:]
-    return done_pos, done, starts
+            keep(pos)
+            if not flags & 1:
+                messages += 1
+                done_pos, done = end, messages
+            pos = end
+    except IndexError:  # fewer than 2 octets left
+        pass
+    if not done:
+        return origin, 0, []
+    del starts[bisect_left(starts, done_pos):]  # the frames of an unfinished message
+    if origin:
+        starts = [p - origin for p in starts]
+    return done_pos, len(starts) + done, starts
 
 
 def frame_run(buf: bytearray, pos: int, base: int, fresh: int, framing: str) -> FrameRun | None:
