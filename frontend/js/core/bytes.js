@@ -165,8 +165,10 @@ export function octets(n) {
   return tn('ui.octets', n, { n: formatCount(n) });
 }
 
+const COUNT_FORMAT = new Intl.NumberFormat('en-US'); // (made once: toLocaleString makes one per call)
+
 export function formatCount(n) {
-  return Number(n).toLocaleString('en-US');
+  return COUNT_FORMAT.format(Number(n));
 }
 
 /** Human size: 1023 B, 1.5 KiB, 2.0 MiB. */
