@@ -32,7 +32,7 @@ from typing import Any
 
 from ..engine import ConnectionDissector
 from ..engine.constants import SOCKET_TYPES
-from ..engine.events import cut_bodies
+from ..engine.events import Command, Frame, Message, WireEvent, cut_bodies
 from .output import body_text, write_jsonl, write_line
 
 SENDERS_FIRST = {"REQ"}
@@ -139,14 +139,14 @@ class Printer:
         for d, event in dissector.receive_data(direction, data):
             self._wire_event(conn_id, d, event)
 
-    def _wire_event(self, conn_id: str, direction: str, event) -> None:
+    def _wire_event(self, conn_id: str, direction: str, event: WireEvent) -> None:
         args = self.args
         as_dict = event.to_dict(with_fields=not args.no_fields, max_body=args.max_body)
         if self.curve and direction == self.incoming.get(conn_id):
             # After the handshake commands, every data frame of a CURVE stream is a MESSAGE box.
-            if event.kind == "message":
+            if isinstance(event, Message):
                 return  # an encrypted MESSAGE box seen as a data frame: the decrypted message follows
-            if event.kind == "frame" or (event.kind == "command" and event.name == "MESSAGE"):
+            if isinstance(event, Frame) or (isinstance(event, Command) and event.name == "MESSAGE"):
                 self.boxes[conn_id].append((event.offset, event.length))
         self.emit({"conn": conn_id, "dir": direction, **as_dict, "t": self._t()})
 
