@@ -266,7 +266,7 @@ class _Connecter:
         self.protocol: _ZmtpProtocol | None = None
         self.ivl = peer.options.reconnect_ivl
         self.stopped = False
-        self.task = peer.loop.create_task(self._run())
+        self.task = peer._use_loop().create_task(self._run())
 
     def _next_delay(self) -> float:
         opts = self.peer.options
@@ -279,7 +279,7 @@ class _Connecter:
 
     async def _run(self) -> None:
         peer = self.peer
-        loop = peer.loop
+        loop = peer._use_loop()
         opts = peer.options
         while not self.stopped:
             try:
