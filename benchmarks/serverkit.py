@@ -14,6 +14,7 @@ answers, and its shut-down with the client processes that ran against it.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -45,6 +46,7 @@ class Server:
 
     process: subprocess.Popen
     port: int
+    temp_dir: str | None = None  # the data directory `start_server` made (removed by `shut_down`)
 
     @property
     def pid(self) -> int:
@@ -65,12 +67,14 @@ def start_server(env: Mapping[str, str | None] | None = None, *, backend: str | 
     """Starts `zmtplab serve --log-level warning` on a free port and waits until `GET /api/health` answers 200.
 
     The server's environment is this one with `env` over it (None unsets a name); ZMTPLAB_DATA_DIR is a new
-    temporary directory unless `env` names one, and `backend` comes first on PYTHONPATH (another checkout's,
-    to compare). `quiet` sends its output to /dev/null. Raises `ServerDidNotStart` when it exits, or has not
-    answered after `timeout` seconds (it is stopped then)."""
+    temporary directory (removed by `shut_down`) unless `env` names one, and `backend` comes first on
+    PYTHONPATH (another checkout's, to compare). `quiet` sends its output to /dev/null. Raises
+    `ServerDidNotStart` when it exits, or has not answered after `timeout` seconds (it is stopped then)."""
     port = free_port()
-    full = {**os.environ, "ZMTPLAB_DATA_DIR": tempfile.mkdtemp(prefix="zmtplab-bench-"),
-            "PYTHONPATH": str(backend) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    temp_dir = None if env and env.get("ZMTPLAB_DATA_DIR") else tempfile.mkdtemp(prefix="zmtplab-bench-")
+    full = {**os.environ, "PYTHONPATH": str(backend) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if temp_dir is not None:
+        full["ZMTPLAB_DATA_DIR"] = temp_dir
     for name, value in (env or {}).items():
         if value is None:
             full.pop(name, None)
@@ -79,7 +83,7 @@ def start_server(env: Mapping[str, str | None] | None = None, *, backend: str | 
     output = subprocess.DEVNULL if quiet else None
     process = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
                                 str(port), "--log-level", "warning"], env=full, stdout=output, stderr=output)
-    server = Server(process, port)
+    server = Server(process, port, temp_dir)
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -98,16 +102,19 @@ def start_server(env: Mapping[str, str | None] | None = None, *, backend: str | 
 
 def shut_down(server: Server | None, workers: Iterable[BaseProcess] = (), *, wait: float = 10.0) -> None:
     """Gives each worker process 5 s to end (then terminates it), then stops the server (killed when it has not
-    ended `wait` seconds after it was asked to)."""
+    ended `wait` seconds after it was asked to) and removes the data directory `start_server` made for it."""
     for worker in workers:
         worker.join(5)
         if worker.is_alive():
             worker.terminate()
-    if server is None or server.process.poll() is not None:
+    if server is None:
         return
-    server.process.terminate()
-    try:
-        server.process.wait(wait)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+    if server.temp_dir is not None:
+        shutil.rmtree(server.temp_dir, ignore_errors=True)
