@@ -18,7 +18,7 @@ from websockets.protocol import State
 from websockets.sync.client import connect
 
 from testkit import LiveServer
-from zmtplab.web.wsprotocol import CommandFrameProtocol
+from zmtplab.web.wsprotocol import PAUSE_AT, CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -96,6 +96,15 @@ def feed(chunks: list[bytes], cls: type[WebSocketsSansIOProtocol]) -> dict[str, 
     return asyncio.run(run())
 
 
+def assert_same(ours: dict[str, Any], uvicorns: dict[str, Any]) -> None:
+    """The same outcome, except that ours pauses reading only once `PAUSE_AT` commands wait (never when
+    uvicorn's would not)."""
+    ours, uvicorns = dict(ours), dict(uvicorns)
+    paused = ours.pop("paused")
+    assert ours == {k: v for k, v in uvicorns.items() if k != "paused"}
+    assert not paused or uvicorns["paused"]
+
+
 def frame(opcode: Opcode, payload: bytes, *, fin: bool = True, rsv1: bool = False, mask: bool = True) -> bytes:
     """A client's frame (masked, as clients must, unless `mask` is False; RSV1 set when `rsv1`)."""
     data = Frame(opcode, payload, fin).serialize(mask=mask)
@@ -137,7 +146,7 @@ def test_the_same_as_uvicorns_protocol_however_the_frames_are_split(frame_groups
     stream = b"".join(frames)
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(stream) - 1)), max_size=8)))
     chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True) if stream[a:b]]
-    assert feed(chunks, CommandFrameProtocol) == expected
+    assert_same(feed(chunks, CommandFrameProtocol), expected)
 
 
 @settings(max_examples=300, deadline=None)
@@ -153,7 +162,7 @@ def test_any_octets_end_as_uvicorns_protocol_ends(noise, sizes):
     got = feed(chunks, CommandFrameProtocol)
     assert all(m["type"] in ("websocket.receive", "websocket.disconnect") for m in got["messages"])
     if not any(m["type"] == "websocket.receive" for m in got["messages"]):
-        assert got == feed([noise], WebSocketsSansIOProtocol)
+        assert_same(got, feed([noise], WebSocketsSansIOProtocol))
 
 
 def test_one_octet_at_a_time():
@@ -163,7 +172,7 @@ def test_one_octet_at_a_time():
               frame(Opcode.TEXT, b"after the fragments"), frame(Opcode.CLOSE, (1000).to_bytes(2, "big"))]
     stream = b"".join(frames)
     got = feed([stream[i:i + 1] for i in range(len(stream))], CommandFrameProtocol)
-    assert got == feed(frames, WebSocketsSansIOProtocol)
+    assert_same(got, feed(frames, WebSocketsSansIOProtocol))
     assert [m.get("text", m.get("bytes")) for m in got["messages"]] == [
         '{"type":"send","frames":["a"]}', "é" * 100, b"\x00\x01",
         "part one, part two", "after the fragments", None]
@@ -178,12 +187,26 @@ def test_commands_are_read_directly_once_the_handshake_is_over():
         assert protocol.direct is True and protocol.conn.reader.buffer == b""  # websockets' parser saw nothing
         protocol.data_received(two[3:])
         assert [protocol.queue.get_nowait()["text"] for _ in range(2)] == ["one", "two"]
-        assert transport.paused  # uvicorn's flow control: no more reading until the application takes them
+        assert not transport.paused  # (two commands waiting: reading goes on, no system call per command)
         protocol.data_received(huge_length_header())  # refused from its header, as websockets does
         assert protocol.direct is False and transport.closed
         assert protocol.queue.get_nowait() == {"type": "websocket.disconnect", "code": 1009,
                                                "reason": f"frame with 9223372036854775807 bytes exceeds limit "
                                                          f"of {LIMIT} bytes"}
+
+    asyncio.run(run())
+
+
+def test_reading_pauses_once_many_commands_wait_and_resumes_when_they_are_taken():
+    async def run() -> None:
+        protocol, transport = await opened(CommandFrameProtocol)
+        protocol.data_received(b"".join(frame(Opcode.TEXT, b"%d" % i) for i in range(PAUSE_AT - 1)))
+        assert not transport.paused
+        protocol.data_received(frame(Opcode.TEXT, b"one more"))
+        assert transport.paused and protocol.queue.qsize() == PAUSE_AT
+        taken = [(await protocol.receive())["text"] for _ in range(PAUSE_AT)]
+        assert taken == [str(i) for i in range(PAUSE_AT - 1)] + ["one more"]
+        assert not transport.paused  # (uvicorn's receive() resumes once the queue is empty)
 
     asyncio.run(run())
 

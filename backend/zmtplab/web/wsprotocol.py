@@ -10,7 +10,7 @@ hands every other frame (control frames, fragments, compressed, oversized or mal
 websockets' parser, one whole frame at a time. The parser therefore always waits at a frame
 boundary, and everything it decides (errors and their close codes, pings, the closing
 handshake) is unchanged. The ASGI messages are the ones uvicorn's protocol would queue, with
-its flow control (reading pauses while the application has messages to take).
+its flow control (reading pauses while the application has messages to take: here once `PAUSE_AT` wait).
 
 It reads frames itself only once it knows the parser waits at a frame boundary with nothing
 buffered (after the handshake); when it cannot tell, websockets reads everything, as in uvicorn.
@@ -30,6 +30,10 @@ _WAITING_FOR_A_FRAME = StreamReader.at_eof.__code__  # where websockets' parser 
 _FIN_TEXT = 0x81  # FIN, no RSV bits (nothing compressed), opcode 1 (text)
 _MASKED = 0x80
 _OPCODES = frozenset({0, 1, 2, 8, 9, 10})  # continuation, text, binary, close, ping, pong
+# uvicorn pauses reading whenever a message is queued, and resumes once the application has taken it: two
+# system calls (the poller's) for every command of a busy page. Here reading pauses once this many commands
+# wait (the application still bounds what it has not read: this, and what one read brought).
+PAUSE_AT = 16
 
 
 class CommandFrameProtocol(WebSocketsSansIOProtocol):
@@ -111,7 +115,7 @@ class CommandFrameProtocol(WebSocketsSansIOProtocol):
                 self.queue.put_nowait({"type": "websocket.receive", "text": text})
                 queued = True
         self.pending = buf[pos:] if pos < size else b""
-        if queued and not self.read_paused:
+        if queued and not self.read_paused and self.queue.qsize() >= PAUSE_AT:
             # uvicorn's flow control: read no more until the application has taken what is queued.
             self.read_paused = True
             self.transport.pause_reading()

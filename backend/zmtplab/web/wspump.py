@@ -255,7 +255,12 @@ async def pump(websocket: WebSocket, outbox: Outbox, mode: Mode = "one") -> None
                 texts.append(due)
             if texts:
                 await websocket.send_text(texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]")
-                sent_at = loop.time()
+                # What comes within the window goes at the next tick: wait for it here, where the messages
+                # queued meanwhile wake nobody (waiting for them, a busy socket woke for the first, then
+                # again at the tick). At the tick, whatever is queued goes at once; a quiet socket then
+                # waits for its next message, which goes at once.
+                await clock.tick()
+                sent_at = loop.time() - BATCH_WINDOW
             continue
         if not texts:  # only the due message is
             due = outbox.take_due()
