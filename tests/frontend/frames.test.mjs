@@ -229,3 +229,44 @@ test("a session's state message with nothing to drop costs no pass over the elem
   log.add(event(990));
   assert.equal(log.truncate(990), true, 'the highest seq follows what is added again');
 });
+
+test('a flooded tail is drawn at most 20 times a second, a slow one every frame; the last rows are always drawn', () => {
+  const doc = createDocument();
+  // Frames at 60 Hz with their times, as a browser gives them.
+  const waiting = [];
+  let clock = 0;
+  doc.defaultView.requestAnimationFrame = (fn) => waiting.push(fn);
+  const frame = () => {
+    clock += 1000 / 60;
+    for (const fn of waiting.splice(0)) fn(clock);
+  };
+  const box = doc.createElement('div');
+  const events = [];
+  const source = new ArraySource(events);
+  const view = new SequenceView(box, { source, rowHeight: 30 });
+  view.viewport.clientHeight = 300; // (10 rows)
+  view.setFollowTail(true);
+  frame();
+  const lastRow = () => Math.max(...walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => Number(r.dataset.index)));
+  const drawn = (perFrame, frames) => {
+    let draws = 0;
+    for (let f = 0; f < frames; f++) {
+      const before = lastRow();
+      for (let k = 0; k < perFrame; k++) {
+        events.push(event(events.length));
+        source.set(events);
+      }
+      frame();
+      if (lastRow() !== before) draws++;
+    }
+    return draws;
+  };
+  // A thousand messages a second: 80 elements a frame, eight screenfuls; a second of it.
+  const flooded = drawn(80, 60);
+  assert.ok(flooded >= 15 && flooded <= 21, `the flooded tail was drawn ${flooded} times in a second`);
+  for (let f = 0; f < 4; f++) frame();
+  assert.equal(lastRow(), events.length - 1, 'once the flood stops, the last element is drawn');
+  // A slow session (two elements a frame): every frame draws.
+  assert.equal(drawn(2, 30), 30);
+  assert.equal(lastRow(), events.length - 1);
+});

@@ -20,6 +20,11 @@ export function isTwoPeer(topology) {
   return names.length === 2 && names[0] === 'client' && names[1] === 'server';
 }
 
+/** What identifies a session's element across copies of it: its seq (else the object). */
+function eventKey(ev) {
+  return ev && typeof ev.seq === 'number' ? ev.seq : ev;
+}
+
 export class TopologyPanel {
   /**
    * container: where the diagram goes (hidden until a topology session shows). sequence: the
@@ -139,8 +144,9 @@ export class TopologyPanel {
     const { indexes } = this.state.path(msg);
     const places = this.state.pathPlaces(msg, this.events);
     this.path = { msg, conns: places.conns, nodes: places.nodes };
-    const on = new Set(indexes.map((i) => this.events[i]));
-    this.sequence.setHighlight((ev) => on.has(ev));
+    // (by seq: an element whose fields are fetched when it is opened takes its own place in the log, a new object)
+    const on = new Set(indexes.map((i) => eventKey(this.events[i])));
+    this.sequence.setHighlight((ev) => on.has(eventKey(ev)));
     this.view.setPath(this.path);
   }
 

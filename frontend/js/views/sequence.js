@@ -72,7 +72,7 @@ export class SequenceView {
     for (const type of ['wheel', 'keydown', 'pointerdown', 'touchstart']) this.viewport.addEventListener(type, () => (this.inputAt = Date.now()), { passive: true });
     clear(container);
     container.appendChild(this.root);
-    this.schedule = frameThrottle(this.win, () => this.render());
+    this.schedule = frameThrottle(this.win, (time) => this.render(time));
     this.rows.addEventListener('click', (e) => {
       const row = closestRow(e.target, this.rows);
       if (row) this.select(Number(row.dataset.index));
@@ -103,7 +103,11 @@ export class SequenceView {
     // unless someone scrolled meanwhile (a read here lays out what changed since the frame, animations too).
     const userAt = this.inputAt || 0;
     if (this.ownScroll && Date.now() - userAt > USER_SCROLL_MS) this.ownScroll = false;
-    else this.top = this.viewport.scrollTop;
+    else {
+      this.top = this.viewport.scrollTop;
+      // Scrolled away from the end: the tail is no longer followed (not even the scroll still to come).
+      if (!atBottom({ scrollTop: this.top, viewportHeight: this.viewportHeight(), rowHeight: this.rowHeight, total: this.lastTotal || 0 })) this.toTail = false;
+    }
     this.schedule();
   }
 
@@ -134,9 +138,11 @@ export class SequenceView {
   setLabels({ client, server }) {
     this.given = { client, server };
     this.labels = { client: client || t('ui.peer.client'), server: server || t('ui.peer.server') };
-    if (this.clientHead.textContent !== this.labels.client) this.clientHead.textContent = this.labels.client;
-    if (this.serverHead.textContent !== this.labels.server) this.serverHead.textContent = this.labels.server;
-    this.version++; // (a row's spoken direction names them)
+    if (this.clientHead.textContent !== this.labels.client || this.serverHead.textContent !== this.labels.server) {
+      this.clientHead.textContent = this.labels.client;
+      this.serverHead.textContent = this.labels.server;
+      this.redrawAll(); // (a row's spoken direction names them)
+    }
   }
 
   /**
@@ -222,11 +228,23 @@ export class SequenceView {
     this.schedule();
   }
 
-  render() {
+  /** Draws the rows in view; `time`: the frame's (a flooded tail waits for a later one). */
+  render(time) {
     const total = this.source ? this.source.length : 0;
     const vh = this.viewportHeight() || 600;
     let scrollTop = this.top;
     const tail = this.toTail;
+    // A flooded tail (more new rows since the last draw than the viewport holds: each draw replaces every row,
+    // faster than anyone reads them, and is most of the frame's work) is drawn at most every FLOOD_MS.
+    const timed = typeof time === 'number';
+    if (tail && timed && total - (this.tailTotal ?? 0) > vh / this.rowHeight && time - (this.tailAt ?? -Infinity) < FLOOD_MS) {
+      this.schedule(); // (the next frame: this one ran already)
+      return;
+    }
+    if (tail && timed) {
+      this.tailTotal = total;
+      this.tailAt = time;
+    }
     this.toTail = false;
     // (where the browser will clamp the scroll to the end)
     if (tail) scrollTop = Math.max(0, contentHeight(total, this.rowHeight) - vh);
@@ -447,6 +465,8 @@ export class SequenceView {
 
 // How long after a wheel, key, pointer or touch a scroll may be the user's (a smooth scroll runs a few frames).
 const USER_SCROLL_MS = 1000;
+// How often a flooded tail is drawn at most (20 times a second).
+const FLOOD_MS = 50;
 
 function closestRow(node, stop) {
   let n = node;

@@ -1,0 +1,58 @@
+// The playground's topology part (app/topology-panel.js) on the fake DOM: a picked message's path stays marked in
+// the sequence when one of its elements is fetched with its fields (the log then holds a new copy of it).
+import './i18n-setup.mjs'; // English words, as the page has them
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createDocument, walk } from './fake-dom.mjs';
+import { SequenceView } from '../../frontend/js/views/sequence.js';
+import { TopologyPanel } from '../../frontend/js/app/topology-panel.js';
+import { EventLog } from '../../frontend/js/core/eventlog.js';
+import { ArraySource } from '../../frontend/js/core/source.js';
+
+const hex = (s) => Buffer.from(s).toString('hex');
+
+const TOPOLOGY = {
+  nodes: [{ name: 'vent', type: 'PUSH' }, { name: 'w1', type: 'PULL' }, { name: 'w2', type: 'PULL' }],
+  links: [{ connect: 'w1', bind: 'vent' }, { connect: 'w2', bind: 'vent' }],
+  conns: [{ conn: '0', link: 0, client: 'w1', server: 'vent' }, { conn: '1', link: 1, client: 'w2', server: 'vent' }],
+};
+
+function events() {
+  let seq = 0;
+  const ev = (e) => ({ t: seq / 10, seq: seq++, ...e });
+  const out = [];
+  for (const [k, w] of ['w1', 'w2'].entries()) {
+    const conn = String(k);
+    const msg = k + 1;
+    out.push(ev({ kind: 'socket', node: 'vent', what: 'route', text: `PUSH chose the pipe to ${w}`, rule: 'round-robin', peer: w, conn, msg, depth: 1, hwm: 2 }));
+    out.push(ev({ kind: 'frame', conn, dir: 's2c', offset: 64, length: 8, hex: `0006${hex(`task-${msg}`)}` }));
+    out.push(ev({ kind: 'message', conn, dir: 's2c', offset: 64, length: 8, frames: [hex(`task-${msg}`)], msg }));
+    out.push(ev({ kind: 'peer', what: 'recv', peer: w, frames: [hex(`task-${msg}`)], msg }));
+  }
+  return out;
+}
+
+test("a message's path stays marked when its wire element is fetched again with its fields", () => {
+  const doc = createDocument();
+  const log = new EventLog();
+  log.addAll(events());
+  const source = new ArraySource(log.events);
+  const sequence = new SequenceView(doc.createElement('div'), { source, rowHeight: 30 });
+  sequence.viewport.clientHeight = 600;
+  const picked = [];
+  const panel = new TopologyPanel(doc.createElement('div'), { sequence, onPick: (i) => picked.push(i) });
+  panel.setTopology(TOPOLOGY);
+  panel.sync(log.events);
+  panel.pickMessage(2);
+  assert.deepEqual(picked, [6], "the message's wire element is opened");
+  const marked = () => {
+    doc.flush();
+    return walk(sequence.rows).filter((r) => r.classList.contains('seq-row') && r.classList.contains('on-path')).map((r) => Number(r.dataset.index));
+  };
+  assert.deepEqual(marked(), [4, 5, 6, 7]);
+  // Opened, the message is fetched with its fields: the log holds the new copy in its place.
+  log.add({ ...log.events[6], fields: [{ name: 'flags', offset: 64, length: 1 }] });
+  source.set(log.events);
+  panel.sync(log.events);
+  assert.deepEqual(marked(), [4, 5, 6, 7], 'the fetched copy is still on the path');
+});
