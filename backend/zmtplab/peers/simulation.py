@@ -101,6 +101,25 @@ NO_MESSAGE = frozenset({"subscribe", "unblock"})
 GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}  # a node's greeting choice -> the engine's strategy
 
 
+def socket_options(peer: Any, *, server: bool, **extra: Any) -> dict[str, Any]:
+    """The `add_peer` options of a topology's node or a two-peer session's side (anything with `version`,
+    `mechanism`, `identity`, `greeting`, `username` and `password`), as the side that binds (`server`: the
+    PLAIN or CURVE server) or connects; `extra` options go after its greeting's. The one place both turn
+    their settings into a simulated socket."""
+    opts: dict[str, Any] = {"version": peer.version, "mechanism": peer.mechanism, "identity": peer.identity.encode(),
+                            "strategy": GREETING_STRATEGY[peer.greeting], **extra}
+    if peer.mechanism == "PLAIN":
+        if server:
+            opts["plain_server"] = True
+            if peer.username:
+                opts.update(username=peer.username, password=peer.password)
+        else:
+            opts.update(username=peer.username, password=peer.password)
+    elif peer.mechanism == "CURVE" and server:
+        opts["curve_server"] = True  # keys come from the seeded generator; the client learns the public one
+    return opts
+
+
 # ---------------------------------------------------------------- the pieces
 
 
@@ -629,19 +648,7 @@ class Simulation:
         """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`),
         proxies and, with `script`, its scripted sends."""
         for node in topology.nodes:
-            opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism,
-                                    "identity": node.identity.encode(), "strategy": GREETING_STRATEGY[node.greeting],
-                                    "sndhwm": node.sndhwm, "rcvhwm": node.rcvhwm}
-            server = topology.binds(node.name)
-            if node.mechanism == "PLAIN":
-                if server:
-                    opts["plain_server"] = True
-                    if node.username:
-                        opts.update(username=node.username, password=node.password)
-                else:
-                    opts.update(username=node.username, password=node.password)
-            elif node.mechanism == "CURVE" and server:
-                opts["curve_server"] = True
+            opts = socket_options(node, server=topology.binds(node.name), sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
             if node.recv_every:
                 opts["recv_every"] = node.recv_every
             if node.echo:

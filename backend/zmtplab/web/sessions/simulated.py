@@ -30,9 +30,9 @@ import logging
 from typing import Any
 
 from ...engine.events import WIRE_KINDS
-from ...peers.simulation import Simulation
+from ...peers.simulation import Simulation, socket_options
 from ...peers.topology import Topology
-from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
+from ..models import PeerConfig, SessionCreate
 from ..settings import Settings
 from .session import (
     CLIENT_IP,
@@ -100,20 +100,6 @@ class SimulatedRuntime:
 
     # ---- setup
 
-    def _options(self, cfg: PeerConfig, *, server: bool) -> dict[str, Any]:
-        opts: dict[str, Any] = {"version": cfg.version, "mechanism": cfg.mechanism, "identity": cfg.identity.encode(),
-                                "strategy": GREETING_STRATEGY[cfg.greeting]}
-        if cfg.mechanism == "PLAIN":
-            if server:
-                opts["plain_server"] = True
-                if cfg.username:
-                    opts.update(username=cfg.username, password=cfg.password)
-            else:
-                opts.update(username=cfg.username, password=cfg.password)
-        elif cfg.mechanism == "CURVE" and server:
-            opts["curve_server"] = True  # keys come from the seeded generator; the client learns the public one
-        return opts
-
     async def start(self) -> None:
         cfg = self.config
         if self.topology is not None:
@@ -125,8 +111,8 @@ class SimulatedRuntime:
             self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
             return
         try:
-            self.sim.add_peer("server", cfg.server.type, **self._options(cfg.server, server=True))
-            self.sim.add_peer("client", cfg.client.type, **self._options(cfg.client, server=False))
+            self.sim.add_peer("server", cfg.server.type, **socket_options(cfg.server, server=True))
+            self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client, server=False))
             self.sim.connect("client", "server")
             for name, peer in (("server", cfg.server), ("client", cfg.client)):
                 if peer.type == "SUB":
