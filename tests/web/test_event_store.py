@@ -4,6 +4,7 @@ searched by text, each with its fields. Real libzmq captures, no server (the HTT
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,74 @@ def test_the_analysis_made_apart_is_the_one_made_in_the_same_pass(tmp_path: Path
     apart = analyze_file(str(capture), str(tmp_path / "two" / "cancel"))
     assert apart["state"] == "done"
     assert apart["analysis"] == together.analysis and together.analysis["findings"] is not None
+
+
+def _brute_force(ev: dict[str, Any], q: str) -> bool:
+    """The search's promise, spelt out apart from the store: names case-insensitively, bodies in four case forms
+    (or as hex), one event at a time."""
+    forms = {f.encode() for f in (q, q.lower(), q.upper(), q.capitalize())}
+    if re.fullmatch(r"(?:0x)?[0-9a-fA-F\s:]+", q) and len(digits := re.sub(r"0x|[\s:]", "", q)) % 2 == 0:
+        forms.add(bytes.fromhex(digits))  # (a hex query: those octets too)
+    kind = ev["kind"]
+    props = ev.get("properties") or {}
+    texts = {"expert": [ev.get("text"), ev.get("severity"), ev.get("rule")],
+             "command": [ev.get("name"), ev.get("reason"), ev.get("username"), *props,
+                         *(v for v in props.values() if isinstance(v, str))],
+             "greeting": [ev.get("socket_type"), ev.get("mechanism"), "greeting"], "gap": ["gap"]}.get(kind, [])
+    if any(isinstance(t, str) and q.lower() in t.lower() for t in texts):
+        return True
+    bodies = {"frame": [ev.get("body")], "message": ev.get("frames") or [], "command": [ev.get("topic")],
+              "greeting": [ev.get("identity")]}.get(kind, [])
+    return any(isinstance(b, str) and any(f in bytes.fromhex(b) for f in forms) for b in bodies if b)
+
+
+@pytest.mark.parametrize("name", ["curve", "plain_ok", "mechanism_mismatch", "heartbeat_ttl", "downgrade_zmtp10",
+                                  "broker", "shared/dealer_router", "shared/pub_sub", "shared/req_rep"])
+def test_search_finds_every_single_event_a_scan_finds(tmp_path: Path, name: str):
+    # Greetings, commands, experts and frames outside runs are searched through the chunks' search column and
+    # filter: nothing the events hold may be missed, and nothing else found.
+    capture = SHARED / f"{name[7:]}.pcapng" if name.startswith("shared/") else REPO / "captures" / f"{name}.pcapng"
+    store = build(capture, tmp_path)
+    events = [without_fields(ev) for ev in reference(capture)]
+    hits = 0
+    for q in ("ready", "PING", "plain", "admin", "error", "warn", "ROUTER", "dealer", "Hello", "greeting", "gap",
+              "sub", "socket-type", "identity", "null", "curve", "msg", "0x00", "01 00", "x", "no such text"):
+        wanted = [ev for ev in events if _brute_force(ev, q)]
+        found = store.listing(None, 0, len(events) + 1, q=q)
+        assert (found.total, found.partial) == (len(wanted), False), q
+        assert found.events == wanted, q
+        hits += sum(ev["kind"] not in ("frame", "message") for ev in wanted)
+    assert hits, "no single event matched: the test searched nothing of the column"
+
+
+def test_the_chunk_filter_lets_through_every_pair_it_has_seen():
+    import random
+
+    from zmtplab.eventstore.layout import bigrams, may_hold
+
+    rng = random.Random(22)
+    octets = bytes(rng.randrange(256) for _ in range(4001))  # (odd: the last pair sits at an odd offset)
+    column = b"sunny 21c"
+    grams = bigrams(octets, column)
+    for start in [*range(0, 40), len(octets) - 2, len(octets) - 3]:
+        assert may_hold(grams, [b"\x00\x00", octets[start:start + 2], b"\xff\xfe"])
+        assert may_hold(grams, [octets[start:start + 7]])
+    assert may_hold(grams, [b"nny 2"]) and may_hold(grams, [b"a"])  # (one octet: no pair to test)
+    # 4,001 random octets hold about 4,000 of the 65,536 pairs: most needles of a few octets have a pair missing.
+    absent = [n for n in (bytes(rng.randrange(256) for _ in range(4)) for _ in range(200)) if n not in octets]
+    skipped = sum(not may_hold(grams, [n]) for n in absent)
+    assert skipped > 150
+    assert not may_hold(bigrams(b"msg 1 msg 2 msg 3", b""), [b"sunny 21C", b"SUNNY 21C", b"Sunny 21c"])
+
+
+def test_a_store_of_the_older_layout_is_not_read(tmp_path: Path):
+    import sqlite3
+
+    build(REPO / "captures" / "push_pull.pcapng", tmp_path).close()
+    db = sqlite3.connect(tmp_path / "events.sqlite")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'layout'")
+    db.commit()
+    db.close()
+    with pytest.raises(ValueError, match="older layout"):
+        EventStore(tmp_path / "events.sqlite")
+

@@ -5,17 +5,23 @@ ordinary frames (`SourcedRun`: their octets, nearly every event of a big capture
 events (greetings, commands, experts, gaps, and the rare frame or message outside a run). Each
 item is one *segment*; consecutive segments are grouped into *chunks* of about `CHUNK_OCTETS`:
 
-- `segs(chunk, data)`: the chunk's segments as a packed numpy array of `SEG` (zlib-compressed): connection number,
-  kind (`RUN` for a run), direction, framing, event count, frame count, where its octets (a run)
-  or its record (a single event) sit in the chunk, its stream offset, and the packet and time
-  its events share;
+- `segs(chunk, grams, data)`: the chunk's segments as a packed numpy array of `SEG` (zlib-compressed):
+  connection number, kind (`RUN` for a run), direction, framing, event count, frame count, where its octets
+  (a run) or its record (a single event) sit in the chunk, how long they are (a single event: its share of
+  the search column), its stream offset, and the packet and time its events share; and `grams`, the chunk's
+  filter: one bit for each pair of consecutive octets its octets or its search column hold (`bigrams`, 8 KiB,
+  zlib): a needle with a pair the chunk lacks is not in it, and the chunk is not read at all (`may_hold`);
 - `octets(chunk, data)`: the runs' octets, back to back, as the wire carried them (the events of
   a run are the engine's own `Frame`/`Message` decoding of them, made again when read);
-- `records(chunk, data)`: the single events as zlib-compressed JSON lines; `fields(chunk, data)` their fields,
-  line for line (apart, so a search reads only the records);
+- `records(chunk, search, data)`: the single events as zlib-compressed JSON lines, and before them their
+  search column: what a text search tests of them, back to back (each one's `search_text`: its bodies'
+  octets and its names in lower case; zlib), which a search scans with `memmem` like the octets, reading a
+  record only to confirm a hit; `fields(chunk, data)` their fields, line for line (apart: a search never
+  reads them). (New columns, not tables: each table costs a 64 KiB page even in a small capture's store.)
 - `specials(chunk, data)`: zlib JSON `[seg in chunk, k, packets, ts]` for the events of a run that
   do not share the run's packet and time (those that began in an earlier packet);
-- `conns(conn_no, conn, count)` and `meta(key, value)`: connections, summary, analysis, error.
+- `conns(conn_no, conn, count)` and `meta(key, value)`: connections, summary, analysis, error, and the
+  `layout` (`LAYOUT`: a store of another layout is not read, its capture is dissected again).
 
 No per-event column is stored: a run's events, their positions in capture order and in their
 connection, and their kinds follow from the segments' counts (numpy cumulative sums when the
@@ -26,8 +32,10 @@ default 4 KiB pages make a chain of 256 overflow pages per MiB, about ten times 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import zlib
 from typing import Any
 
 import numpy as np
@@ -46,6 +54,8 @@ NO_PACKET = 0xFFFFFFFF  # a run whose events each have their own source keys (al
 CHUNK_OCTETS = 2 << 20
 CHUNK_RECORDS = 2048
 CHUNK_SEGS = 1 << 16
+LAYOUT = 4  # (3: no search column, no filter)
+GRAMS = 1 << 16  # the filter's bits: every pair of octets
 
 SCHEMA = """
     PRAGMA page_size=65536;
@@ -53,12 +63,71 @@ SCHEMA = """
     PRAGMA synchronous=OFF;
     CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
     CREATE TABLE conns(conn_no INTEGER PRIMARY KEY, conn TEXT UNIQUE, count INTEGER);
-    CREATE TABLE segs(chunk INTEGER PRIMARY KEY, data BLOB);
+    CREATE TABLE segs(chunk INTEGER PRIMARY KEY, grams BLOB, data BLOB);
     CREATE TABLE octets(chunk INTEGER PRIMARY KEY, data BLOB);
-    CREATE TABLE records(chunk INTEGER PRIMARY KEY, data BLOB);
+    CREATE TABLE records(chunk INTEGER PRIMARY KEY, search BLOB, data BLOB);
     CREATE TABLE fields(chunk INTEGER PRIMARY KEY, data BLOB);
     CREATE TABLE specials(chunk INTEGER PRIMARY KEY, data BLOB);
 """
+
+
+def searchable(ev: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What a text search tests of a single event: its texts (matched case-insensitively) and its bodies (hex,
+    matched as octets). The one definition both the search column and the search's own test use."""
+    kind = ev.get("kind")
+    if kind == "frame":
+        return [], [ev.get("body")]
+    if kind == "message":
+        return [], list(ev.get("frames") or ())
+    if kind == "expert":
+        return [ev.get("text"), ev.get("severity"), ev.get("rule")], []
+    if kind == "command":
+        props = ev.get("properties") or {}
+        return [ev.get("name"), ev.get("reason"), ev.get("username"), *props.keys(),
+                *(v for v in props.values() if isinstance(v, str))], [ev.get("topic")]
+    if kind == "greeting":
+        return [ev.get("socket_type"), ev.get("mechanism"), kind], [ev.get("identity")]
+    if kind == "gap":
+        return [kind], []
+    return [], []
+
+
+def search_text(ev: dict[str, Any]) -> bytes:
+    """A single event's share of the search column: its texts in lower case (UTF-8) and its bodies' octets, back
+    to back (a needle found across two of them is a false hit, which the record's own test rejects)."""
+    texts, bodies = searchable(ev)
+    parts = [t.lower().encode("utf-8") for t in texts if isinstance(t, str)]
+    for body in bodies:
+        if isinstance(body, str) and body:
+            with contextlib.suppress(ValueError):  # (a record's own test reads such a body as no body)
+                parts.append(bytes.fromhex(body))
+    return b"".join(parts)
+
+
+def bigrams(*parts: bytes) -> bytes:
+    """A chunk's filter: bit `a | b << 8` is set when the octets `a b` follow each other in one of `parts`
+    (numpy counts the pairs at even and odd offsets as little-endian 16-bit words), packed and compressed."""
+    seen = np.zeros(GRAMS, dtype=np.intp)
+    for data in parts:
+        n = len(data)
+        if n >= 2:
+            seen += np.bincount(np.frombuffer(data, "<u2", count=n // 2), minlength=GRAMS)
+        if n >= 3:
+            seen += np.bincount(np.frombuffer(data, "<u2", count=(n - 1) // 2, offset=1), minlength=GRAMS)
+    return zlib.compress(np.packbits(seen > 0, bitorder="little").tobytes(), 1)
+
+
+def may_hold(grams: bytes, needles: list[bytes]) -> bool:
+    """Whether any of `needles` may occur in a chunk whose filter (`bigrams`) is `grams` (compressed, or b"": no
+    filter). False only when each needle has a pair of octets the chunk lacks."""
+    if not grams:
+        return True
+    bits = zlib.decompress(grams)
+    for needle in needles:
+        if len(needle) < 2 or all(bits[(g := needle[i] | needle[i + 1] << 8) >> 3] >> (g & 7) & 1
+                                  for i in range(len(needle) - 1)):
+            return True
+    return False
 
 
 class RunLayout:

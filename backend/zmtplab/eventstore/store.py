@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.events import cut_bodies
-from .layout import DIRS, FRAME, KIND_CODES, MESSAGE, RUN, SEG, Finder, RunLayout
+from .layout import DIRS, FRAME, KIND_CODES, LAYOUT, MESSAGE, RUN, SEG, Finder, RunLayout, may_hold, searchable
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
@@ -46,7 +46,6 @@ class TextQuery:
     def __init__(self, q: str) -> None:
         self.q = q
         self.text = q.lower()
-        self.text_escaped = _dumps(q)[1:-1].lower()
         variants = {q, q.lower(), q.upper(), q.capitalize()}
         self.needles = [v.encode("utf-8") for v in variants if v]
         self.hex_bytes: bytes | None = None
@@ -55,15 +54,6 @@ class TextQuery:
             if cleaned and len(cleaned) % 2 == 0:
                 self.hex_bytes = bytes.fromhex(cleaned)
                 self.needles.append(self.hex_bytes)
-        # Bodies are hex in the stored JSON: look for each needle's hex (alignment is checked later).
-        self.hex_needles = sorted({n.hex() for n in self.needles}, key=len)
-
-    def line_may_match(self, text: str) -> bool:
-        """A cheap test on stored JSON text (a line or a whole block): False means nothing in it matches."""
-        low = text.lower()
-        if self.text in low or self.text_escaped in low:
-            return True
-        return any(n in text for n in self.hex_needles)
 
     def _in_body(self, hex_body: Any) -> bool:
         if not isinstance(hex_body, str) or not hex_body:
@@ -78,27 +68,9 @@ class TextQuery:
         return any(isinstance(v, str) and self.text in v.lower() for v in values)
 
     def matches(self, ev: dict[str, Any]) -> bool:
-        """The precise test on a parsed event."""
-        kind = ev.get("kind")
-        if kind == "frame":
-            return self._in_body(ev.get("body"))
-        if kind == "message":
-            return any(self._in_body(f) for f in ev.get("frames") or ())
-        if kind == "expert":
-            return self._in_text(ev.get("text"), ev.get("severity"), ev.get("rule"))
-        if kind == "command":
-            props = ev.get("properties") or {}
-            if self._in_text(ev.get("name"), ev.get("reason"), ev.get("username"), *props.keys(),
-                             *(v for v in props.values() if isinstance(v, str))):
-                return True
-            return self._in_body(ev.get("topic"))
-        if kind == "greeting":
-            if self._in_text(ev.get("socket_type"), ev.get("mechanism"), kind):
-                return True
-            return self._in_body(ev.get("identity"))
-        if kind == "gap":
-            return self._in_text(kind)
-        return False
+        """The precise test on a parsed event (of what `searchable` says a search tests of it)."""
+        texts, bodies = searchable(ev)
+        return self._in_text(*texts) or any(self._in_body(b) for b in bodies)
 
 
 
@@ -170,7 +142,7 @@ class EventStore:
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self.lock = threading.RLock()
         meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
-        if meta.get("layout") != 3:
+        if meta.get("layout") != LAYOUT:
             raise ValueError("an event store of an older layout: dissect the capture again")
         self.summary: dict[str, Any] = meta["summary"]
         self.analysis: dict[str, Any] | None = meta.get("analysis")
@@ -473,21 +445,18 @@ class EventStore:
                       stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
         """(segment, event) of the matches among segments `a` to `b` of a chunk: single events by `TextQuery`,
         runs by their bodies. None when `stop()` (asked every few hundred matches) said to give them up."""
+        grams = db.execute("SELECT grams FROM segs WHERE chunk=?", (chunk,)).fetchone()
+        if not may_hold(grams[0] if grams else b"", query.needles):
+            return []  # (a pair of octets of every needle is missing from the chunk: nothing in it matches)
         rows = self.segs[a:b]
         mine = np.ones(b - a, dtype=bool) if conn_no is None else rows["conn"] == conn_no
         run = rows["kind"] == RUN
-        out: list[tuple[int, int]] = []
         singles = np.flatnonzero(mine & ~run)
         if kinds is not None:
             singles = singles[np.isin(rows["kind"][singles], np.array(sorted(kinds), dtype=np.uint8))]
-        if len(singles):
-            text = zlib.decompress(_blob(db, "records", chunk))
-            if query.line_may_match(text.decode()):
-                lines = text.split(b"\n")
-                for i in singles.tolist():
-                    line = lines[int(rows[i]["pos"])].decode()
-                    if query.line_may_match(line) and query.matches(_loads(line)):
-                        out.append((a + i, 0))
+        out = self._search_singles(db, chunk, a, singles, query, stop) if len(singles) else []
+        if out is None:
+            return None
         want_frames = kinds is None or FRAME in kinds
         want_messages = kinds is None or MESSAGE in kinds
         if not run[mine].any() or not (want_frames or want_messages):
@@ -533,6 +502,41 @@ class EventStore:
         out.extend(found)
         return out
 
+    def _search_singles(self, db: sqlite3.Connection, chunk: int, a: int, singles: Any, query: TextQuery,
+                        stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
+        """(segment, 0) of the single events `singles` (segments `a + i`) of a chunk that match: `memmem` over the
+        chunk's search column finds the candidates, each one's record confirms it. None when `stop()` said to."""
+        packed = _blob(db, "records", chunk, "search")
+        text = zlib.decompress(packed) if packed else b""
+        if not text:
+            return []
+        first, last = int(self.chunk_first[chunk]), int(self.chunk_first[chunk + 1])
+        rows = self.segs[first:last]
+        owners = np.flatnonzero(rows["kind"] != RUN)  # the chunk's single events, in the column's order
+        lengths = rows["length"][owners].astype(np.int64)
+        ends = np.cumsum(lengths)
+        starts = (ends - lengths).tolist()
+        ends_list = ends.tolist()
+        finder = Finder(text)
+        candidates: set[int] = set()
+        for needle in query.needles:
+            i = finder.find(needle)
+            while i >= 0:
+                j = bisect_right(starts, i) - 1
+                candidates.add(int(owners[j]) + first)
+                i = finder.find(needle, ends_list[j])
+        wanted = candidates.intersection((singles + a).tolist())
+        if not wanted:
+            return []
+        lines = zlib.decompress(_blob(db, "records", chunk)).split(b"\n")
+        out: list[tuple[int, int]] = []
+        for n, seg in enumerate(sorted(wanted)):
+            if not n & 255 and n and stop():
+                return None
+            if query.matches(_loads(lines[int(self.segs[seg]["pos"])])):
+                out.append((seg, 0))
+        return out
+
     # ---- single events and fields
 
     def _locate_index(self, c: _Conn, index: int) -> tuple[int, int]:
@@ -554,11 +558,11 @@ class EventStore:
                 ev["fields"] = self._event(seg, k, with_fields=True).get("fields", [])
 
 
-def _blob(db: sqlite3.Connection, table: str, chunk: int) -> bytes:
+def _blob(db: sqlite3.Connection, table: str, chunk: int, column: str = "data") -> bytes:
     """One chunk's blob of a table, read whole by SQLite's incremental blob I/O (a few times faster than a
     SELECT of a blob of many overflow pages)."""
     try:
-        with db.blobopen(table, "data", chunk, readonly=True) as blob:
+        with db.blobopen(table, column, chunk, readonly=True) as blob:
             return blob.read()
     except sqlite3.OperationalError:  # (no such row: the chunk has nothing of that table)
         return b""

@@ -26,10 +26,13 @@ from .layout import (
     CHUNK_SEGS,
     DIRS,
     KIND_CODES,
+    LAYOUT,
     NO_PACKET,
     RUN,
     SCHEMA,
     SEG,
+    bigrams,
+    search_text,
 )
 
 FRAMINGS = {"1.0": "1", "2.0": "2"}
@@ -152,6 +155,7 @@ class StoreWriter:
         self._octet_bytes = 0
         self._records: list[bytes] = []
         self._fields: list[bytes] = []
+        self._search: list[bytes] = []
         self._specials: list[list[Any]] = []
 
     def _stats(self, cid: str) -> _ConnStats:
@@ -177,9 +181,11 @@ class StoreWriter:
         st.observe(ev)
         d = ev.get("dir")
         code = KIND_CODES.get(ev["kind"], 254)
-        self._segs.append((st.conn_no, code, DIRS.index(d) if d in DIRS else 0, 0, 1, 0, len(self._records), 0,
-                           ev["offset"], NO_PACKET, 0.0))
         self._fields.append(orjson.dumps(ev.pop("fields", [])))  # (apart: a search reads the records only)
+        text = search_text(ev)
+        self._segs.append((st.conn_no, code, DIRS.index(d) if d in DIRS else 0, 0, 1, 0, len(self._records), len(text),
+                           ev["offset"], NO_PACKET, 0.0))
+        self._search.append(text)
         self._records.append(orjson.dumps(ev))
 
     def _add_run(self, sr: SourcedRun) -> None:
@@ -216,17 +222,21 @@ class StoreWriter:
             return
         segs = np.array(self._segs, dtype=SEG)
         chunk = self.chunk
-        self.db.execute("INSERT INTO segs VALUES (?, ?)", (chunk, zlib.compress(segs.tobytes(), 1)))
-        if self._octets:
-            self.db.execute("INSERT INTO octets VALUES (?, ?)", (chunk, b"".join(self._octets)))
+        octets = b"".join(self._octets)
+        search = b"".join(self._search)
+        self.db.execute("INSERT INTO segs VALUES (?, ?, ?)",
+                        (chunk, bigrams(octets, search), zlib.compress(segs.tobytes(), 1)))
+        if octets:
+            self.db.execute("INSERT INTO octets VALUES (?, ?)", (chunk, octets))
         if self._records:
-            self.db.execute("INSERT INTO records VALUES (?, ?)", (chunk, zlib.compress(b"\n".join(self._records), 1)))
+            self.db.execute("INSERT INTO records VALUES (?, ?, ?)", (chunk, zlib.compress(search, 1),
+                                                                     zlib.compress(b"\n".join(self._records), 1)))
             self.db.execute("INSERT INTO fields VALUES (?, ?)", (chunk, zlib.compress(b"\n".join(self._fields), 1)))
         if self._specials:
             specials = zlib.compress(orjson.dumps(self._specials), 1)
             self.db.execute("INSERT INTO specials VALUES (?, ?)", (chunk, specials))
         self.chunk += 1
-        self._segs, self._octets, self._records, self._fields, self._specials = [], [], [], [], []
+        self._segs, self._octets, self._records, self._fields, self._search, self._specials = [], [], [], [], [], []
         self._octet_bytes = 0
 
     def finish(self, result: DissectResult | None, error: str | None,
@@ -257,7 +267,7 @@ class StoreWriter:
             "tcp_connections": len(infos),
         }
         meta = {"summary": summary, "error": error, "store_max_body": self.store_max_body, "analysis": analysis,
-                "layout": 3}
+                "layout": LAYOUT}
         self.db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, _dumps(v)) for k, v in meta.items()])
         self.db.commit()
         self.db.close()
