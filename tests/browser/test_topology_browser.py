@@ -41,13 +41,15 @@ DIAGRAM_JS = """() => {
   return { nodes, got, count, pipes, edges, heads };
 }"""
 
-# Installed before Play: the deepest each pipe got, and how many message dots crossed the diagram.
+# Installed before Play: the deepest each pipe got, and how many message dots crossed the diagram (a dot element is
+# reused for a later message: its data-msg is set again).
 WATCH_JS = """() => {
   window.__maxDepth = {};
   window.__dots = 0;
   const svgSlot = document.querySelector('#topology');
   new MutationObserver((records) => {
     for (const r of records) {
+      if (r.type === 'attributes' && r.attributeName === 'data-msg' && r.target.classList.contains('topo-dot')) window.__dots++;
       if (r.type === 'attributes' && r.target.classList.contains('topo-pipe')) {
         const key = r.target.getAttribute('data-pipe');
         const d = Number(r.target.getAttribute('data-depth'));
@@ -63,7 +65,7 @@ WATCH_JS = """() => {
         if (n.classList && n.classList.contains('topo-dot')) window.__dots++;
       }
     }
-  }).observe(svgSlot, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-depth'] });
+  }).observe(svgSlot, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-depth', 'data-msg'] });
 }"""
 
 SPEED_16_JS = """() => { const r = document.querySelector('#player input[type=range]');

@@ -346,7 +346,7 @@ export class TopologyView {
     const { k, x0, y0 } = this.measure();
     const at = (p) => `translate(${(x0 + p.x * k).toFixed(1)}px,${(y0 + p.y * k).toFixed(1)}px)`;
     dot.style.transform = at(b);
-    this.dotLayer.appendChild(dot);
+    if (dot.parentNode !== this.dotLayer) this.dotLayer.appendChild(dot); // (a reused one stays: no layer made again)
     this.dots.push(dot);
     const ms = Math.max(120, 700 / this.speed);
     if (typeof dot.animate === 'function') {
