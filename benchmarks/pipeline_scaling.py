@@ -356,7 +356,8 @@ def main() -> int:
         jvm, warm, run, summary = run_pipeline_timed(files, work / "out", args.master)
         pipe_rate = size / MB / run
         startup = jvm + warm
-        print(f"pipeline (local[*], {os.cpu_count()} cores): {run:7.1f}s  {pipe_rate:6.2f} MB/s  "
+        master = args.master or f"local[*], {os.cpu_count()} cores"
+        print(f"pipeline ({master}): {run:7.1f}s  {pipe_rate:6.2f} MB/s  "
               f"({summary['events']:,} events, {summary['connections']} TCP connections); "
               f"start-up {startup:.1f}s apart: JVM {jvm:.1f}s + warm-up run {warm:.1f}s "
               f"({size / MB / (run + startup):.2f} MB/s with it)", flush=True)
