@@ -10,8 +10,9 @@ import threading
 import time
 import zlib
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -30,6 +31,7 @@ _loads = json.loads
 
 
 SEARCH_STEP = 256  # segments searched by a request whose time is up before it starts (it still gets on)
+SEARCH_THREADS = 2  # chunks searched at once by one search (the machine the goals are measured on has 2 cores)
 
 
 class TextQuery:
@@ -391,40 +393,63 @@ class EventStore:
     def _advance(self, s: _Search, kinds: frozenset[int] | None, query: TextQuery, limits: SearchLimits) -> None:
         """Searches on from where `s` stopped, chunk by chunk, until it is complete or `limits` stop it.
 
-        It reads through a database connection of its own, so paging (and other searches) go on meanwhile.
-        At least one chunk is searched per call, so a search always gets on. Raises `SearchCancelled`
-        when `limits.cancel` is set (what was found so far is kept, and the next request searches on).
+        Chunks are searched by `SEARCH_THREADS` threads at once (reading a blob and `memmem` release the GIL),
+        each through a database connection of its own, so paging (and other searches) go on meanwhile; their
+        matches are counted in chunk order. At least one chunk is searched per call, so a search always gets
+        on. Raises `SearchCancelled` when `limits.cancel` is set (what was found so far is kept, and the next
+        request searches on).
         """
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         s.timed_out = False
-        done = 0  # chunks searched by this call
+        local = threading.local()
+        opened: list[sqlite3.Connection] = []
 
-        def stop() -> bool:
-            """Whether to give the chunk up: the client went (raises), or the time is up and the call got on."""
-            if limits.cancel is not None and limits.cancel.is_set():
-                raise SearchCancelled()
-            return done > 0 and limits.deadline is not None and time.monotonic() > limits.deadline
+        def late() -> bool:
+            return limits.deadline is not None and time.monotonic() > limits.deadline
 
+        def search(chunk: int, lo: int, hi: int, first: bool) -> list[tuple[int, int]] | None:
+            db = getattr(local, "db", None)
+            if db is None:
+                db = local.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+                opened.append(db)
+
+            def stop() -> bool:
+                """Whether to give the chunk up: the client went (raises), or the time is up and the call got on
+                (the call's first chunk is never given up)."""
+                if limits.cancel is not None and limits.cancel.is_set():
+                    raise SearchCancelled()
+                return not first and late()
+
+            return self._search_chunk(db, chunk, lo, hi, s.conn_no, kinds, query, stop)
+
+        pending: deque[tuple[int, int, Future[list[tuple[int, int]] | None]]] = deque()
+        pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="zmtplab-search")
         try:
+            after = s.chunk  # the next chunk to hand to the pool
             while s.chunk < s.chunks:
-                lo = max(s.seg, int(self.chunk_first[s.chunk]))
-                hi = int(self.chunk_first[s.chunk + 1])
-                if limits.deadline is not None and time.monotonic() > limits.deadline:
-                    hi = min(hi, lo + SEARCH_STEP)  # (the time is up already: get on by a few segments only)
-                found = self._search_chunk(db, s.chunk, lo, hi, s.conn_no, kinds, query, stop)
+                while len(pending) < SEARCH_THREADS and after < s.chunks and not (pending and late()):
+                    lo = max(s.seg, int(self.chunk_first[after])) if after == s.chunk else int(self.chunk_first[after])
+                    hi = int(self.chunk_first[after + 1])
+                    first = not pending and s.chunk == after
+                    if first and late():
+                        hi = min(hi, lo + SEARCH_STEP)  # (the time is up already: get on by a few segments only)
+                    pending.append((lo, hi, pool.submit(search, after, lo, hi, first)))
+                    after = after + 1 if hi == int(self.chunk_first[after + 1]) else s.chunks  # (part: nothing after)
+                lo, hi, future = pending.popleft()
+                found = future.result()
                 if found is None:  # (given up: searched again from its start by the next call)
                     s.timed_out = True
                     return
-                done += 1
                 self._count(s, lo, hi, found)
                 if limits.cancel is not None and limits.cancel.is_set():
                     raise SearchCancelled()
-                if limits.deadline is not None and time.monotonic() > limits.deadline:
+                if late():
                     s.timed_out = s.chunk < s.chunks
                     if s.timed_out:
                         return
         finally:
-            db.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            for db in opened:
+                db.close()
 
     def _count(self, s: _Search, a: int, b: int, found: list[tuple[int, int]]) -> None:
         """Adds the matches of the searched segments `a` to `b` (as positions in the search's scope) to `s`."""
