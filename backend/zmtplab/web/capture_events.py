@@ -7,7 +7,6 @@ The JSON is made in a worker thread, so a page of a thousand events never holds 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from starlette.requests import Request
 from ..eventstore import EventStore, SearchCancelled, SearchLimits, public
 from ..i18n import localize_event, localize_events
 from .captures import CaptureStore
+from .jsontext import json_bytes
 from .limits import client_address
 from .searches import run_until_disconnect
 from .settings import Settings
@@ -42,11 +42,6 @@ class EventQuery:
     lang: str = "en"
 
 
-def dumps(obj: Any) -> bytes:
-    """`obj` as the compact UTF-8 JSON the capture routes answer."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def page_body(events: EventStore, query: EventQuery, settings: Settings,
               cancel: threading.Event | None = None) -> bytes:
     """The page's JSON: `events` and `total`, and for a text search `searched`, `elements` and `partial`.
@@ -61,7 +56,7 @@ def page_body(events: EventStore, query: EventQuery, settings: Settings,
     out: dict[str, Any] = {"events": localize_events(listed, query.lang), "total": found.total}
     if found.searched is not None:
         out.update(searched=found.searched, elements=found.elements, partial=found.partial)
-    return dumps(out)
+    return json_bytes(out)
 
 
 async def event_page(store: CaptureStore, events: EventStore, query: EventQuery, request: Request) -> bytes | None:
@@ -96,4 +91,4 @@ def _event_json(events: EventStore, conn: str, index: int, settings: Settings, l
         ev = events.event(conn, index)
     except (KeyError, IndexError):
         return None
-    return dumps(localize_event(public(ev, settings.event_max_body), lang))
+    return json_bytes(localize_event(public(ev, settings.event_max_body), lang))

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting, dumps
+from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
+from .jsontext import json_text
 from .limits import AbuseWindow, TokenBucket, client_address
 from .memory import release_soon
 from .wspump import pump
@@ -61,7 +62,7 @@ class TeacherAuth(BaseModel):
 
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     with contextlib.suppress(Exception):
-        await ws.send_text(dumps({"type": "error", "detail": detail}))
+        await ws.send_text(json_text({"type": "error", "detail": detail}))
         await ws.close(code=code, reason=detail[:120])
 
 
@@ -223,7 +224,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
                 if abuse.add():
                     reason = f"too many messages (over {limits.abuse_limit} refused in {limits.abuse_window:g} s)"
                     with contextlib.suppress(Exception):
-                        await ws.send_text(dumps({"type": "error", "detail": reason}))
+                        await ws.send_text(json_text({"type": "error", "detail": reason}))
                         await ws.close(code=1008, reason=reason)
                     return
                 peer.put({"type": "error", "detail": f"rate limit: at most {limits.rate:g} messages a second "

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
-import json
 import secrets
 import time
 from collections import Counter
@@ -37,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .jsontext import json_text
 from .wspump import Outbox
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -77,7 +77,7 @@ class Peer:
         self.closed = False
 
     def put(self, message: dict[str, Any]) -> None:
-        self.put_text(dumps(message))
+        self.put_text(json_text(message))
 
     def put_text(self, text: str, latest: str | None = None) -> None:
         """Queues a message; `latest` (the class's state) is what stays when the queue overflows."""
@@ -150,8 +150,8 @@ class Classroom:
         """Queues `message` for every student: serialized once, whatever the class's size, and the latest
         state (what a full queue keeps) too, once (the same text when `message` is that state)."""
         latest = self.latest()
-        text = dumps(message)
-        latest_text = None if latest is None else text if latest == message else dumps(latest)
+        text = json_text(message)
+        latest_text = None if latest is None else text if latest == message else json_text(latest)
         for student in list(self.students):
             student.put_text(text, latest_text)
 
@@ -264,11 +264,6 @@ class ClassRegistry:
         room.last_seen = now
         if teacher:
             room.last_active = now
-
-
-def dumps(message: dict[str, Any]) -> str:
-    """A presenter-mode message as JSON text."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 def address_key(address: str) -> str:

@@ -13,7 +13,8 @@ import contextlib
 
 from fastapi import WebSocket, WebSocketDisconnect
 
-from .live_sources import LiveSources, dumps
+from .jsontext import json_text
+from .live_sources import LiveSources
 from .wspump import pump
 
 
@@ -23,7 +24,7 @@ async def serve(websocket: WebSocket, sources: LiveSources, source_id: str) -> N
     try:
         source = sources.get(source_id)
     except KeyError:
-        await websocket.send_text(dumps({"type": "error", "detail": f"no live source with id {source_id!r}"}))
+        await websocket.send_text(json_text({"type": "error", "detail": f"no live source with id {source_id!r}"}))
         await websocket.close(code=4404)
         return
     viewer = source.subscribe()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import logging
 import re
 import threading
@@ -39,6 +38,7 @@ from typing import Any, Literal
 from ..capture.live import LiveCapture, check_interface, check_port, list_interfaces
 from ..capture.tap import TapProxy, parse_endpoint
 from ..engine.events import cut_bodies
+from .jsontext import json_text
 from .settings import Settings
 from .wspump import Outbox
 
@@ -60,11 +60,6 @@ class LiveUnavailable(RuntimeError):
 
 class LiveConflict(RuntimeError):
     """The listen address is taken (409)."""
-
-
-def dumps(message: dict[str, Any]) -> str:
-    """A websocket message as JSON text."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 def check_tap_target(text: str, settings: Settings) -> tuple[str, int]:
@@ -184,7 +179,7 @@ class LiveSource:
         for conn, client, server in conns:
             if conn in self.connections or len(self.connections) >= MAX_CONNECTIONS_KEPT:
                 continue
-            text = dumps({"type": "connection", "conn": conn, "client": _endpoint(client),
+            text = json_text({"type": "connection", "conn": conn, "client": _endpoint(client),
                           "server": _endpoint(server)})
             self.connections[conn] = text
             for viewer in self.viewers:
@@ -198,7 +193,7 @@ class LiveSource:
     def _add(self, event: dict[str, Any]) -> None:
         event["seq"] = self.events
         self.events += 1
-        text = dumps({"type": "event", "event": event})
+        text = json_text({"type": "event", "event": event})
         self.history.append(text)
         self.history_bytes += len(text)
         s = self.settings
@@ -227,7 +222,7 @@ class LiveSource:
         """A new viewer: the connections and recent events so far, then every new one."""
         s = self.settings
         viewer = Viewer(list(self.history), list(self.connections.values()), s.live_queue, s.live_max_history_bytes,
-                        status=lambda v: dumps(self.status(v)))
+                        status=lambda v: json_text(self.status(v)))
         if self.ended:
             viewer.end()
         self.viewers.add(viewer)

@@ -16,9 +16,10 @@ from ...engine.events import WIRE_KINDS
 from ...eventstore import EventStore
 from ...i18n import localize_analysis, localize_findings, translate
 from .. import illustrated
-from ..capture_events import EventQuery, SearchesBusy, dumps, event_body, event_page
+from ..capture_events import EventQuery, SearchesBusy, event_body, event_page
 from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
+from ..jsontext import json_bytes
 from ..limits import client_address
 from ..models import (
     CaptureCreated,
@@ -122,8 +123,9 @@ async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep, lang: 
     """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error
     (`detail` in the language asked for: `?lang=`, Accept-Language)."""
     try:
-        return await event_stream(store.progress(capture_id),
-                                  lambda message: dumps(Progress(**_localized_progress(message, lang)).model_dump()))
+        return await event_stream(
+            store.progress(capture_id),
+            lambda message: json_bytes(Progress(**_localized_progress(message, lang)).model_dump()))
     except CaptureNotFound:
         raise _not_found(capture_id) from None
 
@@ -246,7 +248,7 @@ async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep, lang: 
     if events_store.analysis is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
-    return Response(dumps(localize_analysis(events_store.analysis, lang)), media_type="application/json")
+    return Response(json_bytes(localize_analysis(events_store.analysis, lang)), media_type="application/json")
 
 
 @router.post("/{capture_id}/curve-check", summary="The CURVE doctor: check each HELLO against the server's key",
@@ -266,7 +268,7 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     curve, findings = await asyncio.to_thread(check_curve, handshakes, secrets)
-    return Response(dumps({"curve": curve, "findings": localize_findings(findings, lang)}),
+    return Response(json_bytes({"curve": curve, "findings": localize_findings(findings, lang)}),
                     media_type="application/json")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
@@ -26,6 +25,7 @@ from ..corpus_models import (
 from ..corpus_report import report_csp, report_name
 from ..corpus_tables import FILTERS, TABLES, TableQuery
 from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
+from ..jsontext import json_bytes
 from ..limits import client_address
 from ..models import ErrorResponse
 from ..sse import event_stream
@@ -39,10 +39,6 @@ NOT_READY = {409: {"model": ErrorResponse, "description": "the run is still runn
 
 def _not_found(run_id: str) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"no corpus run with id {run_id!r}")
-
-
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 @router.get("/captures", response_model=StoredCaptures, summary="Captures this client uploaded")
@@ -111,7 +107,8 @@ async def get_run(run_id: RunId, runs: CorpusRunsDep) -> Any:
 async def run_progress(run_id: RunId, runs: CorpusRunsDep) -> StreamingResponse:
     """Streams the run's progress whenever it changes (at least every second) until done, error or cancelled."""
     try:
-        return await event_stream(runs.progress(run_id), lambda message: _dumps(CorpusProgress(**message).model_dump()))
+        return await event_stream(runs.progress(run_id),
+                                  lambda message: json_bytes(CorpusProgress(**message).model_dump()))
     except RunNotFound:
         raise _not_found(run_id) from None
 
@@ -210,5 +207,5 @@ async def run_table(
         raise _not_found(run_id) from None
     except RunNotReady as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return Response(_dumps({"rows": rows, "total": total, "offset": offset, "limit": limit}),
+    return Response(json_bytes({"rows": rows, "total": total, "offset": offset, "limit": limit}),
                     media_type="application/json")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi import APIRouter, HTTPException, Response, status
 
 from ...decode import decode_to_dicts, parse_hex
 from ...i18n import localize_events
 from ..deps import LangDep, SettingsDep
+from ..jsontext import json_bytes
 from ..models import DecodeRequest, DecodeResponse, ErrorResponse
 
 router = APIRouter(prefix="/api", tags=["decode"])
@@ -35,5 +35,5 @@ async def decode(body: DecodeRequest, settings: SettingsDep, lang: LangDep) -> R
                                      version=body.version)
     # The contract's dicts as they are (a model would add the keys other sources use, as nulls).
     body_out = {"events": localize_events(events, lang)}
-    return Response(json.dumps(body_out, separators=(",", ":"), ensure_ascii=False).encode(),
+    return Response(json_bytes(body_out),
                     media_type="application/json")
