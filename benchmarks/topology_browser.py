@@ -16,13 +16,15 @@ Two measures over the sending window:
   renderer's main thread (CrRendererMain), which no frame can be shorter than, in wall time and in the
   thread's own CPU time (`tdur`: the same task on a machine with a core to spare; on a loaded machine the
   wall figures are mostly waiting for a CPU, so the load average is printed too, and `--two-peer` measures
-  today's two-peer session under the same load as the baseline).
+  today's two-peer session under the same load as the baseline); and the CPU time of the tasks that drew a
+  frame (median and 99th percentile: the frame's own cost, whatever else the machine runs).
 
 The server's limits that would cut the run short are raised (websocket commands a second, events kept).
 Prints
 
     topology_browser: case=topology rate=1000/s seconds=5 sent=... shown=... frames=... frame_max=...ms
-                      frame_p99=...ms task_max=...ms task_cpu_max=...ms main_thread_cpu=...% browser_cpu=...% load=...
+                      frame_p99=...ms task_max=...ms task_cpu_max=...ms frame_cpu_p50/p99=.../...ms
+                      main_thread_cpu=...% browser_cpu=...% load=...
                       goal=50ms met|FAILED        (on one line)
 
 and exits non-zero when the longest frame is over `--goal` ms.
@@ -34,6 +36,7 @@ Usage: python benchmarks/topology_browser.py [--rate 1000] [--seconds 5] [--goal
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
 import os
@@ -104,11 +107,12 @@ def sender(ws_url: str, senders: list[str], rate: int, seconds: float, ready: th
         stop.set()
 
 
-def main_tasks(trace: dict[str, Any]) -> tuple[float, float, float, float]:
+def main_tasks(trace: dict[str, Any]) -> tuple[float, float, float, float, list[float]]:
     """The renderer main thread's top-level tasks while the page counted frames (its first to last tick; not
     the tracing's own start): the longest in wall time (ms), the longest in its thread's CPU time (ms: what it
     would take on a machine with nothing else to run), the share of one core they used, and the share of one
-    core every thread of the browser's processes used (compositor, raster, GPU process: the rest of drawing)."""
+    core every thread of the browser's processes used (compositor, raster, GPU process: the rest of drawing), and
+    the CPU time (ms, sorted) of each task that drew a frame (ran requestAnimationFrame callbacks)."""
     events = trace.get("traceEvents", [])
     main = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
             and e.get("args", {}).get("name") == "CrRendererMain"}
@@ -119,11 +123,20 @@ def main_tasks(trace: dict[str, Any]) -> tuple[float, float, float, float]:
            and "dur" in e and start <= e["ts"] <= end]
     tasks = [e for e in top if e["name"] == "RunTask" and (e.get("pid"), e.get("tid")) in main]
     if not tasks:
-        return 0.0, 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0, []
+    tasks.sort(key=lambda e: e["ts"])
+    starts = [e["ts"] for e in tasks]
+    drew: dict[int, float] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("name") == "FireAnimationFrame" and (e.get("pid"), e.get("tid")) in main:
+            i = bisect.bisect_right(starts, e["ts"]) - 1
+            if i >= 0 and e["ts"] <= tasks[i]["ts"] + tasks[i]["dur"]:
+                drew[i] = tasks[i].get("tdur", tasks[i]["dur"]) / 1000
     span = max(1, max(e["ts"] + e["dur"] for e in tasks) - min(e["ts"] for e in tasks))
     cpu = [e.get("tdur", e["dur"]) for e in tasks]
     everything = sum(e.get("tdur", e["dur"]) for e in top)
-    return max(e["dur"] for e in tasks) / 1000, max(cpu) / 1000, sum(cpu) / span, everything / span
+    longest = max(e["dur"] for e in tasks) / 1000
+    return longest, max(cpu) / 1000, sum(cpu) / span, everything / span, sorted(drew.values())
 
 
 def hot_functions(profile: dict[str, Any], top: int = 20) -> list[str]:
@@ -216,13 +229,15 @@ def run(args: argparse.Namespace) -> bool:
     gaps = sorted(b - a for a, b in itertools.pairwise(frames))
     frame_max = gaps[-1] if gaps else float("inf")
     frame_p99 = gaps[int(0.99 * (len(gaps) - 1))] if gaps else float("inf")
-    task_max, task_cpu_max, main_busy, browser_busy = main_tasks(trace)
+    task_max, task_cpu_max, main_busy, browser_busy, frame_cpu = main_tasks(trace)
+    pick = (lambda q: frame_cpu[int(q * (len(frame_cpu) - 1))]) if frame_cpu else (lambda q: float("nan"))
     met = frame_max <= args.goal
     case = "two-peer" if args.two_peer else "topology"
     print(f"topology_browser: case={case} rate={args.rate}/s seconds={args.seconds:g} "
           f"sent={int(window.get('sent', 0))} shown={shown} frames={len(frames)} frame_max={frame_max:.1f}ms "
           f"frame_p99={frame_p99:.1f}ms "
-          f"task_max={task_max:.1f}ms task_cpu_max={task_cpu_max:.1f}ms main_thread_cpu={100 * main_busy:.0f}% "
+          f"task_max={task_max:.1f}ms task_cpu_max={task_cpu_max:.1f}ms "
+          f"frame_cpu_p50/p99={pick(0.5):.1f}/{pick(0.99):.1f}ms main_thread_cpu={100 * main_busy:.0f}% "
           f"browser_cpu={100 * browser_busy:.0f}% "
           f"load={os.getloadavg()[0]:.1f} goal={args.goal:g}ms {'met' if met else 'FAILED'}")
     if args.profile:
