@@ -270,3 +270,74 @@ test('a flooded tail is drawn at most 20 times a second, a slow one every frame;
   assert.equal(drawn(2, 30), 30);
   assert.equal(lastRow(), events.length - 1);
 });
+
+test('the frame says how long it has run: spent() by the clock given, 0 between frames', () => {
+  let clock = 100;
+  const asked = [];
+  const queue = createFrameQueue((run) => asked.push(run), () => clock);
+  const seen = [];
+  queue.schedule(() => {
+    clock += 7;
+  });
+  queue.schedule(() => seen.push(queue.spent()));
+  assert.equal(queue.spent(), 0);
+  asked.shift()(0);
+  assert.deepEqual(seen, [7]);
+  assert.equal(queue.spent(), 0);
+  assert.equal(createFrameQueue(() => {}).spent(), 0, 'no clock: 0');
+});
+
+test('a flooded tail waits a frame when the frame is full already (at most twice as long), never longer', () => {
+  const doc = createDocument();
+  const waiting = [];
+  let clock = 0; // the frames' times
+  let wall = 0; // performance.now(): a full frame takes 10 ms before the sequence draws
+  doc.defaultView.requestAnimationFrame = (fn) => waiting.push(fn);
+  doc.defaultView.performance = { now: () => wall };
+  const queue = frameQueue(doc.defaultView);
+  const heavy = () => {
+    wall += 10; // (the diagram's figures, say)
+  };
+  const frame = () => {
+    clock += 1000 / 60;
+    for (const fn of waiting.splice(0)) fn(clock);
+  };
+  // What arrives between two frames; in a full frame something heavy runs first (the page's flush runs before
+  // the views it gives rows to).
+  const arrive = (full) => {
+    if (full) queue.schedule(heavy);
+    for (let k = 0; k < 80; k++) events.push(event(events.length));
+    source.set(events);
+  };
+  const events = [];
+  const source = new ArraySource(events);
+  const view = new SequenceView(doc.createElement('div'), { source, rowHeight: 30 });
+  view.viewport.clientHeight = 300;
+  view.setFollowTail(true);
+  frame();
+  const lastRow = () => Math.max(...walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => Number(r.dataset.index)));
+  const draws = (full) => {
+    let n = 0;
+    for (let f = 0; f < 60; f++) {
+      const before = lastRow();
+      arrive(full(f));
+      frame();
+      if (lastRow() !== before) n++;
+    }
+    return n;
+  };
+  // Every frame full: the tail is still drawn, ten times a second (twice FLOOD_MS).
+  const always = draws(() => true);
+  assert.ok(always >= 9 && always <= 11, `drawn ${always} times in a second of full frames`);
+  // Every other frame full: the draws fall in the light ones.
+  let inFull = 0;
+  for (let f = 0; f < 60; f++) {
+    const before = lastRow();
+    arrive(f % 2 === 0);
+    frame();
+    if (lastRow() !== before && f % 2 === 0 && f >= 6) inFull++; // (after the change of pace)
+  }
+  assert.equal(inFull, 0, 'no flooded draw in a full frame when a light one comes next');
+  for (let f = 0; f < 8; f++) frame();
+  assert.equal(lastRow(), events.length - 1, 'once the flood stops, the last element is drawn');
+});

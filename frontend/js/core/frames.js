@@ -12,17 +12,31 @@
 //   const redraw = frames.throttle(() => view.render());
 //   redraw(); redraw();   // one render, in the next frame
 
-/** A queue of callbacks run together in the next frame; `requestFrame(run)` asks for that frame. */
-export function createFrameQueue(requestFrame) {
+/**
+ * A queue of callbacks run together in the next frame; `requestFrame(run)` asks for that frame, `now()` (ms) is
+ * the clock that says how long the frame has run so far (`spent`; none: 0).
+ */
+export function createFrameQueue(requestFrame, now = null) {
   let queue = [];
   let queued = new Set();
   let requested = false;
   let ran = null; // the callbacks run in the frame running now (null between frames)
   const later = []; // callbacks scheduled again by their own run in this frame
+  let carried = []; // ...which the next frame runs after what is scheduled before it
+  let started = null; // when the frame running now started (by `now`)
 
   function run(time) {
     requested = false;
     ran = new Set();
+    started = now ? now() : null;
+    // A callback that put itself off runs after what was scheduled since (the page's flush before its views).
+    for (const fn of carried) {
+      if (!queued.has(fn)) {
+        queued.add(fn);
+        queue.push(fn);
+      }
+    }
+    carried = [];
     let failure = null;
     try {
       while (queue.length) {
@@ -37,11 +51,9 @@ export function createFrameQueue(requestFrame) {
       }
     } finally {
       ran = null;
-      // What ran and was scheduled again by itself waits here for the next frame.
-      queue = [...later];
-      queued = new Set(queue);
-      later.length = 0;
-      if (queue.length) request();
+      started = null;
+      carried = later.splice(0);
+      if (carried.length) request();
     }
     if (failure) throw failure;
   }
@@ -68,9 +80,16 @@ export function createFrameQueue(requestFrame) {
     schedule,
     /** A function that schedules fn (at most once a frame). */
     throttle: (fn) => () => schedule(fn),
+    /**
+     * How long (ms) the frame running now has run its callbacks so far (0 between frames or without a clock): a
+     * callback whose work may wait a frame can leave it to the next when this one is already full.
+     */
+    spent() {
+      return started === null || !now ? 0 : now() - started;
+    },
     /** Whether anything waits for the next frame. */
     get pending() {
-      return queue.length > 0 || later.length > 0;
+      return queue.length > 0 || later.length > 0 || carried.length > 0;
     },
   };
 }
@@ -86,7 +105,8 @@ export function frameQueue(win) {
   let q = queues.get(key);
   if (!q) {
     const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(() => f(Date.now()), 16);
-    q = createFrameQueue(raf);
+    const clock = win && win.performance && typeof win.performance.now === 'function' ? () => win.performance.now() : null;
+    q = createFrameQueue(raf, clock);
     queues.set(key, q);
   }
   return q;

@@ -11,6 +11,7 @@
 //   .setHighlight(fn)  rows whose event fn(event) is true are marked (a message's path)
 
 import { h, clear, frameThrottle, onResize } from './dom.js';
+import { frameQueue } from '../core/frames.js';
 import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
 import { infoLabel } from '../core/labels.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
@@ -237,7 +238,11 @@ export class SequenceView {
     // A flooded tail (more new rows since the last draw than the viewport holds: each draw replaces every row,
     // faster than anyone reads them, and is most of the frame's work) is drawn at most every FLOOD_MS.
     const timed = typeof time === 'number';
-    if (tail && timed && total - (this.tailTotal ?? 0) > vh / this.rowHeight && time - (this.tailAt ?? -Infinity) < FLOOD_MS) {
+    // (and when the frame is full already, e.g. the diagram's figures were drawn in it, the next one draws: up to
+    // twice FLOOD_MS; two heavy draws in one frame make the longest frames)
+    const since = timed ? time - (this.tailAt ?? -Infinity) : Infinity;
+    const wait = since < FLOOD_MS || (since < 2 * FLOOD_MS && frameQueue(this.win).spent() > FRAME_FULL_MS);
+    if (tail && timed && total - (this.tailTotal ?? 0) > vh / this.rowHeight && wait) {
       this.schedule(); // (the next frame: this one ran already)
       return;
     }
@@ -467,6 +472,8 @@ export class SequenceView {
 const USER_SCROLL_MS = 1000;
 // How often a flooded tail is drawn at most (20 times a second).
 const FLOOD_MS = 50;
+// A frame whose callbacks ran this long (ms) is full: a flooded tail's draw waits for the next.
+const FRAME_FULL_MS = 4;
 
 function closestRow(node, stop) {
   let n = node;

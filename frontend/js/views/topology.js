@@ -13,6 +13,7 @@
 
 import { i18n, messages } from '../core/i18n.js';
 import { h, s, tr, clear, setChildren, onResize, frameThrottle } from './dom.js';
+import { frameQueue } from '../core/frames.js';
 import { layoutSession } from '../core/topology.js';
 import { pipeKey } from '../core/topology-state.js';
 import { previewHex } from '../core/bytes.js';
@@ -60,6 +61,7 @@ const COLUMN_W = 235;
 const ZIGZAG = 4; // a column of more nodes stands in two staggered halves
 const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and received lists when busy
 const BUSY = 32; // events between two redraws that make a session busy
+const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: busy figures wait for another
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -189,7 +191,10 @@ export class TopologyView {
     // every frame, faster than anyone reads them, and each change re-lays the SVG out).
     for (const move of latestPerLink(st.takeMoves(MAX_DOTS))) this.sendDot(move);
     const t = Date.now();
-    if (!now && st.seen - this.figuresSeen > BUSY && t - this.figuresAt < FIGURES_EVERY) {
+    // (a frame full already, as when the sequence drew in it, leaves them to a later one: up to twice FIGURES_EVERY)
+    const since = t - this.figuresAt;
+    const wait = since < FIGURES_EVERY || (since < 2 * FIGURES_EVERY && frameQueue(this.win).spent() > FRAME_FULL_MS);
+    if (!now && st.seen - this.figuresSeen > BUSY && wait) {
       if (!this.figuresTimer && this.win && this.win.setTimeout) {
         // (drawn in the page's frame with the other views, not in a task of its own between frames)
         this.updateSoon = this.updateSoon || frameThrottle(this.win, () => this.update());
