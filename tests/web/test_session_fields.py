@@ -120,3 +120,20 @@ def test_event_log_reads_one_event_and_keeps_codes_through_truncation():
     assert list(log.items()) == [(t, i % 3) for i, t in enumerate(texts[:EventLog.BLOCK + 7])]
     log.clear()
     assert list(log.items()) == [] and not log.codes
+
+
+def test_a_real_session_s_socket_without_fields_and_one_with_them(tmp_path):
+    """A tcp session keeps its events with their fields: a `?fields=0` socket beside a default one gets them without,
+    and the one event fetched has them."""
+    with open_client(tmp_path) as client:
+        session_id = client.post("/api/sessions", json={"mode": "tcp", "server": {"type": "PUSH"},
+                                                        "client": {"type": "PULL"}}).json()["id"]
+        with client.websocket_connect(f"/ws/sessions/{session_id}?batch=1&log=0") as full, \
+                client.websocket_connect(f"/ws/sessions/{session_id}?batch=1&log=0&fields=0") as bare:
+            full.send_json({"type": "send", "from": "server", "frames": ["over tcp"]})
+            with_fields, without = events_of(full, 1), events_of(bare, 1)
+        assert [e["seq"] for e in without] == [e["seq"] for e in with_fields]
+        assert not any("fields" in e for e in without) and all(e["fields"] for e in with_fields)
+        assert without == [{k: v for k, v in e.items() if k != "fields"} for e in with_fields]
+        frame = next(e for e in with_fields if e["kind"] == "frame")
+        assert client.get(f"/api/sessions/{session_id}/events/{frame['seq']}").json() == frame

@@ -282,8 +282,14 @@ class Session:
             self.broadcast_text('{"type":"event","event":' + text + "}")
             return
         # Some sockets want the fields, others not: each its own text, made once.
-        full = '{"type":"event","event":' + dumps(with_fields(ev, code)) + "}" if wanting else ""
-        bare = '{"type":"event","event":' + bare_text(text, code) + "}" if wanting < len(subscribers) else ""
+        full = ('{"type":"event","event":' + (text if code == EventLog.FIELDS else dumps(with_fields(ev, code))) + "}"
+                if wanting else "")
+        if wanting == len(subscribers):
+            bare = ""
+        elif code == EventLog.FIELDS:  # (from the event at hand: cheaper than reading its text back)
+            bare = '{"type":"event","event":' + dumps({k: v for k, v in ev.items() if k != "fields"}) + "}"
+        else:
+            bare = '{"type":"event","event":' + text + "}"
         for sub in subscribers:
             sub.put_text(full if sub.fields else bare)
 
