@@ -9,6 +9,7 @@ import { createDocument, walk } from './fake-dom.mjs';
 import { SequenceView } from '../../frontend/js/views/sequence.js';
 import { ArraySource } from '../../frontend/js/core/source.js';
 import { EventLog } from '../../frontend/js/core/eventlog.js';
+import { i18n } from '../../frontend/js/core/i18n.js';
 
 /** A queue over frames the test runs by hand: frame() runs the one callback asked for, if any. */
 function manualFrames() {
@@ -340,4 +341,23 @@ test('a flooded tail waits a frame when the frame is full already (at most twice
   assert.equal(inFull, 0, 'no flooded draw in a full frame when a light one comes next');
   for (let f = 0; f < 8; f++) frame();
   assert.equal(lastRow(), events.length - 1, 'once the flood stops, the last element is drawn');
+});
+
+test('another language redraws the kept rows and the count', () => {
+  const doc = createDocument();
+  const events = Array.from({ length: 20 }, (_, i) => event(i));
+  const view = new SequenceView(doc.createElement('div'), { source: new ArraySource(events), rowHeight: 30 });
+  view.viewport.clientHeight = 300;
+  doc.flush();
+  const english = walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => r.textContent);
+  const count = view.countEl.textContent;
+  try {
+    i18n.setLanguage('zh-CN');
+    doc.flush();
+    const chinese = walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => r.textContent);
+    assert.notDeepEqual(chinese, english, 'the rows speak the new language');
+    assert.notEqual(view.countEl.textContent, count);
+  } finally {
+    i18n.setLanguage('en');
+  }
 });

@@ -90,6 +90,8 @@ export class SequenceView {
     // Another language: the count, the rows' labels and the default lifeline names are words.
     i18n.onChange(() => {
       this.setLabels(this.given || {});
+      this.countShown = null;
+      this.version++;
       this.onData();
     });
   }
