@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .ranges import PlannedRange, read_range_located
 from .rows import spark_schema
-from .stages import PACKET_SCHEMA, packets_batch
+from .stages import PACKET_SCHEMA, fewer_collections, packets_batch
 
 __all__ = ["PacketSource", "decode_plan", "encode_plan"]
 
@@ -79,12 +79,13 @@ class _Reader(DataSourceReader):
 
 def read_partition(ranges: list[PlannedRange], *, inline: bool = False) -> Iterator[pa.RecordBatch]:
     """Record batches of PACKET_SCHEMA for the packets of `ranges`."""
-    for r in ranges:
-        pending = []
-        for located in read_range_located(r):
-            pending.append(located)
-            if len(pending) >= BATCH_PACKETS:
+    with fewer_collections():
+        for r in ranges:
+            pending = []
+            for located in read_range_located(r):
+                pending.append(located)
+                if len(pending) >= BATCH_PACKETS:
+                    yield packets_batch(r.cap, pending, inline=inline)
+                    pending = []
+            if pending:
                 yield packets_batch(r.cap, pending, inline=inline)
-                pending = []
-        if pending:
-            yield packets_batch(r.cap, pending, inline=inline)
