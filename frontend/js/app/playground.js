@@ -91,6 +91,7 @@ class PlaygroundPage {
     // expert texts come from the server in the language asked for: the session's socket is opened again (the
     // session goes on on the server; the element and field shown stay) and pasted hex is decoded again.
     i18n.onChange(() => {
+      this.expertsShown = null; // (its words)
       this.markDirty();
       const id = this.sessions.id;
       if (id !== null) {
@@ -119,7 +120,12 @@ class PlaygroundPage {
     const { wb } = this;
     const d = this.ds;
     d.source.set(d.log.events);
-    wb.expert.setItems(d.log.experts.map((i) => ({ index: i, event: d.log.events[i] })));
+    // (drawn again when it changed, not on every frame of a busy session)
+    if (this.expertsShown !== d.log.experts || this.expertsCount !== d.log.experts.length) {
+      this.expertsShown = d.log.experts;
+      this.expertsCount = d.log.experts.length;
+      wb.expert.setItems(d.log.experts.map((i) => ({ index: i, event: d.log.events[i] })));
+    }
     const server = d.log.peer('s2c');
     const client = d.log.peer('c2s');
     wb.sequence.setLabels({ client: peerLabel('client', client), server: peerLabel('server', server) });
