@@ -169,13 +169,13 @@ def runs_to_batches(runs: list[RunItem], *, with_fields: bool = True,
         return []
     f = _Layout(runs)
     ts = np.array(f.stamps, np.float64)
-    packets = pa.array(f.packets, _TYPES["packets"])
+    packets, packets_at = _packet_lists(f.packets)
     hexes, bodies, whole_bodies, truncated = _texts(f, max_body)
     values = f.body_values(whole_bodies) if with_fields else None
 
     frame_cols: dict[str, Any] = _keys(f, np.arange(f.n), f.seq, "frame")
     frame_cols.update(
-        length=pa.array(f.end - f.start), ts=pa.array(ts[f.event]), packets=packets.take(pa.array(f.event)),
+        length=pa.array(f.end - f.start), ts=pa.array(ts[f.event]), packets=packets.take(pa.array(packets_at[f.event])),
         more=pa.array(~f.last), long=pa.array(f.long), size=pa.array(f.size), body=bodies, hex=hexes,
         truncated=truncated)
     if values is not None:
@@ -196,10 +196,23 @@ def runs_to_batches(runs: list[RunItem], *, with_fields: bool = True,
     event = f.event[last] + 1
     message_cols.update(
         length=pa.array(f.offset[last] + (f.end - f.start)[last] - f.offset[first]), ts=pa.array(ts[event]),
-        packets=packets.take(pa.array(event)), frames=frames, message_size=pa.array(sizes), truncated=cut)
+        packets=packets.take(pa.array(packets_at[event])), frames=frames, message_size=pa.array(sizes), truncated=cut)
     if values is not None:
         message_cols["fields"] = _message_fields(f, values, list_offsets)
     return [_batch(frame_cols, f.n), _batch(message_cols, len(last))]
+
+
+def _packet_lists(lists: list[list[int]]) -> tuple[pa.Array, np.ndarray]:
+    """The events' `packets` lists as an Arrow array of the distinct ones and each event's index in it.
+
+    The events of a run that lie within one packet share one list object (`SourcedRun`), so only
+    where the object changes is a list converted: a few per packet instead of one per event."""
+    ids = np.fromiter(map(id, lists), np.int64, len(lists))
+    new = np.empty(len(lists), bool)
+    new[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=new[1:])
+    firsts = np.flatnonzero(new)
+    return pa.array([lists[i] for i in firsts.tolist()], _TYPES["packets"]), np.cumsum(new) - 1
 
 
 def _keys(f: _Layout, rows: np.ndarray, seq: np.ndarray, kind: str) -> dict[str, Any]:
