@@ -1,7 +1,7 @@
 """Server CPU per message: a 12-node simulated topology session against today's two-peer session (issue 19).
 
 Both run in this process the way the server runs them: a `Session` with its `SimulatedRuntime`, a
-subscriber that takes what a websocket would send (`?batch=1&log=0&marks=1`, as the page connects),
+subscriber that takes what a websocket would send (`?batch=1&log=0&marks=1&fields=0`, as the page connects),
 commands through `Session.command` (what the websocket handler calls), played live (speed 1000). The
 two-peer case is PUSH -> PULL; the topology is 4 PUSH and 8 PULL joined by 16 links, each PUSH feeding
 four PULLs, messages sent from the four PUSHes in turn. Messages go at `--rate` a second in total
@@ -57,7 +57,7 @@ async def run_case(body: dict[str, Any], senders: list[str], rate: int, seconds:
     create = SessionCreate.model_validate({"mode": "simulated", **body})
     session = Session("bench", create, settings, lambda s: SimulatedRuntime(s, create, settings,
                                                                            topology=create.topology))
-    sub = session.subscribe(logs=False, marks=True)
+    sub = session.subscribe(logs=False, marks=True, fields=False)
     await session.start()
     await session.command(command({"type": "speed", "value": 1000}))
     loop = asyncio.get_running_loop()
