@@ -49,7 +49,8 @@ WATCH_JS = """() => {
   const svgSlot = document.querySelector('#topology');
   new MutationObserver((records) => {
     for (const r of records) {
-      if (r.type === 'attributes' && r.attributeName === 'data-msg' && r.target.classList.contains('topo-dot')) window.__dots++;
+      const dot = r.target.classList && r.target.classList.contains('topo-dot');
+      if (r.type === 'attributes' && r.attributeName === 'data-msg' && dot) window.__dots++;
       if (r.type === 'attributes' && r.target.classList.contains('topo-pipe')) {
         const key = r.target.getAttribute('data-pipe');
         const d = Number(r.target.getAttribute('data-depth'));
@@ -65,7 +66,8 @@ WATCH_JS = """() => {
         if (n.classList && n.classList.contains('topo-dot')) window.__dots++;
       }
     }
-  }).observe(svgSlot, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-depth', 'data-msg'] });
+  }).observe(svgSlot, { subtree: true, childList: true, attributes: true,
+                        attributeFilter: ['data-depth', 'data-msg'] });
 }"""
 
 SPEED_16_JS = """() => { const r = document.querySelector('#player input[type=range]');
