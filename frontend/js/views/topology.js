@@ -62,6 +62,7 @@ const ZIGZAG = 4; // a column of more nodes stands in two staggered halves
 const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and received lists when busy
 const BUSY = 32; // events between two redraws that make a session busy
 const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: busy figures wait for another
+const DOT_EVERY = 50; // ms between two dots on one link while the session is busy
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -76,6 +77,7 @@ export class TopologyView {
     this.path = null;
     this.dots = []; // moving
     this.freeDots = []; // arrived, hidden, to reuse
+    this.dotAt = new Map(); // link -> when its last dot started
     this.figuresAt = 0;
     this.figuresSeen = 0;
     this.figuresTimer = null;
@@ -189,8 +191,16 @@ export class TopologyView {
     // Dots every frame; figures, markers and lists too, unless the session is busy (more than BUSY events
     // since they were drawn): then at most every FIGURES_EVERY ms (at a thousand messages a second they change
     // every frame, faster than anyone reads them, and each change re-lays the SVG out).
-    for (const move of latestPerLink(st.takeMoves(MAX_DOTS))) this.sendDot(move);
     const t = Date.now();
+    // Busy, a link starts a dot at most every DOT_EVERY ms (a dot a frame per link was most of the compositor's
+    // work, and a stream of dots reads the same at a third of them).
+    const busy = st.seen - this.figuresSeen > BUSY;
+    for (const move of latestPerLink(st.takeMoves(MAX_DOTS))) {
+      const link = `${move.conn ?? ''}/${move.from}/${move.to}`;
+      if (busy && t - (this.dotAt.get(link) ?? -Infinity) < DOT_EVERY) continue;
+      this.dotAt.set(link, t);
+      this.sendDot(move);
+    }
     // (a frame full already, as when the sequence drew in it, leaves them to a later one: up to twice FIGURES_EVERY)
     const since = t - this.figuresAt;
     const wait = since < FIGURES_EVERY || (since < 2 * FIGURES_EVERY && frameQueue(this.win).spent() > FRAME_FULL_MS);
