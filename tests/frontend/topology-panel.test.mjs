@@ -56,3 +56,40 @@ test("a message's path stays marked when its wire element is fetched again with 
   panel.sync(log.events);
   assert.deepEqual(marked(), [4, 5, 6, 7], 'the fetched copy is still on the path');
 });
+
+test('the diagram under a flood: a link starts a dot at most every 50 ms, every message still counted', async () => {
+  const { TopologyView } = await import('../../frontend/js/views/topology.js');
+  const { TopologyState } = await import('../../frontend/js/core/topology-state.js');
+  const doc = createDocument();
+  const box = doc.createElement('div');
+  const view = new TopologyView(box);
+  const state = new TopologyState();
+  state.setTopology(TOPOLOGY);
+  view.setTopology(TOPOLOGY, state);
+  const log = [];
+  let seq = 0;
+  const send = (n) => {
+    for (let i = 0; i < n; i++) {
+      const msg = seq;
+      log.push({ seq: seq++, kind: 'frame', conn: '0', dir: 's2c', offset: 64, length: 8, hex: `0006${hex(`job-${msg}`)}` });
+      log.push({ seq: seq++, kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg });
+    }
+    state.sync(log);
+    view.update();
+  };
+  const dots = () => walk(box).filter((el) => el.classList.contains('topo-dot')).length;
+  send(1);
+  assert.equal(dots(), 1, 'a quiet link: a dot per message');
+  send(1);
+  assert.equal(dots(), 2);
+  await new Promise((r) => setTimeout(r, 60));
+  send(40); // (busy: more than 32 events since the figures were drawn)
+  send(40);
+  send(40);
+  assert.equal(dots(), 3, 'busy: one more dot for the link within 50 ms, not one per frame');
+  view.update({ now: true }); // (busy, the figures wait up to 100 ms: drawn now)
+  assert.match(walk(box).find((el) => el.getAttribute && el.getAttribute('data-node') === 'vent').textContent, /sent 122/);
+  await new Promise((r) => setTimeout(r, 60));
+  send(40);
+  assert.equal(dots(), 4, '50 ms later the link starts another');
+});
