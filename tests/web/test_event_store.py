@@ -169,6 +169,9 @@ def test_the_chunk_filter_lets_through_every_pair_it_has_seen():
     skipped = sum(not may_hold(grams, [n]) for n in absent)
     assert skipped > 150
     assert not may_hold(bigrams(b"msg 1 msg 2 msg 3", b""), [b"sunny 21C", b"SUNNY 21C", b"Sunny 21c"])
+    # Each case form is looked for only where its pairs are: lower-case text is not scanned for `MSG 12345`.
+    assert may_hold(bigrams(b"msg 123456", b"ready"), [b"msg 12345", b"MSG 12345", b"Msg 12345", b"Ready"]) == \
+        [b"msg 12345"]
 
 
 def test_a_store_of_the_older_layout_is_not_read(tmp_path: Path):

@@ -10,7 +10,8 @@ item is one *segment*; consecutive segments are grouped into *chunks* of about `
   (a run) or its record (a single event) sit in the chunk, how long they are (a single event: its share of
   the search column), its stream offset, and the packet and time its events share; and `grams`, the chunk's
   filter: one bit for each pair of consecutive octets its octets or its search column hold (`bigrams`, 8 KiB,
-  zlib): a needle with a pair the chunk lacks is not in it, and the chunk is not read at all (`may_hold`);
+  zlib): a needle with a pair the chunk lacks is not in it, and a chunk none of a search's needles may be in
+  is not read at all (`may_hold`);
 - `octets(chunk, data)`: the runs' octets, back to back, as the wire carried them (the events of
   a run are the engine's own `Frame`/`Message` decoding of them, made again when read);
 - `records(chunk, search, data)`: the single events as zlib-compressed JSON lines, and before them their
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.batch import scan_run
 from ..engine.events import WIRE_KINDS, Frame, Message, make_frame, make_message
 
 SEG = np.dtype([
@@ -117,17 +119,15 @@ def bigrams(*parts: bytes) -> bytes:
     return zlib.compress(np.packbits(seen > 0, bitorder="little").tobytes(), 1)
 
 
-def may_hold(grams: bytes, needles: list[bytes]) -> bool:
-    """Whether any of `needles` may occur in a chunk whose filter (`bigrams`) is `grams` (compressed, or b"": no
-    filter). False only when each needle has a pair of octets the chunk lacks."""
+def may_hold(grams: bytes, needles: list[bytes]) -> list[bytes]:
+    """Those of `needles` that may occur in a chunk whose filter (`bigrams`) is `grams` (compressed, or b"": no
+    filter): all but the needles with a pair of octets the chunk lacks (a search scans the chunk for these only:
+    `SUNNY` is not looked for in a chunk without `SU`)."""
     if not grams:
-        return True
+        return needles
     bits = zlib.decompress(grams)
-    for needle in needles:
-        if len(needle) < 2 or all(bits[(g := needle[i] | needle[i + 1] << 8) >> 3] >> (g & 7) & 1
-                                  for i in range(len(needle) - 1)):
-            return True
-    return False
+    return [needle for needle in needles
+            if all(bits[(g := needle[i] | needle[i + 1] << 8) >> 3] >> (g & 7) & 1 for i in range(len(needle) - 1))]
 
 
 class RunLayout:
@@ -186,6 +186,27 @@ class RunLayout:
         parts = tuple(self._frame(f) for f in range(a, b + 1))
         start = parts[0].offset
         return make_message(start, parts[-1].offset + parts[-1].length - start, parts)
+
+
+class RunBodies:
+    """Where the frame bodies of a run stored at `data[start:end]` lie (in `data`) and which events hold them:
+    what a search needs to place a hit, found by the engine's own frame-header scan (`scan_run`) and numpy
+    rather than by making the run's layout (`RunLayout`, a few times slower)."""
+
+    __slots__ = ("ends", "frame_events", "message_events", "starts")
+
+    def __init__(self, data: bytes, start: int, end: int) -> None:
+        heads = np.array(scan_run(memoryview(data)[start:end], 0)[2], dtype=np.int64) + start
+        flags = np.frombuffer(data, np.uint8)[heads]
+        last = (flags & 1) == 0  # (the frame ends its message)
+        before = np.cumsum(last) - last  # messages ended before each frame
+        lasts = np.flatnonzero(last)
+        closing = lasts[np.searchsorted(lasts, np.arange(len(heads)))]  # each frame's message's last frame
+        self.starts: list[int] = (heads + np.where(flags & 2, 9, 2)).tolist()
+        self.ends: list[int] = np.r_[heads[1:], end].tolist()
+        # Events go frame by frame, each message right after its last frame (as `FrameRun.events()` makes them).
+        self.frame_events: list[int] = (np.arange(len(heads)) + before).tolist()
+        self.message_events: list[int] = (closing + before[closing] + 1).tolist()
 
 
 def _memmem() -> Any:

@@ -21,7 +21,20 @@ from typing import Any
 import numpy as np
 
 from ..engine.events import cut_bodies
-from .layout import DIRS, FRAME, KIND_CODES, LAYOUT, MESSAGE, RUN, SEG, Finder, RunLayout, may_hold, searchable
+from .layout import (
+    DIRS,
+    FRAME,
+    KIND_CODES,
+    LAYOUT,
+    MESSAGE,
+    RUN,
+    SEG,
+    Finder,
+    RunBodies,
+    RunLayout,
+    may_hold,
+    searchable,
+)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
@@ -471,7 +484,8 @@ class EventStore:
         """(segment, event) of the matches among segments `a` to `b` of a chunk: single events by `TextQuery`,
         runs by their bodies. None when `stop()` (asked every few hundred matches) said to give them up."""
         grams = db.execute("SELECT grams FROM segs WHERE chunk=?", (chunk,)).fetchone()
-        if not may_hold(grams[0] if grams else b"", query.needles):
+        needles = may_hold(grams[0] if grams else b"", query.needles)
+        if not needles:
             return []  # (a pair of octets of every needle is missing from the chunk: nothing in it matches)
         rows = self.segs[a:b]
         mine = np.ones(b - a, dtype=bool) if conn_no is None else rows["conn"] == conn_no
@@ -479,7 +493,7 @@ class EventStore:
         singles = np.flatnonzero(mine & ~run)
         if kinds is not None:
             singles = singles[np.isin(rows["kind"][singles], np.array(sorted(kinds), dtype=np.uint8))]
-        out = self._search_singles(db, chunk, a, singles, query, stop) if len(singles) else []
+        out = self._search_singles(db, chunk, a, singles, query, needles, stop) if len(singles) else []
         if out is None:
             return None
         want_frames = kinds is None or FRAME in kinds
@@ -488,49 +502,53 @@ class EventStore:
             return out
         data = _blob(db, "octets", chunk)
         finder = Finder(data)
-        runs = np.flatnonzero(run).tolist()
-        run_pos = rows["pos"][runs].astype(np.int64).tolist()
-        run_end = (rows["pos"][runs].astype(np.int64) + rows["length"][runs]).tolist()
-        mine_list = mine.tolist()
+        runs = np.flatnonzero(run)
+        first_pos = int(rows["pos"][runs[0]])
+        # (Made at the first hit: in most chunks that pass the filter without holding a needle, never.)
+        run_pos: list[int] = []
+        run_end: list[int] = []
+        runs_list: list[int] = []
+        mine_list: list[bool] = []
         hits = 0
-        layouts: dict[int, tuple[list[int], list[tuple[int, int, int, int]]]] = {}  # run -> body starts, bodies
+        bodies: dict[int, RunBodies] = {}
         found: set[tuple[int, int]] = set()
-        for needle in query.needles:
+        for needle in needles:
             width = len(needle)
-            i = finder.find(needle, run_pos[0])
+            i = finder.find(needle, first_pos)
+            if i >= 0 and not run_pos:
+                run_pos = rows["pos"][runs].astype(np.int64).tolist()
+                run_end = (rows["pos"][runs].astype(np.int64) + rows["length"][runs]).tolist()
+                runs_list = runs.tolist()
+                mine_list = mine.tolist()
             while 0 <= i < run_end[-1]:
                 hits += 1
                 if not hits & 255 and stop():
                     return None
                 r = bisect_right(run_pos, i) - 1
-                seg_local = runs[r]
+                seg_local = runs_list[r]
                 if not mine_list[seg_local]:
                     i = finder.find(needle, run_end[r])
                     continue
-                layout = layouts.get(r)
-                if layout is None:
-                    start = run_pos[r]
-                    bodies = RunLayout(0, data[start:run_end[r]], 3).bodies
-                    layout = layouts[r] = ([start + x[0] for x in bodies], bodies)
-                starts, bodies = layout
-                f = bisect_right(starts, i) - 1
-                base = run_pos[r]
-                if f >= 0 and i + width <= base + bodies[f][1]:
-                    _, end, k, km = bodies[f]
+                where = bodies.get(r)
+                if where is None:
+                    where = bodies[r] = RunBodies(data, run_pos[r], run_end[r])
+                f = bisect_right(where.starts, i) - 1
+                if f >= 0 and i + width <= where.ends[f]:
                     if want_frames:
-                        found.add((a + seg_local, k))
+                        found.add((a + seg_local, where.frame_events[f]))
                     if want_messages:
-                        found.add((a + seg_local, km))
-                    i = finder.find(needle, base + end)
+                        found.add((a + seg_local, where.message_events[f]))
+                    i = finder.find(needle, where.ends[f])
                 else:
                     i = finder.find(needle, i + 1)
         out.extend(found)
         return out
 
     def _search_singles(self, db: sqlite3.Connection, chunk: int, a: int, singles: Any, query: TextQuery,
-                        stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
-        """(segment, 0) of the single events `singles` (segments `a + i`) of a chunk that match: `memmem` over the
-        chunk's search column finds the candidates, each one's record confirms it. None when `stop()` said to."""
+                        needles: list[bytes], stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
+        """(segment, 0) of the single events `singles` (segments `a + i`) of a chunk that match: `memmem` for the
+        `needles` over the chunk's search column finds the candidates, each one's record confirms it. None when
+        `stop()` said to."""
         packed = _blob(db, "records", chunk, "search")
         text = zlib.decompress(packed) if packed else b""
         if not text:
@@ -544,7 +562,7 @@ class EventStore:
         ends_list = ends.tolist()
         finder = Finder(text)
         candidates: set[int] = set()
-        for needle in query.needles:
+        for needle in needles:
             i = finder.find(needle)
             while i >= 0:
                 j = bisect_right(starts, i) - 1
