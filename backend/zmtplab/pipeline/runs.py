@@ -40,6 +40,10 @@ _FRAMINGS = ("3", "2")  # the framings the decoder batches
 _DIRS = ("c2s", "s2c")
 _BODY = body_field(0, b"")
 _DISPLAY_LIMIT = 4096  # body_field's `limit`: longer bodies are shown cut, by the engine's function
+# The class bits of an octet for body values: an ASCII control character, or an octet outside ASCII.
+_CONTROL, _HIGH = 1, 2
+_OCTET_CLASS = np.array([_CONTROL if k < 0x20 or k == 0x7F else _HIGH if k >= 0x80 else 0 for k in range(256)],
+                        np.uint8)
 
 
 @lru_cache(maxsize=1)
@@ -141,11 +145,11 @@ class _Layout:
         with an ASCII control character (never printable) are decided here in bulk; the engine's
         own function decides every other one."""
         octets, at = self.bodies, self.body_at
-        # Counts of control and non-ASCII octets per body: differences of running sums at the bodies' bounds.
-        controls = np.concatenate(([0], np.cumsum((octets < 0x20) | (octets == 0x7F), dtype=np.int64)))
-        highs = np.concatenate(([0], np.cumsum(octets >= 0x80, dtype=np.int64)))
-        has_control = controls[at[1:]] > controls[at[:-1]]
-        has_high = highs[at[1:]] > highs[at[:-1]]
+        # What each body holds, in one pass: the OR over its octets of their class bits (_CONTROL, _HIGH).
+        kinds = np.bitwise_or.reduceat(np.append(_OCTET_CLASS[octets], np.uint8(0)), at[:-1])
+        kinds[at[:-1] == at[1:]] = 0  # (reduceat gives an empty body the next body's first octet)
+        has_control = (kinds & _CONTROL) != 0
+        has_high = (kinds & _HIGH) != 0
         shown_whole = self.size <= _DISPLAY_LIMIT
         ascii_text = shown_whole & ~has_control & ~has_high
         as_hex = shown_whole & has_control
