@@ -158,7 +158,7 @@ def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:
                 break  # COMMAND, a reserved bit, a LONG header not all here, or LONG for a short frame (noted)
             if end > n:
                 break
-            keep(pos)
+            keep(pos - origin)
             if not flags & 1:
                 messages += 1
                 done_pos, done = end, messages
@@ -167,9 +167,7 @@ def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:
         pass
     if not done:
         return origin, 0, []
-    del starts[bisect_left(starts, done_pos):]  # the frames of an unfinished message
-    if origin:
-        starts = [p - origin for p in starts]
+    del starts[bisect_left(starts, done_pos - origin):]  # the frames of an unfinished message
     return done_pos, len(starts) + done, starts
 
 
