@@ -104,8 +104,8 @@ GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}  # a node's greeting c
 def socket_options(peer: Any, *, server: bool, **extra: Any) -> dict[str, Any]:
     """The `add_peer` options of a topology's node or a two-peer session's side (anything with `version`,
     `mechanism`, `identity`, `greeting`, `username` and `password`), as the side that binds (`server`: the
-    PLAIN or CURVE server) or connects; `extra` options go after its greeting's. The one place both turn
-    their settings into a simulated socket."""
+    PLAIN or CURVE server) or connects; `extra` options go after its greeting's. The one place a node's
+    settings become a socket's options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
     opts: dict[str, Any] = {"version": peer.version, "mechanism": peer.mechanism, "identity": peer.identity.encode(),
                             "strategy": GREETING_STRATEGY[peer.greeting], **extra}
     if peer.mechanism == "PLAIN":

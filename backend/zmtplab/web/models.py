@@ -171,10 +171,6 @@ class PacketResponse(BaseModel):
 Short = Annotated[str, StringConstraints(max_length=255)]
 
 
-# The form's greeting choice -> the engine's strategy (engine/connection.py).
-GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}
-
-
 class PeerConfig(BaseModel):
     """One side of a session."""
 

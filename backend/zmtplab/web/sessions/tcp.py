@@ -46,11 +46,11 @@ from typing import Any
 from ...engine.dissector import ConnectionDissector
 from ...peers import decisions
 from ...peers.faults import SESSION_FAULTS
-from ...peers.simulation import RECV_DECISIONS
+from ...peers.simulation import RECV_DECISIONS, socket_options
 from ...peers.sockets import Again, Pipe, Socket, SocketStateError
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
-from ..models import GREETING_STRATEGY, PeerConfig, SessionCreate
+from ..models import PeerConfig, SessionCreate
 from ..settings import Settings
 from .session import Session, SessionConfigError, SessionError, check_manual
 
@@ -484,22 +484,13 @@ class TcpRuntime:
 
     def _lab_peer(self, cfg: NodeSpec, keys: dict[str, bytes], node: _Node) -> TcpPeer:
         server = cfg.binds
-        opts: dict[str, Any] = {"identity": cfg.identity.encode(), "version": cfg.version,
-                                "strategy": GREETING_STRATEGY[cfg.greeting],
-                                "mechanism": cfg.mechanism, "name": cfg.name}
+        opts = socket_options(cfg, server=server, name=cfg.name)  # as the simulation makes a node's socket
         if self.plan.topology:
             opts.update(sndhwm=cfg.sndhwm, rcvhwm=cfg.rcvhwm, sndbuf=cfg.sndbuf, rcvbuf=cfg.rcvbuf,
                         on_event=lambda event, node=node: self._peer_event(node, event))
-        if cfg.mechanism == "PLAIN":
+        if cfg.mechanism == "CURVE":  # real keys here, where the simulation draws them from its seed
             if server:
-                opts.update(plain_server=True, username=cfg.username or None,
-                            password=cfg.password if cfg.username else None)
-            else:
-                opts.update(username=cfg.username, password=cfg.password)
-        elif cfg.mechanism == "CURVE":
-            if server:
-                opts.update(curve_server=True, curve_publickey=keys["server_public"],
-                            curve_secretkey=keys["server_secret"])
+                opts.update(curve_publickey=keys["server_public"], curve_secretkey=keys["server_secret"])
             else:
                 opts.update(curve_serverkey=keys["server_public"], curve_publickey=keys["client_public"],
                             curve_secretkey=keys["client_secret"])
