@@ -451,7 +451,9 @@ class TcpRuntime:
             tap.port = tap.listener.sockets[0].getsockname()[1]
             self.taps.append(tap)
         if not plan.topology:
-            self.nodes["client"].side.connect(f"tcp://127.0.0.1:{self.taps[0].port}")  # type: ignore[union-attr]
+            client = self.nodes["client"].side
+            assert client is not None  # (every node has its side by now)
+            client.connect(f"tcp://127.0.0.1:{self.taps[0].port}")
             for node in self.nodes.values():
                 assert node.side is not None
                 node.side.subscribe_all(node.spec.subscribe[0].encode())
