@@ -3,10 +3,10 @@
 Starts `zmtplab serve` (a real process) on a free port, creates the 12-node simulated topology of
 `topology_sessions.py` (4 PUSH, 8 PULL, 16 links; the same body), and opens the playground on it in
 Debian's Chromium (Playwright, headless, 1500x950 as the browser tests). A websocket client (another
-thread, as another browser would be) sets the session's speed to 1000 (played live) and sends `--rate`
-messages a second in total from the four PUSHes in turn for `--seconds`, in 10 ms batches; the page shows
-them as they come: the diagram (dots, queue bars, who got what), the sequence with twelve lifelines
-following the tail, the hex dump.
+thread, as another browser would be: events without fields) sets the session's speed to 1000 (played live)
+and sends `--rate` messages a second in total from the four PUSHes in turn for `--seconds`, in 10 ms
+batches; the page shows them as they come: the diagram (dots, queue bars, who got what), the sequence with
+twelve lifelines following the tail, the hex dump.
 
 Two measures over the sending window:
 
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> bool:
                                        ".filter((e) => e.getAttribute('data-conn')).length === 16", timeout=20000)
             ready = threading.Event()
             window: dict[str, float] = {}
-            ws_url = f"ws://127.0.0.1:{port}/ws/sessions/{sid}?batch=1&log=0"
+            ws_url = f"ws://127.0.0.1:{port}/ws/sessions/{sid}?batch=1&log=0&fields=0"  # (as the page's socket asks)
             thread = threading.Thread(target=sender, args=(ws_url, senders, args.rate, args.seconds, ready, window),
                                       daemon=True)
             thread.start()
