@@ -164,8 +164,17 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
     ends = starts[1:]
     ends.append(len(data))
     (head0, head1), (hex0, hex1), message0 = _SHORT_HEAD, _SHORT_HEX, _SHORT_MESSAGE
+    plain = fast and not with_fields  # the text of a short frame's message of one frame is two lines, no fields
     for pos, end in zip(starts, ends, strict=True):
         flags = data[pos]
+        if not flags and plain and parts is None:
+            # Without fields, a message of one short frame: nearly every element of dense traffic.
+            size = end - pos - 2
+            body = h[(pos << 1) + 4:end << 1]
+            o = str(base + pos)  # (made once, written twice)
+            app(f'{{"kind":"frame","offset":{o}{head0[size]}{body}{hex0[size]}{body}"')
+            app(f'{{"kind":"message","offset":{o}{message0[size]}{body}"]')
+            continue
         if flags < fast:
             # A short frame shown whole: nearly every frame, so the shortest code.
             size = end - pos - 2
@@ -188,26 +197,21 @@ def scan_json_run(max_body: int | None, buf: bytearray, pos: int, base: int, fre
                 ff = f"{f0}{off}{f1}{off + 1}{short_size[flags][size]}{at}{body_length[size]}{value}{f6}"
                 mf = f"{m0}{1 if parts is None else len(parts) + 1}{m1}{at}{message_length[size]}{value}{m4}"
             if not flags:
-                o = str(off)  # (made once, written twice)
-                if parts is None:
-                    app(f'{{"kind":"frame","offset":{o}{head0[size]}{body}{hex0[size]}{body}"{ff}')
-                    if with_fields:
-                        fields = f',"fields":[{mf}]'
-                    app(f'{{"kind":"message","offset":{o}{message0[size]}{body}"]{fields}')
-                else:
-                    app(f'{{"kind":"frame","offset":{o}{head0[size]}{body}{hex0[size]}{body}"{ff}')
-                    parts.append(body)
-                    if with_fields:
-                        msg_fields.append(mf)
-                        fields = f',"fields":[{",".join(msg_fields)}]'
-                    if msg_cut:
-                        app(_message_head(msg_off, base + end - msg_off, parts, cut2) + fields)
-                        msg_cut = False
-                    else:  # (inline: one message in ten is multipart in bulk traffic)
-                        frames = '","'.join(parts)
-                        app(f'{{"kind":"message","offset":{msg_off},"length":{base + end - msg_off},'
-                            f'"frames":["{frames}"]{fields}')
-                    parts = None
+                # The last frame of a message of several (a message of one frame was written above).
+                assert parts is not None
+                app(f'{{"kind":"frame","offset":{off}{head0[size]}{body}{hex0[size]}{body}"{ff}')
+                parts.append(body)
+                if with_fields:
+                    msg_fields.append(mf)
+                    fields = f',"fields":[{",".join(msg_fields)}]'
+                if msg_cut:
+                    app(_message_head(msg_off, base + end - msg_off, parts, cut2) + fields)
+                    msg_cut = False
+                else:  # (inline: one message in ten is multipart in bulk traffic)
+                    frames = '","'.join(parts)
+                    app(f'{{"kind":"message","offset":{msg_off},"length":{base + end - msg_off},'
+                        f'"frames":["{frames}"]{fields}')
+                parts = None
             else:
                 app(f'{{"kind":"frame","offset":{off}{head1[size]}{body}{hex1[size]}{body}"{ff}')
                 if parts is None:
