@@ -93,3 +93,38 @@ test('the diagram under a flood: a link starts a dot at most every 50 ms, every 
   send(40);
   assert.equal(dots(), 4, '50 ms later the link starts another');
 });
+
+test('busy, the diagram draws its figures a third at a time (nodes, received lists, queues), never all in one frame', async () => {
+  const { TopologyView } = await import('../../frontend/js/views/topology.js');
+  const { TopologyState } = await import('../../frontend/js/core/topology-state.js');
+  const doc = createDocument();
+  const box = doc.createElement('div');
+  const view = new TopologyView(box);
+  const state = new TopologyState();
+  state.setTopology(TOPOLOGY);
+  view.setTopology(TOPOLOGY, state);
+  const log = [];
+  let seq = 0;
+  const send = (n) => {
+    for (let i = 0; i < n; i++) {
+      const msg = seq;
+      log.push({ seq: seq++, kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg });
+      log.push({ seq: seq++, kind: 'peer', what: 'recv', peer: 'w1', frames: [hex(`job-${msg}`)], msg });
+    }
+    state.sync(log);
+    view.update();
+  };
+  const sent = () => /sent (\d+)/.exec(walk(box).find((el) => el.getAttribute && el.getAttribute('data-node') === 'vent').textContent)[1];
+  const got = () => walk(box).find((el) => el.classList.contains('topo-got-row') && el.getAttribute('data-node') === 'w1').dataset.count;
+  const pause = () => new Promise((r) => setTimeout(r, 40));
+  send(1);
+  assert.deepEqual([sent(), got()], ['1', '1'], 'quiet: everything at once');
+  await pause();
+  send(40);
+  assert.deepEqual([sent(), got()], ['41', '1'], 'busy: the nodes first');
+  await pause();
+  send(40);
+  assert.deepEqual([sent(), got()], ['41', '81'], 'then the received lists');
+  view.update({ now: true });
+  assert.deepEqual([sent(), got()], ['81', '81'], 'all of it when asked');
+});

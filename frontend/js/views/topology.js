@@ -201,22 +201,38 @@ export class TopologyView {
       this.dotAt.set(link, t);
       this.sendDot(move);
     }
-    // (a frame full already, as when the sequence drew in it, leaves them to a later one: up to twice FIGURES_EVERY)
+    // Busy, the figures are drawn a third at a time (nodes, received lists, queues), each third every
+    // FIGURES_EVERY ms: all three in one frame made its longest frames. (A frame full already, as when the
+    // sequence drew in it, leaves them to a later one: up to twice the interval.)
+    const every = FIGURES_EVERY / 3;
     const since = t - this.figuresAt;
-    const wait = since < FIGURES_EVERY || (since < 2 * FIGURES_EVERY && frameQueue(this.win).spent() > FRAME_FULL_MS);
-    if (!now && st.seen - this.figuresSeen > BUSY && wait) {
-      if (!this.figuresTimer && this.win && this.win.setTimeout) {
-        // (drawn in the page's frame with the other views, not in a task of its own between frames)
-        this.updateSoon = this.updateSoon || frameThrottle(this.win, () => this.update());
-        this.figuresTimer = this.win.setTimeout(() => {
-          this.figuresTimer = null;
-          this.updateSoon();
-        }, FIGURES_EVERY);
-      }
+    const wait = since < every || (since < 2 * every && frameQueue(this.win).spent() > FRAME_FULL_MS);
+    if (!now && busy && wait) {
+      this.figuresLater(every);
       return;
     }
     this.figuresAt = t;
     this.figuresSeen = st.seen;
+    const part = now || !busy ? null : (this.figuresPart = ((this.figuresPart ?? -1) + 1) % 3);
+    if (part !== null) this.figuresLater(every); // (the other thirds follow, busy or not)
+    if (part === null || part === 0) this.updateNodes();
+    if (part === null || part === 1) for (const name of this.nodeEls.keys()) this.updateGot(name, st.node(name));
+    if (part === null || part === 2) for (const pipe of st.pipes.values()) this.updatePipe(pipe);
+  }
+
+  /** The figures drawn again in `ms`, in the page's frame with the other views (not in a task between frames). */
+  figuresLater(ms) {
+    if (this.figuresTimer || !this.win || !this.win.setTimeout) return;
+    this.updateSoon = this.updateSoon || frameThrottle(this.win, () => this.update());
+    this.figuresTimer = this.win.setTimeout(() => {
+      this.figuresTimer = null;
+      this.updateSoon();
+    }, ms);
+  }
+
+  /** The nodes' figures, markers and spoken descriptions. */
+  updateNodes() {
+    const st = this.state;
     for (const [name, el] of this.nodeEls) {
       const n = st.node(name);
       const parts = [];
@@ -233,8 +249,6 @@ export class TopologyView {
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
     }
-    for (const name of this.nodeEls.keys()) this.updateGot(name, st.node(name));
-    for (const pipe of st.pipes.values()) this.updatePipe(pipe);
   }
 
   /**
