@@ -21,7 +21,7 @@ import fnmatch
 import posixpath
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,7 +354,8 @@ def test_dunder_names_are_not_private() -> None:
 # ---- private attributes: `obj._name` where this module does not define `_name`
 
 # What namedtuples offer under an underscore, and the outside libraries' internals we lean on on purpose.
-PUBLIC_UNDERSCORE = frozenset({"_make", "_replace", "_asdict", "_fields"})
+PUBLIC_UNDERSCORE = frozenset({"_make", "_replace", "_asdict", "_fields",
+                               "_running_processes"})  # (pyshark's capture: its tshark processes, to stop them)
 
 
 def foreign_private_reads(source: str) -> list[tuple[str, int]]:
@@ -365,7 +366,14 @@ def foreign_private_reads(source: str) -> list[tuple[str, int]]:
     tree = ast.parse(source)
     defined: set[str] = set()
     outside: set[str] = set()
+    strings: Counter[str] = Counter()  # private names written as strings (`__slots__`, getattr by name)
+    by_name: list[tuple[ast.Call, str]] = []  # getattr/setattr/hasattr(obj, "_name", ...)
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                and _is_private(node.args[1].value)):
+            by_name.append((node, node.args[1].value))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defined.add(node.name)
         elif isinstance(node, ast.arg):
@@ -375,24 +383,27 @@ def foreign_private_reads(source: str) -> list[tuple[str, int]]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             defined.add(node.id)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _is_private(node.value):
-            defined.add(node.value)  # (`__slots__`, getattr/setattr by name)
+            strings[node.value] += 1
         elif isinstance(node, ast.Import):
             outside.update((a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith(PACKAGE))
         elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith(PACKAGE):
             outside.update(a.asname or a.name for a in node.names)
-    found = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _is_private(node.attr)):
-            continue
-        if node.attr in defined or node.attr in PUBLIC_UNDERSCORE:
-            continue
-        owner = node.value
+    # A name reached by getattr only is no name of this module's (`getattr(reasm, "_flows")`).
+    asked = Counter(name for _, name in by_name)
+    named = defined | {name for name, n in strings.items() if n > asked[name]}
+
+    def foreign(owner: ast.expr, name: str) -> bool:
+        if name in named or name in PUBLIC_UNDERSCORE:
+            return False
         if isinstance(owner, ast.Name) and (owner.id in ("self", "cls") or owner.id in outside):
-            continue
-        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
-            continue
-        found.append((node.attr, node.lineno))
-    return found
+            return False
+        return not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super")
+
+    found = [(node.attr, node.lineno) for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _is_private(node.attr)
+             and node.attr not in strings and foreign(node.value, node.attr)]
+    found += [(name, call.lineno) for call, name in by_name if foreign(call.args[0], name)]
+    return sorted(found, key=lambda f: f[1])
 
 
 def test_no_module_reads_another_modules_private_attributes() -> None:
@@ -408,6 +419,8 @@ def test_no_module_reads_another_modules_private_attributes() -> None:
      []),
     ("from pyspark import SparkContext\nactive = SparkContext._active_spark_context\n", []),
     ("from collections import namedtuple\nP = namedtuple('P', 'a')\np = P._make([1])\n", []),
+    ("def peek(reasm):\n    return getattr(reasm, '_flows', None)\n", [("_flows", 2)]),
+    ("class A:\n    __slots__ = ('_n',)\n    def f(self, other):\n        return getattr(other, '_n', 0)\n", []),
 ])
 def test_the_attribute_check(source: str, expected: list[tuple[str, int]]) -> None:
     assert foreign_private_reads(source) == expected

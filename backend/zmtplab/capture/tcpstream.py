@@ -259,6 +259,11 @@ class TcpReassembler:
 
     # ------------------------------------------------------------------ public API
 
+    def conn_of(self, pkt: Segment) -> str | None:
+        """The id of the connection `pkt`'s direction belongs to now (None: no connection in the table)."""
+        half = self._flows.get((pkt.src, pkt.sport, pkt.dst, pkt.dport))
+        return half.conn.id if half is not None else None
+
     def feed(self, pkt: Segment) -> list[StreamEvent]:
         """Take one captured segment; return the stream events it causes (often one StreamData)."""
         self._count += 1

@@ -166,10 +166,10 @@ class StoreWriter:
 
     def add(self, item: dict[str, Any] | SourcedRun) -> None:
         """Stores one item; an event dict gets its `index` (the analysis cites events by it)."""
-        if type(item) is SourcedRun:
+        if isinstance(item, SourcedRun):
             self._add_run(item)
         else:
-            self._add_event(item)  # type: ignore[arg-type]
+            self._add_event(item)
         if len(self._segs) >= CHUNK_SEGS or self._octet_bytes >= CHUNK_OCTETS or len(self._records) >= CHUNK_RECORDS:
             self._flush()
 
@@ -440,12 +440,12 @@ def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None)
         with open(capture, "rb") as raw:
             for n, item in enumerate(dissect_capture_runs(_CountingReader(raw, deadline), dissector=dissector,
                                                           result=result)):
-                if type(item) is SourcedRun:
+                if isinstance(item, SourcedRun):
                     counts[item.conn] = counts.get(item.conn, 0) + len(item.run)
                 else:
-                    conn = item["conn"]  # type: ignore[index]
-                    item["index"] = counts.get(conn, 0)  # type: ignore[index]
-                    counts[conn] = item["index"] + 1  # type: ignore[index]
+                    conn = item["conn"]
+                    item["index"] = counts.get(conn, 0)
+                    counts[conn] = item["index"] + 1
                 analyzer.add(item)
                 if not n & 1023 and os.path.exists(cancel):
                     return {"state": "cancelled", "error": "cancelled"}

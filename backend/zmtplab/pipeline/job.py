@@ -78,7 +78,7 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     resolved = spark.sparkContext.master
     if not resolved.startswith("local") and not getattr(spark, "_zmtplab_shipped", False):
         spark.sparkContext.addPyFile(_package_zip())
-        spark._zmtplab_shipped = True  # type: ignore[attr-defined]
+        spark._zmtplab_shipped = True  # type: ignore[attr-defined]  # (a mark on pyspark's session object)
     return spark
 
 
@@ -174,7 +174,7 @@ def run_pipeline(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
     finally:
         monitor.stop()
         for prop in ("spark.jobGroup.id", "spark.job.description"):
-            sc.setLocalProperty(prop, None)  # type: ignore[arg-type]
+            sc.setLocalProperty(prop, None)  # (None clears it)
         if stop_session and created:
             spark.stop()
     summary["timings"] = {k: round(v, 3) for k, v in timings.items()}

@@ -175,7 +175,7 @@ def _local_map(tasks: list[ScanTask]) -> list[RangeScan]:
 
 
 def range_bytes(r: PlannedRange) -> int:
-    if r.header is not None and r.header.compressed:
+    if r.header.compressed:
         return r.header.size * 4  # a guess at the decompressed size
     return max(0, r.stop - r.start)
 

@@ -118,7 +118,7 @@ class PlannedRange:
     state: Section
     last_ts: float  # the timestamp an SPB before any timestamped packet of the range takes
     frames: int
-    header: FileHeader = field(repr=False, default=None)  # type: ignore[assignment]
+    header: FileHeader = field(repr=False)
 
 
 # --------------------------------------------------------------------------- file header
@@ -342,8 +342,9 @@ def chain_scans(h: FileHeader, scans: list[RangeScan]) -> tuple[list[PlannedRang
                 scan = scan_range(h, scan.index, scan.nominal_start, scan.nominal_end, start=prev_end,
                                   state=expected_state)
         if scan.frames:
+            assert scan.start is not None  # (a range that read frames found where they start)
             stop = scan.error.offset if scan.error else scan.end
-            planned.append(PlannedRange(-1, scan.index, scan.start, stop, frame_base + 1,  # type: ignore[arg-type]
+            planned.append(PlannedRange(-1, scan.index, scan.start, stop, frame_base + 1,
                                         scan.state_in or Section(), last_ts, scan.frames, h))
         if scan.error is not None:
             err = replace(scan.error, frames=frame_base + scan.error.frames)

@@ -193,7 +193,8 @@ def runs_to_batches(runs: list[RunItem], *, with_fields: bool = True,
         sizes = np.add.reduceat(f.size, first)
         cut = pa.nulls(len(first), pa.bool_())
     else:
-        shown = np.minimum(f.size, max_body)  # type: ignore[call-overload]
+        assert max_body is not None  # (a frame was cut: there is a limit)
+        shown = np.minimum(f.size, max_body)
         sizes = np.add.reduceat(shown, first)
         cut = pa.array(np.where(np.add.reduceat((f.size > shown).astype(np.int64), first) > 0, True, None),
                        pa.bool_())
@@ -242,9 +243,9 @@ def _texts(f: _Layout, max_body: int | None) -> tuple[pa.Array, pa.Array, pa.Arr
     whole = bodies = pa.StringArray.from_buffers(f.n, pa.py_buffer(2 * f.body_at), pa.py_buffer(
         binascii.hexlify(f.bodies)))
     over = f.size > max_body if max_body is not None else None
-    if over is None or not over.any():
+    if max_body is None or over is None or not over.any():
         return hexes, bodies, whole, pa.nulls(f.n, pa.bool_())
-    cut = 2 * max_body  # type: ignore[operator]
+    cut = 2 * max_body
     mask = pa.array(over)
     bodies = pc.if_else(mask, pc.utf8_slice_codeunits(bodies, 0, cut), bodies)
     cut_hexes = pc.if_else(pa.array(f.long), pc.utf8_slice_codeunits(hexes, 0, 18 + cut),

@@ -74,7 +74,8 @@ class _Reader(DataSourceReader):
         return [RangesPartition(i, ranges) for i, ranges in enumerate(parts)] or [RangesPartition(0, [])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_partition(partition.ranges, inline=self.inline)  # type: ignore[attr-defined]
+        assert isinstance(partition, RangesPartition)  # (the partitions `partitions` made)
+        yield from read_partition(partition.ranges, inline=self.inline)
 
 
 def read_partition(ranges: list[PlannedRange], *, inline: bool = False) -> Iterator[pa.RecordBatch]:

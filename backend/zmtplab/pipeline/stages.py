@@ -135,7 +135,7 @@ def _groups(batches: Iterable[pa.RecordBatch], payloads: PayloadReader | None = 
             continue
         cols = [batch.column(name).to_pylist() for name in _IN_COLUMNS]
         run: list[TcpPacket] = []
-        key = None
+        key = (-1, -1)  # (no group yet: `run` is empty)
         for cap, flow, frame, ts, src, dst, sport, dport, seq, ack, flags, plen, missing, poff, payload, window in zip(
                 *cols, strict=True):
             if payload is None:
@@ -148,12 +148,12 @@ def _groups(batches: Iterable[pa.RecordBatch], payloads: PayloadReader | None = 
             k = (cap, flow)
             if k != key:
                 if run:
-                    yield key, run  # type: ignore[misc]
+                    yield key, run
                 run = []
                 key = k
             run.append(TcpPacket(frame, ts, src, dst, sport, dport, seq, ack, flags, payload, missing, window))
         if run:
-            yield key, run  # type: ignore[misc]
+            yield key, run
 
 
 class _Order:
@@ -211,18 +211,13 @@ def connections_partition(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Reco
                 if reasm is not None:
                     finish_group()
                 current, reasm, conns, order = key, TcpReassembler(), {}, _Order()
-            feed = reasm.feed  # type: ignore[union-attr]
-            # Which connection a packet went to (read-only peek; without it `packets` stays 0).
-            flows = getattr(reasm, "_flows", None)
-            if not isinstance(flows, dict):
-                flows = {}
+            assert reasm is not None
+            feed, conn_of = reasm.feed, reasm.conn_of
             for pkt in packets:
                 order.check(pkt.number)
                 _account(feed(pkt), conns)
-                half = flows.get((pkt.src, pkt.sport, pkt.dst, pkt.dport))
-                conn = getattr(half, "conn", None)
-                st = conns.get(getattr(conn, "id", None))  # type: ignore[arg-type]
-                if st is not None:
+                cid = conn_of(pkt)  # the connection the packet went to
+                if cid is not None and (st := conns.get(cid)) is not None:
                     st.packets += 1
             if len(rows) >= 4096:
                 yield _conn_batch(rows)
@@ -272,13 +267,14 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
     order = _Order()
 
     def emit(stream_events: list, emit_frame: int | None) -> None:
-        cap = current[0]  # type: ignore[index]
+        assert current is not None and dissector is not None
+        cap = current[0]
         events, keys = out.events, out.keys
         for sev in stream_events:
             if isinstance(sev, StreamOpened):
                 first_frames[sev.conn] = sev.packet
                 seqs[sev.conn] = 0
-            produced = dissector.feed_runs(sev)  # type: ignore[union-attr]
+            produced = dissector.feed_runs(sev)
             for event in produced:  # EventBatcher.add, inlined: this runs once per event
                 if type(event) is SourcedRun:
                     local = event.conn
@@ -304,7 +300,8 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                     reasm = TcpReassembler()
                     dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, runs=True)
                     first_frames, seqs, order = {}, {}, _Order()
-                feed = reasm.feed  # type: ignore[union-attr]
+                assert reasm is not None
+                feed = reasm.feed
                 for pkt in packets:
                     order.check(pkt.number)
                     stream_events = feed(pkt)
