@@ -57,11 +57,11 @@ test("a message's path stays marked when its wire element is fetched again with 
   assert.deepEqual(marked(), [4, 5, 6, 7], 'the fetched copy is still on the path');
 });
 
-test('the diagram under a flood: a link starts a dot at most every 50 ms, every message still counted', async () => {
+/** The diagram of TOPOLOGY fed by `send(n)`: n messages, each the events `eventsOf(msg)` makes. */
+async function fedDiagram(eventsOf) {
   const { TopologyView } = await import('../../frontend/js/views/topology.js');
   const { TopologyState } = await import('../../frontend/js/core/topology-state.js');
-  const doc = createDocument();
-  const box = doc.createElement('div');
+  const box = createDocument().createElement('div');
   const view = new TopologyView(box);
   const state = new TopologyState();
   state.setTopology(TOPOLOGY);
@@ -71,12 +71,19 @@ test('the diagram under a flood: a link starts a dot at most every 50 ms, every 
   const send = (n) => {
     for (let i = 0; i < n; i++) {
       const msg = seq;
-      log.push({ seq: seq++, kind: 'frame', conn: '0', dir: 's2c', offset: 64, length: 8, hex: `0006${hex(`job-${msg}`)}` });
-      log.push({ seq: seq++, kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg });
+      for (const ev of eventsOf(msg)) log.push({ seq: seq++, ...ev });
     }
     state.sync(log);
     view.update();
   };
+  return { box, view, send };
+}
+
+test('the diagram under a flood: a link starts a dot at most every 50 ms, every message still counted', async () => {
+  const { box, view, send } = await fedDiagram((msg) => [
+    { kind: 'frame', conn: '0', dir: 's2c', offset: 64, length: 8, hex: `0006${hex(`job-${msg}`)}` },
+    { kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg },
+  ]);
   const dots = () => walk(box).filter((el) => el.classList.contains('topo-dot')).length;
   send(1);
   assert.equal(dots(), 1, 'a quiet link: a dot per message');
@@ -95,25 +102,10 @@ test('the diagram under a flood: a link starts a dot at most every 50 ms, every 
 });
 
 test('busy, the diagram draws its figures a third at a time (nodes, received lists, queues), never all in one frame', async () => {
-  const { TopologyView } = await import('../../frontend/js/views/topology.js');
-  const { TopologyState } = await import('../../frontend/js/core/topology-state.js');
-  const doc = createDocument();
-  const box = doc.createElement('div');
-  const view = new TopologyView(box);
-  const state = new TopologyState();
-  state.setTopology(TOPOLOGY);
-  view.setTopology(TOPOLOGY, state);
-  const log = [];
-  let seq = 0;
-  const send = (n) => {
-    for (let i = 0; i < n; i++) {
-      const msg = seq;
-      log.push({ seq: seq++, kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg });
-      log.push({ seq: seq++, kind: 'peer', what: 'recv', peer: 'w1', frames: [hex(`job-${msg}`)], msg });
-    }
-    state.sync(log);
-    view.update();
-  };
+  const { box, view, send } = await fedDiagram((msg) => [
+    { kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg },
+    { kind: 'peer', what: 'recv', peer: 'w1', frames: [hex(`job-${msg}`)], msg },
+  ]);
   const sent = () => /sent (\d+)/.exec(walk(box).find((el) => el.getAttribute && el.getAttribute('data-node') === 'vent').textContent)[1];
   const got = () => walk(box).find((el) => el.classList.contains('topo-got-row') && el.getAttribute('data-node') === 'w1').dataset.count;
   const pause = () => new Promise((r) => setTimeout(r, 40));
