@@ -315,6 +315,8 @@ def test_big_messages_block_or_drop_in_libzmq_too(kind: str) -> None:
     assert 2 <= sim_through <= real_through
     if kind == "PUSH":  # sends met EAGAIN: the application waited (libzmq never drops for a PUSH)
         assert decisions(sim_events, "block") and decisions(real_events, "block")
-    else:  # every send went at once, and most never crossed: dropped at the PUB's SNDHWM
+    else:  # every send went at once, and some never crossed: dropped at the PUB's SNDHWM
         assert decisions(sim_events, "drop") and not decisions(real_events, "block")
-        assert real_through < COUNT // 2
+        # (How many libzmq gets through depends on how fast the tap drains the loopback buffers: about a
+        # third on a quiet machine, 21 of 40 once on a loaded CI runner. Never all.)
+        assert real_through < COUNT
