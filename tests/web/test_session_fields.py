@@ -78,6 +78,8 @@ def test_an_element_s_fields_come_in_the_language_asked_for(tmp_path):
         assert [f["value"] for f in zh["fields"]] == [f["value"] for f in en["fields"]]
         assert en["fields"][0]["note"].startswith("Flags of this message frame")
         assert zh["fields"][0]["note"] != en["fields"][0]["note"]
+        missing = client.get(f"/api/sessions/{session_id}/events/100000?lang=zh-CN")
+        assert missing.status_code == 404 and missing.json()["detail"] == "会话中没有事件 100000"
 
 
 def test_the_simulation_leaves_out_only_fields_it_can_make_again():
