@@ -31,16 +31,24 @@ asks for p99 under 100 ms with one burner on the box).
 
 The server's RSS is sampled from /proc/PID/status every half second; its CPU time (and the client
 processes') is reported per message sent, with the machine's load average: the machine runs the
-clients too, and anything else running on it shows in the latencies. The summary ends with
+clients too, and anything else running on it shows in the latencies.
+
+The anchor: after the messages (and `--drain`), the same clients send `{"type": "pause"}` at the same rate
+for `--floor` seconds (10; 0 skips it). A pause goes through everything a message does but the simulation
+(the socket, uvicorn, Starlette, the command's validation, the session's lock and state message): the
+server's CPU per pause is the floor the websocket path puts under any command, printed beside the CPU per
+message with their ratio, and the difference is what the session and its simulation cost. The summary ends
+with
 
     load_sessions: clients=100 sent=... delivered=... lost=0 p50=...ms p99=...ms rss_max=...MiB
-                   server_cpu=...us/msg load=... burners=N clients_pinned=yes|no goals=met|FAILED   (on one line)
+                   server_cpu=...us/msg floor=...us/cmd ratio=... load=... burners=N clients_pinned=yes|no
+                   goals=met|FAILED   (on one line)
 
 and the exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` ms (100),
-RSS under `--rss-goal` MiB (1024).
+RSS under `--rss-goal` MiB (1024), server CPU per message at most `--cpu-goal` µs (40, issue 22).
 
 Usage: python benchmarks/load_sessions.py [--clients 100] [--rate 100] [--duration 60] [--procs 2] [--pin]
-                                         [--burner N]
+                                         [--burner N] [--floor 10]
 """
 
 from __future__ import annotations
@@ -66,6 +74,9 @@ try:
     loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is a dependency of the project
     loads = json.loads
+
+
+PAUSE = json.dumps({"type": "pause"})
 
 
 def rss_kib(pid: int) -> int:
@@ -174,8 +185,19 @@ class Client:
             await self.ws.send(f'{{"type":"send","from":"server","frames":["{self.cid}:{seq}:{pad}"]}}')
         self.count = count
 
+    async def pauses(self, start: float, duration: float) -> int:
+        """The floor's commands: a pause at the same rate and schedule (see the module docstring)."""
+        assert self.ws is not None
+        count = int(duration * self.rate)
+        for seq in range(count):
+            delay = start + seq / self.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await self.ws.send(PAUSE)
+        return count
 
-def client_process(ids: list[int], base: str, rate: float, duration: float, drain: float,
+
+def client_process(ids: list[int], base: str, rate: float, duration: float, drain: float, floor: float,
                    ready_q: mp.Queue, go_q: mp.Queue, result_q: mp.Queue, cpus: set[int] | None = None) -> None:
     if cpus:
         os.sched_setaffinity(0, cpus)  # (see "Where the load runs" in the module docstring)
@@ -200,9 +222,7 @@ def client_process(ids: list[int], base: str, rate: float, duration: float, drai
         while time.monotonic() < deadline and any(c.sent for c in clients):
             await asyncio.sleep(0.1)
         cpu = time.process_time() - cpu0
-        for c in clients:
-            await c.ws.close()
-        return {
+        result = {
             "cpu": cpu,
             "sent": sum(c.count for c in clients),
             "delivered": sum(c.delivered for c in clients),
@@ -211,6 +231,15 @@ def client_process(ids: list[int], base: str, rate: float, duration: float, drai
             "errors": [e for c in clients for e in c.errors[:3]][:20],
             "closed_early": [c.closed for c in clients if c.closed and c.closed != "closed"][:20],
         }
+        if floor > 0:  # (the anchor: see the module docstring)
+            result_q.put(result)
+            start_wall = await asyncio.to_thread(go_q.get)
+            start = time.monotonic() + (start_wall - time.time())
+            counts = await asyncio.gather(*(c.pauses(start, floor) for c in clients))
+            result = {"commands": sum(counts)}
+        for c in clients:
+            await c.ws.close()
+        return result
 
     try:
         result_q.put(run(main()))
@@ -243,7 +272,10 @@ def main() -> int:
                          "starved for a while catches up on its schedule in a burst; the rate limit stays 200/s")
     ap.add_argument("--burner", type=int, default=0, metavar="N",
                     help="N busy processes on the machine for the whole run (other work on a shared box)")
+    ap.add_argument("--floor", type=float, default=10.0,
+                    help="seconds of pause commands after the run: the websocket path's CPU per command (0: skip)")
     ap.add_argument("--p99-goal", type=float, default=100.0, help="ms")
+    ap.add_argument("--cpu-goal", type=float, default=40.0, help="server CPU per message, µs")
     ap.add_argument("--rss-goal", type=float, default=1024.0, help="MiB")
     args = ap.parse_args()
 
@@ -269,7 +301,7 @@ def main() -> int:
         n = max(1, min(args.procs, args.clients))
         shares = [list(range(i, args.clients, n)) for i in range(n)]
         for ids in shares:
-            p = ctx.Process(target=client_process, args=(ids, base, args.rate, args.duration, args.drain,
+            p = ctx.Process(target=client_process, args=(ids, base, args.rate, args.duration, args.drain, args.floor,
                                                          ready_q, go_q, result_q, client_cpus), daemon=True)
             p.start()
             procs.append(p)
@@ -308,6 +340,15 @@ def main() -> int:
         rss_end = rss_kib(server.pid)
         cpu = cpu_seconds(server.pid) - cpu0
         load = os.getloadavg()
+        floor_cpu, commands = 0.0, 0
+        if args.floor > 0 and not any("failure" in r for r in results):
+            cpu1 = cpu_seconds(server.pid)
+            for _ in procs:
+                go_q.put(time.time() + 0.5)
+            for _ in procs:
+                commands += result_q.get(timeout=args.floor + 120).get("commands", 0)
+            time.sleep(0.3)  # (the last commands, still on their way)
+            floor_cpu = cpu_seconds(server.pid) - cpu1
     finally:
         for b in burners:
             b.terminate()
@@ -341,14 +382,21 @@ def main() -> int:
           f"{os.cpu_count()} CPUs (load average before the run: {load_before[0]:.1f})")
     print("client processes on CPUs " + (",".join(map(str, sorted(client_cpus))) + ", the server on the others"
                                          if client_cpus else "shared with the server (not confined)"))
+    floor_per_cmd = floor_cpu / commands * 1e6 if commands else float("nan")
+    ratio = cpu_per_msg / floor_per_cmd if commands else float("nan")
+    if commands:
+        print(f"the anchor, the websocket path alone: {commands} pause commands ({args.floor:g} s at the same rate), "
+              f"server CPU {floor_per_cmd:.0f} us per command; a message costs {ratio:.2f}x that, the session and "
+              f"its simulation {cpu_per_msg - floor_per_cmd:.0f} us of it (goal: {args.cpu_goal:g} us a message "
+              "in all)")
     if errors:
         print(f"errors from the server (first ones): {errors[:5]}")
     if closed:
         print(f"sockets closed early: {closed[:5]}")
-    ok = sent == delivered and p99 < args.p99_goal and rss_max < args.rss_goal
+    ok = sent == delivered and p99 < args.p99_goal and rss_max < args.rss_goal and cpu_per_msg <= args.cpu_goal
     print(f"load_sessions: clients={args.clients} sent={sent} delivered={delivered} lost={sent - delivered} "
           f"p50={p50:.1f}ms p99={p99:.1f}ms rss_max={rss_max:.0f}MiB server_cpu={cpu_per_msg:.0f}us/msg "
-          f"load={load[0]:.1f} burners={len(burners)} "
+          f"floor={floor_per_cmd:.0f}us/cmd ratio={ratio:.2f} load={load[0]:.1f} burners={len(burners)} "
           f"clients_pinned={'yes' if client_cpus else 'no'} goals={'met' if ok else 'FAILED'}")
     return 0 if ok else 1
 
