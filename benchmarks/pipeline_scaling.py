@@ -29,9 +29,10 @@ skews every figure).
 three passes' own functions (`source.read_partition`, `stages.connections_partition`,
 `sink.write_events_partition`, Parquet files and all) run one after the other in a fresh process on
 the captures' packets sorted as the shuffle sorts them, and their CPU time gives events/s and MB/s per
-core. `--baseline DIR` times another checkout's `backend` in the same rounds (alternating, medians of
-`--runs`), so before and after are measured side by side on a busy machine; `--profile` prints
-cProfile's view of the events pass. Last line: `pipeline_worker: events/s per core=... MB/s per core=...`.
+core, with the share of the events pass spent inside pyarrow's Parquet writing (what no change to our
+code can take away while the tables stay the same). `--baseline DIR` times another checkout's `backend` in
+the same rounds (alternating, medians of `--runs`), so before and after are measured side by side on a busy
+machine; `--profile` prints cProfile's view of the events pass. Last line: `pipeline_worker: events/s per core=... MB/s per core=...`.
 """
 
 from __future__ import annotations
@@ -228,6 +229,7 @@ def run_pipeline_timed(files: list[Path], out: Path, master: str | None) -> tupl
 _WORKER_CODE = """
 import cProfile, json, os, pstats, sys, tempfile, shutil, time
 import pyarrow as pa
+import pyarrow.parquet as pq
 from zmtplab.pipeline.plan import make_plan
 from zmtplab.pipeline.sink import prepare, write_events_partition
 from zmtplab.pipeline.source import read_partition
@@ -235,6 +237,22 @@ from zmtplab.pipeline.stages import connections_partition
 profile = sys.argv[1] == "1"
 plan = make_plan(sys.argv[2:])
 clock = time.process_time
+parquet = [0.0]  # CPU seconds inside pyarrow's Parquet writing (encoding, compression, the files)
+
+
+def timed(fn):
+    def wrapper(*args, **kwargs):
+        t = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            parquet[0] += clock() - t
+    return wrapper
+
+
+pq.write_table = timed(pq.write_table)
+pq.ParquetWriter.write_table = timed(pq.ParquetWriter.write_table)
+pq.ParquetWriter.close = timed(pq.ParquetWriter.close)
 t = clock()
 packets = pa.Table.from_batches([b for part in plan.partitions for b in read_partition(part)])
 read = clock() - t
@@ -263,7 +281,7 @@ finally:
     shutil.rmtree(out)
 if profiler:
     pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
-print(json.dumps({"read": read, "connections": connections, "events": events,
+print(json.dumps({"read": read, "connections": connections, "events": events, "parquet": parquet[0],
                   "rows": sum(f["rows"] for f in files if f["kind"] == "events"),
                   "bytes": sum(os.path.getsize(p) for p in sys.argv[2:])}))
 """
@@ -298,13 +316,16 @@ def worker_main(args: argparse.Namespace) -> int:
     rates = {}
     for name, runs in results.items():
         med = {k: statistics.median(r[k] for r in runs) for k in ("read", "connections", "events")}
+        parquet = statistics.median(r.get("parquet", float("nan")) for r in runs)
         rows, size = runs[0]["rows"], runs[0]["bytes"] / MB
         total = sum(med.values())
         rates[name] = rows / total
         print(f"{name:10}: {rows:,} events, {size:.1f} MB; CPU s (medians of {len(runs)}): read {med['read']:.2f}, "
               f"connections {med['connections']:.2f}, events {med['events']:.2f}; per core: "
               f"{rows / total:,.0f} events/s, {size / total:.2f} MB/s (events pass alone {rows / med['events']:,.0f}"
-              f" events/s)", flush=True)
+              f" events/s; pyarrow's Parquet writing {parquet:.2f} s of it, {parquet / med['events']:.0%}: a pass "
+              f"with nothing else would be {med['events'] / parquet if parquet else float('nan'):.1f}x as fast)",
+              flush=True)
     this = rates["this tree"]
     ratio = f" ratio to baseline={this / rates['baseline']:.2f}" if "baseline" in rates else ""
     size = results["this tree"][0]["bytes"] / MB
