@@ -32,7 +32,8 @@ the captures' packets sorted as the shuffle sorts them, and their CPU time gives
 core, with the share of the events pass spent inside pyarrow's Parquet writing (what no change to our
 code can take away while the tables stay the same). `--baseline DIR` times another checkout's `backend` in
 the same rounds (alternating, medians of `--runs`), so before and after are measured side by side on a busy
-machine; `--profile` prints cProfile's view of the events pass. Last line: `pipeline_worker: events/s per core=... MB/s per core=...`.
+machine; `--profile` prints cProfile's view of the events pass. Last line:
+`pipeline_worker: events/s per core=... MB/s per core=...`.
 """
 
 from __future__ import annotations
