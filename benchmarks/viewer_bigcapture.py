@@ -14,13 +14,16 @@ measures as a user feels it:
 - page latency: 100 events at random offsets of the whole capture (and of one connection);
 - search latency: a search over every element and body, for a rare text and for an absent one (the goal),
   and for a text found in nearly every chunk (`--everywhere`: no chunk can be skipped, the whole capture's
-  octets are scanned; printed beside the goal, not part of it).
+  octets are scanned; printed beside the goal, not part of it); and for a text most elements hold
+  (`--dense`, millions of matches, each placed in its element and counted): the first answer, which
+  the time limit may make partial, and the time until `more=1` requests have searched everything.
 
 The anchor is tshark reading the same file: `tshark -r FILE -T fields -e frame.number` (it dissects
 each packet's link, IP and TCP layers and prints one number per frame), timed to /dev/null; the ratio
 is ours (fully browsable) over tshark's time. Last line:
 `viewer_bigcapture: ours=...s tshark=...s ratio=... first_rows=...s MB/s=... rss_peak=...MB index/capture=...
-page_p50=...ms page_max=...ms search=...s search_everywhere=...s load=... goals=met|FAILED`
+page_p50=...ms page_max=...ms search=...s search_everywhere=...s search_dense=...s dense_hits=... load=...
+goals=met|FAILED`
 """
 
 from __future__ import annotations
@@ -167,6 +170,15 @@ def one_run(capture: Path, args: argparse.Namespace) -> dict[str, float]:
                 searches[name] = time.perf_counter() - t
                 assert not found["partial"] and found["searched"] == found["elements"] == total, found
                 searches[name + "_total"] = found["total"]
+            t = time.perf_counter()
+            params = {"q": args.dense, "limit": 100}
+            found = http.get(f"/api/captures/{capture_id}/events", params=params).json()
+            searches["dense_first"] = time.perf_counter() - t
+            searches["dense_first_searched"] = found["searched"] / found["elements"]
+            while found["partial"]:
+                found = http.get(f"/api/captures/{capture_id}/events", params={**params, "more": 1}).json()
+            searches["dense"] = time.perf_counter() - t
+            searches["dense_total"] = found["total"]
         sampler.stop.set()
         sampler.join()
         return {
@@ -175,6 +187,7 @@ def one_run(capture: Path, args: argparse.Namespace) -> dict[str, float]:
             "page_p50": statistics.median(pages), "page_max": max(pages), "search_rare": searches["rare"],
             "search_absent": searches["absent"], "rare_total": searches["rare_total"],
             "search_everywhere": searches["everywhere"], "everywhere_total": searches["everywhere_total"],
+            **{key: searches[key] for key in ("dense_first", "dense_first_searched", "dense", "dense_total")},
         }
     finally:
         sampler.stop.set()
@@ -193,6 +206,8 @@ def main() -> int:
     parser.add_argument("--absent", default="no such text", help="a text no element holds")
     parser.add_argument("--everywhere", default="msg 12345", help="a text nearly every chunk holds (a few elements "
                         "of each bulk.pcapng copy)")
+    parser.add_argument("--dense", default="msg", help="a text most elements hold (every message of each bulk.pcapng "
+                        "copy)")
     parser.add_argument("--data-dir", default=None, help="where the server stores the upload (default: /tmp)")
     parser.add_argument("--tshark-seconds", type=float, default=None, help="tshark's time measured before (its "
                         "runs are then skipped)")
@@ -227,7 +242,9 @@ def main() -> int:
           f"first_rows={figures['first_rows']:.2f}s MB/s={mb / ours:.1f} rss_peak={figures['rss_peak']:.0f}MB "
           f"index/capture={figures['ratio_index']:.2f} page_p50={figures['page_p50']:.1f}ms "
           f"page_max={figures['page_max']:.1f}ms search={figures['search']:.2f}s "
-          f"search_everywhere={med('search_everywhere'):.2f}s done={med('done'):.1f}s "
+          f"search_everywhere={med('search_everywhere'):.2f}s search_dense={med('dense'):.2f}s "
+          f"dense_hits={runs[0]['dense_total']} (first answer {med('dense_first'):.2f}s, "
+          f"{med('dense_first_searched'):.0%} searched) done={med('done'):.1f}s "
           f"load={load:.2f} "
           f"goals={'met' if goals else 'FAILED'}")
     return 0

@@ -8,11 +8,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from webkit import SHARED
 
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.eventstore import EventStore, analyze_file, ingest_capture
+from zmtplab.eventstore.layout import Finder
+from zmtplab.eventstore.store import Matches
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BODY = 16 << 20
@@ -101,6 +106,46 @@ def test_search_finds_what_a_scan_of_the_bodies_finds(bulk):
     assert store.listing(None, 0, 10, q="topic.3x").total == 0
     assert [e["name"] for e in store.listing(None, 0, 10, q="ready").events] == ["READY", "READY"]
     assert store.listing(None, 0, 10, q="msg 1999", kinds=["message"]).total == len(wanted) // 2
+
+
+@given(data=st.lists(st.sampled_from(b"aab\x00"), max_size=400).map(bytes),
+       needle=st.lists(st.sampled_from(b"ab\x00"), min_size=1, max_size=3).map(bytes),
+       start=st.integers(0, 50), span=st.integers(0, 450), sparse=st.integers(0, 4))
+def test_find_all_finds_every_occurrence(data: bytes, needle: bytes, start: int, span: int, sparse: int):
+    # memmem for the first few hits, numpy for the rest: every start from `start` to before `end`, overlaps too.
+    end = start + span
+    wanted = [i for i in range(start, min(end, len(data))) if data.startswith(needle, i)]
+    assert Finder(data).find_all(needle, start, end, sparse=sparse).tolist() == wanted
+
+
+@given(pieces=st.lists(st.tuples(st.integers(1, 200), st.sampled_from([1, 3, 50]), st.integers(0, 40)), max_size=6),
+       offset=st.integers(0, 800), limit=st.integers(0, 500), seed=st.integers(0, 2**16))
+def test_a_search_pages_its_matches_however_each_piece_keeps_them(pieces, offset: int, limit: int, seed: int):
+    # Each searched piece keeps its matches as positions or as a bitmap (whichever is smaller); a page is the
+    # same slice of all of them either way.
+    import random
+    rng = random.Random(seed)
+    matches, every, base = Matches(), [], 0
+    for count, spread, gap in pieces:
+        positions = sorted(rng.sample(range(base, base + count * spread), count))
+        matches.add(np.array(positions, np.int64))
+        every += positions
+        base += count * spread + gap
+    assert matches.window(offset, limit) == (every[offset:offset + limit], len(every))
+
+
+@pytest.mark.parametrize(("q", "conn", "kinds"), [("msg 1", None, None), ("MSG 1", "0", ["message"]),
+                                                ("6d 73 67", None, ["frame"]), ("g 19", "0", None)])
+def test_a_text_most_elements_hold_is_found_in_every_one(bulk, q: str, conn: str | None, kinds: list[str] | None):
+    # Dense hits (hundreds of thousands: a text in nearly every frame body) are placed in their elements all at
+    # once rather than one by one; the answer is still exactly the elements that hold the text, in order.
+    store, events = bulk
+    wanted = [(ev["conn"], ev["index"]) for ev in events if (conn is None or ev["conn"] == conn)
+              and (kinds is None or ev["kind"] in kinds) and _brute_force(ev, q)]
+    found = store.listing(conn, 0, len(events), q=q, kinds=kinds)
+    assert (found.total, found.partial) == (len(wanted), False)
+    assert len(wanted) >= 20_000
+    assert [(ev["conn"], ev["index"]) for ev in found.events] == wanted
 
 
 def test_the_analysis_made_apart_is_the_one_made_in_the_same_pass(tmp_path: Path):

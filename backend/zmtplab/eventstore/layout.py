@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import itertools
 import zlib
 from typing import Any
 
@@ -191,25 +192,47 @@ class RunLayout:
         return make_message(start, parts[-1].offset + parts[-1].length - start, parts)
 
 
-class RunBodies:
-    """Where the frame bodies of a run stored at `data[start:end]` lie (in `data`) and which events hold them:
-    what a search needs to place a hit, found by the engine's own frame-header scan (`scan_run`) and numpy
-    rather than by making the run's layout (`RunLayout`, a few times slower)."""
-
-    __slots__ = ("ends", "frame_events", "message_events", "starts")
-
-    def __init__(self, data: bytes, start: int, end: int) -> None:
-        heads = np.array(scan_run(memoryview(data)[start:end], 0)[2], dtype=np.int64) + start
-        flags = np.frombuffer(data, np.uint8)[heads]
-        last = (flags & 1) == 0  # (the frame ends its message)
-        before = np.cumsum(last) - last  # messages ended before each frame
-        lasts = np.flatnonzero(last)
-        closing = lasts[np.searchsorted(lasts, np.arange(len(heads)))]  # each frame's message's last frame
-        self.starts: list[int] = (heads + np.where(flags & 2, 9, 2)).tolist()
-        self.ends: list[int] = np.r_[heads[1:], end].tolist()
-        # Events go frame by frame, each message right after its last frame (as `FrameRun.events()` makes them).
-        self.frame_events: list[int] = (np.arange(len(heads)) + before).tolist()
-        self.message_events: list[int] = (closing + before[closing] + 1).tolist()
+def run_hits(data: bytes, positions: Any, width: int, run_pos: Any, run_end: Any) -> tuple[Any, Any, Any]:
+    """Which events hold the hits of a `width`-octet needle at `positions` (sorted) among the runs stored at
+    `data[run_pos[r]:run_end[r]]` (sorted, disjoint): for each hit that lies whole within a frame body, its
+    run `r`, its frame's event and its message's event within the run (numpy arrays). The frames are found
+    by the engine's own frame-header scan (`scan_run`), the rest in numpy for all the runs at once: a dense
+    text (a word in every message) has a hit in nearly every frame."""
+    empty = np.zeros(0, np.int64)
+    r = np.searchsorted(run_pos, positions, "right") - 1
+    inside = r >= 0
+    inside[inside] = positions[inside] + width <= run_end[r[inside]]
+    r, positions = r[inside], positions[inside]
+    if not len(r):
+        return empty, empty, empty
+    hit_runs = np.unique(r)  # the runs with hits, whose frames are scanned
+    view = memoryview(data)
+    bounds = zip(run_pos[hit_runs].tolist(), run_end[hit_runs].tolist(), strict=True)
+    heads_of = [scan_run(view[a:b], 0)[2] for a, b in bounds]
+    counts = np.fromiter(map(len, heads_of), np.int64, len(heads_of))
+    n = int(counts.sum())
+    heads = np.fromiter(itertools.chain.from_iterable(heads_of), np.int64, n) + np.repeat(run_pos[hit_runs], counts)
+    first = np.cumsum(counts) - counts  # each run's first frame
+    run_of = np.repeat(np.arange(len(hit_runs)), counts)
+    flags = np.frombuffer(data, np.uint8)[heads]
+    last = (flags & 1) == 0  # (the frame ends its message)
+    ended = np.cumsum(last) - last
+    before = ended - ended[first][run_of]  # messages of its run ended before each frame
+    lasts = np.flatnonzero(last)  # (a run holds whole messages: every frame's message closes within it)
+    closing = lasts[np.minimum(np.searchsorted(lasts, np.arange(n)), len(lasts) - 1)]
+    # Events go frame by frame, each message right after its last frame (as `FrameRun.events()` makes them).
+    frame_events = np.arange(n) - first[run_of] + before
+    message_events = closing - first[run_of] + before[closing] + 1
+    starts = heads + np.where(flags & 2, 9, 2)  # the bodies, after a short or a long header
+    ends = np.empty(n, np.int64)
+    ends[:-1] = heads[1:]
+    ends[first + counts - 1] = run_end[hit_runs]
+    f = np.searchsorted(starts, positions, "right") - 1
+    held = f >= 0
+    fh = f[held]
+    held[held] = (run_of[fh] == np.searchsorted(hit_runs, r[held])) & (positions[held] + width <= ends[fh])
+    f = np.unique(f[held])  # (a body may hold the needle many times: its events once)
+    return hit_runs[run_of[f]], frame_events[f], message_events[f]
 
 
 def _memmem() -> Any:
@@ -244,3 +267,22 @@ class Finder:
             return -1 if needle else self.size
         found = _MEMMEM(self.base + start, self.size - start, needle, len(needle))
         return -1 if found is None else found - self.base
+
+    def find_all(self, needle: bytes, start: int, end: int, sparse: int = 32) -> Any:
+        """Every position from `start` to before `end` where `needle` begins (overlapping ones too), sorted, as a
+        numpy array: `find` for the first `sparse` of them, then, when there are more, one numpy pass over the
+        rest (a call per hit costs more than a pass over the octets once hits are dense)."""
+        found: list[int] = []
+        i = self.find(needle, start)
+        while 0 <= i < end and len(found) < sparse:
+            found.append(i)
+            i = self.find(needle, i + 1)
+        head = np.array(found, np.int64)
+        if not 0 <= i < end:
+            return head
+        octets = np.frombuffer(self.data, np.uint8)
+        top = min(end, self.size - len(needle) + 1)  # (a needle begins no later than this)
+        candidates = np.flatnonzero(octets[i:top] == needle[0]) + i
+        for j in range(1, len(needle)):
+            candidates = candidates[octets[candidates + j] == needle[j]]
+        return np.concatenate([head, candidates])

@@ -30,9 +30,9 @@ from .layout import (
     RUN,
     SEG,
     Finder,
-    RunBodies,
     RunLayout,
     may_hold,
+    run_hits,
     searchable,
 )
 
@@ -45,6 +45,9 @@ _loads = json.loads
 
 SEARCH_STEP = 256  # segments searched by a request whose time is up before it starts (it still gets on)
 SEARCH_THREADS = 2  # chunks searched at once by one search (the machine the goals are measured on has 2 cores)
+
+Hits = tuple[Any, Any]  # a chunk's matches: their segments and each one's event within its segment (numpy)
+NO_HITS: Hits = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 class TextQuery:
@@ -122,19 +125,75 @@ class Page:
         return self.searched is not None and self.elements is not None and self.searched < self.elements
 
 
+class HitSet:
+    """The sorted positions of one searched piece's matches, kept in whichever takes less room: the positions
+    from the first (4 octets each), or a bitmap of the span they cover (a text in nearly every element: an
+    octet per 8 elements). A search of a gigabyte capture can match tens of millions of elements."""
+
+    __slots__ = ("bits", "count", "first", "offsets", "span")
+
+    def __init__(self, positions: Any) -> None:
+        self.count = len(positions)
+        self.first = int(positions[0])
+        self.span = int(positions[-1]) - self.first + 1
+        relative = positions - self.first
+        if self.span // 8 < 4 * self.count:
+            bitmap = np.zeros(self.span, bool)
+            bitmap[relative] = True
+            self.bits, self.offsets = np.packbits(bitmap), None
+        else:
+            self.bits, self.offsets = None, relative.astype(np.uint32)
+
+    def positions(self, start: int, stop: int) -> Any:
+        """The positions of matches `start` to `stop` of this piece (int64)."""
+        if self.offsets is not None:
+            return self.offsets[start:stop].astype(np.int64) + self.first
+        return np.flatnonzero(np.unpackbits(self.bits, count=self.span))[start:stop] + self.first
+
+
+class Matches:
+    """A search's matches so far: a `HitSet` per searched piece with matches, in order. One thread adds (the
+    search), any may page."""
+
+    def __init__(self) -> None:
+        self.hits: list[HitSet] = []
+        self.ends: tuple[int, Any] | None = None  # (pieces, the running count of matches at the end of each)
+
+    def add(self, positions: Any) -> None:
+        """Adds the sorted positions of the next piece's matches (after every one added before)."""
+        self.hits.append(HitSet(positions))
+
+    def window(self, offset: int, limit: int) -> tuple[list[int], int]:
+        """Matches `offset` to `offset + limit` (their positions) of those found so far, and how many those are."""
+        hits = self.hits[:]  # (another request may be adding to it)
+        cached = self.ends
+        if cached is None or cached[0] != len(hits):
+            cached = self.ends = (len(hits), np.cumsum([h.count for h in hits], dtype=np.int64))
+        ends = cached[1]
+        total = int(ends[-1]) if len(ends) else 0
+        out: list[int] = []
+        i = int(np.searchsorted(ends, offset, "right"))
+        while i < len(hits) and len(out) < limit and offset < total:
+            start = offset - (int(ends[i]) - hits[i].count)
+            taken = hits[i].positions(start, start + limit - len(out)).tolist()
+            out += taken
+            offset += len(taken)
+            i += 1
+        return out, total
+
+
 @dataclass
 class _Search:
     """A text search of one connection (or all), resumable at the chunk where a deadline stopped it."""
 
     conn_no: int | None
     elements: int
-    hits: list[Any] = field(default_factory=list)  # sorted position arrays, one per chunk searched with matches
+    matches: Matches = field(default_factory=Matches)
     chunk: int = 0  # the next chunk to search
     seg: int = 0  # and the next segment in it (a chunk may be searched in steps)
     searched: int = 0
     timed_out: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-    positions: tuple[int, Any] | None = None  # (searched, the matches' positions) of the last page
     chunks: int = 0
 
     @property
@@ -392,16 +451,9 @@ class EventStore:
                 finally:
                     s.lock.release()
         searched = s.searched
-        cached = s.positions
-        if cached is not None and cached[0] == searched:
-            positions = cached[1]
-        else:
-            hits = list(s.hits)
-            positions = np.concatenate(hits) if hits else np.zeros(0, np.int64)
-            s.positions = (searched, positions)
-        window = positions[offset:offset + limit].tolist()
+        window, total = s.matches.window(offset, limit)
         with self.lock:
-            return Page(self._events(c, window), len(positions), searched, s.elements)
+            return Page(self._events(c, window), total, searched, s.elements)
 
     def _advance(self, s: _Search, kinds: frozenset[int] | None, query: TextQuery, limits: SearchLimits) -> None:
         """Searches on from where `s` stopped, chunk by chunk, until it is complete or `limits` stop it.
@@ -419,7 +471,7 @@ class EventStore:
         def late() -> bool:
             return limits.deadline is not None and time.monotonic() > limits.deadline
 
-        def search(chunk: int, lo: int, hi: int, first: bool) -> list[tuple[int, int]] | None:
+        def search(chunk: int, lo: int, hi: int, first: bool) -> Hits | None:
             db = getattr(local, "db", None)
             if db is None:
                 db = local.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
@@ -434,7 +486,7 @@ class EventStore:
 
             return self._search_chunk(db, chunk, lo, hi, s.conn_no, kinds, query, stop)
 
-        pending: deque[tuple[int, int, Future[list[tuple[int, int]] | None]]] = deque()
+        pending: deque[tuple[int, int, Future[Hits | None]]] = deque()
         pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="zmtplab-search")
         try:
             after = s.chunk  # the next chunk to hand to the pool
@@ -464,89 +516,61 @@ class EventStore:
             for db in opened:
                 db.close()
 
-    def _count(self, s: _Search, a: int, b: int, found: list[tuple[int, int]]) -> None:
+    def _count(self, s: _Search, a: int, b: int, found: Hits) -> None:
         """Adds the matches of the searched segments `a` to `b` (as positions in the search's scope) to `s`."""
         conns = self.segs["conn"][a:b]
         counts = self.segs["count"][a:b]
         s.searched += int(counts.sum() if s.conn_no is None else counts[conns == s.conn_no].sum())
-        if found:
+        segs, ks = found
+        if len(segs):
             starts = self.gstart if s.conn_no is None else self.cstart
-            segs = np.fromiter((x for x, _ in found), dtype=np.int64, count=len(found))
-            ks = np.fromiter((k for _, k in found), dtype=np.int64, count=len(found))
-            s.hits.append(np.unique(starts[segs] + ks))
+            s.matches.add(np.unique(starts[segs] + ks))
         s.seg = b
         if b == int(self.chunk_first[s.chunk + 1]):
             s.chunk += 1
 
     def _search_chunk(self, db: sqlite3.Connection, chunk: int, a: int, b: int, conn_no: int | None,
-                      kinds: frozenset[int] | None, query: TextQuery,
-                      stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
-        """(segment, event) of the matches among segments `a` to `b` of a chunk: single events by `TextQuery`,
-        runs by their bodies. None when `stop()` (asked every few hundred matches) said to give them up."""
+                      kinds: frozenset[int] | None, query: TextQuery, stop: Callable[[], bool]) -> Hits | None:
+        """The matches among segments `a` to `b` of a chunk, as (segment, event within it) arrays: single events
+        by `TextQuery`, runs by their bodies. None when `stop()` (asked when a needle has hundreds of hits)
+        said to give them up."""
         grams = db.execute("SELECT grams FROM segs WHERE chunk=?", (chunk,)).fetchone()
         needles = may_hold(grams[0] if grams else b"", query.needles)
         if not needles:
-            return []  # (a pair of octets of every needle is missing from the chunk: nothing in it matches)
+            return NO_HITS  # (a pair of octets of every needle is missing from the chunk: nothing in it matches)
         rows = self.segs[a:b]
         mine = np.ones(b - a, dtype=bool) if conn_no is None else rows["conn"] == conn_no
         run = rows["kind"] == RUN
         singles = np.flatnonzero(mine & ~run)
         if kinds is not None:
             singles = singles[np.isin(rows["kind"][singles], np.array(sorted(kinds), dtype=np.uint8))]
-        out = self._search_singles(db, chunk, a, singles, query, needles, stop) if len(singles) else []
-        if out is None:
+        single_segs = self._search_singles(db, chunk, a, singles, query, needles, stop) if len(singles) else []
+        if single_segs is None:
             return None
+        segs = [np.array(single_segs, np.int64)]
+        ks = [np.zeros(len(single_segs), np.int64)]
         want_frames = kinds is None or FRAME in kinds
         want_messages = kinds is None or MESSAGE in kinds
-        if not run[mine].any() or not (want_frames or want_messages):
-            return out
-        data = _blob(db, "octets", chunk)
-        finder = Finder(data)
-        runs = np.flatnonzero(run)
-        first_pos = int(rows["pos"][runs[0]])
-        # (Made at the first hit: in most chunks that pass the filter without holding a needle, never.)
-        run_pos: list[int] = []
-        run_end: list[int] = []
-        runs_list: list[int] = []
-        mine_list: list[bool] = []
-        hits = 0
-        bodies: dict[int, RunBodies] = {}
-        found: set[tuple[int, int]] = set()
-        for needle in needles:
-            width = len(needle)
-            i = finder.find(needle, first_pos)
-            if i >= 0 and not run_pos:
-                run_pos = rows["pos"][runs].astype(np.int64).tolist()
-                run_end = (rows["pos"][runs].astype(np.int64) + rows["length"][runs]).tolist()
-                runs_list = runs.tolist()
-                mine_list = mine.tolist()
-            while 0 <= i < run_end[-1]:
-                hits += 1
-                if not hits & 255 and stop():
+        runs = np.flatnonzero(run & mine)
+        if len(runs) and (want_frames or want_messages):
+            data = _blob(db, "octets", chunk)
+            finder = Finder(data)
+            run_pos = rows["pos"][runs].astype(np.int64)
+            run_end = run_pos + rows["length"][runs]
+            for needle in needles:
+                positions = finder.find_all(needle, int(run_pos[0]), int(run_end[-1]))
+                if len(positions) > 256 and stop():
                     return None
-                r = bisect_right(run_pos, i) - 1
-                seg_local = runs_list[r]
-                if not mine_list[seg_local]:
-                    i = finder.find(needle, run_end[r])
-                    continue
-                where = bodies.get(r)
-                if where is None:
-                    where = bodies[r] = RunBodies(data, run_pos[r], run_end[r])
-                f = bisect_right(where.starts, i) - 1
-                if f >= 0 and i + width <= where.ends[f]:
-                    if want_frames:
-                        found.add((a + seg_local, where.frame_events[f]))
-                    if want_messages:
-                        found.add((a + seg_local, where.message_events[f]))
-                    i = finder.find(needle, where.ends[f])
-                else:
-                    i = finder.find(needle, i + 1)
-        out.extend(found)
-        return out
+                r, frame_events, message_events = run_hits(data, positions, len(needle), run_pos, run_end)
+                for wanted, events in ((want_frames, frame_events), (want_messages, message_events)):
+                    if wanted:
+                        segs.append(runs[r] + a)
+                        ks.append(events)
+        return np.concatenate(segs), np.concatenate(ks)
 
     def _search_singles(self, db: sqlite3.Connection, chunk: int, a: int, singles: Any, query: TextQuery,
-                        needles: list[bytes], stop: Callable[[], bool]) -> list[tuple[int, int]] | None:
-        """(segment, 0) of the single events `singles` (segments `a + i`) of a chunk that match: `memmem` for the
+                        needles: list[bytes], stop: Callable[[], bool]) -> list[int] | None:
+        """The segments of the single events `singles` (segments `a + i`) of a chunk that match: `memmem` for the
         `needles` over the chunk's search column finds the candidates, each one's record confirms it. None when
         `stop()` said to."""
         packed = _blob(db, "records", chunk, "search")
@@ -572,12 +596,12 @@ class EventStore:
         if not wanted:
             return []
         lines = zlib.decompress(_blob(db, "records", chunk)).split(b"\n")
-        out: list[tuple[int, int]] = []
+        out: list[int] = []
         for n, seg in enumerate(sorted(wanted)):
             if not n & 255 and n and stop():
                 return None
             if query.matches(_loads(lines[int(self.segs[seg]["pos"])])):
-                out.append((seg, 0))
+                out.append(seg)
         return out
 
     # ---- single events and fields
