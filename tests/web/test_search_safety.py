@@ -168,3 +168,24 @@ def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk)
             assert page["events"][0]["index"] < page["events"][1]["index"]
     finally:
         settings.search_max_seconds = 60.0
+
+
+def test_a_text_most_elements_hold_shows_its_first_page_at_once(server, bulk):
+    # Its page is full long before the rest is counted: it answers after `search_first_seconds` (partial), and
+    # `more=1` counts the rest. A text whose page is not full yet is searched on to the end as before.
+    srv, settings = server
+    settings.search_first_seconds = 0.05
+    try:
+        with httpx.Client(base_url=srv.base, timeout=30) as http:
+            t0 = time.monotonic()
+            first = http.get(events_url(bulk), params={"q": "msg 1", "limit": 100}).json()
+            took = time.monotonic() - t0
+            assert first["partial"] is True and 0 < first["searched"] < first["elements"], first
+            assert len(first["events"]) == 100 and first["total"] >= 100 and took < 10, took
+            rare = http.get(events_url(bulk), params={"q": "msg 199999", "limit": 100}).json()
+            assert (rare["partial"], rare["total"]) == (False, COPIES * 2)  # (a message and its frame a copy)
+            rest = http.get(events_url(bulk), params={"q": "msg 1", "limit": 100, "more": 1}).json()
+            assert (rest["partial"], rest["total"]) == (False, COPIES * 200_000)
+            assert rest["events"] == first["events"]
+    finally:
+        settings.search_first_seconds = 60.0

@@ -102,11 +102,15 @@ class SearchCancelled(Exception):
 @dataclass(frozen=True)
 class SearchLimits:
     """How far one request may search: until `deadline` (a `time.monotonic()` value), unless `cancel` is
-    set first. A search an earlier deadline stopped is answered as it stands unless `more` is set."""
+    set first, or, once it has found `enough` matches (the page it answers), until `soon` (a text most
+    elements hold fills its first page at once: the page need not wait for the rest to be counted). A
+    search a limit stopped is answered as it stands unless `more` is set."""
 
     deadline: float | None = None
     cancel: threading.Event | None = None
     more: bool = False
+    soon: float | None = None
+    enough: int = 0
 
 
 @dataclass(frozen=True)
@@ -158,10 +162,12 @@ class Matches:
     def __init__(self) -> None:
         self.hits: list[HitSet] = []
         self.ends: tuple[int, Any] | None = None  # (pieces, the running count of matches at the end of each)
+        self.count = 0  # matches so far
 
     def add(self, positions: Any) -> None:
         """Adds the sorted positions of the next piece's matches (after every one added before)."""
         self.hits.append(HitSet(positions))
+        self.count += len(positions)
 
     def window(self, offset: int, limit: int) -> tuple[list[int], int]:
         """Matches `offset` to `offset + limit` (their positions) of those found so far, and how many those are."""
@@ -469,7 +475,10 @@ class EventStore:
         opened: list[sqlite3.Connection] = []
 
         def late() -> bool:
-            return limits.deadline is not None and time.monotonic() > limits.deadline
+            now = time.monotonic()
+            if limits.soon is not None and now > limits.soon and s.matches.count >= limits.enough:
+                return True
+            return limits.deadline is not None and now > limits.deadline
 
         def search(chunk: int, lo: int, hi: int, first: bool) -> Hits | None:
             db = getattr(local, "db", None)

@@ -47,7 +47,9 @@ def page_body(events: EventStore, query: EventQuery, settings: Settings,
     """The page's JSON: `events` and `total`, and for a text search `searched`, `elements` and `partial`.
 
     Raises `SearchCancelled` once `cancel` is set."""
-    limits = SearchLimits(time.monotonic() + settings.search_max_seconds, cancel, query.more)
+    now = time.monotonic()
+    soon = None if query.more else now + settings.search_first_seconds  # (`more`: the reader asked for the rest)
+    limits = SearchLimits(now + settings.search_max_seconds, cancel, query.more, soon, query.offset + query.limit)
     found = events.listing(query.conn, query.offset, query.limit, kinds=query.kinds, q=query.q or None,
                            limits=limits)
     if query.fields:

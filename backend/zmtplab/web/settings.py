@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     search_max_seconds: float = Field(10.0, gt=0, description="a text search (`q`) answers after this many seconds "
                                                               "with what it found so far (`searched` of `elements`); "
                                                               "`more=1` searches on from there")
+    search_first_seconds: float = Field(1.0, gt=0, description="a text search that has found its page's matches "
+                                                                "answers after this many seconds (partial: `more=1` "
+                                                                "searches on); until `search_max_seconds` otherwise")
     max_searches_per_client: int = Field(2, ge=1, description="text searches one client address may run at once; "
                                                               "more are refused with 429")
     packet_cache_size: int = Field(512, ge=0)
