@@ -11,11 +11,11 @@ test('the count says where the search looked', () => {
   assert.equal(matchText({ total: 0 }, { scope: 'conn', conn: '3', connections: 5 }), '0 matching in connection 3');
 });
 
-test('a search the time limit stopped says how far it got', () => {
+test('a search answered before its end says how far it got', () => {
   const res = { total: 1234, searched: 250000, elements: 21800000, partial: true };
   assert.equal(
     matchText(res, { scope: 'all', connections: 2 }),
-    "1,234 matching so far in all 2 connections: searched 250,000 of 21,800,000 elements (the server's time limit stopped the search)",
+    "1,234 matching so far in all 2 connections: searched 250,000 of 21,800,000 elements (the server answered with what it had found; Search further counts the rest)",
   );
   assert.equal(matchText({ ...res, partial: false, searched: 21800000 }, { scope: 'all', connections: 2 }), '1,234 matching in all 2 connections');
 });

@@ -118,7 +118,7 @@ export class ConnectionBrowser {
     const { id } = this.file;
     const { searchApi } = this.page;
     const conn = scope === 'conn' ? this.conn : undefined;
-    let searchOn = more; // only the first page goes on with a search the time limit stopped
+    let searchOn = more; // only the first page goes on with a search the server answered before its end
     const controller = this.page.abortController();
     const source = new PagedSource({
       pageSize: PAGE,
@@ -168,7 +168,7 @@ export class ConnectionBrowser {
     );
   }
 
-  /** "Search further": the same search, on from where the server's time limit stopped it. */
+  /** "Search further": the same search, on from where the server answered it (its time limit, or its first page full). */
   searchFurther() {
     this.applyFilter(this.filter, { more: true });
   }

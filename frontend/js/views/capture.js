@@ -156,7 +156,7 @@ export class ConnectionsView {
 
 /**
  * Filter: element kind and free text (command name, socket type, text in bodies), in every connection
- * unless "this connection only" is ticked; "Search further" goes on with a search the time limit stopped.
+ * unless "this connection only" is ticked; "Search further" goes on with a search the server answered before its end.
  * new FilterBar(container, { onChange({kind, q, scope}), onMore() }) ; .set({kind, q, scope}) ; .setCount(text, {more})
  * (text: a string, or a function that says it in the page's language: said again on a language switch)
  */
