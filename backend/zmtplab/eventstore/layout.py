@@ -210,6 +210,13 @@ def run_hits(data: bytes, positions: Any, width: int, run_pos: Any, run_end: Any
     bounds = zip(run_pos[hit_runs].tolist(), run_end[hit_runs].tolist(), strict=True)
     heads_of = [scan_run(view[a:b], 0)[2] for a, b in bounds]
     counts = np.fromiter(map(len, heads_of), np.int64, len(heads_of))
+    if not counts.all():  # (a run without a whole message, which the writer never stores: nothing to place in it)
+        scanned = counts > 0
+        held = np.isin(r, hit_runs[scanned])
+        r, positions, hit_runs, counts = r[held], positions[held], hit_runs[scanned], counts[scanned]
+        heads_of = [heads for heads in heads_of if heads]
+        if not len(r):
+            return empty, empty, empty
     n = int(counts.sum())
     heads = np.fromiter(itertools.chain.from_iterable(heads_of), np.int64, n) + np.repeat(run_pos[hit_runs], counts)
     first = np.cumsum(counts) - counts  # each run's first frame

@@ -146,7 +146,7 @@ class HitSet:
             bitmap[relative] = True
             self.bits, self.offsets = np.packbits(bitmap), None
         else:
-            self.bits, self.offsets = None, relative.astype(np.uint32)
+            self.bits, self.offsets = None, relative.astype(np.uint32 if self.span <= 1 << 32 else np.int64)
 
     def positions(self, start: int, stop: int) -> Any:
         """The positions of matches `start` to `stop` of this piece (int64)."""
