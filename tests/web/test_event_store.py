@@ -16,7 +16,7 @@ from webkit import SHARED
 
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.eventstore import EventStore, analyze_file, ingest_capture
-from zmtplab.eventstore.layout import Finder
+from zmtplab.eventstore.layout import Finder, run_hits
 from zmtplab.eventstore.store import Matches
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,6 +116,39 @@ def test_find_all_finds_every_occurrence(data: bytes, needle: bytes, start: int,
     end = start + span
     wanted = [i for i in range(start, min(end, len(data))) if data.startswith(needle, i)]
     assert Finder(data).find_all(needle, start, end, sparse=sparse).tolist() == wanted
+
+
+_BODIES = st.lists(st.sampled_from(b"ab"), max_size=12).map(bytes) | st.binary(min_size=256, max_size=260)
+
+
+@given(runs=st.lists(st.lists(st.lists(_BODIES, min_size=1, max_size=3), min_size=1, max_size=4), min_size=1,
+                     max_size=4),
+       gap=st.integers(0, 3), needle=st.sampled_from([b"a", b"ab", b"ba", b"aab", b"\x00"]))
+def test_run_hits_places_every_hit_in_its_frame_and_message(runs, gap: int, needle: bytes):
+    # Runs of messages of one to three frames (short headers, and long ones for 256 octets and more), back to back
+    # with a few other octets between them: a hit counts in a frame when it lies whole within the frame's body,
+    # and names the frame's event and its message's event (events go frame by frame, each message after its last).
+    data, run_pos, run_end, wanted = bytearray(), [], [], set()
+    for r, messages in enumerate(runs):
+        data += b"\x01" * gap
+        run_pos.append(len(data))
+        k = 0
+        for frames in messages:
+            holders = []
+            for i, body in enumerate(frames):
+                more = 1 if i < len(frames) - 1 else 0
+                head = bytes([more, len(body)]) if len(body) < 256 else bytes([more | 2]) + len(body).to_bytes(8, "big")
+                data += head + body
+                if needle in body:
+                    holders.append(k)
+                k += 1
+            wanted.update((r, f, k) for f in holders)
+            k += 1
+        run_end.append(len(data))
+    data = bytes(data)
+    positions = Finder(data).find_all(needle, 0, len(data))
+    r, frame_events, message_events = run_hits(data, positions, len(needle), np.array(run_pos), np.array(run_end))
+    assert set(zip(r.tolist(), frame_events.tolist(), message_events.tolist(), strict=True)) == wanted
 
 
 @given(pieces=st.lists(st.tuples(st.integers(1, 200), st.sampled_from([1, 3, 50]), st.integers(0, 40)), max_size=6),
