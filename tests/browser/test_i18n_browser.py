@@ -157,6 +157,20 @@ def test_capture_viewer_in_each_language(page, live_server, artifacts, sample, l
         assert not CJK.search(page_text(page)), "Chinese on the English page"
 
 
+@pytest.mark.parametrize(("lang", "shape"), [("zh-CN", "元素 1\u2013\\d+\uff08共 420,005 个\uff09"),
+                                           ("en", "elements 1\u2013\\d+ of 420,005")])
+def test_the_follow_stream_says_which_elements_it_shows_in_each_language(page, live_server, sample, lang, shape):
+    # A connection longer than the hex view's window: its note counts the elements shown (it was English only).
+    page.goto(f"{live_server.base}/capture.html?lang={lang}")
+    page.set_input_files("#capture-file", str(sample("bulk.pcapng")))
+    page.wait_for_selector("#sequence .seq-row:not(.loading)", timeout=30_000)
+    page.locator("#sequence .seq-row").nth(2).click()
+    page.wait_for_function("() => /420,005/.test(document.querySelector('#hex .panel-note')?.textContent || '')",
+                           timeout=30_000)
+    note = page.locator("#hex .panel-note").inner_text()
+    assert re.fullmatch(shape, note), note
+
+
 @pytest.mark.parametrize("lang", ["zh-CN", "en"])
 def test_lesson_question_answered_in_each_language(page, live_server, artifacts, lang):
     words = WORDS[lang]

@@ -267,7 +267,9 @@ export class ConnectionBrowser {
     const draw = () => {
       if (stream !== this.stream) return;
       const last = Math.min(end, stream.length);
-      const note = stream.length > last - start ? `elements ${formatCount(start + 1)}–${formatCount(last)} of ${formatCount(stream.length)}` : '';
+      const note = stream.length > last - start
+        ? t('ui.hex.window', { from: formatCount(start + 1), to: formatCount(last), n: formatCount(stream.length) })
+        : '';
       this.page.wb.hex.setChunks(buildChunks(stream.slice(start, last).map(({ index: i, event }) => ({ index: typeof event.index === 'number' ? event.index : i, event }))), note);
     };
     stream.ensure(start, end).then(draw, (err) => this.page.status(err.message, 'error'));
@@ -281,7 +283,7 @@ export class ConnectionBrowser {
       const res = await this.page.api.capturePacket(id, n);
       if (this.file.id === id) packets.setLayers(res, n);
     } catch (err) {
-      packets.setLayers({ error: `Frame #${n}: ${err.message}` }, n);
+      packets.setLayers({ error: t('ui.packets.failed', { number: n, error: err.message }) }, n);
     }
   }
 }
