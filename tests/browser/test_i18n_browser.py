@@ -163,12 +163,17 @@ def test_the_follow_stream_says_which_elements_it_shows_in_each_language(page, l
     # A connection longer than the hex view's window: its note counts the elements shown (it was English only).
     page.goto(f"{live_server.base}/capture.html?lang={lang}")
     page.set_input_files("#capture-file", str(sample("bulk.pcapng")))
-    page.wait_for_selector("#sequence .seq-row:not(.loading)", timeout=30_000)
-    page.locator("#sequence .seq-row").nth(2).click()
-    page.wait_for_function("() => /420,005/.test(document.querySelector('#hex .panel-note')?.textContent || '')",
-                           timeout=30_000)
-    note = page.locator("#hex .panel-note").inner_text()
-    assert re.fullmatch(shape, note), note
+    try:
+        page.wait_for_selector("#sequence .seq-row:not(.loading)", timeout=30_000)
+        page.locator("#sequence .seq-row").nth(2).click()
+        page.wait_for_function("() => /420,005/.test(document.querySelector('#hex .panel-note')?.textContent || '')",
+                               timeout=30_000)
+        note = page.locator("#hex .panel-note").inner_text()
+        assert re.fullmatch(shape, note), note
+    finally:  # (the browser tests share one server and its per-address capture limit)
+        for capture in page.request.get(f"{live_server.base}/api/corpus/captures").json()["captures"]:
+            if capture["name"] == "bulk.pcapng":
+                page.request.delete(f"{live_server.base}/api/captures/{capture['id']}")
 
 
 @pytest.mark.parametrize("lang", ["zh-CN", "en"])
