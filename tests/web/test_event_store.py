@@ -123,11 +123,13 @@ _BODIES = st.lists(st.sampled_from(b"ab"), max_size=12).map(bytes) | st.binary(m
 
 @given(runs=st.lists(st.lists(st.lists(_BODIES, min_size=1, max_size=3), min_size=1, max_size=4), min_size=1,
                      max_size=4),
-       gap=st.integers(0, 3), needle=st.sampled_from([b"a", b"ab", b"ba", b"aab", b"\x00"]))
-def test_run_hits_places_every_hit_in_its_frame_and_message(runs, gap: int, needle: bytes):
+       gap=st.integers(0, 3),
+       needles=st.lists(st.sampled_from([b"a", b"ab", b"ba", b"aab", b"\x00"]), min_size=1, max_size=3, unique=True))
+def test_run_hits_places_every_hit_in_its_frame_and_message(runs, gap: int, needles: list[bytes]):
     # Runs of messages of one to three frames (short headers, and long ones for 256 octets and more), back to back
     # with a few other octets between them: a hit counts in a frame when it lies whole within the frame's body,
-    # and names the frame's event and its message's event (events go frame by frame, each message after its last).
+    # and names the frame's event and its message's event (events go frame by frame, each message after its last),
+    # once however many of the needles (a query's case forms) it holds.
     data, run_pos, run_end, wanted = bytearray(), [], [], set()
     for r, messages in enumerate(runs):
         data += b"\x01" * gap
@@ -139,15 +141,15 @@ def test_run_hits_places_every_hit_in_its_frame_and_message(runs, gap: int, need
                 more = 1 if i < len(frames) - 1 else 0
                 head = bytes([more, len(body)]) if len(body) < 256 else bytes([more | 2]) + len(body).to_bytes(8, "big")
                 data += head + body
-                if needle in body:
+                if any(needle in body for needle in needles):
                     holders.append(k)
                 k += 1
             wanted.update((r, f, k) for f in holders)
             k += 1
         run_end.append(len(data))
     data = bytes(data)
-    positions = Finder(data).find_all(needle, 0, len(data))
-    r, frame_events, message_events = run_hits(data, positions, len(needle), np.array(run_pos), np.array(run_end))
+    hits = [(Finder(data).find_all(needle, 0, len(data)), len(needle)) for needle in needles]
+    r, frame_events, message_events = run_hits(data, hits, np.array(run_pos), np.array(run_end))
     assert set(zip(r.tolist(), frame_events.tolist(), message_events.tolist(), strict=True)) == wanted
 
 

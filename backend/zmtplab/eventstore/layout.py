@@ -192,17 +192,22 @@ class RunLayout:
         return make_message(start, parts[-1].offset + parts[-1].length - start, parts)
 
 
-def run_hits(data: bytes, positions: Any, width: int, run_pos: Any, run_end: Any) -> tuple[Any, Any, Any]:
-    """Which events hold the hits of a `width`-octet needle at `positions` (sorted) among the runs stored at
-    `data[run_pos[r]:run_end[r]]` (sorted, disjoint): for each hit that lies whole within a frame body, its
-    run `r`, its frame's event and its message's event within the run (numpy arrays). The frames are found
-    by the engine's own frame-header scan (`scan_run`), the rest in numpy for all the runs at once: a dense
-    text (a word in every message) has a hit in nearly every frame."""
+def run_hits(data: bytes, hits: list[tuple[Any, int]], run_pos: Any, run_end: Any) -> tuple[Any, Any, Any]:
+    """Which events hold the hits of needles (`hits`: for each needle, the positions where it begins and its
+    length) among the runs stored at `data[run_pos[r]:run_end[r]]` (sorted, disjoint): for each frame whose
+    body holds a hit whole, its run `r`, its event and its message's event within the run (numpy arrays).
+    The frames are found once, by the engine's own frame-header scan (`scan_run`) of the runs with hits, the
+    rest in numpy for all the runs and needles at once: a dense text (a word in every message) has a hit in
+    nearly every frame."""
     empty = np.zeros(0, np.int64)
+    if not hits:
+        return empty, empty, empty
+    positions = np.concatenate([found for found, _ in hits])
+    ends_at = positions + np.concatenate([np.full(len(found), width, np.int64) for found, width in hits])
     r = np.searchsorted(run_pos, positions, "right") - 1
     inside = r >= 0
-    inside[inside] = positions[inside] + width <= run_end[r[inside]]
-    r, positions = r[inside], positions[inside]
+    inside[inside] = ends_at[inside] <= run_end[r[inside]]
+    r, positions, ends_at = r[inside], positions[inside], ends_at[inside]
     if not len(r):
         return empty, empty, empty
     hit_runs = np.unique(r)  # the runs with hits, whose frames are scanned
@@ -213,7 +218,8 @@ def run_hits(data: bytes, positions: Any, width: int, run_pos: Any, run_end: Any
     if not counts.all():  # (a run without a whole message, which the writer never stores: nothing to place in it)
         scanned = counts > 0
         held = np.isin(r, hit_runs[scanned])
-        r, positions, hit_runs, counts = r[held], positions[held], hit_runs[scanned], counts[scanned]
+        r, positions, ends_at = r[held], positions[held], ends_at[held]
+        hit_runs, counts = hit_runs[scanned], counts[scanned]
         heads_of = [heads for heads in heads_of if heads]
         if not len(r):
             return empty, empty, empty
@@ -237,8 +243,8 @@ def run_hits(data: bytes, positions: Any, width: int, run_pos: Any, run_end: Any
     f = np.searchsorted(starts, positions, "right") - 1
     held = f >= 0
     fh = f[held]
-    held[held] = (run_of[fh] == np.searchsorted(hit_runs, r[held])) & (positions[held] + width <= ends[fh])
-    f = np.unique(f[held])  # (a body may hold the needle many times: its events once)
+    held[held] = (run_of[fh] == np.searchsorted(hit_runs, r[held])) & (ends_at[held] <= ends[fh])
+    f = np.unique(f[held])  # (a body may hold needles many times: its events once)
     return hit_runs[run_of[f]], frame_events[f], message_events[f]
 
 

@@ -566,15 +566,14 @@ class EventStore:
             finder = Finder(data)
             run_pos = rows["pos"][runs].astype(np.int64)
             run_end = run_pos + rows["length"][runs]
-            for needle in needles:
-                positions = finder.find_all(needle, int(run_pos[0]), int(run_end[-1]))
-                if len(positions) > 256 and stop():
-                    return None
-                r, frame_events, message_events = run_hits(data, positions, len(needle), run_pos, run_end)
-                for wanted, events in ((want_frames, frame_events), (want_messages, message_events)):
-                    if wanted:
-                        segs.append(runs[r] + a)
-                        ks.append(events)
+            hits = [(finder.find_all(needle, int(run_pos[0]), int(run_end[-1])), len(needle)) for needle in needles]
+            if sum(len(found) for found, _ in hits) > 256 and stop():
+                return None
+            r, frame_events, message_events = run_hits(data, hits, run_pos, run_end)
+            for wanted, events in ((want_frames, frame_events), (want_messages, message_events)):
+                if wanted:
+                    segs.append(runs[r] + a)
+                    ks.append(events)
         return np.concatenate(segs), np.concatenate(ks)
 
     def _search_singles(self, db: sqlite3.Connection, chunk: int, a: int, singles: Any, query: TextQuery,
