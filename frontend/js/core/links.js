@@ -63,7 +63,8 @@ export function sessionRequest(mode, server, client, { autoplay = false } = {}) 
       libzmq: tcp && !!p.libzmq,
       greeting: GREETINGS.includes(p.greeting) ? p.greeting : 'libzmq',
     };
-    if (type === 'SUB') out.subscribe = p.subscribe || '';
+    // '' is the empty prefix (every message); null, no subscription at all: the SUB receives nothing, as in libzmq.
+    if (type === 'SUB') out.subscribe = p.subscribe === null ? null : p.subscribe || '';
     return out;
   };
   return { mode: tcp ? 'tcp' : 'simulated', server: peer(server), client: peer(client), autoplay: !!autoplay };

@@ -79,14 +79,23 @@ export class SessionForm {
       libzmq: h(d, 'input', { type: 'checkbox', name: `${role}-libzmq` }),
       greeting: h(d, 'select', { name: `${role}-greeting`, tTitle: 'ui.form.greeting.help' }),
       subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, tPlaceholder: 'ui.form.topic.hint', autocomplete: 'off' }),
+      // The empty prefix, every message: on by default (the playground's PUB/SUB shows its messages); off with no
+      // topic, the SUB subscribes to nothing and receives nothing, as a libzmq SUB that never subscribed.
+      every: h(d, 'input', { type: 'checkbox', name: `${role}-subscribe-every`, checked: true }),
     };
     for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, t: GREETING_LABELS[g] || g }));
     c.greeting.value = 'libzmq';
-    const topic = field(d, 'ui.form.topic', c.subscribe, 'topic');
+    const none = h(d, 'p', { class: 'hint topic-none', t: 'ui.form.topic.none' });
+    const topic = h(d, 'div', { class: 'topic' }, field(d, 'ui.form.topic', c.subscribe),
+      h(d, 'label', { class: 'check' }, c.every, ' ', h(d, 'span', { t: 'ui.form.topic.every' })), none);
     const syncType = () => {
       topic.hidden = c.type.value !== 'SUB';
+      c.subscribe.disabled = c.every.checked;
+      none.hidden = c.every.checked || !!c.subscribe.value;
     };
     c.type.addEventListener('change', syncType);
+    c.every.addEventListener('change', syncType);
+    c.subscribe.addEventListener('input', syncType);
     syncType();
     const creds = h(d, 'div', { class: 'creds' }, field(d, 'ui.form.username', c.username), field(d, 'ui.form.password', c.password));
     const sync = () => {
@@ -110,7 +119,7 @@ export class SessionForm {
   }
 
   values(c) {
-    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.subscribe.value };
+    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.every.checked ? '' : c.subscribe.value || null };
   }
 
   onSubmit(e) {

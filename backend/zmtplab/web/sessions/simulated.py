@@ -115,8 +115,8 @@ class SimulatedRuntime:
             self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client, server=False))
             self.sim.connect("client", "server")
             for name, peer in (("server", cfg.server), ("client", cfg.client)):
-                if peer.type == "SUB":
-                    # (a SUB that subscribes to nothing would show nothing: the form's topic, or every message)
+                if peer.type == "SUB" and peer.subscribe is not None:
+                    # ("" is the empty prefix, every message; None, nothing: as a libzmq SUB that never subscribed)
                     self.sim.subscribe(name, peer.subscribe.encode())
         except ValueError as exc:
             raise SessionConfigError(str(exc)) from None

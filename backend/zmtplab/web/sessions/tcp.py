@@ -47,7 +47,7 @@ from ...engine.dissector import ConnectionDissector
 from ...peers import decisions
 from ...peers.faults import SESSION_FAULTS
 from ...peers.simulation import RECV_DECISIONS, socket_options
-from ...peers.sockets import Again, Pipe, Socket, SocketStateError
+from ...peers.sockets import SUBSCRIBERS, Again, Pipe, Socket, SocketStateError, never_subscribed
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
 from ..models import PeerConfig, SessionCreate
@@ -110,7 +110,8 @@ class Plan:
         def spec(name: str, cfg: PeerConfig, binds: bool) -> NodeSpec:
             return NodeSpec(name=name, type=cfg.type, version=cfg.version, mechanism=cfg.mechanism,
                             identity=cfg.identity, username=cfg.username, password=cfg.password, libzmq=cfg.libzmq,
-                            greeting=cfg.greeting, subscribe=(cfg.subscribe,), binds=binds)
+                            greeting=cfg.greeting, subscribe=() if cfg.subscribe is None else (cfg.subscribe,),
+                            binds=binds)
 
         return cls([spec("server", config.server, True), spec("client", config.client, False)],
                    [LinkSpec(0, "client", "server")])
@@ -456,7 +457,8 @@ class TcpRuntime:
             client.connect(f"tcp://127.0.0.1:{self.taps[0].port}")
             for node in self.nodes.values():
                 assert node.side is not None
-                node.side.subscribe_all(node.spec.subscribe[0].encode())
+                if node.spec.subscribe:
+                    node.side.subscribe_all(node.spec.subscribe[0].encode())
                 node.side.start_draining()
             return
         for node in self.nodes.values():
@@ -681,6 +683,16 @@ class TcpRuntime:
 
     # ---- our nodes' socket decisions
 
+    def _never_subscribed(self, name: str) -> bool:
+        """Whether node `name` is a SUB/XSUB that subscribed to nothing (ours: its socket says; libzmq's: its
+        node's subscriptions, the only ones it makes)."""
+        node = self.nodes.get(name)
+        if node is None or node.spec.type not in SUBSCRIBERS:
+            return False
+        if isinstance(node.side, _LabSide):
+            return never_subscribed(node.side.peer.core.socket)
+        return not node.spec.subscribe
+
     def _watch_decisions(self, node: _Node, peer: TcpPeer) -> None:
         """Our socket's decisions (`peers.sockets`' observer) become `socket` events, worded by `peers.decisions`."""
         socket = peer.core.socket
@@ -708,6 +720,8 @@ class TcpRuntime:
         far, conn = self._pipe_end(node, pipe)
         if far is not None:
             args["peer"] = far
+            if what == "filter" and rule == "slow-joiner" and self._never_subscribed(far):
+                rule = "no-subscription"
         if frames:
             body = frames[1] if socket.type == "ROUTER" and what in ("route", "drop") and len(frames) > 1 else frames[0]
             args["msg"] = decisions.shown(body)

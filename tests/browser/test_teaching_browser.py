@@ -1,0 +1,68 @@
+"""Issue 32 in real Chromium against a real server: the playground as a teacher uses it in a lecture (a SUB
+that subscribes to nothing, faults on a topology's nodes, the diagram's arrows and counts, the player's states)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_topology_browser import SPEED_16_JS, diagram, sequence_rows, wait_for
+
+from testkit import LiveServer
+
+pytestmark = pytest.mark.browser
+
+
+# Both READY commands are on the wire: the handshake is done, the pipes are up.
+READY_BOTH_WAYS = ("() => [...document.querySelectorAll('#sequence .seq-row')]"
+                   ".filter((r) => /READY/.test(r.textContent)).length >= 2")
+
+
+def add_nodes(page: Any, *kinds: str) -> None:
+    page.locator(".topo-editor summary").click()
+    for kind in kinds:
+        page.select_option(".topo-editor > .ctl-row:has(#add-node) select", kind)
+        page.click("#add-node")
+
+
+def test_a_sub_left_without_a_subscription_receives_nothing_and_the_page_says_why(page: Any,
+                                                                                  live_server: LiveServer) -> None:
+    """The editor makes a SUB with no subscription (an empty field: as in libzmq, it receives nothing), says so
+    beside it, and the PUB's decision blames the missing subscription, not the slow joiner; the box for the
+    empty prefix subscribes it to every message."""
+    page.goto(f"{live_server.base}/index.html")
+    page.wait_for_selector("#preset-menu option", state="attached")
+    add_nodes(page, "PUB", "SUB")
+    page.click("#add-link")
+    row = page.locator(".topo-node-row[data-node='sub-1']")
+    assert row.locator(".topic-none").is_visible()
+    assert "receives nothing until it subscribes" in (row.locator(".topic-none").text_content() or "")
+    assert not page.locator(".topo-node-row[data-node='pub-1'] .topo-subscribe").is_visible()
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='sub-1']")
+    page.evaluate(SPEED_16_JS)
+    page.wait_for_function(READY_BOTH_WAYS)
+    page.select_option("#composer select >> nth=0", "pub-1")
+    page.fill("textarea[aria-label='Frame 1']", "news")
+    page.click("button:text-is('Send message')")
+    page.wait_for_function("() => [...document.querySelectorAll('#sequence .seq-row')]"
+                           ".some((r) => /subscribed to nothing/.test(r.textContent))")
+    filtered = sequence_rows(page, "what-filter")
+    assert filtered and all("slow joiner" not in r for r in filtered), filtered
+    assert diagram(page)["count"]["sub-1"] == 0
+
+    # The empty prefix, ticked: every message. (Starting a session folded the box.)
+    page.click("#topology-setup > summary")
+    box = row.locator("input[data-option='subscribe-every']")
+    box.check()
+    assert not row.locator(".topic-none").is_visible()
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='sub-1']")
+    page.evaluate(SPEED_16_JS)
+    # (The SUBSCRIBE must reach the PUB before it sends, or the slow joiner misses the message.)
+    page.wait_for_function("() => /sub-1 subscribed to ''/.test(document.querySelector('#sequence').textContent)")
+    page.select_option("#composer select >> nth=0", "pub-1")
+    page.fill("textarea[aria-label='Frame 1']", "news")
+    page.click("button:text-is('Send message')")
+    wait_for(page, "(d) => d.count['sub-1'] === 1")
+    assert diagram(page)["got"]["sub-1"] == ["news"]
