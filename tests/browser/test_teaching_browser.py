@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_topology_browser import SPEED_16_JS, diagram, sequence_rows, wait_for
+from test_playground_teacher_browser import wait_mark
+from test_topology_browser import SPEED_16_JS, diagram, sequence_rows, start_preset, wait_for
 
 from testkit import LiveServer
 
@@ -66,3 +67,24 @@ def test_a_sub_left_without_a_subscription_receives_nothing_and_the_page_says_wh
     page.click("button:text-is('Send message')")
     wait_for(page, "(d) => d.count['sub-1'] === 1")
     assert diagram(page)["got"]["sub-1"] == ["news"]
+
+
+def test_faults_strike_a_topology_node_the_teacher_picks(page: Any, live_server: LiveServer) -> None:
+    """In a topology session the fault menu's peers are its nodes and, for the node picked, its connections: a
+    worker's link of the load-balancing preset closes, in the simulation, where it used to answer "node
+    'server' has no such connection"."""
+    start_preset(page, live_server.base, "load-balancing")
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.count[w] === 2)")
+    page.locator("details.box", has=page.locator("summary:text-is('Inject a fault')")).locator("summary").click()
+    peer = page.locator("#faults label.field", has=page.locator(".field-label:text-is('Peer')")).locator("select")
+    assert peer.locator("option").evaluate_all("os => os.map(o => o.value)") == ["vent", "w1", "w2", "w3"]
+    peer.select_option("w2")
+    conn = page.locator("#faults label.field", has=page.locator(".field-label:text-is('Connection')")).locator("select")
+    assert conn.locator("option").all_text_contents() == ["its newest open one", "#1: w2 → vent"]
+    conn.select_option("1")
+    page.locator("#faults select").first.select_option(label="Close the connection")
+    page.click("#faults button:text-is('Inject fault')")
+    assert "closes the connection" in wait_mark(page, "closes the connection")
+    assert wait_mark(page, "^Connection 1 closed")
+    status = page.locator("#status")
+    assert not (status.is_visible() and "error" in (status.get_attribute("class") or "")), status.text_content()

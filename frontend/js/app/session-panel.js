@@ -107,6 +107,7 @@ export class SessionPanel {
       this.socketTypes = Object.fromEntries(nodes.map((n) => [n.name, n.type]));
       this.composer.setSocketTypes(this.socketTypes);
     }
+    this.faults.setTopology(topology);
     this.page.topology(topology);
   }
 
@@ -137,6 +138,7 @@ export class SessionPanel {
     const d = this.data;
     if (this.session) this.session.socket.close();
     page.topology(null);
+    this.faults.setTopology(null);
     page.reset(d);
     this.queuedAt = null;
     composer.setNote('');

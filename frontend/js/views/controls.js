@@ -90,12 +90,17 @@ export class SessionForm {
       h(d, 'label', { class: 'check' }, c.every, ' ', h(d, 'span', { t: 'ui.form.topic.every' })), none);
     const syncType = () => {
       topic.hidden = c.type.value !== 'SUB';
-      c.subscribe.disabled = c.every.checked;
       none.hidden = c.every.checked || !!c.subscribe.value;
     };
     c.type.addEventListener('change', syncType);
-    c.every.addEventListener('change', syncType);
-    c.subscribe.addEventListener('input', syncType);
+    c.every.addEventListener('change', () => {
+      if (c.every.checked) c.subscribe.value = ''; // (a two-peer SUB has one subscription: this one, or a prefix)
+      syncType();
+    });
+    c.subscribe.addEventListener('input', () => {
+      if (c.subscribe.value) c.every.checked = false;
+      syncType();
+    });
     syncType();
     const creds = h(d, 'div', { class: 'creds' }, field(d, 'ui.form.username', c.username), field(d, 'ui.form.password', c.password));
     const sync = () => {
@@ -119,7 +124,7 @@ export class SessionForm {
   }
 
   values(c) {
-    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.every.checked ? '' : c.subscribe.value || null };
+    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.subscribe.value || (c.every.checked ? '' : null) };
   }
 
   onSubmit(e) {
@@ -330,6 +335,12 @@ export class FaultMenu {
     const d = (this.doc = container.ownerDocument);
     this.kind = h(d, 'select', { tLabel: 'ui.fault.fault' });
     this.peer = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
+    // In a topology the peer is a node, and the connection one of its links (by default its newest open one).
+    this.conn = h(d, 'select', { tLabel: 'ui.fault.conn' });
+    this.connField = field(d, 'ui.fault.conn', this.conn, 'inline');
+    this.connField.hidden = true;
+    this.topology = null;
+    this.peer.addEventListener('change', () => this.syncConns());
     this.seconds = h(d, 'input', { type: 'number', min: 0, max: 60, step: 0.5, value: 2 });
     this.secondsField = field(d, 'ui.fault.seconds', this.seconds, 'inline');
     this.help = h(d, 'p', { class: 'hint' });
@@ -339,7 +350,43 @@ export class FaultMenu {
     this.setMode('simulated');
     i18n.onChange(() => this.setMode(this.mode));
     clear(container);
-    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
+    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.connField, this.secondsField, this.help, this.inject));
+  }
+
+  /**
+   * The session's topology (its `topology` message, null for a two-peer session): the peer is one of its nodes,
+   * the connection one of that node's (`conns`), so a fault strikes where the teacher points.
+   */
+  setTopology(topology) {
+    const d = this.doc;
+    const nodes = topology && Array.isArray(topology.nodes) ? topology.nodes.map((n) => n.name) : [];
+    const twoPeer = !nodes.length; // (a two-peer session sends no topology: the playground's socket does not ask)
+    this.topology = twoPeer ? null : topology;
+    const was = this.peer.value;
+    clear(this.peer);
+    if (twoPeer) {
+      for (const p of ['server', 'client']) this.peer.appendChild(h(d, 'option', { value: p, t: PEER_LABELS[p] }));
+    } else for (const name of nodes) this.peer.appendChild(h(d, 'option', { value: name, text: name }));
+    const names = [...this.peer.options].map((o) => o.value);
+    this.peer.value = names.includes(was) ? was : names[0] || '';
+    this.syncConns();
+  }
+
+  /** The chosen node's connections: its newest open one (the default), or one of them. */
+  syncConns() {
+    const d = this.doc;
+    const topo = this.topology;
+    this.connField.hidden = !topo;
+    if (!topo) return;
+    const node = this.peer.value;
+    const was = this.conn.value;
+    clear(this.conn);
+    this.conn.appendChild(h(d, 'option', { value: '', t: 'ui.fault.conn.newest' }));
+    for (const c of topo.conns || []) {
+      if (c.client !== node && c.server !== node) continue;
+      this.conn.appendChild(h(d, 'option', { value: String(c.conn), t: ['ui.fault.conn.one', { conn: c.conn, client: c.client, server: c.server }] }));
+    }
+    if ([...this.conn.options].some((o) => o.value === was)) this.conn.value = was;
   }
 
   /** The faults the server says sessions take ({fault, modes} each). */
@@ -368,6 +415,7 @@ export class FaultMenu {
 
   args() {
     const a = { peer: this.peer.value };
+    if (this.topology && this.conn.value !== '') a.conn = this.conn.value;
     if (this.kind.value === 'delay') a.seconds = Number(this.seconds.value) || 0;
     return a;
   }

@@ -923,7 +923,10 @@ class TcpRuntime:
             pass
 
     def _fault_dir(self, link: _Link, args: dict[str, Any]) -> str | None:
-        """The direction a fault acts on in this link (None: any); in a topology `node` names the writer."""
+        """The direction a fault acts on in this link (None: any); in a topology `node` names the writer, and
+        `conn` (when given) the one connection it strikes."""
+        if args.get("conn") is not None and str(args["conn"]) != str(link.conn):
+            return ""  # not this link
         node = args.get("node")
         if node is not None and link.tap is not None:
             if node == link.tap.spec.connect:
@@ -1175,6 +1178,8 @@ class TcpRuntime:
                 if self.plan.topology and peer is not None and link.tap is not None and peer not in (
                         link.tap.spec.connect, link.tap.spec.bind):
                     continue  # (a topology closes the connections of the node named, all of them without one)
+                if args.get("conn") is not None and str(args["conn"]) != str(link.conn):
+                    continue  # (or only the one connection named)
                 for writer in link.writers.values():
                     with contextlib.suppress(Exception):
                         writer.transport.abort()
