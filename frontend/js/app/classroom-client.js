@@ -2,6 +2,7 @@
 // websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
 
 import { t } from '../core/i18n.js';
+import { tr } from '../views/dom.js';
 import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
 import { ClassBar } from '../lessons/views.js';
 
@@ -13,7 +14,8 @@ export class ClassroomClient {
   /**
    * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
    * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
-   *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged() }
+   *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged(),
+   *         showList() (the lesson list, for this page's own link in the header) }
    */
   constructor(host, api, page) {
     this.host = host;
@@ -37,6 +39,37 @@ export class ClassroomClient {
       onLeave: () => this.leave(),
     });
     this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), (fn) => page.raf(fn));
+    this.navLinks = [...host.document.querySelectorAll('header.topbar a[href]')];
+    for (const a of this.navLinks) {
+      a.addEventListener('click', (ev) => {
+        // This page's own link, in a class: back to the lesson list here (a load would leave the class).
+        if (this.role && a.getAttribute('aria-current') === 'page' && !ev.ctrlKey && !ev.metaKey && !ev.shiftKey) {
+          ev.preventDefault();
+          page.showList();
+        }
+      });
+    }
+  }
+
+  /**
+   * The header's links while in a class: none may leave it without a word (students would see the teacher away,
+   * and the class end after two minutes). This page's own link shows the lesson list; the other pages open in a
+   * new tab, and say so. Out of a class they are plain links again.
+   */
+  guardNav() {
+    for (const a of this.navLinks) {
+      const away = !!this.role && a.getAttribute('aria-current') !== 'page';
+      if (away) {
+        a.target = '_blank';
+        a.rel = 'noopener';
+        tr(a, 'ui.class.newTab', 'title');
+      } else if (a.target) {
+        a.removeAttribute('target');
+        a.removeAttribute('rel');
+        a.removeAttribute('title');
+        a.removeAttribute('data-i18n-title');
+      }
+    }
   }
 
   /** A teacher's page shows the class what it now shows. */
@@ -77,6 +110,7 @@ export class ClassroomClient {
     const loc = this.win.location;
     const joinUrl = `${loc.origin || ''}${loc.pathname}?join=${this.classCode}`;
     this.bar.teacher({ code: this.classCode, joinUrl, count: this.counts.count, following: this.counts.following, connected });
+    this.guardNav();
   }
 
   async present() {
@@ -154,6 +188,7 @@ export class ClassroomClient {
     });
     if (previous && !previous.following) this.follower.wander();
     render();
+    this.guardNav();
     this.page.urlChanged();
     this.socket = openClassSocket({
       WebSocket: this.host.WebSocket,
@@ -216,6 +251,7 @@ export class ClassroomClient {
     this.classCode = null;
     this.follower = null;
     this.bar.idle(message);
+    this.guardNav();
     this.page.urlChanged();
   }
 }

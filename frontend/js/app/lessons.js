@@ -111,6 +111,7 @@ export function startLessons(host) {
       if (!player.lessonId) player.hintOpenLesson(t('ui.class.openLesson'));
     },
     urlChanged: () => nav.updateUrl(),
+    showList: () => userNav(() => player.showList(true)),
   });
 
   function broadcast() {
