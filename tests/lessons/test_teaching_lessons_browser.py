@@ -50,3 +50,27 @@ def test_the_header_links_do_not_take_the_teacher_out_of_the_class(browser, live
         t_ctx.close()
         s_ctx.close()
     assert not errors, errors
+
+
+def test_a_question_does_not_show_its_answer_until_it_is_given(browser, live_server):  # noqa: F811
+    """"Which byte says this frame is LONG?": the page neither selects nor lights the flags octet; the student
+    clicks it in the octet table, checks, and then it is the one shown (in the explanation and the selection
+    line, which counts octets by offset)."""
+    errors: list[str] = []
+    ctx, page = open_page(browser, errors)
+    try:
+        page.goto(f"{live_server.base}/lessons.html?lesson=framing&step=2")
+        at_step(page, 2, 6)
+        page.wait_for_selector(".explain-name")
+        assert page.text_content(".explain-name") == "size"
+        assert page.locator(".chip").all_text_contents() == ["size (8 octets)"]
+        assert page.locator("#octets .oct-box.selected[data-field='0']").count() == 0
+        page.click("#octets .oct-box[data-field='0']")
+        page.wait_for_selector(".explain-name:text-is('flags')")
+        assert "(offset 0)" in page.text_content(".lesson-panel")
+        page.click("button:text-is('Check my answer')")
+        page.wait_for_selector(".answer-result.right")
+        assert page.text_content(".explain-name") == "flags"
+    finally:
+        ctx.close()
+    assert not errors, errors

@@ -69,10 +69,10 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
         teacher.click("button:text-is('Next ▶')")
         at_step(student, 3, 6)
         same_view(teacher, student)
-        assert shown(student)["lit"] == ["identity frame (added by the frontend)", "empty delimiter (from the REQ)",
-                                         "frame 3"]
-        teacher.click(".chip >> nth=0")
-        student.wait_for_selector(".explain-name:text-is('frame 1')")
+        # (it asks which frame the broker added: that one is neither lit nor selected)
+        assert shown(student)["lit"] == ["empty delimiter (from the REQ)", "frame 3"]
+        teacher.click(".chip >> nth=1")
+        student.wait_for_selector(".explain-name:text-is('frame 3')")
         same_view(teacher, student)
         assert student.locator("#octets").inner_text().count("c1") >= 1
         student.screenshot(path=str(artifacts / "topology-02-student-dealer-frames.png"))

@@ -616,7 +616,8 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
     if step.element is not None:
         scene.element = _select(src.events, step.element, conns=src.conns)
         ev = src.events[scene.element]
-        scene.highlights = [_resolve_highlight(ev, hl) for hl in step.highlight]
+        # (`highlight`: the step's highlight each one is, which its label in another language follows)
+        scene.highlights = [{**_resolve_highlight(ev, hl), "highlight": n} for n, hl in enumerate(step.highlight)]
         if scene.highlights:
             scene.field = scene.highlights[0]["field"]
         q = step.question
@@ -626,7 +627,31 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
                 raise LessonPlayError(f"the answer field {q.answer.field!r} is not in the element")
         if q is not None and q.answer.byte is not None and q.answer.byte >= ev.get("length", 0):
             raise LessonPlayError(f"the answer byte {q.answer.byte} is outside the {ev.get('length')}-octet element")
+        if q is not None and q.answer.kind != "choice":
+            _keep_answer_back(scene, ev)
     return scene
+
+
+def answer_fields(scene: StepScene) -> list[int]:
+    """The fields of the step's element that are its question's answer: the answer field's candidates, or the
+    field holding the answer byte."""
+    q = scene.question
+    if q is None or q.answer.kind == "choice" or scene.element is None:
+        return []
+    if q.answer.kind == "field":
+        return list(scene.answer_fields)
+    ev = scene.events[scene.element]
+    at = ev.get("offset", 0) + (q.answer.byte or 0)
+    return [i for i, f in enumerate(ev.get("fields") or []) if f["offset"] <= at < f["offset"] + f["length"]]
+
+
+def _keep_answer_back(scene: StepScene, ev: dict[str, Any]) -> None:
+    """A question answered by a click must not be answered already: the scene neither selects nor highlights the
+    field it asks for (the step's other highlights stay, the first of them selected). The answer lights up once
+    it is given (`check_answer`'s `fields`)."""
+    answer = set(answer_fields(scene))
+    scene.highlights = [hl for hl in scene.highlights if hl["field"] not in answer]
+    scene.field = scene.highlights[0]["field"] if scene.highlights else None
 
 
 def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[StepScene]:
@@ -658,8 +683,9 @@ def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]
     """Checks a submission `{choice}` or `{index, field?, offset?}` against the step's question.
 
     `index` is the element the student picked, `field` a field index in it, `offset` a byte's
-    stream offset (a click in the hex dump). Returns `{correct, message, explain}` where
-    `explain` is the narration tree of the question's explanation (on a correct answer only).
+    stream offset (a click in the hex dump). Returns `{correct, message, explain, fields}` where
+    `explain` is the narration tree of the question's explanation and `fields` the answer's fields in the element
+    (to light up), both on a correct answer only.
     """
     q = scene.question
     if q is None:
@@ -690,5 +716,5 @@ def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]
                     correct = offset - element["offset"] == q.answer.byte
     if correct:
         return {"correct": True, "message": "Correct.",
-                "explain": markdown.parse(q.explain) if q.explain else []}
-    return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": []}
+                "explain": markdown.parse(q.explain) if q.explain else [], "fields": answer_fields(scene)}
+    return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": [], "fields": []}

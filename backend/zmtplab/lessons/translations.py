@@ -123,7 +123,7 @@ def localize_scene(scene: dict[str, Any], step: Step, lang: str) -> dict[str, An
     out["log"] = [{**e, "text": translate(e["text"], lang)} if isinstance(e.get("text"), str) else e
                   for e in scene["log"]]
     labels = [h.label for h in step.highlight]
-    out["highlights"] = [{**h, "label": labels[i] or h["label"]} if i < len(labels) else h
+    out["highlights"] = [{**h, "label": labels[n] or h["label"]} if (n := h.get("highlight", i)) < len(labels) else h
                          for i, h in enumerate(scene["highlights"])]
     if scene.get("question") is not None and step.question is not None:
         out["question"] = {**scene["question"], "prompt": step.question.prompt, "choices": step.question.choices}

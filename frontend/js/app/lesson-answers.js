@@ -6,9 +6,11 @@ import { t } from '../core/i18n.js';
 export class AnswerChecker {
   /**
    * hexEl: the hex dump's container; wb: the workbench; panel: the LessonPanel; api: the lessons API;
-   * where(): { lessonId, step } of the lesson shown.
+   * where(): { lessonId, step } of the lesson shown; reveal(field): a click question answered right shows its
+   * answer's field (the scene never selects it beforehand: that would give it away).
    */
-  constructor(hexEl, { wb, panel, api, where }) {
+  constructor(hexEl, { wb, panel, api, where, reveal = () => {} }) {
+    this.reveal = reveal;
     this.wb = wb;
     this.panel = panel;
     this.api = api;
@@ -64,7 +66,11 @@ export class AnswerChecker {
     const { lessonId, step } = this.where();
     if (!lessonId) return;
     try {
-      this.panel.setResult(await this.api.answer(lessonId, step, body));
+      const result = await this.api.answer(lessonId, step, body);
+      const now = this.where();
+      if (now.lessonId !== lessonId || now.step !== step) return; // (the page moved on meanwhile)
+      this.panel.setResult(result);
+      if (result.correct && Array.isArray(result.fields) && result.fields.length) this.reveal(result.fields[0]);
     } catch (err) {
       this.panel.setResult({ correct: false, message: err.message, explain: [] });
     }

@@ -85,7 +85,18 @@ export function startLessons(host) {
     }
   });
 
-  const answers = new AnswerChecker($('hex'), { wb, panel, api, where: () => ({ lessonId: player.lessonId, step: player.step }) });
+  const answers = new AnswerChecker($('hex'), {
+    wb,
+    panel,
+    api,
+    where: () => ({ lessonId: player.lessonId, step: player.step }),
+    reveal: (field) => {
+      const scene = player.scene;
+      if (!scene || !Number.isInteger(scene.element)) return;
+      if (wb.selection.get().index !== scene.element) bench.select(scene.element);
+      wb.selection.selectField(field);
+    },
+  });
   const nav = new LessonNavigation(win, {
     player,
     classroom: () => classroom,

@@ -175,6 +175,8 @@ class AnswerOut(BaseModel):
     correct: bool
     message: str
     explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once answered correctly")
+    fields: list[int] = Field(default_factory=list, description="the answer's fields in the step's element (indexes), "
+                              "once a click question is answered correctly: the page lights them up")
 
 
 def _question(step_question) -> QuestionOut | None:

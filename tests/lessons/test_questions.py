@@ -1,0 +1,73 @@
+"""Questions keep their answers to themselves (issue 32.4): a step that asks the student to click a field or an
+octet neither selects nor highlights it, its hint (in every language) names neither the field nor the offset,
+and once answered right the answer's fields come back to light up."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from zmtplab.lessons.player import answer_fields, check_answer
+from zmtplab.lessons.translations import localize_lesson
+
+
+def click_questions(lessons, played):
+    for lesson_id, scenes in played.items():
+        for scene in scenes:
+            q = scene.question
+            if q is not None and q.answer.kind != "choice":
+                yield lessons[lesson_id], scene
+
+
+def test_there_are_click_questions(lessons, played):
+    assert len(list(click_questions(lessons, played))) >= 12
+
+
+def test_a_click_question_does_not_show_its_answer(lessons, played):
+    for lesson, scene in click_questions(lessons, played):
+        where = f"{lesson.id} step {scene.number}"
+        answer = answer_fields(scene)
+        assert answer, where
+        assert scene.field not in answer, f"{where}: the answer is selected"
+        lit = [h["field"] for h in scene.highlights]
+        assert not set(lit) & set(answer), f"{where}: the answer is highlighted"
+        public = scene.public()
+        assert public["field"] not in answer and not {h["field"] for h in public["highlights"]} & set(answer)
+
+
+def hint_gives_away(hint: str, scene) -> str | None:
+    """What in `hint` names the answer: the answer field's name, or its offset in the element."""
+    ev = scene.events[scene.element]
+    for i in answer_fields(scene):
+        f = ev["fields"][i]
+        if f["name"] in hint:
+            return f["name"]
+        offset = f["offset"] - ev["offset"]
+        for n in range(offset, offset + f["length"]):
+            if re.search(rf"(?<![\d.]){n}(?![\d.])", hint):
+                return str(n)
+    return None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_hint_does_not_state_the_answer(lessons, played, lang):
+    for lesson, scene in click_questions(lessons, played):
+        step = (localize_lesson(lesson, lang) if lang != "en" else lesson).steps[scene.number - 1]
+        hint = step.question.hint or ""
+        found = hint_gives_away(hint, scene)
+        assert found is None, f"{lesson.id} step {scene.number} ({lang}): the hint {hint!r} says {found!r}"
+
+
+def test_the_right_answer_lights_its_fields(lessons, played):
+    for lesson, scene in click_questions(lessons, played):
+        answer = answer_fields(scene)
+        ev = scene.events[scene.element]
+        given = ({"field": answer[0]} if scene.question.answer.kind == "field"
+                 else {"offset": ev["offset"] + scene.question.answer.byte})
+        result = check_answer(scene, {"index": scene.element, **given})
+        assert result["correct"] and result["fields"] == answer, f"{lesson.id} step {scene.number}"
+        wrong = next(i for i in range(len(scene.events[scene.element]["fields"])) if i not in answer)
+        result = check_answer(scene, {"index": scene.element, "field": wrong})
+        if not result["correct"]:  # (a byte question's field of several octets may hold the answer byte)
+            assert result["fields"] == []
