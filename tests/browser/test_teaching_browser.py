@@ -88,3 +88,42 @@ def test_faults_strike_a_topology_node_the_teacher_picks(page: Any, live_server:
     assert wait_mark(page, "^Connection 1 closed")
     status = page.locator("#status")
     assert not (status.is_visible() and "error" in (status.get_attribute("class") or "")), status.text_content()
+
+
+EDGES_JS = """() => [...document.querySelectorAll('#topology .topo-edge:not(.proxy)')].map((e) => {
+  const line = e.querySelector('line');
+  return { from: e.dataset.from, to: e.dataset.to, ways: e.dataset.ways, start: line.getAttribute('marker-start'),
+           end: line.getAttribute('marker-end'), ring: e.querySelectorAll('circle.topo-bind').length };
+})"""
+
+
+def test_arrows_go_the_way_messages_go_and_the_counts_are_honest(page: Any, live_server: LiveServer) -> None:
+    """The SUBs connect to the PUB, yet the arrows point from the PUB to them (a ring marks the PUB's binding end);
+    the PUB "sent 4", the four updates its application sent (eight copies crossed the wire); the broker's ends say
+    what the proxy read from them rather than "got 0"; a SUB that stopped reading is not a blocked send."""
+    start_preset(page, live_server.base, "pub-sub-topics")
+    wait_for(page, "(d) => d.got['sub-3'].length === 4")
+    edges = page.evaluate(EDGES_JS)
+    assert [(e["from"], e["to"]) for e in edges] == [("sub-1", "pub"), ("sub-2", "pub"), ("sub-3", "pub")]
+    assert all(e["ways"] == "back" and e["start"] == "url(#topo-arrow)" and e["end"] is None and e["ring"] == 1
+               for e in edges), edges
+    assert diagram(page)["nodes"]["pub"]["stats"].startswith("sent 4 ·")
+    legend = page.text_content("#topology .topo-legend") or ""
+    assert "the way messages go" in legend and "binds" in legend
+
+    start_preset(page, live_server.base, "extended-reqrep")
+    wait_for(page, "(d) => ['c1','c2','c3'].every((c) => d.got[c].length === 1)")
+    edges = page.evaluate(EDGES_JS)
+    assert {e["ways"] for e in edges} == {"both"}
+    assert all(e["start"] and e["end"] for e in edges)
+    d = diagram(page)
+    for end in ("brk-front", "brk-back"):
+        assert "proxy" in d["nodes"][end]["text"] and "got 0" not in d["nodes"][end]["stats"], d["nodes"][end]
+        assert "read 3" in d["nodes"][end]["stats"], d["nodes"][end]
+    row = page.text_content("#topology .topo-got-row[data-node='brk-front']") or ""
+    assert "read by the proxy: 3" in row
+
+    start_preset(page, live_server.base, "pub-drops")
+    wait_for(page, "(d) => /not reading/.test(d.nodes['sub-slow'].badges)")
+    d = diagram(page)
+    assert "blocked" not in d["nodes"]["sub-slow"]["badges"] and not d["nodes"]["sub-slow"]["blocked"]

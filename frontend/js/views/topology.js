@@ -1,5 +1,6 @@
 // The topology diagram of a playground session (issue 19.4): nodes with their socket types, links as
-// arrows from the connecting node to the binding one, each pipe's queue depth against its high-water
+// arrows the way their messages go (both ways for request-reply and PAIR), a ring where a link's binding
+// end is (the connecting end has none), each pipe's queue depth against its high-water
 // mark, dots that move along a link as its messages cross, drop and block markers, and below the
 // diagram who got which message. Clicking a message (a dot, or one a node got) picks it: its path
 // through every hop is highlighted here and in the sequence.
@@ -33,6 +34,10 @@ export const TOPOLOGY_TEXT = messages({
   drops: ['ui.topo.drops'],
   blocked: 'ui.topo.blocked',
   blocks: ['ui.topo.blocks'],
+  stalled: 'ui.topo.stalled',
+  relayed: ['ui.topo.relayed'],
+  read: ['ui.topo.read'],
+  proxyEnd: ['ui.topo.proxyEnd'],
   filtered: ['ui.topo.filtered'],
   depth: ['ui.topo.depth'],
   depthIn: ['ui.topo.depthIn'],
@@ -63,6 +68,7 @@ const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and
 const BUSY = 32; // events between two redraws that make a session busy
 const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: busy figures wait for another
 const DOT_EVERY = 50; // ms between two dots on one link while the session is busy
+const BIND_R = 5; // the ring at a link's binding end
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -116,13 +122,28 @@ export class TopologyView {
     this.nodeEls = new Map(); // name -> { g, stats, badges }
     // (a real libzmq socket, in real TCP sessions, says so under its type)
     const libzmq = new Set(((topology && topology.nodes) || []).filter((x) => x.libzmq).map((x) => x.name));
+    // (a proxy's two ends say so: their application is zmq_proxy)
+    const proxied = new Set(((topology && topology.proxies) || []).flatMap((x) => [x.frontend, x.backend]));
     const edges = L.edges.map((e) => {
-      const [x1, y1, x2, y2] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
+      // The line stops short of the binding node for the ring that marks its end (an arrowhead then ends at it).
+      const [x1, y1, bx, by] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
+      const len = Math.hypot(bx - x1, by - y1) || 1;
+      const ring = e.proxy ? 0 : BIND_R * 2 + 1;
+      const x2 = Math.round((bx - ((bx - x1) / len) * ring) * 10) / 10;
+      const y2 = Math.round((by - ((by - y1) / len) * ring) * 10) / 10;
+      const ways = e.ways || { forward: true, back: false };
+      const arrow = 'url(#topo-arrow)';
+      // The label beside the line, not on it: a third of the way from the connecting end, pushed off the line.
+      const nx = -(by - y1) / len;
+      const ny = (bx - x1) / len;
+      const side = ny > 0 ? -1 : 1; // (above a level line)
+      const label = e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : '';
       const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to,
+        'data-ways': e.proxy ? 'proxy' : ways.forward && ways.back ? 'both' : ways.forward ? 'forward' : 'back',
         role: 'img', 'aria-label': e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? TOPOLOGY_TEXT.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : TOPOLOGY_TEXT.srLink({ from: e.from, to: e.to }) },
-        s(d, 'line', { x1, y1, x2, y2, 'marker-end': e.proxy ? null : 'url(#topo-arrow)' }),
-        s(d, 'text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, 'text-anchor': 'middle', class: 'edge-label' },
-          e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : ''));
+        s(d, 'line', { x1, y1, x2, y2, 'marker-end': !e.proxy && ways.forward ? arrow : null, 'marker-start': !e.proxy && ways.back ? arrow : null }),
+        e.proxy ? null : s(d, 'circle', { cx: bx - ((bx - x1) / len) * BIND_R, cy: by - ((by - y1) / len) * BIND_R, r: BIND_R, class: 'topo-bind' }),
+        s(d, 'text', { x: x1 + (bx - x1) * 0.35 + side * nx * 11, y: y1 + (by - y1) * 0.35 + side * ny * 11 + 4, 'text-anchor': 'middle', class: 'edge-label' }, label));
       this.edgeEls.set(String(e.link), g);
       return g;
     });
@@ -140,7 +161,7 @@ export class TopologyView {
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
       s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, libzmq.has(p.id) ? `${p.type} · libzmq` : p.type),
+      nodeLabel(s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id)),
       stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
       this.nodeEls.set(p.id, { g, stats, badges });
@@ -237,17 +258,20 @@ export class TopologyView {
       const n = st.node(name);
       const parts = [];
       if (n.sent) parts.push(TOPOLOGY_TEXT.sent({ count: n.sent }));
-      parts.push(TOPOLOGY_TEXT.received({ count: n.received.length }));
+      // A proxy's end has no application of its own: what the proxy read from it, not "got 0".
+      parts.push(n.proxied ? TOPOLOGY_TEXT.read({ count: n.relayed }) : TOPOLOGY_TEXT.received({ count: n.received.length }));
       if (n.filtered) parts.push(TOPOLOGY_TEXT.filtered({ count: n.filtered }));
       setText(el.stats, parts.join(' · '));
       const badges = [];
       if (n.drops) badges.push(TOPOLOGY_TEXT.drops({ count: n.drops }));
       if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
       else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
+      if (n.stalled) badges.push(TOPOLOGY_TEXT.stalled);
       setText(el.badges, badges.join('  '));
       this.speak(name, el);
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
+      el.g.classList.toggle('stalled', n.stalled);
     }
   }
 
@@ -270,10 +294,14 @@ export class TopologyView {
 
   updateGot(name, n) {
     const row = this.gotRows.get(name);
-    if (!row || row.shown === n.received.length) return;
-    row.shown = n.received.length;
+    const seen = n.proxied ? n.relayed : n.received.length;
+    if (!row || row.shown === seen) return;
+    row.shown = seen;
     const d = this.doc;
-    row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
+    if (n.proxied) {
+      const read = TOPOLOGY_TEXT.relayed({ count: n.relayed });
+      tr(row.count, [read.id, read.params]);
+    } else row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
     row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
     // The row's buttons are kept and rewritten (a busy node's last messages change many times a second).
@@ -439,6 +467,14 @@ function latestPerLink(moves) {
   const last = new Map();
   for (const m of moves) last.set(`${m.conn ?? ''}/${m.from}/${m.to}`, m);
   return last.size === moves.length ? moves : [...last.values()].sort((a, b) => a.index - b.index);
+}
+
+/** A node's second line (`el`): its socket type, and whether it is libzmq's and a proxy's end. */
+function nodeLabel(el, type, libzmq, proxied) {
+  const label = libzmq ? `${type} · libzmq` : type;
+  if (proxied) tr(el, ['ui.topo.proxyEnd', { type: label }]);
+  else el.textContent = label;
+  return el;
 }
 
 function setText(el, text) {
