@@ -71,3 +71,25 @@ def test_the_right_answer_lights_its_fields(lessons, played):
         result = check_answer(scene, {"index": scene.element, "field": wrong})
         if not result["correct"]:  # (a byte question's field of several octets may hold the answer byte)
             assert result["fields"] == []
+
+
+# How a lesson counts octets (issue 32.6): by offset from 0, "offset 9" and "偏移量 9", never "octet 9" beside
+# "the 10th octet", nor "第 9 个字节" for what "第 10 个字节" also names.
+ORDINAL = re.compile(r"\b[Oo]ctets? \d|\d+(st|nd|rd|th) octet|第 ?\d+(-\d+)? ?个?字节")
+
+
+def lesson_texts(lesson):
+    yield lesson.title
+    yield lesson.summary
+    for step in lesson.steps:
+        yield step.narration
+        if step.question is not None:
+            yield from (t for t in (step.question.prompt, step.question.hint, step.question.explain) if t)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_octets_are_counted_by_offset(lessons, lang):
+    for lesson in lessons.values():
+        for text in lesson_texts(localize_lesson(lesson, lang) if lang != "en" else lesson):
+            found = ORDINAL.search(text)
+            assert found is None, f"{lesson.id} ({lang}): {found.group(0)!r} in {text[:120]!r}"

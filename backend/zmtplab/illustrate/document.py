@@ -112,6 +112,10 @@ def from_capture(path: Path, *, conns: Iterable[str] | None = None, first: int |
                        max_elements=max_elements)
 
 
+# A session's source line, its mode in words of the page's language ("simulated" is ours, not a wire name).
+SESSION_SOURCES = {"simulated": "illustrate.source.session_simulated", "tcp": "illustrate.source.session_tcp"}
+
+
 def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Iterable[str] | None = None,
                  max_elements: int = DEFAULT_MAX_ELEMENTS) -> Document:
     """A playground session's `export.json` (its `config` and `events`)."""
@@ -124,7 +128,8 @@ def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Itera
     endpoints = {str(e.get("conn")): names for e in events if isinstance(e, dict)}
     kept = [e for e in events if isinstance(e, dict) and e.get("kind") in SHOWN_KINDS | {"message"}
             and (wanted is None or str(e.get("conn")) in wanted)]
-    source = ("illustrate.source.session", {"mode": str(data.get("mode", "simulated"))})
+    mode = str(data.get("mode", "simulated"))
+    source = (SESSION_SOURCES[mode], {}) if mode in SESSION_SOURCES else ("illustrate.source.session", {"mode": mode})
     return from_events(kept, title=name, source=source, endpoints=endpoints, max_elements=max_elements)
 
 

@@ -5,7 +5,7 @@
 
 import { h, clear, setChildren, tr } from '../views/dom.js';
 import { t, tn } from '../core/i18n.js';
-import { dirName } from '../core/labels.js';
+import { dirName, fieldName } from '../core/labels.js';
 import { renderNarration, allowedLink } from './narration.js';
 
 // ---------------------------------------------------------------- lesson list
@@ -191,7 +191,9 @@ export class LessonPanel {
     const hls = scene ? scene.highlights || [] : [];
     this.hlBox.hidden = !hls.length;
     for (const hl of hls) {
-      const b = h(d, 'button', { type: 'button', class: 'chip', title: `${hl.name} = ${String(hl.value)}`, on: { click: () => this.handlers.onChip(hl.field) } }, h(d, 'span', { class: 'chip-label', text: hl.label || hl.name }));
+      // (a chip the lesson did not label is named as the page names its field: "frame 1" in the page's language)
+      const label = hl.label && hl.label !== hl.name ? hl.label : fieldName(hl);
+      const b = h(d, 'button', { type: 'button', class: 'chip', title: `${fieldName(hl)} = ${String(hl.value)}`, on: { click: () => this.handlers.onChip(hl.field) } }, h(d, 'span', { class: 'chip-label', text: label }));
       b.dataset.field = String(hl.field);
       this.chipButtons.push(b);
       this.chips.appendChild(b);
