@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_playground_teacher_browser import wait_mark
+from test_playground_teacher_browser import start, wait_mark
 from test_topology_browser import SPEED_16_JS, diagram, sequence_rows, start_preset, wait_for
 
 from testkit import LiveServer
@@ -127,3 +127,54 @@ def test_arrows_go_the_way_messages_go_and_the_counts_are_honest(page: Any, live
     wait_for(page, "(d) => /not reading/.test(d.nodes['sub-slow'].badges)")
     d = diagram(page)
     assert "blocked" not in d["nodes"]["sub-slow"]["badges"] and not d["nodes"]["sub-slow"]["blocked"]
+
+
+def test_the_player_says_what_it_can_do(page: Any, live_server: LiveServer) -> None:
+    """Back only where it can undo something (never in real TCP, not at the start); "nothing more happens" is a
+    note, not an error; a session played to its end says so rather than "playing"; a clicker's PageDown steps."""
+    start(page, live_server.base, "PUSH", "PULL")
+    back = page.locator("#player button:text-is('« Back')")
+    page.wait_for_selector("#player .play-status:has-text('element 0 of 0')")
+    assert back.is_disabled(), "nothing to step back from at t = 0"
+    page.keyboard.press("PageDown")  # (a presentation clicker)
+    page.wait_for_selector("#player .play-status:has-text('element 1 of')")
+    assert back.is_enabled()
+    page.click("#player button:text-is('▶ Play')")
+    page.wait_for_selector("#player .play-status:has-text('At the end')")
+    assert "primary" not in (page.get_attribute("#player button:has-text('Pause')", "class") or "")
+    page.click("#player button:text-is('Step »')")
+    status = page.locator("#status")
+    status.wait_for(state="visible")
+    assert "nothing more happens" in (status.text_content() or "")
+    assert "error" not in (status.get_attribute("class") or "")
+
+    start(page, live_server.base, "PUSH", "PULL", tcp=True, autoplay=True)
+    page.wait_for_selector("#player .play-status:has-text('element 4 of')")
+    assert back.is_disabled(), "a real session cannot step back"
+
+
+def test_a_topology_says_which_link_the_hex_dump_follows_and_why_sends_went_nowhere(page: Any,
+                                                                                    live_server: LiveServer) -> None:
+    """The Follow stream pane of a topology names its connection and the nodes at its ends; a PUB that sends
+    before anyone subscribed has its drop said in words under the diagram, not only counted."""
+    page.goto(f"{live_server.base}/index.html")
+    page.wait_for_selector("#preset-menu option", state="attached")
+    add_nodes(page, "PUB", "SUB")
+    page.locator(".topo-node-row[data-node='sub-1'] input[data-option='subscribe-every']").check()
+    page.click("#add-link")
+    page.get_by_role("checkbox", name="play at once", exact=True).uncheck()  # paused at t = 0: the PUB sends first
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='sub-1']")
+    page.select_option("#composer select >> nth=0", "pub-1")
+    page.fill("textarea[aria-label='Frame 1']", "too early")
+    page.click("button:text-is('Send message')")
+    page.click("#player button:text-is('Step »')")
+    note = page.locator("#topology .topo-notes li").first
+    note.wait_for()
+    assert "pub-1: PUB dropped 'too early': no subscriber is connected yet" in (note.text_content() or "")
+    page.click("#player button:text-is('▶ Play')")
+    page.wait_for_selector("#player .play-status:has-text('At the end')")
+    page.locator("#sequence .seq-row", has_text="Greeting").first.click()
+    page.wait_for_selector(".hex-conn:text-is('connection #0')")
+    assert page.locator(".hex-panel .legend.c2s").text_content() == "sub-1 → pub-1"
+    assert page.locator(".hex-panel .legend.s2c").text_content() == "pub-1 → sub-1"

@@ -71,6 +71,11 @@ def test_a_question_does_not_show_its_answer_until_it_is_given(browser, live_ser
         page.click("button:text-is('Check my answer')")
         page.wait_for_selector(".answer-result.right")
         assert page.text_content(".explain-name") == "flags"
+        # A presentation clicker's PageDown and PageUp move through the steps (issue 32.8).
+        page.keyboard.press("PageDown")
+        at_step(page, 3, 6)
+        page.keyboard.press("PageUp")
+        at_step(page, 2, 6)
     finally:
         ctx.close()
     assert not errors, errors

@@ -17,8 +17,9 @@ Sources:
 - `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
   accept them (a spec's worked example, byte for byte).
 - `capture`: a sample capture dissected by the capture reader.
-- `topology`: a topology's nodes on the same simulator, one connection per link (numbered in link
-  order, a `connect` action's link after them). The scene keeps each wire element's connection,
+- `topology`: a topology's nodes on the same simulator, one connection per link (numbered from 0 in link
+  order, as a session numbers them, a `connect` action's link after them). The scene keeps each wire
+  element's connection,
   shows the sockets' decisions (`kind: socket`) and the applications' receives (`kind: peer`,
   `what: recv`) as events, as a topology session's stream has them, and carries the topology
   with its `conns` (connection -> client and server node) and the `decisions` the step marks.
@@ -221,7 +222,7 @@ class _SimulationSource(_Source):
     # ---- the simulation's log, as a scene shows it
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
-        write: dict[str, Any] = {"conn": conn} if self.as_topology else {}
+        write: dict[str, Any] = {"conn": _scene_conn(conn)} if self.as_topology else {}
         write.update(dir=direction, offset=offset, length=length, t=round(self.sim.t, 6))
         self.writes.append(write)
 
@@ -233,7 +234,7 @@ class _SimulationSource(_Source):
             kind = entry["kind"]
             if kind == "link":
                 if entry["what"] == "open":
-                    self.conns[entry["conn"]] = (entry["client"], entry["server"])
+                    self.conns[_scene_conn(entry["conn"])] = (entry["client"], entry["server"])
                 continue
             if kind == "peer":
                 self._peer_entry(entry)
@@ -242,6 +243,8 @@ class _SimulationSource(_Source):
             item = {**entry, "t": round(entry["t"], 6)}
             if not self.as_topology:
                 item["conn"] = "0"  # (a session's one connection is connection 0 of its scenes)
+            elif "conn" in item:
+                item["conn"] = _scene_conn(item["conn"])
             item["seq"] = len(self.events)
             self.events.append(item)
         self.seen = len(entries)
@@ -487,6 +490,12 @@ def _dissect(path: str) -> list[dict[str, Any]]:
 def _describe(sel: ElementSelector) -> str:
     parts = [f"{k}={v!r}" for k, v in sel.model_dump(exclude_none=True).items() if k != "index"]
     return f"element ({', '.join(parts) or 'any'}; index {sel.index})"
+
+
+def _scene_conn(conn: Any) -> Any:
+    """A scene's connection id: the simulation counts from 1, scenes from 0, as a session's stream (and a
+    capture) does, so a lesson's link #0 is the playground's #0."""
+    return str(int(conn) - 1) if isinstance(conn, str) and conn.isdigit() else conn
 
 
 def _ends(ev: dict[str, Any], conns: dict[str, tuple[str, str]]) -> tuple[Any, Any]:

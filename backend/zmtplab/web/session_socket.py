@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .limits import AbuseWindow, TokenBucket
 from .models import WsCommand
-from .sessions import Session, SessionError, SessionManager, Subscriber
+from .sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
 from .settings import Settings
 from .wspump import error_text, pump
 
@@ -139,6 +139,8 @@ class CommandReader:
                 continue
             try:
                 await self.session.command(command)
+            except SessionNotice as exc:  # (nothing to do: a note, not a refusal)
+                sub.put({"type": "error", "detail": str(exc), "severity": "info"})
             except SessionError as exc:
                 sub.put({"type": "error", "detail": str(exc)})
             except Exception as exc:  # a bug in a runtime must not take the socket down

@@ -34,6 +34,7 @@ export class LessonWorkbench {
       data.setChunkConn(topo.hexConn(null)); // many connections: the hex dump follows one
     }
     data.source.set(log.events);
+    wb.hex.setEnds(topo.connEnds(data.chunkConn));
     wb.hex.setChunks(data.chunks());
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
     wb.sequence.setLabels({ client: peerLabel('client', log.peer('c2s')), server: peerLabel('server', log.peer('s2c')) });
@@ -56,7 +57,10 @@ export class LessonWorkbench {
     wb.selection.selectElement(index, ev);
     if (topo.active) {
       topo.selected(ev);
-      if (data.setChunkConn(topo.hexConn(ev))) wb.hex.setChunks(data.chunks()); // the element's connection
+      if (data.setChunkConn(topo.hexConn(ev))) {
+        wb.hex.setEnds(topo.connEnds(data.chunkConn));
+        wb.hex.setChunks(data.chunks()); // the element's connection
+      }
     }
     if (field !== undefined) wb.selection.selectField(Number.isInteger(field) && Array.isArray(ev.fields) && field < ev.fields.length ? field : null);
   }

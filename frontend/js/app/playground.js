@@ -143,7 +143,8 @@ class PlaygroundPage {
       this.topo.sync(d.log.events);
       // Many connections: the hex dump follows the selected element's (else the first).
       d.setChunkConn(this.topo.hexConn(wb.selection.get().event));
-    }
+      wb.hex.setEnds(this.topo.connEnds(d.chunkConn));
+    } else if (d === this.ds) wb.hex.setEnds(null);
     // The hex dump relayout is linear in the stream: at most a few times a second.
     const now = Date.now();
     if (now - this.lastHex > 250 || d.log.length < 2000) {
@@ -181,6 +182,7 @@ class PlaygroundPage {
       if (!keepPath) this.topo.selected(ev);
       // The hex dump shows the selected element's connection.
       if (this.ds.setChunkConn(this.topo.hexConn(ev))) {
+        this.wb.hex.setEnds(this.topo.connEnds(this.ds.chunkConn));
         this.wb.hex.setChunks([]);
         this.markDirty();
       }
@@ -253,12 +255,13 @@ class PlaygroundPage {
     if (e.key === ' ' && socket && !onButton) {
       e.preventDefault();
       this.sessions.togglePlay();
-    } else if ((e.key === 'ArrowRight' || e.key === 'n') && socket) {
+    } else if ((e.key === 'ArrowRight' || e.key === 'n' || e.key === 'PageDown') && socket) {
+      // (PageDown and PageUp: what a presentation clicker sends)
       e.preventDefault();
       socket.step();
-    } else if ((e.key === 'ArrowLeft' || e.key === 'p') && socket) {
+    } else if ((e.key === 'ArrowLeft' || e.key === 'p' || e.key === 'PageUp') && socket) {
       e.preventDefault();
-      socket.stepBack();
+      if (this.sessions.canStepBack) socket.stepBack();
     } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       e.preventDefault();
       this.wb.sequence.move(e.key === 'ArrowDown' ? 1 : -1);

@@ -18,6 +18,7 @@ export class SessionPanel {
     this.page = page;
     this.session = null; // { id, socket }
     this.playing = false;
+    this.canStepBack = false; // the session says whether a step back has anything to undo
     this.mode = 'simulated'; // of the session shown
     this.queuedAt = null; // the position when a message was sent while paused (the composer says it waits)
     this.socketTypes = { server: '', client: '' };
@@ -158,6 +159,7 @@ export class SessionPanel {
       },
       onState: (s) => {
         this.playing = !!s.playing;
+        this.canStepBack = s.can_step_back !== false && s.mode !== 'tcp';
         this.stateToShow = s;
         this.showState();
         if (typeof s.speed === 'number' && page.speed) page.speed(s.speed);
@@ -172,7 +174,7 @@ export class SessionPanel {
       onLog: (entry) => {
         if (d.takeLog(entry)) page.redraw();
       },
-      onError: (text) => page.status(text, 'error'),
+      onError: (text, severity) => page.status(text, severity),
       onReset: () => page.reset(d),
       onClose: (code, reason) => {
         this.setConnected(false);

@@ -116,6 +116,12 @@ export class TopologyPanel {
   }
 
   /** The connection whose bytes the hex dump follows: the selected element's, else the first. */
+  /** A connection's number and the nodes at its ends ({ conn, client, server }), or null (none, or no topology). */
+  connEnds(conn) {
+    if (!this.active || conn === null || conn === undefined) return null;
+    return this.state.conns.get(String(conn)) || null;
+  }
+
   hexConn(ev) {
     if (!this.active) return null;
     if (ev && ev.conn !== undefined && ev.kind !== 'socket') return String(ev.conn);

@@ -51,7 +51,8 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
         if (onState) onState(msg);
         break;
       case 'error':
-        if (onError) onError(String(msg.detail ?? 'error'));
+        // ("severity": "info": the command found nothing to do, which is no fault)
+        if (onError) onError(String(msg.detail ?? 'error'), msg.severity === 'info' ? 'info' : 'error');
         break;
       case 'reset':
         if (onReset) onReset();

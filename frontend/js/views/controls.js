@@ -182,11 +182,17 @@ export class PlayControls {
   }
 
   setEnabled(on) {
+    this.enabled = on;
     for (const b of [this.back, this.play, this.fwd, this.reset, this.speed]) b.disabled = !on;
   }
 
   setState(s) {
     this.playing = !!s.playing;
+    // Back only where it can undo something: never in a real (tcp) session, not at the start. At the end, the
+    // player is not "playing" anything: it waits for a message, a fault or a read, and says so.
+    this.back.disabled = !this.enabled || s.mode === 'tcp' || s.can_step_back === false;
+    const end = !!s.at_end && !s.closed;
+    this.play.classList.toggle('primary', !end);
     tr(this.play, this.playing ? 'ui.player.pause' : 'ui.player.play');
     if (typeof s.speed === 'number') {
       const k = SPEEDS.indexOf(s.speed);
@@ -195,7 +201,8 @@ export class PlayControls {
     }
     const pos = typeof s.position === 'number' ? s.position : '?';
     const total = typeof s.total === 'number' ? s.total : '?';
-    tr(this.status, [s.closed ? 'ui.player.state.closed' : 'ui.player.state', { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
+    const id = s.closed ? 'ui.player.state.closed' : end ? 'ui.player.state.end' : 'ui.player.state';
+    tr(this.status, [id, { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
   }
 
   /** The line under the player: a catalog message (id or [id, params]). */

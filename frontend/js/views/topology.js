@@ -69,6 +69,7 @@ const BUSY = 32; // events between two redraws that make a session busy
 const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: busy figures wait for another
 const DOT_EVERY = 50; // ms between two dots on one link while the session is busy
 const BIND_R = 5; // the ring at a link's binding end
+const NOTES = 3; // drops and blocks told in words under the diagram
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -91,9 +92,12 @@ export class TopologyView {
     this.svgSlot = h(d, 'div', { class: 'topo-diagram' });
     this.got = h(d, 'div', { class: 'topo-got-list' });
     this.tools = h(d, 'span', { class: 'topo-tools' }); // the page's own controls (the lifelines switch)
+    // The latest drops and blocks in words (why a send went nowhere: a counter alone does not say).
+    this.notes = h(d, 'ul', { class: 'topo-notes', attrs: { 'aria-live': 'polite' } });
     this.root = h(d, 'div', { class: 'topo' },
       h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), this.tools),
       this.svgSlot,
+      this.notes,
       h(d, 'p', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }),
       h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: TOPOLOGY_TEXT.got }), this.got));
     clear(container);
@@ -254,6 +258,7 @@ export class TopologyView {
   /** The nodes' figures, markers and spoken descriptions. */
   updateNodes() {
     const st = this.state;
+    this.updateNotes();
     for (const [name, el] of this.nodeEls) {
       const n = st.node(name);
       const parts = [];
@@ -273,6 +278,16 @@ export class TopologyView {
       el.g.classList.toggle('blocked', n.blocked);
       el.g.classList.toggle('stalled', n.stalled);
     }
+  }
+
+  /** The last NOTES drops and blocks, each the socket's own sentence ("PUB dropped 'x': no subscriber ..."). */
+  updateNotes() {
+    const marks = this.state.marks;
+    const last = marks.length ? marks[marks.length - 1] : null;
+    if (this.notesShown === last) return;
+    this.notesShown = last;
+    const d = this.doc;
+    setChildren(this.notes, marks.slice(-NOTES).map((m) => h(d, 'li', { class: `topo-note-${m.what}`, text: `${m.what === 'drop' ? '✕' : '❚❚'} ${m.node}: ${m.text}` })));
   }
 
   /**

@@ -42,6 +42,7 @@ from .session import (
     Session,
     SessionConfigError,
     SessionError,
+    SessionNotice,
     check_manual,
 )
 
@@ -327,12 +328,12 @@ class SimulatedRuntime:
     async def step(self) -> None:
         self.playing = False
         if not self._advance():
-            raise SessionError("nothing more happens: send a message or inject a fault")
+            raise SessionNotice("nothing more happens: send a message or inject a fault")
 
     async def step_back(self) -> None:
         self.playing = False
         if not self.history:
-            raise SessionError("already at the start")
+            raise SessionNotice("already at the start")
         target = self.history.pop()
         # Simulation.rewind() rebuilds from the actions so far, without those a previous rewind left waiting
         # (still in the future): put them back so a second step back keeps them.
@@ -437,6 +438,12 @@ class SimulatedRuntime:
     def closed(self) -> bool:
         links = self.sim.links.values()
         return bool(links) and all(link.closed for link in links)
+
+    def at_end(self) -> bool:
+        return self.position() >= self.total() and self._idle()
+
+    def can_step_back(self) -> bool:
+        return bool(self.history)
 
     def keylog(self) -> str:
         return self.sim.keylog()

@@ -52,7 +52,7 @@ from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
 from ..models import PeerConfig, SessionCreate
 from ..settings import Settings
-from .session import Session, SessionConfigError, SessionError, check_manual
+from .session import Session, SessionConfigError, SessionError, SessionNotice, check_manual
 
 log = logging.getLogger(__name__)
 
@@ -1144,7 +1144,7 @@ class TcpRuntime:
     async def step(self) -> None:
         self.playing = False
         if not self.held:
-            raise SessionError("nothing is waiting on the wire")
+            raise SessionNotice("nothing is waiting on the wire")
         await self._release(1)
 
     async def step_back(self) -> None:
@@ -1207,6 +1207,12 @@ class TcpRuntime:
 
     def total(self) -> int:
         return len(self.session.events)
+
+    def at_end(self) -> bool:
+        return False  # (real peers: more may come whenever they send, or the kernel hands it on)
+
+    def can_step_back(self) -> bool:
+        return False
 
     def closed(self) -> bool:
         """True once the runtime stopped, or when connections came and went and none is open now
