@@ -178,3 +178,27 @@ def test_a_topology_says_which_link_the_hex_dump_follows_and_why_sends_went_nowh
     page.wait_for_selector(".hex-conn:text-is('connection #0')")
     assert page.locator(".hex-panel .legend.c2s").text_content() == "sub-1 → pub-1"
     assert page.locator(".hex-panel .legend.s2c").text_content() == "pub-1 → sub-1"
+
+
+PANE_JS = """() => {
+  const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+  const slot = box('#topology');
+  const parts = ['.topo-legend', '.topo-got', '.topo-got-list', '.topo-diagram svg']
+    .map((sel) => [sel, box('#topology ' + sel)]);
+  return { cut: parts.filter(([, b]) => b.bottom > slot.bottom + 1 || b.height === 0).map(([sel]) => sel),
+           rows: [...document.querySelectorAll('#topology .topo-got-row')].length };
+}"""
+
+
+def test_the_topology_pane_shows_its_legend_and_who_got_what(page: Any, live_server: LiveServer,
+                                                             artifacts: Any) -> None:
+    """At 1500x950 the pane kept its legend and its "who got which message" rows below its bottom edge; now the
+    diagram scales to the room they leave (the list scrolls within itself) and nothing of it is cut off."""
+    from layoutkit import LAYOUT_JS
+
+    start_preset(page, live_server.base, "extended-reqrep")
+    wait_for(page, "(d) => ['c1','c2','c3'].every((c) => d.got[c].length === 1)")
+    page.screenshot(path=str(artifacts("topology") / "pane-1500x950.png"))
+    pane = page.evaluate(PANE_JS)
+    assert pane["cut"] == [] and pane["rows"] == 7, pane
+    assert page.evaluate(LAYOUT_JS) == []

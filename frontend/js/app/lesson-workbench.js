@@ -5,6 +5,7 @@
 import { peerLabel } from '../core/eventlog.js';
 import { Dataset } from './dataset.js';
 import { TopologyPanel } from './topology-panel.js';
+import { revealInPane } from '../views/dom.js';
 
 export class LessonWorkbench {
   /** wb: the workbench; topologyEl: the diagram's container; octetsEl: the octet table; onPick(index): a message picked in the diagram. */
@@ -14,7 +15,9 @@ export class LessonWorkbench {
     this.data = new Dataset(); // the scene's elements
     this.log = this.data.log;
     wb.sequence.setSource(this.data.source);
-    this.topo = new TopologyPanel(topologyEl, { sequence: wb.sequence, onPick });
+    // (the page's grid knows when a topology is shown: the projector view gives the diagram a row of its own)
+    const grid = topologyEl.parentElement && topologyEl.parentElement.parentElement;
+    this.topo = new TopologyPanel(topologyEl, { sequence: wb.sequence, onPick, onShown: (on) => grid && grid.classList.toggle('has-topology', on) });
   }
 
   /** The element at `index` of the scene shown, or null. */
@@ -68,6 +71,6 @@ export class LessonWorkbench {
   /** The octet table does not scroll by itself: bring the selected field's box into view. */
   revealField() {
     const box = this.octetsEl.querySelector('.oct-box.selected');
-    if (box && box.scrollIntoView) box.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    if (box) revealInPane(box);
   }
 }

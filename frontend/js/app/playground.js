@@ -53,7 +53,9 @@ class PlaygroundPage {
     );
     this.wb = wb;
     this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }),
-      onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node) });
+      onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node),
+      // (the projector view gives a topology's diagram a row of its own)
+      onShown: (on) => $('topology').parentElement.parentElement.classList.toggle('has-topology', on) });
     initShell(host, (on) => wb.setLarge(on));
     wb.selection.subscribe((s, prev) => {
       if (s.field !== prev.field || s.index !== prev.index) this.updateUrl();

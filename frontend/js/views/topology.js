@@ -137,7 +137,7 @@ export class TopologyView {
       const y2 = Math.round((by - ((by - y1) / len) * ring) * 10) / 10;
       const ways = e.ways || { forward: true, back: false };
       const arrow = 'url(#topo-arrow)';
-      // The label beside the line, not on it: a third of the way from the connecting end, pushed off the line.
+      // The label beside the line, not on it: half way (the queue bars stand a third of the way from each end).
       const nx = -(by - y1) / len;
       const ny = (bx - x1) / len;
       const side = ny > 0 ? -1 : 1; // (above a level line)
@@ -147,7 +147,7 @@ export class TopologyView {
         role: 'img', 'aria-label': e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? TOPOLOGY_TEXT.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : TOPOLOGY_TEXT.srLink({ from: e.from, to: e.to }) },
         s(d, 'line', { x1, y1, x2, y2, 'marker-end': !e.proxy && ways.forward ? arrow : null, 'marker-start': !e.proxy && ways.back ? arrow : null }),
         e.proxy ? null : s(d, 'circle', { cx: bx - ((bx - x1) / len) * BIND_R, cy: by - ((by - y1) / len) * BIND_R, r: BIND_R, class: 'topo-bind' }),
-        s(d, 'text', { x: x1 + (bx - x1) * 0.35 + side * nx * 11, y: y1 + (by - y1) * 0.35 + side * ny * 11 + 4, 'text-anchor': 'middle', class: 'edge-label' }, label));
+        s(d, 'text', { x: x1 + (bx - x1) * 0.5 + side * nx * 11, y: y1 + (by - y1) * 0.5 + side * ny * 11 + 4, 'text-anchor': 'middle', class: 'edge-label' }, label));
       this.edgeEls.set(String(e.link), g);
       return g;
     });
@@ -162,13 +162,13 @@ export class TopologyView {
       const stats = s(d, 'text', { y: 22, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       // (named by the words it shows; update() describes it further)
+      const name = s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id);
+      const label = nodeLabel(s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id));
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
-      s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      nodeLabel(s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id)),
-      stats, badges);
+      name, label, stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
-      this.nodeEls.set(p.id, { g, stats, badges });
+      this.nodeEls.set(p.id, { g, stats, badges, name, label });
       return g;
     });
     this.pipeLayer = s(d, 'g', { class: 'topo-pipes' });
@@ -192,6 +192,7 @@ export class TopologyView {
     this.stopResize = onResize(this.win, this.svgSlot, () => {
       this.scale = null;
       this.measure(); // (now: after layout, a measure costs nothing; in a frame's flush it lays the page out)
+      this.fitAll(); // (the projector view's larger words, or another language)
     });
     this.gotRows = new Map();
     const manual = new Set(((topology && topology.nodes) || []).filter((x) => x.recv === 'manual').map((x) => x.name));
@@ -207,6 +208,7 @@ export class TopologyView {
       return row;
     }));
     this.update({ now: true });
+    this.fitAll();
   }
 
   /** Brings counters, bars, markers and the received lists up to the state, and sends the new dots. */
@@ -266,17 +268,60 @@ export class TopologyView {
       // A proxy's end has no application of its own: what the proxy read from it, not "got 0".
       parts.push(n.proxied ? TOPOLOGY_TEXT.read({ count: n.relayed }) : TOPOLOGY_TEXT.received({ count: n.received.length }));
       if (n.filtered) parts.push(TOPOLOGY_TEXT.filtered({ count: n.filtered }));
-      setText(el.stats, parts.join(' · '));
+      if (setText(el.stats, parts.join(' · '))) this.fit(el.stats, NODE_W - 8);
       const badges = [];
       if (n.drops) badges.push(TOPOLOGY_TEXT.drops({ count: n.drops }));
       if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
       else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
       if (n.stalled) badges.push(TOPOLOGY_TEXT.stalled);
-      setText(el.badges, badges.join('  '));
+      if (setText(el.badges, badges.join('  '))) this.fit(el.badges, NODE_W + 30);
       this.speak(name, el);
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
       el.g.classList.toggle('stalled', n.stalled);
+    }
+  }
+
+  /**
+   * Words never run past their box: one wider than `width` (SVG units) is squeezed to it. Its width is estimated
+   * from its characters and its class's font size (read once per size change: no layout is read per word, which a
+   * busy session rewrites many times a second).
+   */
+  fit(el, width) {
+    const text = el.textContent || '';
+    const em = this.fontSize(el);
+    let units = 0;
+    for (const ch of text) units += ch.charCodeAt(0) > 0x2e7f ? 1 : /[A-Z@%mwMW]/.test(ch) ? 0.72 : 0.58;
+    if (units * em > width) {
+      el.setAttribute('textLength', String(width));
+      el.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+    } else if (el.getAttribute('textLength') !== null) {
+      el.removeAttribute('textLength');
+      el.removeAttribute('lengthAdjust');
+    }
+  }
+
+  /** A text's font size in SVG units, by its class (kept until the page's sizes change: `fitAll`). */
+  fontSize(el) {
+    const cls = el.getAttribute('class') || '';
+    this.sizes = this.sizes || new Map();
+    let size = this.sizes.get(cls);
+    if (size === undefined) {
+      const cs = this.win && this.win.getComputedStyle ? this.win.getComputedStyle(el) : null;
+      size = cs ? Number.parseFloat(cs.fontSize) || 13 : 13;
+      this.sizes.set(cls, size);
+    }
+    return size;
+  }
+
+  /** Fits every node's words again (the sizes may have changed: the projector view, another language). */
+  fitAll() {
+    this.sizes = null;
+    for (const el of this.nodeEls.values()) {
+      this.fit(el.name, NODE_W - 8);
+      this.fit(el.label, NODE_W - 8);
+      this.fit(el.stats, NODE_W - 8);
+      this.fit(el.badges, NODE_W + 30);
     }
   }
 
@@ -365,7 +410,8 @@ export class TopologyView {
       let y = a.y + NODE_H / 2 + (pipe.inbound ? 36 : 22);
       if (b) {
         const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
-        const k = Math.min(0.45, (NODE_W / 2 + 26) / len);
+        // (at least a third of the way: the bars of one node's several links spread apart as the links do)
+        const k = Math.min(0.45, Math.max(0.33, (NODE_W / 2 + 26) / len));
         x = a.x + (b.x - a.x) * k;
         y = a.y + (b.y - a.y) * k + (pipe.inbound ? 13 : -9);
       }
@@ -492,8 +538,11 @@ function nodeLabel(el, type, libzmq, proxied) {
   return el;
 }
 
+/** Writes `text` unless it is there already; whether it wrote. */
 function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
+  if (el.textContent === text) return false;
+  el.textContent = text;
+  return true;
 }
 
 /** An edge's ends moved off the node boxes (so the arrow head shows). */

@@ -3,7 +3,7 @@
 //
 // new TreeView(container, { selection })   — follows the shared selection.
 
-import { h, clear, panel } from './dom.js';
+import { h, clear, panel, revealInPane } from './dom.js';
 import { elementTitle, fieldValueText } from '../core/labels.js';
 import { ruleColor } from '../core/rules.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
@@ -141,7 +141,7 @@ export class TreeView {
     for (const row of this.rows) {
       const on = field !== null && Number(row.dataset.field) === field;
       row.classList.toggle('selected', on);
-      if (on && scroll && row.scrollIntoView) row.scrollIntoView({ block: 'nearest' });
+      if (on && scroll) revealInPane(row);
     }
   }
 }
