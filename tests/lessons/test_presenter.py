@@ -418,3 +418,75 @@ def test_the_access_log_never_holds_the_token(tmp_path):
     assert f'"WebSocket /ws/classes/{code}?role=student" [accepted]' in text, text
     # ... and the token appears nowhere in them.
     assert token not in text
+
+
+async def answers_until(teacher: ClientConnection, answered: int) -> dict[str, Any]:
+    while True:
+        msg = await recv(teacher, "answers")
+        if msg["answered"] == answered:
+            return msg
+
+
+def test_twenty_students_answer_and_the_teacher_sees_the_tally(live_server):
+    """Issue 32.9: twenty students answer the framing lesson's questions over the class socket (in English and
+    Chinese); each is checked as the lessons API checks it and counted once per seat (the last answer counts); the
+    teacher gets the tally live; a reveal shows it to the class."""
+    made = new_class(live_server)
+    code, token = made["code"], made["teacher_token"]
+    base = f"{live_server.ws_base}/ws/classes/{code}"
+
+    def answer(seat: int, step: int, given: dict[str, Any], lang: str = "en") -> str:
+        return json.dumps({"type": "answer", "lesson": "framing", "step": step, "seat": f"seat-{seat:04d}",
+                           "lang": lang, "answer": given})
+
+    async def scenario() -> None:
+        async with await teacher_connect(base, token) as teacher:
+            await recv(teacher, "hello")
+            students = [await connect(f"{base}?role=student") for _ in range(20)]
+            try:
+                await asyncio.gather(*(recv(s, "hello") for s in students))
+                await wait_counts(teacher, 20, 20)
+                await teacher.send(json.dumps({"type": "state", "lesson": "framing", "step": 3}))
+                first = await recv(teacher, "answers")
+                assert (first["lesson"], first["step"], first["answered"], first["tally"]) == ("framing", 3, 0, [])
+                # "What is the largest body a short frame can carry?" (choices 127, 255, 256, 65535 in order)
+                picks = ["255"] * 12 + ["256"] * 5 + ["127"] * 3
+                for i, (ws, pick) in enumerate(zip(students, picks, strict=True)):
+                    lang = "zh-CN" if i % 2 else "en"  # (the choices are numbers: the same words in Chinese)
+                    await ws.send(answer(i, 3, {"choice": pick}, lang))
+                tally = await answers_until(teacher, 20)
+                assert tally["students"] == 20 and tally["revealed"] is False
+                got = {(t["answer"]["choice"], t["count"], t["correct"]) for t in tally["tally"]}
+                choices = json.loads(httpx.get(f"{live_server.base}/api/lessons/framing", timeout=10).text)[
+                    "steps"][2]["question"]["choices"]
+                assert got == {(choices.index("255"), 12, True), (choices.index("256"), 5, False),
+                               (choices.index("127"), 3, False)}
+                # A student answers again: the last answer counts, once.
+                await students[19].send(answer(19, 3, {"choice": "255"}))
+                tally = await recv(teacher, "answers")
+                assert tally["answered"] == 20 and tally["tally"][0] == {"answer": {"choice": choices.index("255")},
+                                                                         "count": 13, "correct": True}
+                # Nothing reached the students before the reveal; then every student gets the tally.
+                await teacher.send(json.dumps({"type": "reveal", "lesson": "framing", "step": 3}))
+                shown = await asyncio.gather(*(recv(s, "answers") for s in students))
+                assert all(m["revealed"] and m["answered"] == 20 for m in shown)
+
+                # A click question: "Which byte says this frame is LONG?" (the flags field, index 0 of the element).
+                scene = httpx.get(f"{live_server.base}/api/lessons/framing/steps/2", timeout=10).json()
+                element = scene["element"]
+                flags = next(i for i, f in enumerate(scene["events"][element]["fields"]) if f["name"] == "flags")
+                size = next(i for i, f in enumerate(scene["events"][element]["fields"]) if f["name"] == "size")
+                for i, ws in enumerate(students[:4]):
+                    await ws.send(answer(100 + i, 2, {"index": element, "field": flags if i else size}))
+                clicks = await answers_until(teacher, 4)
+                assert {(t["answer"]["field"], t["count"], t["correct"]) for t in clicks["tally"]} == {
+                    ("flags", 3, True), ("size", 1, False)}
+                # A malformed answer, or one to a step without a question, is refused with a reason.
+                await students[0].send(answer(1, 1, {"choice": "x"}))
+                assert "asks no question" in (await recv(students[0], "error"))["detail"]
+                await students[0].send(json.dumps({"type": "answer", "lesson": "framing", "step": 3}))
+                assert "bad answer" in (await recv(students[0], "error"))["detail"]
+            finally:
+                await asyncio.gather(*(s.close() for s in students), return_exceptions=True)
+
+    asyncio.run(scenario())

@@ -79,3 +79,52 @@ def test_a_question_does_not_show_its_answer_until_it_is_given(browser, live_ser
     finally:
         ctx.close()
     assert not errors, errors
+
+
+def test_twenty_students_answer_and_the_teacher_reveals_the_tally(browser, live_server, artifacts):  # noqa: F811
+    """Presenting "What is the largest body a short frame can carry?": one student answers on the page, nineteen
+    over the class socket; the teacher's page says how many answered, live, and what they answered only once the
+    teacher reveals it, to the teacher and to the class."""
+    import contextlib
+    import json
+
+    from websockets.sync.client import connect
+
+    errors: list[str] = []
+    t_ctx, teacher = open_page(browser, errors)
+    s_ctx, student = open_page(browser, errors)
+    others = []
+    sockets = contextlib.ExitStack()
+    try:
+        code = present(teacher, live_server.base, "framing", 3, 6)
+        student.goto(f"{live_server.base}/lessons.html?join={code}")
+        at_step(student, 3, 6)
+        base = f"{live_server.ws_base}/ws/classes/{code}?role=student"
+        for _ in range(19):
+            ws = sockets.enter_context(connect(base))
+            assert json.loads(ws.recv(timeout=10))["type"] == "hello"
+            others.append(ws)
+        teacher.wait_for_selector("#student-count:text-is('20 students · 20 following')")
+
+        student.click("button.choice:text-is('255')")
+        student.wait_for_selector(".answer-result.right")
+        picks = ["255"] * 11 + ["256"] * 5 + ["127"] * 3
+        for i, (ws, pick) in enumerate(zip(others, picks, strict=True)):
+            ws.send(json.dumps({"type": "answer", "lesson": "framing", "step": 3, "seat": f"socket-seat-{i:03d}",
+                                "answer": {"choice": pick}}))
+        teacher.wait_for_selector(".class-answers .answers-count:text-is('20 of 20 students answered')")
+        assert teacher.locator(".tally-row").count() == 0, "the answers stay hidden until revealed"
+        assert student.locator(".class-answers .tally-row").count() == 0
+        teacher.screenshot(path=str(artifacts / "answers-hidden.png"))
+        teacher.click(".class-answers button:text-is('Reveal the answers')")
+        teacher.wait_for_selector(".tally-row")
+        rows = teacher.eval_on_selector_all(".tally-row", "rs => rs.map((r) => [r.querySelector('.tally-label')"
+                                            ".textContent, r.querySelector('.tally-count').textContent])")
+        assert rows == [["255", "12 ✔"], ["256", "5"], ["127", "3"]]
+        teacher.screenshot(path=str(artifacts / "answers-revealed.png"))
+        student.wait_for_selector(".class-answers .tally-row.right .tally-label:text-is('255')")
+    finally:
+        sockets.close()
+        t_ctx.close()
+        s_ctx.close()
+    assert not errors, errors

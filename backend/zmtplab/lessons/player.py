@@ -688,6 +688,34 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
 # ---------------------------------------------------------------- answers
 
 
+def answer_key(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any] | None:
+    """What a submission answered, the same for every student whatever their language, to count a class's answers
+    by: `{"choice": i}` (the choice's place), `{"field": name}` (the field clicked) or `{"offset": n}` (a byte
+    outside every field, or a byte question's octet); None when it names nothing in the step's element."""
+    q = scene.question
+    if q is None:
+        return None
+    if q.answer.kind == "choice":
+        choice = submission.get("choice")
+        folded = [c.casefold() for c in q.choices or []]
+        if isinstance(choice, str) and choice.strip().casefold() in folded:
+            return {"choice": folded.index(choice.strip().casefold())}
+        return None
+    if scene.element is None or submission.get("index") != scene.element:
+        return None
+    element = scene.events[scene.element]
+    fields = element.get("fields") or []
+    offset, picked = submission.get("offset"), submission.get("field")
+    if q.answer.kind == "byte" and isinstance(offset, int):
+        return {"offset": offset - element["offset"]}
+    if isinstance(picked, int) and 0 <= picked < len(fields):
+        return {"field": fields[picked]["name"]}
+    if isinstance(offset, int):
+        at = [f for f in fields if f["offset"] <= offset < f["offset"] + f["length"]]
+        return {"field": min(at, key=lambda f: f["length"])["name"]} if at else {"offset": offset - element["offset"]}
+    return None
+
+
 def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]:
     """Checks a submission `{choice}` or `{index, field?, offset?}` against the step's question.
 

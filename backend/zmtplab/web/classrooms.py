@@ -15,6 +15,21 @@ gets the latest state at once. Students tell the server whether they follow or w
 (`{"type": "status", "following": bool}`), and the teacher sees the counts
 (`{"type": "students", "count", "following"}`). `{"type": "end"}` from the teacher ends the class.
 
+Answers (issue 32.9): a student's answer to a step's question goes to the class too,
+
+    {"type": "answer", "lesson": "framing", "step": 3, "seat": "k2x9...", "lang": "zh-CN",
+     "answer": {"choice": "255"}}          (or {"index", "field"} / {"index", "offset"}: a click)
+
+checked as the lessons API checks it and counted once per `seat` (a student's own random id, kept across its
+reconnects: the last answer counts). The teacher gets the question's tally at once, and again whenever it changes
+or the teacher moves to another step:
+
+    {"type": "answers", "lesson", "step", "answered", "students", "revealed",
+     "tally": [{"answer": {"choice": 1} | {"field": "flags"} | {"offset": 11}, "count", "correct"}, ...]}
+
+`{"type": "reveal", "lesson", "step"}` from the teacher shows the tally to the class as well (`revealed`: true):
+until then the teacher's page shows how many answered, not what (its screen is the projector's).
+
 Limits (`ClassLimits`): classes per server and per client address (an IPv6 address counts by its /64),
 a reserve of classes only an address without one may start (so one school's script cannot take
 presenter mode from every other teacher), students per class, message size and rate, and how long a
@@ -29,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
+import json
 import secrets
 import time
 from collections import Counter
@@ -54,6 +70,7 @@ class ClassLimits:
     max_students: int = 1000  # the app takes it from `Settings.class_max_students` (ZMTPLAB_CLASS_MAX_STUDENTS)
     max_message: int = 16 * 1024  # octets of one websocket message
     max_highlights: int = 64
+    max_questions: int = 200  # questions of one class whose answers are kept (the oldest go first)
     queue: int = 64  # messages queued per student before the queue is collapsed to the latest state
     ttl: float = 6 * 3600.0  # seconds a class lives after its last teacher activity
     idle: float = 30 * 60.0  # seconds a class lives with nobody connected
@@ -108,6 +125,9 @@ class Classroom:
     wandering: int = 0  # students in `students` who do not follow (kept as they change: counts are O(1))
     peak: int = 0  # most students at once since the class last emptied
     ended: bool = False
+    # (lesson, step) -> seat -> (what it answered, as JSON text; whether that was right); in the order asked
+    answers: dict[tuple[str, int], dict[str, tuple[str, bool]]] = field(default_factory=dict)
+    revealed: set[tuple[str, int]] = field(default_factory=set)
 
     def check_token(self, token: str | None) -> bool:
         """Whether `token` is this class's teacher token (compared in constant time)."""
@@ -138,6 +158,29 @@ class Classroom:
         if peer in self.students:
             self.wandering += -1 if following else 1
         return True
+
+    def record_answer(self, question: tuple[str, int], seat: str, key: dict[str, Any], correct: bool,
+                      limits: ClassLimits) -> None:
+        """A student's (last) answer to a question (`question`: lesson and step)."""
+        seats = self.answers.get(question)
+        if seats is None:
+            while len(self.answers) >= limits.max_questions:
+                oldest = next(iter(self.answers))
+                del self.answers[oldest]
+                self.revealed.discard(oldest)
+            seats = self.answers[question] = {}
+        if seat not in seats and len(seats) >= 2 * limits.max_students:
+            return  # (seats are the students' own ids: more than twice a full class is not a class)
+        seats[seat] = (json_text(key), correct)
+
+    def tally(self, question: tuple[str, int]) -> dict[str, Any]:
+        """The `answers` message of a question: how many answered, and how many gave each answer."""
+        seats = self.answers.get(question, {})
+        counts: Counter[tuple[str, bool]] = Counter(seats.values())
+        tally = [{"answer": json.loads(key), "count": n, "correct": right}
+                 for (key, right), n in sorted(counts.items(), key=lambda item: (-item[1], item[0][0]))]
+        return {"type": "answers", "lesson": question[0], "step": question[1], "answered": len(seats),
+                "students": len(self.students), "revealed": question in self.revealed, "tally": tally}
 
     def latest(self) -> dict[str, Any] | None:
         return {"type": "state", **self.state} if self.state is not None else None

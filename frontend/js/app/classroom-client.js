@@ -9,13 +9,15 @@ import { ClassBar } from '../lessons/views.js';
 // The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
 // server only as the socket's first message: never in a URL, where logs and history would keep it.
 const TOKEN_KEY = 'zmtplab.class.';
+const SEAT_KEY = 'zmtplab.seat';
 
 export class ClassroomClient {
   /**
    * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
    * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
    *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged(),
-   *         showList() (the lesson list, for this page's own link in the header) }
+   *         showList() (the lesson list, for this page's own link in the header),
+   *         answers(msg, teacher) (the class's answers to a question: the socket's `answers` message) }
    */
   constructor(host, api, page) {
     this.host = host;
@@ -77,6 +79,29 @@ export class ClassroomClient {
     if (this.role !== 'teacher' || !this.socket) return;
     const state = this.page.teacherState();
     if (state) this.broadcaster.push(state);
+  }
+
+  /** A student's answer to a step's question goes to the class too (counted once per seat: this tab's id). */
+  answer(lesson, step, given, lang) {
+    if (this.role !== 'student' || !this.socket) return;
+    this.socket.send({ type: 'answer', lesson, step, seat: this.seat(), lang, answer: given });
+  }
+
+  /** The teacher shows a question's answers to the class. */
+  reveal(lesson, step) {
+    if (this.role === 'teacher' && this.socket) this.socket.send({ type: 'reveal', lesson, step });
+  }
+
+  /** This tab's seat: a random id its reconnects and reloads keep (the class counts one answer per seat). */
+  seat() {
+    let seat = this.storage.get(SEAT_KEY);
+    if (!seat) {
+      const bytes = new Uint8Array(12);
+      (this.win.crypto || globalThis.crypto).getRandomValues(bytes);
+      seat = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+      this.storage.set(SEAT_KEY, seat);
+    }
+    return seat;
   }
 
   /** A student who navigates or selects on their own stops following the teacher. */
@@ -147,7 +172,8 @@ export class ClassroomClient {
           this.teacherBar(true);
         } else if (msg.type === 'ended') {
           this.finish(t('ui.class.endedWhy', { reason: msg.reason || '' }));
-        } else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
+        } else if (msg.type === 'answers') this.page.answers(msg, true);
+        else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'teacher') return;
@@ -210,6 +236,7 @@ export class ClassroomClient {
           teacherPresent = !!msg.present;
           render();
         } else if (msg.type === 'ended') this.finish(t('ui.class.ended'));
+        else if (msg.type === 'answers') this.page.answers(msg, false);
         else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {

@@ -7,10 +7,12 @@ export class AnswerChecker {
   /**
    * hexEl: the hex dump's container; wb: the workbench; panel: the LessonPanel; api: the lessons API;
    * where(): { lessonId, step } of the lesson shown; reveal(field): a click question answered right shows its
-   * answer's field (the scene never selects it beforehand: that would give it away).
+   * answer's field (the scene never selects it beforehand: that would give it away); answered(lesson, step, body):
+   * every answer given, as it goes to the lessons API.
    */
-  constructor(hexEl, { wb, panel, api, where, reveal = () => {} }) {
+  constructor(hexEl, { wb, panel, api, where, reveal = () => {}, answered = () => {} }) {
     this.reveal = reveal;
+    this.answered = answered; // (a student's answer goes to the class too: presenter mode counts them)
     this.wb = wb;
     this.panel = panel;
     this.api = api;
@@ -66,6 +68,7 @@ export class AnswerChecker {
     const { lessonId, step } = this.where();
     if (!lessonId) return;
     try {
+      this.answered(lessonId, step, body);
       const result = await this.api.answer(lessonId, step, body);
       const now = this.where();
       if (now.lessonId !== lessonId || now.step !== step) return; // (the page moved on meanwhile)

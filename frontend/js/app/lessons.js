@@ -72,6 +72,7 @@ export function startLessons(host) {
     changed: () => {
       nav.updateUrl();
       broadcast();
+      showClassAnswers();
     },
   });
 
@@ -90,6 +91,7 @@ export function startLessons(host) {
     panel,
     api,
     where: () => ({ lessonId: player.lessonId, step: player.step }),
+    answered: (lesson, step, body) => classroom.answer(lesson, step, body, i18n.lang),
     reveal: (field) => {
       const scene = player.scene;
       if (!scene || !Number.isInteger(scene.element)) return;
@@ -123,7 +125,18 @@ export function startLessons(host) {
     },
     urlChanged: () => nav.updateUrl(),
     showList: () => userNav(() => player.showList(true)),
+    answers: (msg, teacher) => {
+      classAnswers.set(`${msg.lesson}/${msg.step}`, { ...msg, teacher });
+      showClassAnswers();
+    },
   });
+
+  // The class's answers to each question seen (the latest tally of each), shown with the step they are about.
+  const classAnswers = new Map();
+  function showClassAnswers() {
+    const msg = classAnswers.get(`${player.lessonId}/${player.step}`);
+    if (msg && player.scene && player.scene.question) panel.setClassAnswers({ ...msg, onReveal: () => classroom.reveal(msg.lesson, msg.step) });
+  }
 
   function broadcast() {
     classroom.broadcast();

@@ -256,7 +256,38 @@ export class LessonPanel {
       );
     }
     this.resultEl = h(d, 'div', { class: 'answer-result', hidden: true });
-    this.question.appendChild(this.resultEl);
+    this.classEl = h(d, 'div', { class: 'class-answers', hidden: true, attrs: { 'aria-live': 'polite' } });
+    this.questionShown = q;
+    this.question.append(this.resultEl, this.classEl);
+  }
+
+  /**
+   * A class's answers to this step's question (presenter mode, the class socket's `answers`): how many answered
+   * and, once revealed (or to a teacher who asks), what. view: { answered, students, revealed, tally: [{answer,
+   * count, correct}], teacher (the page is the teacher's), onReveal() }.
+   */
+  setClassAnswers(view) {
+    const d = this.doc;
+    const el = this.classEl;
+    if (!el) return;
+    el.hidden = !view;
+    if (!view) return;
+    const q = this.questionShown;
+    const label = (a) => (a.choice !== undefined ? String((q && q.choices && q.choices[a.choice]) ?? a.choice)
+      : a.field !== undefined ? fieldName({ name: a.field }) : t('ui.answers.offset', { n: a.offset }));
+    const parts = [h(d, 'h4', { t: 'ui.answers.title' }), h(d, 'p', { class: 'answers-count', t: ['ui.answers.count', { answered: view.answered, students: view.students }] })];
+    if (view.revealed) {
+      const most = Math.max(1, ...view.tally.map((r) => r.count));
+      parts.push(h(d, 'ol', { class: 'tally' }, view.tally.map((r) =>
+        h(d, 'li', { class: `tally-row${r.correct ? ' right' : ''}` },
+          h(d, 'span', { class: 'tally-label', text: label(r.answer) }),
+          h(d, 'span', { class: 'tally-bar', style: { width: `${Math.round((100 * r.count) / most)}%` } }),
+          h(d, 'span', { class: 'tally-count', text: r.correct ? `${r.count} ✔` : String(r.count) })))));
+    } else if (view.teacher) {
+      parts.push(h(d, 'p', { class: 'hint', t: 'ui.answers.hidden' }),
+        h(d, 'button', { type: 'button', class: 'primary reveal-answers', t: 'ui.answers.reveal', disabled: !view.answered, on: { click: () => view.onReveal() } }));
+    }
+    setChildren(el, ...parts);
   }
 
   setSelectedText(text) {
