@@ -3,6 +3,8 @@ that subscribes to nothing, faults on a topology's nodes, the diagram's arrows a
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,3 +204,47 @@ def test_the_topology_pane_shows_its_legend_and_who_got_what(page: Any, live_ser
     pane = page.evaluate(PANE_JS)
     assert pane["cut"] == [] and pane["rows"] == 7, pane
     assert page.evaluate(LAYOUT_JS) == []
+
+
+def test_an_exported_session_loads_back_into_the_playground(page: Any, live_server: LiveServer,
+                                                            tmp_path: Any) -> None:
+    """A topology session's Export JSON, opened again in the playground: its elements and diagram as they were (a
+    recording: the player stays off); loaded into the topology box, its topology and script come back to run."""
+    start_preset(page, live_server.base, "load-balancing")
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.got[w].length === 2)")
+    page.wait_for_selector("#player .play-status:has-text('At the end')")
+    rows = page.locator("#sequence .seq-row").count()
+    total = int(re.search(r"of (\d+)", page.text_content(".play-status") or "").group(1))
+    with page.expect_download() as dl:
+        page.click("#export-json")
+    exported = tmp_path / "session.json"
+    exported.write_bytes(Path(dl.value.path()).read_bytes())
+
+    page.goto(f"{live_server.base}/index.html")
+    page.wait_for_selector("#open-export", state="attached")
+    page.set_input_files("#open-export", str(exported))
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w3']")
+    assert f"{total} elements, as exported" in (page.text_content(".play-status") or "")
+    assert page.locator("#player button:text-is('Step »')").is_disabled()
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.got[w].length === 2)")
+    assert diagram(page)["got"]["w2"] == ["task 2", "task 5"]
+    assert page.locator("#sequence .seq-row").count() == rows
+
+    page.evaluate("() => { document.getElementById('topology-setup').open = true; }")
+    page.set_input_files(".topo-editor input[type=file]", str(exported))
+    page.wait_for_selector(".topo-node-row[data-node='w3']")
+    page.click("#start-topology")
+    page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w3']")
+    page.evaluate(SPEED_16_JS)
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.got[w].length === 2)")
+
+
+def test_the_glossary_is_a_click_away_in_both_languages(page: Any, live_server: LiveServer) -> None:
+    page.goto(f"{live_server.base}/lessons.html?lang=zh-CN")
+    page.locator("header.topbar nav a", has_text="术语表").click()
+    page.wait_for_selector("#glossary-terms tr")
+    assert page.locator("#glossary-terms tr").count() > 50
+    page.fill("#glossary-filter", "偏移量")
+    page.wait_for_function("() => document.querySelectorAll('#glossary-terms tr').length === 1")
+    assert page.locator("#glossary-terms tr td").all_text_contents()[:2] == ["offset", "偏移量"]
+    assert page.text_content("h1") == "术语表\uff1a英文与简体中文"

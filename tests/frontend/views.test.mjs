@@ -60,7 +60,7 @@ test('pages are CSP-clean and work offline', () => {
     for (const m of html.matchAll(/(?:src|href)="([^"#?]+)"/g)) {
       assert.ok(fs.existsSync(path.join(FRONTEND, m[1])), `${name}: ${m[1]} exists`);
     }
-    assert.match(html, /<script type="module" src="js\/main-(playground|capture|lessons|corpus)\.js"><\/script>/);
+    assert.match(html, /<script type="module" src="js\/main-(playground|capture|lessons|corpus|glossary)\.js"><\/script>/);
   }
   for (const f of files(FRONTEND, ['.js', '.css'])) {
     const text = fs.readFileSync(f, 'utf8');

@@ -490,3 +490,49 @@ def test_twenty_students_answer_and_the_teacher_sees_the_tally(live_server):
                 await asyncio.gather(*(s.close() for s in students), return_exceptions=True)
 
     asyncio.run(scenario())
+
+
+def test_classes_survive_a_restart_of_the_server(tmp_path):
+    """Issue 32.13: a class, what its teacher shows and its answers are saved when the app stops and back at the
+    next start (same data directory): the teacher's token still works, students join with the same code."""
+    from fastapi.testclient import TestClient
+
+    from zmtplab.web import Settings, create_app
+
+    def app():
+        return create_app(Settings(data_dir=tmp_path, frontend_dir=Path(__file__).resolve().parents[2] / "frontend"))
+
+    with TestClient(app()) as client:
+        made = client.post("/api/classes").json()
+        code, token = made["code"], made["teacher_token"]
+        with client.websocket_connect(f"/ws/classes/{code}?role=teacher") as teacher:
+            teacher.send_json({"type": "auth", "token": token})
+            assert teacher.receive_json()["type"] == "hello"
+            teacher.send_json({"type": "state", "lesson": "framing", "step": 3})
+            assert teacher.receive_json()["type"] == "answers"
+            with client.websocket_connect(f"/ws/classes/{code}?role=student") as student:
+                assert student.receive_json()["type"] == "hello"
+                student.send_json({"type": "answer", "lesson": "framing", "step": 3, "seat": "seat-0001",
+                                   "answer": {"choice": "255"}})
+                while (msg := teacher.receive_json())["type"] != "answers":
+                    pass
+                assert msg["answered"] == 1
+    saved = tmp_path / "classes.json"
+    assert saved.stat().st_mode & 0o077 == 0, "the file holds teacher tokens: the server's user only"
+
+    with TestClient(app()) as client:
+        info = client.get(f"/api/classes/{code}").json()
+        assert (info["lesson"], info["step"], info["teacher"]) == ("framing", 3, False)
+        with client.websocket_connect(f"/ws/classes/{code}?role=teacher") as teacher:
+            teacher.send_json({"type": "auth", "token": token})
+            hello = teacher.receive_json()
+            assert hello["type"] == "hello" and hello["state"]["step"] == 3
+            assert teacher.receive_json() == {"type": "answers", "lesson": "framing", "step": 3, "answered": 1,
+                                              "students": 0, "revealed": False,
+                                              "tally": [{"answer": {"choice": 1}, "count": 1, "correct": True}]}
+        with client.websocket_connect(f"/ws/classes/{code}?role=student") as student:
+            assert student.receive_json()["state"]["step"] == 3
+    # A damaged file starts the server without classes (and says so in its log), never fails it.
+    saved.write_text("{not json", encoding="utf-8")
+    with TestClient(app()) as client:
+        assert client.get(f"/api/classes/{code}").status_code == 404

@@ -45,15 +45,20 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import logging
+import os
 import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .jsontext import json_text
 from .wspump import Outbox
+
+log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -221,13 +226,66 @@ class TooManyWaiting(Exception):
 
 
 class ClassRegistry:
-    """Every class of one app."""
+    """Every class of one app. With a `path` (the app's `DATA_DIR/classes.json`) the classes survive a restart of
+    the server: their codes, teacher tokens, what the teacher shows and the answers collected are written there
+    (`save`, by the app's reaper when something changed, and when the app stops; readable by the server's user
+    only: it holds the tokens) and read back at the next start, each class then given its teacher's grace again
+    (teachers and students reconnect by themselves)."""
 
-    def __init__(self, limits: ClassLimits | None = None, clock=time.monotonic) -> None:
+    def __init__(self, limits: ClassLimits | None = None, clock=time.monotonic, path: Path | None = None) -> None:
         self.limits = limits or ClassLimits()
         self.clock = clock
         self.classes: dict[str, Classroom] = {}
         self.pending_auth: Counter[str] = Counter()  # client address -> its teacher sockets not yet authenticated
+        self.path = path
+        self.dirty = False  # something to save
+        if path is not None:
+            self._load()
+
+    # ---- surviving a restart
+
+    def save(self) -> None:
+        """Writes the classes to `path` (atomically), when there is one."""
+        self.dirty = False
+        if self.path is None:
+            return
+        data = {room.code: {"token": room.token, "owner": room.owner, "state": room.state, "seq": room.seq,
+                            "answers": [[lesson, step, {seat: list(v) for seat, v in seats.items()}]
+                                        for (lesson, step), seats in room.answers.items()],
+                            "revealed": [list(q) for q in room.revealed]}
+                for room in self.classes.values() if not room.ended}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json_text({"classes": data}))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.warning("the classes could not be saved to %s: %s", self.path, exc)
+
+    def save_if_dirty(self) -> None:
+        if self.dirty:
+            self.save()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))["classes"]
+            now = self.clock()
+            for code, entry in data.items():
+                room = Classroom(code=normalize_code(code), token=str(entry["token"]), created=now, last_active=now,
+                                 last_seen=now, owner=str(entry.get("owner", "")), teacher_gone=now,
+                                 state=entry.get("state"), seq=int(entry.get("seq", 0)))
+                for lesson, step, seats in entry.get("answers", []):
+                    room.answers[(str(lesson), int(step))] = {str(k): (str(v[0]), bool(v[1])) for k, v in seats.items()}
+                room.revealed = {(str(q[0]), int(q[1])) for q in entry.get("revealed", [])}
+                self.classes[room.code] = room
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("the saved classes in %s could not be read (%s): starting without them", self.path, exc)
+            self.classes.clear()
 
     def _new_code(self) -> str:
         for _ in range(100):
@@ -257,6 +315,7 @@ class ClassRegistry:
         room = Classroom(code=self._new_code(), token=secrets.token_urlsafe(24), created=now, last_active=now,
                          last_seen=now, owner=owner, teacher_gone=now)
         self.classes[room.code] = room
+        self.dirty = True
         return room
 
     def get(self, code: str) -> Classroom | None:
@@ -266,6 +325,7 @@ class ClassRegistry:
     def end(self, room: Classroom, reason: str) -> None:
         room.ended = True
         self.classes.pop(room.code, None)
+        self.dirty = True
         message = {"type": "ended", "reason": reason}
         for peer in [*room.students, *([room.teacher] if room.teacher else [])]:
             peer.put(message)
@@ -305,6 +365,7 @@ class ClassRegistry:
         """Someone connected, left or spoke (`teacher`: the teacher did, which keeps the class alive)."""
         now = self.clock()
         room.last_seen = now
+        self.dirty = True
         if teacher:
             room.last_active = now
 

@@ -1,7 +1,7 @@
 // The playground's Session tab: the new-session form, the player, the composer and the fault menu, and
 // the session's websocket that feeds the session's Dataset.
 
-import { openSession } from '../core/session.js';
+import { openSession, parseSessionExport } from '../core/session.js';
 import { t } from '../core/i18n.js';
 import { tr, frameThrottle } from '../views/dom.js';
 import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
@@ -32,7 +32,7 @@ export class SessionPanel {
       this.stateToShow = null;
     });
 
-    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request) });
+    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request), onOpenExport: (file) => this.openExport(file) });
     this.controls = new PlayControls($('player'), {
       onCommand: (cmd, value) => {
         if (!this.session) return;
@@ -99,6 +99,38 @@ export class SessionPanel {
     if (Object.keys(this.socketTypes).length) this.composer.setSocketTypes(this.socketTypes);
     this.connect(String(res.id), request.mode);
     this.$('session-setup').open = false;
+  }
+
+  /**
+   * A session's export.json opened from a file: its events shown as the session showed them (its diagram too, for
+   * a topology), to read through; nothing plays (no server session: the controls stay off).
+   */
+  async openExport(file) {
+    let data;
+    try {
+      data = parseSessionExport(await file.text());
+    } catch (err) {
+      this.form.setError(t('ui.export.badFile', { name: file.name, error: err.message }));
+      return;
+    }
+    this.form.setError('');
+    if (this.session) this.session.socket.close();
+    this.session = null;
+    const { page } = this;
+    const d = this.data;
+    page.topology(null);
+    this.faults.setTopology(null);
+    page.reset(d);
+    this.setConnected(false);
+    page.showSession();
+    if (data.topology) this.topologySeen(data.topology);
+    for (const ev of data.events) d.log.add(ev);
+    page.redraw();
+    for (const fmt of ['pcapng', 'json', 'html']) this.$(`export-${fmt}`).hidden = true;
+    tr(this.$('session-id'), ['ui.export.title', { id: data.id }]);
+    this.controls.setStatus(['ui.export.opened', { name: file.name, n: data.events.length }]);
+    this.$('session-setup').open = false;
+    page.urlChanged();
   }
 
   /** The session's topology (on connect, and as its links open): who may send, and the diagram. */

@@ -29,7 +29,7 @@ function field(d, label, control, className = '') {
  * new SessionForm(container, { onCreate(request) }) ; .setBusy(bool) ; .setError(text)
  */
 export class SessionForm {
-  constructor(container, { onCreate }) {
+  constructor(container, { onCreate, onOpenExport = null }) {
     const d = (this.doc = container.ownerDocument);
     this.onCreate = onCreate;
     this.mode = { simulated: h(d, 'input', { type: 'radio', name: 'mode', value: 'simulated', checked: true }), tcp: h(d, 'input', { type: 'radio', name: 'mode', value: 'tcp' }) };
@@ -57,6 +57,17 @@ export class SessionForm {
     );
     clear(container);
     container.appendChild(form);
+    if (onOpenExport) {
+      // A session's export.json, opened again: what it recorded, to read through (it does not play).
+      const file = h(d, 'input', { type: 'file', id: 'open-export', accept: '.json,application/json', hidden: true });
+      file.addEventListener('change', () => {
+        const f = file.files && file.files[0];
+        if (f) onOpenExport(f);
+        file.value = '';
+      });
+      container.appendChild(h(d, 'p', { class: 'open-export' },
+        h(d, 'button', { type: 'button', class: 'small', t: 'ui.export.open', tTitle: 'ui.export.open.title', on: { click: () => file.click() } }), file));
+    }
     for (const radio of Object.values(this.mode)) radio.addEventListener('change', () => this.syncMode());
     this.syncMode();
   }
