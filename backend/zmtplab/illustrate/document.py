@@ -56,12 +56,34 @@ Source = tuple[str, dict[str, Any]] | str
 
 
 @dataclass
+class LessonStep:
+    """A lesson's step as its handout tells it: its narration (the safe Markdown tree of `lessons.markdown`), its
+    socket decisions in words, its question (prompt and choices) and, for the answer key, its answer and its
+    explanation; a step that opens a topology carries it (nodes, links, proxies) for the diagram."""
+
+    number: int
+    title: str
+    narration: list[dict[str, Any]]
+    decisions: list[str] = field(default_factory=list)
+    prompt: str | None = None
+    choices: list[str] = field(default_factory=list)
+    answer: str | None = None
+    explain: list[dict[str, Any]] = field(default_factory=list)
+    topology: dict[str, Any] | None = None
+
+
+@dataclass
 class Document:
-    """A page's content: a title, where it came from, and its sections."""
+    """A page's content: a title, where it came from, and its sections; a lesson's handout has its steps too."""
 
     title: str
     source: Source
     sections: list[Section]
+    lesson: list[LessonStep] = field(default_factory=list)
+    # A topology's (a topology session's or lesson's): its nodes, links, proxies and conns, and every event (socket
+    # decisions and the applications' reads too): its script builds the whole topology.
+    topology: dict[str, Any] | None = None
+    topology_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def from_events(events: Iterable[Mapping[str, Any]], *, title: str, source: Source,

@@ -40,6 +40,8 @@ export function createLessonsApi(host) {
     answer: (id, n, body) => request('POST', `/api/lessons/${seg(id)}/steps/${seg(n)}/answer${lang()}`, body),
     /** The lesson's illustrated page (a link). */
     illustratedUrl: (id) => `${base}/api/lessons/${seg(id)}/illustrated${lang()}`,
+    /** The handout's pyzmq script (a topology lesson's builds its whole topology with libzmq). */
+    scriptUrl: (id) => `${base}/api/lessons/${seg(id)}/script.py`,
     createClass: () => request('POST', '/api/classes', {}),
     classInfo: (code) => request('GET', `/api/classes/${seg(code)}`),
     /** ws:// or wss:// URL of a class, from the page's location {protocol, host}. Never holds the token. */

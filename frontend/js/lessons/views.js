@@ -120,12 +120,13 @@ export class LessonPanel {
     this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.log' }), this.log);
     this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.references' }), this.refs);
     this.exportLink = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title' });
+    this.scriptLink = h(d, 'a', { class: 'button small script-link', attrs: { download: '' }, t: 'ui.illustrated.script', tTitle: 'ui.illustrated.script.title' });
     this.errorEl = h(d, 'p', { class: 'error', hidden: true });
     const head = h(
       d,
       'section',
       { class: 'box lesson-head' },
-      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl, this.exportLink),
+      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl, this.exportLink, this.scriptLink),
       this.dots,
       h(d, 'div', { class: 'step-nav' }, this.prevBtn, this.counter, this.nextBtn),
     );
@@ -154,8 +155,10 @@ export class LessonPanel {
   }
 
   /** Where the lesson's illustrated page is (the export link). */
-  setExportUrl(url) {
+  setExportUrl(url, scriptUrl = null) {
     this.exportLink.href = url;
+    this.scriptLink.hidden = !scriptUrl;
+    if (scriptUrl) this.scriptLink.href = scriptUrl;
   }
 
   /** Show step `number` of the lesson: its narration and (once loaded) its scene. */

@@ -225,14 +225,29 @@ def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang
 @router.get("/{lesson_id}/illustrated", summary="The lesson as an illustrated page", responses={
     200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
 def lesson_illustrated(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Response:
-    """Every element the lesson's steps show, each with its octet table, hex, fields, explanations and ABNF
-    rules: a handout of the lesson's bytes that needs no server and runs no script (`?lang=`, Accept-Language)."""
+    """The lesson as a handout: its steps (narration, the topology's diagram, the socket decisions each points at,
+    the questions, and an answer key at the end), then every element the steps show, each with its octet table,
+    hex, fields, explanations and ABNF rules, and its pyzmq script; one file that needs no server and runs no
+    script (`?lang=`, Accept-Language)."""
+    return illustrated.response(illustrated.page(_handout(lesson_id, conn, lang), lang=lang),
+                                illustrated.filename(lesson_id, "lesson"))
+
+
+@router.get("/{lesson_id}/script.py", summary="The lesson's pyzmq script", responses={
+    200: {"content": {"text/x-python": {}}, "description": "a Python script"}, **NOT_FOUND})
+def lesson_script(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Response:
+    """The script of the lesson's handout, as a file: a topology lesson's builds its whole topology with libzmq
+    (its proxies too) and has each application send and read what it did; another lesson's reproduces the first
+    connection it shows (what `zmtplab illustrate` writes beside its page)."""
+    return illustrated.script_response(illustrated.script_of(_handout(lesson_id, conn, lang)), f"{lesson_id}.py")
+
+
+def _handout(lesson_id: str, conn: HTTPConnection, lang: str) -> illustrated.Document:
     library = get_library(conn)
     lesson = library.lesson(lesson_id, lang)
     scenes = [library.scene(lesson_id, n) for n in range(1, len(lesson.steps) + 1)]
-    doc = illustrated.lesson_document(lesson_id, lesson.title, scenes, lang=lang,
-                                      step_titles=[step.title for step in lesson.steps])
-    return illustrated.response(illustrated.page(doc, lang=lang), illustrated.filename(lesson_id, "lesson"))
+    return illustrated.lesson_document(lesson_id, lesson.title, scenes, lang=lang,
+                                       steps=illustrated.lesson_steps(lesson, scenes, lang))
 
 
 @router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,

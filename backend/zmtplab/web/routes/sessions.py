@@ -160,6 +160,17 @@ async def export_html(session_id: SessionId, manager: SessionManagerDep, lang: L
     return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
 
+@router.get("/api/sessions/{session_id}/export.py", summary="The session's pyzmq script", responses={
+    200: {"content": {"text/x-python": {}}, "description": "a Python script"}, **NOT_FOUND})
+async def export_script(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """The script of the session's illustrated page, as a file: a topology session's builds the whole topology with
+    libzmq (its proxy steps too) and has each application send and read what it did; a two-peer session's
+    reproduces its first connection (what `zmtplab illustrate` writes beside its page)."""
+    session = _session(manager, session_id)
+    code = await asyncio.to_thread(lambda: illustrated.script_of(illustrated.session_document(session)))
+    return illustrated.script_response(code, f"zmtplab-session-{session.id[:8]}.py")
+
+
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
                responses=NOT_FOUND)
 async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> Response:
