@@ -53,6 +53,7 @@ step (by number and title) it is about.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -624,3 +625,35 @@ def load_lessons(directory: Path | None = None) -> dict[str, Lesson]:
     lessons = [load_lesson_file(p) for p in sorted(directory.glob("*.yaml"))]
     lessons.sort(key=lambda lesson: (lesson.order, lesson.id))
     return {lesson.id: lesson for lesson in lessons}
+
+
+@dataclass(frozen=True)
+class LoadedLessons:
+    """Lessons of several directories: each lesson and the directory it came from (its translations are there),
+    and the files that could not be loaded, each with what is wrong (`LessonError`'s text: the file, the step)."""
+
+    lessons: dict[str, Lesson]
+    directories: dict[str, Path]
+    problems: list[tuple[Path, str]]
+
+
+def load_lesson_dirs(directories: list[Path]) -> LoadedLessons:
+    """The lessons of `directories`, in list order; a later directory's lesson replaces an earlier one of the same
+    id (a teacher's own version of a shipped lesson). A file that is not a valid lesson does not stop the others:
+    it is listed in `problems`. A directory that does not exist is a problem too."""
+    found: dict[str, tuple[Lesson, Path]] = {}
+    problems: list[tuple[Path, str]] = []
+    for directory in directories:
+        if not directory.is_dir():
+            problems.append((directory, f"{directory}: no such directory of lessons"))
+            continue
+        for path in sorted(directory.glob("*.yaml")):
+            try:
+                lesson = load_lesson_file(path)
+            except LessonError as exc:
+                problems.append((path, str(exc)))
+                continue
+            found[lesson.id] = (lesson, directory)
+    ordered = sorted(found.values(), key=lambda item: (item[0].order, item[0].id))
+    return LoadedLessons({lesson.id: lesson for lesson, _ in ordered},
+                         {lesson.id: directory for lesson, directory in ordered}, problems)

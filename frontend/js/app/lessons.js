@@ -166,7 +166,10 @@ export function startLessons(host) {
   // ---- start ----------------------------------------------------------------------------------
   function loadList() {
     api.lessons().then(
-      (res) => list.setLessons(res.lessons || []),
+      (res) => {
+        list.setLessons(res.lessons || []);
+        list.setProblems(res.problems || []);
+      },
       (err) => status(t('ui.lesson.listFailed', { error: err.message }), 'error'),
     );
   }

@@ -126,7 +126,7 @@ export class SessionPanel {
     if (data.topology) this.topologySeen(data.topology);
     for (const ev of data.events) d.log.add(ev);
     page.redraw();
-    for (const fmt of ['pcapng', 'json', 'html', 'py']) this.$(`export-${fmt}`).hidden = true;
+    for (const fmt of ['pcapng', 'json', 'html', 'py', 'lesson']) this.$(`export-${fmt}`).hidden = true;
     tr(this.$('session-id'), ['ui.export.title', { id: data.id }]);
     this.controls.setStatus(['ui.export.opened', { name: file.name, n: data.events.length }]);
     this.$('session-setup').open = false;
@@ -219,7 +219,7 @@ export class SessionPanel {
       },
     });
     this.session = { id, socket };
-    for (const fmt of ['pcapng', 'json', 'html', 'py']) {
+    for (const fmt of ['pcapng', 'json', 'html', 'py', 'lesson']) {
       const a = this.$(`export-${fmt}`);
       a.href = page.api.sessionExportUrl(id, fmt);
       a.onclick = () => {

@@ -132,6 +132,7 @@ export function createApi(host) {
     sessionExportUrl(id, format) {
       // The illustrated page is written in the page's language (a download sends no Accept-Language of ours).
       if (format === 'html') return `${base}/api/sessions/${seg(id)}/export.html${query({ lang: i18n.lang })}`;
+      if (format === 'lesson') return `${base}/api/sessions/${seg(id)}/lesson.yaml`;
       return `${base}/api/sessions/${seg(id)}/export.${format === 'json' || format === 'py' ? format : 'pcapng'}`;
     },
     /** The illustrated page of a capture's connection, elements `from` to `to` (indexes, inclusive). */

@@ -15,10 +15,20 @@ export class LessonList {
     this.doc = container.ownerDocument;
     this.onOpen = onOpen;
     this.root = h(this.doc, 'ol', { class: 'lesson-list' });
+    this.problems = h(this.doc, 'div', { class: 'lesson-problems', hidden: true, attrs: { role: 'status' } });
     this.current = null;
     this.buttons = new Map();
     clear(container);
-    container.append(h(this.doc, 'h2', { t: 'ui.nav.lessons' }), this.root);
+    container.append(h(this.doc, 'h2', { t: 'ui.nav.lessons' }), this.root, this.problems);
+  }
+
+  /** Lesson files the server could not load (a teacher's own): each named, with what is wrong. */
+  setProblems(problems) {
+    const d = this.doc;
+    const list = Array.isArray(problems) ? problems : [];
+    this.problems.hidden = !list.length;
+    setChildren(this.problems, h(d, 'h3', { t: 'ui.lesson.problems' }),
+      h(d, 'ul', {}, list.map((p) => h(d, 'li', {}, h(d, 'strong', { text: String(p.file || '') }), h(d, 'pre', { class: 'problem', text: String(p.error || '') })))));
   }
 
   setLessons(lessons) {

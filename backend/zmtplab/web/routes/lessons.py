@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from ...lessons import markdown
-from ...lessons.loader import Lesson, LessonError, load_lessons
-from ...lessons.player import StepScene, check_answer, play_lesson
+from ...lessons.loader import Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
+from ...lessons.player import LessonPlayError, StepScene, check_answer, play_lesson
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
 from .. import illustrated
 from ..deps import LangDep
@@ -36,22 +36,37 @@ NOT_FOUND = {404: {"model": ErrorResponse, "description": "no such lesson or ste
 
 
 class LessonLibrary:
-    """The lessons of one app, loaded on first use, each played on first use and then kept."""
+    """The lessons of one app, loaded on first use, each played on first use and then kept: the shipped ones (or
+    `directory`'s), then those of `extra` (a teacher's own, `ZMTPLAB_LESSONS_DIR`). A file that is not a valid
+    lesson is left out and listed in `problems`."""
 
-    def __init__(self, directory: Path | None = None, captures_dir: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, captures_dir: Path | None = None,
+                 extra: Path | None = None) -> None:
         self.directory = directory
+        self.extra = extra
         self.captures_dir = captures_dir
-        self._lessons: dict[str, Lesson] | None = None
+        self._loaded: LoadedLessons | None = None
         self._localized: dict[tuple[str, str], Lesson] = {}
         self._scenes: dict[str, list[StepScene]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (reentrant: a lesson in another language loads the lessons first)
+
+    def _load(self) -> LoadedLessons:
+        with self._lock:
+            if self._loaded is None:
+                dirs = [self.directory or default_lessons_dir(), *([self.extra] if self.extra else [])]
+                self._loaded = load_lesson_dirs(dirs)
+                for path, problem in self._loaded.problems:
+                    log.warning("lesson %s left out: %s", path, problem)
+            return self._loaded
 
     @property
     def lessons(self) -> dict[str, Lesson]:
-        with self._lock:
-            if self._lessons is None:
-                self._lessons = load_lessons(self.directory)
-            return self._lessons
+        return self._load().lessons
+
+    @property
+    def problems(self) -> list[tuple[Path, str]]:
+        """The lesson files that could not be loaded, each with what is wrong (the file, the step)."""
+        return self._load().problems
 
     def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
         """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
@@ -65,7 +80,7 @@ class LessonLibrary:
             localized = self._localized.get(key)
             if localized is None:
                 try:
-                    localized = localize_lesson(lesson, lang, self.directory)
+                    localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
                     localized = lesson
@@ -80,7 +95,10 @@ class LessonLibrary:
         with self._lock:
             scenes = self._scenes.get(lesson_id)
             if scenes is None:
-                scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
+                try:
+                    scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
+                except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
+                    raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
         return scenes[number - 1]
 
 
@@ -89,7 +107,7 @@ def get_library(conn: HTTPConnection) -> LessonLibrary:
     state = conn.app.state
     library = getattr(state, "lesson_library", None)
     if library is None:
-        library = state.lesson_library = LessonLibrary()
+        library = state.lesson_library = LessonLibrary(extra=state.settings.lessons_dir)
     return library
 
 
@@ -104,8 +122,15 @@ class LessonSummary(BaseModel):
     step_count: int
 
 
+class LessonProblem(BaseModel):
+    file: str = Field(description="the lesson file's name")
+    error: str = Field(description="what is wrong with it: the file, the step, the key")
+
+
 class LessonList(BaseModel):
     lessons: list[LessonSummary]
+    problems: list[LessonProblem] = Field(default_factory=list, description="lesson files that could not be "
+                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), each with its error")
 
 
 class ReferenceOut(BaseModel):
@@ -193,7 +218,8 @@ def list_lessons(conn: HTTPConnection, lang: LangDep) -> LessonList:
     """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
     library = get_library(conn)
     return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
-                               for lesson_id in library.lessons])
+                               for lesson_id in library.lessons],
+                      problems=[LessonProblem(file=path.name, error=error) for path, error in library.problems])
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")

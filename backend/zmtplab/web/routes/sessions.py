@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket
 from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
-from .. import illustrated
+from .. import authoring, illustrated
 from ..deps import LangDep, SessionManagerDep, SettingsDep
 from ..limits import client_address
 from ..models import (
@@ -169,6 +169,24 @@ async def export_script(session_id: SessionId, manager: SessionManagerDep) -> Re
     session = _session(manager, session_id)
     code = await asyncio.to_thread(lambda: illustrated.script_of(illustrated.session_document(session)))
     return illustrated.script_response(code, f"zmtplab-session-{session.id[:8]}.py")
+
+
+@router.get("/api/sessions/{session_id}/lesson.yaml", summary="The session as a lesson step", responses={
+    200: {"content": {"application/yaml": {}}, "description": "a lesson file of one step"}, **NOT_FOUND,
+    422: {"model": ErrorResponse, "description": "the session cannot be a lesson step"}})
+async def export_lesson(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """The session as a lesson of one step, to put in your lessons directory (`ZMTPLAB_LESSONS_DIR`) and narrate: a
+    topology session's step is its topology and what its applications sent, in order; a two-peer session's its
+    peers and their messages. The file loads as a lesson (it is checked before it is sent)."""
+    session = _session(manager, session_id)
+    lesson_id = f"session-{session.id[:8]}"
+    try:
+        text = await asyncio.to_thread(lambda: authoring.lesson_yaml(json.loads(session.export_json()),
+                                                                     lesson_id=lesson_id))
+    except authoring.LessonError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+    return Response(text, media_type="application/yaml; charset=utf-8", headers={
+        "Content-Disposition": f'attachment; filename="{lesson_id}.yaml"', "X-Content-Type-Options": "nosniff"})
 
 
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
