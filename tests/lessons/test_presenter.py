@@ -536,3 +536,26 @@ def test_classes_survive_a_restart_of_the_server(tmp_path):
     saved.write_text("{not json", encoding="utf-8")
     with TestClient(app()) as client:
         assert client.get(f"/api/classes/{code}").status_code == 404
+
+
+def test_a_teacher_presents_a_playground_session(live_server):
+    """Issue 32.10: a playground state names its session (and no lesson); a lesson's state still needs its lesson."""
+    made = new_class(live_server)
+    base = f"{live_server.ws_base}/ws/classes/{made['code']}"
+
+    async def scenario() -> None:
+        async with await teacher_connect(base, made["teacher_token"]) as teacher:
+            await recv(teacher, "hello")
+            async with connect(f"{base}?role=student") as student:
+                await recv(student, "hello")
+                shown = {"type": "state", "page": "playground", "session": "0123abcd", "selection": {"element": 3}}
+                await teacher.send(json.dumps(shown))
+                got = await recv(student, "state")
+                assert (got["page"], got["session"], got["selection"]["element"]) == ("playground", "0123abcd", 3)
+                assert "lesson" not in got
+                await teacher.send(json.dumps({"type": "state", "page": "lessons", "session": "x"}))
+                assert "names its `lesson` and `step`" in (await recv(teacher, "error"))["detail"]
+                await teacher.send(json.dumps({"type": "state", "page": "playground"}))
+                assert "names its `session`" in (await recv(teacher, "error"))["detail"]
+
+    asyncio.run(scenario())

@@ -28,13 +28,17 @@ def test_the_header_links_do_not_take_the_teacher_out_of_the_class(browser, live
         code = present(teacher, live_server.base)
         student.goto(f"{live_server.base}/lessons.html?join={code}")
         teacher.wait_for_selector("#student-count:text-is('1 student · 1 following')")
+        # The class's other page takes the class along (the playground: issue 32.10); the others open in a new tab.
         playground = teacher.locator("header.topbar nav a", has_text="Playground")
-        assert playground.get_attribute("target") == "_blank"
-        assert "new tab" in (playground.get_attribute("title") or "")
+        assert playground.get_attribute("href") == f"index.html?present={code}"
+        assert playground.get_attribute("target") is None
+        viewer = teacher.locator("header.topbar nav a", has_text="Capture viewer")
+        assert viewer.get_attribute("target") == "_blank"
+        assert "new tab" in (viewer.get_attribute("title") or "")
         with t_ctx.expect_page() as opened:
-            playground.click()
+            viewer.click()
         opened.value.wait_for_load_state()
-        assert opened.value.url.endswith("/index.html")
+        assert opened.value.url.endswith("/capture.html")
         opened.value.close()
         teacher.locator("header.topbar nav a", has_text="Lessons").click()
         teacher.wait_for_selector("#lesson-list:not([hidden])")
@@ -45,7 +49,56 @@ def test_the_header_links_do_not_take_the_teacher_out_of_the_class(browser, live
         # Out of the class, the links are plain links again.
         teacher.click(".class-bar button:text-is('End class')")
         teacher.wait_for_selector("#present-button")
-        assert playground.get_attribute("target") is None
+        assert playground.get_attribute("href") == "index.html" and viewer.get_attribute("target") is None
+    finally:
+        t_ctx.close()
+        s_ctx.close()
+    assert not errors, errors
+
+
+def test_the_class_watches_the_teachers_playground_session(browser, live_server):  # noqa: F811
+    """Issue 32.10: presenting, the teacher goes to the playground (the class comes along) and starts a topology;
+    the students' page opens the playground and watches that session (their socket takes no command), step by step
+    as the teacher steps it, with the teacher's selection; a link opens the session as it was at a step."""
+    import re
+
+    errors: list[str] = []
+    t_ctx, teacher = open_page(browser, errors)
+    s_ctx, student = open_page(browser, errors)
+    try:
+        code = present(teacher, live_server.base)
+        student.goto(f"{live_server.base}/lessons.html?join={code}")
+        at_step(student, 1, 9)
+        teacher.locator("header.topbar nav a", has_text="Playground").click()
+        teacher.wait_for_url(re.compile(rf"index\.html\?present={code}"))
+        teacher.wait_for_selector(f"#join-code:text-is('{code}')")
+        teacher.wait_for_selector(".conn-state:text-is('live')")
+        teacher.wait_for_selector("#preset-menu option[value='load-balancing']", state="attached")
+        teacher.select_option("#preset-menu", "load-balancing")
+        teacher.get_by_role("checkbox", name="play at once", exact=True).uncheck()
+        teacher.click("#start-preset")
+        teacher.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w3']")
+        session = re.search(r"session=([0-9a-f]+)", teacher.url).group(1)
+
+        student.wait_for_url(re.compile(rf"index\.html\?join={code}"))
+        student.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w3']")
+        assert student.locator("#player button:text-is('Step »')").is_disabled(), "a student drives nothing"
+        for n in (1, 2, 3):
+            teacher.click("#player button:text-is('Step »')")
+            student.wait_for_selector(f"#player .play-status:has-text('element {n} of')")
+        teacher.locator("#sequence .seq-row").nth(1).click()
+        student.wait_for_function("() => { const r = document.querySelector('#sequence .seq-row.selected');"
+                                  " return r && r.dataset.index === '1'; }")
+        assert session in (student.text_content("#status") or "")[:0] + student.evaluate(
+            "() => document.getElementById('session-id').textContent")
+
+        link = teacher.get_attribute("#link-at", "href")
+        assert link.endswith(f"?session={session}&at=3")
+        later = t_ctx.new_page()
+        later.goto(f"{live_server.base}{link}")
+        later.wait_for_selector("#player .play-status:has-text('as it was at element 3')")
+        later.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length === 3")
+        later.close()
     finally:
         t_ctx.close()
         s_ctx.close()

@@ -147,3 +147,15 @@ def test_tcp_faults_take_the_peer_and_are_marked(client):
         closed = receive_until(ws, is_log("closed", conn="0"))
         first = next(m["entry"] for m in closed if m["type"] == "log" and m["entry"]["what"] == "half-closed")
         assert first["side"] in ("server", "client") and "closed the connection" in first["reason"]
+
+
+def test_a_watching_socket_takes_no_command(client):
+    """A student following a presented session (`?watch=1`) sees its stream and drives nothing (issue 32.10)."""
+    session_id = create(client, {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"},
+                                 "autoplay": False})
+    with client.websocket_connect(f"/ws/sessions/{session_id}?watch=1") as ws:
+        ws.send_json({"type": "step"})
+        refused = receive_until(ws, lambda m: m["type"] == "error")[-1]
+        assert "watches the session" in refused["detail"]
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:  # (the state did not move)
+        assert receive_until(ws, lambda m: m["type"] == "state")[-1]["position"] == 0

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import WebSocket
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -44,15 +44,27 @@ class Selection(BaseModel):
 
 
 class TeacherState(BaseModel):
-    """What the teacher shows: lesson, step (from 1), selected element and field, highlighted fields."""
+    """What the teacher shows: a lesson's step (`lesson`, `step` from 1), or a playground session (`page`
+    "playground", `session`: its id, which the students watch); the selected element and field, the highlighted
+    fields."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["state"]
-    lesson: str = Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
-    step: int = Field(ge=1, le=1000)
+    page: Literal["lessons", "playground"] = "lessons"
+    lesson: str | None = Field(None, max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    step: int | None = Field(None, ge=1, le=1000)
+    session: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9]+$")
     selection: Selection = Field(default_factory=Selection)
     highlights: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _shown(self) -> TeacherState:
+        if self.page == "lessons" and (self.lesson is None or self.step is None):
+            raise ValueError("a lesson's state names its `lesson` and `step`")
+        if self.page == "playground" and self.session is None:
+            raise ValueError("a playground's state names its `session`")
+        return self
 
 
 LessonName = Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")]
@@ -183,13 +195,18 @@ def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any,
                 return {"type": "error", "detail": f"at most {registry.limits.max_highlights} highlights"}
             before = (room.state or {}).get("lesson"), (room.state or {}).get("step")
             room.seq += 1
-            room.state = {**state.model_dump(exclude={"type"}), "seq": room.seq}
+            # (a lesson's state as it always was: `page` only when it is the playground's)
+            shown = {k: v for k, v in state.model_dump(exclude={"type"}).items()
+                     if v is not None and not (k == "page" and v == "lessons")}
+            room.state = {**shown, "seq": room.seq}
             registry.touch(room, teacher=True)
             latest = room.latest()
             assert latest is not None
             room.broadcast(latest)
             # Another step: its question's answers so far (none yet, most often).
-            return room.tally((state.lesson, state.step)) if before != (state.lesson, state.step) else None
+            if state.lesson is None or state.step is None or before == (state.lesson, state.step):
+                return None
+            return room.tally((state.lesson, state.step))
         if kind == "reveal":
             try:
                 reveal = Reveal.model_validate(data)
@@ -275,7 +292,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str, ch
         counts = room.counts()
         peer.put({"type": "hello", "role": "teacher", "code": room.code, "state": room.latest(),
                   "max_students": limits.max_students, "count": counts["count"], "following": counts["following"]})
-        if room.state is not None:  # (a teacher back after a reload: the answers to the step it shows)
+        if room.state is not None and "lesson" in room.state:  # (a teacher back: the answers to the step it shows)
             peer.put(room.tally((room.state["lesson"], room.state["step"])))
         room.broadcast({"type": "teacher", "present": True})
     elif role == "student":
@@ -287,7 +304,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str, ch
         registry.touch(room)
         peer.put({"type": "hello", "role": "student", "code": room.code, "teacher": room.teacher is not None,
                   "state": room.latest()})
-        if room.state is not None and (room.state["lesson"], room.state["step"]) in room.revealed:
+        if room.state is not None and (room.state.get("lesson"), room.state.get("step")) in room.revealed:
             peer.put(room.tally((room.state["lesson"], room.state["step"])))
         room.tell_teacher()
     else:

@@ -10,6 +10,8 @@ import { ClassBar } from '../lessons/views.js';
 // server only as the socket's first message: never in a URL, where logs and history would keep it.
 const TOKEN_KEY = 'zmtplab.class.';
 const SEAT_KEY = 'zmtplab.seat';
+// The pages a class is held on: a teacher (or a student) moving between them takes the class along.
+const CLASS_PAGES = new Set(['lessons.html', 'index.html']);
 
 export class ClassroomClient {
   /**
@@ -60,12 +62,24 @@ export class ClassroomClient {
    */
   guardNav() {
     for (const a of this.navLinks) {
-      const away = !!this.role && a.getAttribute('aria-current') !== 'page';
-      if (away) {
+      if (!a.dataset.href) a.dataset.href = a.getAttribute('href');
+      const plain = a.dataset.href;
+      const own = a.getAttribute('aria-current') === 'page';
+      // The class's pages (the lessons, the playground) take the class along, in this tab: the teacher shows the
+      // class another page (a reload's moment away); the others open in a new tab, and say so.
+      const classPage = CLASS_PAGES.has(plain.replace(/[?#].*$/, ''));
+      const param = this.role === 'teacher' ? 'present' : 'join';
+      if (this.role && classPage && !own) {
+        a.setAttribute('href', `${plain}?${param}=${encodeURIComponent(this.classCode)}`);
+        a.removeAttribute('target');
+        tr(a, 'ui.class.takeAlong', 'title');
+      } else if (this.role && !own) {
+        a.setAttribute('href', plain);
         a.target = '_blank';
         a.rel = 'noopener';
         tr(a, 'ui.class.newTab', 'title');
-      } else if (a.target) {
+      } else {
+        a.setAttribute('href', plain);
         a.removeAttribute('target');
         a.removeAttribute('rel');
         a.removeAttribute('title');

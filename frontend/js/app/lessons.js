@@ -11,7 +11,7 @@
 // host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
-import { parseLink } from '../core/links.js';
+import { parseLink, buildLink } from '../core/links.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLessonsApi } from '../lessons/api.js';
 import { LessonList, LessonPanel } from '../lessons/views.js';
@@ -115,10 +115,13 @@ export function startLessons(host) {
       const s = wb.selection.get();
       return teacherState({ lesson: player.lessonId, step: player.step, element: s.index, field: s.field, highlights: highlights.shown() });
     },
-    follow: (state) =>
-      player.applied(() =>
+    follow: (state) => {
+      // (the teacher presents the playground: the class watches its session there)
+      if (state.page === 'playground') return win.location.assign(`index.html${buildLink({ join: classroom.classCode })}`);
+      return player.applied(() =>
         player.show(state.lesson, state.step, { element: state.selection ? state.selection.element : null, field: state.selection ? state.selection.field : null, highlights: state.highlights || [] }),
-      ),
+      );
+    },
     hasLesson: () => !!player.lesson,
     hintOpenLesson() {
       if (!player.lessonId) player.hintOpenLesson(t('ui.class.openLesson'));

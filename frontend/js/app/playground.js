@@ -19,6 +19,8 @@ import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
 import { TopologyPanel } from './topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
+import { ClassroomClient } from './classroom-client.js';
+import { createLessonsApi } from '../lessons/api.js';
 
 class PlaygroundPage {
   constructor(host) {
@@ -58,7 +60,10 @@ class PlaygroundPage {
       onShown: (on) => $('topology').parentElement.parentElement.classList.toggle('has-topology', on) });
     initShell(host, (on) => wb.setLarge(on));
     wb.selection.subscribe((s, prev) => {
-      if (s.field !== prev.field || s.index !== prev.index) this.updateUrl();
+      if (s.field !== prev.field || s.index !== prev.index) {
+        this.updateUrl();
+        if (this.classroom) this.classroom.broadcast();
+      }
     });
 
     this.tabs = { session: $('tab-session'), paste: $('tab-paste') };
@@ -74,7 +79,10 @@ class PlaygroundPage {
       redraw: () => this.markDirty(),
       select: (index) => this.select(index),
       showSession: () => this.active !== 'session' && this.showTab('session'),
-      urlChanged: () => this.updateUrl(),
+      urlChanged: () => {
+        this.updateUrl();
+        if (this.classroom) this.classroom.broadcast(); // (another session shown: the class watches it)
+      },
       topology: (topo) => (topo ? this.topo.setTopology(topo) : this.topo.forget()),
       speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
@@ -88,6 +96,7 @@ class PlaygroundPage {
       },
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
+    this.classroom = this.presenterMode(host);
     win.addEventListener('keydown', (e) => this.onKey(e));
     // Another language: the lifelines' names are words (the views redraw themselves), and the notes and
     // expert texts come from the server in the language asked for: the session's socket is opened again (the
@@ -103,6 +112,46 @@ class PlaygroundPage {
       }
       if (this.data.paste.log.length) this.paste.view.decode();
     });
+  }
+
+  /**
+   * Presenter mode on the playground (issue 32.10): a teacher presents the session shown (its id and the selected
+   * element); a student watches that very session (a socket that takes no command: the teacher drives it) and
+   * its selection. A state of the lessons page takes a student there.
+   */
+  presenterMode(host) {
+    const win = this.win;
+    const classroom = new ClassroomClient(host, createLessonsApi(host), {
+      status: this.status,
+      raf: win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16),
+      teacherState: () => {
+        const id = this.sessions.id;
+        if (id === null || this.sessions.watching) return null;
+        const s = this.wb.selection.get();
+        return { type: 'state', page: 'playground', session: id, selection: { element: s.index ?? null, field: s.field ?? null }, highlights: [] };
+      },
+      follow: async (state) => {
+        if (state.page !== 'playground') {
+          win.location.assign(`lessons.html${buildLink({ join: classroom.classCode })}`);
+          return;
+        }
+        const element = state.selection ? state.selection.element : null;
+        if (Number.isInteger(element)) this.pendingLink = { el: element, field: state.selection.field ?? undefined };
+        if (this.sessions.id !== state.session) {
+          this.sessions.connect(state.session, undefined, { watch: true });
+          this.status(t('ui.class.watching', { id: state.session.slice(0, 8) }));
+        } else this.applyPendingLink();
+      },
+      hasLesson: () => this.sessions.id !== null,
+      hintOpenLesson: () => {
+        if (this.sessions.id === null) this.status(t('ui.class.startSession'));
+        else classroom.broadcast();
+      },
+      urlChanged: () => this.updateUrl(),
+      showList: () => {},
+      answers: () => {},
+    });
+    return classroom;
   }
 
   /** The Dataset of the tab shown. */
@@ -226,6 +275,11 @@ class PlaygroundPage {
     const s = this.wb.selection.get();
     const id = this.sessions ? this.sessions.id : null;
     const params = this.active === 'session' && id !== null ? { session: id, el: s.index, field: s.field } : {};
+    const cls = this.classroom;
+    if (cls && cls.role && cls.classCode) {
+      params[cls.role === 'teacher' ? 'present' : 'join'] = cls.classCode;
+      if (cls.role === 'student') delete params.session; // (the class says which session a student watches)
+    }
     const url = `${win.location.pathname}${buildLink(params)}${this.active === 'paste' ? '#paste' : ''}`;
     win.history.replaceState(null, '', url);
   }
@@ -289,11 +343,12 @@ class PlaygroundPage {
     else this.showTab('session');
     // A shared topology (#topology=...) waits in the editor for Start.
     if (this.setup.fromHash(hash)) this.host.document.getElementById('topology-setup').open = true;
-    if (link.session) {
+    if (link.session && !link.join) {
       if (link.el !== undefined) this.pendingLink = { el: link.el, field: link.field };
       this.host.document.getElementById('session-setup').open = false;
-      this.sessions.connect(link.session);
+      this.sessions.connect(link.session, undefined, { at: link.at });
     }
+    this.classroom.resume(link);
   }
 }
 

@@ -155,9 +155,10 @@ export class SessionPanel {
   }
 
   setConnected(on) {
-    this.controls.setEnabled(on);
-    this.composer.setEnabled(on);
-    this.faults.setEnabled(on);
+    const drive = on && !this.watching; // (a student watching the teacher's session drives nothing)
+    this.controls.setEnabled(drive);
+    this.composer.setEnabled(drive);
+    this.faults.setEnabled(drive);
   }
 
   setMode(m) {
@@ -165,10 +166,16 @@ export class SessionPanel {
     this.faults.setMode(this.mode);
   }
 
-  /** Shows session `id`: its socket feeds the session's Dataset from the start. */
-  connect(id, sessionMode) {
+  /**
+   * Shows session `id`: its socket feeds the session's Dataset from the start. `watch`: a student watching the
+   * teacher's session (the socket takes no command). `at`: the session as it was at element `at` (a link to that
+   * step): later elements are not shown.
+   */
+  connect(id, sessionMode, { watch = false, at = null } = {}) {
     const { page, controls, composer } = this;
     const d = this.data;
+    this.watching = !!watch;
+    this.at = Number.isInteger(at) && at >= 0 ? at : null;
     if (this.session) this.session.socket.close();
     page.topology(null);
     this.faults.setTopology(null);
@@ -179,19 +186,25 @@ export class SessionPanel {
     page.showSession();
     const socket = openSession({
       WebSocket: this.host.WebSocket,
-      url: page.api.sessionSocketUrl(this.host.window.location, id),
+      url: page.api.sessionSocketUrl(this.host.window.location, id, { watch: this.watching }),
       onOpen: () => {
         this.setConnected(true);
         this.stateToShow = null;
         controls.setStatus(['ui.session.connected', { id }]);
       },
       onEvent: (ev) => {
+        if (this.at !== null && d.log.length >= this.at) return; // (the session as it was at that step)
         d.log.add(ev);
         page.redraw();
       },
       onState: (s) => {
         this.playing = !!s.playing;
         this.canStepBack = s.can_step_back !== false && s.mode !== 'tcp';
+        if (typeof s.position === 'number') this.linkAt(id, s.position);
+        if (this.at !== null) {
+          controls.setStatus(['ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }]);
+          return;
+        }
         this.stateToShow = s;
         this.showState();
         if (typeof s.speed === 'number' && page.speed) page.speed(s.speed);
@@ -229,6 +242,17 @@ export class SessionPanel {
     }
     tr(this.$('session-id'), ['ui.session.title', { id }]);
     page.urlChanged();
+  }
+
+  /** The link to this session at element `position` (?session=ID&at=N): what it shows then, for a handout or a
+   * student who comes back to it. */
+  linkAt(id, position) {
+    const a = this.$('link-at');
+    if (!a) return;
+    const loc = this.host.window.location;
+    a.href = `${loc.pathname}?session=${encodeURIComponent(id)}&at=${position}`;
+    tr(a, ['ui.session.linkAt', { n: position }]);
+    a.hidden = false;
   }
 
   /**

@@ -145,9 +145,10 @@ export function createApi(host) {
      * array); log=0: no simulation `log` messages (the page does not show them); fields=0: events
      * without their fields (an element's come with sessionEvent when it is opened).
      */
-    sessionSocketUrl(location, id) {
+    sessionSocketUrl(location, id, { watch = false } = {}) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0&lang=${encodeURIComponent(i18n.lang)}`;
+      // (`watch`: a student following a presented session: the socket takes no command)
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1' : ''}&lang=${encodeURIComponent(i18n.lang)}`;
     },
     /** One event of a session with its fields, by its `seq`. */
     sessionEvent(id, seq) {

@@ -4,7 +4,7 @@
 // index.html?session=ID&el=12&field=2        (a live session)
 // index.html#paste                           (the paste tab)
 
-const INT_KEYS = new Set(['el', 'field']);
+const INT_KEYS = new Set(['el', 'field', 'at']);
 
 /** Parse a location's search string into { key: value }; el/field become integers. */
 export function parseLink(search) {

@@ -201,7 +201,8 @@ async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> R
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
                          settings: SettingsDep, batch: bool = False, log: bool = True,
-                         marks: bool = False, topology: bool | None = None, fields: bool = True) -> None:
+                         marks: bool = False, topology: bool | None = None, fields: bool = True,
+                         watch: bool = False) -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
@@ -212,7 +213,8 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     `?fields=0` sends events without their `fields` (the page's way: it asks for an element's fields when it
     is opened, `GET /api/sessions/{id}/events/{seq}`); by default they come with them.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
-    A bad command is answered with an `error` message; the session goes on.
+    A bad command is answered with an `error` message; the session goes on. `?watch=1` (a student following a
+    presented session) takes no command: each is refused.
 
     Commands are rate-limited per socket (a token bucket: `ws_rate` a second, bursts of `ws_burst`);
     one over the limit is dropped and answered with `{"type": "error", "detail": "rate limit: ..."}`.
@@ -220,4 +222,4 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation). `web.session_socket`
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
-                               topology=topology, fields=fields)
+                               topology=topology, fields=fields, watch=watch)
