@@ -252,11 +252,11 @@ class ZwsGreeting(Greeting):
     routing_id: bool = False
 
     def info(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": self.version, "hex": self.raw.hex(), "transport": "zws"}
+        out: dict[str, Any] = {"version": self.version, "hex": self.raw.hex(), "transport": "zws",
+                               "protocol": self.protocol}
         if self.routing_id:
             out["identity"] = (self.identity or b"").hex()
             return out
-        out["protocol"] = self.protocol
         if self.target is not None:
             out["target"] = self.target
             out["protocols"] = list(self.offered)
