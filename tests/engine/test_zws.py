@@ -455,3 +455,35 @@ def test_a_command_the_mechanism_does_not_expect_ends_the_handshake():
         "unexpected HELLO command during the NULL handshake"]
     out = server.data_to_send()
     assert opcodes(out) == [0x2, 0x8] and b"ERROR" in out  # ERROR, then the close frame
+
+
+# ---------------------------------------------------------------- languages
+
+
+def test_every_text_of_zws_has_its_chinese():
+    """Field notes, findings and close reasons of ZWS are catalog texts (i18n.translate renders them)."""
+    from zmtplab import i18n
+
+    texts: set[str] = set()
+    broken = pair()
+    broken.segments += [(S2C, b"\x81\x02hi"), (S2C, b"\x82\x00"), (S2C, b"\x82\x82\x00\x00\x00\x00\x00x"),
+                        (S2C, b"\xf2\x02\x07y"), (S2C, b"\x8b\x00"), (S2C, b"\x88\x05\x03\xe8bye"),
+                        (S2C, b"\x82\x02\x00z"), (C2S, b"\x82\x03\x01ab")]
+    refused = pair(client_mech=PlainClient("u", "p"))
+    routing = pair(protocols=["ZWS2.0"])
+    routing.segments.append((C2S, b"\x82\x02\x02x"))
+    long_length = b"\x82\x7e\x00\x05\x00abcd"
+    for segments in (conversation().segments, broken.segments, refused.segments, routing.segments,
+                     [*pair().segments, (S2C, long_length)], pair().segments[:1], [(C2S, b"GET / HTTP/1.1\r\n\r\n")],
+                     [(C2S, b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            b"Sec-WebSocket-Protocol: ZWS2.0/BEARER\r\n\r\n")]):
+        for _, event in dissect(segments):
+            d = event.to_dict()
+            texts.update(t for t in [d.get("text"), *(f.get("note") for f in d.get("fields", []))] if t)
+    for p in (refused, pair("PUSH", "PUSH")):
+        texts.update(e.reason for e in p.events["client"] + p.events["server"] if isinstance(e, ConnectionClosed))
+    texts.discard("peer closed the connection")
+    assert len(texts) > 40
+    unknown = sorted(t for t in texts if i18n.recognise(t) is None)
+    assert unknown == []
+    assert all(i18n.translate(t, "zh-CN") != t for t in texts)

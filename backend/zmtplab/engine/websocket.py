@@ -130,12 +130,13 @@ def head_fields(offset: int, head: bytes) -> list[Field]:
         if not text:
             out.append(Field("end-of-head", offset + pos, len(line), "CRLF", "CRLF",
                              "The empty line that ends the HTTP head: WebSocket frames follow."))
+        elif first and text.startswith("HTTP/"):
+            note = ("101 Switching Protocols: the server agrees, and WebSocket frames follow the empty line (RFC 6455 "
+                    "4.2.2)." if text[9:13] == "101 " or text[9:] == "101" else
+                    "Any status but 101 refuses the upgrade: what follows is not WebSocket (RFC 6455 4.1).")
+            out.append(Field("status-line", offset + pos, len(line), text, "Status-Line", note))
         elif first:
-            response = text.startswith("HTTP/")
-            out.append(Field("status-line" if response else "request-line", offset + pos, len(line), text,
-                             "Status-Line" if response else "Request-Line",
-                             "101 Switching Protocols: the server agrees, and WebSocket frames follow the empty "
-                             "line (RFC 6455 4.2.2)." if response else
+            out.append(Field("request-line", offset + pos, len(line), text, "Request-Line",
                              "GET and the resource the client asked for: the path of the ws:// endpoint (RFC 6455 "
                              "4.1)."))
         else:

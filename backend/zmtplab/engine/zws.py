@@ -144,11 +144,16 @@ def head_length(data: bytes | bytearray, start: int = 0) -> int | None:
     return None if end < 0 else end + 4 - start
 
 
+def starts_like_request(first: bytes | bytearray) -> bool:
+    """Whether `first` (one or more octets) could begin an HTTP upgrade request: "GET "."""
+    prefix = bytes(first[:4])
+    return bool(prefix) and b"GET "[:len(prefix)] == prefix
+
+
 def sniff_upgrade(first: bytes | bytearray) -> bool | None:
     """Whether a connection whose client sent `first` is ZWS: True for an HTTP upgrade to WebSocket that offers
     a ZWS subprotocol, False when it is anything else, None while the request head is not all there."""
-    prefix = bytes(first[:4])
-    if b"GET "[:len(prefix)] != prefix:
+    if not starts_like_request(first):
         return False
     size = head_length(first)
     if size is None:

@@ -231,7 +231,7 @@ class ZwsConnection:
         if chosen is None:
             offered = ", ".join(request.subprotocols) or "none"
             self._out += self.ws.send(RejectConnection(status_code=400))
-            self._close(f"no subprotocol we speak among the client's ({offered})", error=True)
+            self._close(f"no subprotocol we speak among the client's: {offered}", error=True)
             return
         self.target = request.target
         self._out += self.ws.send(AcceptConnection(subprotocol=chosen))
@@ -239,8 +239,11 @@ class ZwsConnection:
 
     def _on_accept(self, accept: AcceptConnection) -> None:
         chosen = accept.subprotocol
-        if chosen is None or not fits(chosen, self.mechanism.name):
-            self._fail(f"the server chose {chosen or 'no subprotocol'}, which we cannot speak", code=1002)
+        if chosen is None:
+            self._fail("the server chose no subprotocol", code=1002)
+            return
+        if not fits(chosen, self.mechanism.name):
+            self._fail(f"the server chose {chosen}, which we cannot speak", code=1002)
             return
         self._begin(chosen)
 
@@ -251,7 +254,8 @@ class ZwsConnection:
         if self.ws.state == WsState.REMOTE_CLOSING:
             self._out += self.ws.send(event.response())
         normal = event.code in (1000, 1001)
-        reason = f"peer closed the WebSocket ({event.code}{f' {event.reason}' if event.reason else ''})"
+        reason = (f"peer closed the WebSocket (code {event.code}: {event.reason})" if event.reason
+                  else f"peer closed the WebSocket (code {event.code})")
         self._close(reason, error=self.state != READY or not normal)
 
     # ------------------------------------------------------------------ ZWS
@@ -266,8 +270,8 @@ class ZwsConnection:
 
     def _on_payload(self, payload: bytes) -> None:
         if not payload:
-            raise RemoteProtocolError("an empty WebSocket message: a ZWS frame starts with its flag octet",
-                                      offset=0, rule="flags")
+            raise RemoteProtocolError("an empty WebSocket message: a ZWS frame starts with its flag octet "
+                                      "(45/ZWS Framing)", offset=0, rule="flags")
         flags, body = payload[0], payload[1:]
         if flags & RESERVED_FLAGS:
             raise RemoteProtocolError(f"reserved flag bits set: 0x{flags & RESERVED_FLAGS:02x}", offset=0,

@@ -262,9 +262,9 @@ class ZwsDissector:
         try:
             head = parse_request(raw) if side.client else parse_response(raw)
         except h11.RemoteProtocolError as exc:
-            what = "request" if side.client else "response"
-            out.append((d, Expert(offset, size, severity="error",
-                                  text=f"the HTTP upgrade {what} is not valid HTTP/1.1: {exc}", rule="upgrade")))
+            text = (f"the HTTP upgrade request is not valid HTTP/1.1: {exc}" if side.client
+                    else f"the HTTP upgrade response is not valid HTTP/1.1: {exc}")
+            out.append((d, Expert(offset, size, severity="error", text=text, rule="upgrade")))
             side.state = _LOST
             side.lost_since = buffer.offset
             return True
