@@ -257,6 +257,10 @@ def test_the_dissector_maps_a_conversation_onto_the_event_contract():
     assert frame["hex"] == wire.hex() and frame["body"] == b"request 1".hex() and frame["size"] == 9
     names = [f["name"] for f in frame["fields"]]
     assert names == ["fin-opcode", "mask-length", "masking-key", "flags", "body"]
+    # `unmasked`: the same octets with the masking undone, what the fields describe (the pages draw it).
+    assert frame["unmasked"] == (wire[:6] + b"\x00request 1").hex()
+    assert bytes.fromhex(c2s[1]["unmasked"])[7:13] == b"\x05READY"
+    assert "unmasked" not in s2c[3] and "unmasked" not in s2c[1]  # a server does not mask
     assert [e["name"] for e in s2c[5:]] + [e["name"] for e in c2s[5:]] == ["WS-PING", "WS-PONG", "WS-PONG",
                                                                            "WS-PING"]
     assert s2c[5]["data"] == b"hb".hex() and c2s[5]["data"] == b"hb".hex()

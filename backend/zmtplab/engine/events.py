@@ -250,12 +250,15 @@ class ZwsGreeting(Greeting):
     target: str | None = None  # a request's: the resource asked for
     status: int | None = None  # a response's: the HTTP status
     routing_id: bool = False
+    unmasked: bytes = b""  # a masked routing id's octets with the masking undone
 
     def info(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": self.version, "hex": self.raw.hex(), "transport": "zws",
                                "protocol": self.protocol}
         if self.routing_id:
             out["identity"] = (self.identity or b"").hex()
+            if self.unmasked:
+                out["unmasked"] = self.unmasked.hex()
             return out
         if self.target is not None:
             out["target"] = self.target
@@ -278,6 +281,7 @@ class ZwsFrame(Frame):
     wire: bytes = b""
     field_list: tuple[Field, ...] = ()
     extended: bool = False  # the WebSocket payload length took 2 or 8 more octets
+    unmasked: bytes = b""  # a client's frame: `wire` with the masking undone (what the fields describe)
 
     @property
     def fields(self) -> list[Field]:
@@ -289,12 +293,17 @@ class ZwsFrame(Frame):
     def info(self) -> dict[str, Any]:
         out: dict[str, Any] = {"more": self.more, "long": self.extended, "size": self.size,
                                "body": self.body.hex(), "hex": self.wire.hex(), "transport": "zws"}
+        if self.unmasked:
+            out["unmasked"] = self.unmasked.hex()
         if self.truncated:
             out["truncated"] = True
         return out
 
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
-        return WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        if "unmasked" in out and len(out["unmasked"]) > len(out["hex"]):  # cut as `hex` was
+            out["unmasked"] = out["unmasked"][:len(out["hex"])]
+        return out
 
 
 # ---- the decoder's constructors for Frame and Message ----------------------------------

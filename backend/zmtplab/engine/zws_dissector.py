@@ -102,6 +102,7 @@ class _Side:
         self.head_raw = b""
         self.fragments: list[tuple[int, WsHeader, int]] = []  # (offset, header, payload offset) of a message
         self.fragment_wire: list[bytes] = []
+        self.fragment_plain: list[bytes] = []  # the same with the masking undone
         self.fragment_payload = bytearray()
         self.pending: list[ZwsFrame] = []  # the frames of an unfinished multipart message
         self.routing_id: bytes | None = None
@@ -238,7 +239,7 @@ class ZwsDissector:
             frames = len(side.pending) + (1 if side.fragments else 0)
             out.append((d, Expert(side.pending_start or at, 0, severity="warn",
                                   text=f"a {frames}-frame partial message was lost with the gap", rule="message")))
-        side.pending, side.fragments, side.fragment_wire = [], [], []
+        side.pending, side.fragments, side.fragment_wire, side.fragment_plain = [], [], [], []
         side.fragment_payload = bytearray()
         if side.held:
             self._release(side, out)
@@ -392,10 +393,11 @@ class ZwsDissector:
         d = side.direction
         fields = header_fields(offset, raw, header)
         payload = unmask(raw[header.size:], header.mask)
+        plain = raw[:header.size] + payload if header.masked else b""  # (what the fields describe)
         problems = self._frame_problems(side, header, offset)
         opcode = header.opcode
         if opcode in (OP_PING, OP_PONG, OP_CLOSE):
-            out.append((d, self._control(side, offset, raw, fields, header, payload)))
+            out.append((d, self._control(side, offset, raw, fields, header, payload, plain)))
         elif opcode == OP_TEXT:
             problems.append(Expert(offset, len(raw), severity="error", rule="frame-opcode",
                                    text="a text message (opcode 0x1): ZWS messages are binary (45/ZWS)"))
@@ -411,8 +413,10 @@ class ZwsDissector:
                     problems.append(Expert(offset, 0, severity="warn", rule="frame-opcode",
                                            text="a new message began before the last one's final frame (RFC 6455 5.4)"))
                     side.fragments, side.fragment_wire, side.fragment_payload = [], [], bytearray()
+                    side.fragment_plain = []
                 side.fragments.append((offset, header, offset + header.size))
                 side.fragment_wire.append(raw)
+                side.fragment_plain.append(plain or raw)
                 side.fragment_payload += payload
                 if header.fin:
                     out.extend((d, e) for e in problems)
@@ -447,9 +451,11 @@ class ZwsDissector:
         return found
 
     def _control(self, side: _Side, offset: int, raw: bytes, fields: list[Field], header: WsHeader,
-                 payload: bytes) -> Command:
+                 payload: bytes, plain: bytes) -> Command:
         at = offset + header.size
         details: dict[str, object] = {"transport": "zws"}
+        if plain:
+            details["unmasked"] = plain.hex()
         fields = list(fields)
         if header.opcode == OP_CLOSE:
             side.closing = True
@@ -476,7 +482,9 @@ class ZwsDissector:
     def _message(self, side: _Side, out: list[Item]) -> None:
         """A whole WebSocket message (one or more frames) is one ZWS frame."""
         fragments, wire, payload = side.fragments, b"".join(side.fragment_wire), bytes(side.fragment_payload)
-        side.fragments, side.fragment_wire, side.fragment_payload = [], [], bytearray()
+        plain = b"".join(side.fragment_plain)
+        plain = b"" if plain == wire else plain  # (unmasked frames need no second copy)
+        side.fragments, side.fragment_wire, side.fragment_payload, side.fragment_plain = [], [], bytearray(), []
         d = side.direction
         offset = fragments[0][0]
         last_at, last_header = fragments[-1][2], fragments[-1][1]
@@ -505,15 +513,15 @@ class ZwsDissector:
                                   text=f"reserved flag bits set: 0x{flags & RESERVED_FLAGS:02x}")))
         extended = fragments[0][1].length_octets > 0
         if self.routing_ids and side.routing_id is None:
-            self._routing_id(side, offset, length, wire, fields, flags, body, body_at, out)
+            self._routing_id(side, offset, length, wire, plain, fields, flags, body, body_at, out)
             return
         mechanism = self.mechanism
         if flags & FLAG_COMMAND or (mechanism == "CURVE" and body.startswith(b"\x07MESSAGE")):
-            self._command(side, offset, length, wire, fields, flags, body, body_at, out)
+            self._command(side, offset, length, wire, plain, fields, flags, body, body_at, out)
             return
         fields.append(body_field(body_at, body))
         frame = ZwsFrame(offset, length, flags=flags, size=len(body), header=wire[:body_at - offset], body=body,
-                         framing="zws", wire=wire, field_list=tuple(fields), extended=extended)
+                         framing="zws", wire=wire, field_list=tuple(fields), extended=extended, unmasked=plain)
         out.append((d, frame))
         if flags & FLAG_MORE:
             side.pending.append(frame)
@@ -525,23 +533,26 @@ class ZwsDissector:
         out.append((d, message))
         self._on_message(side, message, out)
 
-    def _routing_id(self, side: _Side, offset: int, length: int, wire: bytes, fields: list[Field], flags: int,
-                    body: bytes, body_at: int, out: list[Item]) -> None:
+    def _routing_id(self, side: _Side, offset: int, length: int, wire: bytes, plain: bytes, fields: list[Field],
+                    flags: int, body: bytes, body_at: int, out: list[Item]) -> None:
         d = side.direction
         side.routing_id = body
         side.ready = True
         fields.append(Field("routing-id", body_at, len(body), text_or_hex(body), "identity", ROUTING_ID_NOTE))
         out.append((d, ZwsGreeting(offset, length, version="2.0", mechanism="NULL", identity=body, raw=wire,
-                                   field_list=tuple(fields), protocol=self.protocol, routing_id=True)))
+                                   field_list=tuple(fields), protocol=self.protocol, routing_id=True,
+                                   unmasked=plain)))
         if flags:
             out.append((d, Expert(offset, length, severity="warn", rule="identity",
                                   text=f"a routing id is one final message frame; its flags are 0x{flags:02x}")))
 
-    def _command(self, side: _Side, offset: int, length: int, wire: bytes, fields: list[Field], flags: int,
-                 body: bytes, body_at: int, out: list[Item]) -> None:
+    def _command(self, side: _Side, offset: int, length: int, wire: bytes, plain: bytes, fields: list[Field],
+                 flags: int, body: bytes, body_at: int, out: list[Item]) -> None:
         d = side.direction
         decoded = decode_command(body, body_at, self.mechanism)
-        command = Command(offset, length, name=decoded.name, raw=wire, details={"transport": "zws", **decoded.details},
+        details: dict[str, object] = {"transport": "zws", **({"unmasked": plain.hex()} if plain else {}),
+                                      **decoded.details}
+        command = Command(offset, length, name=decoded.name, raw=wire, details=details,
                           field_list=(*fields, *decoded.fields), metadata=decoded.metadata)
         out.append((d, command))
         if flags & FLAG_MORE:
