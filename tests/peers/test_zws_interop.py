@@ -8,12 +8,9 @@ the other tests use bundles a libzmq without ws://. scripts/install-system-deps.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,7 @@ import pytest
 from zmtplab.engine import ZwsDissector
 from zmtplab.peers.tcp import TcpPeer
 
-from .conftest import TIMEOUT, EventLog, run
+from .conftest import TIMEOUT, EventLog, LineDriven, LineSocket, run
 
 pytestmark = pytest.mark.interop
 
@@ -32,38 +29,17 @@ HELPER = Path(__file__).parent / "libzmq_ws" / "zpeer.py"
 SETUP = "scripts/install-system-deps.sh installs them (python3-zmq, which brings Debian's libzmq5)"
 
 
-class LibzmqError(RuntimeError):
-    """zpeer answered `err ...`."""
+class Libzmq(LineDriven):
+    """One helper process holding Debian libzmq's sockets (zpeer.py under Debian's python3)."""
 
-
-class Libzmq:
-    """One helper process holding Debian libzmq's sockets, driven one command line at a time."""
+    what = "zpeer"
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([str(PYTHON), str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        self.lock = threading.Lock()
-        self.names = itertools.count(1)
-        self.open: list[str] = []
+        super().__init__([str(PYTHON), str(HELPER)])
         self.zap_started = False
-        self.version = self.call("version")
-
-    def call(self, *words: str) -> str:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        with self.lock:
-            self.proc.stdin.write(" ".join(words) + "\n")
-            self.proc.stdin.flush()
-            answer = self.proc.stdout.readline().rstrip("\n")
-        if not answer:
-            raise LibzmqError(f"zpeer exited (status {self.proc.poll()}) on {words[:2]}")
-        if answer.startswith("err "):
-            raise LibzmqError(answer[4:])
-        return answer[3:] if answer.startswith("ok") else answer
 
     def socket(self, socket_type: str, **options: int | str) -> LSocket:
-        name = f"s{next(self.names)}"
-        self.call("new", name, socket_type)
-        self.open.append(name)
+        name = self.new(socket_type)
         for option, value in options.items():
             self.call("set", name, option, str(value))
         return LSocket(self, name)
@@ -74,43 +50,12 @@ class Libzmq:
             self.call("zap", user, password)
             self.zap_started = True
 
-    def close_all(self) -> None:
-        while self.open:
-            self.call("close", self.open.pop())
 
-    def quit(self) -> None:
-        if self.proc.poll() is None:
-            self.call("quit")
-        self.proc.wait(10)
-
-
-class LSocket:
-    """One libzmq socket in the helper; the blocking calls run in a thread, off the event loop."""
-
-    def __init__(self, lib: Libzmq, name: str) -> None:
-        self.lib = lib
-        self.name = name
+class LSocket(LineSocket):
+    """One libzmq socket in the helper."""
 
     def bind(self, endpoint: str = "ws://127.0.0.1:*/zmq") -> str:
-        return self.lib.call("bind", self.name, endpoint)
-
-    def connect(self, endpoint: str) -> None:
-        self.lib.call("connect", self.name, endpoint)
-
-    def subscribe(self, topic: bytes) -> None:
-        self.lib.call("sub", self.name, topic.hex())
-
-    async def send(self, frames: list[bytes]) -> None:
-        answer = await asyncio.to_thread(self.lib.call, "send", self.name, ",".join(f.hex() for f in frames))
-        if answer == "timeout":
-            raise TimeoutError(f"libzmq {self.name} could not send")
-
-    async def recv(self, timeout: float = TIMEOUT) -> list[bytes]:
-        answer = await asyncio.to_thread(self.lib.call, "recv", self.name, str(int(timeout * 1000)))
-        if answer == "timeout":
-            raise TimeoutError(f"libzmq {self.name} received nothing within {timeout} s")
-        assert answer.startswith("msg ")
-        return [bytes.fromhex(f) for f in answer[4:].split(",")]
+        return self.helper.call("bind", self.name, endpoint)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ into whole messages. It never touches a socket or a clock.
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState as WsState
@@ -32,21 +31,11 @@ from wsproto.events import (
 from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
-from .commands import decode_command, error_body, pong_body
-from .connection import CLOSED, GREETING, HANDSHAKE, READY, ConnectionState
-from .constants import IDENTITY_AWARE, SOCKET_TYPES, VALID_PEERS
+from .commands import decode_command, error_body
 from .errors import LocalProtocolError, RemoteProtocolError
-from .events import (
-    Command,
-    ConnectionClosed,
-    Event,
-    HandshakeComplete,
-    MessageReceived,
-    PingReceived,
-    PongReceived,
-    SubscriptionChanged,
-)
-from .mechanisms import Mechanism, NullMechanism, Step
+from .events import Command, PingReceived, PongReceived
+from .mechanisms import Mechanism
+from .strict_peer import CLOSED, HANDSHAKE, READY, StrictPeer
 from .zws import FLAG_COMMAND, FLAG_MORE, RESERVED_FLAGS, choose, client_offer, fits, mechanism_of, routing_ids
 
 MECHANISMS = ("NULL", "PLAIN")
@@ -54,8 +43,9 @@ MECHANISMS = ("NULL", "PLAIN")
 dissector only)."""
 
 
-class ZwsConnection:
-    """One side of a ZWS connection (see the module docstring)."""
+class ZwsConnection(StrictPeer):
+    """One side of a ZWS connection (see the module docstring; what it shares with ZMTP's `Connection` is
+    `StrictPeer`'s)."""
 
     framing = "zws"
 
@@ -74,37 +64,20 @@ class ZwsConnection:
     ) -> None:
         """`protocols`: a client's offer (default: libzmq's for the mechanism, `ZWS2.0/NULL,ZWS2.0` for
         NULL), or the subprotocols a server accepts (default: every one that fits its mechanism)."""
-        socket_type = socket_type.upper()
-        if socket_type not in SOCKET_TYPES:
-            raise LocalProtocolError(f"unknown socket type {socket_type!r}")
-        self.mechanism = mechanism or NullMechanism()
+        super().__init__(socket_type, mechanism=mechanism, identity=identity, properties=properties)
         if self.mechanism.name not in MECHANISMS:
             raise LocalProtocolError(f"ZWS here speaks {' and '.join(MECHANISMS)}, not {self.mechanism.name}")
-        if len(identity) > 255:
-            raise LocalProtocolError("an identity has at most 255 octets")
         offer = list(protocols) if protocols is not None else (client_offer(self.mechanism.name) if client else None)
         if offer is not None and not any(fits(p, self.mechanism.name) for p in offer):
             raise LocalProtocolError(f"none of {', '.join(offer) or 'no subprotocols'} fits the "
                                      f"{self.mechanism.name} mechanism")
-        self.socket_type = socket_type
         self.client = client
-        self.identity = identity
         self.host = host
         self.target = target
         self.protocols = offer
         self.max_frame_size = max_frame_size
-        self.extra_properties = dict(properties or {})
-        self.state: ConnectionState = GREETING
-        self.protocol: str | None = None  # the subprotocol chosen
-        self.version: str | None = None  # (what HandshakeComplete says: the subprotocol)
-        self.peer_socket_type: str | None = None
-        self.peer_identity = b""
-        self.peer_metadata: dict[str, bytes] = {}
-        self.user_id: str | None = None
-        self.close_reason: str | None = None
+        self.protocol: str | None = None  # the subprotocol chosen (also `version`, what HandshakeComplete says)
         self.ws = WSConnection(ConnectionType.CLIENT if client else ConnectionType.SERVER)
-        self._events: deque[Event] = deque()
-        self._out = bytearray()
         self._started = False
         self._message = bytearray()  # the WebSocket message being received
         self._frames: list[bytes] = []  # the frames of the ZeroMQ message being received
@@ -145,34 +118,9 @@ class ZwsConnection:
             self._fail(str(exc), code=1002)
             raise
 
-    def next_event(self) -> Event | None:
-        """The next peer event, or None when more data is needed."""
-        return self._events.popleft() if self._events else None
-
-    def events(self) -> list[Event]:
-        """Every pending peer event."""
-        out = list(self._events)
-        self._events.clear()
-        return out
-
-    def data_to_send(self) -> bytes:
-        """Bytes the connection produced by itself (the upgrade, handshake commands, pongs, close frames)."""
-        if not self._out:
-            return b""
-        out = bytes(self._out)
-        self._out.clear()
-        return out
-
-    @property
-    def has_data_to_send(self) -> bool:
-        return bool(self._out)
-
     def send(self, frames: list[bytes] | tuple[bytes, ...]) -> bytes:
         """The wire bytes of one message: one binary WebSocket message per frame; only once ready."""
-        if self.state != READY:
-            raise LocalProtocolError(f"cannot send a message in state {self.state}")
-        if not frames:
-            raise LocalProtocolError("a message has at least one frame")
+        self._check_send(frames)
         last = len(frames) - 1
         return b"".join(self._frame(bytes(f), FLAG_MORE if i < last else 0) for i, f in enumerate(frames))
 
@@ -309,65 +257,12 @@ class ZwsConnection:
         if self.state == HANDSHAKE:
             self._apply(self.mechanism.on_command(command, self._metadata()))
             return
-        name = command.name
-        if name == "ERROR":
-            self._close(f"peer sent ERROR: {command.details.get('reason', '')}", error=True)
-        elif name == "PING":
-            context = bytes.fromhex(command.details.get("context", ""))
-            self._out += self._frame(pong_body(context), FLAG_COMMAND)
-            self._events.append(PingReceived(ttl=command.details.get("ttl", 0), context=context))
-        elif name == "PONG":
-            self._events.append(PongReceived(context=bytes.fromhex(command.details.get("context", ""))))
-        elif name in ("SUBSCRIBE", "CANCEL"):
-            self._events.append(SubscriptionChanged(topic=bytes.fromhex(command.details.get("topic", "")),
-                                                    subscribe=name == "SUBSCRIBE"))
-        # Other commands are ignored, as libzmq ignores them.
-
-    def _deliver(self, frames: tuple[bytes, ...]) -> None:
-        if self.socket_type in ("PUB", "XPUB") and len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
-            self._events.append(SubscriptionChanged(topic=frames[0][1:], subscribe=frames[0][0] == 1))
-            return
-        self._events.append(MessageReceived(frames=frames))
-
-    def _apply(self, step: Step) -> None:
-        if step.error is not None:
-            self._fail(step.error, send_error=step.reply_error)
-            return
-        if step.user_id is not None:
-            self.user_id = step.user_id
-        if step.done:
-            metadata = step.peer_metadata or {}
-            lowered = {k.lower(): v for k, v in metadata.items()}
-            peer_type = lowered.get("socket-type", b"").decode("ascii", "replace").upper()
-            if not peer_type:
-                self._fail("peer's metadata has no Socket-Type")
-                return
-            self.peer_metadata = metadata
-            self.peer_socket_type = peer_type
-            self.peer_identity = lowered.get("identity", b"")
-            if peer_type not in VALID_PEERS.get(self.socket_type, frozenset()):
-                self._fail(f"invalid socket type: a {self.socket_type} socket cannot talk to {peer_type}")
-                return
-        for body in step.send:
-            self._out += self._frame(body, FLAG_COMMAND)
-        if step.done:
-            self._handshake_done(self.peer_metadata)
-
-    def _handshake_done(self, metadata: dict[str, bytes]) -> None:
-        self.state = READY
-        self._events.append(HandshakeComplete(version=self.protocol or "", mechanism=self.mechanism.name,
-                                              peer_socket_type=self.peer_socket_type,
-                                              peer_identity=self.peer_identity, peer_properties=dict(metadata),
-                                              user_id=self.user_id))
+        self._on_traffic_command(command)  # (other commands are ignored, as libzmq ignores them)
 
     # ------------------------------------------------------------------ internals
 
-    def _metadata(self) -> dict[str, bytes]:
-        props = {"Socket-Type": self.socket_type.encode()}
-        if self.socket_type in IDENTITY_AWARE:
-            props["Identity"] = self.identity
-        props.update(self.extra_properties)
-        return props
+    def _command(self, body: bytes) -> bytes:
+        return self._frame(body, FLAG_COMMAND)
 
     def _frame(self, body: bytes, flags: int) -> bytes:
         return self.ws.send(BytesMessage(data=bytes((flags,)) + body))
@@ -388,13 +283,6 @@ class ZwsConnection:
         if self.state == CLOSED:
             return
         if send_error and self.state == HANDSHAKE and not routing_ids(self.protocol):
-            self._out += self._frame(error_body(reason), FLAG_COMMAND)
+            self._out += self._command(error_body(reason))
         self._send_close(code, reason)
         self._close(reason, error=True)
-
-    def _close(self, reason: str, *, error: bool) -> None:
-        if self.state == CLOSED:
-            return
-        self.state = CLOSED
-        self.close_reason = reason
-        self._events.append(ConnectionClosed(reason=reason, error=error))

@@ -26,7 +26,7 @@ import h11
 
 from .buffer import StreamBuffer
 from .commands import decode_command
-from .constants import VALID_PEERS
+from .dissector import pair_problem
 from .events import Command, Expert, Gap, Message, WireEvent, ZwsFrame, ZwsGreeting
 from .fields import Field, text_or_hex
 from .framing import body_field
@@ -607,15 +607,10 @@ class ZwsDissector:
         if not ours or not theirs:
             return
         self._pair_checked = True
-        at = self.sides[direction].offset
-        if ours not in VALID_PEERS or theirs not in VALID_PEERS:
-            bad = ours if ours not in VALID_PEERS else theirs
-            out.append((direction, Expert(at, 0, severity="error", text=f"unknown socket type {bad!r}",
+        problem = pair_problem(ours, theirs)
+        if problem is not None:
+            out.append((direction, Expert(self.sides[direction].offset, 0, severity="error", text=problem,
                                           rule="socket-type")))
-        elif theirs not in VALID_PEERS[ours]:
-            out.append((direction, Expert(at, 0, severity="error",
-                                          text=f"invalid socket pair: client {ours} cannot talk to server {theirs} "
-                                               "(23/ZMTP socket-type table)", rule="socket-type")))
 
 
 def _position(spans: list[tuple[int, int]], index: int) -> int:
