@@ -491,3 +491,39 @@ def test_every_text_of_zws_has_its_chinese():
     unknown = sorted(t for t in texts if i18n.recognise(t) is None)
     assert unknown == []
     assert all(i18n.translate(t, "zh-CN") != t for t in texts)
+
+
+def _head(lines: list[str]) -> bytes:
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+REQUEST_LINES = ["Host: h", "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                 "Sec-WebSocket-Version: 13"]
+ACCEPT = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="  # RFC 6455's worked example for that key
+
+
+def test_zws1_0_names_the_client_s_socket_type_in_its_query():
+    mask = b"\x00\x00\x00\x00"
+    segments = [(C2S, _head(["GET /?type=dealer HTTP/1.1", *REQUEST_LINES, "Sec-WebSocket-Protocol: ZWS1.0"])),
+                (S2C, _head(["HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade",
+                             f"Sec-WebSocket-Accept: {ACCEPT}", "Sec-WebSocket-Protocol: ZWS1.0"])),
+                (C2S, b"\x82\x82" + mask + b"\x00a"), (S2C, b"\x82\x01\x00"), (C2S, b"\x82\x83" + mask + b"\x00hi")]
+    events = per_direction(dissect(segments))
+    request = events[C2S][0]
+    assert (request["protocol"], request["version"], request["socket_type"]) == ("ZWS1.0", "2.0", "DEALER")
+    assert [e.get("identity") for e in events[C2S] if e["kind"] == "greeting"] == [None, b"a".hex()]
+    assert [e["frames"] for e in events[C2S] if e["kind"] == "message"] == [[b"hi".hex()]]
+    assert not [e for e in events[C2S] + events[S2C] if e["kind"] == "expert"]
+
+
+def test_a_response_without_a_subprotocol_is_not_zws():
+    segments = [(C2S, _head(["GET /zmq HTTP/1.1", *REQUEST_LINES, "Sec-WebSocket-Protocol: ZWS2.0/NULL"])),
+                (S2C, _head(["HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade",
+                             "Sec-WebSocket-Accept: wrong"]))]
+    events = per_direction(dissect(segments))
+    assert [e["protocol"] for e in events[C2S] + events[S2C] if e["kind"] == "greeting"] == [None, None]
+    texts = [e["text"] for e in events[S2C] if e["kind"] == "expert"]
+    assert texts[:2] == [
+        "Sec-WebSocket-Accept does not answer the client's Sec-WebSocket-Key (RFC 6455 4.2.2)",
+        "the server chose no subprotocol: without one the connection is not ZWS (45/ZWS: the server must choose "
+        "one of the client's)"]

@@ -136,7 +136,8 @@ class ZwsDissector:
     def __init__(self) -> None:
         self.sides = {C2S: _Side(C2S), S2C: _Side(S2C)}
         self.decoders = self.sides  # (what a capture reader asks of each direction: offset, pending_start)
-        self.protocol: str | None = None
+        self.protocol: str | None = None  # what the connection is read as: the subprotocol chosen, or offered first
+        self.chosen: str | None = None  # the subprotocol the server's response names
         self.refused = False
         self.socket_types: dict[str, str] = {}
         self.errors: dict[str, str] = {}
@@ -331,6 +332,7 @@ class ZwsDissector:
             if response.header("sec-websocket-extensions"):
                 problem("warn", "the server accepted a WebSocket extension: compressed payloads are shown as they "
                                 "are, not decoded")
+        self.chosen = protocol
         self.protocol = protocol if protocol is not None else (offered[0] if offered else None)
         self._answered(out)
         out.append((S2C, self._greeting(offset, size, raw, response)))
@@ -372,7 +374,7 @@ class ZwsDissector:
                     socket_type = value.upper()
         return ZwsGreeting(offset, size, version=version_of(protocol), mechanism=mechanism,
                            as_server=False if mechanism == "NULL" else None, socket_type=socket_type, raw=raw,
-                           field_list=tuple(head_fields(offset, raw)), protocol=self.protocol,
+                           field_list=tuple(head_fields(offset, raw)), protocol=self.chosen,
                            offered=tuple(head.protocols) if head.target is not None else (),
                            target=head.target, status=head.status)
 
@@ -540,7 +542,7 @@ class ZwsDissector:
         side.ready = True
         fields.append(Field("routing-id", body_at, len(body), text_or_hex(body), "identity", ROUTING_ID_NOTE))
         out.append((d, ZwsGreeting(offset, length, version="2.0", mechanism="NULL", identity=body, raw=wire,
-                                   field_list=tuple(fields), protocol=self.protocol, routing_id=True,
+                                   field_list=tuple(fields), protocol=self.chosen, routing_id=True,
                                    unmasked=plain)))
         if flags:
             out.append((d, Expert(offset, length, severity="warn", rule="identity",
