@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ZMTP Lab needs: tshark/dumpcap (captures, lower-layer
 # decoding), a Java 17 runtime (Spark), Chromium and its driver (browser tests), JeroMQ and a JDK
-# (interop tests), and Debian's python3 with venv for the Makefile's environment.
+# (interop tests), Debian's libzmq through python3-zmq (ws:// interop tests), and Debian's python3 with venv
+# for the Makefile's environment.
 # Shared by the Makefile and the Dockerfile (which passes --server). Safe to run twice: it does nothing when
 # every package is already there.
 set -euo pipefail
@@ -16,6 +17,9 @@ if [ "${1:-}" != "--server" ]; then
     # A second, independent ZMTP implementation for the interop tests: JeroMQ (pure Java), and the
     # JDK's javac that compiles the test's Java peer (tests/peers/jeromq/ZPeer.java).
     PACKAGES+=(openjdk-17-jdk-headless libjeromq-java)
+    # libzmq with the ws:// transport for the ZWS interop tests (tests/peers/test_zws_interop.py): Debian's
+    # libzmq5 4.3.4 has it (pyzmq's PyPI wheels bundle a libzmq without), reached through Debian's python3-zmq.
+    PACKAGES+=(python3-zmq)
     # Debian's interpreter for the virtual environment (the Makefile prefers it: an optimised build).
     PACKAGES+=(python3 python3-venv)
     # The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
