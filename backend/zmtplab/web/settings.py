@@ -14,12 +14,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
-
-
-def default_frontend_dir() -> Path:
-    """The repository's `frontend/` directory: backend/zmtplab/web -> repo root."""
-    return PACKAGE_DIR.parents[1] / "frontend"
+from .. import resources
 
 
 def default_data_dir() -> Path:
@@ -43,7 +38,11 @@ class Settings(BaseSettings):
 
     # Where things are.
     data_dir: Path = Field(default_factory=default_data_dir)
-    frontend_dir: Path | None = Field(default_factory=default_frontend_dir)
+    frontend_dir: Path | None = Field(default_factory=resources.frontend_dir,
+                                      description="the web pages served at `/` (default: the package's own)")
+    sample_captures_dir: Path | None = Field(default_factory=resources.sample_captures_dir,
+                                             description="the sample captures lessons play (default: the "
+                                                         "package's own)")
     tshark_path: str | None = None
 
     # Requests.
