@@ -58,8 +58,9 @@ def wait_for(what: str, check: Callable[[], Any], within: float, alive: Callable
     server exited (a `Popen.poll`): fails at once then."""
     deadline = time.monotonic() + within
     while True:
-        if alive is not None and alive() is not None:
-            raise ServerGone(f"the server exited (status {alive()}) while waiting for {what}")
+        gone = None if alive is None else alive()
+        if gone is not None:
+            raise ServerGone(f"the server exited ({gone}) while waiting for {what}")
         answer = check()
         if answer:
             return answer
