@@ -19,6 +19,9 @@ if [ "${1:-}" != "--server" ]; then
     # A second, independent ZMTP implementation for the interop tests: JeroMQ (pure Java), and the
     # JDK's javac that compiles the test's Java peer (tests/peers/jeromq/ZPeer.java).
     PACKAGES+=(openjdk-17-jdk-headless libjeromq-java)
+    # nginx: the reverse proxy docs/operations.md gives, which tests/web/test_reverse_proxy.py runs as written
+    # (its own instance on a free port; where systemd runs, Debian also starts the packaged service).
+    PACKAGES+=(nginx-light)
     # The frontend's DOM-free modules are tested with node's built-in runner (node 18+).
     command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
 fi
