@@ -89,8 +89,15 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def wheelhouse(wheel: Path, pip: Path) -> Path:
-    """The wheels of `wheel`'s dependencies as `pip download` resolves them from the index (see the docstring)."""
+def pip(venv: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """pip (this environment's) working on the virtual environment `venv` (`--python`: the new environment has no
+    pip of its own to install first; what it installs and how is the same)."""
+    return run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", *args, env=clean_env())
+
+
+def wheelhouse(wheel: Path, venv: Path) -> Path:
+    """The wheels of `wheel`'s dependencies as `pip download` resolves them from the index for `venv`'s Python
+    (see the module docstring)."""
     key = hashlib.sha256("\n".join([*requirements(wheel), sys.version, platform.machine()]).encode()).hexdigest()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmtplab-tests"
     house = cache / f"wheelhouse-{key[:16]}"
@@ -98,7 +105,7 @@ def wheelhouse(wheel: Path, pip: Path) -> Path:
         return house
     partial = cache / f"{house.name}.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    run(pip, "download", "--quiet", "--dest", partial, wheel, env=clean_env())
+    pip(venv, "download", "--quiet", "--dest", partial, wheel)
     for ours in partial.glob("zmtplab-*"):
         ours.unlink()
     (partial / ".complete").touch()
@@ -117,10 +124,8 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     assert not root.resolve().is_relative_to(REPO)
     venv, work = root / "venv", root / "work"
     work.mkdir()
-    run(BASE_PYTHON, "-m", "venv", venv, env=clean_env())
-    pip = venv / "bin" / "pip"
-    house = wheelhouse(wheel, pip)
-    run(pip, "install", "--quiet", "--no-compile", "--no-index", "--find-links", house, wheel, env=clean_env())
+    run(BASE_PYTHON, "-m", "venv", "--without-pip", venv, env=clean_env())
+    pip(venv, "install", "--quiet", "--no-compile", "--no-index", "--find-links", wheelhouse(wheel, venv), wheel)
     done = Installed(venv, work)
     assert done.package_dir() == venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
         "site-packages" / "zmtplab"
