@@ -28,7 +28,7 @@ export class CapturePicker {
     });
     this.list = h(d, 'ul', { class: 'pick-list', tLabel: 'ui.picker.label' });
     this.note = h(d, 'p', { class: 'hint pick-note', attrs: { role: 'status' } });
-    this.unavailable = h(d, 'p', { class: 'hint pick-note error', attrs: { id: 'corpus-unavailable' }, hidden: true });
+    this.unavailable = h(d, 'p', { class: 'hint pick-unavailable', attrs: { id: 'corpus-unavailable' }, hidden: true });
     this.start = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.picker.start', attrs: { id: 'start-run' }, disabled: true });
     this.start.addEventListener('click', () => onStart(this.selected()));
     const all = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.all', on: { click: () => this.checkAll(true) } });
