@@ -16,9 +16,10 @@ from ..lessons.translations import localize_lesson, translation_path
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds the `lessons` subcommand."""
     p = sub.add_parser("lessons", help="check a directory of lessons",
-                       description="Loads every lesson of DIR (YAML, the format of lessons/README.md) and its "
-                                   "translations (DIR/zh-CN/), and plays every step through the engine, as the server "
-                                   "does: each problem is named with its file and step. Exit 0 when every lesson "
+                       description="Loads every lesson of DIR (YAML, the format of "
+                                   "backend/zmtplab/lessons/README.md) and its translations (DIR/zh-CN/), and "
+                                   "plays every step through the engine, as the server does: each problem is named "
+                                   "with its file and step. Exit 0 when every lesson "
                                    "holds, 1 otherwise.")
     p.add_argument("action", choices=["check"], help="what to do (check)")
     p.add_argument("directory", type=Path, nargs="?", default=None,

@@ -53,6 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the job; returns the exit status."""
+    from ..pipeline import spark_problem
+
+    problem = spark_problem()  # (pyspark is an extra: say how to get it rather than fail importing it)
+    if problem is not None:
+        print(f"zmtplab pipeline: {problem}", file=sys.stderr)
+        return 1
     from ..pipeline.job import run_pipeline
     from ..pipeline.plan import DEFAULT_SPLIT_SIZE
     from ..pipeline.progress import ProgressBar

@@ -14,7 +14,8 @@ import yaml
 from ..illustrate.reproduce import topology_steps
 from ..lessons.loader import LessonError, load_lesson_file
 
-NARRATION = "Write here what this step shows, then point `element` at the element to select (lessons/README.md)."
+NARRATION = ("Write here what this step shows, then point `element` at the element to select "
+             "(backend/zmtplab/lessons/README.md).")
 NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y")
 PEER_KEYS = ("type", "identity", "version", "mechanism")
 
