@@ -58,8 +58,8 @@ Source = tuple[str, dict[str, Any]] | str
 @dataclass
 class LessonStep:
     """A lesson's step as its handout tells it: its narration (the safe Markdown tree of `lessons.markdown`), its
-    socket decisions in words, its question (prompt and choices) and, for the answer key, its answer and its
-    explanation; a step that opens a topology carries it (nodes, links, proxies) for the diagram."""
+    socket decisions in words, its question (prompt and choices) or exercise (task), and, for the answer key, its
+    answer and its explanation; a step that opens a topology carries it (nodes, links, proxies) for the diagram."""
 
     number: int
     title: str
@@ -70,6 +70,8 @@ class LessonStep:
     answer: str | None = None
     explain: list[dict[str, Any]] = field(default_factory=list)
     topology: dict[str, Any] | None = None
+    task: list[dict[str, Any]] | None = None  # an exercise's task (its answer and explanation go to the key too)
+    nodes: str | None = None  # a topology exercise's nodes, in words
 
 
 @dataclass

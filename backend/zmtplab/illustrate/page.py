@@ -204,13 +204,17 @@ def _lesson(w: Words, doc: Document) -> str:
             choices = "".join(f"<li>{escape(c)}</li>" for c in step.choices)
             out.append(f'<div class="question"><p><strong>{escape(w("illustrate.question"))}</strong> '
                        f"{escape(step.prompt)}</p>" + (f'<ol type="a">{choices}</ol>' if choices else "") + "</div>\n")
+        if step.task is not None:
+            nodes = f'<p class="meta">{escape(step.nodes)}</p>' if step.nodes else ""
+            out.append(f'<div class="question exercise"><p><strong>{escape(w("illustrate.exercise"))}</strong></p>'
+                       f"{_narration(step.task)}{nodes}</div>\n")
         out.append("</article>\n")
     out.append("</section>\n")
     return "".join(out)
 
 
 def _answer_key(w: Words, doc: Document) -> str:
-    asked = [step for step in doc.lesson if step.prompt is not None]
+    asked = [step for step in doc.lesson if step.prompt is not None or step.task is not None]
     if not asked:
         return ""
     out = ['<section id="answers" aria-labelledby="answers-title">\n'
@@ -340,7 +344,7 @@ def _toc(w: Words, doc: Document, numbered: list, with_script: bool) -> str:
         out.append("</ol></li>\n")
     if doc.lesson:
         out.insert(2, f'<li><a href="#lesson">{escape(w("illustrate.lesson"))}</a></li>\n')
-        if any(step.prompt is not None for step in doc.lesson):
+        if any(step.prompt is not None or step.task is not None for step in doc.lesson):
             out.append(f'<li><a href="#answers">{escape(w("illustrate.answer_key"))}</a></li>\n')
     if with_script:
         out.append(f'<li><a href="#reproduce">{escape(w("illustrate.reproduce"))}</a></li>\n')

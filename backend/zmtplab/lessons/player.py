@@ -31,6 +31,7 @@ suite plays every lesson through here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
@@ -48,6 +49,7 @@ from ..engine.events import (
     SubscriptionChanged,
 )
 from ..engine.fields import text_or_hex
+from ..i18n import text
 from ..peers.simulation import Simulation
 from ..peers.topology import Link, Topology, two_peer, validate
 from ..resources import sample_captures_dir
@@ -56,6 +58,8 @@ from .loader import (
     Action,
     CaptureSource,
     ElementSelector,
+    Exercise,
+    ExerciseCheck,
     Expect,
     Highlight,
     Lesson,
@@ -69,6 +73,7 @@ from .loader import (
 LATENCY = 0.001  # virtual seconds per write on the simulated link
 MAX_DELIVERIES = 100_000
 MAX_WAIT_STEPS = 100_000
+EXERCISE_DELIVERIES = 20_000  # a student's topology, checked: at most this many deliveries (an echo loop ends)
 OTHER = {"client": "server", "server": "client"}
 OUT_DIR = {"client": "c2s", "server": "s2c"}
 # What a peer reports that the scene's log shows (`recv` becomes a received message).
@@ -168,6 +173,7 @@ class _SimulationSource(_Source):
         super().__init__()
         self.spec = spec
         self.seen = 0  # entries of the simulation's log taken in so far
+        self.max_deliveries = MAX_DELIVERIES
         self.as_topology = isinstance(spec, TopologySource)
         self.conn: str | None = None  # a session's one connection, as the simulation numbers it
         if isinstance(spec, TopologySource):
@@ -296,7 +302,7 @@ class _SimulationSource(_Source):
         return self.sim.steps != before
 
     def settle(self) -> None:
-        for _ in range(MAX_DELIVERIES):
+        for _ in range(self.max_deliveries):
             if not self._step():
                 return
         raise LessonPlayError(f"the {self.kind} never settles")
@@ -754,3 +760,113 @@ def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]
         return {"correct": True, "message": "Correct.",
                 "explain": markdown.parse(q.explain) if q.explain else [], "fields": answer_fields(scene)}
     return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": [], "fields": []}
+
+
+# ---------------------------------------------------------------- exercises
+
+NUMBER = re.compile(r"^\s*(0x[0-9a-f]+|[+-]?\d+(?:\.\d+)?)(?:\s*[^\d\s.][^\d]*)?\s*$", re.IGNORECASE)
+
+
+def _number(answer: str) -> float | None:
+    """The number an answer gives (`64`, `0x40`, `64 octets`, `64 个字节`), None when it gives none."""
+    m = NUMBER.match(answer)
+    if m is None:
+        return None
+    digits = m.group(1)
+    return float(int(digits, 16)) if digits.lower().startswith("0x") else float(digits)
+
+
+def same_answer(given: str, accepted: str) -> bool:
+    """Whether a typed answer is an accepted one: the same number, or the same words (case and spaces aside)."""
+    a, b = _number(given), _number(accepted)
+    if a is not None and b is not None and re.fullmatch(r"\s*(0x[0-9a-f]+|[+-]?\d+(\.\d+)?)\s*", accepted, re.I):
+        return a == b
+    return " ".join(given.split()).casefold() == " ".join(accepted.split()).casefold()
+
+
+def exercise_start(exercise: Exercise) -> dict[str, Any] | None:
+    """The topology a topology exercise's playground opens with: its `start` (a preset's nodes and links), the
+    messages the check sends as its script (so Start shows what the check will do); None without a `start`."""
+    if exercise.start is None or exercise.check is None:
+        return None
+    start = exercise.start.topology().to_dict()
+    script = []
+    for i, send in enumerate(a.send for a in exercise.check.do if a.send is not None):
+        frames = [f.to_bytes() for f in send.frames]
+        try:
+            entry: dict[str, Any] = {"from": send.from_, "frames": [f.decode("utf-8") for f in frames]}
+        except UnicodeDecodeError:
+            entry = {"from": send.from_, "frames": [f.hex() for f in frames], "hex": True}
+        script.append({**entry, "at": round(0.05 * (i + 1), 3)})
+    start.pop("script", None)
+    if script:
+        start["script"] = script
+    return start
+
+
+def _shown(messages: list[list[str]]) -> str:
+    return ", ".join(" | ".join(m) for m in _texts(messages))
+
+
+def _topology_problems(check: ExerciseCheck, body: Any, lang: str) -> list[str]:
+    """What a student's topology does not do that the check wants, in `lang` (nothing: it does all)."""
+    if not isinstance(body, dict) or not isinstance(body.get("nodes"), list) or not body["nodes"]:
+        return [text("lessons.exercise.no_topology", lang)]
+    try:
+        spec = TopologySource(nodes=body["nodes"], links=body.get("links") or [], proxies=body.get("proxies") or [])
+    except ValueError as exc:  # (pydantic's ValidationError is one: its first error says what is wrong)
+        errors = getattr(exc, "errors", None)
+        why = errors()[0]["msg"].removeprefix("Value error, ") if callable(errors) else str(exc)
+        return [text("lessons.exercise.invalid", lang, error=why)]
+    have = {node.name: node.type for node in spec.topology().nodes}
+    problems = [text("lessons.exercise.no_node", lang, name=name, type=kind) if name not in have else
+                text("lessons.exercise.wrong_type", lang, name=name, type=kind, got=have[name])
+                for name, kind in check.nodes.items() if have.get(name) != kind]
+    if problems:
+        return problems
+    try:
+        src = _SimulationSource(spec)
+        src.max_deliveries = EXERCISE_DELIVERIES
+        for action in check.do:
+            src.apply(action)
+        src.settle()
+    except (LessonPlayError, ValueError, LocalProtocolError) as exc:
+        return [text("lessons.exercise.failed", lang, error=str(exc))]
+    if src.errors:
+        return [text("lessons.exercise.failed", lang, error="; ".join(src.errors))]
+    inboxes = {name: [r["hex"] for r in src.received if r["peer"] == name] for name in check.nodes}
+    for name, count in check.received.items():
+        if len(inboxes[name]) != count:
+            problems.append(text("lessons.exercise.received", lang, name=name, count=count, got=len(inboxes[name])))
+    for name, messages in check.inbox.items():
+        wanted = [[f.to_bytes().hex() for f in m] for m in messages]
+        if inboxes[name] != wanted:
+            key = ("lessons.exercise.inbox_empty" if not inboxes[name] else
+                   "lessons.exercise.inbox_unwanted" if not wanted else "lessons.exercise.inbox")
+            problems.append(text(key, lang, name=name, wanted=_shown(wanted), got=_shown(inboxes[name])))
+    if check.dropped is not None:
+        dropped = sum(1 for ev in src.events if ev.get("kind") == "socket" and ev.get("what") == "drop")
+        if dropped != check.dropped:
+            problems.append(text("lessons.exercise.dropped", lang, count=check.dropped, got=dropped))
+    return problems
+
+
+def check_exercise(exercise: Exercise, submission: dict[str, Any], lang: str = "en") -> dict[str, Any]:
+    """Checks a student's work on `exercise` (a step's, in `lang`): `{answer}`, a typed answer, or `{topology}`,
+    the topology built (a topology session's body: nodes, links, proxies; its mode and script are not used: the
+    check plays its own actions on the simulator). Returns `{correct, message, problems, explain}`: `problems`
+    says what the topology does not do (each in words), `explain` is the explanation's narration tree once
+    correct."""
+    if exercise.accept is not None:
+        given = submission.get("answer")
+        problems: list[str] = []
+        correct = isinstance(given, str) and any(same_answer(given, a) for a in exercise.accept)
+    else:
+        assert exercise.check is not None
+        problems = _topology_problems(exercise.check, submission.get("topology"), lang)
+        correct = not problems
+    if correct:
+        return {"correct": True, "message": text("lessons.answer.correct", lang), "problems": [],
+                "explain": markdown.parse(exercise.explain) if exercise.explain else []}
+    return {"correct": False, "message": exercise.hint or text("lessons.answer.not_quite", lang),
+            "problems": problems, "explain": []}

@@ -10,12 +10,13 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ..engine.fields import text_or_hex
 from ..eventstore import EventStore, public
 from ..i18n import text, translate
 from ..illustrate import Document, Section, from_events, from_session, render, reproduce_script, topology_script
 from ..illustrate.document import LessonStep, SourceError
 from ..lessons import markdown
-from ..lessons.loader import Lesson
+from ..lessons.loader import ExerciseCheck, Lesson
 from ..lessons.player import StepScene
 from .sessions import Session
 
@@ -84,6 +85,21 @@ def session_document(session: Session, lang: str = "en") -> Document:
     return doc
 
 
+def _check_words(check: ExerciseCheck, lang: str) -> str:
+    """What a topology exercise's check wants, in words (its answer key)."""
+    def shown(messages: list[list[Any]]) -> str:
+        return ", ".join(" | ".join(text_or_hex(f.to_bytes()) for f in m) for m in messages)
+
+    wants = [text("illustrate.check.inbox", lang, name=name, messages=shown(messages)) if messages
+             else text("illustrate.check.nothing", lang, name=name) for name, messages in check.inbox.items()]
+    wants += [text("illustrate.check.received", lang, name=name, count=count) for name, count in check.received.items()
+              if name not in check.inbox]
+    if check.dropped is not None:
+        wants.append(text("illustrate.check.dropped", lang, count=check.dropped) if check.dropped
+                     else text("illustrate.check.none_dropped", lang))
+    return text("illustrate.check.separator", lang).join(wants)
+
+
 def lesson_steps(lesson: Lesson, scenes: list[StepScene], lang: str = "en") -> list[LessonStep]:
     """A lesson's steps for its handout (`lesson`: in `lang`): narrations, the socket decisions each points at in
     words, questions with their choices, answers and explanations, and the topology a step opens."""
@@ -98,6 +114,16 @@ def lesson_steps(lesson: Lesson, scenes: list[StepScene], lang: str = "en") -> l
             item.answer = (q.answer.choice if q.answer.choice is not None else q.answer.field
                            if q.answer.field is not None else text("illustrate.answer_offset", lang, n=q.answer.byte))
             item.explain = markdown.parse(q.explain) if q.explain else []
+        e = step.exercise
+        if e is not None:
+            item.task = markdown.parse(e.task)
+            item.explain = markdown.parse(e.explain) if e.explain else []
+            if e.accept is not None:
+                item.answer = ", ".join(e.accept)
+            elif e.check is not None:
+                item.nodes = text("illustrate.exercise_nodes", lang,
+                                  nodes=", ".join(f"{name} ({kind})" for name, kind in e.check.nodes.items()))
+                item.answer = _check_words(e.check, lang)
         out.append(item)
     return out
 

@@ -58,6 +58,7 @@ export function startLessons(host) {
     },
     onCheck: () => answers.check(),
     onChoice: (choice) => answers.submit({ choice }),
+    onExercise: (body) => api.exercise(player.lessonId, player.step, body),
     onDecision: (index) => userSelect(index),
   });
   const highlights = new LessonHighlights(win, { octets: $('octets'), tree: $('tree'), hex: $('hex') }, { wb, panel });

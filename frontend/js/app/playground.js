@@ -21,6 +21,8 @@ import { TopologyPanel } from './topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
 import { ClassroomClient } from './classroom-client.js';
 import { createLessonsApi } from '../lessons/api.js';
+import { ExerciseBox } from '../lessons/exercise.js';
+import { h } from '../views/dom.js';
 
 class PlaygroundPage {
   constructor(host) {
@@ -92,7 +94,7 @@ class PlaygroundPage {
       status: this.status,
       start: async (request) => {
         await this.sessions.start(request);
-        $('topology-setup').open = false;
+        if (!this.exercise) $('topology-setup').open = false; // (an exercise's task and check stay in view)
       },
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
@@ -280,6 +282,7 @@ class PlaygroundPage {
       params[cls.role === 'teacher' ? 'present' : 'join'] = cls.classCode;
       if (cls.role === 'student') delete params.session; // (the class says which session a student watches)
     }
+    if (this.exercise) Object.assign(params, { exercise: this.exercise.lessonId, step: this.exercise.step }); // (a reload keeps it)
     const url = `${win.location.pathname}${buildLink(params)}${this.active === 'paste' ? '#paste' : ''}`;
     win.history.replaceState(null, '', url);
   }
@@ -349,6 +352,32 @@ class PlaygroundPage {
       this.sessions.connect(link.session, undefined, { at: link.at });
     }
     this.classroom.resume(link);
+    if (link.exercise) this.openExercise(link.exercise, Number.parseInt(link.step, 10) || 1);
+  }
+
+  /**
+   * A lesson's exercise (?exercise=ID&step=N, the lessons page's link): its task above the topology editor,
+   * which opens with the exercise's start; "Check my topology" sends what the editor holds to the server.
+   */
+  async openExercise(lessonId, step) {
+    const doc = this.host.document;
+    if (!this.exercise) i18n.onChange(() => this.openExercise(this.exercise.lessonId, this.exercise.step)); // (its words come again)
+    this.exercise = { lessonId, step };
+    const api = createLessonsApi(this.host);
+    try {
+      const [lesson, scene] = await Promise.all([api.lesson(lessonId), api.step(lessonId, step)]);
+      const exercise = scene.exercise;
+      if (!exercise || exercise.kind !== 'topology') throw new Error(t('ui.exercise.none'));
+      const back = h(doc, 'p', { class: 'hint' },
+        h(doc, 'a', { href: `lessons.html${buildLink({ lesson: lessonId, step })}`, text: t('ui.exercise.from', { lesson: lesson.title, n: step }) }));
+      const box = new ExerciseBox(doc, exercise, { check: (body) => api.exercise(lessonId, step, body), topology: () => this.setup.editor.topology, header: back });
+      doc.getElementById('exercise-slot').replaceChildren(box.root);
+      if (exercise.start && !this.exerciseStarted) this.setup.editor.setTopology(exercise.start); // (once: not over the student's work)
+      this.exerciseStarted = true;
+      doc.getElementById('topology-setup').open = true;
+    } catch (err) {
+      this.status(t('ui.exercise.failed', { error: err.message }), 'error');
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { h, clear, setChildren, tr } from '../views/dom.js';
 import { t, tn } from '../core/i18n.js';
 import { dirName, fieldName } from '../core/labels.js';
 import { renderNarration, allowedLink } from './narration.js';
+import { ExerciseBox, exerciseLink } from './exercise.js';
 
 // ---------------------------------------------------------------- lesson list
 
@@ -99,7 +100,8 @@ function framesText(frames) {
 
 export class LessonPanel {
   /**
-   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice), onDecision(index) }
+   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice), onDecision(index),
+   * onExercise(body) -> Promise of the server's verdict on the step's exercise }
    */
   constructor(container, handlers) {
     const d = (this.doc = container.ownerDocument);
@@ -121,6 +123,7 @@ export class LessonPanel {
     this.decisions = h(d, 'ol', { class: 'plain-list decision-list' });
     this.decisionBox = h(d, 'section', { class: 'box decision-box', hidden: true }, h(d, 'h3', { t: 'ui.lesson.decisions' }), this.decisions);
     this.question = h(d, 'section', { class: 'box question', attrs: { 'aria-live': 'polite' } });
+    this.exerciseSlot = h(d, 'div', { class: 'exercise-slot', hidden: true }); // (hidden when empty: no gap)
     this.wire = h(d, 'ol', { class: 'wire-list' });
     this.received = h(d, 'ul', { class: 'plain-list' });
     this.log = h(d, 'ul', { class: 'plain-list log-list' });
@@ -142,7 +145,7 @@ export class LessonPanel {
     );
     const body = h(d, 'section', { class: 'box step-box' }, this.stepTitle, this.sourceEl, this.narration, this.errorEl);
     clear(container);
-    container.append(head, body, this.hlBox, this.decisionBox, this.question, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
+    container.append(head, body, this.hlBox, this.decisionBox, this.question, this.exerciseSlot, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
   }
 
   setLesson(lesson) {
@@ -213,6 +216,7 @@ export class LessonPanel {
     }
     this.renderDecisions(scene);
     this.renderQuestion(scene ? scene.question : null);
+    this.renderExercise(scene ? scene.exercise : null);
     const writes = scene ? scene.writes || [] : [];
     this.wireBox.hidden = !writes.length;
     const shown = writes.slice(-40);
@@ -272,6 +276,16 @@ export class LessonPanel {
     this.classEl = h(d, 'div', { class: 'class-answers', hidden: true, attrs: { 'aria-live': 'polite' } });
     this.questionShown = q;
     this.question.append(this.resultEl, this.classEl);
+  }
+
+  /** The step's exercise (a typed answer, or a topology to build in the playground), checked by the server. */
+  renderExercise(exercise) {
+    this.exerciseBox = null;
+    this.exerciseSlot.hidden = !exercise || !this.lesson;
+    if (this.exerciseSlot.hidden) return setChildren(this.exerciseSlot);
+    const link = exercise.kind === 'topology' ? exerciseLink(this.lesson.id, this.number) : null;
+    this.exerciseBox = new ExerciseBox(this.doc, exercise, { check: (body) => this.handlers.onExercise(body), link });
+    setChildren(this.exerciseSlot, this.exerciseBox.root);
   }
 
   /**

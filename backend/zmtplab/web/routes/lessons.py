@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from ...lessons import markdown
-from ...lessons.loader import Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
-from ...lessons.player import LessonPlayError, StepScene, check_answer, play_lesson
+from ...lessons.loader import Exercise, Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
+from ...lessons.player import LessonPlayError, StepScene, check_answer, check_exercise, exercise_start, play_lesson
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
 from .. import illustrated
 from ..deps import LangDep
@@ -98,7 +98,7 @@ class LessonLibrary:
                 try:
                     scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
                 except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
-                    raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+                    raise HTTPException(422, str(exc)) from None
         return scenes[number - 1]
 
 
@@ -147,6 +147,19 @@ class QuestionOut(BaseModel):
     choices: list[str] | None = None
 
 
+class ExerciseOut(BaseModel):
+    """A step's exercise, without its answer."""
+
+    kind: str = Field(description="`answer` (typed, checked as text or number) or `topology` (built in the "
+                      "playground and checked on the simulator)")
+    task: str = Field(description="the Markdown source")
+    task_tree: list[dict[str, Any]] = Field(description="the safe parse of the task (see lessons.markdown)")
+    nodes: dict[str, str] | None = Field(None, description="a topology exercise's nodes the topology must have: "
+                                         "name -> socket type")
+    start: dict[str, Any] | None = Field(None, description="the topology the playground's editor opens with "
+                                         "(nodes, links, proxies, and the messages the check sends as its script)")
+
+
 class StepOut(BaseModel):
     number: int
     title: str
@@ -155,6 +168,7 @@ class StepOut(BaseModel):
     source: str | None = Field(description="`session`, `wire` or `capture` when the step opens a new source")
     highlights: list[str]
     question: QuestionOut | None = None
+    exercise: ExerciseOut | None = None
 
 
 class LessonOut(BaseModel):
@@ -185,6 +199,7 @@ class SceneOut(BaseModel):
     log: list[dict[str, Any]]
     question: QuestionOut | None
     narration_tree: list[dict[str, Any]]
+    exercise: ExerciseOut | None = None
 
 
 class AnswerIn(BaseModel):
@@ -204,6 +219,32 @@ class AnswerOut(BaseModel):
     explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once answered correctly")
     fields: list[int] = Field(default_factory=list, description="the answer's fields in the step's element (indexes), "
                               "once a click question is answered correctly: the page lights them up")
+
+
+class ExerciseIn(BaseModel):
+    """A student's work on an exercise: a typed `answer`, or the `topology` they built (as a topology session's
+    body has it, or as the playground's Save writes it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str | None = Field(None, max_length=200)
+    topology: dict[str, Any] | None = None
+
+
+class ExerciseResult(BaseModel):
+    correct: bool
+    message: str = Field(description="the verdict, or the author's hint")
+    problems: list[str] = Field(default_factory=list, description="what the topology does not do that the task "
+                                "asks, each in words (the node, what it read, what was wanted)")
+    explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once correct")
+
+
+def _exercise(exercise: Exercise | None) -> ExerciseOut | None:
+    if exercise is None:
+        return None
+    return ExerciseOut(kind=exercise.kind, task=exercise.task, task_tree=markdown.parse(exercise.task),
+                       nodes=dict(exercise.check.nodes) if exercise.check is not None else None,
+                       start=exercise_start(exercise))
 
 
 def _question(step_question) -> QuestionOut | None:
@@ -231,7 +272,7 @@ def get_lesson(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Less
     steps = [
         StepOut(number=n, title=step.title, narration=step.narration, narration_tree=markdown.parse(step.narration),
                 source=step.source_kind, highlights=[h.label or h.field for h in step.highlight],
-                question=_question(step.question))
+                question=_question(step.question), exercise=_exercise(step.exercise))
         for n, step in enumerate(lesson.steps, 1)
     ]
     refs = [ReferenceOut(title=r.title, url=r.url, href=r.url if markdown.allowed_link(r.url) else None)
@@ -247,7 +288,10 @@ def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang
     scene = library.scene(lesson_id, number)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
-    return localize_scene(out, library.lesson(lesson_id, lang).steps[number - 1], lang)
+    step = library.lesson(lesson_id, lang).steps[number - 1]
+    exercise = _exercise(step.exercise)
+    out["exercise"] = exercise.model_dump() if exercise is not None else None
+    return localize_scene(out, step, lang)
 
 
 @router.get("/{lesson_id}/illustrated", summary="The lesson as an illustrated page", responses={
@@ -296,3 +340,27 @@ def answer_step(lesson_id: LessonId, number: StepNumber, answer: AnswerIn, conn:
     except LookupError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return AnswerOut(**localize_answer(result, step, lang))
+
+
+@router.post("/{lesson_id}/steps/{number}/exercise", response_model=ExerciseResult,
+             responses={**NOT_FOUND, 409: {"model": ErrorResponse, "description": "the step sets no exercise"},
+                        422: {"model": ErrorResponse, "description": "not the kind of work the exercise asks for"}},
+             summary="Check an exercise")
+def exercise_step(lesson_id: LessonId, number: StepNumber, work: ExerciseIn, conn: HTTPConnection,
+                  lang: LangDep) -> ExerciseResult:
+    """Checks a typed `{answer}` (any of the accepted answers, in either language; a number as a number) or a
+    `{topology}`: it must have the nodes the task names, then the check's actions are played on it (on the
+    simulator, as a lesson is) and what its nodes read is compared with what the task wants. The verdict, the
+    hint and each problem speak the language asked for."""
+    library = get_library(conn)
+    lesson = library.lesson(lesson_id, lang)
+    if not 1 <= number <= len(lesson.steps):
+        raise HTTPException(status.HTTP_404_NOT_FOUND,
+                            f"lesson {lesson_id!r} has steps 1 to {len(lesson.steps)}, not {number}")
+    exercise = lesson.steps[number - 1].exercise
+    if exercise is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "this step sets no exercise")
+    wanted = "answer" if exercise.kind == "answer" else "topology"
+    if getattr(work, wanted) is None:
+        raise HTTPException(422, f"this exercise is answered with `{wanted}`")
+    return ExerciseResult(**check_exercise(exercise, work.model_dump(exclude_none=True), lang))
