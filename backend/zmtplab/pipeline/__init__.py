@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .shipping import use_shipped_dependencies
+
 __all__ = ["run_pipeline"]
+
+# On a Spark worker this package is the first of ours imported (a task's functions and the data source
+# live in its modules): the dependencies the driver shipped join the path before they are needed.
+use_shipped_dependencies()
 
 
 def run_pipeline(*args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -19,23 +19,20 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
-import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .plan import DEFAULT_SPLIT_SIZE, PipelinePlan, ScanTask, make_plan, run_scan_task
 from .progress import ProgressMonitor
+from .shipping import ship
 
 __all__ = ["PHASES", "get_session", "run_pipeline"]
 
@@ -49,7 +46,8 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     """The active SparkSession, or a new one (local[*] unless `master` or spark-submit says otherwise).
 
     Workers run the project's interpreter (PYSPARK_PYTHON, unless already set). Off a local
-    master the `zmtplab` package is shipped to the executors with `addPyFile`.
+    master the `zmtplab` package and the dependencies its executors import are shipped to the
+    workers (`shipping.ship`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -74,31 +72,10 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     for k, v in {**defaults, **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    if not spark.sparkContext.master.startswith("local"):
+        ship(spark.sparkContext)  # before the data source is registered: it carries the includes of this moment
     spark.dataSource.register(PacketSource)
-    resolved = spark.sparkContext.master
-    if not resolved.startswith("local") and not getattr(spark, "_zmtplab_shipped", False):
-        spark.sparkContext.addPyFile(_package_zip())
-        spark._zmtplab_shipped = True  # type: ignore[attr-defined]  # (a mark on pyspark's session object)
     return spark
-
-
-def _package_zip() -> str:
-    """A zip of the zmtplab package for executors that do not have it installed (removed when
-    this process exits: the driver serves it to executors until then)."""
-    root = Path(__file__).resolve().parents[1]
-    fd, name = tempfile.mkstemp(prefix="zmtplab-", suffix=".zip")
-    os.close(fd)
-    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in root.rglob("*"):
-            if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
-                zf.write(path, Path("zmtplab") / path.relative_to(root))
-    atexit.register(_remove, name)
-    return name
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
 
 
 class _Reporter:
