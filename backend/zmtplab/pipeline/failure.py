@@ -24,6 +24,7 @@ _EXCEPTION_LINE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::\s(?P<message>.*))?
 # or in an executor's task
 _IN_WORKER = re.compile(r"Python worker|Python data source|most recent failure: Lost task")
 _LOST_TASK = re.compile(r"most recent failure: Lost task [^:]*\):\s*(?P<cause>.+)")
+_JAVA_EXCEPTION = re.compile(r"^(?::|Caused by:)\s+([\w.$]+(?:Exception|Error)\b.*)$", re.MULTILINE)
 _QUOTED_PATH = re.compile(r"""['"](?P<path>(?:[A-Za-z][\w+.-]*:)?/[^'"]*)['"]""")
 _UNQUOTED_PATH = re.compile(r"(?:Path does not exist|No such file or directory):\s*(?P<path>\S+?)\.?(?:\s|$)")
 _STORAGE_ERRORS = ("FileNotFoundError", "NotADirectoryError", "IsADirectoryError", "PermissionError",
@@ -45,7 +46,7 @@ def explain(exc: BaseException, *, out: str | os.PathLike[str] | None = None) ->
     worker_tb = _worker_traceback(exc)
     text = worker_tb or str(exc)
     on_worker = worker_tb is not None or _IN_WORKER.search(text) is not None
-    cause = _last_exception(text) or _lost_task(text) or _first_line(exc, text)
+    cause = _last_exception(text) or _lost_task(text) or _java_exception(text) or _first_line(exc, text)
     path = _path_in(cause)
     return Failure(cause, on_worker, path, _hint(cause, on_worker, path, out))
 
@@ -78,6 +79,12 @@ def _lost_task(text: str) -> str | None:
     """The exception of an executor's failed task as a Java stack trace reports it."""
     found = _LOST_TASK.search(text)
     return found.group("cause").strip() if found else None
+
+
+def _java_exception(text: str) -> str | None:
+    """The innermost exception of a Java stack trace in `text` (py4j's "An error occurred while calling ...")."""
+    found = _JAVA_EXCEPTION.findall(text)
+    return found[-1].strip() if found else None
 
 
 def _first_line(exc: BaseException, text: str) -> str:
@@ -120,6 +127,8 @@ def _hint(cause: str, on_worker: bool, path: str | None, out: str | os.PathLike[
                 "numpy (the driver ships zmtplab and its other dependencies), or a venv shipped with --archives "
                 "(docs/pipeline.md, On a cluster).")
     if "Cannot run program" in cause:
-        return ("a node has no interpreter at that path: set PYSPARK_PYTHON to the Python the workers have "
-                "(the same minor version as the driver's).")
+        return ("no Python at that path: PYSPARK_PYTHON must name the Python the workers have (the same minor "
+                "version as the driver's), and the driver runs it too, to plan the data source; a path inside an "
+                "--archives venv (./environment/bin/python) must be unpacked in the driver's working directory "
+                "as well (docs/pipeline.md, On a cluster).")
     return None
