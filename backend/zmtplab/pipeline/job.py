@@ -53,8 +53,6 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from .source import PacketSource
-
     active = SparkSession.getActiveSession()
     builder = SparkSession.builder.appName("zmtplab pipeline")
     if master:
@@ -72,10 +70,18 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     for k, v in {**defaults, **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    if not spark.sparkContext.master.startswith("local"):
-        ship(spark.sparkContext)  # before the data source is registered: it carries the includes of this moment
-    spark.dataSource.register(PacketSource)
+    _prepare(spark)
     return spark
+
+
+def _prepare(spark) -> None:
+    """Ships what workers need (off a local master) and registers the data source, in that order: the
+    registered source carries the context's includes of this moment."""
+    from .source import PacketSource
+
+    if not spark.sparkContext.master.startswith("local"):
+        ship(spark.sparkContext)
+    spark.dataSource.register(PacketSource)
 
 
 class _Reporter:
@@ -130,6 +136,8 @@ def run_pipeline(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
     created = spark is None and _no_active_session()
     if spark is None:
         spark = get_session(master)
+    else:  # a session of the caller's: it may not have what the workers need yet
+        _prepare(spark)
     t_session = time.monotonic() - t0
     sc = spark.sparkContext
     sc.setJobGroup(group, "zmtplab pipeline", interruptOnCancel=True)

@@ -40,7 +40,7 @@ __all__ = ["DEPENDENCIES_NAME", "WORKER_BASELINE", "WORKER_DISTRIBUTIONS", "depe
 
 # What the executors import beyond pyspark[sql]: orjson (capture.dissect, capture.jsonlines) and
 # PyNaCl (engine.curve, imported by the analysis). tests/pipeline/test_shipping.py holds this list
-# against the imports of every pipeline module.
+# against what the modules the executors run import.
 WORKER_DISTRIBUTIONS = ("orjson", "PyNaCl")
 # What a PySpark SQL worker has (pyspark[sql]: Arrow carries a Python data source's rows), not shipped.
 WORKER_BASELINE = ("pyspark", "pyarrow", "pandas", "numpy")
