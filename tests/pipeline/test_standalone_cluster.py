@@ -8,7 +8,9 @@ PyNaCl it has not (the fixture checks), so they work there only because the driv
 
 Run as users run it, `zmtplab pipeline --master spark://...` and `spark-submit .../submit.py`, each
 table must equal local mode's row for row; an input only the driver sees must fail with its real
-cause and a hint.
+cause and a hint. The three runs share the cluster at once, two cores each, one executor on each
+worker (a run alone leaves most of two cores idle: its time goes to starting JVMs and Python workers
+and to Spark's scheduling).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import zmtplab.pipeline
 from testkit import free_port
 from zmtplab.pipeline import run_pipeline
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (three cluster runs; a loaded runner is slow)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (the fixtures: a cluster and its runs)
 
 SUBMIT = Path(zmtplab.pipeline.__file__).parent / "submit.py"
 TABLES = ("events", "connections", "errors", "topology", "findings")
@@ -44,7 +46,10 @@ INPUTS = [SHARED / "dealer_router.pcapng", SHARED / "large.pcapng", PROJECT / "c
 # Every JVM here lives for seconds: the client compiler only, one GC thread (the JIT's second tier and a parallel
 # GC cost more CPU than they save in runs this short).
 SHORT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+RUNS = 3  # at once: a table-comparing run each for the CLI and spark-submit, and a failing one
+UNSEEN = "/proc/self/cwd/local-only.pcapng"
 SPARK_DEFAULTS = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.executor.memory": "512m",
+                  "spark.cores.max": str(WORKERS), "spark.executor.cores": "1",
                   "spark.driver.extraJavaOptions": SHORT_JVM, "spark.executor.extraJavaOptions": SHORT_JVM}
 
 
@@ -150,8 +155,8 @@ def cluster(tmp_path_factory, bare_python):
               "--webui-port", str(webui))
         wait_for("master up", lambda s: s.get("status") == "ALIVE")
         for i in range(WORKERS):
-            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
-                  "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(tmp / f"work{i}"), url)
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(RUNS),
+                  "--memory", f"{RUNS}g", "--webui-port", str(free_port()), "--work-dir", str(tmp / f"work{i}"), url)
         wait_for(f"{WORKERS} workers registered",
                  lambda s: sum(w.get("state") == "ALIVE" for w in s.get("workers", ())) == WORKERS)
         driver_env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK"))},
@@ -182,11 +187,45 @@ def inputs(tmp_path_factory) -> list[Path]:
     return [*INPUTS, truncated, foreign]
 
 
+def pipeline_args(inputs: list[Path], out: Path) -> list[str]:
+    return [*map(str, inputs), "--out", str(out), "--split-size", "128k", "--quiet", "--json", "--no-report"]
+
+
 @pytest.fixture(scope="module")
-def local_out(spark, inputs, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("local") / "out"
-    run_pipeline(inputs, out, spark=spark, split_size=128 << 10, report=False)
-    return out
+def runs(cluster, inputs, spark, tmp_path_factory) -> dict[str, subprocess.CompletedProcess | Path]:
+    """The three cluster runs, started at once, and local mode's run of the same inputs (in this process,
+    meanwhile): {"cli", "submit", "unseen": finished processes; "local": its output directory}."""
+    url, env, tmp = cluster
+    zmtplab_cli = str(Path(sys.executable).parent / "zmtplab")
+    hidden = tmp / "driver-only"  # the working directory of the failing run's driver
+    hidden.mkdir()
+    shutil.copy(PROJECT / "heartbeat_ttl.pcapng", hidden / "local-only.pcapng")
+    commands = {
+        "cli": ([zmtplab_cli, "pipeline", *pipeline_args(inputs, tmp / "cli"), "--master", url], env, None),
+        "submit": ([str(Path(sys.executable).parent / "spark-submit"), "--master", url, str(SUBMIT),
+                    *pipeline_args(inputs, tmp / "submit")], {**env, "PYSPARK_DRIVER_PYTHON": sys.executable}, None),
+        "unseen": ([zmtplab_cli, "pipeline", UNSEEN, "--out", str(tmp / "unseen"), "--master", url, "--quiet",
+                    "--no-report"], env, hidden),
+    }
+    procs = {}
+    for name, (cmd, run_env, cwd) in commands.items():  # (output to files: nobody reads a pipe meanwhile)
+        with open(tmp / f"{name}.out", "w") as out, open(tmp / f"{name}.err", "w") as err:
+            procs[name] = subprocess.Popen(cmd, env=run_env, cwd=cwd, stdout=out, stderr=err)
+    done: dict[str, subprocess.CompletedProcess | Path] = {}
+    try:
+        local = tmp_path_factory.mktemp("local") / "out"
+        run_pipeline(inputs, local, spark=spark, split_size=128 << 10, report=False)
+        done["local"] = local
+        for name, proc in procs.items():
+            proc.wait(timeout=600)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, (tmp / f"{name}.out").read_text(),
+                                                     (tmp / f"{name}.err").read_text())
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
 
 
 def read_rows(out: Path, table: str) -> tuple[object, list[str]]:
@@ -206,52 +245,41 @@ def assert_same_tables(out: Path, local: Path) -> None:
         assert rows == local_rows, table
 
 
-def pipeline_args(inputs: list[Path], out: Path) -> list[str]:
-    return [*map(str, inputs), "--out", str(out), "--split-size", "128k", "--quiet", "--json", "--no-report"]
-
-
-def test_local_mode_reference_has_something_in_every_table(local_out, inputs):
-    counts = {t: len(read_rows(local_out, t)[1]) for t in TABLES}
+def test_local_mode_reference_has_something_in_every_table(runs):
+    counts = {t: len(read_rows(runs["local"], t)[1]) for t in TABLES}
     assert all(counts.values()), counts
 
 
-def test_zmtplab_pipeline_on_bare_workers_gives_local_modes_tables(cluster, inputs, local_out):
-    url, env, tmp = cluster
-    out = tmp / "cli"
-    proc = subprocess.run([str(Path(sys.executable).parent / "zmtplab"), "pipeline", *pipeline_args(inputs, out),
-                           "--master", url], env=env, capture_output=True, text=True, timeout=600)
+def test_zmtplab_pipeline_on_bare_workers_gives_local_modes_tables(cluster, inputs, runs):
+    url, _env, tmp = cluster
+    proc = runs["cli"]
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
     assert summary["master"] == url
     assert summary["ranges"] > len(inputs)  # large.pcapng was split
-    assert_same_tables(out, local_out)
-    # every worker ran an executor of it, with the bare Python
-    for i in range(WORKERS):
-        assert list((tmp / f"work{i}").glob("app-*/*/stderr")), f"worker {i} ran no executor"
+    assert_same_tables(tmp / "cli", runs["local"])
 
 
-def test_spark_submit_on_bare_workers_gives_local_modes_tables(cluster, inputs, local_out):
-    url, env, tmp = cluster
-    out = tmp / "submit"
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", url, str(SUBMIT), *pipeline_args(inputs, out)]
-    proc = subprocess.run(cmd, env={**env, "PYSPARK_DRIVER_PYTHON": sys.executable}, capture_output=True, text=True,
-                          timeout=600)
+def test_spark_submit_on_bare_workers_gives_local_modes_tables(cluster, runs):
+    url, _env, tmp = cluster
+    proc = runs["submit"]
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert json.loads(proc.stdout)["master"] == url
-    assert_same_tables(out, local_out)
+    assert_same_tables(tmp / "submit", runs["local"])
 
 
-def test_an_input_the_workers_cannot_see_fails_with_its_path_and_a_hint(cluster, tmp_path):
+def test_every_run_had_an_executor_on_each_worker(cluster, runs):
+    _url, _env, tmp = cluster
+    for i in range(WORKERS):
+        assert len(list((tmp / f"work{i}").glob("app-*/*/stderr"))) == RUNS, f"worker {i}"
+
+
+def test_an_input_the_workers_cannot_see_fails_with_its_path_and_a_hint(runs):
     """`/proc/self/cwd/...` names a file in each process's own working directory: the driver's holds the
     capture, the executors' (their work directories) do not, as a local path on a real cluster."""
-    url, env, tmp = cluster
-    shutil.copy(PROJECT / "heartbeat_ttl.pcapng", tmp_path / "local-only.pcapng")
-    path = "/proc/self/cwd/local-only.pcapng"
-    proc = subprocess.run([str(Path(sys.executable).parent / "zmtplab"), "pipeline", path, "--out",
-                           str(tmp / "unseen"), "--master", url, "--quiet", "--no-report"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = runs["unseen"]
     assert proc.returncode == 1
     ours = [line for line in proc.stderr.splitlines() if line.startswith("zmtplab pipeline:")]
     assert ours[0] == ("zmtplab pipeline: a Spark worker failed: FileNotFoundError: [Errno 2] No such file or "
-                       f"directory: '{path}'"), proc.stderr[-3000:]
-    assert ours[1].startswith(f"zmtplab pipeline: hint: {path} is there on the driver but not on the worker"), ours
+                       f"directory: '{UNSEEN}'"), proc.stderr[-3000:]
+    assert ours[1].startswith(f"zmtplab pipeline: hint: {UNSEEN} is there on the driver but not on the worker"), ours
