@@ -38,10 +38,11 @@ from pathlib import Path
 __all__ = ["DEPENDENCIES_NAME", "WORKER_BASELINE", "WORKER_DISTRIBUTIONS", "dependencies_archive", "dependency_files",
            "package_zip", "ship", "shipped_distributions", "use_shipped_dependencies", "worker_baseline"]
 
-# What the executors import beyond pyspark[sql]: orjson (capture.dissect, capture.jsonlines) and
-# PyNaCl (engine.curve, imported by the analysis). tests/pipeline/test_shipping.py holds this list
-# against what the modules the executors run import.
-WORKER_DISTRIBUTIONS = ("orjson", "PyNaCl")
+# What the executors import beyond pyspark[sql]: orjson (capture.dissect, capture.jsonlines), PyNaCl
+# (engine.curve, imported by the analysis) and h11 (engine.zws: the HTTP upgrade of a captured ZWS
+# connection). tests/pipeline/test_shipping.py holds this list against what the modules the executors
+# run import.
+WORKER_DISTRIBUTIONS = ("orjson", "PyNaCl", "h11")
 # What a PySpark SQL worker has (pyspark[sql]: Arrow carries a Python data source's rows), not shipped.
 WORKER_BASELINE = ("pyspark", "pyarrow", "pandas", "numpy")
 DEPENDENCIES_NAME = "zmtplab-deps"  # the directory the archive unpacks into on every node
