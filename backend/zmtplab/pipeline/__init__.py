@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .shipping import use_shipped_dependencies
+
 __all__ = ["run_pipeline", "spark_problem"]
 
 NO_PYSPARK = "the Spark pipeline needs pyspark, which is not installed here: pip install 'zmtplab[spark]'"
@@ -29,6 +31,11 @@ def spark_problem() -> str | None:
     if java_home and (Path(java_home) / "bin" / "java").exists():
         return None
     return NO_JAVA if shutil.which("java") is None else None
+
+
+# On a Spark worker this package is the first of ours imported (a task's functions and the data source
+# live in its modules): the dependencies the driver shipped join the path before they are needed.
+use_shipped_dependencies()
 
 
 def run_pipeline(*args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -488,7 +488,8 @@ def _unique_names(names: list[str]) -> list[str]:
 
 
 def _error_text(exc: BaseException) -> str:
-    """A failure as one line for the user: Spark's Java stack traces are cut to their first line."""
-    text = str(exc).strip().splitlines()
-    first = next((line.strip() for line in text if line.strip()), "")
-    return f"{type(exc).__name__}: {first}"[:500]
+    """A failure as one line for the user: its real cause (a Spark worker's own exception, not Spark's wrapper or a
+    Java stack trace)."""
+    from ..pipeline.failure import explain
+
+    return explain(exc).cause[:500]
