@@ -134,6 +134,24 @@ def test_a_question_does_not_show_its_answer_until_it_is_given(browser, live_ser
     assert not errors, errors
 
 
+def test_the_selection_line_names_the_field_in_the_pages_language(browser, live_server):  # noqa: F811
+    """Under a question, the field chosen is named as the octet table names it, in the page's language: a message's
+    "frame 2" is 第 2 帧 in Chinese, as the table and the tree say (it stayed "frame 2")."""
+    errors: list[str] = []
+    ctx, page = open_page(browser, errors)
+    try:
+        page.goto(f"{live_server.base}/lessons.html?lang=zh-CN&lesson=broker&step=3")
+        page.wait_for_selector(".step-counter:text-is('第 3 步\uff0c共 6 步')")
+        page.click("#octets .oct-box[data-field='0']")
+        page.wait_for_selector(".explain-name:text-is('第 1 帧')")
+        page.wait_for_function("t => document.querySelector('.lesson-panel').textContent.includes(t)",
+                               arg="已选择\uff1a第 1 帧\uff08偏移量 ")
+        assert "frame 1" not in page.text_content(".lesson-panel")
+    finally:
+        ctx.close()
+    assert not errors, errors
+
+
 def test_twenty_students_answer_and_the_teacher_reveals_the_tally(browser, live_server, artifacts):  # noqa: F811
     """Presenting "What is the largest body a short frame can carry?": one student answers on the page, nineteen
     over the class socket; the teacher's page says how many answered, live, and what they answered only once the

@@ -2,6 +2,7 @@
 // and the answer the selection gives, checked by the server.
 
 import { t } from '../core/i18n.js';
+import { tableName } from '../core/labels.js';
 
 export class AnswerChecker {
   /**
@@ -52,14 +53,15 @@ export class AnswerChecker {
     return b.offset;
   }
 
-  /** "Selected: padding (octets 1–8), byte 3" under the question. */
+  /** "Selected: frame 2 (offset 6)" under the question, the field named as the octet table names it. */
   updateSelectedText() {
     const s = this.wb.selection.get();
     const f = this.wb.selection.fieldObject();
     if (!s.event) return this.panel.setSelectedText(t('ui.answer.nothing'));
     const byte = this.byteInSelection();
     const rel = (o) => o - s.event.offset;
-    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name: f.name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name: f.name, at: rel(f.offset) });
+    const name = f && tableName(s.event, f);
+    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name, at: rel(f.offset) });
     if (byte !== null && (!f || f.length > 1)) text += t('ui.answer.byte', { at: rel(byte) });
     this.panel.setSelectedText(text);
   }
