@@ -110,6 +110,19 @@ def test_a_lesson_handout_carries_the_lesson(client: TestClient, tmp_path: Path)
     assert run.stdout.splitlines() == ["s1 received [b'Hello']", "c1 received [b'World']", "s2 received [b'Hi']"]
 
 
+def test_a_lesson_handouts_contents_and_key_in_chinese(client: TestClient) -> None:
+    """The contents list the lesson first, beside the connections (it was listed inside connection 0's elements),
+    and in Chinese the answer key says a message's frame as the pages do, the element's line is punctuated in
+    Chinese."""
+    zh = client.get("/api/lessons/broker/illustrated", params={"lang": "zh-CN"}).text
+    toc = zh.split('<nav class="toc"')[1].split("</nav>")[0]
+    top = [a for a in re.findall(r'^<li><a href="#([a-z0-9]+)">', toc, re.M) if not re.fullmatch(r"e\d+", a)]
+    assert top == ["lesson", "c0", "c1", "c2", "c3", "answers", "reproduce"], top
+    key = zh.split('<section id="answers"')[1].split("</section>")[0]
+    assert "<strong>第 1 帧</strong>" in key and "frame 1" not in key
+    assert "字节流偏移量 107\uff0c4 个字节\uff1bt = 0.006 秒" in zh and "; t =" not in zh
+
+
 def test_a_topology_session_exports_the_script_that_builds_it(client: TestClient, tmp_path: Path) -> None:
     """The extended request-reply preset, played: its export.py (the script of its illustrated page) builds the
     topology, the broker and the echoing workers, and each client gets its reply from libzmq."""

@@ -343,7 +343,7 @@ def _toc(w: Words, doc: Document, numbered: list, with_script: bool) -> str:
             out.append(f'<li><a href="#e{n}">{arrow} {escape(_label(w, event))}</a></li>\n')
         out.append("</ol></li>\n")
     if doc.lesson:
-        out.insert(2, f'<li><a href="#lesson">{escape(w("illustrate.lesson"))}</a></li>\n')
+        out.insert(1, f'<li><a href="#lesson">{escape(w("illustrate.lesson"))}</a></li>\n')
         if any(step.prompt is not None or step.task is not None for step in doc.lesson):
             out.append(f'<li><a href="#answers">{escape(w("illustrate.answer_key"))}</a></li>\n')
     if with_script:
@@ -430,7 +430,8 @@ def _element(w: Words, section: Section, n: int, event: dict[str, Any]) -> str:
         where.append(w("illustrate.packets", numbers=numbers))
     if "t" in event:
         where.append(w("illustrate.time", t=event["t"]))
-    meta = f'<p class="meta">{escape(w("illustrate.sent_by", who=who, where="; ".join(where)))}</p>\n'
+    said_where = w("illustrate.where_separator").join(where)
+    meta = f'<p class="meta">{escape(w("illustrate.sent_by", who=who, where=said_where))}</p>\n'
     if kind not in OCTET_KINDS:
         severity = str(event.get("severity", "note"))
         cls = "element note error" if severity == "error" or kind == "gap" else "element note"

@@ -100,6 +100,13 @@ def _check_words(check: ExerciseCheck, lang: str) -> str:
     return text("illustrate.check.separator", lang).join(wants)
 
 
+def _field_words(name: str, lang: str) -> str:
+    """A field's name in an answer: the engine's (a wire or ABNF name, the same in every language), but a
+    message's "frame N", which is ours, in `lang`."""
+    frame = re.fullmatch(r"frame (\d+)", name)
+    return text("illustrate.answer_frame", lang, n=int(frame[1])) if frame else name
+
+
 def lesson_steps(lesson: Lesson, scenes: list[StepScene], lang: str = "en") -> list[LessonStep]:
     """A lesson's steps for its handout (`lesson`: in `lang`): narrations, the socket decisions each points at in
     words, questions with their choices, answers and explanations, and the topology a step opens."""
@@ -111,7 +118,7 @@ def lesson_steps(lesson: Lesson, scenes: list[StepScene], lang: str = "en") -> l
                           topology=scene.topology if step.topology is not None else None)
         if q is not None:
             item.prompt, item.choices = q.prompt, list(q.choices or [])
-            item.answer = (q.answer.choice if q.answer.choice is not None else q.answer.field
+            item.answer = (q.answer.choice if q.answer.choice is not None else _field_words(q.answer.field, lang)
                            if q.answer.field is not None else text("illustrate.answer_offset", lang, n=q.answer.byte))
             item.explain = markdown.parse(q.explain) if q.explain else []
         e = step.exercise
