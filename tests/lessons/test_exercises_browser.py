@@ -80,6 +80,10 @@ def test_a_topology_built_in_the_playground_and_checked(browser, live_server, tm
         play.on("pageerror", lambda exc: errors.append(str(exc)))
         play.wait_for_selector("#exercise-slot .exercise")
         assert play.locator("#topology-setup").get_attribute("open") is not None
+        # The two-peer form folds: the task and its check are in view without scrolling.
+        assert play.locator("#session-setup").get_attribute("open") is None
+        check = play.locator("#exercise-slot .exercise-check").bounding_box()
+        assert check is not None and check["y"] + check["height"] <= play.viewport_size["height"], check
         assert play.locator(".topo-node-row").count() == 3
         assert "back to the lesson" in (play.locator("#exercise-slot a").text_content() or "")
         play.click("#exercise-slot .exercise-check")

@@ -373,6 +373,7 @@ class PlaygroundPage {
       const box = new ExerciseBox(doc, exercise, { check: (body) => api.exercise(lessonId, step, body), topology: () => this.setup.editor.topology, header: back });
       doc.getElementById('exercise-slot').replaceChildren(box.root);
       if (exercise.start && !this.exerciseStarted) this.setup.editor.setTopology(exercise.start); // (once: not over the student's work)
+      if (!this.exerciseStarted) doc.getElementById('session-setup').open = false; // (the two-peer form would push the task below the fold)
       this.exerciseStarted = true;
       doc.getElementById('topology-setup').open = true;
     } catch (err) {
