@@ -40,7 +40,8 @@ BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 HOW_TO_GET_SPARK = "pip install 'zmtplab[spark]'"
 NO_PYSPARK = f"the Spark pipeline needs pyspark, which is not installed here: {HOW_TO_GET_SPARK}"
 NO_PYSPARK_ZH = f"Spark 流水线需要 pyspark\uff0c但这里没有安装\uff1a{HOW_TO_GET_SPARK}"
-# A teacher's lesson: a step the simulator plays and one of a capture the package ships; and its Chinese.
+# A teacher's lesson: a step the simulator plays, one of a capture the package ships and one of the teacher's own
+# capture beside the lesson; and its Chinese.
 OWN_LESSON = """title: Our first lecture
 summary: A PUSH and a PULL say hello, then a capture of libzmq.
 steps:
@@ -55,6 +56,10 @@ steps:
     capture: {file: push_pull.pcapng}
     element: {dir: s2c, kind: greeting}
     narration: The server's greeting, captured.
+  - title: Our lab's capture
+    capture: {file: our-lab.pcapng}
+    element: {dir: c2s, kind: greeting}
+    narration: A capture of our own, beside the lessons.
 """
 OWN_LESSON_ZH = """title: 我们的第一堂课
 summary: PUSH 和 PULL 互相问候\uff0c然后是 libzmq 的抓包。
@@ -63,6 +68,8 @@ steps:
     narration: 客户端的问候语。
   - title: 同样的\uff0c来自 libzmq
     narration: 服务器的问候语\uff0c抓包所得。
+  - title: 我们实验室的抓包
+    narration: 我们自己的抓包\uff0c放在课程旁边。
 """
 
 
@@ -161,11 +168,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
 
 @pytest.fixture(scope="module")
 def own_lessons(installed: Installed) -> Path:
-    """A teacher's lessons directory (one lesson and its Chinese), outside the checkout and the package."""
+    """A teacher's lessons directory (one lesson, its Chinese and a capture), outside the checkout and the
+    package."""
     directory = installed.work / "our-lessons"
     (directory / "zh-CN").mkdir(parents=True)
     (directory / "our-first.yaml").write_text(OWN_LESSON, encoding="utf-8")
     (directory / "zh-CN" / "our-first.yaml").write_text(OWN_LESSON_ZH, encoding="utf-8")
+    shutil.copy(installed.package_dir() / "captures" / "dealer_router.pcapng", directory / "our-lab.pcapng")
     return directory
 
 
@@ -252,10 +261,11 @@ def test_a_teachers_own_lessons(server: str, installed: Installed, own_lessons: 
     listed = get_json(server, "/api/lessons")
     assert listed["problems"] == [] and "our-first" in [lesson["id"] for lesson in listed["lessons"]], listed
     assert get_json(server, "/api/lessons/our-first?lang=zh-CN")["title"] == "我们的第一堂课"
-    scene = get_json(server, "/api/lessons/our-first/steps/2")
-    assert scene["events"][scene["element"]]["kind"] == "greeting", scene
+    for number in (2, 3):
+        scene = get_json(server, f"/api/lessons/our-first/steps/{number}")
+        assert scene["events"][scene["element"]]["kind"] == "greeting", scene
     out = run(installed.zmtplab, "lessons", "check", own_lessons, cwd=installed.work, env=clean_env())
-    assert "ok    our-first: 2 steps, in en, zh-CN" in out.stdout, out.stdout
+    assert "ok    our-first: 3 steps, in en, zh-CN" in out.stdout, out.stdout
 
 
 def test_an_upload_is_dissected(server: str, installed: Installed) -> None:

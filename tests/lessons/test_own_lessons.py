@@ -4,6 +4,7 @@ and by `zmtplab lessons check`), and a playground session saved as a lesson step
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,39 @@ def test_lessons_check_names_the_file_and_the_step(own: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "zmtplab.cli", "lessons", "check", str(own)], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout
+
+
+OWN_CAPTURE = """title: Our lab's capture
+summary: A capture we made in the lab.
+steps:
+  - title: The router's greeting
+    capture: {file: our-lab.pcapng}
+    element: {dir: s2c, kind: greeting}
+    narration: The ROUTER's greeting, as we captured it.
+"""
+
+
+def test_a_teachers_captures_beside_the_lessons(tmp_path: Path) -> None:
+    """A step's capture is looked up in the lesson's own directory, then among the samples; one in neither is
+    named with both places, over HTTP and by the command."""
+    own = tmp_path / "lessons"
+    own.mkdir()
+    shutil.copy(REPO / "captures" / "dealer_router.pcapng", own / "our-lab.pcapng")
+    (own / "our-lab.yaml").write_text(OWN_CAPTURE, encoding="utf-8")
+    (own / "lost.yaml").write_text(OWN_CAPTURE.replace("our-lab.pcapng", "lost.pcapng"), encoding="utf-8")
+    app = create_app(Settings(data_dir=tmp_path / "data", frontend_dir=REPO / "frontend", lessons_dir=own))
+    with TestClient(app) as client:
+        scene = client.get("/api/lessons/our-lab/steps/1").json()
+        greeting = scene["events"][scene["element"]]
+        assert greeting["kind"] == "greeting" and greeting["dir"] == "s2c"
+        refused = client.get("/api/lessons/lost/steps/1")
+        assert refused.status_code == 422
+        assert f"capture lost.pcapng not found in {own} or " in refused.json()["detail"]
+    run = subprocess.run([sys.executable, "-m", "zmtplab.cli", "lessons", "check", str(own)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1 and "ok    our-lab: 1 steps" in run.stdout, run.stdout
+    assert f'error lesson lost: step 1 ("The router\'s greeting"): capture lost.pcapng not found in {own} or ' \
+        in run.stdout, run.stdout
 
 
 def test_a_session_saved_as_a_lesson_step_plays_back(tmp_path: Path) -> None:

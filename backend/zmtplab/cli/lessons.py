@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     problems = [error for _, error in loaded.problems]
     for lesson_id, lesson in loaded.lessons.items():
         try:
-            play_lesson(lesson)
+            play_lesson(lesson, own_dir=directory)
         except LessonPlayError as exc:
             problems.append(str(exc))
             continue

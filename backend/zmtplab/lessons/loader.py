@@ -31,8 +31,9 @@ Sources:
   identity, PLAIN credentials, heartbeats ...) joined by an in-memory link on a virtual clock.
 - `wire`: hand-written bytes (`bytes` actions), fed to the dissector and to strict engine peers
   (`client`/`server`, optional) that must accept them unless `allow_errors`.
-- `capture`: a sample capture the package ships (the repository's `captures/`; `zmtplab.resources`), by file
-  name, optionally one connection.
+- `capture`: a capture by file name, optionally one connection: a teacher's own beside their lessons
+  (`ZMTPLAB_LESSONS_DIR`), else a sample capture the package ships (the repository's `captures/`;
+  `zmtplab.resources`).
 - `topology`: several simulated nodes, `{preset: ID}` or `{nodes, links, proxies}` as a topology
   session's body has them (`peers.topology` checks them: docs/architecture.md, "Topologies").
 

@@ -462,14 +462,14 @@ class _WireSource(_Source):
 class _CaptureSource(_Source):
     kind = "capture"
 
-    def __init__(self, spec: CaptureSource, captures_dir: Path | None) -> None:
+    def __init__(self, spec: CaptureSource, captures_dirs: list[Path]) -> None:
         super().__init__()
         self.spec = spec
-        if captures_dir is None:
+        if not captures_dirs:
             raise LessonPlayError(f"sample capture {spec.file}: this installation has no sample captures")
-        path = captures_dir / spec.file
-        if not path.is_file():
-            raise LessonPlayError(f"sample capture {spec.file} not found in {captures_dir}")
+        path = next((d / spec.file for d in captures_dirs if (d / spec.file).is_file()), None)
+        if path is None:
+            raise LessonPlayError(f"capture {spec.file} not found in {' or '.join(str(d) for d in captures_dirs)}")
         events = _dissect(str(path))
         conn = spec.conn if spec.conn is not None else (events[0]["conn"] if events else "0")
         self.conn = conn
@@ -667,10 +667,12 @@ def _keep_answer_back(scene: StepScene, ev: dict[str, Any]) -> None:
     scene.field = scene.highlights[0]["field"] if scene.highlights else None
 
 
-def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[StepScene]:
+def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None, own_dir: Path | None = None) -> list[StepScene]:
     """Every step of `lesson`, played in order (see the module docstring); a capture step's file is looked up in
+    `own_dir` (the lesson's own directory: a teacher's captures beside their lessons) first, then in
     `captures_dir`, by default the package's sample captures (`zmtplab.resources`)."""
     captures_dir = captures_dir or sample_captures_dir()
+    captures_dirs = [d for d in (own_dir, captures_dir) if d is not None]
     scenes: list[StepScene] = []
     src: _Source | None = None
     for number, step in enumerate(lesson.steps, 1):
@@ -680,7 +682,7 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
             elif step.wire is not None:
                 src = _WireSource(step.wire)
             elif step.capture is not None:
-                src = _CaptureSource(step.capture, captures_dir)
+                src = _CaptureSource(step.capture, captures_dirs)
             elif step.topology is not None:
                 src = _SimulationSource(step.topology)
             assert src is not None  # the loader insists the first step has a source

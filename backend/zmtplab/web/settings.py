@@ -150,7 +150,8 @@ class Settings(BaseSettings):
     # Lessons.
     lessons_dir: Path | None = Field(None, description="a directory of your own lessons: YAML files in the format "
                                      "of backend/zmtplab/lessons/README.md, listed with the shipped ones (a lesson "
-                                     "with a shipped one's id replaces it), their translations in its zh-CN/; "
+                                     "with a shipped one's id replaces it), their translations in its zh-CN/, "
+                                     "the captures their steps play beside them (or among the shipped samples); "
                                      "`zmtplab lessons check DIR` checks them")
 
     # Presenter mode (the other limits of classes are `web.classrooms.ClassLimits`).

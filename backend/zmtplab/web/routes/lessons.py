@@ -96,7 +96,8 @@ class LessonLibrary:
             scenes = self._scenes.get(lesson_id)
             if scenes is None:
                 try:
-                    scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
+                    scenes = self._scenes[lesson_id] = play_lesson(
+                        lesson, captures_dir=self.captures_dir, own_dir=self._load().directories.get(lesson_id))
                 except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
                     raise HTTPException(422, str(exc)) from None
         return scenes[number - 1]
