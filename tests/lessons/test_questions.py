@@ -73,6 +73,32 @@ def test_the_right_answer_lights_its_fields(lessons, played):
             assert result["fields"] == []
 
 
+# A choice whose answer is a quantity or a phrase ("255", "2 s", "at the publisher"), not a name the step is about
+# anyway (REQ, w1, World): the step's narration and its highlights' labels must leave it to the student.
+def stated(answer: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(answer)}(?![\w.])", text.replace("*", "")) is not None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_choice_question_is_not_answered_by_its_step(lessons, lang):
+    asked = 0
+    for lesson in lessons.values():
+        told = localize_lesson(lesson, lang) if lang != "en" else lesson
+        for number, step in enumerate(told.steps, 1):
+            q = step.question
+            if q is None or q.answer.choice is None:
+                continue
+            answer = q.answer.choice
+            if not (answer[0].isdigit() or " " in answer or not answer.isascii()):
+                continue
+            asked += 1
+            labels = " ".join(h.label or "" for h in step.highlight)
+            where = f"{lesson.id} step {number} ({lang})"
+            assert not stated(answer, step.narration), f"{where}: the narration says {answer!r}"
+            assert not stated(answer, labels), f"{where}: a label says {answer!r}"
+    assert asked >= 6
+
+
 # How a lesson counts octets (issue 32.6): by offset from 0, "offset 9" and "偏移量 9", never "octet 9" beside
 # "the 10th octet", nor "第 9 个字节" for what "第 10 个字节" also names.
 ORDINAL = re.compile(r"\b[Oo]ctets? \d|\d+(st|nd|rd|th) octet|第 ?\d+(-\d+)? ?个?字节")
