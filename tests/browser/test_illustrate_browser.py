@@ -128,4 +128,4 @@ def test_export_from_each_page(page: Any, live_server: Any, sample: Any) -> None
     page.goto(f"{base}/lessons.html?lesson=greeting&step=1")
     page.wait_for_selector(".lesson-title:not(:empty)")
     html = downloaded(page, lambda: page.click(".lesson-head a.button"))
-    assert "As step " in html and 'id="e1.signature"' in html
+    assert "Shown in steps " in html and "Step 1: " in html and 'id="e1.signature"' in html
