@@ -1,5 +1,5 @@
 """Questions keep their answers to themselves (issue 32.4): a step that asks the student to click a field or an
-octet neither selects nor highlights it, its hint (in every language) names neither the field nor the offset,
+octet neither selects nor highlights it, its hint and its narration (in every language) do not say where it is,
 and once answered right the answer's fields come back to light up."""
 
 from __future__ import annotations
@@ -57,6 +57,38 @@ def test_a_hint_does_not_state_the_answer(lessons, played, lang):
         hint = step.question.hint or ""
         found = hint_gives_away(hint, scene)
         assert found is None, f"{lesson.id} step {scene.number} ({lang}): the hint {hint!r} says {found!r}"
+
+
+# Where a narration says where to click: "offset 9", "offsets 10 and 11", "偏移量 9"; a message's "first frame".
+OFFSETS = re.compile(r"(?:[Oo]ffsets?|偏移量)\s*(\d+)(?:\s*(?:and|to|和|到|至|-|\u2013)\s*(\d+))?")
+ORDINALS = {1: ("first frame", "第一帧"), 2: ("second frame", "第二帧"), 3: ("third frame", "第三帧")}
+
+
+def narration_gives_away(narration: str, scene) -> str | None:
+    """What in a click question's narration says where its answer is: the answer's offset, or its frame."""
+    ev = scene.events[scene.element]
+    octets: set[int] = set()
+    for i in answer_fields(scene):
+        f = ev["fields"][i]
+        octets |= set(range(f["offset"] - ev["offset"], f["offset"] - ev["offset"] + max(f["length"], 1)))
+        frame = re.fullmatch(r"frame (\d+)", f["name"])
+        if frame:
+            n = int(frame[1])
+            for said in (f"frame {n}", f"第 {n} 帧", *ORDINALS.get(n, ())):
+                if said in narration:
+                    return said
+    for m in OFFSETS.finditer(narration):
+        if octets & set(range(int(m[1]), int(m[2] or m[1]) + 1)):
+            return m[0]
+    return None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_click_questions_narration_does_not_say_where_to_click(lessons, played, lang):
+    for lesson, scene in click_questions(lessons, played):
+        step = (localize_lesson(lesson, lang) if lang != "en" else lesson).steps[scene.number - 1]
+        found = narration_gives_away(step.narration, scene)
+        assert found is None, f"{lesson.id} step {scene.number} ({lang}): the narration says {found!r}"
 
 
 def test_the_right_answer_lights_its_fields(lessons, played):
