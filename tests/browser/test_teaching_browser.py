@@ -115,6 +115,8 @@ def test_arrows_go_the_way_messages_go_and_the_counts_are_honest(page: Any, live
 
     start_preset(page, live_server.base, "extended-reqrep")
     wait_for(page, "(d) => ['c1','c2','c3'].every((c) => d.got[c].length === 1)")
+    # (the proxy's counts come with its own events, which a loaded server may send a batch later)
+    wait_for(page, "(d) => ['brk-front','brk-back'].every((n) => /read 3/.test(d.nodes[n].stats))")
     edges = page.evaluate(EDGES_JS)
     assert {e["ways"] for e in edges} == {"both"}
     assert all(e["start"] and e["end"] for e in edges)
