@@ -412,55 +412,85 @@ def broker_anonymous(port: int, log: Log, ctx: zmq.Context) -> str:
     "broker_router_router", 15721, "ROUTER :15721 / ROUTER :15722 (a load-balancing broker)",
     "2 x REQ clients (no identity), 2 x REQ workers (no identity)",
     "the zguide's load-balancing broker: workers say `READY`, the broker routes each client's `hello` to a ready "
-    "worker with the client's routing id in the envelope and routes the `world` back by it", ports=2,
+    "worker with the client's routing id in the envelope and routes the `world` back by it; clients and workers "
+    "each go at their own pace", ports=2,
 )  # fmt: skip
 def broker_router_router(port: int, log: Log, ctx: zmq.Context) -> str:
+    import random
+
     front = log.app(ctx, "broker-frontend", "ROUTER").bind(tcp(port))
     back = log.app(ctx, "broker-backend", "ROUTER").bind(tcp(port + 1))
     workers = [log.app(ctx, f"worker-{i}", "REQ").connect(tcp(port + 1, source=src(port, 10 + i))) for i in range(2)]
     clients = [log.app(ctx, f"client-{i}", "REQ").connect(tcp(port, source=src(port, i))) for i in range(2)]
     for app in (*workers, *clients):
         app.wait_event("HANDSHAKE_SUCCEEDED")
-    for w in workers:
-        w.send(b"READY")
-    ready: list[bytes] = []
-    for _ in workers:
-        worker_id, _empty, _ready = back.expect("READY")
-        ready.append(worker_id)
-    rounds = 3
-    for _ in range(rounds):
-        for c in clients:
-            c.send(b"hello")
-        for _ in clients:  # broker: a request to the next ready worker
-            client_id, _empty, request = front.expect("request")
-            back.send(ready.pop(0), b"", client_id, b"", request)
-        for w in workers:  # each worker answers what it got
-            client_id, _empty, request = w.expect("work")
-            w.send(client_id, b"", b"world")
-        for _ in workers:  # broker: the reply back to its client, and the worker is ready again
-            worker_id, _empty, client_id, _empty2, reply = back.expect("reply")
-            ready.append(worker_id)
-            front.send(client_id, b"", reply)
-        for c in clients:
-            if c.expect("reply") != [b"world"]:
-                raise ScenarioError(f"{c.name}: wrong reply")
+    pace = random.Random(15721)  # (the same pauses at every recording)
+    pauses = {app.name: [pace.uniform(0.0, 0.004) for _ in range(8)] for app in (*clients, *workers)}
+    done = threading.Event()
+
+    def broker() -> None:  # the zguide's lbbroker loop: clients are served only while a worker is ready
+        ready: list[bytes] = []
+        poller = zmq.Poller()
+        poller.register(back.sock, zmq.POLLIN)
+        poller.register(front.sock, zmq.POLLIN)
+        while not done.is_set():
+            events = dict(poller.poll(20))
+            if back.sock in events:
+                worker_id, _empty, client_id, *rest = back.expect("worker")
+                ready.append(worker_id)
+                if client_id != b"READY":
+                    front.send(client_id, b"", rest[-1])
+            if front.sock in events and ready:
+                client_id, _empty, request = front.expect("request")
+                back.send(ready.pop(0), b"", client_id, b"", request)
+
+    def client(app: App) -> Callable[[], None]:
+        def go() -> None:
+            for pause in pauses[app.name][:3]:
+                time.sleep(pause)
+                app.send(b"hello")
+                if app.expect("reply") != [b"world"]:
+                    raise ScenarioError(f"{app.name}: wrong reply")
+        return go
+
+    def worker(app: App) -> Callable[[], None]:
+        def go() -> None:
+            app.send(b"READY")
+            for pause in pauses[app.name]:
+                work = app.recv(0.05)
+                while work is None and not done.is_set():
+                    work = app.recv(0.05)
+                if work is None:
+                    return
+                time.sleep(pause)
+                app.send(work[0], b"", b"world")
+        return go
+
+    def clients_then_done() -> None:
+        try:
+            run_threads(*(client(c) for c in clients))
+        finally:
+            done.set()
+
+    run_threads(broker, clients_then_done, *(worker(w) for w in workers))
     for app in (*clients, *workers):
         app.close()
-    for _i, c in enumerate(clients):
+    for c in clients:
         log.fact("connection", client=c.local, server=ep(port), client_type="REQ", server_type="ROUTER", handshake=True)
         log.fact("messages", client=c.local, server=ep(port), c2s=len(c.sent), s2c=len(c.received))
         log.fact("requests", client=c.local, broker=[ep(port), ep(port + 1)], count=len(c.sent),
                  replies=len(c.received))
     for w in workers:
+        served = len(w.received)
         log.fact("connection", client=w.local, server=ep(port + 1), client_type="REQ", server_type="ROUTER",
                  handshake=True)
-        log.fact("messages", client=w.local, server=ep(port + 1), c2s=len(w.sent), s2c=len(w.received))
-        log.fact("served", worker=w.local, broker=ep(port + 1), count=len(w.received))
+        log.fact("messages", client=w.local, server=ep(port + 1), c2s=len(w.sent), s2c=served)
+        log.fact("served", worker=w.local, broker=ep(port + 1), count=served)
     total = sum(len(c.sent) + len(c.received) for c in clients)
     log.fact("flows", count=total, ambiguous=0)
     log.fact("node", endpoints=[ep(port), ep(port + 1)], why="one application's broker binds both")
     log.fact("findings", rules=[])
-    return f"{rounds} rounds of {len(clients)} requests"
+    return f"workers served {[len(w.received) for w in workers]}"
 
 
 # ------------------------------------------------------------------------ heartbeats and closes

@@ -53,10 +53,15 @@ def test_findings_show_on_sick_captures_and_never_on_healthy_ones(path):
 
 
 def test_every_rule_is_covered_by_a_recorded_capture():
-    assert set().union(*SICK.values()) | {"curve-wrong-server-key"} == {
+    incidents = set()
+    for path in (CAPTURES / "incidents").glob("*.facts.json"):
+        for fact in json.loads(path.read_text())["facts"]:
+            incidents |= set(fact.get("rules", [])) | ({fact["rule"]} if fact["fact"] == "finding" else set())
+    assert set().union(*SICK.values()) | {"curve-wrong-server-key"} | incidents == {
         "round-robin-skew", "late-subscriber", "ping-ttl-over-65s", "identity-collision", "back-pressure",
         "heartbeat-timeout", "mechanism-mismatch", "invalid-socket-pair", "handshake-incomplete",
-        "curve-wrong-server-key"}
+        "curve-wrong-server-key", "curve-not-this-server", "never-subscribed", "version-mismatch",
+        "refused-connects", "capture-loss"}
 
 
 def test_late_subscriber_counts_what_it_missed():
@@ -94,9 +99,10 @@ def test_ping_ttl_and_heartbeat_timeout():
 
 def test_back_pressure_cites_the_zero_window():
     [f] = analysis("push_slow_pull")["findings"]
-    assert "the PULL (c2s) stopped reading: its TCP window stayed at zero for 0.40 s" in f["text"]
-    assert "the PUSH had messages for it" in f["text"]
+    assert "the PULL (client) stopped reading: its TCP window stayed at zero for 0.40 s" in f["text"]
+    assert "until its window update" in f["text"] and "the PUSH (server) had messages for it" in f["text"]
     assert f["events"][0]["kind"] == "expert"
+    assert f["details"] | {"held": 0} == {"reader": "client", "held": 0, "until": "window-update", "stalls": 1}
 
 
 def test_broker_flows_and_nodes():
@@ -142,9 +148,12 @@ def test_curve_doctor_with_the_server_key():
     assert rules(good) == set()
     assert good["curve"]["0"]["hello"] == "opens" and good["curve"]["0"]["welcome"] == "opens"
     assert len(good["curve"]["0"]["server_short_key"]) == 40
-    # Another key opens nothing: the doctor says so rather than trusting the client.
+    # Another key opens nothing; the server answered HELLO with WELCOME, so that key is not this server's (the
+    # client had the right one): the doctor says so rather than blaming the client.
     other = z85_decode(KEYS["client"]["secret"])
-    assert rules(analysis("curve", curve_secrets=[other])) == {"curve-wrong-server-key"}
+    [f] = analysis("curve", curve_secrets=[other])["findings"]
+    assert f["rule"] == "curve-not-this-server" and "is not this server's" in f["text"]
+    assert [e["kind"] for e in f["events"]] == ["command", "command"]
 
 
 def test_unreadable_connection_is_listed():

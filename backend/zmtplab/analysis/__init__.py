@@ -4,16 +4,21 @@ Pure functions over the events (`zmtplab dissect`'s, without fields), usable fro
 app and Spark alike: an `Analyzer` takes what `CaptureDissector.feed_runs()` gives, in capture order,
 and `finish()` returns one dict:
 
-* `nodes`: `ip:port` endpoints, grouped where flows show one process forwarding (a broker candidate);
+* `nodes`: `ip:port` endpoints, grouped where flows show one process forwarding (a broker candidate) and
+  where one socket listens on the loopback's IPv4 and IPv6 addresses;
 * `connections`: per TCP connection its endpoints, socket types, identities, versions, mechanism,
-  message counts per direction, subscriptions, and whether the socket pair is valid (23/ZMTP);
-* `flows`: application messages followed through a broker or proxy hop (`flows.py`);
+  message counts per direction (CURVE: MESSAGE boxes, also as `encrypted`), subscriptions, whether the
+  socket pair is valid (23/ZMTP), and when it was connected, handshaken and closed, by whom and how;
+* `refused`: connects a server refused (SYN answered by RST), per endpoint;
+* `flows`: application messages followed through a broker, proxy or forwarder hop (`flows.py`);
 * `findings`: the diagnosis (`findings.py`), each with a rule id, severity, connections, the events it
-  cites, a plain-language text and the spec or issue behind it;
+  cites, a plain-language text, the spec or issue behind it and its numbers as `details`;
 * `curve`: per CURVE connection what its HELLO and WELCOME said, when the server's secret key was given;
   `curve_handshakes`: those HELLO and WELCOME commands as on the wire, for `check_curve` with a key given later.
 
-`analyze_capture()` runs the dissection and the analysis over one capture file.
+Where the analysis judges what a socket should have done (routing by identity, subscription filtering) it
+runs the simulator's own socket rules (`peers.sockets`). `analyze_capture()` runs the dissection and the
+analysis over one capture file.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from typing import Any, BinaryIO
 from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
 from .facts import Collector, Endpoints
 from .findings import Context, Publications, SenderCounts, check_curve, curve_handshakes, diagnose
-from .flows import FlowMatcher
-from .topology import connection_row, nodes
+from .flows import RelayLog
+from .topology import connection_row, nodes, refused, refused_groups
 
 __all__ = ["Analyzer", "analyze_capture", "check_curve"]
 
@@ -34,11 +39,12 @@ class Analyzer:
 
     def __init__(self, endpoints: Endpoints, *, curve_secrets: list[bytes] | None = None,
                  flow_window: float = 1.0) -> None:
-        self.flows = FlowMatcher(window=flow_window)
+        self.relays = RelayLog(window=flow_window)
         self.publications = Publications()
         self.senders = SenderCounts()
-        self.collector = Collector(endpoints, on_message=[self.flows, self.publications, self.senders],
-                                   on_subscription=[self.publications.subscribed])
+        self.collector = Collector(endpoints, on_message=[self.relays, self.publications],
+                                   on_subscription=[self.publications.subscribed], on_count=[self.senders],
+                                   on_ready=[self.relays.sockets_seen])
         self.curve_secrets = list(curve_secrets or [])
 
     def add(self, item: dict[str, Any] | SourcedRun) -> None:
@@ -48,16 +54,19 @@ class Analyzer:
     def finish(self, infos: list[ConnectionInfo]) -> dict[str, Any]:
         """The analysis, once every event was added; `infos` are the capture's TCP connections."""
         facts = self.collector.conns
-        connections = [connection_row(info, facts.get(info.conn)) for info in infos if info.zmtp or info.conn in facts]
-        flows, total = self.flows.flows()
+        connections = [connection_row(info, facts.get(info.conn)) for info in infos
+                       if (info.zmtp or info.conn in facts) and not refused(info)]
+        flows, total = self.relays.flows()
         ctx = Context(facts, {i.conn: i for i in infos}, self.publications, self.senders, self.curve_secrets)
         findings = diagnose(ctx)
         self.curve_secrets.clear()  # never kept beyond the analysis
         return {
             "nodes": nodes(connections, flows),
             "connections": connections,
+            "refused": refused_groups(infos),
             "flows": flows,
             "flows_total": total,
+            "flows_partial": self.relays.partial,
             "findings": findings,
             "curve": ctx.curve,
             "curve_handshakes": curve_handshakes(ctx),
