@@ -4,6 +4,7 @@ healthy one; the broker's flows, the nodes, the CURVE doctor and the CLI's JSON 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,33 @@ def test_frontend_fixtures_are_todays_analysis(name):
     # tests/frontend/overview.test.mjs draws these: they must be what analyze says now.
     fixture = REPO / "tests" / "frontend" / "data" / f"{name}.analysis.json"
     assert json.loads(fixture.read_text()) == json.loads(json.dumps(analysis(name)))
+
+
+INCIDENT_KEYS = json.loads((CAPTURES / "incidents" / "curve_messages.facts.json").read_text())["other"]["keys"]
+
+
+def test_a_key_beginning_with_a_dash_on_the_command_line_in_a_file_and_in_the_environment(tmp_path):
+    secret = INCIDENT_KEYS["server"]["secret"]
+    assert secret.startswith("-")
+    capture = str(CAPTURES / "incidents" / "curve_messages.pcapng")
+    keyfile = tmp_path / "server.key"
+    keyfile.write_text(f"# the server's key\n\n  {secret}\n")
+    env = {**os.environ, "ZMTPLAB_CURVE_SECRET": f"{INCIDENT_KEYS['other_server']['secret']}, {secret}"}
+    for args, environ in ((["--curve-secret", secret], None), ([f"--curve-secret={secret}"], None),
+                          (["--curve-secret-file", str(keyfile)], None), ([], env)):
+        out = subprocess.run([sys.executable, "-m", "zmtplab.cli", "analyze", "--json", *args, capture],
+                             capture_output=True, text=True, timeout=120, env=environ)
+        assert out.returncode == 0, out.stderr
+        found = json.loads(out.stdout)
+        assert found["curve"]["0"]["hello"] == "opens" and found["curve"]["0"]["welcome"] == "opens", args
+        assert secret not in out.stdout + out.stderr
+
+
+def test_a_bad_key_in_a_file_names_the_line_never_the_key(tmp_path):
+    keyfile = tmp_path / "keys"
+    keyfile.write_text(INCIDENT_KEYS["server"]["secret"] + "\nnot-a-key-at-all\n")
+    out = run_cli(str(CAPTURES / "curve.pcapng"), "--curve-secret-file", str(keyfile))
+    assert out.returncode == 2 and f"--curve-secret-file {keyfile}, line 2" in out.stderr
+    assert "not-a-key-at-all" not in out.stderr and INCIDENT_KEYS["server"]["secret"] not in out.stderr
+    missing = run_cli(str(CAPTURES / "curve.pcapng"), "--curve-secret-file", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "No such file" in missing.stderr

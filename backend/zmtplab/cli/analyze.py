@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -26,18 +27,51 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: nodes, connections, flows, findings (and curve)")
     add_lang_option(p)
+    p.add_argument("--curve-secret-file", action="append", default=[], metavar="FILE",
+                   help="a file of CURVE server secret keys (Z85 or hex), one a line ('#' starts a comment line): the "
+                        "safe way to give one, out of the shell's history and the process list (repeatable)")
     p.add_argument("--curve-secret", action="append", default=[], metavar="KEY",
                    help="a CURVE server's long-term secret key (Z85, 40 characters, or 64 hex digits) to check each "
-                        "HELLO against (repeatable); used for this run only, never stored or printed")
+                        f"HELLO against (repeatable; it may begin with '-'); used for this run only, never stored or "
+                        f"printed. A key on the command line shows in shell history and in ps: prefer "
+                        f"--curve-secret-file or the {SECRET_ENV} variable (keys separated by spaces or commas)")
     p.set_defaults(func=run)
+
+
+SECRET_ENV = "ZMTPLAB_CURVE_SECRET"
+
+
+def curve_secrets(args: argparse.Namespace, environ: dict[str, str]) -> list[bytes]:
+    """The server secret keys given on the command line, in files and in `SECRET_ENV`; ValueError naming where a
+    bad one came from (never the key itself)."""
+    found: list[tuple[str, str]] = [("--curve-secret", k) for k in args.curve_secret]
+    for name in args.curve_secret_file:
+        try:
+            with open(name, encoding="ascii", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError as exc:
+            raise ValueError(f"--curve-secret-file: {exc.strerror or exc}: {name}") from exc
+        for n, line in enumerate(lines, 1):
+            text = line.strip()
+            # A comment starts with '#', but so may a Z85 key (it is one of Z85's characters): a key is 40 or 64.
+            if text and not (text.startswith("#") and len(text) not in (40, 64)):
+                found.append((f"--curve-secret-file {name}, line {n}", text))
+    found += [(SECRET_ENV, k) for k in environ.get(SECRET_ENV, "").replace(",", " ").split()]
+    keys = []
+    for where, text in found:
+        try:
+            keys.append(key_from_text(text))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    return keys
 
 
 def run(args: argparse.Namespace) -> int:
     """Analyses and prints."""
     try:
-        secrets = [key_from_text(k) for k in args.curve_secret]
+        secrets = curve_secrets(args, dict(os.environ))
     except ValueError as exc:
-        print(f"zmtplab analyze: --curve-secret: {exc}", file=sys.stderr)
+        print(f"zmtplab analyze: {exc}", file=sys.stderr)
         return 2
     result = DissectResult()
     try:
