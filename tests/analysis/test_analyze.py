@@ -241,3 +241,29 @@ def test_a_bad_key_in_a_file_names_the_line_never_the_key(tmp_path):
     assert "not-a-key-at-all" not in out.stderr and INCIDENT_KEYS["server"]["secret"] not in out.stderr
     missing = run_cli(str(CAPTURES / "curve.pcapng"), "--curve-secret-file", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "No such file" in missing.stderr
+
+
+def test_dissect_conn_names_the_connections_there_are():
+    def dissect(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "zmtplab.cli", "dissect", str(CAPTURES / "broker.pcapng"), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    unknown = dissect("--conn", "99")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.strip().endswith("no connection 99; its connections are 0 (ZMTP), 1 (ZMTP), 2 (ZMTP), "
+                                           "3 (ZMTP), 4 (ZMTP)")
+    known = dissect("--conn", "2", "--jsonl", "--no-fields")
+    assert known.returncode == 0 and {json.loads(line)["conn"] for line in known.stdout.splitlines()} == {"2"}
+    both = dissect("--conn", "2", "--conn", "7", "--kind", "greeting")
+    assert both.returncode == 2 and "Greeting" in both.stdout and "no connection 7;" in both.stderr
+
+
+def test_the_text_says_both_identities_who_closed_and_the_refused_connects():
+    text = run_cli(str(CAPTURES / "router_router.pcapng")).stdout
+    assert "ROUTER -> ROUTER  ZMTP 3.1 NULL  client identity 'client'  server identity 'server'" in text
+    assert "closed by the client (FIN)" in text
+    restart = run_cli(str(CAPTURES / "incidents" / "server_restart.pcapng")).stdout
+    assert "closed by the server (FIN)" in restart
+    assert "3 refused connect(s) to 127.0.0.1:15708 (SYN, RST) over 0.14 s from 127.0.0.1:17600" in restart
+    curve = run_cli(str(CAPTURES / "incidents" / "curve_messages.pcapng")).stdout
+    assert "encrypted messages 6/6 (MESSAGE boxes)" in curve and "messages 0/0" not in curve

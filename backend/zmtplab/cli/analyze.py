@@ -108,17 +108,27 @@ def write_text(analysis: dict[str, Any], out: Any) -> None:
         pair = f"{c['client_type'] or '?'} -> {c['server_type'] or '?'}"
         if c["valid_pair"] is False:
             pair += " (invalid pair)"
-        ident = c["identities"].get("c2s")
         version = "/".join(sorted(set(c["versions"].values()))) or "?"
+        idents = "".join(f"  {who} identity {c['identities'][d]!r}" for d, who in (("c2s", "client"), ("s2c", "server"))
+                         if c["identities"].get(d))
+        m = c["messages"]
+        counted = (f"encrypted messages {m['c2s']}/{m['s2c']} (MESSAGE boxes)" if any(c["encrypted"].values())
+                   else f"messages {m['c2s']}/{m['s2c']}")
+        close = c["close"]
+        closed = f"  closed by the {close['by']} ({close['how'].upper()})" if close["by"] else ""
         out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  {pair}  ZMTP {version} {c['mechanism'] or ''}"
-                  f"{f'  identity {ident!r}' if ident else ''}  messages {c['messages']['c2s']}/"
-                  f"{c['messages']['s2c']}\n")
+                  f"{idents}  {counted}{closed}\n")
+    for g in analysis.get("refused", []):
+        out.write(f"      {g['count']} refused connect(s) to {g['server']} (SYN, RST) over "
+                  f"{g['last_ts'] - g['first_ts']:.2f} s from {', '.join(g['clients'][:3])}"
+                  f"{' ...' if len(g['clients']) > 3 else ''}\n")
     flows = analysis["flows"]
     out.write(f"\nFlows across connections ({analysis['flows_total']})\n")
     for flow in flows[:20]:
         path = " -> ".join(f"#{h['conn']} {h['from']}>{h['to']}" for h in flow["hops"])
         steps = "; ".join(f"{s['envelope']} {s['frames']} in {s['latency'] * 1e3:.2f} ms" for s in flow["steps"])
-        out.write(f"  {flow['message']!r}: {path}  ({steps}){'  ambiguous' if flow['ambiguous'] else ''}\n")
+        out.write(f"  {flow['message']!r}: {path}  ({steps})"
+                  f"{'  ambiguous: ' + flow.get('why', '') if flow['ambiguous'] else ''}\n")
     if len(flows) > 20:
         out.write(f"  ... {analysis['flows_total'] - 20} more (--json lists them)\n")
     for conn, found in analysis["curve"].items():
