@@ -267,3 +267,14 @@ def test_the_text_says_both_identities_who_closed_and_the_refused_connects():
     assert "3 refused connect(s) to 127.0.0.1:15708 (SYN, RST) over 0.14 s from 127.0.0.1:17600" in restart
     curve = run_cli(str(CAPTURES / "incidents" / "curve_messages.pcapng")).stdout
     assert "encrypted messages 6/6 (MESSAGE boxes)" in curve and "messages 0/0" not in curve
+
+
+def test_the_script_says_who_sent_which_message_when():
+    found = analysis("broker", script=5)
+    assert len(found["script"]) == 5 and [m["ts"] for m in found["script"]] == sorted(m["ts"] for m in found["script"])
+    first = found["script"][0]
+    assert first["from"].endswith(("15643", "15644")) or first["to"].endswith(("15643", "15644"))
+    assert {"conn", "dir", "ts", "packets", "frames"} <= set(first)
+    assert "script" not in analysis("broker")  # only when asked for
+    text = run_cli(str(CAPTURES / "broker.pcapng"), "--script", "3").stdout
+    assert "Script (the first 3 messages)" in text and "request c-0.0" in text

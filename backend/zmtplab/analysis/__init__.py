@@ -14,7 +14,8 @@ and `finish()` returns one dict:
 * `findings`: the diagnosis (`findings.py`), each with a rule id, severity, connections, the events it
   cites, a plain-language text, the spec or issue behind it and its numbers as `details`;
 * `curve`: per CURVE connection what its HELLO and WELCOME said, when the server's secret key was given;
-  `curve_handshakes`: those HELLO and WELCOME commands as on the wire, for `check_curve` with a key given later.
+  `curve_handshakes`: those HELLO and WELCOME commands as on the wire, for `check_curve` with a key given later;
+* `script`, when asked for: who sent which message when (`script.py`), the first N of the capture.
 
 Where the analysis judges what a socket should have done (routing by identity, subscription filtering) it
 runs the simulator's own socket rules (`peers.sockets`). `analyze_capture()` runs the dissection and the
@@ -29,6 +30,7 @@ from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, S
 from .facts import Collector, Endpoints
 from .findings import Context, Publications, SenderCounts, check_curve, curve_handshakes, diagnose
 from .flows import RelayLog
+from .script import Script
 from .topology import connection_row, nodes, refused, refused_groups
 
 __all__ = ["Analyzer", "analyze_capture", "check_curve"]
@@ -38,11 +40,13 @@ class Analyzer:
     """One capture's analysis, fed event by event; `endpoints(conn)` gives a connection's (client, server)."""
 
     def __init__(self, endpoints: Endpoints, *, curve_secrets: list[bytes] | None = None,
-                 flow_window: float = 1.0) -> None:
+                 flow_window: float = 1.0, script: int = 0) -> None:
         self.relays = RelayLog(window=flow_window)
         self.publications = Publications()
         self.senders = SenderCounts()
-        self.collector = Collector(endpoints, on_message=[self.relays, self.publications],
+        self.script = Script(script) if script > 0 else None
+        handlers = [self.relays, self.publications, *([self.script] if self.script is not None else [])]
+        self.collector = Collector(endpoints, on_message=handlers,
                                    on_subscription=[self.publications.subscribed], on_count=[self.senders],
                                    on_ready=[self.relays.sockets_seen])
         self.curve_secrets = list(curve_secrets or [])
@@ -60,6 +64,7 @@ class Analyzer:
         ctx = Context(facts, {i.conn: i for i in infos}, self.publications, self.senders, self.curve_secrets)
         findings = diagnose(ctx)
         self.curve_secrets.clear()  # never kept beyond the analysis
+        extra = {"script": self.script.entries} if self.script is not None else {}
         return {
             "nodes": nodes(connections, flows),
             "connections": connections,
@@ -71,11 +76,12 @@ class Analyzer:
             "curve": ctx.curve,
             "curve_handshakes": curve_handshakes(ctx),
             "tcp_connections": len(infos),
+            **extra,
         }
 
 
 def analyze_capture(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes] | None = None,
-                    result: DissectResult | None = None) -> dict[str, Any]:
+                    result: DissectResult | None = None, script: int = 0) -> dict[str, Any]:
     """Dissects a capture file and analyses it (`Analyzer`). Raises like `dissect_capture()`."""
     dissector = CaptureDissector(with_fields=False, runs=True)
 
@@ -83,7 +89,7 @@ def analyze_capture(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes
         info = dissector.info(conn)
         return (info.client, info.server) if info is not None else None
 
-    analyzer = Analyzer(endpoints, curve_secrets=curve_secrets)
+    analyzer = Analyzer(endpoints, curve_secrets=curve_secrets, script=script)
     result = result if result is not None else DissectResult()
     for item in dissect_capture_runs(source, dissector=dissector, result=result):
         analyzer.add(item)

@@ -13,6 +13,7 @@ from ..analysis import analyze_capture
 from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
 from ..engine.curve import key_from_text
+from ..engine.fields import text_or_hex
 from ..i18n import localize_analysis
 from .output import add_lang_option
 
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: nodes, connections, flows, findings (and curve)")
     add_lang_option(p)
+    p.add_argument("--script", type=int, default=0, metavar="N",
+                   help="also print who sent which message when: the capture's first N application messages (--json's "
+                        "`script`: connection, direction, time, endpoints, frames cut to 256 octets)")
     p.add_argument("--curve-secret-file", action="append", default=[], metavar="FILE",
                    help="a file of CURVE server secret keys (Z85 or hex), one a line ('#' starts a comment line): the "
                         "safe way to give one, out of the shell's history and the process list (repeatable)")
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     result = DissectResult()
     try:
         with open(args.capture, "rb") as handle:
-            analysis = analyze_capture(handle, curve_secrets=secrets, result=result)
+            analysis = analyze_capture(handle, curve_secrets=secrets, result=result, script=max(0, args.script))
     except CaptureFormatError as exc:
         print(f"zmtplab analyze: {args.capture}: {exc}", file=sys.stderr)
         return 2
@@ -136,6 +140,13 @@ def write_text(analysis: dict[str, Any], out: Any) -> None:
                   + (f", WELCOME {found['welcome']}" if "welcome" in found else "")
                   + (f", server short-term key {found['server_short_key']}" if "server_short_key" in found else "")
                   + "\n")
+    if "script" in analysis:
+        out.write(f"\nScript (the first {len(analysis['script'])} messages)\n")
+        start = analysis["script"][0]["ts"] if analysis["script"] else 0.0
+        for m in analysis["script"]:
+            frames = ", ".join(text_or_hex(bytes.fromhex(f)) for f in m["frames"])
+            out.write(f"  {m['ts'] - start:9.6f} #{m['conn']} {m.get('from', '?')} > {m.get('to', '?')}  [{frames}]"
+                      f"{' ...' if m.get('truncated') else ''}\n")
     findings = analysis["findings"]
     out.write(f"\nFindings ({len(findings)})\n")
     if not findings:
