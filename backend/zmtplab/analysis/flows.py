@@ -32,6 +32,7 @@ A capture without relays (a PUSH fanning out to PULLs, a ROUTER answering its DE
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ Address = tuple[str, int]
 
 MAX_FLOWS = 10_000
 MAX_KEPT = 500_000  # messages kept for matching: memory stays bounded
+MAX_CANDIDATES = 256  # messages in a message out may forward: the latest within the window
 MAX_ROUTER_IDS = 400  # routing ids of one ROUTER whose assignment is worked out exactly (beyond: greedily)
 LARGE = 256  # frames longer than this are kept as (length, hash) only
 
@@ -225,17 +227,20 @@ class _NodeHops:
         self.node = node
         self.conns = conns
         self.window = window
-        self.by_tail: dict[Any, list[Msg]] = {}
-        for m in node.ins:
-            self.by_tail.setdefault(m.frames[-1], []).append(m)
+        self.by_tail: dict[Any, tuple[list[float], list[Msg]]] = {}  # last frame -> (times, messages), in time order
+        for m in sorted(node.ins, key=lambda m: m.ts):
+            times, msgs = self.by_tail.setdefault(m.frames[-1], ([], []))
+            times.append(m.ts)
+            msgs.append(m)
 
     def candidates(self, went: Msg) -> list[tuple[Msg, str, Address | None, bytes | None]]:
         """(came, relation, the ROUTER whose connection's id binds it, that id) for each message `went` may
         forward; relation is `request` (a ROUTER's routing id added), `reply` (removed) or `same`."""
-        out = []
-        for came in self.by_tail.get(went.frames[-1], ()):
-            if not (came.ts <= went.ts <= came.ts + self.window):
-                continue
+        out: list[tuple[Msg, str, Address | None, bytes | None]] = []
+        times, msgs = self.by_tail.get(went.frames[-1], ([], []))
+        end = bisect_right(times, went.ts)
+        start = max(bisect_left(times, went.ts - self.window), end - MAX_CANDIDATES)
+        for came in msgs[start:end]:
             if came.conn == went.conn or came.sender == went.sender or came.receiver == went.receiver:
                 continue  # its own connection; copies from one socket; back into the socket it came from
             if PATTERN.get(came.receiver_type) != PATTERN.get(went.sender_type):
@@ -293,6 +298,9 @@ class _NodeHops:
         return out
 
 
+Option = tuple[Msg, Msg, str, bytes]  # (came, went, relation, the routing id that binds them)
+
+
 class _RouterHops:
     """The hops through one ROUTER: which routing id is which of its connections, then each hop by it."""
 
@@ -317,17 +325,18 @@ class _RouterHops:
                 out[conn] = _identity_readings(ident)
         return out
 
-    def pairing(self, conn: str, rid: bytes) -> list[tuple[Msg, Msg, str]] | None:
+    @staticmethod
+    def pairing(conn: str, rid: bytes, options: list[Option]) -> list[tuple[Msg, Msg, str]] | None:
         """The hops if `rid` is `conn`'s routing id: every request that left with it paired, in order, with one
         that came in on `conn`, and every reply that came back with it with one that left on `conn`; None when
         they do not all pair (or there is nothing to pair)."""
         out: list[tuple[Msg, Msg, str]] = []
         for relation in ("request", "reply"):
-            allowed = {(id(c), id(w)) for c, w, rel, r in self.options if rel == relation and r == rid}
+            allowed = {(id(c), id(w)) for c, w, rel, r in options if rel == relation and r == rid}
             if not allowed:
                 continue
-            cames = {id(c): c for c, w, rel, r in self.options if rel == relation and r == rid}
-            wents = {id(w): w for c, w, rel, r in self.options if rel == relation and r == rid}
+            cames = {id(c): c for c, w, rel, r in options if rel == relation and r == rid}
+            wents = {id(w): w for c, w, rel, r in options if rel == relation and r == rid}
             if relation == "request":  # each request out with this id: from a request in on `conn`
                 must = sorted(wents.values(), key=lambda m: m.ts)
                 pool = sorted((c for c in cames.values() if c.conn == conn), key=lambda m: m.ts)
@@ -343,15 +352,16 @@ class _RouterHops:
 
     def hops(self) -> list[Hop]:
         known = self.known_ids()
-        ids = sorted({r for _c, _w, _rel, r in self.options})
-        conns = sorted({c.conn if rel == "request" else w.conn for c, w, rel, _r in self.options})
+        by_id: dict[bytes, list[Option]] = {}
+        for option in self.options:
+            by_id.setdefault(option[3], []).append(option)
         fits: dict[bytes, dict[str, list[tuple[Msg, Msg, str]]]] = {}
         claimed = {r for readings in known.values() for r in readings}
-        for rid in ids:
-            for conn in conns:
+        for rid, options in sorted(by_id.items()):
+            for conn in sorted({c.conn if rel == "request" else w.conn for c, w, rel, _r in options}):
                 if (conn in known and rid not in known[conn]) or (conn not in known and rid in claimed):
                     continue
-                paired = self.pairing(conn, rid)
+                paired = self.pairing(conn, rid, options)
                 if paired:
                     fits.setdefault(rid, {})[conn] = paired
         assignment, unsure = _assign({r: set(c) for r, c in fits.items()})
