@@ -89,3 +89,33 @@ def test_curve_check_with_the_server_key(page, live_server, artifacts, sample):
     rules = page.locator("#overview .finding .finding-rule").all_text_contents()
     assert rules[0] == "curve-wrong-server-key" and "handshake-incomplete" in rules
     page.screenshot(path=str(artifacts("capture-overview") / "curve-check.png"))
+
+
+def test_recorded_incidents_in_the_overview(page, live_server, artifacts, sample):
+    """A server restart: its refused reconnects under the graph and as a finding; a broker whose REQ clients ask
+    the same thing at once: every request and reply path certain, none ambiguous."""
+    out = artifacts("capture-overview")
+    incidents = sample("broker.pcapng").parent / "incidents"
+    try:
+        open_capture(page, live_server, incidents / "server_restart.pcapng")
+        page.click("#view-overview")
+        page.wait_for_selector("#overview svg.topology")
+        refused = page.locator("#overview .overview-refused")
+        assert refused.count() == 1
+        assert "3 refused connect(s) to 127.0.0.1:15708 (SYN answered by RST)" in refused.inner_text()
+        finding = page.locator("#overview .finding")
+        assert finding.count() == 1 and "refused-connects" in finding.inner_text()
+        assert "the server was down and came back" in finding.inner_text()
+        page.screenshot(path=str(out / "server-restart.png"))
+        open_capture(page, live_server, incidents / "broker_anonymous.pcapng")
+        page.click("#view-overview")
+        page.wait_for_selector("#overview .flow-row")
+        flows = page.locator("#overview .flow-row")
+        assert flows.count() == 24
+        assert page.locator("#overview .flow-row .sev-badge").count() == 0  # nothing ambiguous
+        assert page.locator("#overview g.node.broker .node-label").text_content() == "127.0.0.1:15700+15701"
+        page.screenshot(path=str(out / "broker-anonymous.png"))
+    finally:  # (the browser tests share one server and its per-address capture limit)
+        for capture in page.request.get(f"{live_server.base}/api/corpus/captures").json()["captures"]:
+            if capture["name"] in ("server_restart.pcapng", "broker_anonymous.pcapng"):
+                page.request.delete(f"{live_server.base}/api/captures/{capture['id']}")
