@@ -92,6 +92,27 @@ def test_an_inbound_message_is_never_forwarded_into_another_clients_inbound_dire
     assert log.flows() == ([], 0)
 
 
+def test_a_capture_without_relays_keeps_nothing():
+    # A PUSH with its PULLs, a PUB with its SUBs, all on one host: no socket here is fed by one peer and sends to
+    # another, so no message is even kept for matching (the bulk of a big capture costs nothing here).
+    log = RelayLog()
+    local = "127.0.0.1"
+    pulls = [conn(log, str(i), (local, 41000 + i), (local, 5557), "PULL", "PUSH") for i in range(3)]
+    subs = [conn(log, str(10 + i), (local, 42000 + i), (local, 5556), "SUB", "PUB") for i in range(3)]
+    for n in range(10):
+        for c in pulls + subs:
+            send(log, c, "s2c", 1.0 + n * 1e-3, b"task %d" % n)
+    assert log.kept == 0 and log.flows() == ([], 0)
+    # A ROUTER answering its DEALERs could relay between them (one ROUTER for clients and workers, as
+    # Majordomo's): their messages are kept, and no answer is mistaken for a forward.
+    dealers = [conn(log, str(20 + i), (local, 43000 + i), (local, 5558), "DEALER", "ROUTER") for i in range(3)]
+    for n in range(10):
+        for c in dealers:
+            send(log, c, "c2s", 2.0 + n * 1e-3, b"", b"hello")
+            send(log, c, "s2c", 2.0 + n * 1e-3 + 1e-4, b"", b"hi")
+    assert log.kept == 60 and log.flows() == ([], 0)
+
+
 def test_fan_out_from_one_socket_is_no_flow():
     log = RelayLog()
     pub = ("10.0.0.5", 5556)

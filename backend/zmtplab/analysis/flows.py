@@ -111,10 +111,24 @@ class Hop:
 
 @dataclass
 class _Node:
-    kinds_in: set[str] = field(default_factory=set)  # patterns of the relay sockets receiving here
-    kinds_out: set[str] = field(default_factory=set)
+    # The relay sockets of the node, by pattern: each receiving one with the peers that feed it, each sending one
+    # with the peers it sends to (a socket is its endpoint).
+    feeds: dict[str, dict[Address, set[Address]]] = field(default_factory=dict)
+    sends: dict[str, dict[Address, set[Address]]] = field(default_factory=dict)
     ins: list[Msg] = field(default_factory=list)
     outs: list[Msg] = field(default_factory=list)
+
+    def relays_in(self, pattern: str, sender: Address, receiver: Address) -> bool:
+        """Whether a message `sender` sends to `receiver` (a socket here) may be forwarded: another socket here of
+        the pattern sends to someone else than these two."""
+        return any(socket != sender and peers - {sender, receiver}
+                   for socket, peers in self.sends.get(pattern, {}).items())
+
+    def relays_out(self, pattern: str, sender: Address, receiver: Address) -> bool:
+        """Whether a message `sender` (a socket here) sends to `receiver` may forward one: a socket here of the
+        pattern is fed by someone else than these two."""
+        return any(socket != receiver and peers - {sender, receiver}
+                   for socket, peers in self.feeds.get(pattern, {}).items())
 
 
 class RelayLog:
@@ -127,20 +141,22 @@ class RelayLog:
         self.partial = False  # more messages could be hops than were kept
         self.nodes: dict[str, _Node] = {}
         self.conns: dict[str, ConnFacts] = {}
+        self._roles_of: dict[tuple[str, str], tuple[bool, bool]] = {}  # what `wants` found, for the calls after it
 
     # ------------------------------------------------------------------ streaming
 
     def sockets_seen(self, facts: ConnFacts) -> None:
-        """Notes the relay sockets of a connection whose socket types are known."""
+        """Notes the relay sockets of a connection whose socket types are known (a `facts.ReadyHandler`)."""
         for d in ("c2s", "s2c"):
-            ends, kind = facts.ends(d), facts.sender(d)
+            ends, kind = facts.ends(d), facts.sender(d)  # (the sender's socket type is that end's socket)
             if ends is None or kind is None or kind not in PATTERN:
                 continue
-            sender, _receiver = ends
+            mine, peer = ends
+            node = self._node(mine)
             if kind in RELAY_OUT:
-                self._node(sender).kinds_out.add(PATTERN[kind])
-            if kind in RELAY_IN:  # (the socket type of a direction's sender is that end's socket)
-                self._node(sender).kinds_in.add(PATTERN[kind])
+                node.sends.setdefault(PATTERN[kind], {}).setdefault(mine, set()).add(peer)
+            if kind in RELAY_IN:
+                node.feeds.setdefault(PATTERN[kind], {}).setdefault(mine, set()).add(peer)
 
     def _node(self, addr: Address) -> _Node:
         key = host(addr[0])
@@ -157,17 +173,17 @@ class RelayLog:
             return False, False
         self.sockets_seen(facts)
         sender, receiver = ends
-        into = (receiver_type in RELAY_IN and PATTERN[receiver_type] in self._node(receiver).kinds_out)
-        out = (sender_type in RELAY_OUT and PATTERN[sender_type] in self._node(sender).kinds_in)
+        into = receiver_type in RELAY_IN and self._node(receiver).relays_in(PATTERN[receiver_type], sender, receiver)
+        out = sender_type in RELAY_OUT and self._node(sender).relays_out(PATTERN[sender_type], sender, receiver)
         return into, out
 
     def wants(self, facts: ConnFacts, d: str) -> bool:
-        into, out = self._roles(facts, d)
-        return into or out
+        roles = self._roles_of[(facts.conn, d)] = self._roles(facts, d)
+        return roles[0] or roles[1]
 
     def __call__(self, facts: ConnFacts, d: str, messages: list[tuple[int, list[bytes]]], ts: Sequence[float],
                  packets: Sequence[list[int]]) -> None:
-        into, out = self._roles(facts, d)
+        into, out = self._roles_of.get((facts.conn, d)) or self._roles(facts, d)
         if not (into or out):
             return
         if self.kept >= self.max_kept:
