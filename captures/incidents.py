@@ -241,6 +241,14 @@ class Log:
         """One fact, as an engineer would state it from the applications' records."""
         self.facts.append({"fact": kind, **what})
 
+    def talked(self, client: str | None, server: str, types: tuple[str, str], c2s: int, s2c: int, *,
+               identities: dict[str, str] | None = None, **count: Any) -> None:
+        """Two facts at once: the applications connected `client` to `server` with these socket types (the handshake
+        done), and sent `c2s` and `s2c` messages on it (`count`: more about the numbers, `at_most` or `why`)."""
+        self.fact("connection", client=client, server=server, client_type=types[0], server_type=types[1],
+                  handshake=True, **({"identities": identities} if identities else {}))
+        self.fact("messages", client=client, server=server, c2s=c2s, s2c=s2c, **count)
+
     def close(self) -> None:
         for app in self.apps.values():
             app.close()
@@ -391,15 +399,11 @@ def broker_anonymous(port: int, log: Log, ctx: zmq.Context) -> str:
         app.close()
     proxy.stop()
     for c in clients:
-        log.fact("connection", client=ep(src(port, clients.index(c))), server=ep(port), client_type="REQ",
-                 server_type="ROUTER", handshake=True)
-        log.fact("messages", client=c.local, server=ep(port), c2s=len(c.sent), s2c=len(c.received))
+        log.talked(c.local, ep(port), ("REQ", "ROUTER"), len(c.sent), len(c.received))
         log.fact("requests", client=c.local, broker=[ep(port), ep(port + 1)], count=len(c.sent),
                  replies=len(c.received))
     for w in workers:
-        log.fact("connection", client=w.local, server=ep(port + 1), client_type="REP", server_type="DEALER",
-                 handshake=True)
-        log.fact("messages", client=w.local, server=ep(port + 1), c2s=len(w.sent), s2c=len(w.received))
+        log.talked(w.local, ep(port + 1), ("REP", "DEALER"), len(w.sent), len(w.received))
         log.fact("served", worker=w.local, broker=ep(port + 1), count=len(w.received))
     total = sum(len(c.sent) + len(c.received) for c in clients)
     log.fact("flows", count=total, ambiguous=0)
@@ -476,15 +480,12 @@ def broker_router_router(port: int, log: Log, ctx: zmq.Context) -> str:
     for app in (*clients, *workers):
         app.close()
     for c in clients:
-        log.fact("connection", client=c.local, server=ep(port), client_type="REQ", server_type="ROUTER", handshake=True)
-        log.fact("messages", client=c.local, server=ep(port), c2s=len(c.sent), s2c=len(c.received))
+        log.talked(c.local, ep(port), ("REQ", "ROUTER"), len(c.sent), len(c.received))
         log.fact("requests", client=c.local, broker=[ep(port), ep(port + 1)], count=len(c.sent),
                  replies=len(c.received))
     for w in workers:
         served = len(w.received)
-        log.fact("connection", client=w.local, server=ep(port + 1), client_type="REQ", server_type="ROUTER",
-                 handshake=True)
-        log.fact("messages", client=w.local, server=ep(port + 1), c2s=len(w.sent), s2c=served)
+        log.talked(w.local, ep(port + 1), ("REQ", "ROUTER"), len(w.sent), served)
         log.fact("served", worker=w.local, broker=ep(port + 1), count=served)
     total = sum(len(c.sent) + len(c.received) for c in clients)
     log.fact("flows", count=total, ambiguous=0)
@@ -541,9 +542,7 @@ def heartbeat_frozen(port: int, log: Log, ctx: zmq.Context) -> str:
         child.communicate(timeout=5)
     log.extra["client"] = {"socket": "DEALER", "local": ep(local), "connect": [tcp(port, source=local)],
                            "options": {"RECONNECT_IVL": 60000}, **record, "stopped": frozen, "continued": woken}
-    log.fact("connection", client=ep(local), server=ep(port), client_type="DEALER", server_type="ROUTER",
-             handshake=True)
-    log.fact("messages", client=ep(local), server=ep(port), c2s=1, s2c=1)
+    log.talked(ep(local), ep(port), ("DEALER", "ROUTER"), 1, 1)
     log.fact("closed", client=ep(local), server=ep(port), first="server", how="fin",
              why="the server's monitor saw DISCONNECTED while the client's process was stopped")
     log.fact("finding", rule="heartbeat-timeout", client=ep(local), server=ep(port),
@@ -608,16 +607,13 @@ def xpub_xsub_proxy(port: int, log: Log, ctx: zmq.Context) -> str:
         app.close()
     upstream = [["subscribe" if f["frames"][0].startswith("0x01") else "cancel", bytes.fromhex(
         f["frames"][0][4:]).decode()] for f in xsub.sent]
-    log.fact("connection", client=pub.local, server=ep(port), client_type="PUB", server_type="XSUB", handshake=True)
+    log.talked(pub.local, ep(port), ("PUB", "XSUB"), len(xsub.received), 0)
     log.fact("subscriptions", client=pub.local, server=ep(port), dir="s2c", topics=upstream,
              why="what the proxy passed on through its XSUB (it sends them as 0x01/0x00 messages)")
-    log.fact("messages", client=pub.local, server=ep(port), c2s=len(xsub.received), s2c=0)
     for sub in subs:
         mine = [["subscribe" if a["set"] == "SUBSCRIBE" else "cancel", a["value"]] for a in sub.actions]
-        log.fact("connection", client=sub.local, server=ep(port + 1), client_type="SUB", server_type="XPUB",
-                 handshake=True)
+        log.talked(sub.local, ep(port + 1), ("SUB", "XPUB"), 0, len(sub.received))
         log.fact("subscriptions", client=sub.local, server=ep(port + 1), dir="c2s", topics=mine)
-        log.fact("messages", client=sub.local, server=ep(port + 1), c2s=0, s2c=len(sub.received))
     delivered = sum(len(s.received) for s in subs)
     log.fact("flows", count=delivered, ambiguous=0, why="each publication that reached a SUB came from the one PUB")
     log.fact("node", endpoints=[ep(port), ep(port + 1)], why="one application's proxy binds both")
@@ -645,12 +641,9 @@ def never_subscribed(port: int, log: Log, ctx: zmq.Context) -> str:
         raise ScenarioError("the SUB without a subscription got a message")
     idle.close()
     keen.close()
-    log.fact("connection", client=keen.local, server=ep(port), client_type="SUB", server_type="PUB", handshake=True)
-    log.fact("subscriptions", client=keen.local, server=ep(port), dir="c2s", topics=[["subscribe", ""]])
-    log.fact("messages", client=keen.local, server=ep(port), c2s=0, s2c=len(keen.received))
-    log.fact("connection", client=idle.local, server=ep(port), client_type="SUB", server_type="PUB", handshake=True)
-    log.fact("subscriptions", client=idle.local, server=ep(port), dir="c2s", topics=[])
-    log.fact("messages", client=idle.local, server=ep(port), c2s=0, s2c=0)
+    for sub, topics in ((keen, [["subscribe", ""]]), (idle, [])):
+        log.talked(sub.local, ep(port), ("SUB", "PUB"), 0, len(sub.received))
+        log.fact("subscriptions", client=sub.local, server=ep(port), dir="c2s", topics=topics)
     log.fact("finding", rule="never-subscribed", client=idle.local, server=ep(port),
              details={"published": len(pub.sent)}, why="the SUB application never set ZMQ_SUBSCRIBE")
     log.fact("findings", rules=["never-subscribed"])
@@ -679,8 +672,7 @@ def large_multipart(port: int, log: Log, ctx: zmq.Context) -> str:
         raise ScenarioError("PULL got another message")
     push.sent[-1]["frames"] = [f"{len(f)} octets" for f in (first, second, b"end")]
     push.close()
-    log.fact("connection", client=push.local, server=ep(port), client_type="PUSH", server_type="PULL", handshake=True)
-    log.fact("messages", client=push.local, server=ep(port), c2s=1, s2c=0)
+    log.talked(push.local, ep(port), ("PUSH", "PULL"), 1, 0)
     log.fact("finding-absent", rule="back-pressure", why="the PULL application was reading the whole time")
     log.fact("findings", rules=[])
     return ""
@@ -719,9 +711,7 @@ def slow_producer(port: int, log: Log, ctx: zmq.Context) -> str:
         raise ScenarioError("PULL got another frame")
     peer.close()
     log.extra["writer"] = {"what": "a hand-made ZMTP 3.1 PUSH", "local": ep(src(port, 0)), "writes": writes}
-    log.fact("connection", client=ep(src(port, 0)), server=ep(port), client_type="PUSH", server_type="PULL",
-             handshake=True)
-    log.fact("messages", client=ep(src(port, 0)), server=ep(port), c2s=1, s2c=0)
+    log.talked(ep(src(port, 0)), ep(port), ("PUSH", "PULL"), 1, 0)
     log.fact("finding-absent", rule="back-pressure", why="the PULL application was reading the whole time; the "
              "pause was the writer's")
     log.fact("findings", rules=[])
@@ -750,8 +740,7 @@ def slow_reader(port: int, log: Log, ctx: zmq.Context) -> str:
         pull.expect("task")
     push.close()
     log.extra["reader"] = {"paused_until": reading}
-    log.fact("connection", client=push.local, server=ep(port), client_type="PUSH", server_type="PULL", handshake=True)
-    log.fact("messages", client=push.local, server=ep(port), c2s=len(push.sent), s2c=0)
+    log.talked(push.local, ep(port), ("PUSH", "PULL"), len(push.sent), 0)
     log.fact("finding", rule="back-pressure", client=push.local, server=ep(port),
              details={"reader": "server", "held": round(reading - blocked, 3)}, tolerance={"held": 0.25},
              why="the PULL application read nothing from before the PUSH blocked until it started reading")
@@ -772,9 +761,8 @@ def conflate(port: int, log: Log, ctx: zmq.Context) -> str:
     if pull.expect("tick") != [b"tick 19"] or pull.recv(0.1) is not None:
         raise ScenarioError("CONFLATE kept something else than the last tick")
     pull.close()
-    log.fact("connection", client=pull.local, server=ep(port), client_type="PULL", server_type="PUSH", handshake=True)
-    log.fact("messages", client=pull.local, server=ep(port), c2s=0, s2c=len(push.sent),
-             why="CONFLATE drops on the reader's side: every tick crossed the wire")
+    log.talked(pull.local, ep(port), ("PULL", "PUSH"), 0, len(push.sent),
+               why="CONFLATE drops on the reader's side: every tick crossed the wire")
     log.fact("findings", rules=[])
     return ""
 
@@ -1082,9 +1070,7 @@ def router_mandatory(port: int, log: Log, ctx: zmq.Context) -> str:
     server.send(b"known", b"for you")
     client.expect("for you")
     client.close()
-    log.fact("connection", client=client.local, server=ep(port), client_type="DEALER", server_type="ROUTER",
-             handshake=True, identities={"c2s": "known"})
-    log.fact("messages", client=client.local, server=ep(port), c2s=1, s2c=1)
+    log.talked(client.local, ep(port), ("DEALER", "ROUTER"), 1, 1, identities={"c2s": "known"})
     log.fact("findings", rules=[])
     return f"errors: {[e['name'] for e in server.errors]}"
 
@@ -1106,8 +1092,7 @@ def req_correlate(port: int, log: Log, ctx: zmq.Context) -> str:
     if req.expect("re b") != [b"re b"]:
         raise ScenarioError("REQ_CORRELATE let the stale reply through")
     req.close()
-    log.fact("connection", client=req.local, server=ep(port), client_type="REQ", server_type="REP", handshake=True)
-    log.fact("messages", client=req.local, server=ep(port), c2s=2, s2c=2)
+    log.talked(req.local, ep(port), ("REQ", "REP"), 2, 2)
     log.fact("findings", rules=[])
     return ""
 
@@ -1128,9 +1113,7 @@ def router_identities(port: int, log: Log, ctx: zmq.Context) -> str:
         server.send(b"client", b"answer %d" % i)
         client.expect("answer")
     client.close()
-    log.fact("connection", client=client.local, server=ep(port), client_type="ROUTER", server_type="ROUTER",
-             handshake=True, identities={"c2s": "client", "s2c": "server"})
-    log.fact("messages", client=client.local, server=ep(port), c2s=3, s2c=3)
+    log.talked(client.local, ep(port), ("ROUTER", "ROUTER"), 3, 3, identities={"c2s": "client", "s2c": "server"})
     log.fact("findings", rules=[])
     return ""
 
@@ -1172,9 +1155,8 @@ def capture_loss(port: int, log: Log, ctx: zmq.Context) -> str:
                             "captured": cap.packets}
     if not cap.dropped:
         raise ScenarioError("dumpcap dropped nothing")
-    log.fact("connection", client=push.local, server=ep(port), client_type="PUSH", server_type="PULL", handshake=True)
-    log.fact("messages", client=push.local, server=ep(port), c2s=len(push.sent), s2c=0, at_most=True,
-             why="every task arrived, but the capture lacks some of them")
+    log.talked(push.local, ep(port), ("PUSH", "PULL"), len(push.sent), 0, at_most=True,
+               why="every task arrived, but the capture lacks some of them")
     log.fact("finding", rule="capture-loss", client=push.local, server=ep(port),
              why=f"dumpcap reported {cap.dropped} packets dropped")
     log.fact("findings", rules=["capture-loss"])
