@@ -341,7 +341,7 @@ def handshake_incomplete(ctx: Context) -> list[dict[str, Any]]:
             else:
                 text += ("; the server never answered the client's HELLO, which is what a client with the wrong "
                          "server public key looks like: give the server's secret key to check it (the Overview's "
-                         "CURVE check, or zmtplab analyze --curve-secret)")
+                         "CURVE check, or zmtplab analyze --curve-secret-file)")
         out.append(finding("handshake-incomplete", "warn", [facts.conn], text, where,
                            "23/ZMTP Authentication and Confidentiality", details))
     return out
