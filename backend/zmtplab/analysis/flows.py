@@ -288,7 +288,7 @@ class _NodeHops:
                 free.append((went, [c[0] for c in found]))
         out = self._same(free)
         for router, options in bound.items():
-            out += _RouterHops(router, options, self.conns, self.window).hops()
+            out += _RouterHops(router, options, self.conns).hops()
         return out
 
     def _same(self, free: list[tuple[Msg, list[Msg]]]) -> list[Hop]:
@@ -320,12 +320,10 @@ Option = tuple[Msg, Msg, str, bytes]  # (came, went, relation, the routing id th
 class _RouterHops:
     """The hops through one ROUTER: which routing id is which of its connections, then each hop by it."""
 
-    def __init__(self, router: Address, options: list[tuple[Msg, Msg, str, bytes]], conns: dict[str, ConnFacts],
-                 window: float) -> None:
+    def __init__(self, router: Address, options: list[Option], conns: dict[str, ConnFacts]) -> None:
         self.router = router
         self.options = options
         self.conns = conns
-        self.window = window
 
     def known_ids(self) -> dict[str, set[bytes]]:
         """The routing ids the peers announced (READY's Identity), by connection (the event contract shows an
