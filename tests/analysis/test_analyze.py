@@ -278,3 +278,16 @@ def test_the_script_says_who_sent_which_message_when():
     assert "script" not in analysis("broker")  # only when asked for
     text = run_cli(str(CAPTURES / "broker.pcapng"), "--script", "3").stdout
     assert "Script (the first 3 messages)" in text and "request c-0.0" in text
+
+
+def test_every_key_option_takes_a_value_beginning_with_a_dash():
+    from zmtplab.cli import build_parser, join_dash_values
+
+    key = "-" + "a" * 39  # (one Z85 key in 85 begins with '-')
+    peer = build_parser(["peer"]).parse_args(join_dash_values(
+        ["peer", "DEALER", "tcp://127.0.0.1:5555", "--connect", "--curve-serverkey", key, "--curve-publickey", key,
+         "--curve-secretkey", key, "--send", "x"]))
+    assert peer.curve_serverkey == peer.curve_publickey == peer.curve_secretkey == key and peer.send == ["x"]
+    analyze = build_parser(["analyze"]).parse_args(join_dash_values(["analyze", "x.pcap", "--curve-secret", key]))
+    assert analyze.curve_secret == [key]
+    assert join_dash_values(["analyze", "x", "--json", "--lang", "en"]) == ["analyze", "x", "--json", "--lang", "en"]
