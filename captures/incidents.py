@@ -767,6 +767,46 @@ def conflate(port: int, log: Log, ctx: zmq.Context) -> str:
     return ""
 
 
+# ------------------------------------------------------------------------------ load balancing
+
+
+@incident(
+    "push_worker_leaves", 15725, "PUSH (a ventilator)", "3 PULL workers; the third leaves after its first tasks",
+    "PUSH sends 30 tasks (10 to each worker); worker 3 closes its socket; PUSH sends 30 more (15 to each of the "
+    "two left)",
+)  # fmt: skip
+def push_worker_leaves(port: int, log: Log, ctx: zmq.Context) -> str:
+    push = log.app(ctx, "ventilator", "PUSH").bind(tcp(port))
+    workers = [log.app(ctx, f"worker-{i + 1}", "PULL").connect(tcp(port, source=src(port, i))) for i in range(3)]
+    deadline = time.monotonic() + 3
+    while push.count("HANDSHAKE_SUCCEEDED") < 3:  # (all three are the PUSH's peers before the first task)
+        if time.monotonic() > deadline:
+            raise ScenarioError(f"the PUSH saw {push.count('HANDSHAKE_SUCCEEDED')} handshakes, not 3")
+        time.sleep(0.005)
+    for i in range(30):
+        push.send(b"task %d" % i)
+    for w in workers:
+        for _ in range(10):
+            w.expect("task")
+    leaver = workers[2]
+    leaver.close()
+    push.wait_event("DISCONNECTED")
+    for i in range(30, 60):
+        push.send(b"task %d" % i)
+    for w in workers[:2]:
+        for _ in range(15):
+            w.expect("task")
+    for w in workers:
+        log.talked(w.local, ep(port), ("PULL", "PUSH"), 0, len(w.received))
+    log.fact("closed", client=leaver.local, server=ep(port), first="client", how="fin",
+             why="worker 3 closed its socket; the ventilator kept running")
+    log.fact("finding", rule="round-robin-skew", server=ep(port), details={"total": 60, "why": ["closed"]},
+             why="the workers got 25, 25 and 10 tasks: round robin shared the 30 sent after worker 3 left between "
+             "the two still connected; no pipe was full")
+    log.fact("findings", rules=["round-robin-skew"])
+    return ""
+
+
 # ------------------------------------------------------------------------------ CURVE
 
 

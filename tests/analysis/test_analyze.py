@@ -81,6 +81,8 @@ def test_round_robin_skew_says_who_connected_late():
     assert counts == {"0": 14, "1": 14, "2": 4}
     assert "(0: 14, 1: 14, 2: 4)" in f["text"] and "connection 2 got its first message only after" in f["text"]
     assert "connected late" in f["text"]
+    # What round robin gives the PULLs up at the time, as the simulator's PUSH shares them: exactly what they got.
+    assert f["details"]["expected"] == counts and f["details"]["why"] == ["late"]
     even = analysis("push_3pull")
     assert {c["conn"]: c["messages"]["s2c"] for c in even["connections"]} == {"0": 10, "1": 10, "2": 10}
 

@@ -17,8 +17,8 @@ and `finish()` returns one dict:
   `curve_handshakes`: those HELLO and WELCOME commands as on the wire, for `check_curve` with a key given later;
 * `script`, when asked for: who sent which message when (`script.py`), the first N of the capture.
 
-Where the analysis judges what a socket should have done (routing by identity, subscription filtering) it
-runs the simulator's own socket rules (`peers.sockets`). `analyze_capture()` runs the dissection and the
+Where the analysis judges what a socket should have done (routing by identity, subscription filtering, round
+robin) it runs the simulator's own socket rules (`peers.sockets`). `analyze_capture()` runs the dissection and the
 analysis over one capture file.
 """
 
@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
 from .facts import Collector, Endpoints
-from .findings import Context, Publications, SenderCounts, check_curve, curve_handshakes, diagnose
+from .findings import Context, Publications, Sends, check_curve, curve_handshakes, diagnose
 from .flows import RelayLog
 from .script import Script
 from .topology import connection_row, nodes, refused, refused_groups
@@ -43,11 +43,11 @@ class Analyzer:
                  flow_window: float = 1.0, script: int = 0) -> None:
         self.relays = RelayLog(window=flow_window)
         self.publications = Publications()
-        self.senders = SenderCounts()
+        self.sends = Sends()
         self.script = Script(script) if script > 0 else None
         handlers = [self.relays, self.publications, *([self.script] if self.script is not None else [])]
         self.collector = Collector(endpoints, on_message=handlers,
-                                   on_subscription=[self.publications.subscribed], on_count=[self.senders],
+                                   on_subscription=[self.publications.subscribed], on_count=[self.sends],
                                    on_ready=[self.relays.sockets_seen])
         self.curve_secrets = list(curve_secrets or [])
 
@@ -61,7 +61,7 @@ class Analyzer:
         connections = [connection_row(info, facts.get(info.conn)) for info in infos
                        if (info.zmtp or info.conn in facts) and not refused(info)]
         flows, total = self.relays.flows()
-        ctx = Context(facts, {i.conn: i for i in infos}, self.publications, self.senders, self.curve_secrets)
+        ctx = Context(facts, {i.conn: i for i in infos}, self.publications, self.sends, self.curve_secrets)
         findings = diagnose(ctx)
         self.curve_secrets.clear()  # never kept beyond the analysis
         extra = {"script": self.script.entries} if self.script is not None else {}

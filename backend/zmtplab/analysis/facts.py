@@ -147,7 +147,8 @@ class MessageHandler(Protocol):
 
 
 SubscriptionHandler = Callable[[ConnFacts, Subscription], None]
-CountHandler = Callable[[ConnFacts, str, int], None]  # (facts, dir, how many messages): every batch, untaken apart
+# (facts, dir, how many messages, when the batch began): every batch, untaken apart
+CountHandler = Callable[[ConnFacts, str, int, float], None]
 ReadyHandler = Callable[[ConnFacts], None]  # a side of the connection finished its handshake: its socket is known
 
 
@@ -215,7 +216,7 @@ class Collector:
                 and run.starts is not None:
             n = run.count - len(run.starts)  # (a run's events are its frames and its messages)
             for count in self.on_count:
-                count(facts, d, n)
+                count(facts, d, n, ts[0])
             facts.messages[d] += n
             return
         messages = run.messages()
@@ -227,7 +228,7 @@ class Collector:
         for handle in handlers:
             handle(facts, d, messages, ts, item.packets)
         for count in self.on_count:
-            count(facts, d, len(messages))
+            count(facts, d, len(messages), ts[messages[0][0]])
         facts.messages[d] += len(messages)
 
     def _without_subscriptions(self, facts: ConnFacts, item: SourcedRun,
@@ -264,7 +265,7 @@ class Collector:
             for handle in self._handlers(facts, d):
                 handle(facts, d, [(0, frames)], [event["ts"]], [event.get("packets") or []])
             for count in self.on_count:
-                count(facts, d, 1)
+                count(facts, d, 1, event["ts"])
             facts.messages[d] += 1
         elif kind == "greeting":
             facts.versions[d] = event["version"]
@@ -295,7 +296,7 @@ class Collector:
                 return
             facts.encrypted[d] += 1
             for count in self.on_count:
-                count(facts, d, 1)
+                count(facts, d, 1, event["ts"])
             facts.messages[d] += 1
             facts.first_message.setdefault(d, event["ts"])
         elif name in ("READY", "INITIATE"):

@@ -4,11 +4,12 @@ Each finding has a `rule` id, a `severity` (`note`, `warn`, `error`, as expert e
 it is about, the `events` it cites (conn, dir, offset, kind, packets, ts), a plain-language `text`,
 a `ref` (the spec section or issue behind it) and `details`: the numbers it states, by name, for a
 program to read. Two trackers follow the capture as it streams by: `Publications` (a `facts.MessageHandler`
-over what publishers send, and a subscription handler) for late and absent subscribers, `SenderCounts` (a
-count handler) for round-robin skew. The rules themselves are functions of the collected facts and of the
-capture's TCP connections (`ConnectionInfo`: who closed first, zero windows, refused connects). Judging what
-a publisher should have sent uses the simulator's PUB (`peers.sockets.Socket`): its subscriptions and its
-prefix match.
+over what publishers send, and a subscription handler) for late and absent subscribers, `Sends` (a count
+handler) for round-robin skew. The rules themselves are functions of the collected facts and of the capture's
+TCP connections (`ConnectionInfo`: who closed first, zero windows, refused connects). Judging what a socket
+should have done runs the simulator's own sockets (`peers.sockets.Socket`): a PUB's subscriptions and prefix
+match for what a subscriber should have got, a PUSH's or DEALER's round robin for how its messages should
+have been shared.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ MAX_TOPICS = 10_000  # distinct first frames counted per publishing connection
 STALL_SECONDS = 0.1  # a zero window held this long is back-pressure; a shorter one is ordinary flow control
 UNANSWERED_SECONDS = 0.1  # a PING no traffic answered for this long, then the pinger closed: it gave up
 PUBLISHERS = frozenset({"PUB", "XPUB"})
+LOAD_BALANCERS = frozenset({"PUSH", "DEALER"})  # sockets that share their messages out by round robin
+MAX_BATCHES = 200_000  # runs of one connection's messages kept per round-robin sender
 
 
 def finding(rule: str, severity: str, conns: Iterable[str], text: str, events: Iterable[EventRef] = (),
@@ -117,21 +120,65 @@ class Publications:
         return max(0, n - mine)
 
 
-class SenderCounts:
-    """How many messages each endpoint had sent (on any connection) before each connection's first message
-    (a count handler: messages are counted, never taken apart)."""
+class Sends:
+    """What each PUSH or DEALER that binds sent, batch by batch in capture order (a count handler: messages are
+    counted, never taken apart), for `round_robin_skew` to replay through the simulator's socket."""
 
-    def __init__(self) -> None:
-        self.sent: dict[Address, int] = {}
-        self.before: dict[tuple[str, str], int] = {}
+    def __init__(self, max_batches: int = MAX_BATCHES) -> None:
+        self.batches: dict[Address, list[list[Any]]] = {}  # sender -> [when, conn, how many], one per run of a conn
+        self.max_batches = max_batches
+        self.partial: set[Address] = set()  # senders with more batches than were kept
 
-    def __call__(self, facts: ConnFacts, d: str, count: int) -> None:
-        ends = facts.ends(d)
-        if ends is None:
+    def __call__(self, facts: ConnFacts, d: str, count: int, ts: float) -> None:
+        if d != "s2c" or facts.sender(d) not in LOAD_BALANCERS or facts.server is None:
             return
-        n = self.sent.get(ends[0], 0)
-        self.before.setdefault((facts.conn, d), n)
-        self.sent[ends[0]] = n + count
+        batches = self.batches.setdefault(facts.server, [])
+        if batches and batches[-1][1] == facts.conn:
+            batches[-1][2] += count  # (one connection's messages in a row: one batch, whatever its length)
+        elif len(batches) < self.max_batches:
+            batches.append([ts, facts.conn, count])
+        else:
+            self.partial.add(facts.server)
+
+
+def round_robin(kind: str, batches: Sequence[Sequence[Any]], up: dict[str, float],
+                down: dict[str, float]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """How round robin shares `batches` (when, conn, how many) among the connections up at the time: the
+    simulator's socket of that `kind` (`peers.sockets.Socket`, no high-water mark: the rule alone) with a pipe
+    per connection from its handshake (`up`) to its close (`down`). Returns what each connection gets, how many
+    messages had gone to the others before it came up, and how many were sent after it closed."""
+    socket = Socket(kind, sndhwm=0)
+    moves = [(ts, 0, conn) for conn, ts in up.items()] + [(ts, 2, conn) for conn, ts in down.items()]
+    moves += [(ts, 1, (conn, n)) for ts, conn, n in batches]
+    got = dict.fromkeys(up, 0)
+    before: dict[str, int] = {}
+    closed: dict[str, int] = {}
+    sent = 0
+    for _ts, what, arg in sorted(moves, key=lambda m: (m[0], m[1])):
+        if what == 0:
+            socket.pipe_up(socket.add_pipe(arg, connect_side=False))
+            before[arg] = sent
+        elif what == 2:
+            if arg in socket.pipes:
+                socket.remove_pipe(socket.pipes[arg])
+                closed[arg] = sent
+        else:
+            n = arg[1]
+            pipes = [p for p in socket.pipes.values() if p.up]
+            sent += n
+            if not pipes:
+                continue  # (sent before any handshake the capture shows: nobody to count it for)
+            # Round robin comes back to where it was after one message to each pipe: whole turns are counted,
+            # the rest is sent through the socket, which picks the pipes.
+            turns, rest = divmod(n, len(pipes))
+            for pipe in pipes:
+                got[pipe.id] += turns
+            for _ in range(rest):
+                socket.send((b"",))
+            for pipe in pipes:
+                got[pipe.id] += len(pipe.out)
+                pipe.out.clear()
+    return got, before, {conn: sent - n for conn, n in closed.items()}
 
 
 # --------------------------------------------------------------------------- rules
@@ -141,11 +188,11 @@ class Context:
     """What the rules read: the facts, the TCP connections, the trackers, CURVE secrets (never kept beyond it)."""
 
     def __init__(self, facts: dict[str, ConnFacts], infos: dict[str, ConnectionInfo], publications: Publications,
-                 senders: SenderCounts, curve_secrets: list[bytes]) -> None:
+                 sends: Sends, curve_secrets: list[bytes]) -> None:
         self.facts = facts
         self.infos = infos
         self.publications = publications
-        self.senders = senders
+        self.sends = sends
         self.curve_secrets = curve_secrets
         self.curve: dict[str, dict[str, Any]] = {}  # conn -> what the CURVE doctor found
         self.mismatched: set[str] = set()  # connections a version mismatch explains
@@ -242,36 +289,59 @@ def identity_collision(ctx: Context) -> list[dict[str, Any]]:
 
 
 def round_robin_skew(ctx: Context) -> list[dict[str, Any]]:
-    by_sender: dict[tuple[str, int], list[ConnFacts]] = {}
+    """A PUSH or DEALER that binds and shared its messages unevenly among its peers; why, from what round robin
+    (the simulator's socket, `round_robin`) gives the connections up at the time: one that came up late or closed
+    early, else a peer round robin skipped (a full pipe)."""
+    by_sender: dict[Address, list[tuple[ConnFacts, ConnectionInfo]]] = {}
     for facts, info in ctx.zmtp():
-        if facts.socket_types.get("s2c") in ("PUSH", "DEALER"):
-            by_sender.setdefault(info.server, []).append(facts)
+        if facts.sender("s2c") in LOAD_BALANCERS:
+            by_sender.setdefault(info.server, []).append((facts, info))
     out = []
     for server, peers in by_sender.items():
         if len(peers) < 2:
             continue
-        counts = {f.conn: f.messages["s2c"] for f in peers}
+        counts = {f.conn: f.messages["s2c"] for f, _info in peers}
         total = sum(counts.values())
         low, high = min(counts.values()), max(counts.values())
-        if total < 2 * len(peers) or high - low <= max(2, 0.25 * total / len(peers)):
+        tolerance = max(2, 0.25 * total / len(peers))
+        if total < 2 * len(peers) or high - low <= tolerance:
             continue
-        kind = peers[0].socket_types["s2c"]
-        why = []
-        for f in sorted(peers, key=lambda f: counts[f.conn]):
-            before = ctx.senders.before.get((f.conn, "s2c"), 0)
-            if counts[f.conn] < high and before > 0 and before >= high - counts[f.conn]:
-                why.append(f"connection {f.conn} got its first message only after {before} had gone to the "
-                           "others: it connected late")
+        kind = peers[0][0].sender("s2c") or "PUSH"
+        up = {f.conn: ts for f, _info in peers if (ts := f.handshake_done()) is not None}
+        down = {f.conn: ts for f, info in peers if (ts := close_of(info)["ts"]) is not None and f.conn in up}
+        expected, before, after = round_robin(kind, ctx.sends.batches.get(server, []), up, down)
+        explained = server not in ctx.sends.partial and all(
+            abs(n - expected.get(c, 0)) <= tolerance for c, n in counts.items())
+        why, reasons = [], {}
+        if explained:
+            for c in sorted(counts, key=conn_key):
+                if counts[c] >= high:
+                    continue
+                if before.get(c, 0) > 0:
+                    reasons[c] = "late"
+                    why.append(f"connection {c} got its first message only after {before[c]} had gone to the "
+                               "others: it connected late")
+                if after.get(c, 0) > 0:
+                    reasons[c] = "closed"
+                    why.append(f"connection {c} closed while {after[c]} more were sent: round robin shared those "
+                               "among the others")
         if not why:
-            why.append("no late connection explains it: a full pipe (the peer's receive high-water mark, or a "
-                       "slow reader: see the TCP notes) makes round robin skip a peer")
-        shares = ", ".join(f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda x: conn_key(x[0])))
+            reasons = {c: "skipped" for c, n in counts.items() if n < expected.get(c, 0) - tolerance}
+            why.append(f"round robin over the connections up at the time would have given {shares(expected)}: a "
+                       "full pipe (the peer's receive high-water mark, or a slow reader: see the TCP notes) makes "
+                       "round robin skip a peer")
         out.append(finding(
             "round-robin-skew", "warn", counts,
-            f"the {kind} at {endpoint(server)} sent its {total} messages unevenly ({shares}); " + "; ".join(why),
+            f"the {kind} at {endpoint(server)} sent its {total} messages unevenly ({shares(counts)}); "
+            + "; ".join(why),
             [], "23/ZMTP The Pipeline Pattern (round robin); zguide ch. 1 'load balancing'",
-            {"counts": counts, "total": total}))
+            {"counts": counts, "total": total, "expected": expected, "why": sorted(set(reasons.values()))}))
     return out
+
+
+def shares(counts: dict[str, int]) -> str:
+    """`0: 14, 1: 14, 2: 4`: how many messages each connection got, in connection order."""
+    return ", ".join(f"{c}: {n}" for c, n in sorted(counts.items(), key=lambda x: conn_key(x[0])))
 
 
 def version_mismatch(ctx: Context) -> list[dict[str, Any]]:
