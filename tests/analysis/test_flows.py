@@ -170,3 +170,22 @@ def test_memory_stays_bounded():
     for i in range(1000):
         send(log, a, "c2s", 1.0 + i * 1e-6, b"job %d" % i)
     assert log.kept <= 100 and log.partial
+
+
+def test_why_a_flow_is_ambiguous_is_said_in_chinese_too():
+    from zmtplab.i18n import localize_analysis, translate
+
+    log = RelayLog()
+    a = conn(log, "0", ("10.0.0.1", 40001), FRONT, "PUSH", "PULL")
+    b = conn(log, "1", ("10.0.0.3", 40003), FRONT, "PUSH", "PULL")
+    out = conn(log, "2", ("10.0.0.2", 40002), BACK, "PULL", "PUSH")
+    send(log, a, "c2s", 1.0, b"job")
+    send(log, b, "c2s", 1.0001, b"job")
+    send(log, out, "s2c", 1.0002, b"job")
+    flows = log.flows()[0]
+    [flow] = localize_analysis({"findings": [], "flows": flows}, "zh-CN")["flows"]
+    assert flow["why"].startswith("在它离开之前的 0.20 毫秒内") and "相同的帧从连接 0, 1 进来" in flow["why"]
+    assert localize_analysis({"findings": [], "flows": flows}, "en")["flows"] == flows
+    routed = ("routing id 0x0080000001 fits connection 3 and connection 4 alike (their requests and replies "
+              "interleave the same way): the capture cannot tell which it is")
+    assert translate(routed, "zh-CN").startswith("路由 ID 0x0080000001 与连接 3 和连接 4 都吻合")
