@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..capture.dissect import SourcedRun
+from ..peers.sockets import SUBSCRIBERS
 
 DIRS = ("c2s", "s2c")
 OTHER = {"c2s": "s2c", "s2c": "c2s"}
-SUBSCRIBERS = frozenset({"SUB", "XSUB"})
 TRAFFIC_KEPT = 256  # times of each direction's latest elements (when a side last sent anything before a close)
 
 # The dissector's own findings that the diagnosis builds on (engine/dissector.py).

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..capture.dissect import ConnectionInfo
 from ..engine.curve import hello_problem, open_welcome, z85_encode
-from ..peers.sockets import Pipe, Socket
+from ..peers.sockets import LB_TYPES, PUBLISHERS, Pipe, Socket
 from .facts import DIRS, OTHER, Address, ConnFacts, EventRef, Subscription
 from .flows import host
 from .topology import close_of, conn_key, endpoint, refused_groups, role, shown_topic
@@ -30,8 +30,8 @@ PING_TTL_LIMIT = 656  # deciseconds: libzmq 4.3.x mishandles a PING TTL of 65.6 
 MAX_TOPICS = 10_000  # distinct first frames counted per publishing connection
 STALL_SECONDS = 0.1  # a zero window held this long is back-pressure; a shorter one is ordinary flow control
 UNANSWERED_SECONDS = 0.1  # a PING no traffic answered for this long, then the pinger closed: it gave up
-PUBLISHERS = frozenset({"PUB", "XPUB"})
-LOAD_BALANCERS = frozenset({"PUSH", "DEALER"})  # sockets that share their messages out by round robin
+# Sockets whose round robin is replayed (a REQ's turns would need its replies too).
+LOAD_BALANCERS = LB_TYPES - {"REQ"}
 MAX_BATCHES = 200_000  # runs of one connection's messages kept per round-robin sender
 
 
