@@ -135,7 +135,8 @@ def test_a_forwarder_fans_one_publication_out_to_each_subscriber():
     assert all(f["steps"][0]["basis"] == "same" for f in flows)
 
 
-def test_two_possible_origins_without_an_envelope_are_ambiguous_and_say_why():
+def two_possible_origins() -> list:
+    """The flows of a streamer that got `job` from two PUSHes 0.1 ms apart and sent one `job` on."""
     log = RelayLog()
     a = conn(log, "0", ("10.0.0.1", 40001), FRONT, "PUSH", "PULL")
     b = conn(log, "1", ("10.0.0.3", 40003), FRONT, "PUSH", "PULL")
@@ -143,7 +144,11 @@ def test_two_possible_origins_without_an_envelope_are_ambiguous_and_say_why():
     send(log, a, "c2s", 1.0, b"job")
     send(log, b, "c2s", 1.0001, b"job")
     send(log, out, "s2c", 1.0002, b"job")
-    [flow] = log.flows()[0]
+    return log.flows()[0]
+
+
+def test_two_possible_origins_without_an_envelope_are_ambiguous_and_say_why():
+    [flow] = two_possible_origins()
     assert flow["ambiguous"] and flow["hops"][0]["conn"] == "0"  # the earliest is taken
     assert "connection(s) 0, 1" in flow["why"]
 
@@ -175,14 +180,7 @@ def test_memory_stays_bounded():
 def test_why_a_flow_is_ambiguous_is_said_in_chinese_too():
     from zmtplab.i18n import localize_analysis, translate
 
-    log = RelayLog()
-    a = conn(log, "0", ("10.0.0.1", 40001), FRONT, "PUSH", "PULL")
-    b = conn(log, "1", ("10.0.0.3", 40003), FRONT, "PUSH", "PULL")
-    out = conn(log, "2", ("10.0.0.2", 40002), BACK, "PULL", "PUSH")
-    send(log, a, "c2s", 1.0, b"job")
-    send(log, b, "c2s", 1.0001, b"job")
-    send(log, out, "s2c", 1.0002, b"job")
-    flows = log.flows()[0]
+    flows = two_possible_origins()
     [flow] = localize_analysis({"findings": [], "flows": flows}, "zh-CN")["flows"]
     assert flow["why"].startswith("在它离开之前的 0.20 毫秒内") and "相同的帧从连接 0, 1 进来" in flow["why"]
     assert localize_analysis({"findings": [], "flows": flows}, "en")["flows"] == flows
