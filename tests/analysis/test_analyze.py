@@ -87,6 +87,19 @@ def test_round_robin_skew_says_who_connected_late():
     assert {c["conn"]: c["messages"]["s2c"] for c in even["connections"]} == {"0": 10, "1": 10, "2": 10}
 
 
+def test_round_robin_is_the_simulators_over_the_pipes_up_at_the_time():
+    from zmtplab.analysis.findings import round_robin
+
+    # a and b up; 10 messages; c comes up, b closes; 6 more between a and c.
+    got, before, after = round_robin("PUSH", [(1.0, "a", 6), (2.0, "b", 4), (4.0, "a", 6)],
+                                     up={"a": 0.5, "b": 0.6, "c": 3.0}, down={"b": 3.5})
+    assert got == {"a": 8, "b": 5, "c": 3} and before == {"a": 0, "b": 0, "c": 10} and after == {"b": 6}
+    # Odd shares go where the simulator's PUSH sends them: the next pipe in turn.
+    got, _, _ = round_robin("DEALER", [(1.0, "x", 1), (2.0, "x", 1), (3.0, "x", 1)], up={"x": 0.1, "y": 0.2},
+                            down={})
+    assert got == {"x": 2, "y": 1}
+
+
 def test_identity_collision_names_both_connections():
     [f] = analysis("identity_collision")["findings"]
     assert f["severity"] == "error" and f["conns"] == ["0", "1"] and "'dup'" in f["text"]

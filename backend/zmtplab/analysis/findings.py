@@ -148,36 +148,51 @@ def round_robin(kind: str, batches: Sequence[Sequence[Any]], up: dict[str, float
     per connection from its handshake (`up`) to its close (`down`). Returns what each connection gets, how many
     messages had gone to the others before it came up, and how many were sent after it closed."""
     socket = Socket(kind, sndhwm=0)
-    moves = [(ts, 0, conn) for conn, ts in up.items()] + [(ts, 2, conn) for conn, ts in down.items()]
-    moves += [(ts, 1, (conn, n)) for ts, conn, n in batches]
     got = dict.fromkeys(up, 0)
+
+    def routed(what: str, rule: str, pipe: Any, frames: Any, detail: Any) -> None:
+        if pipe is not None:
+            got[pipe.id] += 1
+            pipe.out.clear()
+
+    socket.observer = routed
+    joined: dict[str, int] = {}  # the pipes up, with the whole turns dealt before each came up
+    turns = pending = 0
+
+    def deal() -> None:
+        # While no pipe comes or goes, batches are one: round robin comes back to where it was after one message
+        # to each pipe, so whole turns are counted and only the rest goes through the socket, which picks.
+        nonlocal turns, pending
+        if joined:
+            whole, rest = divmod(pending, len(joined))
+            turns += whole
+            for _ in range(rest):
+                socket.send((b"",))
+        pending = 0  # (sent before any handshake the capture shows: nobody to count it for)
+
+    moves = [(ts, 0, conn, 0) for conn, ts in up.items()] + [(ts, 2, conn, 0) for conn, ts in down.items()]
+    moves += [(ts, 1, conn, n) for ts, conn, n in batches]
+    moves.sort(key=lambda m: (m[0], m[1]))
     before: dict[str, int] = {}
     closed: dict[str, int] = {}
     sent = 0
-    for _ts, what, arg in sorted(moves, key=lambda m: (m[0], m[1])):
-        if what == 0:
-            socket.pipe_up(socket.add_pipe(arg, connect_side=False))
-            before[arg] = sent
-        elif what == 2:
-            if arg in socket.pipes:
-                socket.remove_pipe(socket.pipes[arg])
-                closed[arg] = sent
-        else:
-            n = arg[1]
-            pipes = [p for p in socket.pipes.values() if p.up]
+    for _ts, what, conn, n in moves:
+        if what == 1:
             sent += n
-            if not pipes:
-                continue  # (sent before any handshake the capture shows: nobody to count it for)
-            # Round robin comes back to where it was after one message to each pipe: whole turns are counted,
-            # the rest is sent through the socket, which picks the pipes.
-            turns, rest = divmod(n, len(pipes))
-            for pipe in pipes:
-                got[pipe.id] += turns
-            for _ in range(rest):
-                socket.send((b"",))
-            for pipe in pipes:
-                got[pipe.id] += len(pipe.out)
-                pipe.out.clear()
+            pending += n
+            continue
+        deal()
+        if what == 0:
+            socket.pipe_up(socket.add_pipe(conn, connect_side=False))
+            before[conn] = sent
+            joined[conn] = turns
+        elif conn in joined:
+            socket.remove_pipe(socket.pipes[conn])
+            got[conn] += turns - joined.pop(conn)
+            closed[conn] = sent
+    deal()
+    for conn, at in joined.items():
+        got[conn] += turns - at
     return got, before, {conn: sent - n for conn, n in closed.items()}
 
 
