@@ -39,7 +39,7 @@ from ..engine.zws_dissector import ZwsDissector
 from .errors import CaptureFormatError
 from .jsonlines import JsonRun, join_run, json_runs, source_suffix
 from .pcapfile import read_tcp_packets
-from .tcpstream import StreamClosed, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
+from .tcpstream import StreamClosed, StreamControl, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
 
 # How many first bytes of a direction we look at before deciding whether it is ZMTP.
 SNIFF_BYTES = 12
@@ -87,9 +87,23 @@ class SourcedRun:
     ts: list[float]
 
 
+@dataclass(slots=True)
+class Stall:
+    """A TCP zero window: the sender of direction `dir` (the reader) had no room from `start` (frame `packet`)
+    until `end`, when it advertised room again or the other side's data moved ('window-update' or 'data'
+    as `ended_by`); `end` None: still closed when the connection or the capture ended."""
+
+    dir: str
+    start: float
+    packet: int
+    end: float | None = None
+    ended_by: str | None = None
+
+
 @dataclass
 class ConnectionInfo:
-    """What a capture says about one TCP connection."""
+    """What a capture says about one TCP connection: its ends, how it went (each side's first FIN or RST, the
+    server's SYN/ACK, its zero windows) and whether it was ZMTP."""
 
     conn: str
     client: tuple[str, int]
@@ -99,6 +113,29 @@ class ConnectionInfo:
     last_ts: float
     zmtp: bool | None = None  # None while undecided
     closed: str | None = None  # how it ended (tcpstream's CloseReason), once it has
+    syn_ack: bool = False  # the server accepted (a SYN/ACK was seen)
+    fin: dict[str, float] = field(default_factory=dict)  # direction -> when its sender's first FIN was seen
+    rst: dict[str, float] = field(default_factory=dict)  # direction -> when its sender reset the connection
+    stalls: list[Stall] = field(default_factory=list)  # zero windows, in capture order
+
+    def control(self, event: StreamControl) -> None:
+        """Takes what a side did to the connection itself (a reassembler's `StreamControl`)."""
+        if event.what == "fin":
+            self.fin.setdefault(event.dir, event.ts)
+        elif event.what == "rst":
+            self.rst.setdefault(event.dir, event.ts)
+        elif event.what == "syn-ack":
+            self.syn_ack = True
+        elif event.what == "window-open":
+            self.stall_over(event.dir, event.ts, "window-update")
+
+    def stall_over(self, reader: str, ts: float, why: str) -> None:
+        """The zero window of `reader`'s direction, if one is open, ends at `ts`."""
+        for stall in reversed(self.stalls):
+            if stall.dir == reader:
+                if stall.end is None:
+                    stall.end, stall.ended_by = ts, why
+                return
 
 
 @dataclass
@@ -166,6 +203,7 @@ class _Conn:
         self.held_mid: list[tuple[str, Any]] = []  # engine events held until a mid-stream connection is confirmed
         self.confirmed_mid_stream = False
         self.decryptor: Any = None  # a CurveDecryptor, with a key log, from the connection's HELLO on
+        self.stalled: set[str] = set()  # the directions whose zero window is open (the readers)
 
 
 def looks_like_zmtp(first: bytes) -> str | None:
@@ -240,6 +278,11 @@ class CaptureDissector:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.info.last_ts = event.ts
+            if conn.stalled:  # the writer's data moved: the reader's zero window is over
+                reader = "s2c" if event.dir == "c2s" else "c2s"
+                if reader in conn.stalled:
+                    conn.stalled.discard(reader)
+                    conn.info.stall_over(reader, event.ts, "data")
             seen = conn.seen.get(event.dir)
             if seen is None:
                 conn.seen[event.dir] = _Seen(event.offset, event.offset + len(event.data), len(event.data),
@@ -285,8 +328,17 @@ class CaptureDissector:
             if conn.info.zmtp:
                 return self._emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None, output)
             return []
+        if isinstance(event, StreamControl):
+            conn = self.connections[event.conn]
+            conn.info.control(event)
+            if event.what == "window-open":
+                conn.stalled.discard(event.dir)
+            return []
         if isinstance(event, StreamNote):
             conn = self.connections[event.conn]
+            if event.what == "zero-window" and event.dir not in conn.stalled:
+                conn.stalled.add(event.dir)
+                conn.info.stalls.append(Stall(event.dir, event.ts, event.packet))
             note = (event.dir, tcp_expert(event))
             if conn.info.zmtp is None:
                 conn.held.append(("note", note))
