@@ -99,12 +99,25 @@ class Settings(BaseSettings):
     session_max_messages: int = Field(50_000, ge=1, description="messages (and faults) one session carries; "
                                                                 "`reset` starts the count again")
     session_max_sent_bytes: int = Field(64 * 1024 * 1024, ge=1, description="payload octets all messages of one "
-                                                                            "session carry together")
+                                                                            "session carry together, counted once "
+                                                                            "per delivery (a PUB's message to 23 "
+                                                                            "SUBs counts 23 times)")
     session_max_wire_bytes: int = Field(16 * 1024 * 1024, ge=0, description="wire bytes one session keeps for "
                                                                             "its pcapng export")
     session_idle_timeout: float = Field(30 * 60.0, gt=0, description="seconds without a command before a session ends")
     session_grace: float = Field(30.0, ge=0, description="seconds a session outlives its last websocket")
     session_max_events: int = Field(50_000, ge=1, description="events one session keeps (and streams)")
+    session_max_event_bytes: int = Field(128 * 1024 * 1024, ge=1024,
+                                         description="octets of JSON text one session's events take together (what "
+                                                     "its export and a socket that joins late are given); later "
+                                                     "events are not kept")
+    session_event_max_body: int = Field(64 * 1024, ge=64,
+                                        description="octets of its body (all its frames' together, for a message) "
+                                                    "an event of a session keeps; longer ones are cut (`truncated`), "
+                                                    "the whole bytes staying in the pcapng export")
+    session_max_queue_bytes: int = Field(16 * 1024 * 1024, ge=64 * 1024,
+                                         description="octets of messages queued for one session websocket; a socket "
+                                                     "further behind is closed (1013) and may reconnect")
     ws_max_message: int = Field(1 << 20, ge=1024, description="largest websocket command, in bytes")
     ws_rate: float = Field(200.0, gt=0, description="websocket commands per second (token bucket refill)")
     ws_burst: int = Field(200, ge=1, description="websocket commands allowed at once (token bucket size)")
