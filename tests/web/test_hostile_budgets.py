@@ -7,13 +7,23 @@ that the code before these budgets fails the test without taking the machine dow
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from webkit import TestClient, make_settings, receive_until
+from websockets.sync.client import connect
 
+from testkit import LiveServer
+from zmtplab.engine.commands import ready_body
+from zmtplab.engine.framing import encode_frame
+from zmtplab.engine.greeting import encode_greeting
 from zmtplab.web import create_app
 from zmtplab.web.sessions.session import Subscriber
 
@@ -99,3 +109,126 @@ def test_a_socket_that_falls_behind_in_octets_is_closed() -> None:
     for _ in range(3):
         sub.put_text("z" * (400 * 1024))  # three messages, far under the count, over a MiB together
     assert sub.overflowed and sub.ended and sub.close_code == 1013 and not sub.items and sub.queued_bytes == 0
+
+
+# ---------------------------------------------------------------- 2 and 3. a tap's flood
+
+HANDSHAKE = encode_greeting() + encode_frame(ready_body({"Socket-Type": b"PUSH"}), command=True)
+
+
+def rss() -> int:
+    """This process's resident memory in octets (the test's server runs in a thread of it)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+@contextlib.contextmanager
+def sink_server() -> Iterator[int]:
+    """A TCP endpoint on loopback that reads and forgets whatever it is sent; yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def drain(conn: socket.socket) -> None:
+        with conn:
+            while not done.is_set() and conn.recv(1 << 20):
+                pass
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while not done.is_set():
+                conn, _ = listener.accept()
+                threading.Thread(target=drain, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        listener.close()
+
+
+class Flood:
+    """A thread that writes `head`, then `chunk` over and over, to a port until stopped (or `total` octets)."""
+
+    def __init__(self, port: int, head: bytes, chunk: bytes, total: int = 1 << 62) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.head, self.chunk, self.total = head, chunk, total
+        self.sent = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.sendall(self.head)
+            while not self.stop.is_set() and self.sent < self.total:
+                self.sock.sendall(self.chunk)
+                self.sent += len(self.chunk)
+
+    def end(self) -> None:
+        self.stop.set()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self.thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    settings = make_settings(tmp_path_factory.mktemp("budgets"), dissect_executor="thread")
+    with LiveServer(create_app(settings), name="budget-server") as srv:
+        yield srv
+
+
+def tap_to(server: LiveServer, port: int) -> tuple[str, int]:
+    """A tap source forwarding to `port`: its id and the port it listens on."""
+    r = httpx.post(f"{server.base}/api/live", json={"source": "tap", "target": f"127.0.0.1:{port}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    source = r.json()
+    listen = httpx.get(f"{server.base}/api/live/{source['id']}", timeout=30).json()["source"]["listen"]
+    return source["id"], int(listen.rsplit(":", 1)[1])
+
+
+def test_a_2_63_octet_frame_through_a_tap_is_reported_and_never_buffered(server: LiveServer) -> None:
+    with sink_server() as target:
+        source, port = tap_to(server, target)
+        before = rss()
+        header = b"\x02" + (1 << 63).to_bytes(8, "big")
+        flood = Flood(port, HANDSHAKE + header, b"x" * (1 << 20), total=256 << 20)
+        try:
+            flood.thread.join(120)
+            assert flood.sent == 256 << 20  # all of it went through the tap to the target
+            grew = rss() - before
+        finally:
+            flood.end()
+        # The events the source kept (a viewer that comes late gets them): the frame reported at its header (not
+        # after 2^63 octets), and nothing of it held.
+        with connect(f"{server.ws_base}/ws/live/{source}", open_timeout=30) as ws:
+            kept = []
+            while not kept or kept[-1]["type"] != "status":  # (the first status follows the history)
+                kept.append(json.loads(ws.recv(timeout=30)))
+        assert httpx.delete(f"{server.base}/api/live/{source}", timeout=30).status_code == 204
+    events = [m["event"] for m in kept if m["type"] == "event"]
+    assert [e["kind"] for e in events] == ["greeting", "command", "expert"]
+    assert events[2]["rule"] == "budget" and f"frame of {1 << 63} octets" in events[2]["text"]
+    assert grew < 64 << 20, f"the server grew by {grew >> 20} MiB while 256 MiB of one frame went through"
+
+
+def test_a_tap_flooded_with_empty_frames_leaves_the_server_answering(server: LiveServer) -> None:
+    with sink_server() as target:
+        source, port = tap_to(server, target)
+        flood = Flood(port, HANDSHAKE, b"\x00\x00" * (1 << 15))  # endless empty frames: two events every 2 octets
+        try:
+            with httpx.Client(base_url=server.base, timeout=10) as c:
+                # Health and the source's status answer, each in its turn (before: 3-23 s each), until the source has
+                # passed its rate of events: those beyond it are counted, not made (nor sent).
+                for n in range(5000):
+                    assert c.get("/api/health").status_code == 200
+                    status = c.get(f"/api/live/{source}").json()
+                    if n >= 20 and status["dropped"]:
+                        break
+                assert status["dropped"] > 0 and status["events"] > 0
+                assert flood.thread.is_alive() and not flood.stop.is_set()  # (all of it while the flood went on)
+        finally:
+            flood.end()
+        httpx.delete(f"{server.base}/api/live/{source}", timeout=30)

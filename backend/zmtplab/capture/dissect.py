@@ -188,9 +188,12 @@ class CaptureDissector:
     """
 
     def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False,
-                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None) -> None:
+                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None,
+                 max_held: int | None = None) -> None:
+        """`max_held`: the budget of each connection's dissector (`engine.StreamDecoder`), for live traffic."""
         self.with_fields = with_fields
         self.max_body = max_body
+        self.max_held = max_held
         # A CURVE key log (engine.curve.parse_keylog): each box of a connection it has the key of is followed by
         # what it holds (engine.curve.CurveDecryptor).
         self.curve_keys = curve_keys
@@ -339,7 +342,7 @@ class CaptureDissector:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner)
+        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
         out: list = []
         for what, ev in held:
             if what == "data":

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -49,6 +50,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 CDN = "https://cdn.jsdelivr.net"
 UPLOAD_PATH = "/api/captures"
+SWITCH_INTERVAL = 0.001  # seconds a busy thread holds the interpreter while the event loop waits for it
 CATCH_ALL = "/api/{rest:path}"
 
 
@@ -156,6 +158,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The threads that dissect taps and live captures, search stores and read tables share the interpreter
+        # with the event loop: a thread busy with Python code gives it up every switch interval (5 ms by default)
+        # and every request waits that long for each of its turns. A shorter interval keeps one busy tap from
+        # making every other client wait.
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         captures = CaptureStore(settings)
         sessions = SessionManager(settings)
         app.state.settings = settings

@@ -138,6 +138,16 @@ class Settings(BaseSettings):
                                         description="JSON text of the recent events a live source keeps, in bytes")
     live_max_body: int = Field(16 * 1024, ge=0, description="bodies in live events are cut to this many octets")
     live_queue: int = Field(5_000, ge=16, description="events waiting for one slow websocket (oldest dropped)")
+    live_max_held: int = Field(4 * 1024 * 1024, ge=4096,
+                               description="octets one direction of a tap's or live capture's connection holds for "
+                                           "an element not yet complete; a larger frame is reported as it streams "
+                                           "and its body skipped (an `expert` note, rule `budget`)")
+    live_cpu_share: float = Field(0.5, gt=0, le=1, description="the share of a core one tap's dissection may take "
+                                                               "(it rests in between; a peer that sends faster is "
+                                                               "slowed down)")
+    live_max_event_rate: float = Field(5_000.0, gt=0, description="events a second a live source hands to its "
+                                                                  "viewers (bursts of as many); more are dropped "
+                                                                  "and counted in `dropped`")
     live_tap_host: str = Field("127.0.0.1", description="the address tap proxies listen on")
     live_tap_targets: list[str] = Field(["127.0.0.1", "localhost", "::1"],
                                         description="hosts a tap may forward to ('*': any)")
