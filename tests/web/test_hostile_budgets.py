@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import select
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -232,3 +235,85 @@ def test_a_tap_flooded_with_empty_frames_leaves_the_server_answering(server: Liv
         finally:
             flood.end()
         httpx.delete(f"{server.base}/api/live/{source}", timeout=30)
+
+
+# ---------------------------------------------------------------- 4. upload bodies
+
+CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "req_rep.pcapng"
+FORM_HEAD = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pcapng\"\r\n"
+             b"Content-Type: application/octet-stream\r\n\r\n")
+
+
+def endless_upload(port: int, first: bytes, more: bytes, most: int = 256 << 20) -> tuple[bytes, int]:
+    """POSTs a multipart body that starts with `first` and goes on with `more` again and again (chunked: no
+    length), until the server answers and closes, or `most` octets went; returns the answer and how many octets
+    of the body had been sent when it came."""
+    sent = 0
+    answer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(b"POST /api/captures HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        s.setblocking(False)
+        piece = first
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            while sent < most and not answer:
+                data = b"%x\r\n" % len(piece) + piece + b"\r\n"
+                view = memoryview(data)
+                while view and not answer:
+                    try:
+                        view = view[s.send(view):]
+                    except BlockingIOError:
+                        _, writable, _ = select.select([s], [s], [], 30)
+                        if not writable:
+                            break
+                    with contextlib.suppress(BlockingIOError):
+                        answer += s.recv(65536)
+                sent += len(piece)
+                piece = more
+        s.setblocking(True)
+        with contextlib.suppress(OSError):
+            while chunk := s.recv(65536):
+                answer += chunk
+    return answer, sent
+
+
+def test_an_endless_epilogue_after_the_form_is_not_read(server: LiveServer) -> None:
+    # A whole form, then data after its closing boundary for ever (before: 17 GB read, then 201).
+    form = FORM_HEAD + CAPTURE.read_bytes() + b"\r\n--b--\r\n"
+    answer, sent = endless_upload(server.port, form, b"e" * (1 << 20))
+    assert answer.startswith(b"HTTP/1.1 201 "), answer[:200]
+    assert b"connection: close" in answer.lower()
+    assert sent < 64 << 20, f"{sent >> 20} MiB were sent before the answer"
+    capture_id = json.loads(answer.split(b"\r\n\r\n", 1)[1])["id"]
+    assert httpx.delete(f"{server.base}/api/captures/{capture_id}", timeout=30).status_code == 204
+
+
+@pytest.mark.parametrize("first, more", [
+    (b"\r\n" * 32768, b"\r\n" * (1 << 19)),  # blank lines before the first part, for ever (before: 35 GB read)
+    (b"--b\r\n\r\n\r\n", b"--b\r\n\r\n\r\n" * 4096),  # empty parts for ever (before: parsed on the loop, unbounded)
+], ids=["preamble", "empty-parts"])
+def test_what_is_not_the_file_is_bounded(server: LiveServer, first: bytes, more: bytes) -> None:
+    answer, sent = endless_upload(server.port, first, more)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"are not the file" in answer
+    assert sent < 64 << 20, f"{sent >> 20} MiB were sent before the answer"
+    assert httpx.get(f"{server.base}/api/health", timeout=10).status_code == 200
+
+
+def test_an_aborted_upload_is_a_line_in_the_log_not_a_traceback(server: LiveServer, caplog: pytest.LogCaptureFixture,
+                                                                 request: pytest.FixtureRequest) -> None:
+    caplog.set_level(logging.INFO, logger="zmtplab")
+    uvicorn_errors = logging.getLogger("uvicorn.error")  # (uvicorn's loggers do not propagate to the root)
+    uvicorn_errors.addHandler(caplog.handler)
+    request.addfinalizer(lambda: uvicorn_errors.removeHandler(caplog.handler))
+    body = FORM_HEAD + CAPTURE.read_bytes()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(b"POST /api/captures HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (len(body) + 1000) + body)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # gone at once (a reset)
+    for _ in range(300):  # (until the server has noticed, and said so one way or another)
+        if any("went away" in r.getMessage() or r.levelno >= logging.ERROR for r in caplog.records):
+            break
+        httpx.get(f"{server.base}/api/health", timeout=10)
+    assert [r.getMessage() for r in caplog.records if "went away" in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
