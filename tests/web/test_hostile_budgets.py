@@ -8,6 +8,7 @@ that the code before these budgets fails the test without taking the machine dow
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import logging
 import select
@@ -20,13 +21,15 @@ from typing import Any
 
 import httpx
 import pytest
-from webkit import TestClient, make_settings, receive_until
+from webkit import SHARED, TestClient, dissected, make_settings, progress, receive_until, upload
 from websockets.sync.client import connect
 
 from testkit import LiveServer
+from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
 from zmtplab.engine.framing import encode_frame
 from zmtplab.engine.greeting import encode_greeting
+from zmtplab.eventstore import ingest_capture
 from zmtplab.web import create_app
 from zmtplab.web.sessions.session import Subscriber
 
@@ -239,7 +242,8 @@ def test_a_tap_flooded_with_empty_frames_leaves_the_server_answering(server: Liv
 
 # ---------------------------------------------------------------- 4. upload bodies
 
-CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "req_rep.pcapng"
+CAPTURE_DIR = Path(__file__).resolve().parents[2] / "captures"
+CAPTURE = CAPTURE_DIR / "req_rep.pcapng"
 FORM_HEAD = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pcapng\"\r\n"
              b"Content-Type: application/octet-stream\r\n\r\n")
 
@@ -317,3 +321,74 @@ def test_an_aborted_upload_is_a_line_in_the_log_not_a_traceback(server: LiveServ
         httpx.get(f"{server.base}/api/health", timeout=10)
     assert [r.getMessage() for r in caplog.records if "went away" in r.getMessage()]
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+# ---------------------------------------------------------------- 5. compressed captures, the dissection queue
+
+def bomb(path: Path, megabytes: int) -> Path:
+    """A gzip-compressed capture of one ZMTP connection carrying `megabytes` MiB of zero-filled 64 KiB frames
+    (a few hundred KiB compressed); returns `path`."""
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        writer = PcapngWriter(f)
+        conn = writer.add_connection(("10.0.0.1", 40000), ("10.0.0.2", 5555))
+        conn.handshake(1.0)
+        conn.send("c2s", HANDSHAKE, 1.1)
+        frame = encode_frame(bytes(64 * 1024))
+        for n in range(megabytes * 16):
+            conn.send("c2s", frame, 1.2 + n * 1e-4)
+        writer.flush()
+    return path
+
+
+def test_a_compressed_capture_is_read_only_as_far_as_its_budget(tmp_path: Path) -> None:
+    path = bomb(tmp_path / "bomb.pcapng.gz", 64)
+    assert path.stat().st_size < 2 << 20
+    with TestClient(create_app(make_settings(tmp_path / "data", dissect_executor="thread",
+                                             max_expand_ratio=2.0))) as c:
+        _, summary = dissected(c, path, "bomb.pcapng.gz")
+    # Read up to 16 MiB (the floor every compressed capture may expand into), not its 64 MiB: stopped there, and
+    # what was read is kept.
+    assert summary["state"] == "error" and "expands past the 16777216 octets" in summary["error"], summary["error"]
+    frames = summary["connections"][0]["messages"]["c2s"]
+    assert 0 < frames < 16 * 16 + 1
+
+
+def test_a_dissection_stops_at_the_disk_floor_keeping_what_it_read(tmp_path: Path) -> None:
+    store = tmp_path / "events.sqlite"
+    result = ingest_capture(str(CAPTURE), str(store), str(tmp_path / "progress.json"), str(tmp_path / "cancel"),
+                            store_max_body=1 << 20, max_events=1000, progress_interval=0.0,
+                            min_free_disk=1 << 62)  # (no disk has that much: the floor is reached at once)
+    assert result["state"] == "error" and result.get("partial")
+    assert "disk is nearly full" in result["error"] and store.exists()
+
+
+def test_one_address_uploads_delay_another_by_one_turn_at_most(tmp_path: Path) -> None:
+    big = SHARED / "bulk.pcapng"  # 420,000 elements: several seconds of dissection
+    app = create_app(make_settings(tmp_path / "data", dissect_executor="thread", dissect_workers=1))
+    with TestClient(app, client=("192.0.2.1", 40000)) as busy:
+        queued = [upload(busy, big).json()["id"] for _ in range(3)]  # one address's queue: three big captures
+        with TestClient(app, client=("192.0.2.2", 40000)) as other:
+            small = upload(other, CAPTURE).json()["id"]
+            assert progress(other, small)[-1]["state"] == "done"
+            # The small capture went in the first free turn, not after the other address's three.
+            states = [busy.get(f"/api/captures/{i}").json()["state"] for i in queued]
+        assert sum(state in ("done", "error") for state in states) <= 1, states
+        for capture_id in queued:  # (their dissections stop)
+            assert busy.delete(f"/api/captures/{capture_id}").status_code == 204
+
+
+# ---------------------------------------------------------------- 7. fairness by address
+
+def test_five_addresses_cannot_evict_another_addresses_capture(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread", max_captures=10, max_captures_per_client=3))
+    with TestClient(app, client=("192.0.2.100", 40000)) as victim:
+        mine = upload(victim, CAPTURE).json()["id"]
+        progress(victim, mine)
+        for n in range(5):  # five addresses at their limit: 16 captures for a store of 10
+            with TestClient(app, client=(f"198.51.100.{n + 1}", 40000)) as other:
+                for _ in range(3):
+                    r = upload(other, CAPTURE)
+                    assert r.status_code == 201, r.text
+                    progress(other, r.json()["id"])
+        assert victim.get(f"/api/captures/{mine}").status_code == 200
+        assert len(app.state.captures.records) == 10

@@ -567,10 +567,12 @@ def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool =
 
 
 def dissect_capture_runs(source: str | bytes | BinaryIO, *, dissector: CaptureDissector | None = None,
-                         result: DissectResult | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
+                         result: DissectResult | None = None,
+                         max_expanded: int | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
     """`dissect_capture()` without fields, runs of ordinary frames as `SourcedRun`s (for a consumer that reads
-    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`."""
-    packets = read_tcp_packets(source)
+    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`. A compressed
+    capture that decompresses past `max_expanded` octets raises `capture.errors.ExpansionLimit` there."""
+    packets = read_tcp_packets(source, max_expanded=max_expanded)
     dissector = dissector or CaptureDissector(with_fields=False, runs=True)
     for items in _dissect_packets(packets, dissector, dissector.feed_runs, result):
         yield from items

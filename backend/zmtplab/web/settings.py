@@ -61,7 +61,12 @@ class Settings(BaseSettings):
 
     # Captures.
     # A 1 GB capture is browsable in the viewer (issue 22.1): its store costs no memory per element.
-    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1)
+    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1, description="the largest capture one upload may hold; "
+                                                                       "larger ones are refused with 413")
+    max_expand_ratio: float = Field(256.0, ge=1, description="a compressed capture is read up to this many times "
+                                                             "its size (16 MiB at least, `max_upload_bytes` at "
+                                                             "most); its dissection stops there, keeping what it "
+                                                             "read")
     max_captures_per_client: int = Field(20, ge=1, description="captures one client address may have stored (or "
                                                                "be uploading) at once; more are refused with 429")
     min_free_disk: int = Field(16 * 1024 * 1024, ge=0, description="uploads that would leave less free space on "
