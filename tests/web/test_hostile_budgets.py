@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.websockets import WebSocketDisconnect
 from webkit import SHARED, TestClient, dissected, make_settings, progress, receive_until, upload
 from websockets.sync.client import connect
 
@@ -31,6 +32,7 @@ from zmtplab.engine.framing import encode_frame
 from zmtplab.engine.greeting import encode_greeting
 from zmtplab.eventstore import ingest_capture
 from zmtplab.web import create_app
+from zmtplab.web.classrooms import ClassLimits, ClassRegistry
 from zmtplab.web.sessions.session import Subscriber
 
 pytestmark = pytest.mark.timeout(120)
@@ -392,3 +394,75 @@ def test_five_addresses_cannot_evict_another_addresses_capture(tmp_path: Path) -
                     progress(other, r.json()["id"])
         assert victim.get(f"/api/captures/{mine}").status_code == 200
         assert len(app.state.captures.records) == 10
+
+
+def from_address(host: str, port: int) -> socket.socket:
+    """A connection to the server from loopback address `host` (127.0.0.2, ...: another client)."""
+    s = socket.socket()
+    s.bind((host, 0))
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def test_one_address_cannot_hold_every_connection(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, dissect_executor="thread", max_idle_connections_per_client=16,
+                             max_connections_per_client=24, request_head_timeout=60.0)
+    with LiveServer(create_app(settings), name="connections-server") as srv:
+        held: list[socket.socket] = []
+        try:
+            refused = 0
+            for _ in range(200):  # idle connections from one address (before: all kept, 30 s each)
+                s = from_address("127.0.0.2", srv.port)
+                held.append(s)
+                if refused or len(held) > 16:
+                    answer = s.recv(4096)  # (answered at once, or the test's timeout says it was not)
+                    assert answer.startswith(b"HTTP/1.1 503 ") and b"send no request" in answer, answer[:200]
+                    refused += 1
+            assert refused == 200 - 16
+            # Another address is served as usual, and so is this one's next request on a connection it holds.
+            assert httpx.get(f"{srv.base}/api/health", timeout=10).status_code == 200
+            s = held[0]
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+        finally:
+            for s in held:
+                s.close()
+
+
+def test_a_few_addresses_cannot_take_every_session(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread", max_sessions_per_client=8))
+    body = {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"}, "autoplay": False}
+    with TestClient(app) as c:
+        def start(address: str) -> int:
+            return TestClient(app, client=(address, 40000)).post("/api/sessions", json=body).status_code
+
+        taken = [start(f"192.0.2.{n}") for n in range(1, 5) for _ in range(8)]  # four addresses, 8 each
+        assert taken.count(201) == 25, taken  # (24, and the fourth address's first: the last 8 wait for others)
+        r = TestClient(app, client=("192.0.2.4", 40000)).post("/api/sessions", json=body)
+        assert r.status_code == 429 and "kept for addresses that run none" in r.json()["detail"]
+        # Newcomers still get one each; an IPv6 /64 is one newcomer, however many addresses it uses.
+        assert [start(f"198.51.100.{n}") for n in range(1, 6)] == [201] * 5
+        assert [start(f"2001:db8::{n:x}") for n in range(1, 4)] == [201, 429, 429]
+        assert len(c.app.state.sessions.sessions) == 31
+
+
+def test_join_codes_cannot_be_guessed_at_speed(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    app.state.classrooms = ClassRegistry(ClassLimits(guess_rate=0.01, guess_burst=60))  # (no refill meanwhile)
+    with TestClient(app) as c:
+        code = c.post("/api/classes").json()["code"]
+        guesser = TestClient(app, client=("192.0.2.66", 40000))
+        answers = [guesser.get(f"/api/classes/{n:06d}").status_code for n in range(100)]
+        assert answers[:60] == [404] * 60 and set(answers[60:]) == {429}, answers
+        # Throttled, it learns nothing, not even with the right code (over the socket neither); others are served.
+        r = guesser.get(f"/api/classes/{code}")
+        assert r.status_code == 429 and "too many join codes" in r.json()["detail"]
+        with pytest.raises(WebSocketDisconnect) as closed, guesser.websocket_connect(
+                f"/ws/classes/{code}?role=student") as ws:
+            ws.receive_json()
+            ws.receive_json()
+        assert closed.value.code == 4429
+        student = TestClient(app, client=("192.0.2.67", 40000))
+        assert student.get("/api/classes/ZZZZZZ").status_code == 404
+        assert student.get(f"/api/classes/{code}").status_code == 200

@@ -43,7 +43,7 @@ from typing import Any
 from ..capture.children import die_with_parent
 from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis, time_limit_message
 from .jobstore import ID_RE, JobStore
-from .limits import FairSlots
+from .limits import FairSlots, address_key
 from .searches import ClientSlots
 from .settings import Settings
 
@@ -196,7 +196,7 @@ class CaptureStore(JobStore[CaptureRecord]):
             return None
         record = CaptureRecord(id=directory.name, name=str(meta.get("name", "capture")), size=int(meta.get("size", 0)),
                                created=float(meta.get("created", time.time())), directory=directory,
-                               client=str(meta.get("client", "")))
+                               client=address_key(str(meta.get("client", ""))))  # (an IPv6 by its /64 now)
         record.state = meta.get("state", UPLOADED)
         record.error = meta.get("error")
         (directory / "cancel").unlink(missing_ok=True)

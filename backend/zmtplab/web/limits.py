@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 import time
 from collections import Counter, deque
@@ -53,13 +54,28 @@ def evictions(oldest_first: Iterable[T], *, count: int, total: int, max_count: i
 
 
 def client_address(conn: HTTPConnection) -> str:
-    """The address a request or websocket comes from (what per-client limits count by).
+    """Who a request or websocket comes from, as every per-client limit counts: its address, an IPv6 address by
+    its /64 (`address_key`).
 
     Behind a reverse proxy run uvicorn with `--proxy-headers --forwarded-allow-ips=...`
     so that this is the browser's address, not the proxy's.
     """
     client = conn.client
-    return client.host if client is not None and client.host else "unknown"
+    return address_key(client.host) if client is not None and client.host else "unknown"
+
+
+def address_key(address: str) -> str:
+    """What per-address limits count by: the address itself, or an IPv6 address's /64 (one subscriber's
+    network hands out any number of addresses within it)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 class TokenBucket:
@@ -72,10 +88,18 @@ class TokenBucket:
         self._clock = clock
         self._last = clock()
 
-    def take(self, n: float = 1.0) -> bool:
+    def ready(self, n: float = 1.0) -> bool:
+        """Whether `take(n)` would succeed now (nothing is taken)."""
+        self._refill()
+        return self.tokens >= n
+
+    def _refill(self) -> None:
         now = self._clock()
         self.tokens = min(self.burst, self.tokens + (now - self._last) * self.rate)
         self._last = now
+
+    def take(self, n: float = 1.0) -> bool:
+        self._refill()
         if self.tokens >= n:
             self.tokens -= n
             return True

@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     request_head_timeout: float = Field(30.0, gt=0, description="seconds a connection has to send a request's "
                                                                 "head (from its opening, or the request's first "
                                                                 "octet); then 408 and the connection closes")
+    max_connections_per_client: int = Field(4096, ge=1, description="connections one client address (an IPv6 /64) "
+                                                                    "may hold open, websockets included (a class "
+                                                                    "behind one NAT fits); more are answered 503")
+    max_idle_connections_per_client: int = Field(256, ge=1, description="connections one client address may hold "
+                                                                        "open without a request in progress; more "
+                                                                        "are answered 503")
+    max_connections: int | None = Field(None, ge=16, description="connections the server holds at most; at the "
+                                                                 "limit the oldest idle one of the address holding "
+                                                                 "the most goes (None: the file limit less 128)")
     body_idle_timeout: float = Field(30.0, gt=0, description="seconds a request body may stall (no new octets) before "
                                                              "the request is ended with 408 (an upload's slot freed)")
 
@@ -99,6 +108,8 @@ class Settings(BaseSettings):
     # Sessions.
     max_sessions: int = Field(32, ge=1)
     max_sessions_per_client: int = Field(8, ge=1, description="sessions one client address may run at once")
+    session_reserve: int = Field(8, ge=0, description="the last sessions of `max_sessions` only an address running "
+                                                      "none may start (429 for the others)")
     session_max_connections: int = Field(8, ge=1, description="connections (peers through the tap) open at once "
                                                               "in one session")
     session_max_messages: int = Field(50_000, ge=1, description="messages (and faults) one session carries; "

@@ -51,13 +51,18 @@ class SessionManager:
         """A new, started session; `SessionConfigError` for a configuration that cannot run,
         `TooManySessions` when the server or this client already runs as many as it may."""
         s = self.settings
-        if len(self.sessions) >= s.max_sessions or self.count_for(client) >= s.max_sessions_per_client:
+        reserved = len(self.sessions) >= s.max_sessions - s.session_reserve and self.count_for(client)
+        if len(self.sessions) >= s.max_sessions or self.count_for(client) >= s.max_sessions_per_client or reserved:
             await self.reap()
             if len(self.sessions) >= s.max_sessions:
                 raise TooManySessions(f"the server runs at most {s.max_sessions} sessions at once; try again later")
             if self.count_for(client) >= s.max_sessions_per_client:
                 raise TooManySessions(f"this address already runs {s.max_sessions_per_client} sessions (the limit); "
                                       "close one (its page) and try again")
+        if len(self.sessions) >= s.max_sessions - s.session_reserve and self.count_for(client):
+            # (So a few addresses cannot take every session from a class: the last ones wait for newcomers.)
+            raise TooManySessions(f"the server is nearly full: its last {s.session_reserve} sessions are kept for "
+                                  "addresses that run none; close one of yours and try again")
         factory = self._factory(config)
         session = Session(uuid.uuid4().hex, config, self.settings, factory, client)
         try:
