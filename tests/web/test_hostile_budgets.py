@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from starlette.websockets import WebSocketDisconnect
-from webkit import SHARED, TestClient, dissected, make_settings, progress, receive_until, upload
+from webkit import SHARED, TestClient, dissected, make_settings, progress, ready, receive_until, upload
 from websockets.sync.client import connect
 
 from testkit import LiveServer
@@ -466,3 +466,55 @@ def test_join_codes_cannot_be_guessed_at_speed(tmp_path: Path) -> None:
         student = TestClient(app, client=("192.0.2.67", 40000))
         assert student.get("/api/classes/ZZZZZZ").status_code == 404
         assert student.get(f"/api/classes/{code}").status_code == 200
+
+
+# ---------------------------------------------------------------- 8. smaller ones
+
+def test_a_store_closed_under_its_readers_is_never_a_500(tmp_path: Path) -> None:
+    # What a reader meets when a DELETE, an eviction or the whole dissection replacing the preview closes the
+    # store it took (before: sqlite3's "Cannot operate on a closed database", a 500, about one round in five).
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        capture_id, _ = dissected(c, CAPTURE)
+        c.app.state.captures.get(capture_id).store.close()  # (the capture is still there: its store went)
+        for path in ("/events/1", "/events?limit=5&offset=3", "/events?limit=5&q=hello", "/events?fields=1"):
+            r = c.get(f"/api/captures/{capture_id}{path}")
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", (path, r.status_code, r.text)
+            assert "ask again" in r.json()["detail"]
+        record = c.app.state.captures.records.pop(capture_id)  # (and now the capture too, as a DELETE does)
+        r = c.get(f"/api/captures/{capture_id}/events/1")
+        assert r.status_code == 404
+        c.app.state.captures.records[capture_id] = record
+
+
+def test_a_huge_delay_fault_still_exports(tmp_path: Path) -> None:
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        session_id = c.post("/api/sessions", json={"mode": "simulated", "server": {"type": "PUSH"},
+                                                   "client": {"type": "PULL"}}).json()["id"]
+        with c.websocket_connect(f"/ws/sessions/{session_id}?log=0") as ws:
+            ws.send_json({"type": "speed", "value": 1000})
+            ready(ws)
+            ws.send_json({"type": "pause"})
+            ws.send_json({"type": "fault", "fault": "delay", "args": {"dir": "s2c", "seconds": 1e300}})
+            ws.send_json({"type": "send", "from": "server", "frames": ["late"]})
+            for _ in range(12):  # until the message is through, 1e300 virtual seconds on
+                ws.send_json({"type": "step"})
+            ws.send_json({"type": "recv", "node": "nobody"})  # (an error that ends what to read)
+            receive_until(ws, lambda m: any(x["type"] == "error" and "no node named" in x["detail"]
+                                            for x in (m if isinstance(m, list) else [m])))
+        events = c.get(f"/api/sessions/{session_id}/export.json").json()["events"]
+        assert events[-1]["t"] >= 1e300
+        r = c.get(f"/api/sessions/{session_id}/export.pcapng")  # (before: 500, a time past what pcapng holds)
+        assert r.status_code == 200 and r.content[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+def test_a_tshark_failure_says_nothing_of_the_server(tmp_path: Path) -> None:
+    with TestClient(create_app(make_settings(tmp_path, dissect_executor="thread"))) as c:
+        capture_id, _ = dissected(c, CAPTURE)
+        path = c.app.state.captures.get(capture_id).capture_path
+        original = path.read_bytes()
+        for damaged in (b"\x0a\x0d\x0d\x0a" + b"\xff" * 200, original[:300], b"not a capture at all"):
+            path.write_bytes(damaged)  # (the stored file damaged under the server: tshark fails on it)
+            c.app.state.packets.cache.clear()
+            r = c.get(f"/api/captures/{capture_id}/packets/1")
+            assert r.status_code in (404, 502), r.text
+            assert str(tmp_path) not in r.text and "pid" not in r.text and "Crash" not in r.text, r.text

@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..eventstore import StoreClosed
 from ..i18n import DEFAULT, pick_lang, translate
 from .captures import CaptureStore
 from .corpus import CorpusRuns
@@ -203,6 +204,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
 
     app.exception_handler(StarletteHTTPException)(localized_http_exception)  # (typed for any handler's signature)
+
+    @app.exception_handler(StoreClosed)
+    async def store_closed(request: Request, exc: StoreClosed) -> JSONResponse:
+        # A capture's events read while the capture was deleted (or evicted), or its preview replaced by the whole
+        # dissection: what the client gets then is not a 500.
+        capture_id = str(request.path_params.get("capture_id", ""))
+        lang = scope_lang(request.scope)
+        if capture_id and capture_id in request.app.state.captures.records:
+            return JSONResponse({"detail": translate("the capture's events changed while they were read; ask again",
+                                                     lang)}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": translate(f"no capture with id {capture_id!r}", lang)}, status_code=404)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
