@@ -11,10 +11,14 @@ import contextlib
 import gzip
 import json
 import logging
+import os
 import select
 import socket
 import struct
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,7 @@ from starlette.websockets import WebSocketDisconnect
 from webkit import SHARED, TestClient, dissected, make_settings, progress, ready, receive_until, upload
 from websockets.sync.client import connect
 
-from testkit import LiveServer
+from testkit import LiveServer, free_port
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
 from zmtplab.engine.framing import encode_frame
@@ -518,3 +522,54 @@ def test_a_tshark_failure_says_nothing_of_the_server(tmp_path: Path) -> None:
             r = c.get(f"/api/captures/{capture_id}/packets/1")
             assert r.status_code in (404, 502), r.text
             assert str(tmp_path) not in r.text and "pid" not in r.text and "Crash" not in r.text, r.text
+
+
+# ---------------------------------------------------------------- 6. memory after sessions
+
+def rss_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def test_memory_goes_back_after_sessions_end(tmp_path: Path) -> None:
+    # `zmtplab serve` itself (a process of its own, on glibc's allocator as it runs), not a thread of this one.
+    port = free_port()
+    env = {**os.environ, "ZMTPLAB_DATA_DIR": str(tmp_path)}
+    env.pop("PYTHONMALLOC", None)
+    server = subprocess.Popen([sys.executable, "-m", "zmtplab.cli", "serve", "--host", "127.0.0.1", "--port",
+                               str(port), "--log-level", "warning"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):  # (until it answers)
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                    break
+            assert server.poll() is None, "the server exited"
+            time.sleep(0.1)
+        idle = rss_of(server.pid)
+        for _ in range(2):  # rounds of sessions that each hold tens of MB while they run
+            ids = [httpx.post(f"{base}/api/sessions", json=fan_out(23), timeout=30).json()["id"] for _ in range(3)]
+            for session_id in ids:
+                with connect(f"ws://127.0.0.1:{port}/ws/sessions/{session_id}?batch=1&log=0&fields=0",
+                             max_size=None) as ws:
+                    ws.send(json.dumps({"type": "speed", "value": 1000}))
+                    seen = 0
+                    while seen < 23:
+                        seen += ws.recv(timeout=60).count('"name":"SUBSCRIBE"')
+                    ws.send(json.dumps({"type": "send", "from": "pub", "frames": ["m" * (MIB - 256)]}))
+                    messages = 0
+                    while messages < 23:
+                        messages += ws.recv(timeout=60).count('"kind":"message"')
+            busy = rss_of(server.pid)
+            for session_id in ids:
+                assert httpx.delete(f"{base}/api/sessions/{session_id}", timeout=30).status_code == 204
+        assert busy > idle + (50 << 20), "the sessions did not hold what the test meant them to"
+        for _ in range(100):  # (until the server has given it back: a moment after the last session ended)
+            if rss_of(server.pid) < idle + (40 << 20):
+                break
+            httpx.get(f"{base}/api/health", timeout=10)
+            time.sleep(0.1)
+        assert rss_of(server.pid) < idle + (40 << 20), (idle >> 20, busy >> 20, rss_of(server.pid) >> 20)
+    finally:
+        server.terminate()
+        server.wait(30)

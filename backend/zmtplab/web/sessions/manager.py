@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from ..memory import release_soon
 from ..models import SessionCreate
 from ..settings import Settings
 from .session import Runtime, Session, SessionConfigError, SessionError, TooManySessions
@@ -84,6 +85,10 @@ class SessionManager:
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await session.close()
+            # What it held goes back to the system (a moment later, once for sessions ending together): freed
+            # objects stay in CPython's arenas and glibc's heap otherwise, and rounds of sessions took the server
+            # from 83 MB to 2 GB.
+            release_soon()
 
     async def reap(self) -> None:
         """Ends sessions idle for too long and sessions whose last websocket left more than the grace period ago."""
