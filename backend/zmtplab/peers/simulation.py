@@ -328,11 +328,15 @@ class Simulation:
     """Peers, links, a virtual clock and the event log (see the module docstring)."""
 
     def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False,
-                 decisions: bool = False, window: int | None = None, fields: bool = True) -> None:
+                 decisions: bool = False, window: int | None = None, fields: bool = True,
+                 max_body: int | None = None) -> None:
         self.seed = seed
         # Without `fields`, frames and messages whose fields `engine.events.refield` makes again from their
         # dicts come without `fields` and with `framing` instead (a session builds them only when asked).
         self.fields = fields
+        # With `max_body`, a frame's or message's body (and an application read's frames) longer than that is
+        # cut in its event (`truncated`, its fields made from the whole bytes): what a session keeps of it.
+        self.max_body = max_body
         self.latency = latency
         # Whether sockets report their decisions as `socket` events (and messages get `msg` ids); off, the
         # log is exactly what it was before topologies (two-peer sessions rely on that, byte for byte).
@@ -865,7 +869,10 @@ class Simulation:
 
     def _wire_event(self, link: Link, dname: str, event) -> None:
         framing = None if self.fields else refieldable(event)
-        if framing is None:
+        cap = self.max_body
+        if cap is not None and event.length > cap and event.kind in ("frame", "message"):
+            entry = {"conn": link.id, "dir": dname, **event.to_dict(max_body=cap)}  # (fields, octets cut)
+        elif framing is None:
             entry = {"conn": link.id, "dir": dname, **event.to_dict()}
         else:
             entry = {"conn": link.id, "dir": dname, **event.to_dict(with_fields=False), "framing": framing}
@@ -1177,7 +1184,11 @@ class Simulation:
 
     def _log_recv(self, peer: SimPeer, msg: tuple[bytes, ...]) -> None:
         """The application read `msg`: a `recv` entry (with its `msg` id when tracked), then an echo's answer."""
-        entry: dict[str, Any] = {"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]}
+        cap = self.max_body
+        entry: dict[str, Any] = {"kind": "peer", "peer": peer.name, "what": "recv",
+                                 "frames": [f.hex() if cap is None else f[:cap].hex() for f in msg]}
+        if cap is not None and any(len(f) > cap for f in msg):
+            entry["truncated"] = True
         if not self.decisions:
             self._log(entry)
             return

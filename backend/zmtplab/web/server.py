@@ -289,6 +289,9 @@ def uvicorn_config(app: FastAPI, settings: Settings, *, log_level: str = "info",
     values: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": log_level,
                               "http": bounded_http_protocol(settings, table), "ws": tracked_ws_protocol(table),
                               "ws_max_size": max(settings.ws_max_message * 2, 1 << 20),
+                              # Websocket compression runs on the event loop: a session's burst of events (megabytes
+                              # of hex) took 20-60 ms of zlib per message there, a pause for every client.
+                              "ws_per_message_deflate": False,
                               # (a progress stream open in a tab must not keep a stopping server up)
                               "timeout_graceful_shutdown": 10, **options}
     return uvicorn.Config(app, **values)

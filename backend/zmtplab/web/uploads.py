@@ -25,7 +25,7 @@ FIELD = "file"
 SNIFF_BYTES = 4096  # enough for sniff_format, gzip-compressed captures included
 WRITE_BATCH = 1 << 20
 MULTIPART_OVERHEAD = 64 * 1024  # octets of the body that are not the file (boundaries, headers, other fields)
-PARSE_BATCH = 1 << 20  # octets of the body parsed (and written) in one turn of the worker thread
+PARSE_BATCH = 256 * 1024  # octets of the body parsed (and written) in one turn of the worker thread
 UNPROCESSABLE = 422
 
 
