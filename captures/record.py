@@ -1286,6 +1286,125 @@ def run_push_slow_pull(port: int, out_dir: Path) -> str:
     return f"PUSH blocked after {sent} tasks"
 
 
+# ZWS (45/ZWS, ZeroMQ over WebSocket): the PyPI wheel's libzmq has no ws:// transport, Debian's libzmq5 has it.
+# Its side runs in Debian's python3 with python3-zmq (scripts/install-system-deps.sh); ours is zmtplab's peer.
+DEBIAN_PYTHON = "/usr/bin/python3"
+LIBZMQ_WS = """
+import sys, zmq
+kind, action, endpoint, count = sys.argv[1:5]
+ctx = zmq.Context()
+sock = ctx.socket(getattr(zmq, kind))
+sock.linger = 1000
+sock.rcvtimeo = sock.sndtimeo = 3000
+if action == "bind":
+    sock.bind(endpoint)
+else:
+    sock.connect(endpoint)
+print("ready", flush=True)
+for _ in range(int(count)):
+    line = sys.stdin.readline().split()
+    if line[0] == "send":
+        sock.send_multipart([bytes.fromhex(f) for f in line[1].split(",")])
+    else:
+        print(",".join(f.hex() for f in sock.recv_multipart()), flush=True)
+sys.stdin.readline()
+sock.close()
+ctx.term()
+"""
+
+
+class LibzmqWs:
+    """One libzmq socket over ws:// in Debian's python3: `send()` and `recv()` one message at a time."""
+
+    def __init__(self, kind: str, action: str, endpoint: str, steps: int) -> None:
+        if not Path(DEBIAN_PYTHON).exists():
+            raise ScenarioError(f"{DEBIAN_PYTHON} with python3-zmq (Debian's libzmq, with ws://) is needed")
+        self.proc = subprocess.Popen([DEBIAN_PYTHON, "-c", LIBZMQ_WS, kind, action, endpoint, str(steps)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        if self._line() != "ready":
+            raise ScenarioError(f"libzmq {kind} did not start")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def send(self, frames: list[bytes]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("send " + ",".join(f.hex() for f in frames) + "\n")
+
+    def recv(self) -> list[bytes]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("recv\n")
+        line = self._line()
+        if not line:
+            raise ScenarioError(f"libzmq received nothing (exit {self.proc.poll()})")
+        return [bytes.fromhex(f) for f in line.split(",")]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("close\n")
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def ws_endpoint(port: int) -> str:
+    return f"ws://{HOST}:{port}/zmq"
+
+
+@scenario(
+    "zws_dealer_router", 15650, "ROUTER (libzmq 4.3.4, Debian)", "DEALER, identity `client-1` (zmtplab peer)",
+    "ws://: ZWS2.0/NULL; DEALER sends [``, `request`] (masked); ROUTER replies [``, `reply`]",
+)  # fmt: skip
+def run_zws_dealer_router(port: int, out_dir: Path) -> str:
+    """45/ZWS with a mechanism: our DEALER offers libzmq's ZWS2.0/NULL,ZWS2.0 and libzmq's ROUTER picks NULL."""
+    import asyncio
+
+    from zmtplab.peers.tcp import TcpPeer
+
+    router = LibzmqWs("ROUTER", "bind", ws_endpoint(port), 2)
+
+    async def dealer() -> None:
+        async with TcpPeer("DEALER", identity=b"client-1") as peer:
+            peer.connect(ws_endpoint(port))
+            await peer.send([b"", b"request"])
+            got = await asyncio.to_thread(router.recv)
+            if got != [b"client-1", b"", b"request"]:
+                raise ScenarioError(f"ROUTER received {got}")
+            router.send([b"client-1", b"", b"reply"])
+            if await peer.recv(timeout=3) != [b"", b"reply"]:
+                raise ScenarioError("DEALER got another reply")
+
+    asyncio.run(dealer())
+    router.close()
+    return ""
+
+
+@scenario(
+    "zws_routing_ids", 15651, "PULL accepting only ZWS2.0, as a browser offers (zmtplab peer)",
+    "PUSH (libzmq 4.3.4, Debian)",
+    "ws://: libzmq offers ZWS2.0/NULL,ZWS2.0, gets ZWS2.0: routing ids first, then `hello` and [`one`, `two`] (masked)",
+)  # fmt: skip
+def run_zws_routing_ids(port: int, out_dir: Path) -> str:
+    """45/ZWS without a mechanism: each side's first message is its routing id (ZMTP/2-like)."""
+    import asyncio
+
+    from zmtplab.peers.tcp import TcpPeer
+
+    async def pull() -> None:
+        async with TcpPeer("PULL", zws_protocols=["ZWS2.0"]) as peer:
+            await peer.bind(ws_endpoint(port))
+            push = await asyncio.to_thread(LibzmqWs, "PUSH", "connect", ws_endpoint(port), 2)
+            push.send([b"hello"])
+            push.send([b"one", b"two"])
+            for expected in ([b"hello"], [b"one", b"two"]):
+                if await peer.recv(timeout=3) != expected:
+                    raise ScenarioError("PULL got another message")
+            await asyncio.to_thread(push.close)
+
+    asyncio.run(pull())
+    return ""
+
+
 def _proxy(ctx: zmq.Context, frontend: zmq.Socket, backend: zmq.Socket) -> None:
     control = ctx.socket(zmq.PAIR)
     control.connect("inproc://broker-control")

@@ -37,6 +37,7 @@ def zmtp3(mechanism: bytes = b"NULL", minor: int = 1, padding: int = 1) -> bytes
 
 #: The signature libzmq sends when its socket has no routing id.
 LIBZMQ_SIGNATURE = bytes.fromhex("ff 00 00 00 00 00 00 00 01 7f")
+ZWS_101 = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 NULL31 = zmtp3()
 PLAIN31 = zmtp3(b"PLAIN")
 CURVE31 = zmtp3(b"CURVE")
@@ -48,7 +49,7 @@ class Expected:
 
     ``c2s``/``s2c`` are the expected first bytes of the client's (connecting side's)
     and the server's byte streams; ``signature`` is the libzmq signature that must
-    appear somewhere in the payloads.
+    appear somewhere in the payloads (over WebSocket, octets only libzmq writes so).
     """
 
     port: int
@@ -99,6 +100,12 @@ EXPECTED: dict[str, Expected] = {
     "curve_wrong_key": Expected(15646, c2s=CURVE31, s2c=CURVE31, mechanism=b"CURVE"),
     "identity_collision": Expected(15647, c2s=zmtp3(padding=len(b"dup") + 1), connections=2),
     "push_slow_pull": Expected(15648),
+    # ZeroMQ over WebSocket (45/ZWS): HTTP upgrades, no ZMTP signature. What shows libzmq's side: its ROUTER's
+    # READY as a server writes it (unmasked), and its client's offer as it writes it (no space after the comma).
+    "zws_dealer_router": Expected(15650, c2s=b"GET /zmq HTTP/1.1\r\n", s2c=ZWS_101,
+                                  signature=b"\x02\x05READY\x0bSocket-Type\x00\x00\x00\x06ROUTER"),
+    "zws_routing_ids": Expected(15651, c2s=b"GET /zmq HTTP/1.1\r\n", s2c=ZWS_101,
+                                signature=b"Sec-WebSocket-Protocol: ZWS2.0/NULL,ZWS2.0\r\n"),
 }
 
 MECHANISM_CAPTURES = sorted(name for name, exp in EXPECTED.items() if exp.mechanism)

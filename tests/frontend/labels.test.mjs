@@ -11,6 +11,16 @@ test('info labels read like Wireshark’s Info column', () => {
   assert.equal(infoLabel({ kind: 'greeting', version: '3.1', mechanism: 'NULL', as_server: false }), 'Greeting 3.1 NULL');
   assert.equal(infoLabel({ kind: 'greeting', version: '3.0', mechanism: 'PLAIN', as_server: true }), 'Greeting 3.0 PLAIN as-server');
   assert.equal(infoLabel({ kind: 'greeting', version: '2.0', socket_type: 'DEALER', identity: hex('me') }), 'Greeting 2.0 DEALER Identity="me"');
+  // ZMTP over WebSocket (45/ZWS): the HTTP upgrade both ways, a routing id, WebSocket control frames.
+  const zws = { kind: 'greeting', version: '3.0', mechanism: 'NULL', as_server: false, transport: 'zws' };
+  assert.equal(infoLabel({ ...zws, protocol: 'ZWS2.0/NULL', protocols: ['ZWS2.0/NULL', 'ZWS2.0'], target: '/zmq' }), 'Greeting ZWS2.0/NULL GET /zmq');
+  assert.equal(infoLabel({ ...zws, protocol: null, protocols: ['ZWS2.0/NULL', 'ZWS2.0'], target: '/' }), 'Greeting ZWS2.0/NULL,ZWS2.0 GET /');
+  assert.equal(infoLabel({ ...zws, protocol: 'ZWS2.0/NULL', status: 101 }), 'Greeting ZWS2.0/NULL HTTP 101');
+  assert.equal(infoLabel({ kind: 'greeting', version: '2.0', transport: 'zws', protocol: 'ZWS2.0', identity: hex('me') }), 'Greeting ZWS2.0 Identity="me"');
+  assert.equal(infoLabel({ kind: 'greeting', version: '2.0', transport: 'zws', protocol: 'ZWS2.0', identity: '' }), 'Greeting ZWS2.0 Identity=""');
+  assert.equal(infoLabel({ kind: 'command', name: 'WS-CLOSE', transport: 'zws', code: 1000, reason: 'bye' }), 'WS-CLOSE code=1000 reason="bye"');
+  assert.equal(infoLabel({ kind: 'command', name: 'WS-PING', transport: 'zws', data: hex('hb') }), 'WS-PING data="hb"');
+  assert.equal(infoLabel({ kind: 'command', name: 'WS-PONG', transport: 'zws', data: '' }), 'WS-PONG');
   assert.equal(
     infoLabel({ kind: 'command', name: 'READY', properties: { 'Socket-Type': 'DEALER', Identity: 'client-1' } }),
     'READY Socket-Type=DEALER Identity=client-1',

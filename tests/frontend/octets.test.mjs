@@ -220,3 +220,26 @@ test('helpers: range labels, literals, the field under an offset', () => {
   assert.equal(fieldAt(READY, BASE), 0);
   assert.equal(fieldAt(READY, BASE + 99), -1);
 });
+
+test('a client\'s WebSocket frame (ZWS): the boxes show its octets unmasked, as its fields describe them', () => {
+  // From captures/zws_dealer_router.pcapng: our DEALER's "request" frame, masked with the key da f1 23 b0.
+  const F = (name, rule, offset, length, value) => ({ name, rule, offset, length, value, note: '' });
+  const frame = {
+    kind: 'frame', offset: 265, length: 14, transport: 'zws',
+    hex: '8288daf123b0da8346c1af9450c4', unmasked: '8288daf123b00072657175657374', body: '72657175657374',
+    fields: [
+      F('fin-opcode', 'frame-opcode', 265, 1, '0x82 (FIN, binary)'),
+      F('mask-length', 'frame-payload-length', 266, 1, '0x88 (MASK, 8)'),
+      F('masking-key', 'frame-masking-key', 267, 4, 'daf123b0'),
+      F('flags', 'flags', 271, 1, '0x00 (final)'),
+      F('body', 'message-body', 272, 7, 'request'),
+    ],
+  };
+  const texts = layoutOctets(frame).rows.flatMap((r) => r.boxes.map((b) => b.text));
+  assert.ok(texts.includes('"request"'), texts.join(' | '));
+  assert.ok(texts.includes('%x00'), texts.join(' | '));
+  // Without `unmasked` (a server's frame, never masked) the octets are `hex` itself.
+  const { unmasked, ...wire } = frame;
+  assert.ok(unmasked);
+  assert.ok(!layoutOctets(wire).rows.flatMap((r) => r.boxes.map((b) => b.text)).includes('"request"'));
+});

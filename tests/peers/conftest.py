@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import subprocess
+import threading
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
@@ -70,3 +73,80 @@ class EventLog:
 
     def what(self, what: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("what") == what]
+
+
+class LineError(RuntimeError):
+    """A helper process answered `err ...`."""
+
+
+class LineDriven:
+    """A helper process holding another implementation's sockets, driven one command line at a time (JeroMQ's
+    tests/peers/jeromq/ZPeer.java, libzmq's tests/peers/libzmq_ws/zpeer.py): frames are hex, a message is its
+    frames joined by ","; every command answers one line, "ok ...", "msg ...", "timeout" or "err ...". """
+
+    what = "helper"  # for messages
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.lock = threading.Lock()
+        self.names = itertools.count(1)
+        self.open: list[str] = []
+        self.version = self.call("version")
+
+    def call(self, *words: str) -> str:
+        """Sends one command; returns its answer without `ok ` (raises `LineError` on `err`)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with self.lock:
+            self.proc.stdin.write(" ".join(words) + "\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline().rstrip("\n")
+        if not answer:
+            raise LineError(f"{self.what} exited (status {self.proc.poll()}) on {words[:2]}")
+        if answer.startswith("err "):
+            raise LineError(answer[4:])
+        return answer[3:] if answer.startswith("ok") else answer
+
+    def new(self, *words: str) -> str:
+        """`new NAME ...`: a socket's name, closed by `close_all()`."""
+        name = f"s{next(self.names)}"
+        self.call("new", name, *words)
+        self.open.append(name)
+        return name
+
+    def close_all(self) -> None:
+        while self.open:
+            self.call("close", self.open.pop())
+
+    def quit(self) -> None:
+        if self.proc.poll() is None:
+            self.call("quit")
+        self.proc.wait(10)
+
+
+class LineSocket:
+    """One socket in a `LineDriven` helper; the blocking calls run in a thread, off the event loop."""
+
+    def __init__(self, helper: LineDriven, name: str) -> None:
+        self.helper = helper
+        self.name = name
+
+    def connect(self, endpoint: str) -> None:
+        self.helper.call("connect", self.name, endpoint)
+
+    def subscribe(self, topic: bytes) -> None:
+        self.helper.call("sub", self.name, topic.hex())
+
+    def unsubscribe(self, topic: bytes) -> None:
+        self.helper.call("unsub", self.name, topic.hex())
+
+    async def send(self, frames: list[bytes]) -> None:
+        answer = await asyncio.to_thread(self.helper.call, "send", self.name, ",".join(f.hex() for f in frames))
+        if answer == "timeout":
+            raise TimeoutError(f"{self.helper.what} {self.name} could not send")
+
+    async def recv(self, timeout: float = TIMEOUT) -> list[bytes]:
+        answer = await asyncio.to_thread(self.helper.call, "recv", self.name, str(int(timeout * 1000)))
+        if answer == "timeout":
+            raise TimeoutError(f"{self.helper.what} {self.name} received nothing within {timeout} s")
+        assert answer.startswith("msg ")
+        return [bytes.fromhex(f) for f in answer[4:].split(",")]

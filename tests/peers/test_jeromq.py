@@ -11,12 +11,10 @@ side is tests/peers/jeromq/ZPeer.java, compiled once per session, one JVM for ev
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,19 @@ from zmtplab.capture.tap import TapProxy
 from zmtplab.engine import ConnectionDissector
 from zmtplab.peers.tcp import TcpPeer, parse_endpoint
 
-from .conftest import MIB, TIMEOUT, EventLog, run, zbind, zmq_context, zrecv, zsend, zsock
+from .conftest import (
+    MIB,
+    TIMEOUT,
+    EventLog,
+    LineDriven,
+    LineSocket,
+    run,
+    zbind,
+    zmq_context,
+    zrecv,
+    zsend,
+    zsock,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -42,80 +52,23 @@ PSEUDO_SIGNATURE = "a 2.0/3.x peer's pseudo-signature read as a 1.0 identity fra
 SETUP = "scripts/install-system-deps.sh installs them (libjeromq-java, openjdk-17-jdk-headless)"
 
 
-class JeroMQError(RuntimeError):
-    """ZPeer answered `err ...`."""
-
-
-class JeroMQ:
+class JeroMQ(LineDriven):
     """One JVM running ZPeer: JeroMQ sockets driven by one command line each (see ZPeer.java)."""
 
-    def __init__(self, classes: Path) -> None:
-        self.proc = subprocess.Popen(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{JAR}",
-                                      "ZPeer"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.lock = threading.Lock()
-        self.names = itertools.count(1)
-        self.open: list[str] = []
-        self.version = self.call("version")
+    what = "ZPeer"
 
-    def call(self, *words: str) -> str:
-        """Sends one command; returns its answer without `ok ` (raises `JeroMQError` on `err`)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        with self.lock:
-            self.proc.stdin.write(" ".join(words) + "\n")
-            self.proc.stdin.flush()
-            answer = self.proc.stdout.readline().rstrip("\n")
-        if not answer:
-            raise JeroMQError(f"ZPeer exited (status {self.proc.poll()}) on {words[:2]}")
-        if answer.startswith("err "):
-            raise JeroMQError(answer[4:])
-        return answer[3:] if answer.startswith("ok") else answer
+    def __init__(self, classes: Path) -> None:
+        super().__init__(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{JAR}", "ZPeer"])
 
     def socket(self, socket_type: str, identity: bytes = b"") -> JSocket:
-        name = f"s{next(self.names)}"
-        self.call("new", name, socket_type, identity.hex())
-        self.open.append(name)
-        return JSocket(self, name)
-
-    def close_all(self) -> None:
-        while self.open:
-            self.call("close", self.open.pop())
-
-    def quit(self) -> None:
-        if self.proc.poll() is None:
-            self.call("quit")
-        self.proc.wait(10)
+        return JSocket(self, self.new(socket_type, identity.hex()))
 
 
-class JSocket:
-    """One JeroMQ socket in the ZPeer JVM; the blocking calls run in a thread, off the event loop."""
-
-    def __init__(self, jvm: JeroMQ, name: str) -> None:
-        self.jvm = jvm
-        self.name = name
+class JSocket(LineSocket):
+    """One JeroMQ socket in the ZPeer JVM."""
 
     def bind(self) -> str:
-        return self.jvm.call("bind", self.name, "127.0.0.1")
-
-    def connect(self, endpoint: str) -> None:
-        self.jvm.call("connect", self.name, endpoint)
-
-    def subscribe(self, topic: bytes) -> None:
-        self.jvm.call("sub", self.name, topic.hex())
-
-    def unsubscribe(self, topic: bytes) -> None:
-        self.jvm.call("unsub", self.name, topic.hex())
-
-    async def send(self, frames: list[bytes]) -> None:
-        answer = await asyncio.to_thread(self.jvm.call, "send", self.name, ",".join(f.hex() for f in frames))
-        if answer == "timeout":
-            raise TimeoutError(f"JeroMQ {self.name} could not send")
-
-    async def recv(self, timeout: float = TIMEOUT) -> list[bytes]:
-        answer = await asyncio.to_thread(self.jvm.call, "recv", self.name, str(int(timeout * 1000)))
-        if answer == "timeout":
-            raise TimeoutError(f"JeroMQ {self.name} received nothing within {timeout} s")
-        assert answer.startswith("msg ")
-        return [bytes.fromhex(f) for f in answer[4:].split(",")]
+        return self.helper.call("bind", self.name, "127.0.0.1")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 from zmtplab.engine import Connection, ConnectionDissector
 from zmtplab.engine.greeting import encode_greeting
 from zmtplab.peers.sockets import Again
-from zmtplab.peers.tcp import TcpPeer, parse_endpoint
+from zmtplab.peers.tcp import TcpPeer, parse_endpoint, ws_target
 
 from .conftest import TIMEOUT, EventLog, run
 
@@ -26,7 +26,10 @@ def test_parse_endpoint() -> None:
     assert parse_endpoint("tcp://127.0.0.1:5555", bind=False) == ("127.0.0.1", 5555)
     assert parse_endpoint("tcp://*:*", bind=True) == ("0.0.0.0", 0)
     assert parse_endpoint("tcp://[::1]:7", bind=False) == ("::1", 7)
-    for bad in ("ipc:///tmp/x", "tcp://host", "tcp://h:notaport", "tcp://*:5"):
+    assert parse_endpoint("ws://127.0.0.1:5555/zmq", bind=False) == ("127.0.0.1", 5555)
+    assert parse_endpoint("ws://*:0", bind=True) == ("0.0.0.0", 0)
+    assert (ws_target("ws://h:1/a/b"), ws_target("ws://h:1"), ws_target("tcp://h:1")) == ("/a/b", "/", None)
+    for bad in ("ipc:///tmp/x", "tcp://host", "tcp://h:notaport", "tcp://*:5", "wss://h:1/x", "ws://h/x"):
         with pytest.raises(ValueError):
             parse_endpoint(bad, bind=False)
 

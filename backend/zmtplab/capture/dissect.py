@@ -3,6 +3,8 @@
 Every TCP connection is examined, whatever its port: a connection is ZMTP when a
 direction starts with a ZMTP signature or both start like ZMTP 1.0 identity frames, or,
 for connections captured mid-stream, when the dissector finds a certain chain of frames.
+A connection whose client opens with an HTTP upgrade to WebSocket offering a ZWS subprotocol
+is ZMTP over WebSocket (45/ZWS), read by the engine's `ZwsDissector` into the same events.
 Each event gets `conn`, `dir`, `packets` (the frames that carried its bytes) and `ts`
 (the time of the packet that completed it).
 
@@ -32,6 +34,8 @@ import orjson
 from ..engine.batch import FrameRun, RunScanner, frame_run
 from ..engine.dissector import ConnectionDissector, Item
 from ..engine.events import Command, Expert, Frame, Message, WireEvent
+from ..engine.zws import MAX_HEAD, sniff_upgrade, starts_like_request
+from ..engine.zws_dissector import ZwsDissector
 from .errors import CaptureFormatError
 from .jsonlines import JsonRun, join_run, json_runs, source_suffix
 from .pcapfile import read_tcp_packets
@@ -154,7 +158,8 @@ class _Conn:
         self.seen: dict[str, _Seen] = {}
         # Read without a greeting: captured mid-stream, or the first bytes of a SYN-captured connection were lost.
         self.mid_stream = not info.syn_seen
-        self.dissector: ConnectionDissector | None = None
+        self.dissector: ConnectionDissector | ZwsDissector | None = None
+        self.zws = False  # the client's first bytes are an HTTP upgrade to ZWS
         self.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
         self.sniff = {"c2s": bytearray(), "s2c": bytearray()}
         self.held: list[tuple[str, Any]] = []  # stream events held while undecided
@@ -312,6 +317,13 @@ class CaptureDissector:
     def _verdict(self, conn: _Conn, *, final: bool = False) -> bool | None:
         if conn.mid_stream:
             return True  # a mid-stream dissector decides by itself (see _emit)
+        if starts_like_request(conn.sniff["c2s"]):
+            zws = sniff_upgrade(conn.sniff["c2s"])
+            if zws:
+                conn.zws = True
+                return True
+            if zws is None and not final:
+                return None  # an HTTP request head still coming: a ZWS upgrade, perhaps
         kinds = [looks_like_zmtp(bytes(conn.sniff[d])) for d in ("c2s", "s2c")]
         if "sig" in kinds:
             return True
@@ -327,8 +339,10 @@ class CaptureDissector:
 
     def _undecided(self, conn: _Conn, event: StreamData, output: _Output) -> list:
         sniff = conn.sniff[event.dir]
-        if len(sniff) < SNIFF_BYTES:
-            sniff += event.data[: SNIFF_BYTES - len(sniff)]
+        # The client's side may be an HTTP upgrade (ZWS): its whole head decides.
+        limit = MAX_HEAD if event.dir == "c2s" and starts_like_request(sniff or event.data) else SNIFF_BYTES
+        if len(sniff) < limit:
+            sniff += event.data[: limit - len(sniff)]
         conn.held.append(("data", event))
         verdict = self._verdict(conn)
         if verdict is None:
@@ -342,7 +356,8 @@ class CaptureDissector:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
+        conn.dissector = ZwsDissector() if conn.zws else \
+            ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
         out: list = []
         for what, ev in held:
             if what == "data":
@@ -389,7 +404,7 @@ class CaptureDissector:
     @staticmethod
     def _why_unreadable(conn: _Conn, d: str, seen: _Seen) -> str:
         if conn.info.zmtp is False:
-            first = bytes(conn.sniff.get(d, b""))
+            first = bytes(conn.sniff.get(d, b""))[:SNIFF_BYTES]
             if not first:
                 return "the other direction's first bytes showed this connection is not ZMTP"
             text = first.decode("ascii") if first.isascii() else ""
@@ -425,7 +440,7 @@ class CaptureDissector:
         """The output items of the events a dissector reported (`chunk`: the data they were read from)."""
         if not events:
             return []
-        if self.curve_keys:
+        if self.curve_keys and not conn.zws:  # (CURVE boxes over ZWS are shown, not opened)
             events = self._with_decrypted(conn, events, self.curve_keys)
         events = self._release(conn, events)
         if not events:

@@ -45,6 +45,8 @@ def body_text(hex_body: str, limit: int = 40) -> str:
 def summary(event: dict[str, Any]) -> str:
     """A Wireshark-Info-column style summary of one event."""
     kind = event["kind"]
+    if kind == "greeting" and event.get("transport") == "zws":
+        return _zws_greeting(event)
     if kind == "greeting":
         version = event.get("version")
         if version in ("1.0", "2.0"):
@@ -86,6 +88,17 @@ def summary(event: dict[str, Any]) -> str:
     if kind == "gap":
         return f"Gap: {event['length']} bytes missing from the capture"
     return kind
+
+
+def _zws_greeting(event: dict[str, Any]) -> str:
+    """A ZWS greeting (45/ZWS): the HTTP upgrade, or a routing id."""
+    if "identity" in event:
+        ident = event["identity"]
+        return f"Greeting ZWS routing id={body_text(ident) if ident else '(none)'}"
+    chosen = event.get("protocol") or "(none)"
+    if "target" in event:
+        return f"Greeting ZWS upgrade GET {event['target']} offers {','.join(event.get('protocols') or [])}"
+    return f"Greeting ZWS upgrade {event.get('status')} {chosen}"
 
 
 def write_line(out: IO[str], event: dict[str, Any]) -> None:

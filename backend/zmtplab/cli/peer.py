@@ -1,9 +1,9 @@
 """`zmtplab peer`: a real ZeroMQ peer through the engine, interoperable with libzmq, that shows every byte.
 
-It prints the protocol elements of both directions of every connection (a `ConnectionDissector`
-reads exactly the bytes that crossed the socket), peer events (connected, handshake, PING,
-closed, ...) and each message the application received. In JSON lines (`--jsonl`) every line
-is the event contract of docs/architecture.md; peer events have `"kind": "peer"`. The `message`
+It prints the protocol elements of both directions of every connection (a `ConnectionDissector`, or a
+`ZwsDissector` for a ws:// endpoint, reads exactly the bytes that crossed the socket), peer events
+(connected, handshake, PING, closed, ...) and each message the application received. In JSON lines
+(`--jsonl`) every line is the event contract of docs/architecture.md; peer events have `"kind": "peer"`. The `message`
 events of the incoming direction are the received messages (`frames` as hex, as ZMTP delivered
 them); with CURVE, where the wire only shows encrypted MESSAGE boxes, a `message` event with
 `"decrypted": true` carries the opened frames. A `peer` event with `"what": "recv"` shows each
@@ -30,7 +30,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ..engine import ConnectionDissector
+from ..engine import ConnectionDissector, ZwsDissector
 from ..engine.constants import SOCKET_TYPES
 from ..engine.events import Command, Frame, Message, WireEvent, cut_bodies
 from .output import body_text, write_jsonl, write_line
@@ -41,12 +41,14 @@ RECEIVERS_FIRST = {"REP", "ROUTER"}
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds the `peer` subcommand."""
-    p = sub.add_parser("peer", help="run a real ZeroMQ peer (TCP) and show its protocol events",
-                       description="Run a ZeroMQ socket over TCP through the ZMTP Lab engine; it talks to libzmq "
-                                   "and prints every protocol element of both directions.")
+    p = sub.add_parser("peer", help="run a real ZeroMQ peer (TCP or WebSocket) and show its protocol events",
+                       description="Run a ZeroMQ socket over TCP (tcp://, ZMTP) or WebSocket (ws://, 45/ZWS) through "
+                                   "the ZMTP Lab engine; it talks to libzmq and prints every protocol element of both "
+                                   "directions.")
     p.add_argument("type", metavar="TYPE", type=str.upper, choices=SOCKET_TYPES,
                    help="socket type: " + ", ".join(SOCKET_TYPES))
-    p.add_argument("endpoint", metavar="ENDPOINT", help="tcp://HOST:PORT (bind: tcp://*:PORT, port 0 or * for any)")
+    p.add_argument("endpoint", metavar="ENDPOINT",
+                   help="tcp://HOST:PORT or ws://HOST:PORT/PATH (bind: tcp://*:PORT, port 0 or * for any)")
     side = p.add_mutually_exclusive_group(required=True)
     side.add_argument("--bind", action="store_true", help="listen on ENDPOINT")
     side.add_argument("--connect", action="store_true", help="connect to ENDPOINT (reconnecting as libzmq does)")
@@ -70,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--curve-secretkey", metavar="Z85", help="CURVE: our secret key")
     p.add_argument("--zmtp-version", default="3.1", choices=["3.1", "3.0", "2.0", "1.0"],
                    help="the ZMTP version to announce (default 3.1)")
+    p.add_argument("--zws-protocol", action="append", default=None, metavar="P",
+                   help="ws:// only: a subprotocol a client offers or a server accepts, in order (repeatable; "
+                        "default libzmq's: ZWS2.0/NULL then ZWS2.0 for NULL, ZWS2.0/PLAIN for PLAIN)")
     p.add_argument("--heartbeat-ivl", type=float, default=0, metavar="MS", help="send PING every MS milliseconds")
     p.add_argument("--heartbeat-ttl", type=float, default=0, metavar="MS", help="TTL announced in our PINGs")
     p.add_argument("--heartbeat-timeout", type=float, default=None, metavar="MS",
@@ -109,7 +114,8 @@ class Printer:
         self.args = args
         self.out = sys.stdout
         self.curve = args.mechanism == "curve"
-        self.dissectors: dict[str, ConnectionDissector] = {}
+        self.dissectors: dict[str, ConnectionDissector | ZwsDissector] = {}
+        self.zws = args.endpoint.startswith("ws://")
         self.incoming: dict[str, str] = {}
         self.boxes: dict[str, deque[tuple[int, int]]] = {}  # CURVE: spans of incoming MESSAGE elements
         self.ready: set[str] = set()
@@ -134,7 +140,7 @@ class Printer:
     def on_wire(self, conn_id: str, direction: str, data: bytes) -> None:
         dissector = self.dissectors.get(conn_id)
         if dissector is None:
-            dissector = self.dissectors[conn_id] = ConnectionDissector()
+            dissector = self.dissectors[conn_id] = ZwsDissector() if self.zws else ConnectionDissector()
             self.boxes[conn_id] = deque()
         for d, event in dissector.receive_data(direction, data):
             self._wire_event(conn_id, d, event)
@@ -224,6 +230,7 @@ async def _main(args: argparse.Namespace) -> int:
         "sndhwm": args.sndhwm,
         "rcvhwm": args.rcvhwm,
         "max_frame_size": args.max_frame_size,
+        "zws_protocols": args.zws_protocol,
     }
     if args.mechanism == "plain":
         options.update(username=args.plain_username, password=args.plain_password, plain_server=args.plain_server)

@@ -1,4 +1,5 @@
-"""The sans-IO ZMTP engine: a strict peer (`Connection`) and a lenient dissector (`ConnectionDissector`).
+"""The sans-IO ZMTP engine: a strict peer (`Connection`) and a lenient dissector (`ConnectionDissector`), and
+the same two for ZMTP over WebSocket, 45/ZWS (`ZwsConnection`, `ZwsDissector`).
 
 It imports nothing else of ZMTP Lab and touches no socket, event loop or clock.
 
@@ -24,6 +25,8 @@ _WHERE = {
     "SubscriptionChanged": "events", "WireEvent": "events",
     "Mechanism": "mechanisms", "NullMechanism": "mechanisms", "PlainClient": "mechanisms",
     "PlainServer": "mechanisms",
+    "ZwsFrame": "events", "ZwsGreeting": "events",
+    "ZwsConnection": "zws_connection", "ZwsDissector": "zws_dissector",
 }
 
 __all__ = [
@@ -31,7 +34,7 @@ __all__ = [
     "Expert", "Field", "Frame", "Gap", "Greeting", "HandshakeComplete", "LocalProtocolError", "Mechanism",
     "Message", "MessageReceived", "NullMechanism", "PingReceived", "PlainClient", "PlainServer", "PongReceived",
     "ProtocolError", "RemoteProtocolError", "StreamDecoder", "SubscriptionChanged", "WireEvent",
-    "generate_keypair", "z85_decode", "z85_encode",
+    "ZwsConnection", "ZwsDissector", "ZwsFrame", "ZwsGreeting", "generate_keypair", "z85_decode", "z85_encode",
 ]
 
 
@@ -75,5 +78,9 @@ if TYPE_CHECKING:
         PongReceived,
         SubscriptionChanged,
         WireEvent,
+        ZwsFrame,
+        ZwsGreeting,
     )
     from .mechanisms import Mechanism, NullMechanism, PlainClient, PlainServer
+    from .zws_connection import ZwsConnection
+    from .zws_dissector import ZwsDissector

@@ -11,46 +11,23 @@ whole messages. It never touches a socket or a clock.
 
 from __future__ import annotations
 
-from collections import deque
-from enum import StrEnum
-
-from .commands import cancel_body, error_body, ping_body, pong_body, subscribe_body
-from .constants import IDENTITY_AWARE, MAX_PING_CONTEXT, SOCKET_TYPES, VALID_PEERS
+from .commands import cancel_body, error_body, ping_body, subscribe_body
+from .constants import MAX_PING_CONTEXT
 from .decoder import FAMILY_V1, FAMILY_V2, FAMILY_V3, StreamDecoder
 from .errors import LocalProtocolError, RemoteProtocolError
-from .events import (
-    Command,
-    ConnectionClosed,
-    Event,
-    Greeting,
-    HandshakeComplete,
-    Message,
-    MessageReceived,
-    PingReceived,
-    PongReceived,
-    SubscriptionChanged,
-)
+from .events import Command, Event, Greeting, Message
 from .framing import encode_frame, encode_message
 from .greeting import encode_v1_identity, encode_v2_tail, greeting_rest, signature
-from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism, NullMechanism
+from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism
+from .strict_peer import CLOSED, GREETING, HANDSHAKE, READY, ConnectionState, StrictPeer
 
 VERSIONS = ("3.1", "3.0", "2.0", "1.0")
+__all__ = ["CLOSED", "GREETING", "HANDSHAKE", "READY", "VERSIONS", "Connection", "ConnectionState"]
 
 
-class ConnectionState(StrEnum):
-    """Where a connection is; a `str` (`"ready"`, ...), so it reads and prints as its value."""
-
-    GREETING = "greeting"
-    HANDSHAKE = "handshake"
-    READY = "ready"
-    CLOSED = "closed"
-
-
-GREETING, HANDSHAKE, READY, CLOSED = ConnectionState
-
-
-class Connection:
-    """One side of a ZMTP connection (see the module docstring)."""
+class Connection(StrictPeer):
+    """One side of a ZMTP connection (see the module docstring; what it shares with the ZWS peer is
+    `StrictPeer`'s)."""
 
     def __init__(
         self,
@@ -63,35 +40,18 @@ class Connection:
         max_frame_size: int | None = None,
         properties: dict[str, bytes] | None = None,
     ) -> None:
-        socket_type = socket_type.upper()
-        if socket_type not in SOCKET_TYPES:
-            raise LocalProtocolError(f"unknown socket type {socket_type!r}")
+        super().__init__(socket_type, mechanism=mechanism, identity=identity, properties=properties)
         if version not in VERSIONS:
             raise LocalProtocolError(f"unsupported version {version!r}; one of {', '.join(VERSIONS)}")
         if strategy not in ("partial", "full"):
             raise LocalProtocolError("strategy is 'partial' or 'full'")
-        if len(identity) > 255:
-            raise LocalProtocolError("an identity has at most 255 octets")
-        self.socket_type = socket_type
-        self.mechanism = mechanism or NullMechanism()
         if version in ("2.0", "1.0") and self.mechanism.name != "NULL":
             raise LocalProtocolError(f"ZMTP {version} has no security mechanisms; only NULL")
-        self.identity = identity
         self.own_version = version
         self.strategy = strategy if version != "1.0" else "full"
-        self.extra_properties = dict(properties or {})
-        self.state = GREETING
-        self.version: str | None = None  # negotiated
-        self.peer_socket_type: str | None = None
-        self.peer_identity: bytes = b""
-        self.peer_metadata: dict[str, bytes] = {}
-        self.user_id: str | None = None
-        self.close_reason: str | None = None
         self._own_family = FAMILY_V3 if version.startswith("3") else version
         self.decoder = StreamDecoder(strict=True, peer_family=lambda: self._own_family,
                                       max_frame_size=max_frame_size)
-        self._events: deque[Event] = deque()
-        self._out = bytearray()
         self._greeting_stage = 0  # 0 nothing sent, 1 signature, 2 + major, 3 complete
         self._started = False
         self._incoming_frames: list[bytes] = []
@@ -147,35 +107,9 @@ class Connection:
             self._close(str(exc), error=True)
             raise
 
-    def next_event(self) -> Event | None:
-        """The next peer event, or None when more data is needed."""
-        return self._events.popleft() if self._events else None
-
-    def events(self) -> list[Event]:
-        """Every pending peer event."""
-        out = list(self._events)
-        self._events.clear()
-        return out
-
-    def data_to_send(self) -> bytes:
-        """Bytes the connection produced by itself (greeting parts, handshake replies, PONGs)."""
-        if not self._out:  # the usual answer: a peer asks after every write
-            return b""
-        out = bytes(self._out)
-        self._out.clear()
-        return out
-
-    @property
-    def has_data_to_send(self) -> bool:
-        """Whether `data_to_send()` has bytes (cheaper than asking for them)."""
-        return bool(self._out)
-
     def send(self, frames: list[bytes] | tuple[bytes, ...]) -> bytes:
         """The wire bytes of one message; only once the handshake is complete."""
-        if self.state != READY:
-            raise LocalProtocolError(f"cannot send a message in state {self.state}")
-        if not frames:
-            raise LocalProtocolError("a message has at least one frame")
+        self._check_send(frames)
         encrypted = self.mechanism.encode_message(frames)
         if encrypted is not None:
             return encrypted
@@ -215,13 +149,6 @@ class Connection:
         minor = int(self.own_version.split(".")[1])
         return greeting_rest(minor=minor, mechanism=self.mechanism.name, as_server=self.mechanism.as_server)
 
-    def _metadata(self) -> dict[str, bytes]:
-        props = {"Socket-Type": self.socket_type.encode()}
-        if self.socket_type in IDENTITY_AWARE:
-            props["Identity"] = self.identity
-        props.update(self.extra_properties)
-        return props
-
     def _command(self, body: bytes) -> bytes:
         if self.state not in (HANDSHAKE, READY):
             raise LocalProtocolError(f"cannot send a command in state {self.state}")
@@ -244,13 +171,6 @@ class Connection:
         if self.version == "3.1":
             return self._command(subscribe_body(topic) if subscribe else cancel_body(topic))
         return self.send([(b"\x01" if subscribe else b"\x00") + topic])
-
-    def _close(self, reason: str, *, error: bool) -> None:
-        if self.state == CLOSED:
-            return
-        self.state = CLOSED
-        self.close_reason = reason
-        self._events.append(ConnectionClosed(reason=reason, error=error))
 
     def _fail(self, reason: str, *, send_error: bool = True) -> None:
         """Refuses the peer: queues ERROR (when the handshake allows one) and closes."""
@@ -338,19 +258,9 @@ class Connection:
         if self.state == HANDSHAKE:
             self._apply(self.mechanism.on_command(command, self._metadata()))
             return
-        name = command.name
-        if name == "PING":
-            context = bytes.fromhex(command.details.get("context", ""))
-            self._out += self._command(pong_body(context))
-            self._events.append(PingReceived(ttl=command.details.get("ttl", 0), context=context))
-        elif name == "PONG":
-            self._events.append(PongReceived(context=bytes.fromhex(command.details.get("context", ""))))
-        elif name in ("SUBSCRIBE", "CANCEL"):
-            self._events.append(SubscriptionChanged(topic=bytes.fromhex(command.details.get("topic", "")),
-                                                    subscribe=name == "SUBSCRIBE"))
-        elif name == "ERROR":
-            self._close(f"peer sent ERROR: {command.details.get('reason', '')}", error=True)
-        elif name == "MESSAGE" and self.mechanism.name == "CURVE":
+        if self._on_traffic_command(command):
+            return
+        if command.name == "MESSAGE" and self.mechanism.name == "CURVE":
             flags, body = self.mechanism.decode_message_command(command)
             if flags & MESSAGE_FLAG_COMMAND:
                 self._on_command_inside(body)
@@ -381,47 +291,3 @@ class Connection:
                     return
             return
         self._deliver(tuple(message.frames))
-
-    def _deliver(self, frames: tuple[bytes, ...]) -> None:
-        if self.socket_type in ("PUB", "XPUB") and len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
-            self._events.append(SubscriptionChanged(topic=frames[0][1:], subscribe=frames[0][0] == 1))
-            return
-        self._events.append(MessageReceived(frames=frames))
-
-    def _apply(self, step) -> None:
-        if step.error is not None:
-            self._fail(step.error, send_error=step.reply_error)
-            return
-        if step.user_id is not None:
-            self.user_id = step.user_id
-        if step.done:
-            # Check the peer's metadata before anything we send says we accept it.
-            metadata = step.peer_metadata or {}
-            lowered = {k.lower(): v for k, v in metadata.items()}
-            peer_type = lowered.get("socket-type", b"").decode("ascii", "replace").upper()
-            if not peer_type:
-                self._fail("peer's metadata has no Socket-Type")
-                return
-            self.peer_metadata = metadata
-            self.peer_socket_type = peer_type
-            self.peer_identity = lowered.get("identity", b"")
-            if not self._check_peer_type(peer_type):
-                return
-        for body in step.send:
-            self._out += encode_frame(body, command=True)
-        if step.done:
-            self._handshake_done(self.peer_metadata)
-
-    def _check_peer_type(self, peer_type: str) -> bool:
-        if peer_type not in VALID_PEERS.get(self.socket_type, frozenset()):
-            self._fail(f"invalid socket type: a {self.socket_type} socket cannot talk to {peer_type}")
-            return False
-        return True
-
-    def _handshake_done(self, metadata: dict[str, bytes]) -> None:
-        self.state = READY
-        self._events.append(HandshakeComplete(version=self.version or self.own_version,
-                                              mechanism=self.mechanism.name,
-                                              peer_socket_type=self.peer_socket_type,
-                                              peer_identity=self.peer_identity,
-                                              peer_properties=dict(metadata), user_id=self.user_id))

@@ -220,15 +220,10 @@ class ConnectionDissector:
         if not ours or not theirs:
             return
         self._pair_checked = True
-        if ours not in VALID_PEERS or theirs not in VALID_PEERS:
-            bad = ours if ours not in VALID_PEERS else theirs
-            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error",
-                                          text=f"unknown socket type {bad!r}", rule="socket-type")))
-            return
-        if theirs not in VALID_PEERS[ours]:
-            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error",
-                                          text=f"invalid socket pair: client {ours} cannot talk to server {theirs} "
-                                               "(23/ZMTP socket-type table)", rule="socket-type")))
+        problem = pair_problem(ours, theirs)
+        if problem is not None:
+            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error", text=problem,
+                                          rule="socket-type")))
 
     def _subscription_note(self, direction: str, message: Message, out: list) -> None:
         """A note for a message from a SUB/XSUB socket that is a 3.0/2.0-style (un)subscription."""
@@ -245,6 +240,15 @@ class ConnectionDissector:
             what = "subscribe" if body[0] == 1 else "cancel"
             out.append((direction, _expert(message, "note", f"{what} {text_or_hex(body[1:])!r} as a prefixed "
                                                             f"message ({version} style)", "subscribe")))
+
+
+def pair_problem(client: str, server: str) -> str | None:
+    """What is wrong with a `client` socket type talking to a `server` one (23/ZMTP's table), or None."""
+    if client not in VALID_PEERS or server not in VALID_PEERS:
+        return f"unknown socket type {client if client not in VALID_PEERS else server!r}"
+    if server not in VALID_PEERS[client]:
+        return f"invalid socket pair: client {client} cannot talk to server {server} (23/ZMTP socket-type table)"
+    return None
 
 
 # What needs no check here: frames (their messages are checked), findings, gaps, runs (see `batch_ok`).

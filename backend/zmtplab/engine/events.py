@@ -256,6 +256,72 @@ class Message(WireEvent):
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class ZwsGreeting(Greeting):
+    """The greeting of a ZWS connection (45/ZWS): its HTTP upgrade, request or response, or, without a
+    mechanism, a side's routing-id message (`routing_id`). `raw` is the element's octets as on the wire."""
+
+    protocol: str | None = None  # the subprotocol the server chose (None: none, or not known)
+    offered: tuple[str, ...] = ()  # a request's: the subprotocols the client offered
+    target: str | None = None  # a request's: the resource asked for
+    status: int | None = None  # a response's: the HTTP status
+    routing_id: bool = False
+    unmasked: bytes = b""  # a masked routing id's octets with the masking undone
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": self.version, "hex": self.raw.hex(), "transport": "zws",
+                               "protocol": self.protocol}
+        if self.routing_id:
+            out["identity"] = (self.identity or b"").hex()
+            if self.unmasked:
+                out["unmasked"] = self.unmasked.hex()
+            return out
+        if self.target is not None:
+            out["target"] = self.target
+            out["protocols"] = list(self.offered)
+        if self.status is not None:
+            out["status"] = self.status
+        if self.socket_type is not None:
+            out["socket_type"] = self.socket_type
+        if self.version.startswith("3"):
+            out["mechanism"] = self.mechanism
+            out["as_server"] = self.as_server
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ZwsFrame(Frame):
+    """A ZWS frame: one binary WebSocket message (45/ZWS Framing). `header` is all of it before the body
+    (WebSocket header(s), masking key, flag octet), `body` the body unmasked, `wire` the octets as sent."""
+
+    wire: bytes = b""
+    field_list: tuple[Field, ...] = ()
+    extended: bool = False  # the WebSocket payload length took 2 or 8 more octets
+    unmasked: bytes = b""  # a client's frame: `wire` with the masking undone (what the fields describe)
+
+    @property
+    def fields(self) -> list[Field]:
+        return list(self.field_list)
+
+    def field_dicts(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.field_list]
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"more": self.more, "long": self.extended, "size": self.size,
+                               "body": self.body.hex(), "hex": self.wire.hex(), "transport": "zws"}
+        if self.unmasked:
+            out["unmasked"] = self.unmasked.hex()
+        if self.truncated:
+            out["truncated"] = True
+        return out
+
+    def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
+        out = WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
+        if "unmasked" in out and len(out["unmasked"]) > len(out["hex"]):  # cut as `hex` was
+            out["unmasked"] = out["unmasked"][:len(out["hex"])]
+        return out
+
+
 # ---- the decoder's constructors for Frame and Message ----------------------------------
 #
 # A frozen dataclass's __init__ sets each field with object.__setattr__, a lookup and a generic call
@@ -304,6 +370,8 @@ def refieldable(event: WireEvent) -> str | None:
     if type(event) is not Message or not event.parts:
         return None
     framing = event.parts[0].framing
+    if framing not in ("1", "2", "3"):  # (a ZWS message: its frames' WebSocket headers are not made again)
+        return None
     for part in event.parts:
         size = len(part.body)
         shortest = (2 if size + 1 < 255 else 10) if framing == "1" else (2 if size <= 255 else 9)

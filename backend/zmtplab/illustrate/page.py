@@ -295,8 +295,9 @@ def _element(w: Words, section: Section, n: int, event: dict[str, Any]) -> str:
 
 
 def _octets(event: dict[str, Any]) -> bytes:
+    """The element's octets as its fields describe them: `unmasked` for a client's WebSocket frame (ZWS)."""
     try:
-        return bytes.fromhex(str(event.get("hex", "")))
+        return bytes.fromhex(str(event.get("unmasked") or event.get("hex", "")))
     except ValueError:
         return b""
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import Connection, Mechanism, NullMechanism, PlainClient, PlainServer
+from ..engine import Connection, Mechanism, NullMechanism, PlainClient, PlainServer, ZwsConnection
 from ..engine.constants import SOCKET_TYPES
 
 MECHANISM_NAMES = ("NULL", "PLAIN", "CURVE")
@@ -59,6 +59,9 @@ class PeerOptions:
     immediate: bool = False  # ZMQ_IMMEDIATE: queue only to connected peers
     xpub_verbose: bool = False  # ZMQ_XPUB_VERBOSE: pass every subscription up, not only new ones
     properties: dict[str, bytes] = field(default_factory=dict)  # extra READY metadata (X-... names)
+    # ws:// (45/ZWS): the subprotocols a client offers or a server accepts, in order (None: libzmq's offer,
+    # ZWS2.0/NULL,ZWS2.0 for NULL; a server accepts every one that fits its mechanism).
+    zws_protocols: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.socket_type = self.socket_type.upper()
@@ -134,6 +137,13 @@ class PeerOptions:
         return Connection(self.socket_type, mechanism=self.make_mechanism(), identity=self.identity,
                           version=self.version, strategy=self.strategy, max_frame_size=self.max_frame_size,
                           properties=self.properties)
+
+    def make_zws_connection(self, *, client: bool, host: str = "localhost", target: str = "/") -> ZwsConnection:
+        """A fresh engine `ZwsConnection` for one ws:// connection of this peer (`host` and `target`: a client's
+        Host header and resource)."""
+        return ZwsConnection(self.socket_type, client=client, mechanism=self.make_mechanism(), identity=self.identity,
+                             host=host, target=target, protocols=self.zws_protocols,
+                             max_frame_size=self.max_frame_size, properties=self.properties)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-friendly summary (no secrets)."""

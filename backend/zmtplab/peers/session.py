@@ -29,7 +29,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..engine import Connection, RemoteProtocolError
+from ..engine import Connection, RemoteProtocolError, ZwsConnection
 from ..engine.connection import CLOSED, READY
 from ..engine.errors import LocalProtocolError
 from ..engine.events import (
@@ -89,7 +89,7 @@ class PeerCore:
     # ------------------------------------------------------------------ connections
 
     def open_connection(self, conn_id: str, *, is_client: bool, pipe: Pipe | None = None,
-                        connection: Connection | None = None) -> PeerConnection:
+                        connection: Connection | ZwsConnection | None = None) -> PeerConnection:
         """A new connection; `pipe` is the connect-side pipe it serves (bind side: created on handshake)."""
         pc = PeerConnection(self, conn_id, is_client=is_client, pipe=pipe, connection=connection)
         self.connections[conn_id] = pc
@@ -165,7 +165,7 @@ class PeerConnection:
     """One ZMTP connection of a peer: engine `Connection`, timers and its pipe (see the module docstring)."""
 
     def __init__(self, core: PeerCore, conn_id: str, *, is_client: bool, pipe: Pipe | None = None,
-                 connection: Connection | None = None) -> None:
+                 connection: Connection | ZwsConnection | None = None) -> None:
         self.core = core
         self.id = conn_id
         self.is_client = is_client
@@ -380,7 +380,8 @@ class PeerConnection:
         opts = core.options
         self.ready = True
         self.handshake_deadline = None
-        if opts.heartbeat_ivl > 0 and (event.version == "3.1"):
+        # Heartbeats: 3.1's PING commands, and over ZWS WebSocket pings (libzmq's ws engine pings so too).
+        if opts.heartbeat_ivl > 0 and (event.version == "3.1" or self.conn.framing == "zws"):
             self.ping_deadline = now + opts.heartbeat_ivl
         info = {"version": event.version, "mechanism": event.mechanism,
                 "peer_socket_type": event.peer_socket_type, "peer_identity": event.peer_identity.hex()}
@@ -403,7 +404,8 @@ class PeerConnection:
         if self.pipe is not None:
             self.pipe.read_blocked = len(self.pipe.inq) >= core.socket.rcvhwm
         conn = self.conn
-        if core.fast_path and conn.framing == "3" and conn.mechanism.name in ("NULL", "PLAIN"):
+        if (core.fast_path and isinstance(conn, Connection) and conn.framing == "3"
+                and conn.mechanism.name in ("NULL", "PLAIN")):
             self._fast = FastPath(conn)
             # A publisher's incoming messages may be 3.0-style subscriptions: the engine turns those into
             # SubscriptionChanged events, so they keep the engine's own receive path.

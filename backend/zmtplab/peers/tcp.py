@@ -12,13 +12,16 @@ await push.send([b"hello", b"world"])                        # waits at the high
 await push.close()
 ```
 
+Endpoints are `tcp://host:port` (ZMTP) or `ws://host:port/path` (45/ZWS: ZeroMQ over WebSocket, the
+engine's `ZwsConnection` on the same TCP driver; NULL or PLAIN, the subprotocols from `zws_protocols`).
+
 `TcpPeer(socket_type, *, name="", on_event=None, on_wire=None, report_messages=False,
 fast_path=True, sndbuf=0, rcvbuf=0, **options)` (sndbuf/rcvbuf: each connection's kernel socket
 buffers and asyncio write buffer, in octets, 0 the system's) takes every `PeerOptions` field as a
 keyword (identity, version,
 mechanism, username/password, plain_server, plain_users, curve_server, curve_publickey,
 curve_secretkey, curve_serverkey, curve_authenticate, heartbeat_ivl/ttl/timeout, handshake_ivl,
-reconnect_ivl(_max), sndhwm, rcvhwm, max_frame_size, immediate, xpub_verbose, properties).
+reconnect_ivl(_max), sndhwm, rcvhwm, max_frame_size, immediate, xpub_verbose, properties, zws_protocols).
 
 - `await bind(endpoint) -> str` (port 0 or `*` picks one; the real endpoint is returned); any
   number of connections is accepted. `connect(endpoint) -> str` starts a connecter that
@@ -55,11 +58,12 @@ import socket as pysocket
 from collections.abc import Callable
 from typing import Any, cast
 
+from ..engine.errors import LocalProtocolError
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
 from .sockets import Again, SocketStateError
 
-__all__ = ["Again", "SocketStateError", "TcpPeer", "parse_endpoint"]
+__all__ = ["Again", "SocketStateError", "TcpPeer", "parse_endpoint", "ws_target"]
 
 log = logging.getLogger("zmtplab.peers")
 WireCallback = Callable[[str, str, bytes], None]
@@ -67,10 +71,13 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 
 def parse_endpoint(endpoint: str, *, bind: bool) -> tuple[str, int]:
-    """(host, port) of `tcp://host:port`; `*` as host (bind) is every interface, `*` or 0 as port is any."""
-    if not endpoint.startswith("tcp://"):
-        raise ValueError(f"only tcp:// endpoints are supported, not {endpoint!r}")
-    rest = endpoint[len("tcp://"):]
+    """(host, port) of `tcp://host:port` or `ws://host:port/path`; `*` as host (bind) is every interface, `*` or 0
+    as port is any."""
+    scheme, sep, rest = endpoint.partition("://")
+    if not sep or scheme not in ("tcp", "ws"):
+        raise ValueError(f"only tcp:// and ws:// endpoints are supported, not {endpoint!r}")
+    if scheme == "ws":
+        rest = rest.partition("/")[0]
     host, sep, port_text = rest.rpartition(":")
     if not sep or not host:
         raise ValueError(f"endpoint {endpoint!r} has no host:port")
@@ -92,13 +99,23 @@ def parse_endpoint(endpoint: str, *, bind: bool) -> tuple[str, int]:
     return host, port
 
 
+def ws_target(endpoint: str) -> str | None:
+    """The resource of a `ws://` endpoint ("/" when it names none), None for any other."""
+    if not endpoint.startswith("ws://"):
+        return None
+    return "/" + endpoint[len("ws://"):].partition("/")[2]
+
+
 class _ZmtpProtocol(asyncio.Protocol):
     """One TCP connection: bytes <-> `PeerConnection`."""
 
-    def __init__(self, peer: TcpPeer, *, is_client: bool, connecter: _Connecter | None = None) -> None:
+    def __init__(self, peer: TcpPeer, *, is_client: bool, connecter: _Connecter | None = None,
+                 ws: tuple[str, str] | None = None) -> None:
+        """`ws`: (Host header, resource) for a ws:// connection, whose engine is a `ZwsConnection`."""
         self.peer = peer
         self.is_client = is_client
         self.connecter = connecter
+        self.ws = ws
         self.transport: asyncio.Transport | None = None
         self.pc: PeerConnection | None = None
         self.loop = peer._use_loop()
@@ -127,7 +144,10 @@ class _ZmtpProtocol(asyncio.Protocol):
             stream.set_write_buffer_limits(high=peer.buffers[0])
         conn_id = str(next(peer._ids))
         pipe = self.connecter.pipe if self.connecter is not None else None
-        pc = self.pc = peer.core.open_connection(conn_id, is_client=self.is_client, pipe=pipe)
+        connection = None
+        if self.ws is not None:
+            connection = peer.options.make_zws_connection(client=self.is_client, host=self.ws[0], target=self.ws[1])
+        pc = self.pc = peer.core.open_connection(conn_id, is_client=self.is_client, pipe=pipe, connection=connection)
         peer._protocols[conn_id] = self
         remote = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
@@ -263,6 +283,8 @@ class _Connecter:
         self.host = host
         self.port = port
         self.pipe = peer.core.add_connect_pipe(pipe_id)
+        target = ws_target(endpoint)
+        self.ws = None if target is None else (endpoint[len("ws://"):].partition("/")[0], target)
         self.protocol: _ZmtpProtocol | None = None
         self.ivl = peer.options.reconnect_ivl
         self.stopped = False
@@ -284,7 +306,7 @@ class _Connecter:
         while not self.stopped:
             try:
                 _, proto = await asyncio.wait_for(
-                    loop.create_connection(lambda: _ZmtpProtocol(peer, is_client=True, connecter=self),
+                    loop.create_connection(lambda: _ZmtpProtocol(peer, is_client=True, connecter=self, ws=self.ws),
                                            self.host, self.port),
                     timeout=max(opts.handshake_ivl, 1.0) if opts.handshake_ivl else None)
             except (TimeoutError, OSError) as exc:
@@ -411,13 +433,16 @@ class TcpPeer:
         """Listens on `endpoint`; returns it with the real port."""
         loop = self._use_loop()
         host, port = parse_endpoint(endpoint, bind=True)
-        server = await loop.create_server(lambda: _ZmtpProtocol(self, is_client=False), host, port,
+        target = ws_target(endpoint)
+        self._check_ws(target)
+        ws = None if target is None else ("", target)
+        server = await loop.create_server(lambda: _ZmtpProtocol(self, is_client=False, ws=ws), host, port,
                                           reuse_address=True)
         self._servers.append(server)
         sock = server.sockets[0]
         name = sock.getsockname()
         shown = f"[{name[0]}]" if ":" in name[0] else name[0]
-        real = f"tcp://{shown}:{name[1]}"
+        real = f"tcp://{shown}:{name[1]}" if target is None else f"ws://{shown}:{name[1]}{target}"
         self.endpoints.append(real)
         self.core.peer_event("listening", endpoint=real)
         return real
@@ -426,9 +451,18 @@ class TcpPeer:
         """Starts connecting to `endpoint` (and reconnecting when needed); returns at once."""
         self._use_loop()
         host, port = parse_endpoint(endpoint, bind=False)
+        self._check_ws(ws_target(endpoint))
         connecter = _Connecter(self, endpoint, host, port, f"connect-{next(self._pipe_ids)}")
         self._connecters.append(connecter)
         return endpoint
+
+    def _check_ws(self, target: str | None) -> None:
+        """ValueError when this peer cannot speak ZWS (a ws:// endpoint) as it is set up."""
+        if target is not None:
+            try:
+                self.options.make_zws_connection(client=True)
+            except LocalProtocolError as exc:
+                raise ValueError(str(exc)) from None
 
     async def disconnect(self, endpoint: str) -> None:
         """Stops connecting to `endpoint` and closes its connection."""

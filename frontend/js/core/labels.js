@@ -23,7 +23,9 @@ function commandLabel(ev) {
   if (ev.properties && typeof ev.properties === 'object') {
     for (const [k, v] of Object.entries(ev.properties)) parts.push(`${k}=${propertyText(v)}`);
   }
+  if (typeof ev.code === 'number') parts.push(`code=${ev.code}`); // a WebSocket close (ZWS)
   if (ev.reason !== undefined && ev.reason !== null) parts.push(`reason=${JSON.stringify(String(ev.reason))}`);
+  if (typeof ev.data === 'string' && ev.data.length) parts.push(`data=${hexText(ev.data, 16)}`); // a WebSocket ping or pong
   if (typeof ev.ttl === 'number') parts.push(`ttl=${(ev.ttl / 10).toFixed(1)}s`);
   if (typeof ev.context === 'string' && ev.context.length) parts.push(`context=${hexText(ev.context, 16)}`);
   if (typeof ev.topic === 'string') parts.push(hexText(ev.topic));
@@ -34,6 +36,14 @@ function commandLabel(ev) {
 
 function greetingLabel(ev) {
   const parts = [t('ui.kind.greeting')];
+  if (ev.transport === 'zws') {
+    // ZMTP over WebSocket (45/ZWS): an HTTP upgrade (request or response), or a routing id; names stay as on the wire.
+    parts.push(String(ev.protocol || (Array.isArray(ev.protocols) ? ev.protocols.join(',') : 'ZWS')));
+    if (typeof ev.identity === 'string') parts.push(`Identity=${ev.identity.length ? hexText(ev.identity) : '""'}`);
+    else if (typeof ev.target === 'string') parts.push(`GET ${ev.target}`);
+    else if (ev.status !== undefined && ev.status !== null) parts.push(`HTTP ${ev.status}`);
+    return parts.join(' ');
+  }
   if (ev.version) parts.push(String(ev.version));
   if (ev.mechanism) parts.push(String(ev.mechanism));
   if (ev.as_server) parts.push('as-server');

@@ -48,11 +48,15 @@ function latin1(bytes) {
   return s;
 }
 
-/** Raw bytes of the element (from event.hex), or an empty array. */
+/**
+ * The element's octets as its fields describe them, or an empty array: event.hex, or event.unmasked when the
+ * backend gives one (a client's WebSocket frame, whose payload the wire carries masked).
+ */
 export function elementBytes(event) {
-  if (!event || typeof event.hex !== 'string') return new Uint8Array(0);
+  const hex = typeof event?.unmasked === 'string' ? event.unmasked : event?.hex;
+  if (typeof hex !== 'string') return new Uint8Array(0);
   try {
-    return hexToBytes(event.hex.length % 2 ? event.hex.slice(0, -1) : event.hex);
+    return hexToBytes(hex.length % 2 ? hex.slice(0, -1) : hex);
   } catch {
     return new Uint8Array(0);
   }
