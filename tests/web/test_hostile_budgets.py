@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from webkit import SHARED, TestClient, dissected, make_settings, progress, ready
 from websockets.sync.client import connect
 
 from testkit import LiveServer, free_port
+from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
 from zmtplab.engine.framing import encode_frame
@@ -94,6 +96,35 @@ def test_a_1_mb_send_to_23_subscribers_streams_bounded_events(tmp_path: Path) ->
         # The element opened in the page still has its fields, made from the whole bytes (the body's length).
         event = c.get(f"/api/sessions/{session_id}/events/{messages[0]['seq']}").json()
         assert event["fields"][0]["length"] == MIB - 256 and event["fields"][0]["value"].endswith("more octets)")
+
+
+def test_a_big_delivery_keeps_its_whole_octets_for_the_export_and_a_cut_log(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
+    letters = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"  # (nothing JSON escapes)
+    body = bytes(letters[i % 61] for i in range(MIB - 4096))
+    with TestClient(app) as c:
+        session_id = c.post("/api/sessions", json=fan_out(2)).json()["id"]
+        with c.websocket_connect(f"/ws/sessions/{session_id}?batch=1&log=1&fields=0") as ws:
+            ws.send_json({"type": "speed", "value": 1000})
+            subscribed(ws, 2)
+            ws.send_json({"type": "send", "from": "pub", "frames": [body.decode()]})
+            big: list[dict[str, Any]] = []
+
+            def both_delivered(m: Any) -> bool:
+                big.extend(x["entry"] for x in (m if isinstance(m, list) else [m])
+                           if x["type"] == "log" and x["entry"]["what"] == "bytes" and x["entry"]["length"] > MIB // 2)
+                return len(big) == 2
+
+            receive_until(ws, both_delivered)
+        # The log shows the first 64 KiB of a delivery's octets (the frame's 9-octet header, then its body), as it
+        # cuts an event's body.
+        head = b"\x02" + len(body).to_bytes(8, "big")
+        assert all(e["truncated"] and e["hex"] == (head + body)[:65536].hex() for e in big)
+        # The export holds every octet that crossed each connection: read back, both messages whole.
+        capture = c.get(f"/api/sessions/{session_id}/export.pcapng").content
+        read_back = [bytes.fromhex(e["frames"][0]) for e in dissect_capture(io.BytesIO(capture))
+                     if e["kind"] == "message" and e["length"] > MIB // 2]
+        assert read_back == [body, body]
 
 
 def test_a_send_is_counted_once_per_delivery(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
   `engine.events.refield` can make again has `framing` in their place);
 - `{"kind": "link", "what": "open" | "bytes" | "eof" | "half-closed" | "closed" | "fault", "conn", ...}`:
   what the transport did; every delivery step starts with a `bytes` event (`dir`, `offset`,
-  `length`, `hex`);
+  `length`, `hex`; with `Simulation(wire_data=True)`, `data`, the octets, in place of `hex`);
 - `{"kind": "peer", "peer": name, "what": "handshake" | "recv" | "closed" | "ping" | "pong" |
   "ping-sent" | "subscription" | "send-blocked" | "reconnect" | ..., "conn", ...}`: what a peer did.
 
@@ -329,7 +329,7 @@ class Simulation:
 
     def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False,
                  decisions: bool = False, window: int | None = None, fields: bool = True,
-                 max_body: int | None = None) -> None:
+                 max_body: int | None = None, wire_data: bool = False) -> None:
         self.seed = seed
         # Without `fields`, frames and messages whose fields `engine.events.refield` makes again from their
         # dicts come without `fields` and with `framing` instead (a session builds them only when asked).
@@ -337,6 +337,10 @@ class Simulation:
         # With `max_body`, a frame's or message's body (and an application read's frames) longer than that is
         # cut in its event (`truncated`, its fields made from the whole bytes): what a session keeps of it.
         self.max_body = max_body
+        # With `wire_data`, a link's `bytes` entries carry the octets themselves as `data` (bytes, not JSON) in
+        # place of `hex`: a session keeps them as they are for its export (a 1 MB delivery's 2 MB of hex, made
+        # and parsed back for each of 23 subscribers, cost more than the rest of the step).
+        self.wire_data = wire_data
         self.latency = latency
         # Whether sockets report their decisions as `socket` events (and messages get `msg` ids); off, the
         # log is exactly what it was before topologies (two-peer sessions rely on that, byte for byte).
@@ -851,8 +855,12 @@ class Simulation:
                     unit_end = event_end if event_end < end else end
                     break
         data = chunk.data if pos == start and unit_end == end else chunk.data[pos - start:unit_end - start]
-        self._log({"kind": "link", "what": "bytes", "conn": link.id, "dir": dname, "offset": pos,
-                   "length": len(data), "hex": data.hex()})
+        entry = {"kind": "link", "what": "bytes", "conn": link.id, "dir": dname, "offset": pos, "length": len(data)}
+        if self.wire_data:
+            entry["data"] = data
+        else:
+            entry["hex"] = data.hex()
+        self._log(entry)
         chunk.pos = unit_end
         d.delivered = unit_end
         if unit_end >= end:

@@ -69,8 +69,8 @@ class SimulatedRuntime:
         # Without fields: the session makes a frame's or message's fields only for those who ask (most
         # pages never open most elements).
         cap = settings.session_event_max_body  # (what a session keeps of a body: cut where it is made)
-        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False, max_body=cap)
-                    if topology is not None else Simulation(seed=seed, fields=False, max_body=cap))
+        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False, max_body=cap, wire_data=True)
+                    if topology is not None else Simulation(seed=seed, fields=False, max_body=cap, wire_data=True))
         self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
         self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(topology.nodes)}
                            if topology is not None else {})
@@ -163,7 +163,7 @@ class SimulatedRuntime:
                 continue
             if kind == "link":
                 if entry["what"] == "bytes":
-                    session.add_wire(entry["conn"], entry["dir"], bytes.fromhex(entry["hex"]), entry["t"])
+                    session.add_wire(entry["conn"], entry["dir"], self._wire_octets(entry), entry["t"])
                 else:
                     self._link_entry(entry)
             if logs:
@@ -171,6 +171,24 @@ class SimulatedRuntime:
         if len(session.events) > self.high_water:
             self.high_water = len(session.events)
         return elements
+
+    def _wire_octets(self, entry: dict[str, Any]) -> bytes:
+        """A `bytes` entry's octets, which it carries as `data` (`Simulation(wire_data=True)`); the entry gets
+        the `hex` of the log contract instead, cut to `session_event_max_body` octets as the log would cut it."""
+        data = entry.get("data")
+        if data is None:
+            return bytes.fromhex(entry.get("hex", ""))
+        cap = self.settings.session_event_max_body
+        items = list(entry.items())
+        entry.clear()
+        for key, value in items:  # (`hex` where `data` was: the log's keys keep their order)
+            if key == "data":
+                entry["hex"] = data[:cap].hex()
+            else:
+                entry[key] = value
+        if len(data) > cap:
+            entry["truncated"] = True
+        return data
 
     def _link_entry(self, entry: dict[str, Any]) -> None:
         if entry.get("kind") != "link":
@@ -183,7 +201,7 @@ class SimulatedRuntime:
                 return
             self.session.add_connection(conn, (CLIENT_IP, SIM_CLIENT_PORT + n), (SERVER_IP, SIM_SERVER_PORT), t)
         elif what == "bytes":
-            self.session.add_wire(conn, entry["dir"], bytes.fromhex(entry.get("hex", "")), t)
+            self.session.add_wire(conn, entry["dir"], self._wire_octets(entry), t)
         elif what == "closed":
             self.session.end_connection(conn, t)
 
