@@ -356,7 +356,7 @@ class CaptureDissector:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ZwsDissector() if conn.zws else \
+        conn.dissector = ZwsDissector(max_held=self.max_held) if conn.zws else \
             ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
         out: list = []
         for what, ev in held:
