@@ -231,9 +231,12 @@ class CaptureDissector:
     """
 
     def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False,
-                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None) -> None:
+                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None,
+                 max_held: int | None = None) -> None:
+        """`max_held`: the budget of each connection's dissector (`engine.StreamDecoder`), for live traffic."""
         self.with_fields = with_fields
         self.max_body = max_body
+        self.max_held = max_held
         # A CURVE key log (engine.curve.parse_keylog): each box of a connection it has the key of is followed by
         # what it holds (engine.curve.CurveDecryptor).
         self.curve_keys = curve_keys
@@ -405,8 +408,8 @@ class CaptureDissector:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ZwsDissector() if conn.zws else \
-            ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner)
+        conn.dissector = ZwsDissector(max_held=self.max_held) if conn.zws else \
+            ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
         out: list = []
         for what, ev in held:
             if what == "data":
@@ -631,10 +634,12 @@ def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool =
 
 
 def dissect_capture_runs(source: str | bytes | BinaryIO, *, dissector: CaptureDissector | None = None,
-                         result: DissectResult | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
+                         result: DissectResult | None = None,
+                         max_expanded: int | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
     """`dissect_capture()` without fields, runs of ordinary frames as `SourcedRun`s (for a consumer that reads
-    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`."""
-    packets = read_tcp_packets(source)
+    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`. A compressed
+    capture that decompresses past `max_expanded` octets raises `capture.errors.ExpansionLimit` there."""
+    packets = read_tcp_packets(source, max_expanded=max_expanded)
     dissector = dissector or CaptureDissector(with_fields=False, runs=True)
     for items in _dissect_packets(packets, dissector, dissector.feed_runs, result):
         yield from items
