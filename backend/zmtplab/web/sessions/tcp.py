@@ -600,14 +600,19 @@ class TcpRuntime:
         self._connect(tap)
 
     async def _play_script(self, name: str, start: float, messages: list[tuple[float, list[bytes]]]) -> None:
-        """One node's part of the script, in order: a send that blocks holds back that node's later ones."""
+        """One node's part of the script, in order, each send at its `at` and never sooner after the node's
+        previous send than the script has them apart: a send that blocks, or a machine too busy to send on
+        time, holds back that node's later sends by as much, as an application's send loop would, instead of
+        letting them leave in a burst (a burst of a PUB's updates would fill even a fast reader's pipe)."""
         loop = asyncio.get_running_loop()
+        done, last = start, 0.0  # when the previous send returned, and its `at`
         for at, frames in messages:
-            await asyncio.sleep(max(0.0, start + at - loop.time()))
+            await asyncio.sleep(max(0.0, start + at - loop.time(), done + at - last - loop.time()))
             try:
                 await self.send(name, frames, timeout=None)
             except SessionError as exc:
                 self.session.error(f"{name}: {exc}")
+            done, last = loop.time(), at
 
     async def _application(self, node: _Node) -> None:
         """The node's application reads as its `recv` says; a REP answers each request."""
