@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := $(VENV)/.stamps
 
-.PHONY: run test lint setup system-deps clean FORCE
+.PHONY: run test image-test lint setup system-deps clean FORCE
 
 run: setup
 	$(BIN)/zmtplab serve
@@ -18,6 +18,11 @@ test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/ tests/lessons/
 	$(BIN)/python -m pytest
+
+# The container image, built with docker or podman (podman and, where no registry serves Debian's base image,
+# debootstrap are installed from Debian when needed) and checked as users run it: scripts/image-test.sh.
+image-test: setup
+	PYTHON=$(BIN)/python bash scripts/image-test.sh
 
 lint: setup
 	$(BIN)/ruff check backend tests benchmarks captures docs
@@ -34,6 +39,7 @@ $(STAMPS)/python: pyproject.toml $(VENV)/.python
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	@rm -rf backend/zmtplab.egg-info  # (left by the setuptools build before hatchling's: a second, stale metadata)
 	@mkdir -p $(STAMPS) && touch $@
 
 # Test-only tools from the npm registry (axe-core for the browser tests' accessibility checks), as locked.

@@ -202,6 +202,27 @@ def test_cli(spark, tmp_path, capsys):
     assert spark.sparkContext._jsc is not None  # the shared session was not stopped by the CLI
 
 
+def test_a_failure_in_a_python_worker_is_explained_by_its_own_exception(spark, tmp_path):
+    """A capture gone between the driver's plan and the tasks' read: Spark's exception says only that the
+    Python worker failed; `explain` gives the worker's FileNotFoundError, its path and a hint."""
+    from zmtplab.pipeline.failure import explain
+
+    capture = tmp_path / "gone.pcapng"
+    capture.write_bytes((SHARED / "req_rep.pcapng").read_bytes())
+
+    def vanish(info):
+        if info["phase"] == "connections":
+            capture.unlink(missing_ok=True)
+
+    with pytest.raises(Exception) as caught:
+        run_pipeline([capture], tmp_path / "out", spark=spark, progress=vanish, report=False)
+    assert "FileNotFoundError" not in str(caught.value).splitlines()[0]  # Spark's own first line hides it
+    failure = explain(caught.value, out=tmp_path / "out")
+    assert failure.cause == f"FileNotFoundError: [Errno 2] No such file or directory: '{capture}'"
+    assert failure.on_worker and failure.path == str(capture)
+    assert failure.hint.startswith(f"a worker could not open {capture}: ")
+
+
 def test_unreadable_connections_are_listed_but_not_as_zmtp(spark, tmp_path):
     from synthetic import capture, middle_of_a_frame, not_zmtp
 

@@ -213,7 +213,7 @@ def test_sigkill_mid_dissection_then_restart(tmp_path: Path, servers: list[Serve
 
 
 def _spark_problem() -> str | None:
-    from zmtplab.web.corpus import spark_problem
+    from zmtplab.pipeline import spark_problem
 
     return spark_problem()
 

@@ -228,11 +228,17 @@ def test_refusals(corpus):
 
 
 def test_no_java_answers_503(corpus, tmp_path, monkeypatch):
+    assert corpus.client.get("/api/corpus/status").json() == {"available": True, "problem": None}
     monkeypatch.setenv("PATH", str(tmp_path))  # no `java` on it
     monkeypatch.delenv("JAVA_HOME", raising=False)
     response = corpus.client.post("/api/corpus/runs", json={"captures": [corpus.ids["push_pull.pcapng"]]})
     assert response.status_code == 503
-    assert "Java" in response.json()["detail"]
+    no_java = ("the Spark pipeline needs a Java runtime (17 or later) and there is none here: install one (Debian: "
+               "openjdk-17-jre-headless) or set JAVA_HOME")
+    assert response.json()["detail"] == no_java
+    assert corpus.client.get("/api/corpus/status").json() == {"available": False, "problem": no_java}
+    chinese = corpus.client.get("/api/corpus/status?lang=zh-CN").json()["problem"]
+    assert chinese.startswith("Spark 流水线需要 Java 运行时") and "JAVA_HOME" in chinese
 
 
 def test_cancel_a_running_run(corpus):

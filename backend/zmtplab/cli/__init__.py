@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 # Subcommand name -> module in this package. Only the module of the command being run is
 # imported, so `zmtplab dissect` does not pay for asyncio, FastAPI or PySpark.
@@ -26,9 +27,18 @@ SUBCOMMANDS = {
 }
 
 
+def installed_version() -> str:
+    """The version of the installed distribution (its metadata: a wheel's or an editable install's)."""
+    try:
+        return metadata.version("zmtplab")
+    except metadata.PackageNotFoundError:  # (imported from a source tree that was never installed)
+        return "unknown (not installed)"
+
+
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser with every subcommand (or just those in `only`) registered."""
     parser = argparse.ArgumentParser(prog="zmtplab", description="ZMTP Lab: every byte of ZMTP, explained.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in only or SUBCOMMANDS:
         importlib.import_module(f".{SUBCOMMANDS[name]}", __name__).register(sub)

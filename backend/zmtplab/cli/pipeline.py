@@ -53,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the job; returns the exit status."""
+    from ..pipeline import spark_problem
+
+    problem = spark_problem()  # (pyspark is an extra: say how to get it rather than fail importing it)
+    if problem is not None:
+        print(f"zmtplab pipeline: {problem}", file=sys.stderr)
+        return 1
+    from ..pipeline.failure import explain
     from ..pipeline.job import run_pipeline
     from ..pipeline.plan import DEFAULT_SPLIT_SIZE
     from ..pipeline.progress import ProgressBar
@@ -65,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
                                stop_session=True, report_langs=REPORT_LANGS[args.lang])
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # a Spark or I/O failure: one line, not a Java stack trace
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"zmtplab pipeline: {first}", file=sys.stderr)
+    except Exception as exc:  # a Spark or I/O failure: its real cause, not Spark's wrapper or a Java stack trace
+        failure = explain(exc, out=args.out)
+        where = "a Spark worker failed: " if failure.on_worker else ""
+        print(f"zmtplab pipeline: {where}{failure.cause}", file=sys.stderr)
+        if failure.hint:
+            print(f"zmtplab pipeline: hint: {failure.hint}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -31,7 +31,8 @@ Sources:
   identity, PLAIN credentials, heartbeats ...) joined by an in-memory link on a virtual clock.
 - `wire`: hand-written bytes (`bytes` actions), fed to the dissector and to strict engine peers
   (`client`/`server`, optional) that must accept them unless `allow_errors`.
-- `capture`: a sample capture from `captures/` (by file name), optionally one connection.
+- `capture`: a sample capture the package ships (the repository's `captures/`; `zmtplab.resources`), by file
+  name, optionally one connection.
 - `topology`: several simulated nodes, `{preset: ID}` or `{nodes, links, proxies}` as a topology
   session's body has them (`peers.topology` checks them: docs/architecture.md, "Topologies").
 
@@ -60,6 +61,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..engine.constants import SOCKET_TYPES
+from ..resources import lessons_dir
 
 LESSON_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.pcapng?$")
@@ -236,7 +238,7 @@ class WireSource(_Model):
 
 
 class CaptureSource(_Model):
-    """A sample capture from the repository's `captures/` directory."""
+    """A sample capture the package ships (the repository's `captures/`), by file name."""
 
     file: str
     conn: str | None = None
@@ -575,8 +577,8 @@ class Lesson(_Model):
 
 
 def default_lessons_dir() -> Path:
-    """The lessons shipped with the package: this directory."""
-    return Path(__file__).resolve().parent
+    """The lessons shipped with the package: this package's data (`zmtplab.resources`)."""
+    return lessons_dir()
 
 
 def _format_errors(path: Path, data: Any, exc: ValidationError) -> str:

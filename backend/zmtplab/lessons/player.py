@@ -49,6 +49,7 @@ from ..engine.events import (
 from ..engine.fields import text_or_hex
 from ..peers.simulation import Simulation
 from ..peers.topology import Link, Topology, two_peer, validate
+from ..resources import sample_captures_dir
 from . import markdown
 from .loader import (
     Action,
@@ -75,11 +76,6 @@ PEER_NOTES = frozenset({"handshake", "closed", "ping-sent", "ping", "pong", "sub
 
 class LessonPlayError(Exception):
     """A step that cannot be played or resolved; the text names the lesson and the step."""
-
-
-def default_captures_dir() -> Path:
-    """The repository's sample captures: backend/zmtplab/lessons -> repo root -> captures."""
-    return Path(__file__).resolve().parents[3] / "captures"
 
 
 # ---------------------------------------------------------------- scenes
@@ -457,9 +453,11 @@ class _WireSource(_Source):
 class _CaptureSource(_Source):
     kind = "capture"
 
-    def __init__(self, spec: CaptureSource, captures_dir: Path) -> None:
+    def __init__(self, spec: CaptureSource, captures_dir: Path | None) -> None:
         super().__init__()
         self.spec = spec
+        if captures_dir is None:
+            raise LessonPlayError(f"sample capture {spec.file}: this installation has no sample captures")
         path = captures_dir / spec.file
         if not path.is_file():
             raise LessonPlayError(f"sample capture {spec.file} not found in {captures_dir}")
@@ -630,8 +628,9 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
 
 
 def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[StepScene]:
-    """Every step of `lesson`, played in order (see the module docstring)."""
-    captures_dir = captures_dir or default_captures_dir()
+    """Every step of `lesson`, played in order (see the module docstring); a capture step's file is looked up in
+    `captures_dir`, by default the package's sample captures (`zmtplab.resources`)."""
+    captures_dir = captures_dir or sample_captures_dir()
     scenes: list[StepScene] = []
     src: _Source | None = None
     for number, step in enumerate(lesson.steps, 1):

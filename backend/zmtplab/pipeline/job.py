@@ -19,23 +19,20 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
-import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .plan import DEFAULT_SPLIT_SIZE, PipelinePlan, ScanTask, make_plan, run_scan_task
 from .progress import ProgressMonitor
+from .shipping import ship
 
 __all__ = ["PHASES", "get_session", "run_pipeline"]
 
@@ -49,13 +46,12 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     """The active SparkSession, or a new one (local[*] unless `master` or spark-submit says otherwise).
 
     Workers run the project's interpreter (PYSPARK_PYTHON, unless already set). Off a local
-    master the `zmtplab` package is shipped to the executors with `addPyFile`.
+    master the `zmtplab` package and the dependencies its executors import are shipped to the
+    workers (`shipping.ship`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    from .source import PacketSource
 
     active = SparkSession.getActiveSession()
     builder = SparkSession.builder.appName("zmtplab pipeline")
@@ -74,31 +70,18 @@ def get_session(master: str | None = None, *, conf: dict[str, str] | None = None
     for k, v in {**defaults, **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.dataSource.register(PacketSource)
-    resolved = spark.sparkContext.master
-    if not resolved.startswith("local") and not getattr(spark, "_zmtplab_shipped", False):
-        spark.sparkContext.addPyFile(_package_zip())
-        spark._zmtplab_shipped = True  # type: ignore[attr-defined]  # (a mark on pyspark's session object)
+    _prepare(spark)
     return spark
 
 
-def _package_zip() -> str:
-    """A zip of the zmtplab package for executors that do not have it installed (removed when
-    this process exits: the driver serves it to executors until then)."""
-    root = Path(__file__).resolve().parents[1]
-    fd, name = tempfile.mkstemp(prefix="zmtplab-", suffix=".zip")
-    os.close(fd)
-    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in root.rglob("*"):
-            if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
-                zf.write(path, Path("zmtplab") / path.relative_to(root))
-    atexit.register(_remove, name)
-    return name
+def _prepare(spark) -> None:
+    """Ships what workers need (off a local master) and registers the data source, in that order: the
+    registered source carries the context's includes of this moment."""
+    from .source import PacketSource
 
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
+    if not spark.sparkContext.master.startswith("local"):
+        ship(spark.sparkContext)
+    spark.dataSource.register(PacketSource)
 
 
 class _Reporter:
@@ -153,6 +136,8 @@ def run_pipeline(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLik
     created = spark is None and _no_active_session()
     if spark is None:
         spark = get_session(master)
+    else:  # a session of the caller's: it may not have what the workers need yet
+        _prepare(spark)
     t_session = time.monotonic() - t0
     sc = spark.sparkContext
     sc.setJobGroup(group, "zmtplab pipeline", interruptOnCancel=True)

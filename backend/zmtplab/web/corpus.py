@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..pipeline import spark_problem
 from .captures import CaptureRecord
 from .corpus_report import REPORT_LANGS, relabel, report_name
 from .corpus_tables import TableQuery, TableReader
@@ -64,19 +64,6 @@ class RunNotReady(RuntimeError):
 
 class CorpusUnavailable(RuntimeError):
     """The server cannot run Spark (no pyspark, no Java)."""
-
-
-def spark_problem() -> str | None:
-    """Why this server cannot start Spark, or None when it can (pyspark importable, a Java runtime found)."""
-    if importlib.util.find_spec("pyspark") is None:
-        return "corpus runs need pyspark, which is not installed on the server"
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return None
-    if shutil.which("java") is None:
-        return ("corpus runs need a Java runtime (17 or later) for Spark and the server has none: install one "
-                "or set JAVA_HOME")
-    return None
 
 
 @dataclass
@@ -235,13 +222,17 @@ class CorpusRuns(JobStore[RunRecord]):
 
     # ---- starting a run
 
+    async def unavailable(self) -> str | None:
+        """Why runs cannot start on this server, saying what to install (`pipeline.spark_problem`), or None."""
+        return await asyncio.to_thread(spark_problem)
+
     async def create(self, captures: list[CaptureRecord], client: str = "") -> RunRecord:
         """Starts a run over these captures (their files are linked into the run first).
 
         Raises CorpusUnavailable when Spark cannot run here, RunBusy while another run is in progress,
         OSError when the inputs cannot be linked (a capture deleted meanwhile, a full disk).
         """
-        problem = await asyncio.to_thread(spark_problem)
+        problem = await self.unavailable()
         if problem is not None:
             raise CorpusUnavailable(problem)
         busy = next((r for r in self.records.values() if r.state == RUNNING), None)
@@ -497,7 +488,8 @@ def _unique_names(names: list[str]) -> list[str]:
 
 
 def _error_text(exc: BaseException) -> str:
-    """A failure as one line for the user: Spark's Java stack traces are cut to their first line."""
-    text = str(exc).strip().splitlines()
-    first = next((line.strip() for line in text if line.strip()), "")
-    return f"{type(exc).__name__}: {first}"[:500]
+    """A failure as one line for the user: its real cause (a Spark worker's own exception, not Spark's wrapper or a
+    Java stack trace)."""
+    from ..pipeline.failure import explain
+
+    return explain(exc).cause[:500]

@@ -16,6 +16,14 @@ class CorpusRunRequest(BaseModel):
     captures: list[CaptureId] = Field(..., min_length=1, max_length=10_000)
 
 
+class CorpusStatus(BaseModel):
+    """Whether this server can start corpus runs."""
+
+    available: bool
+    problem: str | None = Field(None, description="why runs cannot start here and what to install (in the "
+                                                  "request's language); null when they can")
+
+
 class CorpusRunCreated(BaseModel):
     id: str
 

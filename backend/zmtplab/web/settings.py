@@ -14,12 +14,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
-
-
-def default_frontend_dir() -> Path:
-    """The repository's `frontend/` directory: backend/zmtplab/web -> repo root."""
-    return PACKAGE_DIR.parents[1] / "frontend"
+from .. import resources
 
 
 def default_data_dir() -> Path:
@@ -38,13 +33,19 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ZMTPLAB_", env_file=None, extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="the address `zmtplab serve` listens on (`--host`)")
+    port: int = Field(8000, ge=0, le=65535, description="the port `zmtplab serve` listens on (`--port`)")
 
     # Where things are.
-    data_dir: Path = Field(default_factory=default_data_dir)
-    frontend_dir: Path | None = Field(default_factory=default_frontend_dir)
-    tshark_path: str | None = None
+    data_dir: Path = Field(default_factory=default_data_dir,
+                           description="uploads, their dissections and corpus runs (what survives a restart)")
+    frontend_dir: Path | None = Field(default_factory=resources.frontend_dir,
+                                      description="the web pages served at `/` (default: the package's own)")
+    sample_captures_dir: Path | None = Field(default_factory=resources.sample_captures_dir,
+                                             description="the sample captures lessons play (default: the "
+                                                         "package's own)")
+    tshark_path: str | None = Field(None, description="the tshark that decodes a packet's lower layers "
+                                                     "(default: the one on PATH)")
 
     # Requests.
     max_json_body: int = Field(1 << 20, ge=1024, description="largest JSON request body in bytes")
@@ -61,7 +62,8 @@ class Settings(BaseSettings):
 
     # Captures.
     # A 1 GB capture is browsable in the viewer (issue 22.1): its store costs no memory per element.
-    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1)
+    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1, description="largest upload; larger ones are "
+                                                                        "refused with 413")
     max_captures_per_client: int = Field(20, ge=1, description="captures one client address may have stored (or "
                                                                "be uploading) at once; more are refused with 429")
     min_free_disk: int = Field(16 * 1024 * 1024, ge=0, description="uploads that would leave less free space on "
@@ -70,9 +72,11 @@ class Settings(BaseSettings):
     max_total_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=1,
                                  description="oldest captures are deleted when the uploads take more than this")
     capture_ttl: float = Field(24 * 3600.0, gt=0, description="seconds a capture is kept after its upload")
-    dissect_workers: int = Field(2, ge=1)
-    dissect_executor: Literal["process", "thread"] = "process"
-    max_events_per_capture: int = Field(200_000_000, ge=1)
+    dissect_workers: int = Field(2, ge=1, description="uploads dissected at once (worker processes); more wait")
+    dissect_executor: Literal["process", "thread"] = Field("process", description="where dissections run: "
+                                                                                  "worker processes or threads")
+    max_events_per_capture: int = Field(200_000_000, ge=1, description="elements kept of one capture; a capture "
+                                                                      "with more keeps the first ones and says so")
     dissect_max_seconds: float = Field(600.0, gt=0, description="a dissection stops after this many seconds; the "
                                                                 "capture ends `error`, keeping what was read")
     store_max_body: int = Field(16 * 1024 * 1024, ge=4096, description="bodies are stored up to this many octets")
@@ -87,12 +91,12 @@ class Settings(BaseSettings):
                                                                 "searches on); until `search_max_seconds` otherwise")
     max_searches_per_client: int = Field(2, ge=1, description="text searches one client address may run at once; "
                                                               "more are refused with 429")
-    packet_cache_size: int = Field(512, ge=0)
+    packet_cache_size: int = Field(512, ge=0, description="packets whose lower layers (tshark) are kept")
     packet_timeout: float = Field(60.0, gt=0, description="seconds tshark may take to decode one packet")
     progress_interval: float = Field(0.25, gt=0, description="seconds between progress messages")
 
     # Sessions.
-    max_sessions: int = Field(32, ge=1)
+    max_sessions: int = Field(32, ge=1, description="playground sessions at once; more are refused with 429")
     max_sessions_per_client: int = Field(8, ge=1, description="sessions one client address may run at once")
     session_max_connections: int = Field(8, ge=1, description="connections (peers through the tap) open at once "
                                                               "in one session")
@@ -110,7 +114,7 @@ class Settings(BaseSettings):
     ws_burst: int = Field(200, ge=1, description="websocket commands allowed at once (token bucket size)")
     ws_abuse_limit: int = Field(200, ge=1, description="refused websocket commands within `ws_abuse_window` "
                                                        "seconds before the socket is closed (1008)")
-    ws_abuse_window: float = Field(10.0, gt=0)
+    ws_abuse_window: float = Field(10.0, gt=0, description="seconds over which refused commands are counted")
     session_max_frames: int = Field(1024, ge=1, description="most frames in one `send` command")
     session_max_body: int = Field(1 << 20, ge=0, description="largest frame a `send` command may carry")
     sim_step_interval: float = Field(0.3, ge=0, description="seconds between elements of a playing simulated "

@@ -17,7 +17,7 @@ import { CaptureShelf } from './corpus-captures.js';
 import { RunsPanel } from './corpus-runs.js';
 import { RunTabs } from './corpus-tabs.js';
 import { RunTables } from './corpus-table.js';
-import { i18n } from '../core/i18n.js';
+import { i18n, t } from '../core/i18n.js';
 
 export function startCorpus(host) {
   const doc = host.document;
@@ -44,15 +44,28 @@ export function startCorpus(host) {
   const tables = new RunTables($('pane-table'), { corpus, gen, current: () => ({ run: tabs.run, table: tabs.tab }) });
   const tabs = new RunTabs(doc, win, { corpus, tables });
   const runs = new RunsPanel(doc, { corpus, status, picker: shelf.picker, tabs, gen });
+  // Whether this server can run Spark at all (pyspark, Java): said before anyone ticks a capture, with what
+  // to install (in the page's language); a start could only fail.
+  async function checkSpark() {
+    let answer;
+    try {
+      answer = await corpus.status();
+    } catch {
+      return; // (a start says what is wrong then)
+    }
+    shelf.picker.setUnavailable(answer.available ? null : t('ui.corpus.unavailable', { problem: answer.problem }));
+  }
+
   // Another language: the run's head and the table's headers and filters are words (the rest relabels).
   i18n.onChange(() => {
     runs.relabel();
     tabs.relabel(); // (the report, too, comes in the new language)
+    checkSpark();
   });
 
   async function init() {
     const params = new win.URL(win.location.href).searchParams;
-    await Promise.all([shelf.load(), runs.load()]);
+    await Promise.all([shelf.load(), runs.load(), checkSpark()]);
     const id = params.get('run');
     if (id) await runs.open(id, params.get('tab') || 'report');
     else runs.show(null);

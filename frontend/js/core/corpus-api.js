@@ -2,6 +2,7 @@
 // host = { fetch, EventSource, base } (base: URL prefix, '' by default).
 //
 // Routes used (all JSON unless stated):
+//   GET    /api/corpus/status                        -> {available, problem} (problem: what to install)
 //   GET    /api/corpus/captures                      -> {captures: [{id, name, size, created, state}]}
 //   POST   /api/corpus/runs {captures: [ids]}        -> 202 {id}; 404/409/422/503 {detail}
 //   GET    /api/corpus/runs                          -> {runs: [run]}
@@ -26,6 +27,9 @@ export function createCorpusApi(host) {
   const request = jsonRequester(host);
 
   return {
+    status() {
+      return request('GET', '/api/corpus/status');
+    },
     captures() {
       return request('GET', '/api/corpus/captures');
     },

@@ -14,6 +14,7 @@ const KIND_IDS = { greeting: 'ui.filter.greeting', command: 'ui.filter.command',
  * to the viewer and a Delete button.
  * new CapturePicker(container, { onUpload(files), onStart(ids), onDelete(id, name) })
  *   .setCaptures(list, checked) .selected() .setBusy(running) .setNote(text, kind)
+ *   .setUnavailable(text|null): the server cannot run Spark (text says why and what to install): no start
  */
 export class CapturePicker {
   constructor(container, { onUpload, onStart, onDelete = () => {} }) {
@@ -27,6 +28,7 @@ export class CapturePicker {
     });
     this.list = h(d, 'ul', { class: 'pick-list', tLabel: 'ui.picker.label' });
     this.note = h(d, 'p', { class: 'hint pick-note', attrs: { role: 'status' } });
+    this.unavailable = h(d, 'p', { class: 'hint pick-unavailable', attrs: { id: 'corpus-unavailable' }, hidden: true });
     this.start = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.picker.start', attrs: { id: 'start-run' }, disabled: true });
     this.start.addEventListener('click', () => onStart(this.selected()));
     const all = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.all', on: { click: () => this.checkAll(true) } });
@@ -39,6 +41,7 @@ export class CapturePicker {
         { class: 'box picker', attrs: { 'aria-labelledby': 'picker-title' } },
         h(d, 'div', { class: 'box-head' }, h(d, 'h2', { t: 'ui.picker.title', attrs: { id: 'picker-title' } }), h(d, 'label', { class: 'button-like', attrs: { for: 'corpus-file' }, t: 'ui.picker.upload' }), this.input),
         h(d, 'p', { class: 'hint', t: 'ui.picker.hint' }),
+        this.unavailable,
         this.list,
         h(d, 'div', { class: 'ctl-row' }, all, none, h(d, 'span', { class: 'spacer' }), this.start),
         this.note,
@@ -88,9 +91,15 @@ export class CapturePicker {
     this.update();
   }
 
+  setUnavailable(text) {
+    this.unavailable.textContent = text || '';
+    this.unavailable.hidden = !text;
+    this.update();
+  }
+
   update() {
     const n = this.selected().length;
-    this.start.disabled = this.busy || n === 0;
+    this.start.disabled = this.busy || n === 0 || !this.unavailable.hidden;
     tr(this.start, n > 1 ? ['ui.picker.startN', { n }] : 'ui.picker.start');
   }
 

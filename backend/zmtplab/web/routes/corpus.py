@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from fastapi.responses import StreamingResponse
 
 from ...engine.events import WIRE_KINDS
+from ...i18n import translate
 from ..captures import CaptureNotFound
 from ..corpus import CorpusUnavailable, RunBusy, RunNotFound, RunNotReady
 from ..corpus_models import (
@@ -18,6 +19,7 @@ from ..corpus_models import (
     CorpusRunCreated,
     CorpusRunRequest,
     CorpusRuns,
+    CorpusStatus,
     StoredCapture,
     StoredCaptures,
     TablePage,
@@ -41,6 +43,14 @@ def _not_found(run_id: str) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"no corpus run with id {run_id!r}")
 
 
+@router.get("/status", response_model=CorpusStatus, summary="Whether corpus runs can start here")
+async def corpus_status(runs: CorpusRunsDep, lang: LangDep) -> CorpusStatus:
+    """`available`, or the `problem` (pyspark or Java missing) with what to install: the Corpus page says it
+    before anyone ticks a capture."""
+    problem = await runs.unavailable()
+    return CorpusStatus(available=problem is None, problem=None if problem is None else translate(problem, lang))
+
+
 @router.get("/captures", response_model=StoredCaptures, summary="Captures this client uploaded")
 async def stored_captures(request: Request, store: CaptureStoreDep) -> StoredCaptures:
     """The uploads of this client address still on the server (newest first): what a run may take."""
@@ -55,7 +65,9 @@ async def stored_captures(request: Request, store: CaptureStoreDep) -> StoredCap
              responses={404: {"model": ErrorResponse, "description": "no capture has one of these ids"},
                         409: {"model": ErrorResponse, "description": "another run is in progress"},
                         422: {"model": ErrorResponse, "description": "no captures, or too many"},
-                        503: {"model": ErrorResponse, "description": "the server cannot run Spark (no Java)"},
+                        503: {"model": ErrorResponse,
+                              "description": "the server cannot run Spark (no pyspark or no Java: `GET "
+                                             "/api/corpus/status`)"},
                         507: {"model": ErrorResponse, "description": "no disk space for the run"}})
 async def start_run(body: CorpusRunRequest, request: Request, response: Response, store: CaptureStoreDep,
                     runs: CorpusRunsDep, settings: SettingsDep) -> CorpusRunCreated:

@@ -85,11 +85,12 @@ class LessonLibrary:
 
 
 def get_library(conn: HTTPConnection) -> LessonLibrary:
-    """The app's lesson library (created on first use; tests may set `app.state.lesson_library`)."""
+    """The app's lesson library (created on first use, playing the settings' sample captures; tests may set
+    `app.state.lesson_library`)."""
     state = conn.app.state
     library = getattr(state, "lesson_library", None)
     if library is None:
-        library = state.lesson_library = LessonLibrary()
+        library = state.lesson_library = LessonLibrary(captures_dir=state.settings.sample_captures_dir)
     return library
 
 
