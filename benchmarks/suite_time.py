@@ -9,15 +9,18 @@ used it. Wall time on a shared machine says how loaded it was; CPU time says wha
 compares runs made at different loads.
 
 It prints every module, most CPU first, with its wall time, CPU time (user+sys) and test count, then the
-totals and the load average, and writes them as JSON with `--json FILE`.
+totals and the load average, and writes them as JSON with `--json FILE`. `--burner N` runs the suite beside N
+busy processes (load_sessions.py's burner: a pure-Python loop each, at normal priority), the other work of a
+shared machine made repeatable: the suite must pass there too (its tests wait for states, never for time).
 
-Usage: python benchmarks/suite_time.py [--json FILE] [--top N] [PYTEST ARGS...]
+Usage: python benchmarks/suite_time.py [--json FILE] [--top N] [--burner N] [PYTEST ARGS...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import resource
 import sys
@@ -26,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from load_sessions import burn
 
 REPO = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")
@@ -87,11 +92,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--top", type=int, default=0, help="print only the N modules with most CPU (0: all)")
+    ap.add_argument("--burner", type=int, default=0, metavar="N", help="N busy processes beside the suite")
     args, pytest_args = ap.parse_known_args()
     os.chdir(REPO)
-    times = ModuleTimes()
+    burners = [mp.get_context("spawn").Process(target=burn, daemon=True) for _ in range(max(0, args.burner))]
+    for b in burners:
+        b.start()
+    times = ModuleTimes()  # (after the burners: their CPU is not the suite's)
     load0 = os.getloadavg()
-    status = pytest.main(pytest_args, plugins=[times])
+    try:
+        status = pytest.main(pytest_args, plugins=[times])
+    finally:
+        for b in burners:
+            b.terminate()
+        for b in burners:
+            b.join(5)
     wall = time.monotonic() - times.started
     cpu = tree_cpu() - times.cpu0
     load1 = os.getloadavg()
@@ -100,10 +115,11 @@ def main() -> int:
     for module, row in rows[: args.top or None]:
         print(f"{module:<64} {row['wall']:8.1f} {row['cpu']:8.1f} {int(row['tests']):6d}")
     print(f"suite_time: modules={len(rows)} wall={wall:.1f}s cpu={cpu:.1f}s "
-          f"load_start={load0[0]:.1f} load_end={load1[0]:.1f} status={int(status)}")
+          f"load_start={load0[0]:.1f} load_end={load1[0]:.1f} burners={len(burners)} status={int(status)}")
     if args.json:
         args.json.write_text(json.dumps({"wall": wall, "cpu": cpu, "load": [load0[0], load1[0]],
-                                         "status": int(status), "modules": times.modules}, indent=1))
+                                         "burners": len(burners), "status": int(status), "modules": times.modules},
+                                        indent=1))
     return int(status)
 
 
