@@ -95,7 +95,9 @@ def test_killing_a_node_moves_the_round_robin_and_exports_read_back(client, tmp_
             ws.send_json({"type": "send", "from": "vent", "frames": [f"before {i}"]})
         seen = receive_until(ws, is_recv("w3", "before 3"))
         ws.send_json({"type": "fault", "fault": "kill", "args": {"peer": "w1"}})
-        # The link closed: vent's end too, whose socket then took the dead pipe out of its round robin.
+        # The link closed, vent's end too: libzmq closes its end as it drops the connection, and vent's socket takes
+        # the pipe out of its round robin when it processes its commands (the runtime has it do so on the
+        # disconnection and before each send).
         seen += receive_until(ws, lambda m: m["type"] == "log" and m["entry"].get("what") == "closed")
         assert seen[-1]["entry"]["conn"] == "0"
         for i in (1, 2, 3, 4):
