@@ -113,6 +113,7 @@ class Runtime(Protocol):
     def position(self) -> int: ...
     def total(self) -> int: ...
     def closed(self) -> bool: ...
+    def up(self) -> bool: ...  # a real topology's first links are up and its script runs (see `state`)
     def keylog(self) -> str: ...  # the CURVE key log of our peers' connections (engine.curve.keylog_line)
 
 
@@ -412,7 +413,7 @@ class Session:
     def state(self) -> dict[str, Any]:
         r = self.runtime
         return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
-                "total": r.total(), "closed": r.closed(), "mode": self.config.mode}
+                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.config.mode}
 
     def push_state(self) -> None:
         """Sends the state soon: each subscriber sends one state message after what it has queued, for any
