@@ -2,7 +2,7 @@
 
 | setting | default | when it is reached |
 |---|---|---|
-| max_upload_bytes | 200 MiB | 413 `detail`, nothing stored |
+| max_upload_bytes | 1.25 GiB | 413 `detail`, nothing stored |
 | (not a capture) | | 415 `detail`, nothing stored |
 | max_captures_per_client | 20 | 429 `detail` |
 | max_captures, max_total_bytes | 100, 4 GiB | the oldest captures are deleted (upload + event store count) |

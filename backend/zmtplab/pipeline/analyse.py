@@ -9,6 +9,7 @@ read at all yields nothing (the `errors` table already names it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,8 +25,8 @@ TOPOLOGY_SCHEMA = (
 )
 FINDINGS_SCHEMA = (
     "capture string, rule string, severity string, conns array<string>, text string, ref string, "
-    "event_conn string, event_dir string, event_offset long, event_packets array<long>"
-)
+    "event_conn string, event_dir string, event_offset long, event_packets array<long>, details string"
+)  # details: the finding's numbers by name, as JSON (`zmtplab analyze --json`'s `details`)
 
 
 def analysis_rows(item: tuple[str, str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -57,5 +58,5 @@ def finding_rows(name: str, found: dict[str, Any]) -> Iterator[tuple[str, tuple[
         first = f["events"][0] if f["events"] else {}
         yield "findings", (
             name, f["rule"], f["severity"], f["conns"], f["text"], f["ref"], first.get("conn"), first.get("dir"),
-            first.get("offset"), first.get("packets"),
+            first.get("offset"), first.get("packets"), json.dumps(f.get("details") or {}, separators=(",", ":")),
         )

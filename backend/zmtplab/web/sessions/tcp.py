@@ -856,7 +856,9 @@ class TcpRuntime:
                 _small_buffers(w, buffer)
         conn = str(next(self._ids))
         self.connections += 1
-        link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap)
+        # (What one direction may hold of an element: the session's whole budget of sends, whoever connected.)
+        held = self.settings.session_max_sent_bytes + (1 << 20)
+        link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap, dissector=ConnectionDissector(max_held=held))
         self.links[conn] = link
         client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
         upstream = up_writer.get_extra_info("sockname") or ("127.0.0.1", 0)
