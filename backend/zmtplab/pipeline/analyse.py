@@ -1,8 +1,8 @@
 """The capture-wide analysis (`zmtplab.analysis`) as table rows: one task per capture, no Spark needed to run it.
 
 `analysis_rows(name, path)` analyses one capture file and yields `("topology", row)` for each of its
-connections and `("findings", row)` for each finding, in the order of `TOPOLOGY_COLUMNS` and
-`FINDINGS_COLUMNS` (the job turns them into the `topology` and `findings` Parquet tables). A
+connections and `("findings", row)` for each finding, in the order of `schemas.TOPOLOGY_SCHEMA` and
+`schemas.FINDINGS_SCHEMA` (the job turns them into the `topology` and `findings` Parquet tables). A
 capture damaged part-way is analysed up to the damage, as it is dissected; one that cannot be
 read at all yields nothing (the `errors` table already names it).
 """
@@ -15,17 +15,6 @@ from typing import Any
 from ..analysis import analyze_capture
 from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
-
-TOPOLOGY_SCHEMA = (
-    "capture string, conn string, client string, server string, client_type string, server_type string, "
-    "client_node string, server_node string, broker boolean, valid_pair boolean, zmtp boolean, version string, "
-    "mechanism string, identity_c2s string, identity_s2c string, messages_c2s long, messages_s2c long, "
-    "first_ts double, last_ts double"
-)
-FINDINGS_SCHEMA = (
-    "capture string, rule string, severity string, conns array<string>, text string, ref string, "
-    "event_conn string, event_dir string, event_offset long, event_packets array<long>"
-)
 
 
 def analysis_rows(item: tuple[str, str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
