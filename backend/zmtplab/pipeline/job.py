@@ -11,9 +11,11 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
    capture by first frame;
 3. events: the same packets -> shuffled by connection (balanced by the connection pass's sizes)
    -> reassembler and dissector, payloads read back from the files -> each task writes its
-   events as Parquet (conn ids from a broadcast) and counts them per connection;
-4. tables: commit `events`, write `connections` (TCP facts joined with those counts), `topology` and
-   `findings` (the capture-wide analysis of `zmtplab analyze`, one task per capture) and `errors`;
+   events as Parquet (conn ids from a broadcast), counts them per connection and records what the
+   dissector produced for the analysis (`feed.py`);
+4. tables: write `connections` (TCP facts joined with those counts), `topology` and `findings` (the
+   capture-wide analysis of `zmtplab analyze`, one task per capture over the events pass's records of
+   it: no capture is dissected twice), commit `events`, write `errors`;
 5. report: aggregates -> `report.html`, and `summary.json`.
 """
 
@@ -256,13 +258,13 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
         # One output partition per ~200,000 connections, sorted: the table is small and read often.
         sink.write_table(T.connection_table(conns, zmtp_stats, captures).repartition(n_connections // 200_000 + 1)
                          .sortWithinPartitions("capture", F.col("conn").cast("long")), connections_path)
-        written = sink.commit(events_path, files)  # also drops the staged stats files
+        sc.setJobDescription("zmtplab: topology and findings")
+        topology_path, findings_path = _analyse(spark, plan, files, out_dir, parallelism)
+        written = sink.commit(events_path, files)  # also drops the staged stats and feed files
     except BaseException:
         sink.abort(events_path)
         raise
     events = spark.read.parquet(events_path)
-    sc.setJobDescription("zmtplab: topology and findings")
-    topology_path, findings_path = _analyse(spark, plan, out_dir, parallelism)
     errors_path = os.path.join(out_dir, "errors")
     sink.write_table(spark.createDataFrame(plan.errors, ERRORS_SCHEMA).coalesce(1), errors_path)
     conns.unpersist()
@@ -304,16 +306,22 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
     return summary
 
 
-def _analyse(spark, plan: PipelinePlan, out_dir: str, parallelism: int) -> tuple[str, str]:
-    """The capture-wide analysis, one task per capture (it follows messages across connections), into the
-    `topology` and `findings` tables; returns their paths."""
+def _analyse(spark, plan: PipelinePlan, files: list[dict[str, Any]], out_dir: str,
+             parallelism: int) -> tuple[str, str]:
+    """The capture-wide analysis, one task per capture (it follows messages across connections) over what the
+    dissect tasks recorded of it (their "feed" `files`), into the `topology` and `findings` tables; returns
+    their paths."""
     from pyspark import StorageLevel
 
     from . import sink
     from .analyse import analysis_rows
     from .schemas import FINDINGS_SCHEMA, TOPOLOGY_SCHEMA
 
-    items = [(c.name, c.path) for c in plan.readable]
+    feeds: dict[int, list[str]] = {}
+    for f in files:
+        if f["kind"] == "feed":
+            feeds.setdefault(f["cap"], []).append(f["path"])
+    items = [(c.name, c.cap, sorted(feeds.get(c.cap, []))) for c in plan.readable]
     rows = (spark.sparkContext.parallelize(items, max(1, min(len(items), parallelism * 4)))
             .flatMap(analysis_rows).persist(StorageLevel.MEMORY_AND_DISK))
     paths = []

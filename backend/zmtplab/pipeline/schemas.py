@@ -174,12 +174,14 @@ CONNECTIONS_COLUMNS = [
     "socket_type_server", *ZMTP_COUNTS,
 ]
 
-# One row per file a task wrote: "events" (a part of the table) or "stats" (ZMTP_STATS_SCHEMA).
+# One row per file a task wrote: "events" (a part of the table), "stats" (ZMTP_STATS_SCHEMA) or "feed"
+# (the analysis items of capture `cap`, pipeline.feed: one row per capture in the file).
 FILE_SCHEMA = pa.schema([
     pa.field("kind", pa.string()),
     pa.field("path", pa.string()),
     pa.field("rows", pa.int64()),
     pa.field("bytes", pa.int64()),
+    pa.field("cap", pa.int32()),
 ])
 
 # --------------------------------------------------------------------------- the driver's tables (Spark DDL)

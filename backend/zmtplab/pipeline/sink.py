@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
+from .feed import FeedRecorder
 from .schemas import EVENTS_SCHEMA, FILE_SCHEMA, ZMTP_STATS_SCHEMA, spark_schema
 from .stages import dissect_partition, lazy_gc
 
@@ -204,8 +205,9 @@ class _PartWriter:
 
 def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, run: Any,
                            with_fields: bool = True, max_body: int | None = None) -> Iterator[pa.RecordBatch]:
-    """Dissects the partition's packet groups and writes their events to one staged Parquet file (and
-    their per-connection counts to another).
+    """Dissects the partition's packet groups and writes their events to one staged Parquet file, their
+    per-connection counts to another, and what the dissector produced to a third, for the captures'
+    analysis (`pipeline.feed`).
 
     `run` is a dict (or a Spark broadcast of one) with `ids` ((cap, first_frame) -> conn),
     `names` and `paths` (by cap). Yields rows (FILE_SCHEMA) naming the files, or nothing for an
@@ -215,12 +217,13 @@ def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, r
     ids, names = info["ids"], info["names"]
     stats = ZmtpStats()
     writer = _PartWriter(staging, stats, ids, names)
+    feed = FeedRecorder(staging, ids)
     # Batches of a row group's size: each batch costs some fifty Arrow calls whatever its size, and
     # at 4,096 rows those fixed costs were a third of the task on dense traffic.
     for batch in dissect_partition(batches, paths=info["paths"], with_fields=with_fields, max_body=max_body,
-                                   max_rows=ROW_GROUP_ROWS):
+                                   max_rows=ROW_GROUP_ROWS, recorder=feed):
         writer.add(batch)
-    files = writer.close()
+    files = writer.close() + feed.close()
     if stats.conns:
         path = writer.path.replace("/part-", "/stats-")
         table = stats.table()
@@ -260,8 +263,8 @@ def prepare(table_uri: str, run_id: str) -> str:
 
 
 def commit(table_uri: str, files: list[dict[str, Any]]) -> dict[str, int]:
-    """Moves the reported event files into the table, drops the staging area (with the stats
-    files: read them before), writes `_SUCCESS`."""
+    """Moves the reported event files into the table, drops the staging area (with the stats and
+    feed files: read them before), writes `_SUCCESS`."""
     filesystem, path = resolve(table_uri)
     base = path.rstrip("/")
     rows = size = 0

@@ -28,6 +28,7 @@ import pyarrow as pa
 from ..capture.dissect import CaptureDissector, SourcedRun
 from ..capture.pcapfile import TcpPacket
 from ..capture.tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
+from .feed import FeedRecorder
 from .rows import EventBatcher
 from .schemas import CONNECTION_SCHEMA, PACKET_SCHEMA
 
@@ -231,10 +232,11 @@ def _conn_batch(rows: list[tuple]) -> pa.RecordBatch:
 
 def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | None = None,
                       with_fields: bool = True, max_body: int | None = None,
-                      max_rows: int = 4096) -> Iterator[pa.RecordBatch]:
+                      max_rows: int = 4096, recorder: FeedRecorder | None = None) -> Iterator[pa.RecordBatch]:
     """The ZMTP events (schemas.STAGE_SCHEMA) of every connection in the partition's groups.
 
-    `paths[cap]` is the capture file to read payloads from when the rows carry offsets."""
+    `paths[cap]` is the capture file to read payloads from when the rows carry offsets. `recorder`, when given,
+    also gets what the dissector produced, for the capture's analysis (`pipeline.feed`)."""
     out = EventBatcher(max_rows=max_rows, with_fields=with_fields, max_body=max_body)
     current: tuple[int, int] | None = None
     reasm: TcpReassembler | None = None
@@ -252,6 +254,8 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                 first_frames[sev.conn] = sev.packet
                 seqs[sev.conn] = 0
             produced = dissector.feed_runs(sev)
+            if recorder is not None and produced:
+                recorder.add(produced, emit_frame, first_frames)
             for event in produced:  # EventBatcher.add, inlined: this runs once per event
                 if type(event) is SourcedRun:
                     local = event.conn
@@ -269,6 +273,8 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
     def finish_group() -> None:
         assert reasm is not None and dissector is not None
         emit(reasm.finish(), None)
+        if recorder is not None:
+            recorder.end_group(dissector.infos, first_frames)
 
     payloads = PayloadReader(paths) if paths is not None else None
     try:
@@ -281,6 +287,8 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                     reasm = TcpReassembler()
                     dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, runs=True)
                     first_frames, seqs, order = {}, {}, _Order()
+                    if recorder is not None:
+                        recorder.start_group(key[0])
                 assert reasm is not None
                 feed = reasm.feed
                 for pkt in packets:
