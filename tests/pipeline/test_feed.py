@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pipeline_util import PROJECT, SHARED, busy_capture
+from pipeline_util import PROJECT, SHARED, busy_capture, task_inputs
 
 from zmtplab.analysis import analyze_capture
 from zmtplab.pipeline.analyse import analyse, analysis_rows, finding_rows, topology_rows
 from zmtplab.pipeline.feed import capture_feed
-from zmtplab.pipeline.plan import make_plan
 from zmtplab.pipeline.sink import prepare, write_events_partition
-from zmtplab.pipeline.source import read_partition
-from zmtplab.pipeline.stages import connections_partition
 
 TASKS = 3
 
@@ -24,15 +21,7 @@ TASKS = 3
 def run_tasks(paths: list[Path], out: Path) -> tuple[list[dict], list]:
     """The events pass over `paths` as TASKS dissect tasks (flows dealt out by hash, each task's packets sorted as
     the shuffle sorts them); the files they reported, and the plan's captures."""
-    plan = make_plan([str(p) for p in paths])
-    packets = pa.Table.from_batches([b for part in plan.partitions for b in read_partition(part)])
-    packets = packets.sort_by([("cap", "ascending"), ("flow", "ascending"), ("frame", "ascending")])
-    conns = pa.Table.from_batches(list(connections_partition(packets.to_batches())))
-    ids: dict[tuple[int, int], str] = {}
-    for cap, first in sorted(zip(conns.column("cap").to_pylist(), conns.column("first_frame").to_pylist(),
-                                 strict=True)):
-        ids[(cap, first)] = str(sum(1 for c, _f in ids if c == cap))
-    run = {"ids": ids, "names": [c.name for c in plan.captures], "paths": [c.path for c in plan.captures]}
+    plan, packets, run = task_inputs(paths)
     staging = prepare(str(out / "events"), "test")
     flows = packets.column("flow").to_pylist()
     files = []
