@@ -12,7 +12,8 @@ The order key of an item is (the frame whose arrival produced it, 0, n) or, for 
 produced, (END, the frame that opened its connection, n), n counting the task's items: a packet belongs to
 one group, and the end of a capture closes the connections still open in the order they opened.
 
-A file holds pickled chunks, each a list of (key, item) of one group, then a pickled index
+A file holds pickled chunks, each a list of (key, item) of one group (a run as a tuple of its parts:
+pickling builtins stays in C, where a dataclass's state goes through Python), then a pickled index
 {cap: ([(offset, length) of each chunk, by group], [ConnectionInfo...])} and the index's offset (8 octets,
 big-endian). The files are the job's own, in its staging directory, read back by its own tasks.
 """
@@ -29,6 +30,7 @@ from typing import Any
 from pyarrow import fs as pafs
 
 from ..capture.dissect import ConnectionInfo, SourcedRun
+from ..engine.batch import FrameRun
 
 END = 1 << 62  # the order key's frame for what the end of the capture produced
 CHUNK_BYTES = 256 << 10  # a group's items are written (and merged back) in chunks of about this size
@@ -67,8 +69,10 @@ class FeedRecorder:
             first = first_frames[local]
             conn = ids[(cap, first)]
             if type(item) is SourcedRun:
-                item = dataclasses.replace(item, conn=conn)
-                self.pending_bytes += len(item.run.data) + 16 * len(item.ts)
+                run = item.run
+                item = (conn, item.dir, run.start, run.data, run.fresh, run.framing, run.count, run.starts,
+                        item.packets, item.ts)
+                self.pending_bytes += len(run.data) + 16 * run.count
             else:
                 item = {k: v for k, v in item.items() if k != "fields"}
                 item["conn"] = conn
@@ -130,7 +134,15 @@ def capture_feed(cap: int, paths: list[str]) -> tuple[Iterator[Any], list[Connec
         groups += [_chunks(source, spans) for spans in chunks]
     infos.sort(key=lambda i: int(i.conn))
     merged = heapq.merge(*groups, key=lambda pair: pair[0])
-    return (item for _key, item in merged), infos
+    return (_item(item) for _key, item in merged), infos
+
+
+def _item(record: Any) -> Any:
+    """An item as `CaptureDissector.feed_runs()` gave it, from its record."""
+    if type(record) is not tuple:
+        return record
+    conn, direction, start, data, fresh, framing, count, starts, packets, ts = record
+    return SourcedRun(conn, direction, FrameRun(start, data, fresh, framing, count, starts), packets, ts)
 
 
 def _chunks(source: Any, spans: list[tuple[int, int]]) -> Iterator[tuple[Key, Any]]:
