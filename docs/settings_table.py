@@ -22,9 +22,10 @@ MADE = {
     "data_dir": "`$XDG_CACHE_HOME/zmtplab`, else `~/.cache/zmtplab` (the image: `/var/lib/zmtplab`)",
     "frontend_dir": "the package's own pages",
     "sample_captures_dir": "the package's own sample captures",
+    "max_connections": "the soft file limit less 128 (`zmtplab serve` raises it to the hard one)",
 }
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-BYTE_SUFFIXES = ("_bytes", "_body", "_message", "_head", "_disk")
+BYTE_SUFFIXES = ("_bytes", "_body", "_message", "_head", "_disk", "_held")
 TIME_SUFFIXES = ("_timeout", "_ttl", "_seconds", "_interval", "_grace", "_lifetime", "_window")
 
 

@@ -138,9 +138,11 @@ def test_every_lesson_exists_in_both_languages():
 
 @pytest.fixture(scope="module")
 def capture_texts() -> dict[str, str]:
-    """Every expert text, field note and finding the sample captures give, with the capture it came from."""
+    """Every expert text, field note and finding the sample captures and the recorded incidents give, with the
+    capture it came from."""
     texts: dict[str, str] = {}
-    for path in sorted((REPO / "captures").glob("*.pcapng")):
+    incidents = sorted((REPO / "captures" / "incidents").glob("*.pcapng"))
+    for path in sorted((REPO / "captures").glob("*.pcapng")) + incidents:
         for ev in dissect_capture(str(path)):
             for text in [ev.get("text"), *(f.get("note") for f in ev.get("fields") or [])]:
                 if text:

@@ -194,8 +194,9 @@ def test_committed_captures_match_the_recorder() -> None:
     """Every scenario of record.py has a committed capture, the expected port, and no extras."""
     record = load_record_module()
     committed = {p.stem for p in CAPTURES.glob("*.pcapng")}
-    assert committed == set(record.SCENARIOS) == set(EXPECTED)
-    for name, sc in record.SCENARIOS.items():
+    samples = {name: sc for name, sc in record.SCENARIOS.items() if not sc.folder}  # (incidents: test_incidents)
+    assert committed == set(samples) == set(EXPECTED)
+    for name, sc in samples.items():
         assert (sc.port, sc.ports) == (EXPECTED[name].port, EXPECTED[name].ports), name
 
 

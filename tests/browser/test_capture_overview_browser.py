@@ -89,3 +89,46 @@ def test_curve_check_with_the_server_key(page, live_server, artifacts, sample):
     rules = page.locator("#overview .finding .finding-rule").all_text_contents()
     assert rules[0] == "curve-wrong-server-key" and "handshake-incomplete" in rules
     page.screenshot(path=str(artifacts("capture-overview") / "curve-check.png"))
+
+
+def test_recorded_incidents_in_the_overview(page, live_server, artifacts, sample):
+    """A server restart: its refused reconnects under the graph and as a finding; a broker whose REQ clients ask
+    the same thing at once: every request and reply path certain, none ambiguous; a PUSH whose worker left:
+    the skew and its reason, in English and in Chinese."""
+    out = artifacts("capture-overview")
+    incidents = sample("broker.pcapng").parent / "incidents"
+    try:
+        open_capture(page, live_server, incidents / "server_restart.pcapng")
+        page.click("#view-overview")
+        page.wait_for_selector("#overview svg.topology")
+        refused = page.locator("#overview .overview-refused")
+        assert refused.count() == 1
+        assert "3 refused connect(s) to 127.0.0.1:15708 (SYN answered by RST)" in refused.inner_text()
+        finding = page.locator("#overview .finding")
+        assert finding.count() == 1 and "refused-connects" in finding.inner_text()
+        assert "the server was down and came back" in finding.inner_text()
+        page.screenshot(path=str(out / "server-restart.png"))
+        open_capture(page, live_server, incidents / "broker_anonymous.pcapng")
+        page.click("#view-overview")
+        page.wait_for_selector("#overview .flow-row")
+        flows = page.locator("#overview .flow-row")
+        assert flows.count() == 24
+        assert page.locator("#overview .flow-row .sev-badge").count() == 0  # nothing ambiguous
+        assert page.locator("#overview g.node.broker .node-label").text_content() == "127.0.0.1:15700+15701"
+        page.screenshot(path=str(out / "broker-anonymous.png"))
+        # A worker that left: round robin's shares explained by its close, in the page's other language too.
+        open_capture(page, live_server, incidents / "push_worker_leaves.pcapng")
+        page.click("#view-overview")
+        finding = page.locator("#overview .finding")
+        finding.first.wait_for()
+        assert finding.count() == 1 and "round-robin-skew" in finding.inner_text()
+        assert "(0: 25, 1: 25, 2: 10); connection 2 closed while 30 more were sent" in finding.inner_text()
+        page.select_option("#lang-switch", "zh-CN")
+        page.wait_for_selector("#overview .finding:has-text('轮询把它们分给了其他连接')")
+        assert "连接 2 关闭之后又发送了 30 条消息" in page.locator("#overview .finding").inner_text()
+        page.screenshot(path=str(out / "push-worker-leaves-zh-CN.png"))
+        page.select_option("#lang-switch", "en")
+    finally:  # (the browser tests share one server and its per-address capture limit)
+        for capture in page.request.get(f"{live_server.base}/api/corpus/captures").json()["captures"]:
+            if capture["name"] in ("server_restart.pcapng", "broker_anonymous.pcapng", "push_worker_leaves.pcapng"):
+                page.request.delete(f"{live_server.base}/api/captures/{capture['id']}")

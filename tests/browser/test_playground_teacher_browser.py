@@ -91,11 +91,14 @@ FIND_MARK_JS = """async ([pattern, budget]) => {
 }"""
 
 
-def wait_mark(page: Any, pattern: str, timeout: float = 15_000) -> str:
+def wait_mark(page: Any, pattern: str, timeout: float = 60_000) -> str:
     """Waits until the sequence has a mark whose text matches the regular expression; returns that text."""
     deadline = time.monotonic() + timeout / 1000
     while True:
-        found, seen = page.evaluate(FIND_MARK_JS, [pattern, 2000])
+        # Each look may scroll up as far as the time left allows: a reconnect loop adds rows faster than a busy
+        # machine's page scrolls through them, so a look of a fixed budget never reached an older mark.
+        budget = max(2000, (deadline - time.monotonic()) * 1000)
+        found, seen = page.evaluate(FIND_MARK_JS, [pattern, budget])
         if found is not None:
             return found
         if time.monotonic() > deadline:

@@ -165,6 +165,7 @@ def test_json_runs_say_what_events_say(body, sizes, max_body, prefix, with_field
     assert run(one_by_one, chunks, drain) == plain
 
 
+@settings(deadline=timedelta(seconds=5))  # (hypothesis's 200 ms is missed on a loaded machine: 563 ms at load 20)
 @given(body=streams, sizes=chunk_sizes, prefix=st.sampled_from(["v3", "v2", "bare2", "mid"]))
 def test_frame_runs_stand_for_the_same_events(body, sizes, prefix):
     """`runs=frame_run`: runs are `FrameRun`s (octets, no JSON) whose `events()` are the plain events."""

@@ -17,6 +17,7 @@ from zmtplab.capture.pcapfile import TcpPacket, read_tcp_packets
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.capture.tcpstream import (
     StreamClosed,
+    StreamControl,
     StreamData,
     StreamGap,
     StreamNote,
@@ -61,7 +62,7 @@ def split(data: bytes, isn: int, sizes: list[int], first: int = 1) -> list[TcpPa
 
 def collect(events) -> tuple[dict, dict, list]:
     """Rebuild each (conn, dir) stream from events, checking offsets are contiguous and ordered
-    (notes are left out: `notes()` reads them)."""
+    (notes and control events are left out: `notes()` and `controls()` read them)."""
     streams: dict = defaultdict(bytearray)
     gaps: dict = defaultdict(list)
     others = []
@@ -76,7 +77,7 @@ def collect(events) -> tuple[dict, dict, list]:
             assert ev.offset == len(buf) and ev.length > 0
             gaps[ev.conn, ev.dir].append((ev.offset, ev.length))
             buf += b"\x00" * ev.length
-        elif not isinstance(ev, StreamNote):
+        elif not isinstance(ev, StreamNote | StreamControl):
             others.append(ev)
     return dict(streams), dict(gaps), others
 
@@ -84,6 +85,11 @@ def collect(events) -> tuple[dict, dict, list]:
 def notes(events) -> list[tuple]:
     """(what, dir, offset, length, packet) of each note."""
     return [(e.what, e.dir, e.offset, e.length, e.packet) for e in events if isinstance(e, StreamNote)]
+
+
+def controls(events) -> list[tuple]:
+    """(what, dir, packet) of each control event."""
+    return [(e.what, e.dir, e.packet) for e in events if isinstance(e, StreamControl)]
 
 
 def run(packets, **options) -> list:
@@ -476,6 +482,36 @@ def test_zero_window_is_noted_for_the_segment_that_advertises_it():
     assert notes(run([*packets, zero, update])) == [("zero-window", "s2c", 0, 0, 5)]
 
 
+def test_the_window_update_after_a_zero_window_is_a_control_event():
+    packets = [*handshake(0, 9000), seg(4, 1, b"a" * 10)]
+    zero = seg(5, 9001, flags=ACK, c2s=False, ack=11)
+    zero.window = 0
+    again = seg(6, 9001, flags=ACK, c2s=False, ack=11)
+    again.window = 0
+    update = seg(7, 9001, flags=ACK, c2s=False, ack=11)
+    update.window = 65535
+    later = seg(8, 9001, flags=ACK, c2s=False, ack=11)
+    later.window = 65535
+    events = run([*packets, zero, again, update, later, seg(9, 11, b"b")])
+    assert controls(events) == [("syn-ack", "s2c", 2), ("window-open", "s2c", 7)]
+
+
+def test_who_closed_first_fin_and_rst():
+    packets = [*handshake(0, 9000), seg(4, 1, b"hi"),
+               seg(5, 9001, flags=FIN | ACK, c2s=False, ack=3),  # the server closes first
+               seg(6, 3, b"late", ack=9002),  # the client still writes (half-close): the server resets
+               seg(7, 9002, flags=RST, c2s=False)]
+    events = run(packets)
+    assert controls(events) == [("syn-ack", "s2c", 2), ("fin", "s2c", 5), ("rst", "s2c", 7)]
+    assert next(e for e in events if isinstance(e, StreamClosed)).reason == "rst"
+
+
+def test_a_refused_connect_is_a_syn_answered_by_a_rst():
+    events = run([seg(1, 100, flags=SYN), seg(2, 0, flags=RST | ACK, c2s=False, ack=101)])
+    assert controls(events) == [("rst", "s2c", 2)]
+    assert [type(e).__name__ for e in events] == ["StreamOpened", "StreamControl", "StreamClosed"]
+
+
 def test_a_real_zero_window_in_a_capture_file_is_noted():
     # large.pcapng: the PULL side's buffer fills during the 1 MiB frame (tshark: frame 19, "TCP Zero Window").
     events = run(read_tcp_packets(capture("large.pcapng")))
@@ -722,6 +758,8 @@ def test_arbitrary_segment_soup_keeps_every_invariant(soup, base):
             closed.append(ev.conn)
         elif isinstance(ev, StreamNote):
             assert ev.conn in opened and ev.length >= 0
+        elif isinstance(ev, StreamControl):
+            assert ev.conn in opened and ev.conn not in closed
         else:
             assert ev.conn in opened and ev.conn not in closed
             key = (ev.conn, ev.dir)

@@ -462,6 +462,9 @@ def test_our_client_against_libzmq_router(zctx):
     router.curve_secretkey = z85_encode(ssec)
     router.curve_publickey = z85_encode(spub)
     router.heartbeat_ivl = 100  # libzmq PINGs us inside MESSAGE boxes; we answer PONG the same way
+    # (when the test next reads: libzmq's default timeout, one interval, closed the connection when a loaded
+    # machine kept the test from reading for 100 ms)
+    router.heartbeat_timeout = int(TIMEOUT * 1000)
     port = router.bind_to_random_port("tcp://127.0.0.1")
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
         driver = Driver(sock, Connection("DEALER", mechanism=CurveClient(spub), identity=b"our-dealer"))

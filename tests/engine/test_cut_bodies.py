@@ -33,3 +33,18 @@ def test_a_long_hex_without_a_body_is_cut_only_with_slack() -> None:
     assert cut_bodies(dict(command), 10) == command
     assert cut_bodies(dict(command), 10, hex_slack=32) == {**command, "hex": "ab" * 42, "truncated": True}
     assert cut_bodies(dict(command), 70, hex_slack=32) == command
+
+
+def test_to_dict_makes_hex_of_the_kept_octets_only_and_the_same_dict() -> None:
+    # (A 1 MB body's 2 MB of hex, twice, then cut, cost a fan-out session more than the rest of the frame.)
+    body = bytes(range(256)) * 4096
+    frame = make_frame(3, 9 + len(body), 2, len(body), b"\x02" + len(body).to_bytes(8, "big"), body, "3")
+    for max_body in (0, 1, 64, 65536):
+        for with_fields in (True, False):
+            whole = frame.to_dict(with_fields=with_fields)
+            cut = frame.to_dict(with_fields=with_fields, max_body=max_body)
+            assert json.dumps(cut) == json.dumps(cut_bodies({k: v for k, v in whole.items() if k != "fields"},
+                                                            max_body) | ({"fields": whole["fields"]}
+                                                                         if with_fields else {}))
+            msg = make_message(3, frame.length, (frame,))
+            assert msg.to_dict(with_fields=with_fields, max_body=max_body)["frames"] == [body[:max_body].hex()]

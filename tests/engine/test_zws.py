@@ -8,6 +8,7 @@ and, without a mechanism, the routing id as greetings, ZWS frames as commands, f
 from __future__ import annotations
 
 import json
+import tracemalloc
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from wsproto.events import BytesMessage
 from zws_pair import C2S, S2C, ZwsPair, dissect, per_direction
 
+from zmtplab import i18n
 from zmtplab.engine import (
     Command,
     ConnectionClosed,
@@ -29,6 +31,7 @@ from zmtplab.engine import (
     RemoteProtocolError,
     SubscriptionChanged,
     ZwsConnection,
+    ZwsDissector,
     ZwsFrame,
     ZwsGreeting,
 )
@@ -527,3 +530,71 @@ def test_a_response_without_a_subprotocol_is_not_zws():
         "Sec-WebSocket-Accept does not answer the client's Sec-WebSocket-Key (RFC 6455 4.2.2)",
         "the server chose no subprotocol: without one the connection is not ZWS (45/ZWS: the server must choose "
         "one of the client's)"]
+
+
+# ---- a budget (a live capture's): no frame or message held past it (issue 31.2)
+
+def budgeted(segments: list[tuple[str, bytes]], max_held: int) -> tuple[ZwsDissector, list[dict]]:
+    dissector = ZwsDissector(max_held=max_held)
+    out = [e.to_dict() for d, data in segments for _, e in dissector.receive_data(d, data)]
+    return dissector, out
+
+
+def masked_frame(payload: bytes, *, fin: bool = True, opcode: int = 2, mask: bytes = b"\x01\x02\x03\x04") -> bytes:
+    """A client's frame (masked) as written on the wire."""
+    size = len(payload)
+    length = (bytes([0x80 | size]) if size < 126 else bytes([0x80 | 126]) + size.to_bytes(2, "big") if size < 65536
+              else bytes([0x80 | 127]) + size.to_bytes(8, "big"))
+    return bytes([(0x80 if fin else 0) | opcode]) + length + mask + unmask(payload, mask)
+
+
+def test_a_2_62_octet_websocket_frame_is_reported_at_its_header_and_never_held():
+    p = pair("PUSH", "PULL", protocols=["ZWS2.0/NULL"])
+    dissector, _ = budgeted(p.segments, 1 << 20)
+    header = b"\x82\xff" + (1 << 62).to_bytes(8, "big") + b"\x01\x02\x03\x04"
+    first = [e.to_dict() for _, e in dissector.receive_data(C2S, header + b"x" * 100)]
+    assert [(e["kind"], e["rule"]) for e in first] == [("expert", "budget")] and str(1 << 62) in first[0]["text"]
+    side = dissector.sides[C2S]
+    chunk = b"y" * 65536
+    tracemalloc.start()
+    try:
+        for _ in range(1024):  # 64 MiB of its payload
+            assert dissector.receive_data(C2S, chunk) == []
+            assert side.buffer.available == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert side.received == len(p.stream(C2S)) + len(header) + 100 + (64 << 20)
+
+
+def test_over_budget_frames_and_messages_are_skipped_and_reading_goes_on():
+    p = pair("PUSH", "PULL", protocols=["ZWS2.0/NULL"])
+    big = masked_frame(b"\x00" + b"b" * (2 << 20))  # one frame over the budget
+    fragments = [masked_frame((b"\x00" if i == 0 else b"") + b"f" * 60_000, fin=i == 39, opcode=0 if i else 2)
+                 for i in range(40)]  # a message of 40 fragments, each within it
+    after = masked_frame(b"\x00after")
+    segments = [*p.segments, (C2S, big), *((C2S, f) for f in fragments), (C2S, after)]
+    for cut in (None, 7):  # whole writes, and 7 octets at a time
+        written = segments if cut is None else [(d, data[i:i + cut]) for d, data in segments
+                                                for i in range(0, len(data), cut)]
+        dissector, events = budgeted(written, 1 << 20)
+        c2s = [e for e in events if e["offset"] >= len(p.stream(C2S)) or e["kind"] == "expert"]
+        notes = [e for e in c2s if e["kind"] == "expert" and e["rule"] == "budget"]
+        assert [n["text"].split(" of ")[0] for n in notes] == ["WebSocket frame", "a WebSocket message"]
+        assert [e["frames"] for e in c2s if e["kind"] == "message"] == [[b"after".hex()]]
+        assert dissector.sides[C2S].buffer.available < 1 << 20
+        assert all(i18n.translate(n["text"], "zh-CN") != n["text"] for n in notes)
+    # Without a budget the same stream is read whole.
+    whole = per_direction(dissect(segments))[C2S]
+    assert [len(e["frames"][0]) // 2 for e in whole if e["kind"] == "message"][-3:] == [2 << 20, 40 * 60_000, 5]
+
+
+def test_a_multipart_message_that_outgrows_the_budget_stops_being_held():
+    p = pair("PUSH", "PULL", protocols=["ZWS2.0/NULL"])
+    parts = [masked_frame(b"\x01" + b"m" * 1000) for _ in range(2000)]  # MORE, MORE, ... 2 MB in all
+    _, events = budgeted([*p.segments, *((C2S, part) for part in parts), (C2S, masked_frame(b"\x00end"))], 1 << 20)
+    notes = [e for e in events if e["kind"] == "expert" and e["rule"] == "budget"]
+    assert len(notes) == 1 and notes[0]["text"].startswith("a message of more than 1048576 octets held in")
+    assert sum(e["kind"] == "frame" for e in events) >= 2001  # (its frames are still reported)
+    assert i18n.translate(notes[0]["text"], "zh-CN") != notes[0]["text"]

@@ -173,6 +173,9 @@ test('deep links', () => {
   assert.deepEqual(parseLink('?id=abc&conn=0&el=42&field=3&q=hello+world'), { id: 'abc', conn: '0', el: 42, field: 3, q: 'hello world' });
   assert.deepEqual(parseLink('?el=-1&field=x'), {});
   assert.deepEqual(parseLink(''), {});
+  // A malformed escape is kept as typed, never an exception that leaves the page half-built.
+  assert.deepEqual(parseLink('?q=100%&id=a%zzb&conn=%E0%A4%A&el=1'), { q: '100%', id: 'a%zzb', conn: '%E0%A4%A', el: 1 });
+  assert.deepEqual(parseLink('?q=caf%C3%A9%2'), { q: 'café%2' });
   assert.equal(buildLink({ el: 42, id: 'abc', conn: '0', field: null, q: 'a b&c' }), '?id=abc&conn=0&el=42&q=a%20b%26c');
   assert.deepEqual(parseLink(buildLink({ id: 'x y', el: 0 })), { id: 'x y', el: 0 });
 });

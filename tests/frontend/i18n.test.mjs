@@ -62,6 +62,7 @@ test('negotiation: ?lang= first, then the remembered choice, then the browser, t
   assert.equal(chooseLanguage({ search: '?session=3&lang=zh-CN', stored: 'en', languages: ['en'] }), 'zh-CN');
   assert.equal(chooseLanguage({ search: '?lang=en', stored: 'zh-CN', languages: ['zh-CN'] }), 'en');
   assert.equal(chooseLanguage({ search: '?lang=xx', stored: 'zh-CN', languages: ['en'] }), 'zh-CN');
+  assert.equal(chooseLanguage({ search: '?lang=zh%', stored: 'zh-CN', languages: ['en'] }), 'zh-CN'); // (malformed: not thrown)
   assert.equal(chooseLanguage({ search: '', stored: null, languages: ['zh-CN', 'en'] }), 'zh-CN');
   assert.equal(chooseLanguage({ search: '', stored: null, languages: [] }), 'en');
 });

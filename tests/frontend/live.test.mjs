@@ -43,7 +43,7 @@ test('live routes', async () => {
   await assert.rejects(api.createLive({ source: 'capture', interface: 'x', port: 1 }), (e) => e.status === 422 && /no such interface/.test(e.message));
   assert.equal(await api.stopLive('a b'), null);
   assert.deepEqual(calls.map((c) => `${c.method} ${c.url}`), ['GET /api/live/interfaces', 'POST /api/live', 'DELETE /api/live/a%20b']);
-  assert.equal(api.liveSocketUrl({ protocol: 'https:', host: 'lab' }, 's1'), 'wss://lab/ws/live/s1?lang=en');
+  assert.equal(api.liveSocketUrl({ protocol: 'https:', host: 'lab' }, 's1'), 'wss://lab/ws/live/s1?batch=1&lang=en');
 });
 
 test('the websocket hands over connections, events and status', () => {
@@ -62,9 +62,11 @@ test('the websocket hands over connections, events and status', () => {
   ws.onopen();
   assert.ok(socket.isOpen);
   for (const m of [{ type: 'connection', conn: '0', client: 'c', server: 's' }, { type: 'event', event: { kind: 'greeting' } }, { type: 'status', state: 'capturing' }, { type: 'other' }]) ws.onmessage({ data: JSON.stringify(m) });
+  // (?batch=1: an array of messages, in order)
+  ws.onmessage({ data: JSON.stringify([{ type: 'event', event: { kind: 'frame' } }, { type: 'status', state: 'stopped' }]) });
   ws.onmessage({ data: '{broken' });
   ws.onclose({ code: 1000 });
-  assert.deepEqual(got, [['connection', 'c'], ['event', 'greeting'], ['status', 'capturing'], ['error', 'unreadable message from the server'], ['close', 1000]]);
+  assert.deepEqual(got, [['connection', 'c'], ['event', 'greeting'], ['status', 'capturing'], ['event', 'frame'], ['status', 'stopped'], ['error', 'unreadable message from the server'], ['close', 1000]]);
 });
 
 test('the model keeps each connection’s events and a capture-style summary', () => {

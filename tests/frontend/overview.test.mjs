@@ -72,3 +72,18 @@ test('an empty analysis says so', () => {
   view.setMessage('Analysing…');
   assert.match(text(container), /Analysing…/);
 });
+
+test('refused connects are counted under the graph, and an ambiguous flow says why', () => {
+  const doc = createDocument();
+  const container = doc.createElement('div');
+  const view = new OverviewView(container);
+  const analysis = load('broker');
+  const flows = [{ ...analysis.flows[0], ambiguous: true, why: 'routing id 00aa fits connection 2 and connection 3 alike' }];
+  view.setAnalysis({ ...analysis, flows, flows_total: 1,
+    refused: [{ server: '127.0.0.1:15708', count: 3, first_ts: 10, last_ts: 10.14, clients: ['127.0.0.1:17600'], conns: ['2', '3', '4'] }] });
+  assert.match(text(container), /3 refused connect\(s\) to 127\.0\.0\.1:15708 \(SYN answered by RST\) over 0\.14 s, from 127\.0\.0\.1:17600/);
+  const [row] = byClass(container, 'flow-row');
+  assert.match(text(row), /routing id 00aa fits connection 2 and connection 3 alike/);
+  const [badge] = byClass(row, 'sev-badge');
+  assert.equal(badge.getAttribute('title'), 'routing id 00aa fits connection 2 and connection 3 alike');
+});

@@ -101,6 +101,15 @@ test('the diagram under a flood: a link starts a dot at most every 50 ms, every 
   assert.equal(dots(), 4, '50 ms later the link starts another');
 });
 
+test('quiet, messages that came on one link in one frame (a slow frame) each get their dot, one after another', async () => {
+  const { box, send } = await fedDiagram((msg) => [
+    { kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg },
+  ]);
+  send(3);
+  const dots = walk(box).filter((el) => el.classList.contains('topo-dot'));
+  assert.deepEqual(dots.map((el) => el.getAttribute('data-msg')), ['0', '1', '2']);
+});
+
 test('busy, the diagram draws its figures a third at a time (nodes, received lists, queues), never all in one frame', async () => {
   const { box, view, send } = await fedDiagram((msg) => [
     { kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 8, frames: [hex(`job-${msg}`)], msg },

@@ -275,7 +275,10 @@ def test_our_heartbeats_answered_by_libzmq() -> None:
         async with zmq_context() as ctx:
             theirs = zsock(ctx, zmq.PAIR)
             log = EventLog()
-            async with TcpPeer("PAIR", on_event=log, heartbeat_ivl=0.05, heartbeat_ttl=1.0) as ours:
+            # Long timeouts, ours and libzmq's (the TTL): a loaded machine can stall a PONG past one interval,
+            # and this test is about the answers (the timeouts have tests of their own).
+            async with TcpPeer("PAIR", on_event=log, heartbeat_ivl=0.05, heartbeat_ttl=TIMEOUT,
+                               heartbeat_timeout=TIMEOUT) as ours:
                 await _pair_up(ours, theirs, ours_binds=True)
                 await ours.wait_for(lambda: len(log.what("pong")) >= 5, timeout=TIMEOUT)
                 assert len(log.what("ping-sent")) >= 5 and log.what("closed") == []

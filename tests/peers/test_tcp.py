@@ -182,7 +182,9 @@ def test_close_as_a_connection_completes_does_not_wait_for_the_other_side() -> N
 def test_heartbeats_between_our_peers_with_ttl() -> None:
     async def main() -> None:
         log_a, log_b = EventLog(), EventLog()
-        async with TcpPeer("DEALER", on_event=log_a, heartbeat_ivl=0.05, heartbeat_ttl=2.0) as a:
+        # A long timeout: a loaded machine can stall a PONG past one interval (the timeout has its own test).
+        async with TcpPeer("DEALER", on_event=log_a, heartbeat_ivl=0.05, heartbeat_ttl=2.0,
+                           heartbeat_timeout=TIMEOUT) as a:
             endpoint = await a.bind("tcp://127.0.0.1:0")
             async with TcpPeer("DEALER", on_event=log_b) as b:
                 b.connect(endpoint)

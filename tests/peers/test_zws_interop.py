@@ -302,9 +302,10 @@ def test_libzmq_plain_client_with_our_plain_server(lib: Libzmq) -> None:
 def test_libzmq_heartbeats_are_websocket_pings_we_answer(lib: Libzmq) -> None:
     async def main() -> tuple[Wire, EventLog]:
         wire, log = Wire(), EventLog()
-        async with ours("PAIR", wire, log, heartbeat_ivl=0.05) as pair:
+        # (long timeouts, ours and libzmq's: a loaded machine can hold a pong past one interval)
+        async with ours("PAIR", wire, log, heartbeat_ivl=0.05, heartbeat_timeout=TIMEOUT) as pair:
             endpoint = await pair.bind("ws://127.0.0.1:0/")
-            theirs = lib.socket("PAIR", heartbeat_ivl=50)
+            theirs = lib.socket("PAIR", heartbeat_ivl=50, heartbeat_timeout=int(TIMEOUT * 1000))
             theirs.connect(endpoint)
             await pair.wait_for(lambda: len(log.what("ping")) >= 2 and len(log.what("pong")) >= 2, timeout=TIMEOUT)
         return wire, log

@@ -219,6 +219,7 @@ def _spark_problem() -> str | None:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # (two servers' Spark runs: minutes on a loaded machine; the waits below bound each)
 def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Server]) -> None:
     problem = _spark_problem()
     assert problem is None, f"{problem}: `make test` installs Java and pyspark"  # (fails, never skips)
@@ -232,7 +233,7 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
     run_id = r.json()["id"]
     # Spark's JVM is up and the run under way.
     wait_for("the run under way", lambda: first.http.get(f"/api/corpus/runs/{run_id}").json()["phase"]
-             != "starting Spark", 180)
+             != "starting Spark", 400)
     children = descendants(first.process.pid)
     assert named(children, "java"), children
     assert first.kill() == -signal.SIGKILL
@@ -246,7 +247,7 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
         assert run["state"] in ("running", "done"), run
         return run if run["state"] == "done" else None
 
-    run = wait_for("the run done after the restart", finished, 240)
+    run = wait_for("the run done after the restart", finished, 400)
     assert run["summary"]["events"] == events and run["summary"]["captures"] == len(ids), run["summary"]
     table = second.http.get(f"/api/corpus/runs/{run_id}/tables/events", params={"limit": 1})
     assert table.status_code == 200 and table.json()["total"] == events

@@ -6,6 +6,7 @@ second or more (on bulk.pcapng alone, a tenth of a second since dense hits are p
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from webkit import SHARED, make_settings
 from synthetic import copies
 from testkit import LiveServer, event_stream, upload
 from zmtplab.web import create_app
+from zmtplab.web.searches import ClientSlots
 
 BULK = SHARED / "bulk.pcapng"
 COPIES = 10
@@ -189,3 +191,23 @@ def test_a_text_most_elements_hold_shows_its_first_page_at_once(server, bulk):
             assert rest["events"] == first["events"]
     finally:
         settings.search_first_seconds = 60.0
+
+
+def test_a_search_whose_client_went_is_waited_for_not_refused():
+    """A client that gives up one search for the next (typing on) is not refused because the one it gave up
+    has not stopped yet (a busy machine takes a while): its new search waits for it. Searches still wanted
+    count as before."""
+    async def main() -> None:
+        slots = ClientSlots(1)
+        assert slots.take("a")
+        assert not await slots.take_after_ending("a")  # its search runs: refused at once
+        slots.end("a")  # its client went away: stopping
+        waiting = asyncio.ensure_future(slots.take_after_ending("a"))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not waiting.done() and await slots.take_after_ending("b")  # (another client's own slots)
+        slots.release("a", ended=True)
+        assert await waiting
+        assert slots.busy == {"a": 1, "b": 1} and slots.ending == {}
+
+    asyncio.run(main())

@@ -39,7 +39,7 @@ from ..engine.zws_dissector import ZwsDissector
 from .errors import CaptureFormatError
 from .jsonlines import JsonRun, join_run, json_runs, source_suffix
 from .pcapfile import read_tcp_packets
-from .tcpstream import StreamClosed, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
+from .tcpstream import StreamClosed, StreamControl, StreamData, StreamGap, StreamNote, StreamOpened, TcpReassembler
 
 # How many first bytes of a direction we look at before deciding whether it is ZMTP.
 SNIFF_BYTES = 12
@@ -87,9 +87,23 @@ class SourcedRun:
     ts: list[float]
 
 
+@dataclass(slots=True)
+class Stall:
+    """A TCP zero window: the sender of direction `dir` (the reader) had no room from `start` (frame `packet`)
+    until `end`, when it advertised room again or the other side's data moved ('window-update' or 'data'
+    as `ended_by`); `end` None: still closed when the connection or the capture ended."""
+
+    dir: str
+    start: float
+    packet: int
+    end: float | None = None
+    ended_by: str | None = None
+
+
 @dataclass
 class ConnectionInfo:
-    """What a capture says about one TCP connection."""
+    """What a capture says about one TCP connection: its ends, how it went (each side's first FIN or RST, the
+    server's SYN/ACK, its zero windows) and whether it was ZMTP."""
 
     conn: str
     client: tuple[str, int]
@@ -99,6 +113,29 @@ class ConnectionInfo:
     last_ts: float
     zmtp: bool | None = None  # None while undecided
     closed: str | None = None  # how it ended (tcpstream's CloseReason), once it has
+    syn_ack: bool = False  # the server accepted (a SYN/ACK was seen)
+    fin: dict[str, float] = field(default_factory=dict)  # direction -> when its sender's first FIN was seen
+    rst: dict[str, float] = field(default_factory=dict)  # direction -> when its sender reset the connection
+    stalls: list[Stall] = field(default_factory=list)  # zero windows, in capture order
+
+    def control(self, event: StreamControl) -> None:
+        """Takes what a side did to the connection itself (a reassembler's `StreamControl`)."""
+        if event.what == "fin":
+            self.fin.setdefault(event.dir, event.ts)
+        elif event.what == "rst":
+            self.rst.setdefault(event.dir, event.ts)
+        elif event.what == "syn-ack":
+            self.syn_ack = True
+        elif event.what == "window-open":
+            self.stall_over(event.dir, event.ts, "window-update")
+
+    def stall_over(self, reader: str, ts: float, why: str) -> None:
+        """The zero window of `reader`'s direction, if one is open, ends at `ts`."""
+        for stall in reversed(self.stalls):
+            if stall.dir == reader:
+                if stall.end is None:
+                    stall.end, stall.ended_by = ts, why
+                return
 
 
 @dataclass
@@ -166,6 +203,7 @@ class _Conn:
         self.held_mid: list[tuple[str, Any]] = []  # engine events held until a mid-stream connection is confirmed
         self.confirmed_mid_stream = False
         self.decryptor: Any = None  # a CurveDecryptor, with a key log, from the connection's HELLO on
+        self.stalled: set[str] = set()  # the directions whose zero window is open (the readers)
 
 
 def looks_like_zmtp(first: bytes) -> str | None:
@@ -193,9 +231,12 @@ class CaptureDissector:
     """
 
     def __init__(self, *, with_fields: bool = True, max_body: int | None = None, json: bool = False,
-                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None) -> None:
+                 runs: bool = False, curve_keys: Mapping[bytes, bytes] | None = None,
+                 max_held: int | None = None) -> None:
+        """`max_held`: the budget of each connection's dissector (`engine.StreamDecoder`), for live traffic."""
         self.with_fields = with_fields
         self.max_body = max_body
+        self.max_held = max_held
         # A CURVE key log (engine.curve.parse_keylog): each box of a connection it has the key of is followed by
         # what it holds (engine.curve.CurveDecryptor).
         self.curve_keys = curve_keys
@@ -240,6 +281,11 @@ class CaptureDissector:
         if isinstance(event, StreamData):
             conn = self.connections[event.conn]
             conn.info.last_ts = event.ts
+            if conn.stalled:  # the writer's data moved: the reader's zero window is over
+                reader = "s2c" if event.dir == "c2s" else "c2s"
+                if reader in conn.stalled:
+                    conn.stalled.discard(reader)
+                    conn.info.stall_over(reader, event.ts, "data")
             seen = conn.seen.get(event.dir)
             if seen is None:
                 conn.seen[event.dir] = _Seen(event.offset, event.offset + len(event.data), len(event.data),
@@ -285,8 +331,17 @@ class CaptureDissector:
             if conn.info.zmtp:
                 return self._emit(conn, event.dir, conn.dissector.gap(event.dir, event.length), None, output)
             return []
+        if isinstance(event, StreamControl):
+            conn = self.connections[event.conn]
+            conn.info.control(event)
+            if event.what == "window-open":
+                conn.stalled.discard(event.dir)
+            return []
         if isinstance(event, StreamNote):
             conn = self.connections[event.conn]
+            if event.what == "zero-window" and event.dir not in conn.stalled:
+                conn.stalled.add(event.dir)
+                conn.info.stalls.append(Stall(event.dir, event.ts, event.packet))
             note = (event.dir, tcp_expert(event))
             if conn.info.zmtp is None:
                 conn.held.append(("note", note))
@@ -353,8 +408,8 @@ class CaptureDissector:
             conn.maps = {"c2s": _PacketMap(), "s2c": _PacketMap()}
             return []
         conn.sniff = {}
-        conn.dissector = ZwsDissector() if conn.zws else \
-            ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner)
+        conn.dissector = ZwsDissector(max_held=self.max_held) if conn.zws else \
+            ConnectionDissector(mid_stream=conn.mid_stream, runs=self._scanner, max_held=self.max_held)
         out: list = []
         for what, ev in held:
             if what == "data":
@@ -579,10 +634,12 @@ def dissect_capture_jsonl(source: str | bytes | BinaryIO, *, with_fields: bool =
 
 
 def dissect_capture_runs(source: str | bytes | BinaryIO, *, dissector: CaptureDissector | None = None,
-                         result: DissectResult | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
+                         result: DissectResult | None = None,
+                         max_expanded: int | None = None) -> Iterator[dict[str, Any] | SourcedRun]:
     """`dissect_capture()` without fields, runs of ordinary frames as `SourcedRun`s (for a consumer that reads
-    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`."""
-    packets = read_tcp_packets(source)
+    their octets itself); `dissector`, if given, must be built with `with_fields=False, runs=True`. A compressed
+    capture that decompresses past `max_expanded` octets raises `capture.errors.ExpansionLimit` there."""
+    packets = read_tcp_packets(source, max_expanded=max_expanded)
     dissector = dissector or CaptureDissector(with_fields=False, runs=True)
     for items in _dissect_packets(packets, dissector, dissector.feed_runs, result):
         yield from items

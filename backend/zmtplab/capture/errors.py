@@ -23,3 +23,12 @@ class CaptureFormatError(ValueError):
 
 class TruncatedCaptureError(CaptureFormatError):
     """The capture ends in the middle of a block or record; everything before it was delivered."""
+
+
+class ExpansionLimit(Exception):
+    """A compressed capture decompressed to more than the reader was allowed to expand it into (`limit` octets);
+    everything before was delivered. Not a format error: the capture may be fine, just more than the budget."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the compressed capture expands past {limit} octets")
+        self.limit = limit

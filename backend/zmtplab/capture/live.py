@@ -76,12 +76,13 @@ class LiveCapture:
     """
 
     def __init__(self, interface: str, port: int, sink: EventSink, *, with_fields: bool = True,
-                 on_connection: ConnectionSink | None = None) -> None:
+                 on_connection: ConnectionSink | None = None, max_held: int | None = None) -> None:
         self.interface = check_interface(interface)
         self.port = check_port(port)
         self.sink = sink
         self.on_connection = on_connection
         self.with_fields = with_fields
+        self.max_held = max_held  # each connection's dissector budget (engine.StreamDecoder)
         self.error: str | None = None
         self.packets = 0
         self.ready = threading.Event()
@@ -129,7 +130,7 @@ class LiveCapture:
         asyncio.set_event_loop(loop)
         self._loop = loop
         reassembler = TcpReassembler()
-        dissector = CaptureDissector(with_fields=self.with_fields)
+        dissector = CaptureDissector(with_fields=self.with_fields, max_held=self.max_held)
         capture = None
 
         def on_packet(pkt: Any) -> None:

@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .errors import CaptureFormatError, TruncatedCaptureError
-from .pcapwalk import PCAP_MAGICS, SHB, Walker, WalkError, Window, pcap_format, section_order
+from .errors import CaptureFormatError, ExpansionLimit, TruncatedCaptureError
+from .pcapwalk import PCAP_MAGICS, SHB, ByteStream, Walker, WalkError, Window, pcap_format, section_order
 
 __all__ = [
     "LINKTYPE_ETHERNET",
@@ -172,6 +172,25 @@ class _Prepend:
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
         """Never: the bytes are read once, in order (a gzip reader asks only to rewind, which a window never does)."""
+        raise io.UnsupportedOperation("a compressed capture is read as a stream")
+
+
+class _Capped:
+    """A decompressed stream that raises `ExpansionLimit` once more than `limit` octets came out of it."""
+
+    def __init__(self, f: ByteStream, limit: int) -> None:
+        self._f = f
+        self._left = limit
+        self.limit = limit
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n if n >= 0 else self._left + 1)
+        self._left -= len(data)
+        if self._left < 0:
+            raise ExpansionLimit(self.limit)
+        return data
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
         raise io.UnsupportedOperation("a compressed capture is read as a stream")
 
 
@@ -463,7 +482,8 @@ class CaptureReader:
     context manager, or call `close()`; iterating to the end closes a file the reader opened.
     """
 
-    def __init__(self, source: str | os.PathLike[str] | bytes | BinaryIO) -> None:
+    def __init__(self, source: str | os.PathLike[str] | bytes | BinaryIO, *, max_expanded: int | None = None) -> None:
+        """`max_expanded`: how many octets a compressed capture may decompress into (`ExpansionLimit` beyond)."""
         f, self._owns = _open_source(source)
         self._file = f
         self.stats = ReaderStats()
@@ -473,7 +493,9 @@ class CaptureReader:
             compressed = win.data[:2] == _GZIP_MAGIC
             if compressed:
                 # Read the same bytes again, through the decompressor.
-                gz = gzip.GzipFile(fileobj=_Prepend(win.data, f), mode="rb")
+                gz: ByteStream = gzip.GzipFile(fileobj=_Prepend(win.data, f), mode="rb")
+                if max_expanded is not None:
+                    gz = _Capped(gz, max_expanded)
                 win = Window(gz, compressed=True)
                 win.fill(0, 64)
             self._window = win
@@ -542,11 +564,13 @@ class CaptureReader:
         self.close()
 
 
-def read_tcp_packets(path_or_fileobj: str | os.PathLike[str] | bytes | BinaryIO) -> Iterator[TcpPacket]:
+def read_tcp_packets(path_or_fileobj: str | os.PathLike[str] | bytes | BinaryIO, *,
+                     max_expanded: int | None = None) -> Iterator[TcpPacket]:
     """Iterate the TCP segments of a pcap/pcapng capture (a path, bytes or binary file object).
 
     The header is checked immediately: a file that is not a capture raises `CaptureFormatError`
     from this call, before any iteration. A capture cut short yields every complete frame and
-    then raises `TruncatedCaptureError` naming the frame and byte offset.
+    then raises `TruncatedCaptureError` naming the frame and byte offset; a compressed one that decompresses
+    past `max_expanded` octets raises `ExpansionLimit` once it gets there.
     """
-    return CaptureReader(path_or_fileobj).tcp_packets()
+    return CaptureReader(path_or_fileobj, max_expanded=max_expanded).tcp_packets()

@@ -284,6 +284,10 @@ class PcapngWriter:
         _linktype, snaplen, div, tsoffset = self._interfaces[interface]
         orig = len(frame) if orig_len is None else orig_len
         data = frame[:snaplen] if snaplen else frame
+        # A time past what the format holds (a session's delay fault of 1e300 s) is written as the last it holds.
+        last = (1 << 32) - 1 if self.format == "pcap" else ((1 << 64) - 1) // div + tsoffset - 1
+        if not ts <= last:  # (infinity and NaN too)
+            ts = float(last)
         # Whole seconds and the fraction separately: ts * div as a float would lose nanoseconds.
         whole = math.floor(ts)
         units = (whole - tsoffset) * div + round((ts - whole) * div)

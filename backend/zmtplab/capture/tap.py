@@ -2,6 +2,15 @@
 
 Needs no capture privileges: the bytes are the proxy's own. Every accepted connection
 gets a connection id ("0", "1", ...); `c2s` is what the connecting client sent.
+
+The proxy forwards on the event loop and dissects in a worker thread of its own: each direction hands
+its bytes over a read at a time and reads on once they are dissected, so a peer that sends faster than
+they can be dissected is slowed down, never the loop (nor the server's other clients), and nothing waits
+in between. With `max_held`, each direction's dissector holds at most that many octets of an element not
+yet complete (`engine.StreamDecoder`): a frame that declares 2^63 octets is reported and skipped as it
+streams; with `cpu_share`, the dissection takes at most that share of a core (it rests in between, the
+GIL free for the loop). `sink` is called from the worker thread (and, for an unreachable target, from the
+loop).
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..engine.dissector import ConnectionDissector
@@ -20,6 +30,7 @@ log = logging.getLogger(__name__)
 EventSink = Callable[[dict[str, Any]], None]
 ConnectionSink = Callable[[str, tuple[str, int], tuple[str, int]], None]
 READ_SIZE = 65536
+DISSECT_SLICE = 2048  # octets dissected at once: the thread's turns (and rests) stay short
 
 
 def parse_endpoint(text: str, *, default_host: str = "127.0.0.1") -> tuple[str, int]:
@@ -42,13 +53,17 @@ class TapProxy:
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int], sink: EventSink,
                  *, with_fields: bool = True, connect_timeout: float = 5.0,
-                 on_connection: ConnectionSink | None = None) -> None:
+                 on_connection: ConnectionSink | None = None, max_held: int | None = None,
+                 cpu_share: float | None = None) -> None:
         self.listen = listen
         self.target = target
         self.sink = sink
         self.on_connection = on_connection
         self.with_fields = with_fields
         self.connect_timeout = connect_timeout
+        self.max_held = max_held
+        self.cpu_share = cpu_share  # the most of a core its dissection may take (None: all it wants)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zmtplab-tap")
         self._ids = itertools.count()
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -71,6 +86,7 @@ class TapProxy:
                 await task
         if self._server is not None:
             await self._server.wait_closed()
+        await asyncio.to_thread(self._worker.shutdown, wait=True)  # (the connections' last reports)
 
     async def serve_forever(self) -> None:
         """Runs until cancelled."""
@@ -95,7 +111,7 @@ class TapProxy:
 
     async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = str(next(self._ids))
-        dissector = ConnectionDissector()
+        dissector = ConnectionDissector(max_held=self.max_held)
         client = writer.get_extra_info("peername")
         if self.on_connection is not None:
             peer: tuple[str, int] = ("", 0)
@@ -117,16 +133,33 @@ class TapProxy:
                 self._pump(conn, "s2c", up_reader, writer, dissector),
             )
         finally:
-            self._report(conn, None, dissector.close())
+            # In the worker, after what it was given (a read cancelled meanwhile may still be dissected there).
+            self._worker.submit(lambda: self._report(conn, None, dissector.close()))
             for w in (writer, up_writer):
                 w.close()
 
     async def _pump(self, conn: str, direction: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     dissector: ConnectionDissector) -> None:
+        loop = asyncio.get_running_loop()
+
+        share = self.cpu_share
+
+        def dissect(data: bytes) -> None:
+            for start in range(0, len(data), DISSECT_SLICE):  # (one read: one write, one resync candidate)
+                began = time.thread_time()
+                piece = data[start:start + DISSECT_SLICE]
+                self._report(conn, direction, dissector.receive_data(direction, piece, boundary=not start))
+                if share is not None:
+                    # Beyond its share of a core the dissection rests (the GIL free for the loop's other work): a
+                    # flood of tiny frames through one tap slows that tap, not the server.
+                    spent = time.thread_time() - began
+                    if spent > 0.0005:
+                        time.sleep(spent * (1 - share) / share)
+
         try:
             while data := await reader.read(READ_SIZE):
                 writer.write(data)
-                self._report(conn, direction, dissector.receive_data(direction, data))
+                await loop.run_in_executor(self._worker, dissect, data)
                 await writer.drain()
         except (ConnectionError, OSError) as exc:
             log.info("tap %s %s: %s", conn, direction, exc)

@@ -2,8 +2,10 @@
 
 Feed `TcpPacket`s (see `pcapfile`) to a `TcpReassembler` in capture order; it returns stream
 events: `StreamOpened`, `StreamData` (always in order, each byte once), `StreamGap` (bytes the
-capture never had), `StreamNote` (TCP-level facts about one segment) and `StreamClosed`. Call
-`finish()` at the end of the capture.
+capture never had), `StreamNote` (TCP-level facts about one segment, as Wireshark's expert flags
+them), `StreamControl` (what each side did to the connection itself: a SYN/ACK, its first FIN, a
+RST, its window reopened after a zero window) and `StreamClosed`. Call `finish()` at the end of the
+capture.
 
 Rules, in the order a segment meets them:
 
@@ -55,6 +57,11 @@ Rules, in the order a segment meets them:
   keep-alive, 0 or 1 byte at the highest - 1, is neither); 'zero-window' when a segment without
   SYN/FIN/RST advertises a zero window. SYN and RST segments get no notes; segments of a closed
   connection get notes and nothing else.
+* Control (`StreamControl`, one per fact, in the order the segments show them): 'syn-ack' when the
+  server accepts (the first SYN/ACK), 'fin' at each direction's first FIN, 'rst' at a RST of an open
+  connection (its sender's direction), and 'window-open' when a direction that advertised a zero
+  window advertises a non-zero one again (the window update: back-pressure ends there, or when the
+  other side's data moves, whichever the capture shows first).
 * Each `StreamData` names the frame that carried its bytes (`packet`, `ts`), so data released
   from the out-of-order buffer keeps its own frame; a gap names the frame that showed the bytes
   missing (the first ACK in the window that covered them, even when the connection's end reports
@@ -73,6 +80,7 @@ from typing import Literal, Protocol
 __all__ = [
     "Segment",
     "StreamClosed",
+    "StreamControl",
     "StreamData",
     "StreamEvent",
     "StreamGap",
@@ -85,6 +93,7 @@ __all__ = [
 Direction = Literal["c2s", "s2c"]
 CloseReason = Literal["fin", "rst", "end-of-capture", "reused"]
 NoteKind = Literal["retransmission", "out-of-order", "lost-segment", "zero-window"]
+ControlKind = Literal["syn-ack", "fin", "rst", "window-open"]
 
 _FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
@@ -160,6 +169,17 @@ class StreamNote:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamControl:
+    """What one side did to the connection itself (see the module docstring), in frame `packet`."""
+
+    conn: str
+    dir: Direction  # the sender of the segment
+    what: ControlKind
+    ts: float
+    packet: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamClosed:
     """The connection ended (both FINs, a RST, a reused port pair, or the capture's end)."""
 
@@ -169,7 +189,7 @@ class StreamClosed:
     reason: CloseReason
 
 
-StreamEvent = StreamOpened | StreamData | StreamGap | StreamNote | StreamClosed
+StreamEvent = StreamOpened | StreamData | StreamGap | StreamNote | StreamControl | StreamClosed
 
 
 def _first(entry: list) -> int:
@@ -195,7 +215,7 @@ class _Half:
     """One direction of a connection."""
 
     __slots__ = ("acked", "base", "conn", "dir", "fin", "high", "isn", "last_ack", "next", "peer", "pending",
-                 "pending_bytes", "proofs")
+                 "pending_bytes", "proofs", "zero")
 
     def __init__(self, conn: _Conn, direction: Direction) -> None:
         self.conn = conn
@@ -216,6 +236,7 @@ class _Half:
         # may lag `next`, which the fast path moves alone.
         self.high: int | None = None
         self.last_ack: int | None = None  # the raw ack of this direction's latest ACK
+        self.zero = False  # this direction advertised a zero window, not reopened since
 
     def offset(self, seq: int) -> int:
         """Unwrap a raw sequence number into a stream offset near the delivery point."""
@@ -277,7 +298,7 @@ class TcpReassembler:
         # ACKed by the peer (in-order data, or a pure ACK).
         elif (half is not None and not flags & 0x07 and half.base is not None and not pkt.missing
                 and not half.pending and half.fin is None and not half.conn.closed
-                and not half.peer.pending and half.peer.fin is None and pkt.window != 0
+                and not half.peer.pending and half.peer.fin is None and pkt.window != 0 and not half.zero
                 and half.high <= half.next and ((pkt.seq - half.base) & _MASK) == (half.next & _MASK)):
             payload = pkt.payload
             acked = half.peer.last_ack
@@ -369,10 +390,16 @@ class TcpReassembler:
         conn.last_packet = pkt.number
         flags = pkt.flags
         if flags & _RST:
+            out.append(StreamControl(conn.id, half.dir, "rst", pkt.ts, pkt.number))
             self._close(conn, "rst", pkt.ts, pkt.number, out)
             return
+        if half.zero and pkt.window:
+            half.zero = False
+            out.append(StreamControl(conn.id, half.dir, "window-open", pkt.ts, pkt.number))
         seq = pkt.seq
         if flags & _SYN:
+            if flags & _ACK and half.isn is None:
+                out.append(StreamControl(conn.id, half.dir, "syn-ack", pkt.ts, pkt.number))
             if half.base is None:
                 half.isn = seq
                 half.base = (seq + 1) & _MASK
@@ -385,6 +412,7 @@ class TcpReassembler:
                 half.base = seq
             else:  # a pure ACK cannot place offset 0 (it may be a keep-alive at seq-1)
                 if pkt.window == 0 and not flags & _FIN:
+                    half.zero = True
                     out.append(StreamNote(conn.id, half.dir, "zero-window", 0, 0, pkt.number, pkt.ts))
                 if flags & _ACK:
                     half.last_ack = pkt.ack
@@ -399,6 +427,7 @@ class TcpReassembler:
             if payload or missing:
                 self._data(half, off, payload, missing, pkt, out)
             if flags & _FIN and half.fin is None:
+                out.append(StreamControl(conn.id, half.dir, "fin", pkt.ts, pkt.number))
                 self._set_fin(half, off + len(payload) + missing)
         if flags & _ACK:
             self._acked(half.peer, pkt.ack, pkt, out)
@@ -409,6 +438,7 @@ class TcpReassembler:
         fin = pkt.flags & _FIN
         conn = half.conn
         if pkt.window == 0 and not fin:
+            half.zero = True
             out.append(StreamNote(conn.id, half.dir, "zero-window", off, size, pkt.number, pkt.ts))
         high = half.high
         if high is not None:

@@ -27,6 +27,25 @@ SUBCOMMANDS = {
 }
 
 
+# Options whose value may begin with `-` (a Z85 key does, one in 85): `--curve-secret -abc...` reaches argparse as
+# `--curve-secret=-abc...`, which it reads as the value rather than as an unknown option.
+DASH_VALUES = frozenset({"--curve-secret", "--curve-serverkey", "--curve-publickey", "--curve-secretkey"})
+
+
+def join_dash_values(argv: list[str]) -> list[str]:
+    """`argv` with each `DASH_VALUES` option and a value beginning with `-` joined as `--option=value`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in DASH_VALUES and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "--":
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def installed_version() -> str:
     """The version of the installed distribution (its metadata: a wheel's or an editable install's)."""
     try:
@@ -47,7 +66,7 @@ def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = join_dash_values(list(sys.argv[1:] if argv is None else argv))
     command = argv[0] if argv else None
     args = build_parser([command] if command in SUBCOMMANDS else None).parse_args(argv)
     try:

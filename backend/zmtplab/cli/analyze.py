@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -12,6 +13,7 @@ from ..analysis import analyze_capture
 from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
 from ..engine.curve import key_from_text
+from ..engine.fields import text_or_hex
 from ..i18n import localize_analysis
 from .output import add_lang_option
 
@@ -26,23 +28,59 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: nodes, connections, flows, findings (and curve)")
     add_lang_option(p)
+    p.add_argument("--script", type=int, default=0, metavar="N",
+                   help="also print who sent which message when: the capture's first N application messages (--json's "
+                        "`script`: connection, direction, time, endpoints, frames cut to 256 octets)")
+    p.add_argument("--curve-secret-file", action="append", default=[], metavar="FILE",
+                   help="a file of CURVE server secret keys (Z85 or hex), one a line ('#' starts a comment line): the "
+                        "safe way to give one, out of the shell's history and the process list (repeatable)")
     p.add_argument("--curve-secret", action="append", default=[], metavar="KEY",
                    help="a CURVE server's long-term secret key (Z85, 40 characters, or 64 hex digits) to check each "
-                        "HELLO against (repeatable); used for this run only, never stored or printed")
+                        f"HELLO against (repeatable; it may begin with '-'); used for this run only, never stored or "
+                        f"printed. A key on the command line shows in shell history and in ps: prefer "
+                        f"--curve-secret-file or the {SECRET_ENV} variable (keys separated by spaces or commas)")
     p.set_defaults(func=run)
+
+
+SECRET_ENV = "ZMTPLAB_CURVE_SECRET"
+
+
+def curve_secrets(args: argparse.Namespace, environ: dict[str, str]) -> list[bytes]:
+    """The server secret keys given on the command line, in files and in `SECRET_ENV`; ValueError naming where a
+    bad one came from (never the key itself)."""
+    found: list[tuple[str, str]] = [("--curve-secret", k) for k in args.curve_secret]
+    for name in args.curve_secret_file:
+        try:
+            with open(name, encoding="ascii", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError as exc:
+            raise ValueError(f"--curve-secret-file: {exc.strerror or exc}: {name}") from exc
+        for n, line in enumerate(lines, 1):
+            text = line.strip()
+            # A comment starts with '#', but so may a Z85 key (it is one of Z85's characters): a key is 40 or 64.
+            if text and not (text.startswith("#") and len(text) not in (40, 64)):
+                found.append((f"--curve-secret-file {name}, line {n}", text))
+    found += [(SECRET_ENV, k) for k in environ.get(SECRET_ENV, "").replace(",", " ").split()]
+    keys = []
+    for where, text in found:
+        try:
+            keys.append(key_from_text(text))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    return keys
 
 
 def run(args: argparse.Namespace) -> int:
     """Analyses and prints."""
     try:
-        secrets = [key_from_text(k) for k in args.curve_secret]
+        secrets = curve_secrets(args, dict(os.environ))
     except ValueError as exc:
-        print(f"zmtplab analyze: --curve-secret: {exc}", file=sys.stderr)
+        print(f"zmtplab analyze: {exc}", file=sys.stderr)
         return 2
     result = DissectResult()
     try:
         with open(args.capture, "rb") as handle:
-            analysis = analyze_capture(handle, curve_secrets=secrets, result=result)
+            analysis = analyze_capture(handle, curve_secrets=secrets, result=result, script=max(0, args.script))
     except CaptureFormatError as exc:
         print(f"zmtplab analyze: {args.capture}: {exc}", file=sys.stderr)
         return 2
@@ -74,17 +112,27 @@ def write_text(analysis: dict[str, Any], out: Any) -> None:
         pair = f"{c['client_type'] or '?'} -> {c['server_type'] or '?'}"
         if c["valid_pair"] is False:
             pair += " (invalid pair)"
-        ident = c["identities"].get("c2s")
         version = "/".join(sorted(set(c["versions"].values()))) or "?"
+        idents = "".join(f"  {who} identity {c['identities'][d]!r}" for d, who in (("c2s", "client"), ("s2c", "server"))
+                         if c["identities"].get(d))
+        m = c["messages"]
+        counted = (f"encrypted messages {m['c2s']}/{m['s2c']} (MESSAGE boxes)" if any(c["encrypted"].values())
+                   else f"messages {m['c2s']}/{m['s2c']}")
+        close = c["close"]
+        closed = f"  closed by the {close['by']} ({close['how'].upper()})" if close["by"] else ""
         out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  {pair}  ZMTP {version} {c['mechanism'] or ''}"
-                  f"{f'  identity {ident!r}' if ident else ''}  messages {c['messages']['c2s']}/"
-                  f"{c['messages']['s2c']}\n")
+                  f"{idents}  {counted}{closed}\n")
+    for g in analysis.get("refused", []):
+        out.write(f"      {g['count']} refused connect(s) to {g['server']} (SYN, RST) over "
+                  f"{g['last_ts'] - g['first_ts']:.2f} s from {', '.join(g['clients'][:3])}"
+                  f"{' ...' if len(g['clients']) > 3 else ''}\n")
     flows = analysis["flows"]
     out.write(f"\nFlows across connections ({analysis['flows_total']})\n")
     for flow in flows[:20]:
         path = " -> ".join(f"#{h['conn']} {h['from']}>{h['to']}" for h in flow["hops"])
         steps = "; ".join(f"{s['envelope']} {s['frames']} in {s['latency'] * 1e3:.2f} ms" for s in flow["steps"])
-        out.write(f"  {flow['message']!r}: {path}  ({steps}){'  ambiguous' if flow['ambiguous'] else ''}\n")
+        out.write(f"  {flow['message']!r}: {path}  ({steps})"
+                  f"{'  ambiguous: ' + flow.get('why', '') if flow['ambiguous'] else ''}\n")
     if len(flows) > 20:
         out.write(f"  ... {analysis['flows_total'] - 20} more (--json lists them)\n")
     for conn, found in analysis["curve"].items():
@@ -92,6 +140,13 @@ def write_text(analysis: dict[str, Any], out: Any) -> None:
                   + (f", WELCOME {found['welcome']}" if "welcome" in found else "")
                   + (f", server short-term key {found['server_short_key']}" if "server_short_key" in found else "")
                   + "\n")
+    if "script" in analysis:
+        out.write(f"\nScript (the first {len(analysis['script'])} messages)\n")
+        start = analysis["script"][0]["ts"] if analysis["script"] else 0.0
+        for m in analysis["script"]:
+            frames = ", ".join(text_or_hex(bytes.fromhex(f)) for f in m["frames"])
+            out.write(f"  {m['ts'] - start:9.6f} #{m['conn']} {m.get('from', '?')} > {m.get('to', '?')}  [{frames}]"
+                      f"{' ...' if m.get('truncated') else ''}\n")
     findings = analysis["findings"]
     out.write(f"\nFindings ({len(findings)})\n")
     if not findings:

@@ -65,10 +65,29 @@ def run(args: argparse.Namespace) -> int:
     if result.error:
         # The capture is damaged part-way: what could be read was printed; say where it stopped.
         print(f"zmtplab dissect: warning: {args.capture}: {result.error}", file=sys.stderr)
+    if conns is not None:
+        missing = sorted(conns - {c.conn for c in result.connections}, key=_conn_order)
+        if missing:
+            print(f"zmtplab dissect: {args.capture}: no connection {', '.join(missing)}; "
+                  f"{_connection_list(result.connections)}", file=sys.stderr)
+            return 2
     if not any(c.zmtp for c in result.connections):
         print(f"zmtplab dissect: {args.capture}: no ZMTP connections found "
               f"({len(result.connections)} TCP connections)", file=sys.stderr)
     return 0
+
+
+def _conn_order(conn: str) -> tuple[int, str]:
+    return (int(conn), conn) if conn.isdigit() else (1 << 62, conn)
+
+
+def _connection_list(infos: list, limit: int = 20) -> str:
+    """The connections a capture has, as a reader picks one: `its connections are 0 (ZMTP), 1, ...`."""
+    if not infos:
+        return "it has no TCP connection"
+    shown = [f"{i.conn}{' (ZMTP)' if i.zmtp else ''}" for i in sorted(infos, key=lambda i: _conn_order(i.conn))]
+    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
+    return f"its connections are {', '.join(shown[:limit])}{more}"
 
 
 def _write_jsonl(pieces: Iterator[str]) -> None:

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..web import create_app, get_settings
-    from ..web.server import uvicorn_config
+    from ..web.server import raise_file_limit, uvicorn_config
 
     settings = get_settings()
     updates = {}
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update=updates)
     app = create_app(settings)
     tune_gc()
+    raise_file_limit()  # (before the connection table sizes itself by it)
     uvicorn.Server(uvicorn_config(app, settings, log_level=args.log_level)).run()
     return 0
 

@@ -7,6 +7,13 @@ dissector) every problem becomes an `Expert` event and decoding goes on wherever
 boundaries are still certain; after a gap in a capture it resynchronises only on a
 chain of frames that ends exactly where the data ends. In strict mode (a peer) the
 first problem raises `RemoteProtocolError`, naming the offset and the rule.
+
+A lenient decoder may be given a budget, `max_held`: the most octets it holds for one element. An
+element larger than that (a frame or command declaring 2^63 octets, a 1.0 identity that never ends, a
+message of a million parts) is reported when its header arrives, and its body is skipped as it streams
+(a frame keeps its first `OVERSIZE_PREFIX` octets and ends `truncated`); nothing a peer declares makes
+the decoder hold more than the budget for the element in progress and as much for the message it belongs
+to (`held`).
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ CURVE_DATA_FRAME_FLAGS_NOTE = (
     "the application message (CURVE carries MORE inside the box). The body starts with \\x07MESSAGE, so this is "
     "read as CURVE's MESSAGE command; 23/ZMTP wants COMMAND set here, libzmq 4.3 leaves it clear.")
 _MAX_CANDIDATES = 32
+OVERSIZE_PREFIX = 4096  # octets of an over-budget frame's body its event keeps (a quarter of the budget at most)
+FRAME_OVERHEAD = 128  # what a held frame costs beyond its octets (its object), counted against `max_held`
 
 
 class StreamDecoder:
@@ -68,8 +77,10 @@ class StreamDecoder:
         framing: str | None = None,
         mechanism: str | None = None,
         runs: RunScanner | None = None,
+        max_held: int | None = None,
     ) -> None:
         self.strict = strict
+        self.max_held = None if strict else max_held  # (a strict peer has `max_frame_size`)
         self._peer_family = peer_family or (lambda: None)
         self.max_frame_size = max_frame_size
         self.buffer = StreamBuffer()  # what was received and not yet forgotten, with its stream offsets
@@ -79,8 +90,12 @@ class StreamDecoder:
         self.framing: str | None = framing
         self.mechanism: str | None = mechanism
         self._pending: list[Frame] = []
-        self._truncated_frame: tuple[int, bytes, bytes, int] | None = None  # offset, header, prefix, flags
+        # A frame whose body is being skipped: offset, header, the body's prefix, flags, and why (None: a gap)
+        self._truncated_frame: tuple[int, bytes, bytearray, int, int | None] | None = None
         self._discard = 0
+        self._prefix_wanted = 0  # octets of the skipped body still wanted for its prefix (over-budget frames)
+        self._pending_held = 0  # octets (and FRAME_OVERHEAD per frame) `_pending` holds, with `max_held`
+        self._dropped_message = False  # an over-budget message is going by: its frames, no message event
         self._candidates: list[int] = []
         self._curve_data_frame_noted = False
         self._lost_since = 0
@@ -115,6 +130,13 @@ class StreamDecoder:
         return self._pending[0].offset if self._pending else None
 
     @property
+    def held(self) -> int:
+        """Octets held for elements not yet complete: unread bytes, an unfinished message's frames, the prefix of
+        a body being skipped (what `max_held` bounds)."""
+        prefix = len(self._truncated_frame[2]) if self._truncated_frame is not None else 0
+        return self.buffer.available + sum(len(f.header) + len(f.body) for f in self._pending) + prefix
+
+    @property
     def in_message(self) -> bool:
         """True while frames of an unfinished message (MORE set) are held."""
         return bool(self._pending)
@@ -124,7 +146,8 @@ class StreamDecoder:
         """True between frames with nothing held: every byte received was consumed and no message or
         skipped body is in progress, so the next byte starts a frame (an owner may then read whole
         frames itself and `buffer.skip()` them, as `fastpath.FastPath` does)."""
-        return self._state is _FRAMES and not self.buffer.available and not self._pending and not self._discard
+        return (self._state is _FRAMES and not self.buffer.available and not self._pending and not self._discard
+                and not self._dropped_message)
 
     def receive_data(self, data: bytes, *, boundary: bool = True) -> None:
         """Feeds bytes; `boundary` says a new write/segment starts here (a resync candidate)."""
@@ -159,8 +182,9 @@ class StreamDecoder:
             if length <= remaining:
                 # The gap falls inside a body whose size we know: the next boundary is still certain.
                 offset = self.offset
-                prefix = bytes(self.buffer.data[self.buffer.pos + len(header):])
-                self._truncated_frame = (offset, header, prefix, flags)
+                prefix = bytearray(self.buffer.data[self.buffer.pos + len(header):])
+                self._truncated_frame = (offset, header, prefix, flags, None)
+                self._prefix_wanted = 0
                 self._discard = remaining - length
                 self.buffer.skip(length)
                 self._expert(start, length, "warn", f"{length} bytes of a frame body are missing from the capture",
@@ -183,7 +207,7 @@ class StreamDecoder:
             if skipped:
                 self._expert(self._lost_since, skipped, "warn",
                              f"{skipped} bytes could not be decoded: no certain frame boundary found", "frame")
-        elif left or self._pending or self._discard:
+        elif left or self._pending or self._discard or self._dropped_message:
             self._problem(self.offset, left, "error", "connection closed in the middle of a message", "message")
         self._state = _CLOSED
 
@@ -226,6 +250,8 @@ class StreamDecoder:
             self._expert(self._pending[0].offset, 0, "warn",
                          f"a {len(self._pending)}-frame partial message was lost with the gap", "message")
             self._pending = []
+        self._pending_held = 0
+        self._dropped_message = False
         self._discard = 0
         self._truncated_frame = None
         self._expert(offset, 0, severity, text, "frame")
@@ -272,6 +298,8 @@ class StreamDecoder:
                     self._parse_frames_batched(self.runs)
                 else:
                     self._parse_frames()
+                if self._discard:  # an over-budget element began: skip its body
+                    continue
                 buffer = self.buffer
                 if buffer.pos > 65536 and buffer.pos * 2 > len(buffer.data):  # once they dominate the buffer
                     buffer.commit()
@@ -289,6 +317,10 @@ class StreamDecoder:
     def _skip_discard(self) -> bool:
         buffer = self.buffer
         take = min(buffer.available, self._discard)
+        if self._prefix_wanted and self._truncated_frame is not None:
+            grab = min(take, self._prefix_wanted)
+            self._truncated_frame[2].extend(buffer.data[buffer.pos:buffer.pos + grab])
+            self._prefix_wanted -= grab
         buffer.pos += take
         self._discard -= take
         if self._discard:
@@ -300,18 +332,40 @@ class StreamDecoder:
     def _finish_truncated_frame(self) -> None:
         if self._discard or self._truncated_frame is None:
             return
-        offset, header, prefix, flags = self._truncated_frame
+        offset, header, prefix, flags, budget = self._truncated_frame
         self._truncated_frame = None
+        self._prefix_wanted = 0
         size = U64.unpack_from(header, 1)[0] if len(header) == 9 else header[-1]
         if self.framing == "1":
             size = (U64.unpack_from(header, 1)[0] if len(header) == 10 else header[0]) - 1
         end = self.offset
         if self.framing != "1" and flags & FLAG_COMMAND:
-            self._expert(offset, end - offset, "warn", "a command was cut by a capture gap", "command")
-            return
-        frame = Frame(offset, end - offset, flags=flags, size=size, header=header, body=prefix,
+            if budget is None:
+                self._expert(offset, end - offset, "warn", "a command was cut by a capture gap", "command")
+            return  # (an over-budget command was reported when its header came)
+        frame = Frame(offset, end - offset, flags=flags, size=size, header=header, body=bytes(prefix),
                       framing=self.framing or "3", truncated=True)
         self._deliver_frame(frame)
+
+    def _oversize(self, offset: int, hlen: int, flags: int, size: int, command: bool) -> None:
+        """Starts skipping an element larger than `max_held` whose header is at the cursor: reports it now, keeps
+        (for a frame) the first `OVERSIZE_PREFIX` octets of its body, and forgets the rest as it streams."""
+        buffer = self.buffer
+        limit = self.max_held
+        header = bytes(buffer.data[buffer.pos:buffer.pos + hlen])
+        if command:
+            self._expert(offset, hlen + size, "warn", f"command of {size} octets is larger than the {limit} octets "
+                         "the dissector holds for one element: skipped as it arrives, not decoded", "budget")
+            wanted = 0
+        else:
+            wanted = min(size, OVERSIZE_PREFIX, (limit or 0) // 4)
+            self._expert(offset, hlen + size, "warn", f"frame of {size} octets is larger than the {limit} octets "
+                         f"the dissector holds for one element: its body is skipped as it arrives (the event keeps "
+                         f"its first {wanted} octets)", "budget")
+        self._truncated_frame = (offset, header, bytearray(), flags, limit)
+        self._prefix_wanted = wanted
+        buffer.pos += hlen
+        self._discard = size
 
     # ---- greeting
 
@@ -423,6 +477,11 @@ class StreamDecoder:
                 self.buffer.consume(1)
                 return True
         body_size = max(length - 1, 0)
+        if self.max_held is not None and head + body_size > self.max_held:
+            self._expert(self.offset, head + body_size, "warn", f"1.0 identity of {body_size} octets is larger than "
+                         f"the {self.max_held} octets the dissector holds for one element", "budget")
+            self._lose(self.offset, "greeting could not be read")
+            return True
         if self.strict and self.max_frame_size is not None and body_size > min(self.max_frame_size, 255):
             raise RemoteProtocolError(f"1.0 identity of {body_size} octets exceeds 255", offset=self.offset,
                                       rule="identity")
@@ -449,7 +508,7 @@ class StreamDecoder:
         buffer = self.buffer
         framing = self.framing or "3"
         while True:
-            if not self._pending:
+            if not self._pending and not self._dropped_message:
                 run = scanner(buffer.data, buffer.pos, buffer.base, self._fresh, framing)
                 if run is not None:
                     self._events.append(run)
@@ -472,6 +531,7 @@ class StreamDecoder:
         framing = self.framing or "3"
         reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
         max_size = self.max_frame_size
+        held = self.max_held
         commands = framing == "3"  # 2.0 framing has no COMMAND bit
         curve = commands and self.mechanism == "CURVE"
         while n - pos >= 2:
@@ -489,6 +549,10 @@ class StreamDecoder:
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
                                           offset=base + pos, rule="long-size" if hlen == 9 else "short-size")
             end = pos + hlen + size
+            if held is not None and hlen + size > held:
+                buffer.pos = pos
+                self._oversize(base + pos, hlen, flags, size, commands and bool(flags & FLAG_COMMAND))
+                return False
             if end > n:
                 break
             # The usual headers are shared objects (cheaper than a copy, and their hash is computed once).
@@ -505,7 +569,7 @@ class StreamDecoder:
                 if hlen == 9 and size <= 255:
                     self._expert(base + pos, 9, "note", f"LONG size used for a {size}-octet frame", "long-size")
                 self._deliver_frame(make_frame(base + pos, end - pos, flags, size, header, body, framing))
-                if resume and not self._pending and self._state == _FRAMES:
+                if resume and not self._pending and not self._dropped_message and self._state == _FRAMES:
                     return True
             if self._state != _FRAMES:
                 return False
@@ -538,6 +602,10 @@ class StreamDecoder:
             if self.max_frame_size is not None and size > self.max_frame_size:
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {self.max_frame_size}",
                                           offset=base + pos, rule="length")
+            if self.max_held is not None and hlen + size > self.max_held:
+                buffer.pos = pos
+                self._oversize(base + pos, hlen, flags, size, False)
+                return
             end = pos + hlen - 1 + length
             if end > n:
                 break
@@ -557,15 +625,35 @@ class StreamDecoder:
         events = self._events
         events.append(frame)
         if frame.flags & FLAG_MORE:
+            if self._dropped_message:
+                return
             self._pending.append(frame)
+            if self.max_held is not None:
+                self._pending_held += len(frame.header) + len(frame.body) + FRAME_OVERHEAD
+                if self._pending_held > self.max_held:
+                    self._drop_message()
+            return
+        if self._dropped_message:  # its last frame: no message event
+            self._dropped_message = False
             return
         if self._pending:
             parts = (*self._pending, frame)
             self._pending = []
+            self._pending_held = 0
             first = parts[0].offset
             events.append(make_message(first, frame.offset + frame.length - first, parts))
         else:
             events.append(make_message(frame.offset, frame.length, (frame,)))
+
+    def _drop_message(self) -> None:
+        """The unfinished message outgrew `max_held`: its frames go on as events, the message is not kept."""
+        pending = self._pending
+        self._expert(pending[0].offset, 0, "warn", f"a message of more than {self.max_held} octets held in "
+                     f"{len(pending)} frames, larger than the dissector holds for one element: its frames are "
+                     "reported, the message as a whole is not", "budget")
+        self._pending = []
+        self._pending_held = 0
+        self._dropped_message = True
 
     def _command(self, offset: int, length: int, flags: int, header: bytes, body: bytes) -> None:
         if flags & FLAG_MORE:
@@ -613,7 +701,7 @@ class StreamDecoder:
                 self._candidates = []
                 self._state = _FRAMES
                 return True
-            if verdict is None:
+            if verdict is None and (self.max_held is None or end - cand <= self.max_held):
                 keep.append(cand)
         self._candidates = keep
         # Bytes before the oldest live candidate can never be decoded: drop them.

@@ -8,6 +8,8 @@ not echo their PING, 3.1 commands sent to a 3.0 peer.
 
 from __future__ import annotations
 
+from collections import deque
+
 from .batch import FrameRun, RunScanner
 from .constants import VALID_PEERS
 from .decoder import StreamDecoder
@@ -15,6 +17,7 @@ from .events import Command, Expert, Frame, Gap, Greeting, Message, WireEvent
 from .fields import text_or_hex
 
 C2S, S2C = "c2s", "s2c"
+MAX_PINGS = 64
 OTHER = {C2S: S2C, S2C: C2S}
 
 Item = tuple[str, WireEvent | FrameRun]
@@ -24,13 +27,17 @@ Item = tuple[str, WireEvent | FrameRun]
 class ConnectionDissector:
     """Reads a whole connection (both directions) and never raises on bad input."""
 
-    def __init__(self, *, mid_stream: bool = False, runs: RunScanner | None = None) -> None:
+    def __init__(self, *, mid_stream: bool = False, runs: RunScanner | None = None,
+                 max_held: int | None = None) -> None:
         """`runs`: a run scanner (see batch.py), for an owner that lays out events itself: runs of
         ordinary frames then come back as the `FrameRun`s it makes, once no check here needs their
-        messages one by one."""
+        messages one by one. `max_held`: each direction's budget (see `StreamDecoder`), for traffic whose
+        sender nobody bounds (a tap, a live capture)."""
         self.decoders = {
-            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream, runs=runs),
-            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream, runs=runs),
+            C2S: StreamDecoder(peer_family=lambda: self.decoders[S2C].family, mid_stream=mid_stream, runs=runs,
+                               max_held=max_held),
+            S2C: StreamDecoder(peer_family=lambda: self.decoders[C2S].family, mid_stream=mid_stream, runs=runs,
+                               max_held=max_held),
         }
         self.batching = self.decoders[C2S].batching
         for decoder in self.decoders.values():
@@ -42,7 +49,8 @@ class ConnectionDissector:
         self.ready: dict[str, bool] = {C2S: False, S2C: False}
         self._done: dict[str, bool] = {C2S: False, S2C: False}  # _handshake_done's answers once True
         self.errors: dict[str, str] = {}
-        self._pings: dict[str, list[str]] = {C2S: [], S2C: []}
+        # PING contexts awaiting their PONG (the latest MAX_PINGS: a peer that never answers cannot grow them)
+        self._pings: dict[str, deque[str]] = {C2S: deque(maxlen=MAX_PINGS), S2C: deque(maxlen=MAX_PINGS)}
         self._pair_checked = False
         self._closed = False
 
@@ -185,7 +193,7 @@ class ConnectionDissector:
             pending = self._pings[OTHER[direction]]
             context = command.details.get("context", "")
             if pending:
-                expected = pending.pop(0)
+                expected = pending.popleft()
                 if context != expected:
                     out.append((direction, _expert(command, "warn",
                                                    f"PONG context {context or '(empty)'} does not echo the PING's "

@@ -196,6 +196,16 @@ class Frame(WireEvent):
             if with_fields:
                 out["fields"] = self.field_dicts()
             return out
+        if len(self.body) > max_body:
+            # Only the octets kept are made hex (a 1 MB body's 2 MB of hex, twice, then cut, cost more than the
+            # rest of the frame): the same dict `cut_bodies` makes of the whole one.
+            body = self.body[:max_body].hex()
+            out = {"kind": self.kind, "offset": self.offset, "length": self.length, "more": bool(self.flags & 1),
+                   "long": len(self.header) > 2, "size": self.size, "body": body, "hex": self.header.hex() + body,
+                   "truncated": True}
+            if with_fields:
+                out["fields"] = self.field_dicts()
+            return out
         return WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
 
 
@@ -232,6 +242,12 @@ class Message(WireEvent):
     def to_dict(self, *, with_fields: bool = True, max_body: int | None = None) -> dict[str, Any]:
         """As `WireEvent.to_dict` (built in one go when nothing is cut: every message goes through here)."""
         if max_body is not None:
+            if any(len(p.body) > max_body for p in self.parts):  # (only the octets kept are made hex)
+                out = {"kind": self.kind, "offset": self.offset, "length": self.length,
+                       "frames": [p.body[:max_body].hex() for p in self.parts], "truncated": True}
+                if with_fields:
+                    out["fields"] = self.field_dicts()
+                return out
             return WireEvent.to_dict(self, with_fields=with_fields, max_body=max_body)
         out: dict[str, Any] = {"kind": self.kind, "offset": self.offset, "length": self.length,
                                "frames": [p.body.hex() for p in self.parts]}

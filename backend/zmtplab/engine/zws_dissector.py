@@ -14,6 +14,11 @@ maps them out):
   `message`; the WebSocket control frames are commands named `WS-PING`, `WS-PONG` and `WS-CLOSE`;
 - every problem is an `expert` event, and reading goes on wherever the frame boundaries are certain.
 
+Given a budget, `max_held` (a live capture's), it holds no more than that for one element, as
+`StreamDecoder` does: a WebSocket frame larger than it is reported when its header comes (an `expert`,
+rule `budget`) and skipped as it streams, with the rest of its message; so is a message whose fragments, or a
+multipart message whose frames, outgrow it.
+
 Offsets are stream offsets of each direction, as for ZMTP; a client's frames are masked, and values (the
 fields', `body`, `frames`) are shown unmasked while `hex` keeps the octets as they crossed the wire.
 """
@@ -109,6 +114,9 @@ class _Side:
         self.ready = False
         self.closing = False  # this side sent its close frame
         self.lost_since = 0
+        self.discard = 0  # octets of an over-budget frame still to skip as they arrive
+        self.dropping = False  # the rest of an over-budget message's fragments are skipped too
+        self.pending_held = 0  # octets the frames of `pending` hold (against the budget)
 
     @property
     def offset(self) -> int:
@@ -133,7 +141,8 @@ class _Side:
 class ZwsDissector:
     """Reads a whole ZWS connection (both directions) and never raises on bad input (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_held: int | None = None) -> None:
+        self.max_held = max_held  # (the module docstring)
         self.sides = {C2S: _Side(C2S), S2C: _Side(S2C)}
         self.decoders = self.sides  # (what a capture reader asks of each direction: offset, pending_start)
         self.protocol: str | None = None  # what the connection is read as: the subprotocol chosen, or offered first
@@ -225,6 +234,15 @@ class ZwsDissector:
                 if not self._read_head(side, out):
                     return
             elif state is _FRAMES:
+                if side.discard:
+                    buffer = side.buffer
+                    take = min(buffer.available, side.discard)
+                    buffer.pos += take
+                    side.discard -= take
+                    if side.discard:
+                        buffer.skip()
+                        return
+                    continue
                 if not self._read_frame(side, out):
                     if not side.fragments and side.buffer.pos > 65536:
                         side.buffer.commit()
@@ -242,6 +260,7 @@ class ZwsDissector:
                                   text=f"a {frames}-frame partial message was lost with the gap", rule="message")))
         side.pending, side.fragments, side.fragment_wire, side.fragment_plain = [], [], [], []
         side.fragment_payload = bytearray()
+        side.pending_held, side.discard, side.dropping = 0, 0, False
         if side.held:
             self._release(side, out)
         out.append((d, Expert(at, 0, severity=severity, text=text, rule="frame")))
@@ -387,6 +406,10 @@ class ZwsDissector:
         if header is None:
             return False
         end = pos + header.size + header.length
+        limit = self.max_held
+        if limit is not None and not header.control and (side.dropping or header.size + header.length > limit):
+            self._skip_frame(side, header, limit, out)
+            return True
         if end > len(data):
             return False
         offset = buffer.offset
@@ -420,7 +443,9 @@ class ZwsDissector:
                 side.fragment_wire.append(raw)
                 side.fragment_plain.append(plain or raw)
                 side.fragment_payload += payload
-                if header.fin:
+                if limit is not None and len(side.fragment_payload) > limit:
+                    self._drop_message(side, header, limit, out)
+                elif header.fin:
                     out.extend((d, e) for e in problems)
                     problems = []
                     self._message(side, out)
@@ -479,6 +504,37 @@ class ZwsDissector:
         return Command(offset, len(raw), name=CONTROL_NAMES[header.opcode], raw=raw, details=details,
                        field_list=tuple(fields))
 
+    # ---- the budget
+
+    def _skip_frame(self, side: _Side, header: WsHeader, limit: int, out: list[Item]) -> None:
+        """A data frame larger than the budget (or of a message being dropped) at the cursor: reported now (when
+        it is the first of its message to go over), then skipped as it arrives with the rest of its message."""
+        buffer = side.buffer
+        if not side.dropping:
+            size = header.size + header.length
+            out.append((side.direction, Expert(buffer.offset, size, severity="warn", rule="budget",
+                                               text=f"WebSocket frame of {header.length} octets is larger than the "
+                                                    f"{limit} octets the dissector holds for one element: skipped as "
+                                                    "it arrives, with the rest of its message")))
+            self._forget_message(side)
+        side.dropping = not header.fin
+        buffer.pos += header.size
+        side.discard = header.length
+
+    def _drop_message(self, side: _Side, header: WsHeader, limit: int, out: list[Item]) -> None:
+        """The fragments of the message being read outgrew the budget: reported, the rest skipped."""
+        out.append((side.direction, Expert(side.fragments[0][0], 0, severity="warn", rule="budget",
+                                           text=f"a WebSocket message of more than {limit} octets in "
+                                                f"{len(side.fragments)} fragments, larger than the dissector holds "
+                                                "for one element: skipped as it arrives")))
+        self._forget_message(side)
+        side.dropping = not header.fin
+
+    @staticmethod
+    def _forget_message(side: _Side) -> None:
+        side.fragments, side.fragment_wire, side.fragment_plain = [], [], []
+        side.fragment_payload = bytearray()
+
     # ---- ZWS frames
 
     def _message(self, side: _Side, out: list[Item]) -> None:
@@ -527,9 +583,16 @@ class ZwsDissector:
         out.append((d, frame))
         if flags & FLAG_MORE:
             side.pending.append(frame)
+            side.pending_held += length
+            if self.max_held is not None and side.pending_held > self.max_held:
+                out.append((d, Expert(side.pending[0].offset, 0, severity="warn", rule="budget",
+                                      text=f"a message of more than {self.max_held} octets held in "
+                                           f"{len(side.pending)} frames, larger than the dissector holds for one "
+                                           "element: its frames are reported, the message as a whole is not")))
+                side.pending, side.pending_held = [], 0
             return
         parts = (*side.pending, frame)
-        side.pending = []
+        side.pending, side.pending_held = [], 0
         first = parts[0].offset
         message = Message(first, offset + length - first, parts=parts)
         out.append((d, message))

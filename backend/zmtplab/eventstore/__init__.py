@@ -8,8 +8,8 @@ serves it (`web.captures`, `web.routes.captures`); `layout.py` describes the fil
 
 from __future__ import annotations
 
-from .store import EventStore, SearchCancelled, SearchLimits, public
+from .store import EventStore, SearchCancelled, SearchLimits, StoreClosed, public
 from .writer import StoreWriter, TimeLimit, analyze_file, ingest_capture, store_analysis, time_limit_message
 
-__all__ = ["EventStore", "SearchCancelled", "SearchLimits", "StoreWriter", "TimeLimit", "analyze_file",
+__all__ = ["EventStore", "SearchCancelled", "SearchLimits", "StoreClosed", "StoreWriter", "TimeLimit", "analyze_file",
            "ingest_capture", "public", "store_analysis", "time_limit_message"]

@@ -214,13 +214,19 @@ class _Conn:
     count: int
 
 
+class StoreClosed(LookupError):
+    """The store was closed (its capture deleted, evicted, or its preview replaced) while it was being read."""
+
+
 class EventStore:
-    """Read access to a finished store; safe to use from several threads."""
+    """Read access to a finished store; safe to use from several threads (a read that comes after `close()`, or
+    meets it, raises `StoreClosed`)."""
 
     def __init__(self, path: Path, *, chunk_cache: int = 16, run_cache: int = 64, filter_cache: int = 16) -> None:
         self.path = path
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self.lock = threading.RLock()
+        self.closed = False
         meta = {k: _loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
         if meta.get("layout") != LAYOUT:
             raise ValueError("an event store of an older layout: dissect the capture again")
@@ -265,6 +271,7 @@ class EventStore:
     def close(self) -> None:
         """Closes the database."""
         with self.lock:
+            self.closed = True
             self.db.close()
 
     def connection(self, conn: str) -> _Conn:
@@ -279,6 +286,7 @@ class EventStore:
         if hit is not None:
             self._chunks.move_to_end(key)
             return hit
+        self._check_open()
         row = self.db.execute(f"SELECT data FROM {table} WHERE chunk=?", (chunk,)).fetchone()
         if table in ("records", "fields"):
             hit = zlib.decompress(row[0]).split(b"\n") if row else []
@@ -289,7 +297,12 @@ class EventStore:
             self._chunks.popitem(last=False)
         return hit
 
+    def _check_open(self) -> None:
+        if self.closed:
+            raise StoreClosed("the capture's event store was closed (the capture was deleted or replaced)")
+
     def _octets(self, seg: int) -> bytes:
+        self._check_open()
         s = self.segs[seg]
         with self.db.blobopen("octets", "data", int(self.seg_chunk[seg]), readonly=True) as blob:
             blob.seek(int(s["pos"]))

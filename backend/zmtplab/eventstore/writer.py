@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import sqlite3
 import time
 import zlib
@@ -18,7 +19,7 @@ import orjson
 
 from ..analysis import Analyzer
 from ..capture.dissect import CaptureDissector, DissectResult, SourcedRun, dissect_capture_runs
-from ..capture.errors import CaptureFormatError
+from ..capture.errors import CaptureFormatError, ExpansionLimit
 from ..engine.fields import text_or_hex
 from .layout import (
     CHUNK_OCTETS,
@@ -290,6 +291,10 @@ class TimeLimit(Exception):
     """The dissection took longer than the server allows (raised from the capture reader or the event loop)."""
 
 
+class Stopped(Exception):
+    """The dissection stopped at a limit of the server (its text says which), keeping what it read."""
+
+
 class _CountingReader:
     """A read-only file wrapper that remembers how far it got (for progress) and enforces a deadline:
     a read after `deadline` (time.monotonic) raises `TimeLimit`, so even a capture whose packets
@@ -316,14 +321,17 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
 
 def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, store_max_body: int,
                    max_events: int, progress_interval: float, max_seconds: float | None = None,
-                   time_limit: float | None = None, analysis: bool = True) -> dict[str, Any]:
+                   time_limit: float | None = None, analysis: bool = True, max_expanded: int | None = None,
+                   min_free_disk: int | None = None) -> dict[str, Any]:
     """Dissects `capture` into a store at `store` (worker process or thread entry point).
 
     Writes `{state, percent, detail}` to the `progress` file as it goes and stops when the
     `cancel` file appears. Returns `{"state": "done"|"error", "error": str|None, "events": n, "read": bytes}`;
     never raises for a bad capture (that is the "error" state). After `max_seconds` it stops
     and returns `{"state": "error", "partial": True, ...}` with a store of what it read so far
-    (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`).
+    (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`); so it does when a
+    compressed capture decompresses past `max_expanded` octets, and when the store's disk has less than
+    `min_free_disk` octets left (looked at with the progress).
     With `analysis` False the store keeps no analysis (`analyze_file` makes it, in another worker).
     """
     store_path, progress_path, cancel_path = Path(store), Path(progress), Path(cancel)
@@ -363,7 +371,8 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         with open(capture, "rb") as raw:
             counting = _CountingReader(raw, deadline)
             try:
-                for n, item in enumerate(dissect_capture_runs(counting, dissector=dissector, result=result)):
+                for n, item in enumerate(dissect_capture_runs(counting, dissector=dissector, result=result,
+                                                              max_expanded=max_expanded)):
                     writer.add(item)
                     if analyzer is not None:
                         analyzer.add(item)
@@ -375,6 +384,9 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
                             last = now
                             if os.path.exists(cancel_path):
                                 raise Cancelled()
+                            free = _free_disk(tmp_path)
+                            if min_free_disk is not None and free is not None and free < min_free_disk:
+                                raise Stopped(disk_low_message(free, counting.pos, size))
                             report(min(99.0, 100.0 * counting.pos / size))
                     if writer.total >= max_events:
                         error = f"stopped after {max_events} events (the server's limit per capture)"
@@ -382,6 +394,12 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
             except TimeLimit:
                 timed_out = True
                 error = time_limit_message(time_limit or max_seconds, counting.pos, size)
+            except ExpansionLimit as exc:
+                timed_out = True
+                error = expansion_message(exc.limit, size)
+            except Stopped as exc:
+                timed_out = True
+                error = str(exc)
         error = error or result.error
         summary = writer.finish(None if timed_out else result, error,
                                 analysis=analyzer.finish(dissector.infos) if analyzer is not None else None)
@@ -408,6 +426,25 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
     return {"state": "done", "error": error, "events": summary["events"], "read": counting.pos}
 
 
+def expansion_message(limit: int, size: int) -> str:
+    """What a compressed capture stopped at its expansion budget says (catalog id `api.capture.expansion`)."""
+    return (f"the compressed capture ({size} octets) expands past the {limit} octets the server reads of it; "
+            "the events read until then are kept")
+
+
+def disk_low_message(free: int, pos: int, size: int) -> str:
+    """What a dissection stopped by a nearly full disk says (catalog id `api.capture.disk_low`)."""
+    return (f"the server's disk is nearly full ({free} bytes free): the dissection stopped at byte {pos} of {size}; "
+            "the events read until then are kept")
+
+
+def _free_disk(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path.parent).free
+    except OSError:
+        return None
+
+
 def time_limit_message(limit: float, pos: int, size: int) -> str:
     """What a capture stopped at the server's time limit says (catalog id `api.capture.time_limit`)."""
     return (f"the dissection took longer than the server's limit of {limit:g} s and was stopped "
@@ -421,7 +458,8 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
-def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None) -> dict[str, Any]:
+def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None,
+                 max_expanded: int | None = None) -> dict[str, Any]:
     """The capture's analysis (`zmtplab analyze`'s) made apart from its store, in a worker of its own, so a big
     capture's two passes share the machine's cores: `{"state": "done", "analysis": {...}}`, or `{"state":
     "error"|"cancelled", "error": ...}` (the `cancel` file appeared, or `max_seconds` ran out). Each event a
@@ -439,7 +477,7 @@ def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None)
     try:
         with open(capture, "rb") as raw:
             for n, item in enumerate(dissect_capture_runs(_CountingReader(raw, deadline), dissector=dissector,
-                                                          result=result)):
+                                                          result=result, max_expanded=max_expanded)):
                 if isinstance(item, SourcedRun):
                     counts[item.conn] = counts.get(item.conn, 0) + len(item.run)
                 else:
@@ -451,6 +489,8 @@ def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None)
                     return {"state": "cancelled", "error": "cancelled"}
     except TimeLimit:
         return {"state": "error", "error": "the analysis took longer than the server's limit"}
+    except ExpansionLimit as exc:
+        return {"state": "error", "error": expansion_message(exc.limit, os.path.getsize(capture))}
     except (OSError, CaptureFormatError) as exc:
         return {"state": "error", "error": str(exc)}
     return {"state": "done", "analysis": analyzer.finish(result.connections)}

@@ -198,7 +198,12 @@ def localize_findings(findings: list[dict[str, Any]], lang: str) -> list[dict[st
 
 
 def localize_analysis(analysis: dict[str, Any], lang: str) -> dict[str, Any]:
-    """An analysis (`zmtplab analyze --json`'s object) with its findings in `lang` (itself for English)."""
+    """An analysis (`zmtplab analyze --json`'s object) with its findings, and why an ambiguous flow is, in `lang`
+    (itself for English)."""
     if lang == DEFAULT or not isinstance(analysis.get("findings"), list):
         return analysis
-    return {**analysis, "findings": localize_findings(analysis["findings"], lang)}
+    out = {**analysis, "findings": localize_findings(analysis["findings"], lang)}
+    if isinstance(analysis.get("flows"), list):
+        out["flows"] = [{**f, "why": translate(f["why"], lang)} if isinstance(f.get("why"), str) else f
+                        for f in analysis["flows"]]
+    return out

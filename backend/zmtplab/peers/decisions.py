@@ -58,6 +58,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 _MADE: dict[tuple[str, tuple[Any, ...]], str] = {}
 _SHOWN: dict[bytes, str] = {}
+_LAST_BIG: list[tuple[bytes, int, str] | None] = [None]  # the last big frame quoted (it keeps it alive: one)
 CACHE_LIMIT = 4096
 
 
@@ -78,10 +79,19 @@ def text(what: str, rule: str, args: dict[str, Any]) -> str:
 
 def shown(data: bytes, limit: int = 24) -> str:
     """A frame as the texts quote it: 'text' when printable, else hex; shortened."""
+    if len(data) > 64:
+        # A big frame is quoted by every decision about its message (a PUB's 23 routes): read it once. (Looked up
+        # by identity: hashing or decoding a megabyte for each of them held the event loop.)
+        last = _LAST_BIG[0]
+        if last is not None and last[0] is data and last[1] == limit:
+            return last[2]
+        made = _shown(data, limit)
+        _LAST_BIG[0] = (data, limit, made)
+        return made
     made = _SHOWN.get(data)
     if made is None:
         made = _shown(data, limit)
-        if len(_SHOWN) < CACHE_LIMIT and len(data) <= 64:
+        if len(_SHOWN) < CACHE_LIMIT:
             _SHOWN[data] = made
     return made
 

@@ -48,7 +48,7 @@ Events (dicts, JSON-ready; every one has `t` and a `seq` counter):
   `engine.events.refield` can make again has `framing` in their place);
 - `{"kind": "link", "what": "open" | "bytes" | "eof" | "half-closed" | "closed" | "fault", "conn", ...}`:
   what the transport did; every delivery step starts with a `bytes` event (`dir`, `offset`,
-  `length`, `hex`);
+  `length`, `hex`; with `Simulation(wire_data=True)`, `data`, the octets, in place of `hex`);
 - `{"kind": "peer", "peer": name, "what": "handshake" | "recv" | "closed" | "ping" | "pong" |
   "ping-sent" | "subscription" | "send-blocked" | "reconnect" | ..., "conn", ...}`: what a peer did.
 
@@ -328,11 +328,19 @@ class Simulation:
     """Peers, links, a virtual clock and the event log (see the module docstring)."""
 
     def __init__(self, seed: int = 0, *, latency: float = 0.001, unread_on_wire: bool = False,
-                 decisions: bool = False, window: int | None = None, fields: bool = True) -> None:
+                 decisions: bool = False, window: int | None = None, fields: bool = True,
+                 max_body: int | None = None, wire_data: bool = False) -> None:
         self.seed = seed
         # Without `fields`, frames and messages whose fields `engine.events.refield` makes again from their
         # dicts come without `fields` and with `framing` instead (a session builds them only when asked).
         self.fields = fields
+        # With `max_body`, a frame's or message's body (and an application read's frames) longer than that is
+        # cut in its event (`truncated`, its fields made from the whole bytes): what a session keeps of it.
+        self.max_body = max_body
+        # With `wire_data`, a link's `bytes` entries carry the octets themselves as `data` (bytes, not JSON) in
+        # place of `hex`: a session keeps them as they are for its export (a 1 MB delivery's 2 MB of hex, made
+        # and parsed back for each of 23 subscribers, cost more than the rest of the step).
+        self.wire_data = wire_data
         self.latency = latency
         # Whether sockets report their decisions as `socket` events (and messages get `msg` ids); off, the
         # log is exactly what it was before topologies (two-peer sessions rely on that, byte for byte).
@@ -847,8 +855,12 @@ class Simulation:
                     unit_end = event_end if event_end < end else end
                     break
         data = chunk.data if pos == start and unit_end == end else chunk.data[pos - start:unit_end - start]
-        self._log({"kind": "link", "what": "bytes", "conn": link.id, "dir": dname, "offset": pos,
-                   "length": len(data), "hex": data.hex()})
+        entry = {"kind": "link", "what": "bytes", "conn": link.id, "dir": dname, "offset": pos, "length": len(data)}
+        if self.wire_data:
+            entry["data"] = data
+        else:
+            entry["hex"] = data.hex()
+        self._log(entry)
         chunk.pos = unit_end
         d.delivered = unit_end
         if unit_end >= end:
@@ -865,7 +877,10 @@ class Simulation:
 
     def _wire_event(self, link: Link, dname: str, event) -> None:
         framing = None if self.fields else refieldable(event)
-        if framing is None:
+        cap = self.max_body
+        if cap is not None and event.length > cap and event.kind in ("frame", "message"):
+            entry = {"conn": link.id, "dir": dname, **event.to_dict(max_body=cap)}  # (fields, octets cut)
+        elif framing is None:
             entry = {"conn": link.id, "dir": dname, **event.to_dict()}
         else:
             entry = {"conn": link.id, "dir": dname, **event.to_dict(with_fields=False), "framing": framing}
@@ -1177,7 +1192,11 @@ class Simulation:
 
     def _log_recv(self, peer: SimPeer, msg: tuple[bytes, ...]) -> None:
         """The application read `msg`: a `recv` entry (with its `msg` id when tracked), then an echo's answer."""
-        entry: dict[str, Any] = {"kind": "peer", "peer": peer.name, "what": "recv", "frames": [f.hex() for f in msg]}
+        cap = self.max_body
+        entry: dict[str, Any] = {"kind": "peer", "peer": peer.name, "what": "recv",
+                                 "frames": [f.hex() if cap is None else f[:cap].hex() for f in msg]}
+        if cap is not None and any(len(f) > cap for f in msg):
+            entry["truncated"] = True
         if not self.decisions:
             self._log(entry)
             return

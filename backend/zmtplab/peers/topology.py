@@ -42,6 +42,9 @@ SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
 TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script"})
 
 
+COPYING = frozenset({"PUB", "XPUB", "RADIO"})  # socket types that send each message to every peer
+
+
 class TopologyError(ValueError):
     """A topology that cannot run; the text names the node, link or proxy at fault."""
 
@@ -168,6 +171,23 @@ class Topology:
     def proxied(self) -> set[str]:
         """Names of the nodes that a proxy drives."""
         return {n for p in self.proxies for n in (p.frontend, p.backend)}
+
+    def deliveries(self, sender: str) -> int:
+        """At most how many connections one message sent by `sender` crosses: a PUB, XPUB or RADIO copies it to every
+        peer, other sockets pick one, and a proxy passes what a node of its takes on from its other node (at least 1;
+        what a session's byte budget charges a send)."""
+        partner = {**{p.frontend: p.backend for p in self.proxies}, **{p.backend: p.frontend for p in self.proxies}}
+
+        def reach(name: str, seen: frozenset[str]) -> int:
+            peers = [lk.bind if lk.connect == name else lk.connect for lk in self.links if name in (lk.connect,
+                                                                                                     lk.bind)]
+            if not peers:
+                return 0
+            hops = [1 + (reach(partner[p], seen | {p}) if p in partner and p not in seen else 0) for p in peers]
+            node = self.names.get(name)
+            return sum(hops) if node is not None and node.type in COPYING else max(hops)
+
+        return max(1, reach(sender, frozenset({sender})))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nodes": [n.to_dict() for n in self.nodes],

@@ -10,6 +10,7 @@ the damage, as it is dissected.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -55,5 +56,5 @@ def finding_rows(name: str, found: dict[str, Any]) -> Iterator[tuple[str, tuple[
         first = f["events"][0] if f["events"] else {}
         yield "findings", (
             name, f["rule"], f["severity"], f["conns"], f["text"], f["ref"], first.get("conn"), first.get("dir"),
-            first.get("offset"), first.get("packets"),
+            first.get("offset"), first.get("packets"), json.dumps(f.get("details") or {}, separators=(",", ":")),
         )

@@ -196,8 +196,8 @@ TOPOLOGY_SCHEMA = (
 )
 FINDINGS_SCHEMA = (
     "capture string, rule string, severity string, conns array<string>, text string, ref string, "
-    "event_conn string, event_dir string, event_offset long, event_packets array<long>"
-)
+    "event_conn string, event_dir string, event_offset long, event_packets array<long>, details string"
+)  # details: the finding's numbers by name, as JSON (`zmtplab analyze --json`'s `details`)
 
 
 def spark_schema(arrow_schema: pa.Schema):

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -28,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..eventstore import StoreClosed
 from ..i18n import DEFAULT, pick_lang, translate
 from .captures import CaptureStore
 from .corpus import CorpusRuns
@@ -49,6 +51,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 CDN = "https://cdn.jsdelivr.net"
 UPLOAD_PATH = "/api/captures"
+SWITCH_INTERVAL = 0.001  # seconds a busy thread holds the interpreter while the event loop waits for it
 CATCH_ALL = "/api/{rest:path}"
 
 
@@ -156,6 +159,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The threads that dissect taps and live captures, search stores and read tables share the interpreter
+        # with the event loop: a thread busy with Python code gives it up every switch interval (5 ms by default)
+        # and every request waits that long for each of its turns. A shorter interval keeps one busy tap from
+        # making every other client wait.
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         captures = CaptureStore(settings)
         sessions = SessionManager(settings)
         app.state.settings = settings
@@ -196,6 +204,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
 
     app.exception_handler(StarletteHTTPException)(localized_http_exception)  # (typed for any handler's signature)
+
+    @app.exception_handler(StoreClosed)
+    async def store_closed(request: Request, exc: StoreClosed) -> JSONResponse:
+        # A capture's events read while the capture was deleted (or evicted), or its preview replaced by the whole
+        # dissection: what the client gets then is not a 500.
+        capture_id = str(request.path_params.get("capture_id", ""))
+        lang = scope_lang(request.scope)
+        if capture_id and capture_id in request.app.state.captures.records:
+            return JSONResponse({"detail": translate("the capture's events changed while they were read; ask again",
+                                                     lang)}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": translate(f"no capture with id {capture_id!r}", lang)}, status_code=404)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

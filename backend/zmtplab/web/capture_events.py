@@ -70,15 +70,23 @@ async def event_page(store: CaptureStore, events: EventStore, query: EventQuery,
     if not query.q:
         return await asyncio.to_thread(work)
     client = client_address(request)
-    if not store.searches.take(client):
+    slots = store.searches
+    if not await slots.take_after_ending(client):
         raise SearchesBusy(f"this address already runs {settings.max_searches_per_client} searches (the limit); "
                            "wait for one to answer")
+    gone = False
+
+    def went() -> None:
+        nonlocal gone
+        gone = True
+        slots.end(client)
+
     try:
-        body, gone = await run_until_disconnect(request, work)
+        body, _ = await run_until_disconnect(request, work, on_disconnect=went)
     except SearchCancelled:
         return None
     finally:
-        store.searches.release(client)
+        slots.release(client, ended=gone)
     return None if gone else body
 
 

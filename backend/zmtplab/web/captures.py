@@ -9,7 +9,12 @@ Each capture lives in `<data_dir>/captures/<id>/`:
 - `cancel`: created to ask a running worker to stop.
 
 Dissection runs in a process pool (or a thread pool, by setting), so the event loop never
-waits for it. A crash of one dissection marks that capture `error` and nothing else. The worker
+waits for it. Its processes are shared fairly between client addresses (`limits.FairSlots`): whoever
+holds the fewest goes next, so one address's uploads delay another's by one task at most. What one
+capture may cost is bounded: `dissect_max_seconds`, `max_events_per_capture`, the octets a compressed
+capture may expand into (`max_expand_ratio` times its size, `max_upload_bytes` at most) and the disk
+it may leave free (`min_free_disk`); a dissection stopped by one of them keeps what it read. A crash of
+one dissection marks that capture `error` and nothing else. The worker
 processes die with the server, however it ends (`capture.children`): a server killed mid-dissection
 leaves no worker racing the next start's dissection of the same capture, and that start redoes each
 interrupted dissection once (a capture whose worker died, rather than whose bytes failed, gets one
@@ -38,12 +43,14 @@ from typing import Any
 from ..capture.children import die_with_parent
 from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis, time_limit_message
 from .jobstore import ID_RE, JobStore
+from .limits import FairSlots, address_key
 from .searches import ClientSlots
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 PREVIEW_EVENTS = 5000  # a capture's first events, dissected and served first while the rest is dissected
+EXPAND_FLOOR = 16 * 1024 * 1024  # octets any compressed capture may expand into, however small
 UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
 STORE_TMP, PREVIEW_TMP = "events.sqlite.building", "preview.sqlite.building"  # (see eventstore.ingest_capture)
 
@@ -126,7 +133,7 @@ class CaptureStore(JobStore[CaptureRecord]):
         self.uploading: dict[str, int] = {}  # client address -> uploads in progress
         self.searches = ClientSlots(settings.max_searches_per_client)  # text searches running per client
         self._executor: Executor | None = None
-        self._queue: asyncio.Semaphore | None = None
+        self._slots = FairSlots(settings.dissect_workers)  # the pool's processes, shared fairly by address
         self._stopping = False
 
     # ---- lifecycle
@@ -135,7 +142,6 @@ class CaptureStore(JobStore[CaptureRecord]):
         """Creates the data directory, reloads captures from a previous run, starts the workers."""
         self.root.mkdir(parents=True, exist_ok=True)
         self._executor = self._new_executor()
-        self._queue = asyncio.Semaphore(self.settings.dissect_workers)
         for directory in sorted(self.root.iterdir()):
             record = await asyncio.to_thread(self._reload, directory)
             if record is None:
@@ -190,7 +196,7 @@ class CaptureStore(JobStore[CaptureRecord]):
             return None
         record = CaptureRecord(id=directory.name, name=str(meta.get("name", "capture")), size=int(meta.get("size", 0)),
                                created=float(meta.get("created", time.time())), directory=directory,
-                               client=str(meta.get("client", "")))
+                               client=address_key(str(meta.get("client", ""))))  # (an IPv6 by its /64 now)
         record.state = meta.get("state", UPLOADED)
         record.error = meta.get("error")
         (directory / "cancel").unlink(missing_ok=True)
@@ -243,10 +249,17 @@ class CaptureStore(JobStore[CaptureRecord]):
     def _schedule(self, record: CaptureRecord) -> None:
         record.job = asyncio.get_running_loop().create_task(self._dissect(record), name=f"dissect-{record.id}")
 
-    async def _dissect(self, record: CaptureRecord) -> None:
-        assert self._queue is not None
+    def max_expanded(self, record: CaptureRecord) -> int:
+        """How many octets this capture, if compressed, may decompress into."""
         s = self.settings
-        async with self._queue:
+        return min(s.max_upload_bytes, max(int(s.max_expand_ratio * record.size), EXPAND_FLOOR))
+
+    async def _dissect(self, record: CaptureRecord) -> None:
+        s = self.settings
+        async with contextlib.AsyncExitStack() as preview_slot:
+            # The preview runs in a slot taken here (the capture is `uploaded` until it has one); the whole run's
+            # two tasks take their own.
+            await preview_slot.enter_async_context(self._slots.slot(record.client))
             if record.id not in self.records or self._stopping:
                 return
             self.update(record, state=DISSECTING, percent=0.0, detail="")
@@ -256,11 +269,13 @@ class CaptureStore(JobStore[CaptureRecord]):
                     str(directory / "cancel"))
             kwargs = {"store_max_body": s.store_max_body, "max_events": s.max_events_per_capture,
                       "progress_interval": s.progress_interval, "max_seconds": s.dissect_max_seconds,
-                      "time_limit": s.dissect_max_seconds}
+                      "time_limit": s.dissect_max_seconds, "max_expanded": self.max_expanded(record),
+                      "min_free_disk": s.min_free_disk}
             poller = asyncio.get_running_loop().create_task(self._poll_progress(record))
             started = time.monotonic()
             try:
                 result, more = await self._preview(record, args, kwargs)
+                await preview_slot.aclose()
                 if more:  # more than the preview holds: now the whole capture
                     # in what is left of the time limit (it is the capture's, not each run's)
                     left = max(s.dissect_max_seconds - (time.monotonic() - started), 0.001)
@@ -346,9 +361,11 @@ class CaptureStore(JobStore[CaptureRecord]):
         the capture still `dissecting`); the analysis joins it when made, and the capture is then `done`."""
         capture, _store, _progress, cancel = args
         analysis = asyncio.ensure_future(self._run_in_pool(analyze_file, (capture, cancel),
-                                                           {"max_seconds": kwargs["max_seconds"]}))
+                                                           {"max_seconds": kwargs["max_seconds"],
+                                                            "max_expanded": kwargs["max_expanded"]},
+                                                           key=record.client))
         try:
-            result = await self._run(args, {**kwargs, "analysis": False})
+            result = await self._run(args, {**kwargs, "analysis": False}, key=record.client)
             if result.get("state") == DONE and record.id in self.records and not self._stopping:
                 try:
                     store = await asyncio.to_thread(EventStore, record.store_path)
@@ -373,14 +390,18 @@ class CaptureStore(JobStore[CaptureRecord]):
             (record.directory / "preview.sqlite").unlink(missing_ok=True)  # open handles keep reading
         asyncio.get_running_loop().call_later(10.0, preview.close)
 
-    async def _run(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+    async def _run(self, args: tuple, kwargs: dict, key: str | None = None) -> dict[str, Any]:
         """Runs one dissection in the pool (`_run_in_pool`)."""
-        return await self._run_in_pool(ingest_capture, args, kwargs)
+        return await self._run_in_pool(ingest_capture, args, kwargs, key=key)
 
-    async def _run_in_pool(self, work: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
-        """Runs `work(*args, **kwargs)` in the pool. When a worker process dies (killed, out of memory) every
-        dissection it was running fails with BrokenProcessPool: the pool is replaced and each of them
-        is tried once more, so only a capture that kills its worker twice ends in `error`."""
+    async def _run_in_pool(self, work: Any, args: tuple, kwargs: dict, key: str | None = None) -> dict[str, Any]:
+        """Runs `work(*args, **kwargs)` in the pool, in a slot of `key`'s when given (else in one already held).
+        When a worker process dies (killed, out of memory) every dissection it was running fails with
+        BrokenProcessPool: the pool is replaced and each of them is tried once more, so only a capture that kills
+        its worker twice ends in `error`."""
+        if key is not None:
+            async with self._slots.slot(key):
+                return await self._run_in_pool(work, args, kwargs)
         loop = asyncio.get_running_loop()
         for attempt in range(2):
             executor = self._executor
@@ -468,6 +489,9 @@ class CaptureStore(JobStore[CaptureRecord]):
     def limits(self) -> tuple[int, int, float]:
         s = self.settings
         return s.max_captures, s.max_total_bytes, s.capture_ttl
+
+    def owner(self, record: CaptureRecord) -> str | None:
+        return record.client
 
 
 def _file_size(path: Path) -> int:

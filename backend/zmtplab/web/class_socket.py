@@ -6,7 +6,8 @@ the token is never accepted in the URL. The classes themselves, and the messages
 
 Close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong teacher token,
 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection took over, 4429 the
-class is full (or this address has `max_pending_auth` teacher sockets waiting to authenticate), 1008 too
+class is full (or this address has `max_pending_auth` teacher sockets waiting to authenticate, or has tried too
+many join codes naming no class), 1008 too
 many messages (more than `abuse_limit` over the rate within `abuse_window`), 1009 a message over the size
 limit, 1000 the class ended.
 """
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyWaiting
+from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyGuesses, TooManyWaiting
 from .jsontext import json_text
 from .limits import AbuseWindow, TokenBucket, client_address
 from .memory import release_soon
@@ -164,7 +165,11 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
         await _refuse(ws, 4400, "the teacher token goes in the first message "
                                 '({"type": "auth", "token": "..."}), never in the URL')
         return
-    room = registry.get(code)
+    try:
+        room = registry.find(code, client_address(ws))
+    except TooManyGuesses as exc:
+        await _refuse(ws, 4429, str(exc))
+        return
     if room is None:
         await _refuse(ws, 4404, "no class with this code (it may have ended)")
         return

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import secrets
 import time
 from collections import Counter
@@ -37,10 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .jsontext import json_text
+from .limits import TokenBucket, address_key
 from .wspump import Outbox
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
+MAX_GUESSERS = 10_000  # addresses whose wrong join codes are remembered (those with a full budget are forgotten)
 
 
 @dataclass
@@ -64,6 +65,8 @@ class ClassLimits:
     burst: int = 40  # messages one socket may send at once (token bucket size)
     abuse_limit: int = 100  # refused messages within `abuse_window` seconds before the socket is closed (1008)
     abuse_window: float = 10.0
+    guess_rate: float = 2.0  # join codes a second one address (IPv6: one /64) may try that name no class
+    guess_burst: int = 60  # such codes it may try at once (a room of students behind one address mistypes too)
 
 
 class Peer:
@@ -177,6 +180,10 @@ class TooManyWaiting(Exception):
     """A client address has as many unauthenticated teacher sockets open as it may."""
 
 
+class TooManyGuesses(Exception):
+    """A client address tried more join codes that name no class than it may (answered before any lookup)."""
+
+
 class ClassRegistry:
     """Every class of one app."""
 
@@ -185,6 +192,7 @@ class ClassRegistry:
         self.clock = clock
         self.classes: dict[str, Classroom] = {}
         self.pending_auth: Counter[str] = Counter()  # client address -> its teacher sockets not yet authenticated
+        self.guesses: dict[str, TokenBucket] = {}  # address key -> its budget of join codes that name no class
 
     def _new_code(self) -> str:
         for _ in range(100):
@@ -219,6 +227,25 @@ class ClassRegistry:
     def get(self, code: str) -> Classroom | None:
         self.expire()
         return self.classes.get(normalize_code(code))
+
+    def find(self, code: str, address: str) -> Classroom | None:
+        """The class a client at `address` names by its join code (None: no such class). Raises `TooManyGuesses`,
+        whether or not the code is right, once that address has tried `guess_burst` codes naming no class (and
+        `guess_rate` a second since): join codes cannot be guessed at hundreds a second."""
+        key = address_key(address)
+        bucket = self.guesses.get(key)
+        if bucket is not None and not bucket.ready():
+            raise TooManyGuesses(f"too many join codes that name no class from this address; at most "
+                                 f"{self.limits.guess_rate:g} a second: try again in a moment")
+        room = self.get(code)
+        if room is None:
+            if bucket is None:
+                if len(self.guesses) >= MAX_GUESSERS:  # (forget the addresses whose buckets are full again)
+                    self.guesses = {k: b for k, b in self.guesses.items() if not b.ready(self.limits.guess_burst)}
+                bucket = self.guesses[key] = TokenBucket(self.limits.guess_rate, self.limits.guess_burst,
+                                                         clock=self.clock)
+            bucket.take()
+        return room
 
     def end(self, room: Classroom, reason: str) -> None:
         room.ended = True
@@ -264,20 +291,6 @@ class ClassRegistry:
         room.last_seen = now
         if teacher:
             room.last_active = now
-
-
-def address_key(address: str) -> str:
-    """What per-address limits count by: the address itself, or an IPv6 address's /64 (one subscriber's
-    network hands out any number of addresses within it)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
 
 
 def normalize_code(code: str) -> str:

@@ -41,6 +41,7 @@ from .captures import CaptureRecord
 from .corpus_report import REPORT_LANGS, relabel, report_name
 from .corpus_tables import TableQuery, TableReader
 from .jobstore import ID_RE, JobStore
+from .limits import address_key
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ class CorpusRuns(JobStore[RunRecord]):
         try:
             meta = json.loads((directory / "meta.json").read_text())
             record = RunRecord(id=directory.name, created=float(meta["created"]), captures=list(meta["captures"]),
-                               directory=directory, client=str(meta.get("client", "")))
+                               directory=directory, client=address_key(str(meta.get("client", ""))))
         except (OSError, ValueError, KeyError, TypeError):
             shutil.rmtree(directory, ignore_errors=True)
             return None

@@ -68,6 +68,10 @@ class JobStore(Generic[R]):
         """How many records may be kept, how many octets they may take, and their lifetime in seconds."""
         raise NotImplementedError
 
+    def owner(self, record: R) -> str | None:
+        """Whose record it is, for a fair eviction (`limits.evictions`); None: the oldest are evicted first."""
+        return None
+
     def progress_timeout(self) -> float:
         """The longest a progress stream waits before it looks again."""
         return 1.0
@@ -120,11 +124,20 @@ class JobStore(Generic[R]):
                 await asyncio.wait_for(changed.wait(), timeout=self.progress_timeout())
 
     async def evict(self, keep: str | None = None) -> None:
-        """Deletes the oldest evictable records while there are too many or they take too much space."""
+        """Deletes evictable records while there are too many or they take too much space: the oldest, or, where
+        records have owners, the oldest of whoever holds the most (`limits.evictions`)."""
         max_count, max_bytes, _ = self.limits()
         total = sum(r.disk_bytes for r in self.records.values())
-        for record in evictions(self.evictable(keep), count=len(self.records), total=total,
-                                max_count=max_count, max_bytes=max_bytes, size=lambda r: r.disk_bytes):
+        holdings: dict[str, tuple[int, int]] = {}
+        for r in self.records.values():
+            key = self.owner(r)
+            if key is not None:
+                n, octets = holdings.get(key, (0, 0))
+                holdings[key] = (n + 1, octets + r.disk_bytes)
+        fair = bool(holdings)
+        for record in evictions(self.evictable(keep), count=len(self.records), total=total, max_count=max_count,
+                                max_bytes=max_bytes, size=lambda r: r.disk_bytes,
+                                owner=(lambda r: self.owner(r) or "") if fair else None, holdings=holdings):
             if record.id in self.records:  # (not deleted meanwhile)
                 log.info("evicting %s %s (over %d %s or %d bytes)", self.noun, record.id, max_count, self.plural,
                          max_bytes)

@@ -18,8 +18,9 @@ from .live_sources import LiveSources
 from .wspump import pump
 
 
-async def serve(websocket: WebSocket, sources: LiveSources, source_id: str) -> None:
-    """One viewer of source `source_id` (see the module docstring)."""
+async def serve(websocket: WebSocket, sources: LiveSources, source_id: str, batch: bool = False) -> None:
+    """One viewer of source `source_id` (see the module docstring); with `batch`, a websocket message may hold a
+    JSON array of messages, in order (a busy source's events go a batch at a time)."""
     await websocket.accept()
     try:
         source = sources.get(source_id)
@@ -28,7 +29,7 @@ async def serve(websocket: WebSocket, sources: LiveSources, source_id: str) -> N
         await websocket.close(code=4404)
         return
     viewer = source.subscribe()
-    sender = asyncio.create_task(pump(websocket, viewer, "burst"))
+    sender = asyncio.create_task(pump(websocket, viewer, "array" if batch else "burst"))
     try:
         while True:
             receiver = asyncio.ensure_future(websocket.receive())

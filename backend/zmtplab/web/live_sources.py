@@ -4,11 +4,14 @@ A `LiveSource` wraps `capture.live.LiveCapture` (which runs tshark in a worker t
 `capture.tap.TapProxy` (asyncio, on the app's loop) and streams their ZMTP events to any
 number of websockets as they arrive:
 
-- The worker thread never touches the loop's objects: it appends events to a bounded
-  inbox under a lock and wakes the loop with `loop.call_soon_threadsafe`. When the loop
-  falls behind, the oldest waiting events are dropped and counted.
-- Each event is serialized once (`{"type": "event", "event": {...}}`) and kept, up to a
-  count and a byte budget, so a websocket that connects late gets the recent history.
+- The worker thread (the capture's, or the tap's dissection thread) never touches the loop's
+  objects: it makes each event's message (`{"type": "event", "event": {...}}`, JSON text, once),
+  appends it to a bounded inbox under a lock and wakes the loop with `loop.call_soon_threadsafe`.
+  The loop only moves texts along. When the loop falls behind, the oldest waiting events are
+  dropped and counted; beyond `live_max_event_rate` events a second they are dropped (and counted)
+  before any JSON is made: a tap carrying a flood of empty frames costs the loop a bounded share.
+- Each event is kept, up to a count and a byte budget, so a websocket that connects late gets the
+  recent history.
 - Each websocket (`Viewer`) has a bounded queue of its own: a slow browser loses the
   oldest events (counted, and reported in its `status` messages), never the server's memory.
 
@@ -39,6 +42,7 @@ from ..capture.live import LiveCapture, check_interface, check_port, list_interf
 from ..capture.tap import TapProxy, parse_endpoint
 from ..engine.events import cut_bodies
 from .jsontext import json_text
+from .limits import TokenBucket
 from .settings import Settings
 from .wspump import Outbox
 
@@ -47,6 +51,7 @@ log = logging.getLogger(__name__)
 State = Literal["starting", "capturing", "stopped", "error"]
 READY_TIMEOUT = 10.0  # seconds POST /api/live waits for dumpcap to start capturing
 MAX_CONNECTIONS_KEPT = 10_000  # connection records (endpoints) kept per source
+DRAIN_DELAY = 0.02  # seconds between an event's intake and its move to the viewers (the events meanwhile go too)
 HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]{0,251}[A-Za-z0-9])?$")
 
 
@@ -126,24 +131,33 @@ class LiveSource:
         self.capture: LiveCapture | None = None
         self.proxy: TapProxy | None = None
         self._lock = threading.Lock()
-        self._inbox: deque[dict[str, Any]] = deque()
+        self._inbox: deque[str] = deque()  # event messages, JSON text
+        self._seq = 0  # the next event's `seq` (given as the intake makes its message)
+        self._rate = TokenBucket(settings.live_max_event_rate, max(1, int(settings.live_max_event_rate)))
         self._inbox_conns: list[tuple[str, tuple[str, int], tuple[str, int]]] = []
         self._inbox_dropped = 0
         self._scheduled = False
-        self._last_counts = (0, 0)
+        self._last_counts = (0, 0, 0)
         self._stopping: asyncio.Task | None = None
         self.started = False  # the capture thread runs (before that, `tick` has nothing to follow)
 
     # ---- intake (any thread)
 
     def sink(self, event: dict[str, Any]) -> None:
-        """Takes one event from the capture thread or the proxy (any thread)."""
-        cut_bodies(event, self.settings.live_max_body)  # before it waits anywhere
+        """Takes one event from the capture thread or the proxy's dissection thread (any thread)."""
         with self._lock:
+            if not self._rate.take():
+                self._inbox_dropped += 1
+                self._wake_loop()
+                return
+            cut_bodies(event, self.settings.live_max_body)  # before it waits anywhere
+            event["seq"] = self._seq
+            self._seq += 1
+            text = json_text({"type": "event", "event": event})
             if len(self._inbox) >= self.settings.live_queue:
                 self._inbox.popleft()
                 self._inbox_dropped += 1
-            self._inbox.append(event)
+            self._inbox.append(text)
             self._wake_loop()
 
     def on_connection(self, conn: str, client: tuple[str, int], server: tuple[str, int]) -> None:
@@ -158,11 +172,12 @@ class LiveSource:
         if self._scheduled:
             return
         self._scheduled = True
+        # A moment later: a busy source's events are moved in batches, not a turn of the loop each.
         try:
             if _on_loop(self.loop):
-                self.loop.call_soon(self.drain)
+                self.loop.call_later(DRAIN_DELAY, self.drain)
             else:
-                self.loop.call_soon_threadsafe(self.drain)
+                self.loop.call_soon_threadsafe(self.loop.call_later, DRAIN_DELAY, self.drain)
         except RuntimeError:  # the loop is closed: nobody is watching any more
             self._scheduled = False
 
@@ -184,16 +199,12 @@ class LiveSource:
             self.connections[conn] = text
             for viewer in self.viewers:
                 viewer.put_control(text)
-        for event in events:
-            self._add(event)
-        if dropped:
-            self.dropped += dropped
-            self.poke()
+        for text in events:
+            self._add(text)
+        self.dropped += dropped  # (the next `tick` tells the viewers: not a status per drain of a flood)
 
-    def _add(self, event: dict[str, Any]) -> None:
-        event["seq"] = self.events
+    def _add(self, text: str) -> None:
         self.events += 1
-        text = json_text({"type": "event", "event": event})
         self.history.append(text)
         self.history_bytes += len(text)
         s = self.settings
@@ -246,7 +257,7 @@ class LiveSource:
         (ready, died)."""
         if self.ended:
             return
-        counts = (self.events, self.capture.packets if self.capture is not None else 0)
+        counts = (self.events, self.capture.packets if self.capture is not None else 0, self.dropped)
         if counts != self._last_counts:
             self._last_counts = counts
             self.poke()
@@ -352,7 +363,7 @@ class LiveSources:
         source = LiveSource("capture", self.settings, asyncio.get_running_loop(),
                             {"kind": "capture", "interface": interface, "port": port})
         source.capture = LiveCapture(interface, port, source.sink, with_fields=True,
-                                     on_connection=source.on_connection)
+                                     on_connection=source.on_connection, max_held=self.settings.live_max_held)
         self.sources[source.id] = source
         try:
             await asyncio.to_thread(source.capture.start)
@@ -390,7 +401,7 @@ class LiveSources:
         source = LiveSource("tap", s, asyncio.get_running_loop(),
                             {"kind": "tap", "target": _endpoint((host, port))})
         proxy = TapProxy((listen_host, listen_port), (host, port), source.sink, with_fields=True,
-                         on_connection=source.on_connection)
+                         on_connection=source.on_connection, max_held=s.live_max_held, cpu_share=s.live_cpu_share)
         try:
             await proxy.start()
         except OSError as exc:

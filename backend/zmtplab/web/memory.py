@@ -40,13 +40,16 @@ def release() -> None:
 
 
 def release_soon(delay: float = RELEASE_DELAY) -> None:
-    """`release()` in `delay` seconds on the running loop, unless one is already due."""
+    """`release()` in `delay` seconds on the running loop, unless one is already due (the trim in a worker
+    thread: glibc walks its heap meanwhile, tens of milliseconds after a big session, and needs no GIL)."""
     loop = asyncio.get_running_loop()
     if loop in _pending:
         return
 
     def run() -> None:
         _pending.pop(loop, None)
-        release()
+        gc.collect()
+        if _malloc_trim is not None:
+            loop.run_in_executor(None, _malloc_trim, 0)
 
     _pending[loop] = loop.call_later(delay, run)

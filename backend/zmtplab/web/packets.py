@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
 LAYERS = ("frame", "eth", "sll", "ip", "ipv6", "tcp")
+FAILED = "tshark could not decode this packet (the server's log says why)"
 _BITS = re.compile(r"^[01. ]+ = ")
 
 
@@ -25,7 +28,8 @@ class PacketNotFound(LookupError):
 
 
 class PacketDecodeError(RuntimeError):
-    """tshark could not decode the packet (not installed, failed, timed out)."""
+    """tshark could not decode the packet (not installed, failed, timed out). Its text is for the client: what
+    tshark said (its stderr, a process id, paths) goes to the server's log only."""
 
 
 def _field_entry(field: Any, abbrev: str) -> dict[str, str]:
@@ -74,7 +78,9 @@ def decode_packet(path: Path, number: int, tshark_path: str | None = None) -> di
                     layers.append(_layer(layer, name))
             return {"number": number, "layers": layers}
     except Exception as exc:
-        raise PacketDecodeError(f"tshark failed: {type(exc).__name__}: {exc}") from exc
+        log.warning("tshark failed on packet %d of %s: %s: %s", number, path.name, type(exc).__name__,
+                    " ".join(str(exc).split())[:500])
+        raise PacketDecodeError(FAILED) from exc
     finally:
         if capture is not None:
             # Closing early (we stop at the first matching packet) can find tshark already gone
@@ -131,6 +137,7 @@ class PacketDecoder:
         except TimeoutError as exc:
             raise PacketDecodeError(f"tshark took longer than {self.timeout:g} s") from exc
         except FileNotFoundError as exc:
-            raise PacketDecodeError(f"tshark is not available: {exc}") from exc
+            log.warning("tshark is not available: %s", exc)
+            raise PacketDecodeError("tshark is not available on the server") from exc
         self._store((key, number), result)
         return result

@@ -57,13 +57,26 @@ class Settings(BaseSettings):
     request_head_timeout: float = Field(30.0, gt=0, description="seconds a connection has to send a request's "
                                                                 "head (from its opening, or the request's first "
                                                                 "octet); then 408 and the connection closes")
+    max_connections_per_client: int = Field(4096, ge=1, description="connections one client address (an IPv6 /64) "
+                                                                    "may hold open, websockets included (a class "
+                                                                    "behind one NAT fits); more are answered 503")
+    max_idle_connections_per_client: int = Field(256, ge=1, description="connections one client address may hold "
+                                                                        "open without a request in progress; more "
+                                                                        "are answered 503")
+    max_connections: int | None = Field(None, ge=16, description="connections the server holds at most; at the "
+                                                                 "limit the oldest idle one of the address holding "
+                                                                 "the most goes (None: the file limit less 128)")
     body_idle_timeout: float = Field(30.0, gt=0, description="seconds a request body may stall (no new octets) before "
                                                              "the request is ended with 408 (an upload's slot freed)")
 
     # Captures.
     # A 1 GB capture is browsable in the viewer (issue 22.1): its store costs no memory per element.
-    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1, description="largest upload; larger ones are "
-                                                                        "refused with 413")
+    max_upload_bytes: int = Field(1280 * 1024 * 1024, ge=1, description="the largest capture one upload may hold; "
+                                                                       "larger ones are refused with 413")
+    max_expand_ratio: float = Field(256.0, ge=1, description="a compressed capture is read up to this many times "
+                                                             "its size (16 MiB at least, `max_upload_bytes` at "
+                                                             "most); its dissection stops there, keeping what it "
+                                                             "read")
     max_captures_per_client: int = Field(20, ge=1, description="captures one client address may have stored (or "
                                                                "be uploading) at once; more are refused with 429")
     min_free_disk: int = Field(16 * 1024 * 1024, ge=0, description="uploads that would leave less free space on "
@@ -98,17 +111,32 @@ class Settings(BaseSettings):
     # Sessions.
     max_sessions: int = Field(32, ge=1, description="playground sessions at once; more are refused with 429")
     max_sessions_per_client: int = Field(8, ge=1, description="sessions one client address may run at once")
+    session_reserve: int = Field(8, ge=0, description="the last sessions of `max_sessions` only an address running "
+                                                      "none may start (429 for the others)")
     session_max_connections: int = Field(8, ge=1, description="connections (peers through the tap) open at once "
                                                               "in one session")
     session_max_messages: int = Field(50_000, ge=1, description="messages (and faults) one session carries; "
                                                                 "`reset` starts the count again")
     session_max_sent_bytes: int = Field(64 * 1024 * 1024, ge=1, description="payload octets all messages of one "
-                                                                            "session carry together")
+                                                                            "session carry together, counted once "
+                                                                            "per delivery (a PUB's message to 23 "
+                                                                            "SUBs counts 23 times)")
     session_max_wire_bytes: int = Field(16 * 1024 * 1024, ge=0, description="wire bytes one session keeps for "
                                                                             "its pcapng export")
     session_idle_timeout: float = Field(30 * 60.0, gt=0, description="seconds without a command before a session ends")
     session_grace: float = Field(30.0, ge=0, description="seconds a session outlives its last websocket")
     session_max_events: int = Field(50_000, ge=1, description="events one session keeps (and streams)")
+    session_max_event_bytes: int = Field(128 * 1024 * 1024, ge=1024,
+                                         description="octets of JSON text one session's events take together (what "
+                                                     "its export and a socket that joins late are given); later "
+                                                     "events are not kept")
+    session_event_max_body: int = Field(64 * 1024, ge=64,
+                                        description="octets of its body (all its frames' together, for a message) "
+                                                    "an event of a session keeps; longer ones are cut (`truncated`), "
+                                                    "the whole bytes staying in the pcapng export")
+    session_max_queue_bytes: int = Field(16 * 1024 * 1024, ge=64 * 1024,
+                                         description="octets of messages queued for one session websocket; a socket "
+                                                     "further behind is closed (1013) and may reconnect")
     ws_max_message: int = Field(1 << 20, ge=1024, description="largest websocket command, in bytes")
     ws_rate: float = Field(200.0, gt=0, description="websocket commands per second (token bucket refill)")
     ws_burst: int = Field(200, ge=1, description="websocket commands allowed at once (token bucket size)")
@@ -129,6 +157,16 @@ class Settings(BaseSettings):
                                         description="JSON text of the recent events a live source keeps, in bytes")
     live_max_body: int = Field(16 * 1024, ge=0, description="bodies in live events are cut to this many octets")
     live_queue: int = Field(5_000, ge=16, description="events waiting for one slow websocket (oldest dropped)")
+    live_max_held: int = Field(4 * 1024 * 1024, ge=4096,
+                               description="octets one direction of a tap's or live capture's connection holds for "
+                                           "an element not yet complete; a larger frame is reported as it streams "
+                                           "and its body skipped (an `expert` note, rule `budget`)")
+    live_cpu_share: float = Field(0.5, gt=0, le=1, description="the share of a core one tap's dissection may take "
+                                                               "(it rests in between; a peer that sends faster is "
+                                                               "slowed down)")
+    live_max_event_rate: float = Field(5_000.0, gt=0, description="events a second a live source hands to its "
+                                                                  "viewers (bursts of as many); more are dropped "
+                                                                  "and counted in `dropped`")
     live_tap_host: str = Field("127.0.0.1", description="the address tap proxies listen on")
     live_tap_targets: list[str] = Field(["127.0.0.1", "localhost", "::1"],
                                         description="hosts a tap may forward to ('*': any)")

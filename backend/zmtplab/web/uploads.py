@@ -1,9 +1,12 @@
 """Streaming a multipart upload straight to disk, checking size and magic number on the way.
 
-The request body is parsed as it arrives (python-multipart's push parser): the bytes of
-the `file` field go to the destination file in chunks, never whole in memory. The upload
-stops with 413 the moment it passes the size limit and with 415 as soon as its first
-bytes show it is not a pcap or pcapng capture.
+The request body is parsed as it arrives (python-multipart's push parser), a batch at a time in a worker
+thread (parsing a body of ten thousand empty parts is work the event loop never does): the bytes of the
+`file` field go to the destination file in chunks, never whole in memory. Every octet of the body counts,
+not only the file's: what is not the file (a preamble, part headers, other fields, boundaries, an epilogue)
+may take `MULTIPART_OVERHEAD` octets, and reading stops at the closing boundary (the answer then closes the
+connection: a client that goes on sending after it is not read). The upload stops with 413 the moment it
+passes the size limit and with 415 as soon as its first bytes show it is not a pcap or pcapng capture.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ from ..capture.pcapfile import sniff_format
 FIELD = "file"
 SNIFF_BYTES = 4096  # enough for sniff_format, gzip-compressed captures included
 WRITE_BATCH = 1 << 20
-MAX_OTHER_FIELDS = 64 * 1024  # bytes of form fields other than `file` we put up with
-MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers on top of the file itself
+MULTIPART_OVERHEAD = 64 * 1024  # octets of the body that are not the file (boundaries, headers, other fields)
+PARSE_BATCH = 256 * 1024  # octets of the body parsed (and written) in one turn of the worker thread
 UNPROCESSABLE = 422
 
 
 class UploadProblem(HTTPException):
-    """An upload refused: 413, 415 or 422, with a detail the client can show."""
+    """An upload refused: 413, 415 or 422, with a detail the client can show; the connection is closed after the
+    answer (the rest of the body is not read)."""
+
+    def __init__(self, status_code: int, detail: str) -> None:
+        super().__init__(status_code, detail, headers={"Connection": "close"})
 
 
 @dataclass
@@ -49,16 +56,17 @@ class _State:
     file_done: bool = False
     filename: str | None = None
     pending: list[bytes] = field(default_factory=list)
-    other_bytes: int = 0
+    ended: bool = False  # the closing boundary was read
 
 
 @dataclass
 class UploadResult:
-    """A stored upload."""
+    """A stored upload (`complete`: the body was read to its end; otherwise the answer closes the connection)."""
 
     filename: str | None
     size: int
     format: str
+    complete: bool = True
 
 
 async def receive_capture(request: Request, dest: Path, max_bytes: int) -> UploadResult:
@@ -101,58 +109,80 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
     def on_part_data(data: bytes, start: int, end: int) -> None:
         if st.in_file:
             st.pending.append(data[start:end])
-        else:
-            st.other_bytes += end - start
-            if st.other_bytes > MAX_OTHER_FIELDS:
-                raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, "too much form data besides the file")
 
     def on_part_end() -> None:
         if st.in_file:
             st.in_file = False
             st.file_done = True
 
+    def on_end() -> None:
+        st.ended = True
+
     parser = MultipartParser(boundary, {
         "on_part_begin": on_part_begin, "on_part_data": on_part_data, "on_part_end": on_part_end,
         "on_header_field": on_header_field, "on_header_value": on_header_value, "on_header_end": on_header_end,
-        "on_headers_finished": on_headers_finished,
+        "on_headers_finished": on_headers_finished, "on_end": on_end,
     })
 
-    size = 0
+    size = 0  # the file's octets
+    parsed = 0  # the body's
     head = bytearray()
     sniffed: str | None = None
     buffered: list[bytes] = []
     buffered_len = 0
+
+    def work(data: bytes, last: bool) -> None:
+        """Parses a batch of the body and writes what it holds of the file (in the worker thread)."""
+        nonlocal size, parsed, sniffed, buffered_len
+        try:
+            parser.write(data)
+            if last:
+                parser.finalize()
+        except UploadProblem:
+            raise
+        except Exception as exc:  # python-multipart's MultipartParseError and friends
+            raise UploadProblem(UNPROCESSABLE, f"malformed multipart body: {exc}") from exc
+        for piece in st.pending:
+            size += len(piece)
+            if size > max_bytes:
+                raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+            if sniffed is None and len(head) < SNIFF_BYTES:
+                head.extend(piece[: SNIFF_BYTES - len(head)])
+            buffered.append(piece)
+            buffered_len += len(piece)
+        st.pending.clear()
+        parsed += len(data)
+        if not st.ended and parsed - size > MULTIPART_OVERHEAD:  # (after the end: the epilogue, not read on)
+            raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, f"more than {MULTIPART_OVERHEAD} octets of the "
+                                "form are not the file (other fields, part headers, parts)")
+        if sniffed is None and (len(head) >= SNIFF_BYTES or st.file_done):
+            sniffed = _sniff(bytes(head))
+        if sniffed is not None and (buffered_len >= WRITE_BATCH or (buffered and (last or st.ended))):
+            out.write(b"".join(buffered))
+            buffered.clear()
+            buffered_len = 0
+
+    limit = max_bytes + MULTIPART_OVERHEAD
+    received = 0
+    batch: list[bytes] = []
+    batch_len = 0
+    complete = True
     out: BinaryIO = await asyncio.to_thread(open, dest, "wb")
     try:
         async for chunk in request.stream():
-            if not chunk:
-                continue
-            try:
-                parser.write(chunk)
-            except UploadProblem:
-                raise
-            except Exception as exc:  # python-multipart's MultipartParseError and friends
-                raise UploadProblem(UNPROCESSABLE, f"malformed multipart body: {exc}") from exc
-            if st.pending:
-                for data in st.pending:
-                    size += len(data)
-                    if size > max_bytes:
-                        raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
-                    if sniffed is None and len(head) < SNIFF_BYTES:
-                        head += data[: SNIFF_BYTES - len(head)]
-                    buffered.append(data)
-                    buffered_len += len(data)
-                st.pending.clear()
-            if sniffed is None and (len(head) >= SNIFF_BYTES or st.file_done):
-                sniffed = _sniff(bytes(head))
-            if sniffed is not None and buffered_len >= WRITE_BATCH:
-                await asyncio.to_thread(out.write, b"".join(buffered))
-                buffered.clear()
-                buffered_len = 0
-        try:
-            parser.finalize()
-        except Exception as exc:
-            raise UploadProblem(UNPROCESSABLE, f"malformed multipart body: {exc}") from exc
+            received += len(chunk)
+            if received > limit:
+                raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+            batch.append(chunk)
+            batch_len += len(chunk)
+            if batch_len >= PARSE_BATCH:
+                await asyncio.to_thread(work, b"".join(batch), False)
+                batch.clear()
+                batch_len = 0
+                if st.ended:  # the closing boundary: what follows is not read
+                    complete = False
+                    break
+        await asyncio.to_thread(work, b"".join(batch), True)
         if not st.file_seen:
             raise UploadProblem(UNPROCESSABLE, f"the form has no field named '{FIELD}'")
         if not st.file_done:
@@ -163,7 +193,7 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
             await asyncio.to_thread(out.write, b"".join(buffered))
     finally:
         await asyncio.to_thread(out.close)
-    return UploadResult(st.filename, size, sniffed)
+    return UploadResult(st.filename, size, sniffed, complete)
 
 
 def check_declared_size(request: Request, max_bytes: int) -> None:

@@ -1,8 +1,9 @@
 """The websocket pump and its outbox: how every socket of the app (a session's, a live viewer's, a class's)
 queues what it sends, what gives when a browser does not keep up, and the one loop that sends it.
 
-An `Outbox` holds one socket's messages, each already JSON text, in order. Past its `limit` its overflow
-policy decides, named here once for the three kinds of socket:
+An `Outbox` holds one socket's messages, each already JSON text, in order. Past its `limit` (a count, and with
+`max_bytes` the octets of the texts queued) its overflow policy decides, named here once for the three kinds
+of socket:
 
 - `"close"` (a session): the socket is given up: what is queued is cleared, and it closes with 1013 after an
   error saying so. A session's page must see every event or reconnect and get them all again.
@@ -34,7 +35,14 @@ Mode = Literal["one", "array", "burst"]
 
 BATCH_MOST = 512  # messages in one websocket message (with ?batch=1)
 BATCH_WINDOW = 0.025  # a batching socket that sent less than this ago waits for the next tick to send again
+BACKLOG_STEP = 1024  # most backlog messages taken at once (a backlog is read as the socket sends it)
+BACKLOG_BYTES = 1 << 20  # octets of backlog messages after which a take stops reading it
+SLICE = 0.005  # seconds a sending pump works before it lets the event loop's other work run
 
+Backlog = Iterable[str] | Callable[[int], list[str]]
+"""What a socket was given on connect: texts, or a function that gives up to n more of them (at least one while
+there are more; none at the end), read as the socket sends them, so a long history is never copied whole into a
+queue."""
 
 class BatchClock:
     """Ticks every `period` seconds while some socket waits for one: a batching socket that sent less than
@@ -96,19 +104,19 @@ class Outbox:
     """One websocket's outgoing messages, each JSON text (see the module docstring for the overflow policies).
 
     `control` messages (a live source's connection records) go first and are never dropped, then the
-    `backlog` the socket was given on connect (outside the limit), then what was queued. `end(code)`: no
-    more messages, the socket closes with `code` once the queue is sent; with `linger`, messages put after
-    `end` are still sent, and a due message is sent last (a live source's final `status`)."""
+    `backlog` the socket was given on connect (outside the limit, read as it is sent), then what was queued.
+    `end(code)`: no more messages, the socket closes with `code` once the queue is sent; with `linger`,
+    messages put after `end` are still sent, and a due message is sent last (a live source's final `status`)."""
 
     def __init__(self, limit: int, overflow: Overflow, *, max_bytes: int | None = None,
                  due: Callable[[], str] | None = None, linger: bool = False,
-                 control: Iterable[str] = (), backlog: Iterable[str] = ()) -> None:
+                 control: Iterable[str] = (), backlog: Backlog = ()) -> None:
         self.items: deque[str] = deque()
         self.control: deque[str] = deque(control)
-        self.backlog: deque[str] = deque(backlog)
+        self.more: Callable[[int], list[str]] | None = _backlog_reader(backlog)
         self.limit = limit
         self.overflow = overflow
-        self.max_bytes = max_bytes  # (drop-oldest only)
+        self.max_bytes = max_bytes
         self.queued_bytes = 0  # of `items`, counted when `max_bytes` is set
         self.make_due = due
         self.linger = linger
@@ -118,7 +126,7 @@ class Outbox:
         self.ended = False
         self.close_code = 1000
         self._ready = asyncio.Event()
-        if self.control or self.backlog:
+        if self.control or self.more is not None:
             self._ready.set()
 
     def put_text(self, text: str, latest: str | None = None) -> None:
@@ -126,19 +134,23 @@ class Outbox:
         if self.ended and not self.linger:
             return
         items = self.items
-        if len(items) >= self.limit or self.max_bytes is not None:
+        if self.max_bytes is not None:
+            self.queued_bytes += len(text)
+            if self.queued_bytes > self.max_bytes or len(items) >= self.limit:
+                self._overflow(text, latest)
+                return
+        elif len(items) >= self.limit:
             self._overflow(text, latest)
             return
         items.append(text)
         self._ready.set()
 
     def _overflow(self, text: str, latest: str | None) -> None:
+        """`text` does not fit (its octets are counted in `queued_bytes` already, with `max_bytes`)."""
         items = self.items
         policy = self.overflow
         if policy == "drop-oldest":
             items.append(text)
-            if self.max_bytes is not None:
-                self.queued_bytes += len(text)
             while len(items) > self.limit or (self.max_bytes is not None and self.queued_bytes > self.max_bytes
                                                and len(items) > 1):
                 gone = items.popleft()
@@ -151,9 +163,13 @@ class Outbox:
             if latest is not None:
                 items.append(latest)
             items.append(text)
+            if self.max_bytes is not None:
+                self.queued_bytes = sum(map(len, items))
         else:  # "close": a browser that does not read its socket loses it rather than the server's memory
             self.overflowed = True
             items.clear()
+            self.queued_bytes = 0
+            self.more = None
             self.end(1013)
             return
         self._ready.set()
@@ -190,7 +206,7 @@ class Outbox:
     async def take(self, most: int) -> list[str] | None:
         """Waits for messages (or a due one) and returns those queued (at most `most`; none when only the due
         message is); None once ended and sent."""
-        while not self.items and not self.control and not self.backlog:
+        while not self.items and not self.control and self.more is None:
             if self.due and (self.linger or not self.ended):
                 return []
             if self.ended:
@@ -202,12 +218,20 @@ class Outbox:
     def take_nowait(self, most: int = sys.maxsize) -> list[str]:
         """What is queued now (at most `most`), without waiting."""
         items = self.items
-        if self.control or self.backlog:
-            out = [*self.control, *self.backlog]
+        if self.control or self.more is not None:
+            out = [*self.control]
             self.control.clear()
-            self.backlog.clear()
-            if len(out) < most:
+            taken = 0
+            while self.more is not None and len(out) < most and taken < BACKLOG_BYTES:
+                got = self.more(min(most - len(out), BACKLOG_STEP))
+                if not got:
+                    self.more = None
+                out.extend(got)
+                taken += sum(map(len, got))
+            if self.more is None and len(out) < most:
                 out.extend(self.take_nowait(most - len(out)))
+            elif self.more is not None:
+                self._ready.set()  # (more of the backlog to send)
             return out
         if len(items) <= most:
             out = list(items)
@@ -218,6 +242,20 @@ class Outbox:
         if self.max_bytes is not None:
             self.queued_bytes -= sum(len(t) for t in out)
         return out
+
+
+def _backlog_reader(backlog: Backlog) -> Callable[[int], list[str]] | None:
+    """`backlog` as a function giving up to n more texts (None when there are none at all)."""
+    if callable(backlog):
+        return backlog
+    texts = deque(backlog)
+    if not texts:
+        return None
+
+    def more(n: int) -> list[str]:
+        return [texts.popleft() for _ in range(min(n, len(texts)))]
+
+    return more
 
 
 async def pump(websocket: WebSocket, outbox: Outbox, mode: Mode = "one") -> None:
@@ -232,6 +270,7 @@ async def pump(websocket: WebSocket, outbox: Outbox, mode: Mode = "one") -> None
     clock = batch_clock()
     loop = asyncio.get_running_loop()
     sent_at = loop.time() - BATCH_WINDOW
+    worked = loop.time()  # when this pump last let the loop's other work run
     while True:
         texts = await outbox.take(most)
         if texts is None:
@@ -267,3 +306,9 @@ async def pump(websocket: WebSocket, outbox: Outbox, mode: Mode = "one") -> None
             texts = [due] if due is not None else []
         for text in texts:
             await websocket.send_text(text)
+            if loop.time() - worked > SLICE:
+                # A send that does not block never returns to the loop (nor does `take` while messages wait): a
+                # burst of thousands of messages to a fast reader would hold everyone else's requests until it
+                # is over.
+                await asyncio.sleep(0)
+                worked = loop.time()

@@ -22,7 +22,7 @@
 //   POST /api/live                           {source: "capture", interface, port} | {source: "tap", target,
 //                                            listen_port} -> 201 {id, state, listen}
 //   DELETE /api/live/{id}                    -> 204
-//   WS   /ws/live/{id}                       (see live.js)
+//   WS   /ws/live/{id}?batch=1               (see live.js)
 
 import { i18n } from './i18n.js';
 
@@ -166,7 +166,7 @@ export function createApi(host) {
     },
     liveSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}?lang=${encodeURIComponent(i18n.lang)}`;
+      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}?batch=1&lang=${encodeURIComponent(i18n.lang)}`;
     },
     capture(id) {
       return request('GET', `/api/captures/${seg(id)}`);

@@ -35,7 +35,12 @@ export function negotiate(wanted) {
 /** `?lang=` of a query string ("?session=3&lang=zh-CN"), or null. */
 export function languageOfSearch(search) {
   const m = /[?&]lang=([^&#]*)/.exec(String(search || ''));
-  return m ? matchLanguage(decodeURIComponent(m[1])) : null;
+  if (!m) return null;
+  try {
+    return matchLanguage(decodeURIComponent(m[1]));
+  } catch {
+    return null; // (a malformed escape: no language asked for, rather than a page that stops here)
+  }
 }
 
 /**

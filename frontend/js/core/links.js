@@ -6,6 +6,26 @@
 
 const INT_KEYS = new Set(['el', 'field']);
 
+/**
+ * A URL component decoded: `%xx` escapes and `+` as a space. A malformed escape (`%`, `%zz`, an escape that is
+ * not UTF-8) stays as it was typed rather than stopping the page (decodeURIComponent throws on it).
+ */
+export function decodeComponent(text) {
+  const plain = String(text).replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(plain);
+  } catch {
+    // Each run of well-formed escapes on its own; what cannot be decoded is kept.
+    return plain.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
 /** Parse a location's search string into { key: value }; el/field become integers. */
 export function parseLink(search) {
   const out = {};
@@ -14,8 +34,8 @@ export function parseLink(search) {
   for (const part of text.split('&')) {
     if (!part) continue;
     const eq = part.indexOf('=');
-    const key = decodeURIComponent((eq < 0 ? part : part.slice(0, eq)).replace(/\+/g, ' '));
-    const raw = eq < 0 ? '' : decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' '));
+    const key = decodeComponent(eq < 0 ? part : part.slice(0, eq));
+    const raw = eq < 0 ? '' : decodeComponent(part.slice(eq + 1));
     if (INT_KEYS.has(key)) {
       const n = Number.parseInt(raw, 10);
       if (Number.isFinite(n) && n >= 0) out[key] = n;

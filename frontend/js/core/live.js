@@ -3,7 +3,7 @@
 //
 // POST /api/live {source: "capture", interface, port} | {source: "tap", target, listen_port}
 //   -> 201 {id, state, listen}
-// WS /ws/live/{id}, server -> browser only:
+// WS /ws/live/{id}?batch=1, server -> browser only (a websocket message may hold an array of them, in order):
 //   {type: "connection", conn, client, server}
 //   {type: "event", event}          (the event contract; `seq` counts the source's events)
 //   {type: "status", state: "starting"|"capturing"|"stopped"|"error", detail, packets, events,
@@ -71,28 +71,30 @@ export function describeSource(src) {
 
 /** The live websocket over an injected WebSocket constructor (server -> browser only). Returns { close(), isOpen }. */
 export function openLive({ WebSocket, url, onEvent, onConnection, onStatus, onError, onOpen, onClose }) {
+  const dispatch = (msg) => {
+    switch (msg && msg.type) {
+      case 'event':
+        if (msg.event && typeof msg.event === 'object' && onEvent) onEvent(msg.event);
+        break;
+      case 'connection':
+        if (onConnection) onConnection(msg);
+        break;
+      case 'status':
+        if (onStatus) onStatus(msg);
+        break;
+      case 'error':
+        if (onError) onError(String(msg.detail ?? 'error'));
+        break;
+      default:
+        break;
+    }
+  };
   const socket = openJsonSocket({
     WebSocket,
     url,
     onOpen,
-    onMessage: (msg) => {
-      switch (msg && msg.type) {
-        case 'event':
-          if (msg.event && typeof msg.event === 'object' && onEvent) onEvent(msg.event);
-          break;
-        case 'connection':
-          if (onConnection) onConnection(msg);
-          break;
-        case 'status':
-          if (onStatus) onStatus(msg);
-          break;
-        case 'error':
-          if (onError) onError(String(msg.detail ?? 'error'));
-          break;
-        default:
-          break;
-      }
-    },
+    // (?batch=1: a websocket message may hold an array of messages, in order)
+    onMessage: (msg) => (Array.isArray(msg) ? msg.forEach(dispatch) : dispatch(msg)),
     onUnreadable: () => onError && onError(t('ui.socket.unreadable')),
     onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
     onError: () => onError && onError(t('ui.socket.error')),

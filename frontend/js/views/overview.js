@@ -130,7 +130,11 @@ export class OverviewView {
     });
     const svg = s(d, 'svg', { class: 'topology', viewBox: `0 0 ${layout.width} ${layout.height}`, role: 'group',
       'aria-label': t('ui.overview.graph', { nodes: layout.nodes.length, conns: layout.edges.length }) }, ...edges, ...nodes);
-    setChildren(this.graph, svg);
+    // Connects a server refused (SYN, RST) are no connection of the graph: counted per endpoint under it.
+    const refused = (a.refused || []).map((g) => h(d, 'p', { class: 'muted overview-refused', text: t('ui.overview.refused', {
+      count: g.count, server: g.server, seconds: (g.last_ts - g.first_ts).toFixed(2), clients: g.clients.slice(0, 3).join(', '),
+    }) }));
+    setChildren(this.graph, svg, ...refused);
   }
 
   renderFindings() {
@@ -173,7 +177,8 @@ export class OverviewView {
         h(d, 'span', { class: 'flow-message mono', text: flow.message }),
         h(d, 'span', { class: 'flow-path', text: flow.hops.map((hop) => `#${hop.conn} ${hop.from} → ${hop.to}`).join('  ⇒  ') }),
         h(d, 'span', { class: 'flow-steps muted', text: flow.steps.map((st) => `${st.envelope}${st.frames.length ? ` [${st.frames.join(', ')}]` : ''}${t('ui.overview.latency', { ms: (st.latency * 1000).toFixed(2) })}`).join(t('ui.list.semicolon')) }),
-        flow.ambiguous ? h(d, 'span', { class: 'sev-badge sev-warn', text: t('ui.overview.ambiguous'), title: t('ui.overview.ambiguous.title') }) : null);
+        flow.ambiguous ? h(d, 'span', { class: 'sev-badge sev-warn', text: t('ui.overview.ambiguous'), title: flow.why || t('ui.overview.ambiguous.title') }) : null,
+        flow.ambiguous && flow.why ? h(d, 'span', { class: 'flow-why muted', text: flow.why }) : null);
       const pick = () => this.pick(flowConns(flow), { ...flow, index });
       row.addEventListener('click', pick);
       row.addEventListener('keydown', (ev) => ev.key === 'Enter' && pick());

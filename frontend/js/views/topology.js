@@ -194,12 +194,18 @@ export class TopologyView {
     const t = Date.now();
     // Busy, a link starts a dot at most every DOT_EVERY ms (a dot a frame per link was most of the compositor's
     // work, and a stream of dots reads the same at a third of them).
+    // Not busy, every message gets its dot: messages that came on one link since the last frame (a slow
+    // frame on a loaded machine holds several) leave one after another, not on top of each other.
     const busy = st.seen - this.figuresSeen > BUSY;
-    for (const move of latestPerLink(st.takeMoves(MAX_DOTS))) {
+    const moves = st.takeMoves(MAX_DOTS);
+    const queued = new Map(); // per link, the dots this frame started on it
+    for (const move of busy ? latestPerLink(moves) : moves) {
       const link = `${move.conn ?? ''}/${move.from}/${move.to}`;
       if (busy && t - (this.dotAt.get(link) ?? -Infinity) < DOT_EVERY) continue;
       this.dotAt.set(link, t);
-      this.sendDot(move);
+      const n = queued.get(link) ?? 0;
+      queued.set(link, n + 1);
+      this.sendDot(move, n);
     }
     // Busy, the figures are drawn a third at a time (nodes, received lists, queues), each third every
     // FIGURES_EVERY ms: all three in one frame made its longest frames. (A frame full already, as when the
@@ -352,8 +358,9 @@ export class TopologyView {
     el.title.textContent = TOPOLOGY_TEXT[pipe.inbound ? 'depthIn' : 'depth']({ node: pipe.node, peer: pipe.peer ?? '*', depth: pipe.depth, hwm: hwm || '?' });
   }
 
-  /** A dot from one node to another (a wire message crossing its link). */
-  sendDot(move) {
+  /** A dot from one node to another (a wire message crossing its link), leaving after `queued` others that
+   * started on the link in this frame (a third of a crossing apart). */
+  sendDot(move, queued = 0) {
     const a = this.place.get(move.from);
     const b = this.place.get(move.to);
     if (!a || !b) return;
@@ -380,8 +387,9 @@ export class TopologyView {
     const ms = Math.max(120, 700 / this.speed);
     if (typeof dot.animate === 'function') {
       // (transform and opacity only: the compositor runs it, the main thread has nothing to do until it ends)
+      // (fill both: a dot waiting for its turn waits at the sender)
       const anim = dot.animate([{ transform: at(a) }, { transform: at(b), offset: 0.85 }, { transform: at(b), opacity: 0 }],
-        { duration: ms, easing: 'ease-in-out', fill: 'forwards' });
+        { duration: ms, delay: queued * ms / 3, easing: 'ease-in-out', fill: 'both' });
       dot.anim = anim;
       anim.onfinish = () => {
         if (this.dropDot(dot)) dot.style.pointerEvents = 'none'; // (faded out: not clicked, until reused)
@@ -389,7 +397,7 @@ export class TopologyView {
     } else if (this.win && this.win.setTimeout) {
       this.win.setTimeout(() => {
         if (this.dropDot(dot)) dot.hidden = true;
-      }, ms);
+      }, ms + queued * ms / 3);
     }
   }
 

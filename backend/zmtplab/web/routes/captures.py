@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import shutil
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import StreamingResponse
+from starlette.requests import ClientDisconnect
 
 from ...analysis import check_curve
 from ...engine.curve import key_from_text
@@ -36,6 +38,7 @@ from ..sse import event_stream
 from ..uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
+log = logging.getLogger(__name__)
 
 CaptureId = Annotated[str, Path(description="the id `POST /api/captures` returned", max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no capture has this id"}}
@@ -63,11 +66,14 @@ def _not_found(capture_id: str) -> HTTPException:
                         422: {"model": ErrorResponse, "description": "not a multipart form with a `file` field"},
                         429: {"model": ErrorResponse, "description": "this client stores too many captures"},
                         507: {"model": ErrorResponse, "description": "the server's disk has no room for it"}})
-async def upload_capture(request: Request, store: CaptureStoreDep, settings: SettingsDep) -> CaptureCreated:
+async def upload_capture(request: Request, response: Response, store: CaptureStoreDep,
+                         settings: SettingsDep) -> CaptureCreated:
     """Stores the multipart field `file` (streamed to disk) and starts dissecting it in the background.
 
     Follow `GET /api/captures/{id}/progress` until it says `done`. Whatever goes wrong, nothing of a
-    refused upload stays on disk.
+    refused upload stays on disk. Every octet of the body counts: what is not the file may take 64 KiB (413
+    beyond), and the body is read up to the form's closing boundary only (the answer then closes the
+    connection).
     """
     client = client_address(request)
     if store.count_for(client) >= settings.max_captures_per_client:
@@ -89,6 +95,9 @@ async def upload_capture(request: Request, store: CaptureStoreDep, settings: Set
     except BaseException as exc:
         if directory is not None:
             await asyncio.to_thread(store.discard, directory)
+        if isinstance(exc, ClientDisconnect):  # (a line in the log, not a traceback: nothing went wrong here)
+            log.info("an upload from %s ended: the client went away before the end of its body", client)
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, "the upload ended before its body did") from None
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
                                 _disk_full(await asyncio.to_thread(_free_disk, store.root))) from None
@@ -99,6 +108,8 @@ async def upload_capture(request: Request, store: CaptureStoreDep, settings: Set
             store.uploading[client] = left
         else:
             store.uploading.pop(client, None)
+    if not result.complete:
+        response.headers["Connection"] = "close"  # (what the client sent after the form's end is not read)
     return CaptureCreated(id=capture_id)
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.requests import HTTPConnection
 
 from ..class_socket import serve as class_socket_serve
-from ..classrooms import ClassFull, ClassLimits, ClassRegistry, TooManyClasses
+from ..classrooms import ClassFull, ClassLimits, ClassRegistry, TooManyClasses, TooManyGuesses
 from ..limits import client_address
 from ..models import ErrorResponse
 
@@ -71,10 +71,16 @@ def create_class(conn: HTTPConnection, response: Response) -> ClassCreated:
 
 
 @router.get("/api/classes/{code}", response_model=ClassInfo, summary="A class's state",
-            responses={404: {"model": ErrorResponse, "description": "no class has this code"}})
+            responses={404: {"model": ErrorResponse, "description": "no class has this code"},
+                       429: {"model": ErrorResponse, "description": "too many codes naming no class from this "
+                                                                    "address"}})
 def get_class(code: Code, conn: HTTPConnection) -> ClassInfo:
-    """Who is there and what the teacher shows."""
-    room = get_registry(conn).get(code)
+    """Who is there and what the teacher shows. An address (an IPv6 /64) that tries many codes naming no class
+    is answered 429 for a while, whatever the code (join codes are not to be guessed)."""
+    try:
+        room = get_registry(conn).find(code, client_address(conn))
+    except TooManyGuesses as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
     if room is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no class with this code (it may have ended)")
     return ClassInfo(**room.public())

@@ -73,8 +73,9 @@ async def delete_live(source_id: SourceId, sources: LiveSourcesDep) -> Response:
 
 
 @router.websocket("/ws/live/{source_id}")
-async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSourcesDep) -> None:
+async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSourcesDep, batch: bool = False) -> None:
     """Server -> browser: `connection` (a TCP connection's endpoints), the recent `event`s, then each new one
     as it arrives, and `status` (state, packets, events, dropped). Closes (1000) when the source has stopped.
+    With `?batch=1` a websocket message may hold a JSON array of such messages, in order (what the page uses).
     Nothing is expected from the browser. `web.live_socket` serves it."""
-    await live_socket_serve(websocket, sources, source_id)
+    await live_socket_serve(websocket, sources, source_id, batch=batch)

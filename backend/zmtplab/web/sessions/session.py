@@ -4,7 +4,13 @@ A `Session` keeps the annotated events of its connection(s) (the event contract 
 docs/architecture.md, with `fields`, `t` and `seq`) and the raw bytes that crossed the wire (for
 the pcapng export).
 It fans out to any number of websocket subscribers: each gets the events so far on
-connect, then every new event, state change, reset and error.
+connect (read from the log as its socket sends them), then every new event, state change, reset and error.
+
+What one session may make the server hold is bounded in octets (issue 31): each event keeps at most
+`session_event_max_body` octets of its body (longer ones are cut, `truncated`, their fields made from the
+whole bytes first), the events together `session_max_event_bytes` of JSON, each socket's queue
+`session_max_queue_bytes`, and a `send` is charged once per connection it may cross (`Topology.deliveries`)
+against `session_max_sent_bytes`.
 
 The peers are driven by a runtime: `simulated.SimulatedRuntime` (a deterministic simulation on a
 virtual clock: play, pause, step, step back, speed) or `tcp.TcpRuntime` (real peers, ours or
@@ -22,6 +28,7 @@ import io
 import logging
 import time
 import zlib
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -29,10 +36,10 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from ...capture.pcapwriter import PcapngWriter
-from ...engine.events import refield
+from ...engine.events import cut_bodies, refield
 from ..models import FaultCommand, SessionCreate
 from ..settings import Settings
-from ..wspump import Outbox
+from ..wspump import BACKLOG_BYTES, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +113,7 @@ class Runtime(Protocol):
     def position(self) -> int: ...
     def total(self) -> int: ...
     def closed(self) -> bool: ...
+    def up(self) -> bool: ...  # a real topology's first links are up and its script runs (see `state`)
     def keylog(self) -> str: ...  # the CURVE key log of our peers' connections (engine.curve.keylog_line)
 
 
@@ -129,6 +137,8 @@ class EventLog:
         self.blocks: list[bytes] = []
         self.tail: list[str] = []
         self.codes = bytearray()
+        self.sizes = array("I")  # each event's text length
+        self.bytes = 0  # their sum: the octets of JSON the log holds (compressed or not)
         self.count = 0  # len(self), kept as an attribute: the hot path asks for it with every event
         self.tail_limit = self.first_block  # when the tail becomes a block
 
@@ -139,6 +149,8 @@ class EventLog:
         tail = self.tail
         tail.append(text)
         self.codes.append(code)
+        self.sizes.append(len(text))
+        self.bytes += len(text)
         self.count += 1
         if len(tail) >= self.tail_limit:
             # JSON text never holds a raw newline: it separates the events of a block.
@@ -159,17 +171,40 @@ class EventLog:
         """Every event's text with its code."""
         return zip(self, self.codes, strict=True)
 
+    def _locate(self, index: int) -> tuple[int, int]:
+        """The block (`len(blocks)`: the tail) that holds event `index`, and its place in it."""
+        if index < self.first_block:
+            return 0, index
+        k, r = divmod(index - self.first_block, self.BLOCK)
+        return k + 1, r
+
     def get(self, index: int) -> tuple[str, int]:
         """Event `index`'s text and code; IndexError when there is none."""
         if not 0 <= index < self.count:
             raise IndexError(index)
-        if index < self.first_block:
-            k, r = 0, index
-        else:
-            k, r = divmod(index - self.first_block, self.BLOCK)
-            k += 1
+        k, r = self._locate(index)
         text = self._unpack(self.blocks[k])[r] if k < len(self.blocks) else self.tail[r]
         return text, self.codes[index]
+
+    def texts(self, start: int, stop: int, max_bytes: int | None = None) -> list[tuple[str, int]]:
+        """The texts and codes of events `start` to `stop - 1` (each block unpacked once); with `max_bytes`, only
+        as many as reach that many octets (one at least)."""
+        out: list[tuple[str, int]] = []
+        stop = min(stop, self.count)
+        if max_bytes is not None:
+            total, end = 0, start
+            while end < stop and (total < max_bytes or end == start):
+                total += self.sizes[end]
+                end += 1
+            stop = end
+        i = max(start, 0)
+        while i < stop:
+            k, r = self._locate(i)
+            block = self._unpack(self.blocks[k]) if k < len(self.blocks) else self.tail
+            take = min(stop - i, len(block) - r)
+            out.extend(zip(block[r:r + take], self.codes[i:i + take], strict=True))
+            i += take
+        return out
 
     def _tail_start(self) -> int:
         blocks = len(self.blocks)
@@ -191,12 +226,16 @@ class EventLog:
         else:
             del self.tail[r:]
         del self.codes[count:]
+        self.bytes -= sum(self.sizes[count:])
+        del self.sizes[count:]
         self._recount()
 
     def clear(self) -> None:
         self.blocks.clear()
         self.tail.clear()
         self.codes.clear()
+        self.sizes = array("I")
+        self.bytes = 0
         self._recount()
 
     def _recount(self) -> None:
@@ -206,15 +245,33 @@ class EventLog:
 
 
 class Subscriber(Outbox):
-    """One websocket's queue of outgoing messages (an `Outbox` whose overflow closes the socket), whether it
-    wants `log` messages and events' `fields`, and the session's state as its due message."""
+    """One websocket's queue of outgoing messages (an `Outbox` whose overflow, in messages or octets, closes the
+    socket), whether it wants `log` messages and events' `fields`, and the session's state as its due message.
+    The events the session had when it subscribed are its backlog, read from the log as they are sent, up to
+    `backlog_end` (lowered when the session steps back or resets before they are sent)."""
 
     def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None,
-                 marks: bool = False, fields: bool = True) -> None:
-        super().__init__(limit, "close", due=state)
+                 marks: bool = False, fields: bool = True, max_bytes: int | None = None,
+                 control: list[str] | None = None, events: EventLog | None = None) -> None:
+        self.log = events
+        self.backlog_pos = 0
+        self.backlog_end = events.count if events is not None else 0
+        super().__init__(limit, "close", due=state, max_bytes=max_bytes, control=control or (),
+                         backlog=self._backlog if self.backlog_end else ())
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
         self.fields = fields  # whether its events carry `fields` (else the page asks for an element's: `event`)
+
+    def _backlog(self, n: int) -> list[str]:
+        """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end)."""
+        log = self.log
+        if log is None:
+            return []
+        start = self.backlog_pos
+        texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
+        self.backlog_pos = start + len(texts)
+        shape = full_text if self.fields else bare_text
+        return ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts]
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
@@ -264,15 +321,20 @@ class Session:
         from that framing (for the subscribers that want them, and when asked)."""
         events = self.events
         seq = events.count
-        if seq >= self.settings.session_max_events:
+        settings = self.settings
+        if seq >= settings.session_max_events or events.bytes >= settings.session_max_event_bytes:
             self.events_dropped += 1
             if self.events_dropped == 1:
                 self.broadcast({"type": "error", "detail": f"the session keeps at most "
-                                f"{self.settings.session_max_events} events; later ones are not shown"})
+                                f"{settings.session_max_events} events and {settings.session_max_event_bytes} "
+                                "octets of them; later ones are not shown"})
             return
         ev["seq"] = seq
         text = orjson.dumps(ev).decode()
         code = ord(framing) if framing is not None else EventLog.FIELDS if "fields" in ev else EventLog.NO_FIELDS
+        if len(text) > self._cut_above:  # (a big body: the text is checked, not every event's keys)
+            ev, code = self._cut(ev, code)
+            text = orjson.dumps(ev).decode()
         events.append(text, code)
         subscribers = self.subscribers
         if not subscribers:
@@ -293,6 +355,27 @@ class Session:
         for sub in subscribers:
             sub.put_text(full if sub.fields else bare)
 
+    @property
+    def _cut_above(self) -> int:
+        """Texts longer than this may hold a body over `session_event_max_body` (its hex is twice its octets,
+        `hex` repeats a frame's body, and fields show the first 4 KiB of it)."""
+        return 4 * self.settings.session_event_max_body + 16384
+
+    def _cut(self, ev: dict[str, Any], code: int) -> tuple[dict[str, Any], int]:
+        """`ev` with its bodies cut to `session_event_max_body` octets (all frames of a message together), and
+        with its fields made from the whole bytes first (each field's value shows 4 KiB at most); the code it
+        is kept with."""
+        limit = self.settings.session_event_max_body
+        frames = ev.get("frames")
+        each = limit // max(1, len(frames)) if isinstance(frames, list) else limit
+        if code > EventLog.FIELDS:
+            ev = with_fields(ev, code)
+        cut_bodies(ev, each, hex_slack=64)
+        fields = ev.get("fields")
+        if isinstance(fields, list) and len(fields) > 64:  # (a message of many frames: one field each)
+            ev = {k: v for k, v in ev.items() if k != "fields"}
+        return ev, EventLog.FIELDS if "fields" in ev else EventLog.NO_FIELDS
+
     def event(self, seq: int) -> dict[str, Any]:
         """Event `seq` with its fields; IndexError when there is none."""
         text, code = self.events.get(seq)
@@ -302,6 +385,8 @@ class Session:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
         state message says `position` (events with `seq` >= position are gone)."""
         self.events.truncate(count)
+        for sub in self.subscribers:  # (a backlog not yet sent stops where the log now ends)
+            sub.backlog_end = min(sub.backlog_end, count)
 
     def add_wire(self, conn: str, direction: str, data: bytes, t: float) -> None:
         """Records bytes that crossed the wire (kept for the export, up to a limit)."""
@@ -328,7 +413,7 @@ class Session:
     def state(self) -> dict[str, Any]:
         r = self.runtime
         return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
-                "total": r.total(), "closed": r.closed(), "mode": self.config.mode}
+                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.config.mode}
 
     def push_state(self) -> None:
         """Sends the state soon: each subscriber sends one state message after what it has queued, for any
@@ -360,7 +445,10 @@ class Session:
         mark = is_mark(entry)
         if not mark and not self.full_log_subscribers:  # (the page: marks only, and most entries are bytes)
             return
-        text = '{"type":"log","entry":' + dumps(entry) + "}"
+        entry_text = dumps(entry)
+        if len(entry_text) > self._cut_above:  # (the bytes of a big message: cut like an event's body)
+            entry_text = dumps(cut_bodies(dict(entry), self.settings.session_event_max_body, hex_slack=0))
+        text = '{"type":"log","entry":' + entry_text + "}"
         for sub in self.subscribers:
             if sub.logs or (mark and sub.marks):
                 sub.put_text(text)
@@ -372,12 +460,11 @@ class Session:
         """A new subscriber that first gets the topology message (`topology`; by default only in topology
         sessions), the events so far and the state (with `marks`, and no `logs`, the marks among the log
         entries from now on; without `fields`, events without their fields)."""
+        wants_topology = topology or (topology is None and self.topology is not None)
+        first = [dumps(self.topology_message())] if wants_topology else []
         sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text,
-                         marks=marks, fields=fields)
-        if topology or (topology is None and self.topology is not None):
-            sub.put(self.topology_message())
-        shape = full_text if fields else bare_text
-        sub.items.extend('{"type":"event","event":' + shape(text, code) + "}" for text, code in self.events.items())
+                         marks=marks, fields=fields, max_bytes=self.settings.session_max_queue_bytes, control=first,
+                         events=self.events)
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
@@ -435,6 +522,8 @@ class Session:
         old = self.runtime
         await old.close()
         self.events.clear()
+        for sub in self.subscribers:
+            sub.backlog_end = 0
         self.wire.clear()
         self.wire_bytes = 0
         self.endpoints.clear()
@@ -457,10 +546,12 @@ class Session:
             if kind == "send":
                 frames = self._frames(cmd.frames, cmd.hex)
                 self._count_message()
-                size = sum(map(len, frames))
+                # Charged once per connection it may cross: a PUB's 1 MB to 23 SUBs is 23 MB of events and output.
+                size = sum(map(len, frames)) * (self.topology.deliveries(cmd.from_) if self.topology else 1)
                 if self.sent_bytes + size > self.settings.session_max_sent_bytes:
                     raise SessionError(f"this session has carried its limit of {self.settings.session_max_sent_bytes}"
-                                       " octets of messages; reset it or start a new session")
+                                       " octets of messages (each counted once per connection it crosses); reset it "
+                                       "or start a new session")
                 self.sent_bytes += size
                 await r.send(cmd.from_, frames)
             elif kind == "recv":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from ...engine.events import WIRE_KINDS
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS_PER_ELEMENT = 64  # deliveries without a new element before a step gives up (e.g. an idle session)
 MAX_ELEMENTS_PER_TURN = 256  # elements a playing session catches up on before it lets others run
+TURN_SECONDS = 0.005  # and the time it may take doing so (its next element waits for the next turn)
 MAX_BACKLOG = 1.0  # seconds of playback a session that fell behind catches up on at most
 LIVE = 0.002  # an interval shorter than this (a timer's resolution) plays whatever is ready at once
 WIRE = frozenset(WIRE_KINDS)
@@ -66,8 +68,9 @@ class SimulatedRuntime:
         self.topology = topology
         # Without fields: the session makes a frame's or message's fields only for those who ask (most
         # pages never open most elements).
-        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False) if topology is not None
-                    else Simulation(seed=seed, fields=False))
+        cap = settings.session_event_max_body  # (what a session keeps of a body: cut where it is made)
+        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False, max_body=cap, wire_data=True)
+                    if topology is not None else Simulation(seed=seed, fields=False, max_body=cap, wire_data=True))
         self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
         self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(topology.nodes)}
                            if topology is not None else {})
@@ -160,7 +163,7 @@ class SimulatedRuntime:
                 continue
             if kind == "link":
                 if entry["what"] == "bytes":
-                    session.add_wire(entry["conn"], entry["dir"], bytes.fromhex(entry["hex"]), entry["t"])
+                    session.add_wire(entry["conn"], entry["dir"], self._wire_octets(entry), entry["t"])
                 else:
                     self._link_entry(entry)
             if logs:
@@ -168,6 +171,24 @@ class SimulatedRuntime:
         if len(session.events) > self.high_water:
             self.high_water = len(session.events)
         return elements
+
+    def _wire_octets(self, entry: dict[str, Any]) -> bytes:
+        """A `bytes` entry's octets, which it carries as `data` (`Simulation(wire_data=True)`); the entry gets
+        the `hex` of the log contract instead, cut to `session_event_max_body` octets as the log would cut it."""
+        data = entry.get("data")
+        if data is None:
+            return bytes.fromhex(entry.get("hex", ""))
+        cap = self.settings.session_event_max_body
+        items = list(entry.items())
+        entry.clear()
+        for key, value in items:  # (`hex` where `data` was: the log's keys keep their order)
+            if key == "data":
+                entry["hex"] = data[:cap].hex()
+            else:
+                entry[key] = value
+        if len(data) > cap:
+            entry["truncated"] = True
+        return data
 
     def _link_entry(self, entry: dict[str, Any]) -> None:
         if entry.get("kind") != "link":
@@ -180,7 +201,7 @@ class SimulatedRuntime:
                 return
             self.session.add_connection(conn, (CLIENT_IP, SIM_CLIENT_PORT + n), (SERVER_IP, SIM_SERVER_PORT), t)
         elif what == "bytes":
-            self.session.add_wire(conn, entry["dir"], bytes.fromhex(entry.get("hex", "")), t)
+            self.session.add_wire(conn, entry["dir"], self._wire_octets(entry), t)
         elif what == "closed":
             self.session.end_connection(conn, t)
 
@@ -249,6 +270,7 @@ class SimulatedRuntime:
         added = 0
         ran_out = False  # the last _advance() found nothing to show
         idle = False  # known to be idle
+        began = time.perf_counter()
         try:
             for _ in range(MAX_ELEMENTS_PER_TURN):
                 step = self._advance()
@@ -259,6 +281,8 @@ class SimulatedRuntime:
                 due += interval
                 if (due > now and not live) or not self.playing:
                     break
+                if time.perf_counter() - began > TURN_SECONDS:
+                    break  # (the rest in the next turn: one session's megabytes never hold the loop for long)
                 if self._idle():  # (cheaper than an _advance() that finds nothing)
                     ran_out = idle = True
                     break
@@ -437,6 +461,9 @@ class SimulatedRuntime:
     def closed(self) -> bool:
         links = self.sim.links.values()
         return bool(links) and all(link.closed for link in links)
+
+    def up(self) -> bool:
+        return True  # (the simulation's links come up on its own clock, with the script)
 
     def keylog(self) -> str:
         return self.sim.keylog()

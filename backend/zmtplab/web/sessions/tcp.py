@@ -248,10 +248,43 @@ class _ZmqSide:
         self.socket = socket
         self.authenticator = authenticator
         self.drain: asyncio.Task | None = None
+        self.monitor: asyncio.Task | None = None
+        self.handshakes = 0  # connections whose handshake libzmq completed, and whose pipe the socket took
+        self.handshake = asyncio.Event()  # set (and cleared by whoever waits) at each of them
+
+    def watch(self) -> None:
+        """Follows the socket's connections through libzmq's monitor. libzmq's I/O thread hands a connection's
+        pipe to the socket (and takes a closed one away) as a command the socket processes only at its next
+        send or receive, which libzmq throttles: a message sent soon after a handshake could go round the
+        pipes without the new one. After each handshake and each disconnection the socket processes its
+        commands at once (ZMQ_EVENTS), as an application that polls it would."""
+        import zmq
+        from zmq.utils.monitor import parse_monitor_message
+
+        monitor = self.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+
+        async def run() -> None:
+            try:
+                while True:
+                    event = parse_monitor_message(await monitor.recv_multipart())["event"]
+                    self.socket.getsockopt(zmq.EVENTS)  # (libzmq sent the pipe's command before the event)
+                    if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                        self.handshakes += 1
+                        self.handshake.set()
+            except (asyncio.CancelledError, zmq.ZMQError):
+                pass
+            finally:
+                monitor.close(linger=0)
+
+        self.monitor = asyncio.create_task(run())
 
     async def send(self, frames: list[bytes], timeout: float | None = SEND_TIMEOUT) -> None:
         import zmq
 
+        # libzmq's send processes the socket's pending commands (pipes attached or ended) only if it has not
+        # done so in the last millisecond or so; ZMQ_EVENTS processes them now, so the message goes round the
+        # pipes libzmq has told the socket about.
+        self.socket.getsockopt(zmq.EVENTS)
         try:
             await asyncio.wait_for(self.socket.send_multipart(frames), timeout)
         except TimeoutError:
@@ -304,10 +337,11 @@ class _ZmqSide:
         self.socket.connect(endpoint)
 
     async def close(self) -> None:
-        if self.drain is not None:
-            self.drain.cancel()
-            with contextlib.suppress(BaseException):
-                await self.drain
+        for task in (self.drain, self.monitor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         self.socket.close(linger=0)
         if self.authenticator is not None:
             with contextlib.suppress(Exception):
@@ -434,6 +468,8 @@ class TcpRuntime:
             node = self.nodes[spec.name] = _Node(spec, host)
             if spec.libzmq:
                 node.side = self._zmq_side(spec, keys)
+                if plan.topology:
+                    node.side.watch()
                 if spec.binds:
                     node.port = node.side.socket.bind_to_random_port(f"tcp://{host}")
             else:
@@ -553,6 +589,7 @@ class TcpRuntime:
         time), starts the applications and proxies, then the late joiners and the script on one clock."""
         plan = self.plan
         loop = asyncio.get_running_loop()
+        handshakes: dict[str, int] = {}  # per libzmq node, the handshakes of its links brought up so far
         for tap in self.taps:
             if tap.spec.delay > 0:
                 continue
@@ -568,6 +605,8 @@ class TcpRuntime:
                     await asyncio.wait_for(tap.up.wait(), 0.05)
                 if not self.playing:
                     deadline = loop.time() + LINK_UP_TIMEOUT
+            if tap.up.is_set():
+                await self._pipes_taken(tap, handshakes, loop.time() + LINK_UP_TIMEOUT)
         await asyncio.sleep(SUBSCRIPTION_GRACE)
         proxied = {name for pair in plan.proxies for name in pair}
         for node in self.nodes.values():
@@ -577,6 +616,7 @@ class TcpRuntime:
             self._spawn(self._forward(self.nodes[front], self.nodes[back]))
             self._spawn(self._forward(self.nodes[back], self.nodes[front]))
         self.started = True
+        self.session.push_state()  # (`up` in the state)
         start = loop.time()
         for tap in self.taps:
             if tap.spec.delay > 0:
@@ -586,6 +626,24 @@ class TcpRuntime:
             senders.setdefault(name, []).append((at, frames))
         for name, messages in senders.items():
             self._spawn(self._play_script(name, start, messages))
+
+    async def _pipes_taken(self, tap: _Tap, handshakes: dict[str, int], deadline: float) -> None:
+        """Waits (until `deadline`) until each libzmq end of a link whose handshake crossed the wire has the
+        link's pipe in its socket (see `_ZmqSide.watch`), so that its pipes are in link order before the next
+        link, or a send, comes. (libzmq reports no handshake for a 1.0 or 2.0 peer: nothing to wait for.)"""
+        loop = asyncio.get_running_loop()
+        ends = [self.nodes[tap.spec.connect], self.nodes[tap.spec.bind]]
+        if any(end.spec.version in ("1.0", "2.0") for end in ends):
+            return
+        for end in ends:
+            side = end.side
+            if not isinstance(side, _ZmqSide):
+                continue
+            want = handshakes[end.spec.name] = handshakes.get(end.spec.name, 0) + 1
+            while side.handshakes < want and loop.time() < deadline:
+                side.handshake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(side.handshake.wait(), deadline - loop.time())
 
     def _connect(self, tap: _Tap) -> None:
         node = self.nodes[tap.spec.connect]
@@ -600,14 +658,19 @@ class TcpRuntime:
         self._connect(tap)
 
     async def _play_script(self, name: str, start: float, messages: list[tuple[float, list[bytes]]]) -> None:
-        """One node's part of the script, in order: a send that blocks holds back that node's later ones."""
+        """One node's part of the script, in order, each send at its `at` and never sooner after the node's
+        previous send than the script has them apart: a send that blocks, or a machine too busy to send on
+        time, holds back that node's later sends by as much, as an application's send loop would, instead of
+        letting them leave in a burst (a burst of a PUB's updates would fill even a fast reader's pipe)."""
         loop = asyncio.get_running_loop()
+        done, last = start, 0.0  # when the previous send returned, and its `at`
         for at, frames in messages:
-            await asyncio.sleep(max(0.0, start + at - loop.time()))
+            await asyncio.sleep(max(0.0, start + at - loop.time(), done + at - last - loop.time()))
             try:
                 await self.send(name, frames, timeout=None)
             except SessionError as exc:
                 self.session.error(f"{name}: {exc}")
+            done, last = loop.time(), at
 
     async def _application(self, node: _Node) -> None:
         """The node's application reads as its `recv` says; a REP answers each request."""
@@ -793,7 +856,9 @@ class TcpRuntime:
                 _small_buffers(w, buffer)
         conn = str(next(self._ids))
         self.connections += 1
-        link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap)
+        # (What one direction may hold of an element: the session's whole budget of sends, whoever connected.)
+        held = self.settings.session_max_sent_bytes + (1 << 20)
+        link = _Link(conn, {"c2s": up_writer, "s2c": writer}, tap, dissector=ConnectionDissector(max_held=held))
         self.links[conn] = link
         client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
         upstream = up_writer.get_extra_info("sockname") or ("127.0.0.1", 0)
@@ -1188,6 +1253,11 @@ class TcpRuntime:
 
     def total(self) -> int:
         return len(self.session.events)
+
+    def up(self) -> bool:
+        """False while a topology brings its links up one at a time (see `_bring_up`): a send then could go
+        round a socket's pipes without the links still to come."""
+        return self.started or not self.plan.topology
 
     def closed(self) -> bool:
         """True once the runtime stopped, or when connections came and went and none is open now
