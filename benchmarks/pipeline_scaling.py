@@ -26,8 +26,9 @@ with start-up included, the pipeline's phases, and the load average (other work 
 skews every figure).
 
 `--worker CAPTURE...` measures the pipeline's Python worker instead, per core and without Spark: the
-three passes' own functions (`source.read_partition`, `stages.connections_partition`,
-`sink.write_events_partition`, Parquet files and all) run one after the other in a fresh process on
+passes' own functions (`source.read_partition`, `stages.connections_partition`,
+`sink.write_events_partition`, Parquet files and all, and `analyse.analysis_rows`, the analysis tables)
+run one after the other in a fresh process on
 the captures' packets sorted as the shuffle sorts them, and their CPU time gives events/s and MB/s per
 core, with the share of the events pass spent inside pyarrow's Parquet writing (what no change to our
 code can take away while the tables stay the same). `--baseline DIR` times another checkout's `backend` in
@@ -278,11 +279,23 @@ try:
     if profiler:
         profiler.disable()
     events = clock() - t
+    # The analysis tables' pass: over the events pass's records (feed files), or, in a checkout from before
+    # those, by dissecting each capture again.
+    from zmtplab.pipeline.analyse import analysis_rows
+    t = clock()
+    for c in plan.readable:
+        if any(f["kind"] == "feed" for f in files):
+            feeds = [f["path"] for f in files if f["kind"] == "feed" and f["cap"] == c.cap]
+            list(analysis_rows((c.name, c.cap, feeds)))
+        else:
+            list(analysis_rows((c.name, c.path)))
+    analysis = clock() - t
 finally:
     shutil.rmtree(out)
 if profiler:
     pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
-print(json.dumps({"read": read, "connections": connections, "events": events, "parquet": parquet[0],
+print(json.dumps({"read": read, "connections": connections, "events": events, "analysis": analysis,
+                  "parquet": parquet[0],
                   "rows": sum(f["rows"] for f in files if f["kind"] == "events"),
                   "bytes": sum(os.path.getsize(p) for p in sys.argv[2:])}))
 """
@@ -316,13 +329,14 @@ def worker_main(args: argparse.Namespace) -> int:
     print(f"load average after: {load()}", flush=True)
     rates = {}
     for name, runs in results.items():
-        med = {k: statistics.median(r[k] for r in runs) for k in ("read", "connections", "events")}
+        med = {k: statistics.median(r[k] for r in runs) for k in ("read", "connections", "events", "analysis")}
         parquet = statistics.median(r.get("parquet", float("nan")) for r in runs)
         rows, size = runs[0]["rows"], runs[0]["bytes"] / MB
         total = sum(med.values())
         rates[name] = rows / total
         print(f"{name:10}: {rows:,} events, {size:.1f} MB; CPU s (medians of {len(runs)}): read {med['read']:.2f}, "
-              f"connections {med['connections']:.2f}, events {med['events']:.2f}; per core: "
+              f"connections {med['connections']:.2f}, events {med['events']:.2f}, analysis {med['analysis']:.2f}; "
+              f"per core: "
               f"{rows / total:,.0f} events/s, {size / total:.2f} MB/s (events pass alone {rows / med['events']:,.0f}"
               f" events/s; pyarrow's Parquet writing {parquet:.2f} s of it, {parquet / med['events']:.0%}: a pass "
               f"with nothing else would be {med['events'] / parquet if parquet else float('nan'):.1f}x as fast)",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import random
 import subprocess
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -182,22 +181,16 @@ def test_bulk_retransmission_is_delivered_once():
     assert len(streams["0", "s2c"]) == total - 241
 
 
-def test_bulk_reads_and_reassembles_fast():
-    path = capture("bulk.pcapng")
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        total = 0
-        r = TcpReassembler()
-        for pkt in read_tcp_packets(path):
-            for ev in r.feed(pkt):
-                if isinstance(ev, StreamData):
-                    total += len(ev.data)
-        r.finish()
-        best = min(best, time.perf_counter() - start)
+def test_bulk_reads_and_reassembles_whole():
+    # How fast is benchmarks/dissect_vs_tshark.py's job: a test run beside other work must not time it.
+    total = 0
+    r = TcpReassembler()
+    for pkt in read_tcp_packets(capture("bulk.pcapng")):
+        for ev in r.feed(pkt):
+            if isinstance(ev, StreamData):
+                total += len(ev.data)
+    r.finish()
     assert total == 92 + 5197741
-    # The target is < 0.1 s (about 0.03 s on a quiet machine); the bound leaves room for a busy CI.
-    assert best < 0.3, f"reading + reassembling bulk.pcapng took {best:.3f} s"
 
 
 # ------------------------------------------------------------------ ordering, duplicates, overlaps

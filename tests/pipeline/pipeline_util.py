@@ -99,6 +99,25 @@ def same_as_dissect_arrow(out: str | Path, path: str | Path) -> bool:
     return True
 
 
+def task_inputs(paths: list[Path]) -> tuple[Any, pa.Table, dict[str, Any]]:
+    """What the events pass's tasks get for `paths`, without Spark: the plan, every packet sorted as the shuffle
+    sorts them, and the run's broadcast (connection ids numbered as the connections pass numbers them)."""
+    from zmtplab.pipeline.plan import make_plan
+    from zmtplab.pipeline.source import read_partition
+    from zmtplab.pipeline.stages import connections_partition
+
+    plan = make_plan([str(p) for p in paths])
+    packets = pa.Table.from_batches([b for part in plan.partitions for b in read_partition(part)])
+    packets = packets.sort_by([("cap", "ascending"), ("flow", "ascending"), ("frame", "ascending")])
+    conns = pa.Table.from_batches(list(connections_partition(packets.to_batches())))
+    ids: dict[tuple[int, int], str] = {}
+    for cap, first in sorted(zip(conns.column("cap").to_pylist(), conns.column("first_frame").to_pylist(),
+                                 strict=True)):
+        ids[(cap, first)] = str(sum(1 for c, _f in ids if c == cap))
+    run = {"ids": ids, "names": [c.name for c in plan.captures], "paths": [c.path for c in plan.captures]}
+    return plan, packets, run
+
+
 def read_table(out: str | Path, name: str) -> list[dict[str, Any]]:
     return pq.read_table(Path(out) / name).to_pylist()
 

@@ -8,7 +8,8 @@ import pytest
 from pipeline_util import PROJECT, SHARED, dissect_reference
 
 from zmtplab.capture.dissect import dissect_capture
-from zmtplab.pipeline.rows import STAGE_SCHEMA, EventBatcher, event_to_comparable, events_to_batch, row_to_event
+from zmtplab.pipeline.rows import EventBatcher, event_to_comparable, events_to_batch, row_to_event
+from zmtplab.pipeline.schemas import STAGE_SCHEMA
 
 
 def round_trip(events: list[dict]) -> list[dict]:

@@ -15,7 +15,8 @@ from packaging.requirements import Requirement
 from zmtplab.pipeline import shipping
 
 # The modules whose functions and classes Spark runs on the executors (they import the rest of what runs there).
-EXECUTOR_MODULES = ("source", "plan", "transform", "sink", "analyse", "stages", "runs", "rows", "ranges")
+EXECUTOR_MODULES = ("source", "plan", "transform", "sink", "analyse", "feed", "stages", "runs", "rows", "schemas",
+                    "ranges")
 
 
 def _normal(name: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pipeline_util import PROJECT, SHARED, dissect_reference, order_key
+from pipeline_util import PROJECT, SHARED, dissect_reference, order_key, task_inputs
 
 from zmtplab.pipeline.plan import make_plan
 from zmtplab.pipeline.rows import row_to_event
@@ -23,15 +23,7 @@ DELTA = ("offset", "length", "seq", "fields.list.element.offset", "fields.list.e
 
 def write_events(paths: list[Path], out: Path) -> str:
     """One dissect task over every packet of `paths` (sorted as the shuffle sorts them); the part file's path."""
-    plan = make_plan([str(p) for p in paths])
-    packets = pa.Table.from_batches([b for part in plan.partitions for b in read_partition(part)])
-    packets = packets.sort_by([("cap", "ascending"), ("flow", "ascending"), ("frame", "ascending")])
-    conns = pa.Table.from_batches(list(connections_partition(packets.to_batches())))
-    ids: dict[tuple[int, int], str] = {}
-    for cap, first in sorted(zip(conns.column("cap").to_pylist(), conns.column("first_frame").to_pylist(),
-                                 strict=True)):
-        ids[(cap, first)] = str(sum(1 for c, _f in ids if c == cap))
-    run = {"ids": ids, "names": [c.name for c in plan.captures], "paths": [c.path for c in plan.captures]}
+    _plan, packets, run = task_inputs(paths)
     staging = prepare(str(out / "events"), "test")
     files = [r for b in write_events_partition(packets.to_batches(max_chunksize=97), staging=staging, run=run)
              for r in b.to_pylist()]

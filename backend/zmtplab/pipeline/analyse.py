@@ -1,43 +1,41 @@
 """The capture-wide analysis (`zmtplab.analysis`) as table rows: one task per capture, no Spark needed to run it.
 
-`analysis_rows(name, path)` analyses one capture file and yields `("topology", row)` for each of its
-connections and `("findings", row)` for each finding, in the order of `TOPOLOGY_COLUMNS` and
-`FINDINGS_COLUMNS` (the job turns them into the `topology` and `findings` Parquet tables). A
-capture damaged part-way is analysed up to the damage, as it is dissected; one that cannot be
-read at all yields nothing (the `errors` table already names it).
+`analysis_rows((name, cap, paths))` analyses one capture from what the events pass's dissect tasks recorded
+of it (`pipeline.feed`: the same items `analyze_capture` would get from dissecting the file again, in
+capture order) and yields `("topology", row)` for each of its connections and `("findings", row)` for
+each finding, in the order of `schemas.TOPOLOGY_SCHEMA` and `schemas.FINDINGS_SCHEMA` (the job turns
+them into the `topology` and `findings` Parquet tables). A capture damaged part-way is analysed up to
+the damage, as it is dissected.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..analysis import analyze_capture
-from ..capture.dissect import DissectResult
-from ..capture.errors import CaptureFormatError
-
-TOPOLOGY_SCHEMA = (
-    "capture string, conn string, client string, server string, client_type string, server_type string, "
-    "client_node string, server_node string, broker boolean, valid_pair boolean, zmtp boolean, version string, "
-    "mechanism string, identity_c2s string, identity_s2c string, messages_c2s long, messages_s2c long, "
-    "first_ts double, last_ts double"
-)
-FINDINGS_SCHEMA = (
-    "capture string, rule string, severity string, conns array<string>, text string, ref string, "
-    "event_conn string, event_dir string, event_offset long, event_packets array<long>, details string"
-)  # details: the finding's numbers by name, as JSON (`zmtplab analyze --json`'s `details`)
+from ..analysis import Analyzer
+from ..capture.dissect import ConnectionInfo
+from .feed import capture_feed
 
 
-def analysis_rows(item: tuple[str, str]) -> Iterator[tuple[str, tuple[Any, ...]]]:
-    """("topology" | "findings", row) for one capture, given as (its `capture` name, its path)."""
-    name, path = item
-    try:
-        found = analyze_capture(path, result=DissectResult())
-    except (CaptureFormatError, OSError):
-        return
+def analysis_rows(item: tuple[str, int, list[str]]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """("topology" | "findings", row) for one capture, given as (its `capture` name, its index in the plan, the
+    feed files that hold its items)."""
+    name, cap, paths = item
+    items, infos = capture_feed(cap, paths)
+    found = analyse(items, infos)
     yield from topology_rows(name, found)
     yield from finding_rows(name, found)
+
+
+def analyse(items: Iterable[Any], infos: list[ConnectionInfo]) -> dict[str, Any]:
+    """The `Analyzer`'s result over a capture's dissected items (in capture order) and its connections."""
+    ends = {i.conn: (i.client, i.server) for i in infos}
+    analyzer = Analyzer(ends.get)
+    for item in items:
+        analyzer.add(item)
+    return analyzer.finish(infos)
 
 
 def topology_rows(name: str, found: dict[str, Any]) -> Iterator[tuple[str, tuple[Any, ...]]]:

@@ -11,9 +11,11 @@ Phases (each one or more Spark jobs in one job group, reported through `progress
    capture by first frame;
 3. events: the same packets -> shuffled by connection (balanced by the connection pass's sizes)
    -> reassembler and dissector, payloads read back from the files -> each task writes its
-   events as Parquet (conn ids from a broadcast) and counts them per connection;
-4. tables: commit `events`, write `connections` (TCP facts joined with those counts), `topology` and
-   `findings` (the capture-wide analysis of `zmtplab analyze`, one task per capture) and `errors`;
+   events as Parquet (conn ids from a broadcast), counts them per connection and records what the
+   dissector produced for the analysis (`feed.py`);
+4. tables: write `connections` (TCP facts joined with those counts), `topology` and `findings` (the
+   capture-wide analysis of `zmtplab analyze`, one task per capture over the events pass's records of
+   it: no capture is dissected twice), commit `events`, write `errors`;
 5. report: aggregates -> `report.html`, and `summary.json`.
 """
 
@@ -201,13 +203,13 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
 
     from . import sink
     from . import transform as T
-    from .rows import spark_schema
+    from .schemas import CAPTURES_SCHEMA, ERRORS_SCHEMA, ZMTP_STATS_SCHEMA, spark_schema
     from .source import encode_plan
 
     sc = spark.sparkContext
     captures = spark.createDataFrame(
         [(c.cap, c.name, c.size, c.format, c.frames) for c in plan.captures] or [(-1, "", 0, None, 0)],
-        "cap int, name string, size long, format string, frames long")
+        CAPTURES_SCHEMA)
     # Packets are read once and kept: both passes use them. Payloads stay in the files (rows
     # carry their offsets), so what is cached and shuffled is about 100 bytes per packet.
     packets = (spark.read.format("zmtplab_packets").option("plan", encode_plan(plan.partitions)).load()
@@ -238,14 +240,14 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
     staging = sink.prepare(events_path, uuid.uuid4().hex)
     try:
         try:
-            files = [r.asDict() for r in T.write_events(
+            files = [r.asDict() for r in sink.write_events(
                 grouped, staging=staging, run=run, with_fields=with_fields, max_body=max_body).collect()]
         finally:
             run.unpersist()
             packets.unpersist()
         stats_paths = [f["path"] for f in files if f["kind"] == "stats"]
         zmtp_stats = (spark.read.parquet(*stats_paths) if stats_paths
-                      else spark.createDataFrame([], spark_schema(sink.ZMTP_STATS_SCHEMA)))
+                      else spark.createDataFrame([], spark_schema(ZMTP_STATS_SCHEMA)))
         timings["events"] = time.monotonic() - t
 
         # ---- 4. tables
@@ -254,19 +256,17 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
         sc.setJobDescription("zmtplab: connections table")
         connections_path = os.path.join(out_dir, "connections")
         # One output partition per ~200,000 connections, sorted: the table is small and read often.
-        (T.connection_table(conns, zmtp_stats, captures).repartition(n_connections // 200_000 + 1)
-         .sortWithinPartitions("capture", F.col("conn").cast("long"))
-         .write.mode("overwrite").parquet(connections_path))
-        written = sink.commit(events_path, files)  # also drops the staged stats files
+        sink.write_table(T.connection_table(conns, zmtp_stats, captures).repartition(n_connections // 200_000 + 1)
+                         .sortWithinPartitions("capture", F.col("conn").cast("long")), connections_path)
+        sc.setJobDescription("zmtplab: topology and findings")
+        topology_path, findings_path = _analyse(spark, plan, files, out_dir, parallelism)
+        written = sink.commit(events_path, files)  # also drops the staged stats and feed files
     except BaseException:
         sink.abort(events_path)
         raise
     events = spark.read.parquet(events_path)
-    sc.setJobDescription("zmtplab: topology and findings")
-    topology_path, findings_path = _analyse(spark, plan, out_dir, parallelism)
     errors_path = os.path.join(out_dir, "errors")
-    spark.createDataFrame(plan.errors, "capture string, kind string, message string, offset long, frame long") \
-        .coalesce(1).write.mode("overwrite").parquet(errors_path)
+    sink.write_table(spark.createDataFrame(plan.errors, ERRORS_SCHEMA).coalesce(1), errors_path)
     conns.unpersist()
     connections = spark.read.parquet(connections_path)
     kinds = {k: v for k, v in T.kind_counts(connections).first().asDict().items() if v}
@@ -306,14 +306,22 @@ def _run_phases(spark, plan: PipelinePlan, out_dir: str, reporter: _Reporter, ti
     return summary
 
 
-def _analyse(spark, plan: PipelinePlan, out_dir: str, parallelism: int) -> tuple[str, str]:
-    """The capture-wide analysis, one task per capture (it follows messages across connections), into the
-    `topology` and `findings` tables; returns their paths."""
+def _analyse(spark, plan: PipelinePlan, files: list[dict[str, Any]], out_dir: str,
+             parallelism: int) -> tuple[str, str]:
+    """The capture-wide analysis, one task per capture (it follows messages across connections) over what the
+    dissect tasks recorded of it (their "feed" `files`), into the `topology` and `findings` tables; returns
+    their paths."""
     from pyspark import StorageLevel
 
-    from .analyse import FINDINGS_SCHEMA, TOPOLOGY_SCHEMA, analysis_rows
+    from . import sink
+    from .analyse import analysis_rows
+    from .schemas import FINDINGS_SCHEMA, TOPOLOGY_SCHEMA
 
-    items = [(c.name, c.path) for c in plan.readable]
+    feeds: dict[int, list[str]] = {}
+    for f in files:
+        if f["kind"] == "feed":
+            feeds.setdefault(f["cap"], []).append(f["path"])
+    items = [(c.name, c.cap, sorted(feeds.get(c.cap, []))) for c in plan.readable]
     rows = (spark.sparkContext.parallelize(items, max(1, min(len(items), parallelism * 4)))
             .flatMap(analysis_rows).persist(StorageLevel.MEMORY_AND_DISK))
     paths = []
@@ -321,8 +329,7 @@ def _analyse(spark, plan: PipelinePlan, out_dir: str, parallelism: int) -> tuple
         for table, schema in (("topology", TOPOLOGY_SCHEMA), ("findings", FINDINGS_SCHEMA)):
             path = os.path.join(out_dir, table)
             part = rows.filter(lambda r, table=table: r[0] == table).map(lambda r: r[1])
-            spark.createDataFrame(part, schema).coalesce(1).write.mode("overwrite").parquet(path)
-            paths.append(path)
+            paths.append(sink.write_table(spark.createDataFrame(part, schema).coalesce(1), path))
     finally:
         rows.unpersist()
     return paths[0], paths[1]

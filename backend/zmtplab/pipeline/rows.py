@@ -1,4 +1,4 @@
-"""The tables' schemas and the conversion between event dicts (the JSON contract) and Arrow rows.
+"""The conversion between event dicts (the JSON contract) and Arrow rows.
 
 One event is one row. The contract's keys map to columns:
 
@@ -27,72 +27,10 @@ from typing import Any
 
 import pyarrow as pa
 
-# Kind-specific keys with a column of their own: name -> (arrow type, python types accepted).
-_STR, _INT, _BOOL = (str,), (int,), (bool,)
-SCALAR_COLUMNS: dict[str, tuple[pa.DataType, tuple[type, ...]]] = {
-    # greeting
-    "version": (pa.string(), _STR),
-    "mechanism": (pa.string(), _STR),
-    "as_server": (pa.bool_(), _BOOL),
-    "socket_type": (pa.string(), _STR),
-    "identity": (pa.string(), _STR),
-    "hex": (pa.string(), _STR),
-    # command
-    "name": (pa.string(), _STR),
-    "reason": (pa.string(), _STR),
-    "ttl": (pa.int64(), _INT),
-    "context": (pa.string(), _STR),
-    "topic": (pa.string(), _STR),
-    "username": (pa.string(), _STR),
-    "password": (pa.string(), _STR),
-    "group": (pa.string(), _STR),
-    "encrypted": (pa.bool_(), _BOOL),
-    "box_size": (pa.int64(), _INT),
-    # frame
-    "more": (pa.bool_(), _BOOL),
-    "long": (pa.bool_(), _BOOL),
-    "size": (pa.int64(), _INT),
-    "body": (pa.string(), _STR),
-    "truncated": (pa.bool_(), _BOOL),
-    # expert
-    "severity": (pa.string(), _STR),
-    "text": (pa.string(), _STR),
-    "rule": (pa.string(), _STR),
-}
+from .runs import runs_to_batches
+from .schemas import FIELD_TYPE, PIPELINE_COLUMNS, SCALAR_COLUMNS, STAGE_SCHEMA, STR_MAP
 
-FIELD_TYPE = pa.struct([
-    pa.field("name", pa.string()),
-    pa.field("offset", pa.int64()),
-    pa.field("length", pa.int64()),
-    pa.field("value", pa.string()),
-    pa.field("rule", pa.string()),
-    pa.field("note", pa.string()),
-])
-_STR_MAP = pa.map_(pa.string(), pa.string())
-
-# The columns the dissect stage emits, in order. `cap` and `first_frame` identify the connection
-# (capture index, frame that opened it) until the driver maps them to `capture` and `conn`.
-STAGE_SCHEMA = pa.schema([
-    pa.field("cap", pa.int32()),
-    pa.field("first_frame", pa.int64()),
-    pa.field("seq", pa.int64()),
-    pa.field("emit_frame", pa.int64()),
-    pa.field("dir", pa.string()),
-    pa.field("offset", pa.int64()),
-    pa.field("length", pa.int64()),
-    pa.field("kind", pa.string()),
-    pa.field("ts", pa.float64()),
-    pa.field("packets", pa.list_(pa.int64())),
-    pa.field("fields", pa.list_(FIELD_TYPE)),
-    *(pa.field(name, t) for name, (t, _py) in SCALAR_COLUMNS.items()),
-    pa.field("properties", _STR_MAP),
-    pa.field("frames", pa.list_(pa.string())),
-    pa.field("message_size", pa.int64()),
-    pa.field("extra", _STR_MAP),
-])
-
-# Columns of the final `events` table that are not contract keys.
-PIPELINE_COLUMNS = frozenset({"capture", "seq", "emit_frame", "message_size", "extra", "cap", "first_frame"})
+_INT = (int,)  # (SCALAR_COLUMNS' python types of an integer column)
 
 
 def _json(value: Any) -> str:
@@ -163,8 +101,6 @@ class EventBatcher:
         """The collected events as record batches (one per event shape: no copy to merge them)."""
         batches = events_to_batches(self.events, self.keys) if self.events else []
         if self.runs:
-            from .runs import runs_to_batches
-
             batches += runs_to_batches(self.runs, with_fields=self.with_fields, max_body=self.max_body)
         self._reset()
         return batches
@@ -270,7 +206,7 @@ def _shape_batch(shape: tuple[str, ...], events: list[dict[str, Any]],
             columns[key] = _fields_array(vals)
         elif key == "properties":
             if all(isinstance(v, dict) and all(x.__class__ is str for x in v.values()) for v in vals):
-                columns[key] = pa.array([list(v.items()) for v in vals], _STR_MAP)
+                columns[key] = pa.array([list(v.items()) for v in vals], STR_MAP)
             else:
                 _to_extra(key, vals, extras)
         elif key == "frames":
@@ -291,7 +227,7 @@ def _shape_batch(shape: tuple[str, ...], events: list[dict[str, Any]],
             [sum(map(len, f)) // 2 if k == "message" and isinstance(f, list) else None
              for k, f in zip(kinds, frames, strict=True)], pa.int64())
     if any(extras):
-        columns["extra"] = pa.array([list(x.items()) if x else None for x in extras], _STR_MAP)
+        columns["extra"] = pa.array([list(x.items()) if x else None for x in extras], STR_MAP)
     arrays = [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in STAGE_SCHEMA]
     return pa.RecordBatch.from_arrays(arrays, schema=STAGE_SCHEMA)
 
@@ -383,34 +319,6 @@ def event_to_comparable(event: dict[str, Any]) -> dict[str, Any]:
     if "fields" in out:
         out["fields"] = [{**f, "value": field_value_text(f["value"])} for f in out["fields"]]
     return out
-
-
-def spark_schema(arrow_schema: pa.Schema):
-    """The Spark StructType of an Arrow schema built from the types used here."""
-    from pyspark.sql import types as T
-
-    def conv(t: pa.DataType):
-        if t == pa.string():
-            return T.StringType()
-        if t == pa.int64():
-            return T.LongType()
-        if t == pa.int32():
-            return T.IntegerType()
-        if t == pa.float64():
-            return T.DoubleType()
-        if t == pa.bool_():
-            return T.BooleanType()
-        if t == pa.binary():
-            return T.BinaryType()
-        if pa.types.is_map(t):
-            return T.MapType(conv(t.key_type), conv(t.item_type), True)
-        if pa.types.is_list(t):
-            return T.ArrayType(conv(t.value_type), True)
-        if pa.types.is_struct(t):
-            return T.StructType([T.StructField(f.name, conv(f.type), True) for f in t])
-        raise TypeError(f"no Spark type for {t}")
-
-    return T.StructType([T.StructField(f.name, conv(f.type), True) for f in arrow_schema])
 
 
 def rows_of(table: pa.Table | pa.RecordBatch) -> Iterable[dict[str, Any]]:

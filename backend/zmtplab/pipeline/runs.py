@@ -3,7 +3,7 @@
 A dense connection is mostly ordinary message frames (flags MORE/LONG, nothing else), and the
 decoder hands runs of them over whole (`engine.batch.FrameRun`, via `CaptureDissector.feed_runs`).
 Their `frame` and `message` rows follow from the octets alone, so they are laid out here straight
-into the stage table's columns (`rows.STAGE_SCHEMA`): the same rows `rows.events_to_batches` makes
+into the stage table's columns (`schemas.STAGE_SCHEMA`): the same rows `rows.events_to_batches` makes
 of the dicts `FrameRun.events()` would give, without building those dicts. (Tests compare both.)
 
 The runs of one batch are joined into one buffer; every frame's position, flags, size and event
@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from ..capture.dissect import SourcedRun
 from ..engine.framing import body_field, body_value, header_fields
-from .rows import FIELD_TYPE, STAGE_SCHEMA
+from .schemas import FIELD_TYPE, STAGE_SCHEMA
 
 RunItem = tuple[int, int, int, int | None, SourcedRun]  # cap, first_frame, seq of the first event, emit_frame, run
 

@@ -1,4 +1,5 @@
-"""Writing the `events` table from the dissect tasks themselves, with a driver-side commit.
+"""The pipeline's loads: the `events` table written by the dissect tasks themselves with a driver-side
+commit (`write_events`, `prepare`/`commit`/`abort`), and the small tables through Spark (`write_table`).
 
 The events of a corpus are many times larger than its captures (each field of each element is a
 row of a nested column), and passing them through the JVM to Spark's Parquet writer costs about
@@ -24,48 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from .rows import STAGE_SCHEMA
-from .stages import dissect_partition
+from .feed import FeedRecorder
+from .schemas import EVENTS_SCHEMA, FILE_SCHEMA, ZMTP_STATS_SCHEMA, spark_schema
+from .stages import dissect_partition, lazy_gc
 
-EVENT_HEAD = ["capture", "conn", "dir", "offset", "length", "kind", "ts", "packets", "fields"]
-EVENT_TAIL = ["seq", "emit_frame", "message_size", "extra"]
-
-
-def _events_schema() -> pa.Schema:
-    by_name = {f.name: f for f in STAGE_SCHEMA}
-    middle = [f.name for f in STAGE_SCHEMA if f.name not in EVENT_HEAD and f.name not in EVENT_TAIL
-              and f.name not in ("cap", "first_frame")]
-    fields = [pa.field("capture", pa.string()), pa.field("conn", pa.string())]
-    fields += [by_name[n] for n in [*EVENT_HEAD[2:], *middle, *EVENT_TAIL]]
-    return pa.schema(fields)
-
-
-EVENTS_SCHEMA = _events_schema()
-FILE_SCHEMA = pa.schema([
-    pa.field("kind", pa.string()),  # "events" (a part of the table) or "stats" (stages.ZMTP_STATS_SCHEMA)
-    pa.field("path", pa.string()),
-    pa.field("rows", pa.int64()),
-    pa.field("bytes", pa.int64()),
-])
-ZMTP_STATS_SCHEMA = pa.schema([
-    pa.field("capture", pa.string()),
-    pa.field("conn", pa.string()),
-    pa.field("events", pa.int64()),
-    pa.field("greetings", pa.int64()),
-    pa.field("frames", pa.int64()),
-    pa.field("messages", pa.int64()),
-    pa.field("message_bytes", pa.int64()),
-    pa.field("commands", pa.int64()),
-    pa.field("experts", pa.int64()),
-    pa.field("expert_errors", pa.int64()),
-    pa.field("gaps", pa.int64()),
-    pa.field("unreadable", pa.int64()),  # notes on connections that could not be read as ZMTP (their only events)
-    pa.field("version_c2s", pa.string()),
-    pa.field("version_s2c", pa.string()),
-    pa.field("mechanism", pa.string()),
-    pa.field("socket_type_client", pa.string()),
-    pa.field("socket_type_server", pa.string()),
-])
 _COUNTED = {"greeting": "greetings", "frame": "frames", "message": "messages", "command": "commands",
             "expert": "experts", "gap": "gaps"}
 ROW_GROUP_ROWS = 65536
@@ -242,22 +205,25 @@ class _PartWriter:
 
 def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, run: Any,
                            with_fields: bool = True, max_body: int | None = None) -> Iterator[pa.RecordBatch]:
-    """Dissects the partition's packet groups and writes their events to one staged Parquet file.
+    """Dissects the partition's packet groups and writes their events to one staged Parquet file, their
+    per-connection counts to another, and what the dissector produced to a third, for the captures'
+    analysis (`pipeline.feed`).
 
     `run` is a dict (or a Spark broadcast of one) with `ids` ((cap, first_frame) -> conn),
-    `names` and `paths` (by cap). Yields one row (FILE_SCHEMA) naming the file, or nothing for an
+    `names` and `paths` (by cap). Yields rows (FILE_SCHEMA) naming the files, or nothing for an
     empty partition.
     """
     info = run.value if hasattr(run, "value") else run
     ids, names = info["ids"], info["names"]
     stats = ZmtpStats()
     writer = _PartWriter(staging, stats, ids, names)
+    feed = FeedRecorder(staging, ids)
     # Batches of a row group's size: each batch costs some fifty Arrow calls whatever its size, and
     # at 4,096 rows those fixed costs were a third of the task on dense traffic.
     for batch in dissect_partition(batches, paths=info["paths"], with_fields=with_fields, max_body=max_body,
-                                   max_rows=ROW_GROUP_ROWS):
+                                   max_rows=ROW_GROUP_ROWS, recorder=feed):
         writer.add(batch)
-    files = writer.close()
+    files = writer.close() + feed.close()
     if stats.conns:
         path = writer.path.replace("/part-", "/stats-")
         table = stats.table()
@@ -265,6 +231,26 @@ def write_events_partition(batches: Iterable[pa.RecordBatch], *, staging: str, r
         files.append({"kind": "stats", "path": path, "rows": table.num_rows, "bytes": 0})
     if files:
         yield pa.RecordBatch.from_pylist(files, schema=FILE_SCHEMA)
+
+
+def write_events(grouped_packets, *, staging: str, run: Any, with_fields: bool = True, max_body: int | None = None):
+    """Dissects packets grouped by `transform.group_packets` and writes the events (schemas.EVENTS_SCHEMA) to
+    staged Parquet files, one per task (`write_events_partition`); the result (a DataFrame) names the files
+    (schemas.FILE_SCHEMA), for `commit`.
+
+    `run` (a dict or its broadcast) has `ids` ((cap, first_frame) -> the connection's id),
+    `names` (capture names by cap) and `paths` (the files payloads are read from)."""
+
+    def task(batches):
+        return write_events_partition(batches, staging=staging, run=run, with_fields=with_fields, max_body=max_body)
+
+    return grouped_packets.mapInArrow(lazy_gc(task), spark_schema(FILE_SCHEMA))
+
+
+def write_table(frame, path: str) -> str:
+    """Writes a DataFrame as the Parquet table at `path` (replacing it); returns the path."""
+    frame.write.mode("overwrite").parquet(path)
+    return path
 
 
 def prepare(table_uri: str, run_id: str) -> str:
@@ -277,8 +263,8 @@ def prepare(table_uri: str, run_id: str) -> str:
 
 
 def commit(table_uri: str, files: list[dict[str, Any]]) -> dict[str, int]:
-    """Moves the reported event files into the table, drops the staging area (with the stats
-    files: read them before), writes `_SUCCESS`."""
+    """Moves the reported event files into the table, drops the staging area (with the stats and
+    feed files: read them before), writes `_SUCCESS`."""
     filesystem, path = resolve(table_uri)
     base = path.rstrip("/")
     rows = size = 0

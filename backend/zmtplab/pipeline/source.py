@@ -11,7 +11,7 @@ large file spreads over many partitions, many small files share one. Options:
   the dissect tasks read the bytes themselves, so payloads never go through the shuffle) and
   only payloads that cannot be located (gzip files) as bytes; "inline" ships all of them as bytes.
 
-Rows follow `stages.PACKET_SCHEMA`; they are produced as Arrow record batches.
+Rows follow `schemas.PACKET_SCHEMA`; they are produced as Arrow record batches.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .ranges import PlannedRange, read_range_located
-from .rows import spark_schema
-from .stages import PACKET_SCHEMA, fewer_collections, packets_batch
+from .schemas import PACKET_SCHEMA, spark_schema
+from .stages import fewer_collections, packets_batch
 
 __all__ = ["PacketSource", "decode_plan", "encode_plan"]
 

@@ -12,7 +12,7 @@ id `zmtplab dissect` gives ("0", "1", ... in order of first appearance).
 
 * `connections_partition`: reassembly only, over packets without payload bytes (placeholders of
   the same length: connection identity never depends on the bytes). One row per connection.
-* `dissect_partition`: reassembly and dissection; the ZMTP events as `rows.STAGE_SCHEMA` batches.
+* `dissect_partition`: reassembly and dissection; the ZMTP events as `schemas.STAGE_SCHEMA` batches.
 """
 
 from __future__ import annotations
@@ -28,48 +28,11 @@ import pyarrow as pa
 from ..capture.dissect import CaptureDissector, SourcedRun
 from ..capture.pcapfile import TcpPacket
 from ..capture.tcpstream import StreamClosed, StreamData, StreamGap, StreamOpened, TcpReassembler
+from .feed import FeedRecorder
 from .rows import EventBatcher
+from .schemas import CONNECTION_SCHEMA, PACKET_SCHEMA
 
-PACKET_SCHEMA = pa.schema([
-    pa.field("cap", pa.int32()),
-    pa.field("flow", pa.int64()),
-    pa.field("frame", pa.int64()),
-    pa.field("ts", pa.float64()),
-    pa.field("src", pa.string()),
-    pa.field("dst", pa.string()),
-    pa.field("sport", pa.int32()),
-    pa.field("dport", pa.int32()),
-    pa.field("seq", pa.int64()),
-    pa.field("ack", pa.int64()),
-    pa.field("flags", pa.int32()),
-    pa.field("plen", pa.int32()),
-    pa.field("missing", pa.int64()),
-    pa.field("poff", pa.int64()),  # where the payload sits in the capture file, when it was located
-    pa.field("payload", pa.binary()),  # the payload itself otherwise (gzip files, odd frames)
-    pa.field("window", pa.int32()),  # the TCP window field (the reassembler notes zero windows)
-])
-_IN_COLUMNS = ("cap", "flow", "frame", "ts", "src", "dst", "sport", "dport", "seq", "ack", "flags", "plen",
-               "missing", "poff", "payload", "window")
-
-CONNECTION_SCHEMA = pa.schema([
-    pa.field("cap", pa.int32()),
-    pa.field("flow", pa.int64()),
-    pa.field("first_frame", pa.int64()),
-    pa.field("last_frame", pa.int64()),
-    pa.field("client_ip", pa.string()),
-    pa.field("client_port", pa.int32()),
-    pa.field("server_ip", pa.string()),
-    pa.field("server_port", pa.int32()),
-    pa.field("syn_seen", pa.bool_()),
-    pa.field("first_ts", pa.float64()),
-    pa.field("last_ts", pa.float64()),
-    pa.field("close_reason", pa.string()),
-    pa.field("bytes_c2s", pa.int64()),
-    pa.field("bytes_s2c", pa.int64()),
-    pa.field("gap_bytes_c2s", pa.int64()),
-    pa.field("gap_bytes_s2c", pa.int64()),
-    pa.field("packets", pa.int64()),
-])
+_IN_COLUMNS = tuple(PACKET_SCHEMA.names)  # (`_groups` unpacks a row in this order)
 
 
 @contextlib.contextmanager
@@ -84,6 +47,21 @@ def fewer_collections(threshold: int = 100_000) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*old)
+
+
+def lazy_gc(func):
+    """A partition function run with a lazier cyclic GC throughout, as Spark drives it (the stages allocate
+    many short-lived objects)."""
+
+    def run(batches):
+        old = gc.get_threshold()
+        gc.set_threshold(20000, 20, 20)
+        try:
+            yield from func(batches)
+        finally:
+            gc.set_threshold(*old)
+
+    return run
 
 
 def flow_key(src: str, sport: int, dst: str, dport: int) -> int:
@@ -254,10 +232,11 @@ def _conn_batch(rows: list[tuple]) -> pa.RecordBatch:
 
 def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | None = None,
                       with_fields: bool = True, max_body: int | None = None,
-                      max_rows: int = 4096) -> Iterator[pa.RecordBatch]:
-    """The ZMTP events (rows.STAGE_SCHEMA) of every connection in the partition's groups.
+                      max_rows: int = 4096, recorder: FeedRecorder | None = None) -> Iterator[pa.RecordBatch]:
+    """The ZMTP events (schemas.STAGE_SCHEMA) of every connection in the partition's groups.
 
-    `paths[cap]` is the capture file to read payloads from when the rows carry offsets."""
+    `paths[cap]` is the capture file to read payloads from when the rows carry offsets. `recorder`, when given,
+    also gets what the dissector produced, for the capture's analysis (`pipeline.feed`)."""
     out = EventBatcher(max_rows=max_rows, with_fields=with_fields, max_body=max_body)
     current: tuple[int, int] | None = None
     reasm: TcpReassembler | None = None
@@ -275,6 +254,8 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                 first_frames[sev.conn] = sev.packet
                 seqs[sev.conn] = 0
             produced = dissector.feed_runs(sev)
+            if recorder is not None and produced:
+                recorder.add(produced, emit_frame, first_frames)
             for event in produced:  # EventBatcher.add, inlined: this runs once per event
                 if type(event) is SourcedRun:
                     local = event.conn
@@ -289,17 +270,25 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                 keys.append((cap, first_frames[local], n, emit_frame))
                 out.approx_bytes += 6 * event["length"] + 256
 
+    def finish_group() -> None:
+        assert reasm is not None and dissector is not None
+        emit(reasm.finish(), None)
+        if recorder is not None:
+            recorder.end_group(dissector.infos, first_frames)
+
     payloads = PayloadReader(paths) if paths is not None else None
     try:
         with fewer_collections():
             for key, packets in _groups(batches, payloads):
                 if key != current:
                     if reasm is not None:
-                        emit(reasm.finish(), None)
+                        finish_group()
                     current = key
                     reasm = TcpReassembler()
                     dissector = CaptureDissector(with_fields=with_fields, max_body=max_body, runs=True)
                     first_frames, seqs, order = {}, {}, _Order()
+                    if recorder is not None:
+                        recorder.start_group(key[0])
                 assert reasm is not None
                 feed = reasm.feed
                 for pkt in packets:
@@ -310,7 +299,7 @@ def dissect_partition(batches: Iterable[pa.RecordBatch], *, paths: list[str] | N
                         if out.full:
                             yield from out.flush()
             if reasm is not None:
-                emit(reasm.finish(), None)
+                finish_group()
             if len(out):
                 yield from out.flush()
     finally:

@@ -1,7 +1,7 @@
 """The pipeline's transforms: pure functions from DataFrames to DataFrames.
 
-Nothing here reads or writes files; `job.py` wires these between the packet source and the
-Parquet sinks. Each function is small enough to test on a handful of rows.
+Nothing here reads or writes files; `job.py` wires these between the packet source
+(`source.py`) and the loads (`sink.py`). Each function is small enough to test on a handful of rows.
 """
 
 from __future__ import annotations
@@ -9,25 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .rows import spark_schema
-from .sink import FILE_SCHEMA, write_events_partition
-from .stages import CONNECTION_SCHEMA, connections_partition
-
-
-def _gc_tuned(func):
-    """Runs a partition function with a lazier cyclic GC (the stages allocate many short-lived objects)."""
-
-    def run(batches):
-        import gc
-
-        old = gc.get_threshold()
-        gc.set_threshold(20000, 20, 20)
-        try:
-            yield from func(batches)
-        finally:
-            gc.set_threshold(*old)
-
-    return run
+from .schemas import CONNECTION_SCHEMA, CONNECTIONS_COLUMNS, ZMTP_COUNTS, spark_schema
+from .stages import connections_partition, lazy_gc
 
 
 def group_packets(packets: DataFrame, partitions: int, by: str | None = None) -> DataFrame:
@@ -38,23 +21,8 @@ def group_packets(packets: DataFrame, partitions: int, by: str | None = None) ->
 
 
 def tcp_connections(grouped_packets: DataFrame) -> DataFrame:
-    """One row per TCP connection (stages.CONNECTION_SCHEMA), from packets grouped by `group_packets`."""
-    return grouped_packets.mapInArrow(_gc_tuned(connections_partition), spark_schema(CONNECTION_SCHEMA))
-
-
-def write_events(grouped_packets: DataFrame, *, staging: str, run, with_fields: bool = True,
-                 max_body: int | None = None) -> DataFrame:
-    """Dissects packets grouped by `group_packets` and writes the events (sink.EVENTS_SCHEMA) to
-    staged Parquet files, one per task; the result names the files (sink.FILE_SCHEMA).
-
-    `run` (a dict or its broadcast) has `ids` ((cap, first_frame) -> the connection's id),
-    `names` (capture names by cap) and `paths` (the files payloads are read from)."""
-
-    def stage(batches):
-        return write_events_partition(batches, staging=staging, run=run, with_fields=with_fields,
-                                      max_body=max_body)
-
-    return grouped_packets.mapInArrow(_gc_tuned(stage), spark_schema(FILE_SCHEMA))
+    """One row per TCP connection (schemas.CONNECTION_SCHEMA), from packets grouped by `group_packets`."""
+    return grouped_packets.mapInArrow(lazy_gc(connections_partition), spark_schema(CONNECTION_SCHEMA))
 
 
 def number_connections(conns: DataFrame, partitions: int | None = None) -> DataFrame:
@@ -83,21 +51,14 @@ def flow_costs(conns: DataFrame) -> DataFrame:
 
 def connection_table(conn_ids: DataFrame, zmtp_stats: DataFrame, captures: DataFrame) -> DataFrame:
     """The `connections` table: every TCP connection (from the connections pass) with what ZMTP
-    said on it (the dissect tasks' per-connection counts, sink.ZMTP_STATS_SCHEMA)."""
+    said on it (the dissect tasks' per-connection counts, schemas.ZMTP_STATS_SCHEMA)."""
     names = captures.select("cap", F.col("name").alias("capture"))
-    counts = ["events", "greetings", "frames", "messages", "message_bytes", "commands", "experts", "expert_errors",
-              "gaps"]
     out = (conn_ids.join(F.broadcast(names), "cap", "left")
            .join(zmtp_stats, ["capture", "conn"], "left")
-           .fillna(0, subset=[*counts, "unreadable"])
+           .fillna(0, subset=[*ZMTP_COUNTS, "unreadable"])
            # A connection whose only events are the `unreadable` notes is listed, but not as ZMTP.
            .withColumn("zmtp", F.col("events") > F.col("unreadable")))
-    return out.select(
-        "capture", "conn", "client_ip", "client_port", "server_ip", "server_port", "syn_seen", "first_frame",
-        "last_frame", "first_ts", "last_ts", "close_reason", "packets", "bytes_c2s", "bytes_s2c", "gap_bytes_c2s",
-        "gap_bytes_s2c", "zmtp", "version_c2s", "version_s2c", "mechanism", "socket_type_client",
-        "socket_type_server", *counts,
-    )
+    return out.select(*CONNECTIONS_COLUMNS)
 
 
 # --------------------------------------------------------------------------- report aggregates
