@@ -1,5 +1,5 @@
 """Checks of a ZMTP Lab server as its users install it (`tests/install/`: the wheel in a fresh virtual
-environment, the container image), made over HTTP at its base URL like any client: its health, the four pages in
+environment, the container image), made over HTTP at its base URL like any client: its health, the pages in
 Chromium, every step of every lesson, an upload dissected, a corpus run.
 
     wait_healthy(base, alive=process.poll)   # until GET /api/health answers 200 (or the server died)
@@ -20,10 +20,10 @@ from typing import Any
 from testkit import VIEWPORT, chromium
 
 REPO = Path(__file__).resolve().parents[1]
-# The four pages and the catalog ids of their titles, which the page's modules set: a title shows that the
-# page's scripts and its language's catalog loaded.
+# The pages and the catalog ids of their titles, which the page's modules set: a title shows that the page's
+# scripts and its language's catalog loaded.
 PAGES = {"/": "ui.title.playground", "/capture.html": "ui.title.capture", "/lessons.html": "ui.title.lessons",
-         "/corpus.html": "ui.title.corpus"}
+         "/corpus.html": "ui.title.corpus", "/glossary.html": "ui.title.glossary"}
 LANGS = ("en", "zh-CN")
 TERMINAL_CAPTURE = ("done", "error")
 TERMINAL_RUN = ("done", "error", "cancelled")
@@ -84,8 +84,8 @@ def wait_healthy(base: str, within: float = 120, alive: Callable[[], Any] | None
 def check_pages(base: str, *, screenshots: Path | None = None) -> dict[str, dict[str, Any]]:
     """Each page in Chromium (in English, and the Corpus page in Chinese too: the other catalog): every request
     it makes answers below 400, no script error, and its modules set its title. Returns per page and language
-    (`/corpus.html?lang=zh-CN`) its title and, for the Corpus page, its note on Spark (`unavailable`: the text,
-    or None when runs can start)."""
+    (`/corpus.html?lang=zh-CN`) its title, for the Corpus page its note on Spark (`unavailable`: the text, or None
+    when runs can start) and for the glossary the number of its terms (`terms`)."""
     catalogs = {lang: json.loads((REPO / "frontend" / "i18n" / f"{lang}.json").read_text("utf-8")) for lang in LANGS}
     seen: dict[str, dict[str, Any]] = {}
     with chromium() as browser:
@@ -109,6 +109,10 @@ def check_pages(base: str, *, screenshots: Path | None = None) -> dict[str, dict
                     page.wait_for_load_state("networkidle")
                     note = page.locator("#corpus-unavailable")
                     entry["unavailable"] = note.inner_text() if note.is_visible() else None
+                if path == "/glossary.html":  # (its terms come from i18n/glossary.json)
+                    page.wait_for_function("() => document.querySelectorAll('#glossary-terms tr').length > 0",
+                                           timeout=30_000)
+                    entry["terms"] = page.locator("#glossary-terms tr").count()
                 if screenshots is not None:
                     page.screenshot(path=str(screenshots / f"{path.strip('/').replace('.html', '') or 'index'}-"
                                                           f"{lang}.png"))

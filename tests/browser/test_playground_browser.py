@@ -141,9 +141,10 @@ def test_playground_session_end_to_end(page, live_server, artifacts):
     table = octet_fields(page)
     assert table["title"].startswith("Greeting (")
     f = by_name(table)
-    assert f["signature"]["offsets"] == ["0"] and f["signature"]["boxes"][0]["text"] == "%xFF"
-    assert f["padding"]["offsets"] == ["1 - 8"]
-    assert f["signature-end"]["offsets"] == ["9"] and f["signature-end"]["boxes"][0]["text"] == "%x7F"
+    # (all ten octets are the signature, as the ABNF says: %xFF padding %x7F)
+    assert f["signature: %xFF"]["offsets"] == ["0"] and f["signature: %xFF"]["boxes"][0]["text"] == "%xFF"
+    assert f["signature: padding"]["offsets"] == ["1 - 8"]
+    assert f["signature: %x7F"]["offsets"] == ["9"] and f["signature: %x7F"]["boxes"][0]["text"] == "%x7F"
     assert f["version-major"]["boxes"][0]["text"] == "%x03" and f["version-major"]["offsets"] == ["10"]
     assert f["version-minor"]["boxes"][0]["text"] == "%x01" and f["version-minor"]["offsets"] == ["11"]
     assert f["mechanism"]["boxes"][0]["text"] == '"NULL"' and f["mechanism"]["offsets"] == ["12 - 31"]

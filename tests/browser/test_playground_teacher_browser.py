@@ -336,7 +336,7 @@ def test_router_composer_greeting_strategy_and_sub_topic(page, live_server, arti
 
     # The client chose 23/ZMTP's full greeting: zero padding; the server libzmq's: identity length + 1 = 1.
     select_row(page, "Greeting")  # the first row: the client's (c2s)
-    assert by_name(octet_fields(page))["padding"]["boxes"][0]["text"] == "%x00...%x00"
+    assert by_name(octet_fields(page))["signature: padding"]["boxes"][0]["text"] == "%x00...%x00"
     page.click("#octets .oct-box[data-field='1']")  # the padding, in the hex dump: eight zeros
     page.wait_for_selector("#hex .b.sel-field")
     assert page.eval_on_selector_all("#hex .hex-line.c2s .hex-bytes .b.sel-field",

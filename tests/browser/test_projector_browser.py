@@ -76,9 +76,12 @@ def test_the_projector_view_hides_the_teachers_controls_and_enlarges_the_octets(
         page.click("#projector-toggle")
         assert page.get_attribute("#projector-toggle", "aria-pressed") == "true"
         page.wait_for_timeout(300)
-        for hidden in ("#composer", "#faults", "#session-setup", ".shortcuts", "#expert"):
+        for hidden in ("#composer", "#faults", "#session-form", "#topology-form", ".shortcuts", "#expert"):
             assert not page.locator(hidden).is_visible(), hidden
         assert page.locator("#player button:text-is('Step »')").is_visible()  # the teacher still steps
+        # (folded beside the player: a new demo, a message or a fault is a click away, issue 32.7)
+        for folded in ("#session-setup > summary", "#topology-setup > summary"):
+            assert page.locator(folded).is_visible(), folded
         bigger = page.evaluate(SIZES_JS)
         # The octet table's pane twice the area; the sequence's rows a third taller, and as wide or wider.
         assert bigger["octets"] > 1.5 * normal["octets"], (normal, bigger)
@@ -90,5 +93,84 @@ def test_the_projector_view_hides_the_teachers_controls_and_enlarges_the_octets(
         assert page.evaluate("() => document.documentElement.classList.contains('projector')")
         page.click("#projector-toggle")
         assert not page.evaluate("() => document.documentElement.classList.contains('projector')")
+    finally:
+        context.close()
+
+
+TOPOLOGY_LESSONS = ["load-balancing", "broker", "slow-joiner", "high-water-marks"]
+
+# What a class sees of a topology lesson on a projector (issue 32.7): the diagram's words in screen pixels (the
+# SVG is scaled to its pane), every node and every word of it inside the diagram's pane and its box, the legend
+# whole, the narration's and the sequence's room.
+TOPOLOGY_VIEW_JS = """() => {
+  const box = (el) => el.getBoundingClientRect();
+  const svg = document.querySelector('#topology svg');
+  const vb = svg.viewBox.baseVal;
+  const s = box(svg);
+  const scale = Math.min(s.width / vb.width, s.height / vb.height);
+  const px = (sel) => Math.min(...[...document.querySelectorAll('#topology ' + sel)].map((t) =>
+    parseFloat(getComputedStyle(t).fontSize) * scale));
+  const pane = box(document.querySelector('#topology .topo-diagram'));
+  const slot = box(document.querySelector('#topology'));
+  const out = [];
+  for (const g of document.querySelectorAll('#topology .topo-node')) {
+    const r = box(g.querySelector('rect'));
+    if (r.left < pane.left - 1 || r.right > pane.right + 1 || r.top < pane.top - 1 || r.bottom > pane.bottom + 1)
+      out.push(`node ${g.dataset.node} cut off by its pane`);
+    for (const t of g.querySelectorAll('text.node-types, text.node-label, text.topo-stats')) {
+      const b = box(t);
+      if (b.width && (b.left < r.left - 1 || b.right > r.right + 1))
+        out.push(`"${t.textContent}" runs past ${g.dataset.node}'s box`);
+    }
+  }
+  const legend = box(document.querySelector('#topology .topo-legend'));
+  if (legend.bottom > slot.bottom + 1) out.push('the legend is cut off');
+  const side = box(document.querySelector('.lesson-side'));
+  const narr = box(document.querySelector('.narration'));
+  const lineHeight = parseFloat(getComputedStyle(document.querySelector('.narration')).lineHeight) || 20;
+  // (the lines in view, or all of them when the narration is shorter)
+  const narrationLines = Math.min((Math.min(side.bottom, narr.bottom) - Math.max(side.top, narr.top)) / lineHeight,
+                                  5, narr.height / lineHeight - 0.2);
+  const narrationWanted = Math.min(5, narr.height / lineHeight - 0.2);
+  const vp = document.querySelector('#sequence .seq-viewport');
+  const row = document.querySelector('#sequence .seq-row');
+  return { problems: out, names: px('text.node-types'), labels: px('text.node-label'),
+           narrationLines, narrationWanted, sequenceRows: row ? vp.clientHeight / row.offsetHeight : 0 };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_every_topology_lesson_on_a_projector(browser: Any, live_server: Any, artifacts: Any, width: int,
+                                              height: int) -> None:
+    """Every step of every topology lesson, presenting, in the projector view: the diagram gets a row of its own and
+    its words are read from the back of the room (names 14 px and more, labels 10 px and more: they were ~8 px),
+    no node is cut off and no word runs past its box, the legend is whole, the narration shows five lines (all of a
+    shorter one) and the sequence three rows, and no pane clips or overlaps (screenshots:
+    test-artifacts/projector/topology/)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    shots = artifacts("projector/topology")
+    try:
+        page.goto(f"{live_server.base}/lessons.html?projector=1")
+        page.click("#present-button")
+        page.wait_for_selector("#join-code")
+        for lesson in TOPOLOGY_LESSONS:
+            steps = len(page.request.get(f"{live_server.base}/api/lessons/{lesson}").json()["steps"])
+            for step in range(1, steps + 1):
+                page.evaluate("([l, s]) => { const u = new URL(location.href); u.searchParams.set('lesson', l);"
+                              " u.searchParams.set('step', s); history.replaceState(null, '', u); }", [lesson, step])
+                page.reload()
+                page.wait_for_selector(f".step-counter:text-is('Step {step} of {steps}')")
+                page.wait_for_selector("#topology:not([hidden]) .topo-node")
+                page.wait_for_timeout(300)  # (the views settle on their size)
+                page.screenshot(path=str(shots / f"{lesson}-{step}-{width}x{height}.png"))
+                where = f"{lesson} step {step} at {width}x{height}"
+                view = page.evaluate(TOPOLOGY_VIEW_JS)
+                assert view["problems"] == [], where
+                assert view["names"] >= 14 and view["labels"] >= 10, (where, view)
+                assert view["narrationLines"] >= view["narrationWanted"] - 0.01, (where, view)
+                assert view["sequenceRows"] >= 2.9, (where, view)
+                assert page.evaluate(LAYOUT_JS) == [], where
+                assert page.locator("#join-code").is_visible(), "the class keeps its code in view"
     finally:
         context.close()

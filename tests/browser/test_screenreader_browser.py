@@ -45,10 +45,10 @@ def test_octet_table_and_sequence_have_text_alternatives(page: Any, live_server:
     # The fields in order, each with its name, value and octets; the drawn tables are not read cell by cell.
     assert 'list "Octet table of READY (s2c, 28 octets at 64), field by field"' in octets, octets
     items = re.findall(r'- listitem: "?(.*?)"?$', octets, re.M)
-    assert items == ["flags: 0x04 (COMMAND), octet 0", "size: 26, octet 1", "name-size: 5, octet 2",
-                     "command-name: READY, octets 3 - 7", "name-size: 11, octet 8",
-                     "property-name: Socket-Type, octets 9 - 19", "value-size: 4, octets 20 - 23",
-                     "property-value: PUSH, octets 24 - 27"], octets
+    assert items == ["flags: 0x04 (COMMAND), offset 0", "size: 26, offset 1", "name-size: 5, offset 2",
+                     "command-name: READY, offsets 3 - 7", "name-size: 11, offset 8",
+                     "property-name: Socket-Type, offsets 9 - 19", "value-size: 4, offsets 20 - 23",
+                     "property-value: PUSH, offsets 24 - 27"], octets
     assert "cell" not in octets and "table" not in octets.replace("Octet table", ""), octets
 
     seq = page.locator("#sequence").aria_snapshot()
@@ -75,7 +75,7 @@ def test_octet_table_and_sequence_have_text_alternatives(page: Any, live_server:
 def test_in_chinese(page: Any, live_server: Any) -> None:
     session_with_ready(page, live_server.base, "?lang=zh-CN")
     octets = page.locator("#octets").aria_snapshot()
-    assert "的字节表，逐个字段列出" in octets and "command-name：READY，第 3 - 7 字节" in octets, octets
+    assert "的字节表，逐个字段列出" in octets and "command-name：READY，偏移量 3 - 7" in octets, octets
     seq = page.locator("#sequence").aria_snapshot()
     spoken = r'option "3\. READY Socket-Type=PUSH ?，从 服务器 .* 到 客户端 .*，28 字节，时间 \d\.\d{6} 秒"'
     spoken += r" \[selected\]"

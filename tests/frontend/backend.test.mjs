@@ -187,4 +187,7 @@ test('session requests: tcp keeps libzmq, a SUB sends its topic, the greeting st
   assert.equal(req.client.subscribe, 'weather');
   assert.equal(req.client.libzmq, true);
   assert.equal(req.autoplay, true);
+  // The empty prefix is every message; null is no subscription at all (the SUB receives nothing, as in libzmq).
+  assert.equal(sessionRequest('simulated', { type: 'PUB' }, { type: 'SUB', subscribe: '' }).client.subscribe, '');
+  assert.equal(sessionRequest('simulated', { type: 'PUB' }, { type: 'SUB', subscribe: null }).client.subscribe, null);
 });

@@ -4,7 +4,7 @@
 import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { layoutSession, linkFlow } from '../../frontend/js/core/topology.js';
+import { layoutSession, linkFlow, messageWays } from '../../frontend/js/core/topology.js';
 import { TopologyState, lifelines, pipeKey } from '../../frontend/js/core/topology-state.js';
 import { EventLog } from '../../frontend/js/core/eventlog.js';
 import {
@@ -110,7 +110,8 @@ test('the state says who got which message, the pipes\' depth against HWM, drops
   state.sync(events);
   assert.deepEqual(['w1', 'w2', 'w3'].map((w) => state.node(w).received.map((r) => r.msg)), [[1], [2], [3]]);
   assert.equal(Buffer.from(state.node('w2').received[0].frames[0], 'hex').toString(), 'task-2');
-  assert.equal(state.node('vent').sent, 3);
+  // Each message the application sent, once: three on the wire, one queued, one dropped (the blocked one waits).
+  assert.equal(state.node('vent').sent, 5);
   const pipe = state.pipes.get(pipeKey('vent', 'w1'));
   assert.deepEqual([pipe.depth, pipe.hwm, pipe.conn], [2, 2, '0']);
   assert.equal(state.pipes.get(pipeKey('vent', 'w2')).depth, 2, 'a drop reports the full pipe');
@@ -122,6 +123,53 @@ test('the state says who got which message, the pipes\' depth against HWM, drops
   // The wire messages, once each, for the diagram's dots.
   assert.deepEqual(state.takeMoves().map((m) => [m.from, m.to, m.msg]), [['vent', 'w1', 1], ['vent', 'w2', 2], ['vent', 'w3', 3]]);
   assert.deepEqual(state.takeMoves(), []);
+});
+
+test('counts are honest: a PUB fan-out is one send, a reader at RCVHWM is not a blocked send, a proxy reads its ends', () => {
+  const PUBSUB = {
+    nodes: [{ name: 'pub', type: 'PUB' }, { name: 's1', type: 'SUB' }, { name: 's2', type: 'SUB' }],
+    links: [{ connect: 's1', bind: 'pub' }, { connect: 's2', bind: 'pub' }],
+    conns: [{ conn: '0', link: 0, client: 's1', server: 'pub' }, { conn: '1', link: 1, client: 's2', server: 'pub' }],
+  };
+  const state = new TopologyState();
+  state.setTopology(PUBSUB);
+  let seq = 0;
+  const ev = (e) => ({ t: 0, seq: seq++, ...e });
+  const events = [];
+  for (const m of [1, 2, 3]) {
+    for (const [conn, sub] of [['0', 's1'], ['1', 's2']]) {
+      events.push(ev({ kind: 'socket', node: 'pub', what: 'route', rule: 'prefix-match', peer: sub, conn, msg: m, depth: 1, hwm: 1000 }));
+      events.push(ev({ kind: 'message', conn, dir: 's2c', frames: ['00'], msg: m }));
+    }
+  }
+  events.push(ev({ kind: 'socket', node: 'pub', what: 'filter', rule: 'prefix-match', peer: 's1', conn: '0', msg: 4 }));
+  events.push(ev({ kind: 'socket', node: 's2', what: 'block', rule: 'rcvhwm', peer: 'pub', conn: '1', depth: 2, hwm: 2 }));
+  state.sync(events);
+  assert.equal(state.node('pub').sent, 4, 'six copies on the wire, one filtered out: four sends');
+  assert.deepEqual([state.node('s2').stalled, state.node('s2').blocked, state.node('s2').blocks], [true, false, 0]);
+  state.sync([...events, ev({ kind: 'socket', node: 's2', what: 'unblock', rule: 'rcvhwm', peer: 'pub', conn: '1', depth: 1, hwm: 2 })]);
+  assert.equal(state.node('s2').stalled, false);
+
+  const broker = new TopologyState();
+  broker.setTopology(BROKER);
+  broker.sync([
+    { kind: 'socket', node: 'front', what: 'envelope', rule: 'identity-routing', peer: 'c1', msg: 1 },
+    { kind: 'socket', node: 'back', what: 'route', rule: 'round-robin', peer: 'r1', msg: 1 },
+    { kind: 'socket', node: 'back', what: 'deliver', rule: 'fair-queue', peer: 'r1', msg: 2 },
+  ]);
+  assert.deepEqual([broker.node('front').proxied, broker.node('front').relayed, broker.node('back').relayed], [true, 1, 1]);
+  assert.deepEqual([broker.node('c1').proxied, broker.node('c1').relayed], [false, 0]);
+});
+
+test('a link\'s messages go the way the socket types say, whichever end binds', () => {
+  const typeOf = (n) => ({ push: 'PUSH', pull: 'PULL', pub: 'PUB', sub: 'SUB', req: 'REQ', rep: 'REP', d: 'DEALER', r: 'ROUTER', xpub: 'XPUB', xsub: 'XSUB' })[n];
+  assert.deepEqual(messageWays({ connect: 'pull', bind: 'push' }, typeOf), { forward: false, back: true });
+  assert.deepEqual(messageWays({ connect: 'push', bind: 'pull' }, typeOf), { forward: true, back: false });
+  assert.deepEqual(messageWays({ connect: 'sub', bind: 'pub' }, typeOf), { forward: false, back: true });
+  assert.deepEqual(messageWays({ connect: 'pub', bind: 'sub' }, typeOf), { forward: true, back: false });
+  assert.deepEqual(messageWays({ connect: 'req', bind: 'rep' }, typeOf), { forward: true, back: true });
+  assert.deepEqual(messageWays({ connect: 'd', bind: 'r' }, typeOf), { forward: true, back: true });
+  assert.deepEqual(messageWays({ connect: 'xsub', bind: 'xpub' }, typeOf), { forward: false, back: true });
 });
 
 test('a message\'s path holds its decision, frames, wire message and receipt, and crosses its hop', () => {
@@ -261,14 +309,20 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   assert.deepEqual(nodes.map((n) => n.getAttribute('data-node')), ['vent', 'w1', 'w2', 'w3']);
   const vent = nodes[0];
   assert.match(vent.textContent, /PUSH/);
-  assert.match(vent.textContent, /sent 3/);
+  assert.match(vent.textContent, /sent 5/);
   assert.match(vent.textContent, /✕ 1 dropped/);
-  assert.match(vent.textContent, /❚❚ blocked/);
+  assert.match(vent.textContent, /❚❚ send blocked/);
   assert.ok(vent.classList.contains('blocked'));
   assert.match(nodes[2].textContent, /got 1/);
   const edges = find(box, (el) => el.classList.contains('topo-edge'));
-  assert.deepEqual(edges.map((e) => [e.getAttribute('data-from'), e.getAttribute('data-to'), e.getAttribute('data-conn')]),
-    [['w1', 'vent', '0'], ['w2', 'vent', '1'], ['w3', 'vent', '2']], 'arrows run from the connecting node to the binding one');
+  assert.deepEqual(edges.map((e) => [e.getAttribute('data-from'), e.getAttribute('data-to'), e.getAttribute('data-conn'), e.getAttribute('data-ways')]),
+    [['w1', 'vent', '0', 'back'], ['w2', 'vent', '1', 'back'], ['w3', 'vent', '2', 'back']],
+    'each link runs from the connecting worker to the binding PUSH, its messages the other way');
+  // The arrowhead at the worker's end (the line's start), a ring at the PUSH's (the binding) end.
+  const line = find(edges[0], (el) => el.tagName === 'LINE')[0];
+  assert.equal(line.getAttribute('marker-start'), 'url(#topo-arrow)');
+  assert.equal(line.getAttribute('marker-end'), null);
+  assert.equal(find(edges[0], (el) => el.tagName === 'CIRCLE' && el.classList.contains('topo-bind')).length, 1);
   const w1pipe = find(box, attr('data-pipe', 'vent>w1'))[0];
   assert.equal(w1pipe.getAttribute('data-depth'), '2');
   assert.equal(w1pipe.getAttribute('data-hwm'), '2');

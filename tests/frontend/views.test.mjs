@@ -60,7 +60,7 @@ test('pages are CSP-clean and work offline', () => {
     for (const m of html.matchAll(/(?:src|href)="([^"#?]+)"/g)) {
       assert.ok(fs.existsSync(path.join(FRONTEND, m[1])), `${name}: ${m[1]} exists`);
     }
-    assert.match(html, /<script type="module" src="js\/main-(playground|capture|lessons|corpus)\.js"><\/script>/);
+    assert.match(html, /<script type="module" src="js\/main-(playground|capture|lessons|corpus|glossary)\.js"><\/script>/);
   }
   for (const f of files(FRONTEND, ['.js', '.css'])) {
     const text = fs.readFileSync(f, 'utf8');
@@ -219,4 +219,52 @@ test('expert list, connections, packets and composer keep data as text', () => {
   assert.match(compC.textContent, /300 octets · LONG \(8-octet size\) · last/);
   composer.doSend();
   assert.deepEqual(sent, [{ type: 'send', from: 'server', frames: [EVIL, 'a'.repeat(300)], hex: false }]);
+});
+
+test('the octet table names the whole signature, and what is ours is said in the page language (issue 32.6)', async () => {
+  const { i18n } = await import('../../frontend/js/core/i18n.js');
+  const doc = createDocument();
+  const selection = createSelection();
+  const octC = doc.createElement('div');
+  const treeC = doc.createElement('div');
+  const explC = doc.createElement('div');
+  new OctetView(octC, { selection });
+  new TreeView(treeC, { selection });
+  new ExplainView(explC, { selection, context: () => ({ version: '3.1' }) });
+  const field = (name, rule, offset, length, value = '') => ({ name, rule, offset, length, value, note: '' });
+  const greeting = {
+    kind: 'greeting', conn: '0', dir: 'c2s', offset: 0, length: 64, version: '3.1', mechanism: 'NULL',
+    hex: 'ff00000000000000017f03014e554c4c' + '00'.repeat(48),
+    fields: [field('signature', 'signature', 0, 1, 255), field('padding', 'padding', 1, 8, '0000000000000001'),
+      field('signature-end', 'signature', 9, 1, 127), field('version-major', 'version-major', 10, 1, 3),
+      field('version-minor', 'version-minor', 11, 1, 1), field('mechanism', 'mechanism', 12, 20, 'NULL'),
+      field('as-server', 'as-server', 32, 1, 0), field('filler', 'filler', 33, 31, '')],
+  };
+  const names = () => byClass(octC, 'oct-name').map((n) => n.textContent);
+  try {
+    selection.selectElement(0, greeting);
+    doc.flush();
+    assert.deepEqual(names().slice(0, 3), ['signature: %xFF', 'signature: padding', 'signature: %x7F']);
+    const big = { kind: 'message', conn: '0', dir: 's2c', offset: 64, length: 259, frames: ['61'.repeat(256)], hex: '61'.repeat(256),
+      fields: [field('frame 1', 'message', 67, 256, 'a'.repeat(256))] };
+    i18n.setLanguage('zh-CN');
+    selection.selectElement(1, big);
+    doc.flush();
+    assert.deepEqual(names(), ['第 1 帧']);
+    assert.ok(byClass(octC, 'oct-box').some((b) => b.textContent === '……还有 192 字节'), 'the rest of a long body, in Chinese');
+    selection.selectField(0);
+    doc.flush();
+    assert.match(byClass(explC, 'explain-name')[0].textContent, /第 1 帧/);
+    selection.selectElement(0, greeting);
+    doc.flush();
+    assert.deepEqual(names().slice(0, 3), ['签名：%xFF', '签名：填充', '签名：%x7F']);
+    const decision = { kind: 'socket', node: 'vent', what: 'route', rule: 'round-robin', peer: 'w1', msg: 1, depth: 1, hwm: 1000, text: 'PUSH chose the pipe to w1' };
+    selection.selectElement(2, decision);
+    doc.flush();
+    assert.equal(byClass(octC, 'octets-title')[0].textContent, '套接字决策 (vent)');
+    const tree = treeC.textContent;
+    for (const key of ['节点', '对端节点', '消息 ID', '队列深度']) assert.ok(tree.includes(key), `${key} in ${tree}`);
+  } finally {
+    i18n.setLanguage('en');
+  }
 });

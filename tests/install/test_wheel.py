@@ -1,7 +1,9 @@
 """The package as its users get it (issue 29): `pip wheel` of this checkout, installed with pip into a new virtual
 environment outside the checkout, and `zmtplab serve` started from there, in a directory of its own, with none of
-the checkout on any path. Every page loads in Chromium, every step of every lesson answers, an upload is
-dissected, and the Spark pipeline, an extra this install leaves out, says how to get it.
+the checkout on any path. Every page loads in Chromium (the glossary with its terms), every step of every lesson
+answers, a teacher's own lessons directory (`ZMTPLAB_LESSONS_DIR`) is listed with the shipped lessons and checked by
+`zmtplab lessons check`, an upload is dissected, and the Spark pipeline, an extra this install leaves out, says how
+to get it.
 
 The dependencies' wheels are downloaded by the new environment's pip from the package index the first time
 (what `pip install` would take) and kept in the user's cache under a key of the wheel's requirements and this
@@ -10,6 +12,7 @@ Python, so later runs install them offline (`--no-index`); the wheel itself is b
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import re
@@ -37,6 +40,37 @@ BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 HOW_TO_GET_SPARK = "pip install 'zmtplab[spark]'"
 NO_PYSPARK = f"the Spark pipeline needs pyspark, which is not installed here: {HOW_TO_GET_SPARK}"
 NO_PYSPARK_ZH = f"Spark 流水线需要 pyspark\uff0c但这里没有安装\uff1a{HOW_TO_GET_SPARK}"
+# A teacher's lesson: a step the simulator plays, one of a capture the package ships and one of the teacher's own
+# capture beside the lesson; and its Chinese.
+OWN_LESSON = """title: Our first lecture
+summary: A PUSH and a PULL say hello, then a capture of libzmq.
+steps:
+  - title: Hello
+    session:
+      server: {type: PUSH}
+      client: {type: PULL}
+    element: {dir: c2s, kind: greeting}
+    highlight: [signature]
+    narration: The client's greeting.
+  - title: The same, from libzmq
+    capture: {file: push_pull.pcapng}
+    element: {dir: s2c, kind: greeting}
+    narration: The server's greeting, captured.
+  - title: Our lab's capture
+    capture: {file: our-lab.pcapng}
+    element: {dir: c2s, kind: greeting}
+    narration: A capture of our own, beside the lessons.
+"""
+OWN_LESSON_ZH = """title: 我们的第一堂课
+summary: PUSH 和 PULL 互相问候\uff0c然后是 libzmq 的抓包。
+steps:
+  - title: 问候
+    narration: 客户端的问候语。
+  - title: 同样的\uff0c来自 libzmq
+    narration: 服务器的问候语\uff0c抓包所得。
+  - title: 我们实验室的抓包
+    narration: 我们自己的抓包\uff0c放在课程旁边。
+"""
 
 
 def run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -133,13 +167,27 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
 
 
 @pytest.fixture(scope="module")
-def server(installed: Installed) -> Iterator[str]:
-    """`zmtplab serve` of the installed package, run from its own directory; its base URL."""
+def own_lessons(installed: Installed) -> Path:
+    """A teacher's lessons directory (one lesson, its Chinese and a capture), outside the checkout and the
+    package."""
+    directory = installed.work / "our-lessons"
+    (directory / "zh-CN").mkdir(parents=True)
+    (directory / "our-first.yaml").write_text(OWN_LESSON, encoding="utf-8")
+    (directory / "zh-CN" / "our-first.yaml").write_text(OWN_LESSON_ZH, encoding="utf-8")
+    shutil.copy(installed.package_dir() / "captures" / "dealer_router.pcapng", directory / "our-lab.pcapng")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(installed: Installed, own_lessons: Path) -> Iterator[str]:
+    """`zmtplab serve` of the installed package, run from its own directory with a teacher's lessons directory;
+    its base URL."""
     port = free_port()
     log = (installed.work / "serve.log").open("w")
     process = subprocess.Popen([str(installed.zmtplab), "serve", "--port", str(port)], cwd=installed.work,
-                               env=clean_env(ZMTPLAB_DATA_DIR=str(installed.work / "data")), stdout=log,
-                               stderr=subprocess.STDOUT)
+                               env=clean_env(ZMTPLAB_DATA_DIR=str(installed.work / "data"),
+                                             ZMTPLAB_LESSONS_DIR=str(own_lessons)),
+                               stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         try:
@@ -201,10 +249,23 @@ def test_every_page_loads(server: str) -> None:
     pages = check_pages(server)
     assert pages["/corpus.html"]["unavailable"] == f"Runs cannot start on this server: {NO_PYSPARK}", pages
     assert pages["/corpus.html?lang=zh-CN"]["unavailable"] == f"这台服务器无法启动运行\uff1a{NO_PYSPARK_ZH}", pages
+    glossary = json.loads((REPO / "frontend" / "i18n" / "glossary.json").read_text("utf-8"))
+    assert pages["/glossary.html"]["terms"] == len(glossary["terms"]) >= 30, pages
 
 
 def test_every_lesson_step_answers(server: str) -> None:
     assert check_lessons(server) >= 90
+
+
+def test_a_teachers_own_lessons(server: str, installed: Installed, own_lessons: Path) -> None:
+    listed = get_json(server, "/api/lessons")
+    assert listed["problems"] == [] and "our-first" in [lesson["id"] for lesson in listed["lessons"]], listed
+    assert get_json(server, "/api/lessons/our-first?lang=zh-CN")["title"] == "我们的第一堂课"
+    for number in (2, 3):
+        scene = get_json(server, f"/api/lessons/our-first/steps/{number}")
+        assert scene["events"][scene["element"]]["kind"] == "greeting", scene
+    out = run(installed.zmtplab, "lessons", "check", own_lessons, cwd=installed.work, env=clean_env())
+    assert "ok    our-first: 3 steps, in en, zh-CN" in out.stdout, out.stdout
 
 
 def test_an_upload_is_dissected(server: str, installed: Installed) -> None:

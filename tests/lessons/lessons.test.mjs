@@ -133,9 +133,9 @@ test('lesson views keep lesson data and payloads as text', () => {
   panel.setResult({ correct: true, message: EVIL, explain: [{ type: 'p', children: [{ t: 'text', v: EVIL }] }] });
   const tags = new Set(doc.created.map((e) => e.tagName));
   for (const bad of ['IMG', 'SCRIPT', 'IFRAME']) assert.ok(!tags.has(bad));
-  panel.setExportUrl('/api/lessons/x/illustrated');
-  // Links go to the specs, or to the lesson's own illustrated page: never where a lesson's text points.
-  for (const a of walk(panelEl).filter((e) => e.tagName === 'A')) assert.match(a.href, /^(https:\/\/rfc\.zeromq\.org\/|\/api\/lessons\/x\/illustrated$)/);
+  panel.setExportUrl('/api/lessons/x/illustrated', '/api/lessons/x/script.py');
+  // Links go to the specs, or to the lesson's own illustrated page and script: never where a lesson's text points.
+  for (const a of walk(panelEl).filter((e) => e.tagName === 'A')) assert.match(a.href, /^(https:\/\/rfc\.zeromq\.org\/|\/api\/lessons\/x\/(illustrated|script\.py)$)/);
   assert.ok(panelEl.textContent.includes(EVIL));
   byClass(panelEl, 'choice')[0].click();
   byClass(panelEl, 'chip')[0].click();

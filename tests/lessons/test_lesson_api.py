@@ -42,8 +42,9 @@ def test_a_step_scene(client):
     assert scene["source"]["type"] == "session"
     element = scene["events"][scene["element"]]
     assert element["kind"] == "frame" and element["long"] is True and element["size"] == 256
-    assert [h["name"] for h in scene["highlights"]] == ["flags", "size"]
-    assert element["fields"][scene["field"]]["name"] == "flags"
+    # The question asks which octet says LONG: the flags are neither highlighted nor selected (issue 32.4).
+    assert [h["name"] for h in scene["highlights"]] == ["size"]
+    assert element["fields"][scene["field"]]["name"] == "size"
     assert scene["question"]["kind"] == "field"
     assert scene["narration_tree"]
     for ev in scene["events"]:
@@ -57,14 +58,15 @@ def test_a_step_scene(client):
 def test_answers(client):
     url = "/api/lessons/framing/steps/2/answer"
     flags = client.get("/api/lessons/framing/steps/2").json()
-    element, field = flags["element"], flags["field"]
+    element = flags["element"]
+    field = next(i for i, f in enumerate(flags["events"][element]["fields"]) if f["name"] == "flags")
     offset = flags["events"][element]["offset"]
     right = client.post(url, json={"index": element, "field": field}).json()
-    assert right["correct"] is True and right["explain"]
+    assert right["correct"] is True and right["explain"] and right["fields"] == [field]
     assert client.post(url, json={"index": element, "offset": offset}).json()["correct"] is True  # a hex click
     wrong = client.post(url, json={"index": element, "offset": offset + 1}).json()
     hint = "Not the size itself, but what tells the reader how to read the size."
-    assert wrong == {"correct": False, "message": hint, "explain": []}
+    assert wrong == {"correct": False, "message": hint, "explain": [], "fields": []}
     assert client.post(url, json={"index": element - 1, "field": 0}).json()["correct"] is False
     assert client.post("/api/lessons/framing/steps/3/answer", json={"choice": "255"}).json()["correct"] is True
     assert client.post("/api/lessons/framing/steps/3/answer", json={"choice": " 255 "}).json()["correct"] is True

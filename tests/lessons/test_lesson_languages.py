@@ -42,12 +42,13 @@ def test_a_scene_in_chinese_notes_labels_log(client):
     en = client.get("/api/lessons/framing/steps/2").json()
     zh = client.get("/api/lessons/framing/steps/2?lang=zh-CN").json()
     assert zh["events"][zh["element"]]["offset"] == en["events"][en["element"]]["offset"]  # the same scene
-    flags_zh = zh["events"][zh["element"]]["fields"][zh["field"]]
-    flags_en = en["events"][en["element"]]["fields"][en["field"]]
+    # (the step asks which octet says LONG: it selects and highlights the size, not the flags)
+    flags_zh = next(f for f in zh["events"][zh["element"]]["fields"] if f["name"] == "flags")
+    flags_en = next(f for f in en["events"][en["element"]]["fields"] if f["name"] == "flags")
     assert flags_en["note"] == "Flags of this message frame: bit 0 MORE, bit 1 LONG, bit 2 COMMAND; bits 7-3 reserved."
     assert flags_zh["note"] == "此消息帧的标志：位 0 为 MORE，位 1 为 LONG，位 2 为 COMMAND；位 7-3 保留。"
     assert {k: v for k, v in flags_zh.items() if k != "note"} == {k: v for k, v in flags_en.items() if k != "note"}
-    assert [h["label"] for h in zh["highlights"]] == ["flags %x03：MORE + LONG", "size（8 字节）"]
+    assert [h["label"] for h in zh["highlights"]] == ["size（8 字节）"]
     assert zh["title"] == "一个长帧：256 个 'a'" and zh["question"]["prompt"].startswith("哪个字节")
     assert any(e["text"].startswith("握手完成：ZMTP 3.1 NULL，对方是 ") for e in zh["log"])
     assert any(e["text"].startswith("handshake complete: ZMTP 3.1 NULL, peer is ") for e in en["log"])
@@ -63,10 +64,10 @@ def test_answers_in_chinese(client):
     url = "/api/lessons/invalid-pair/steps/4/answer"
     assert client.post(url + "?lang=zh-CN", json={"choice": "不会，直接关闭"}).json()["correct"] is True
     assert client.post(url, json={"choice": "No, it just closes"}).json() == {
-        "correct": True, "message": "Correct.",
+        "correct": True, "message": "Correct.", "fields": [],
         "explain": client.post(url, json={"choice": "No, it just closes"}).json()["explain"]}
     wrong = client.post(url + "?lang=zh-CN", json={"choice": "会，在关闭之前"}).json()
-    assert wrong == {"correct": False, "message": "不太对，再看一看。", "explain": []}
+    assert wrong == {"correct": False, "message": "不太对，再看一看。", "explain": [], "fields": []}
     step = client.get("/api/lessons/framing/steps/2?lang=zh-CN").json()
     hint = client.post("/api/lessons/framing/steps/2/answer?lang=zh-CN",
                        json={"index": step["element"], "offset": step["events"][step["element"]]["offset"] + 1}).json()

@@ -104,15 +104,19 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         teacher.screenshot(path=str(artifacts / "01-teacher-step1.png"))
         student.screenshot(path=str(artifacts / "01-student-step1.png"))
 
-        # Three steps, each mirrored: step, element, field and highlights.
-        teacher.click("button:text-is('Next ▶')")
-        at_step(student, 2, 9)
-        same_view(teacher, student)
-        teacher.click(".chip >> nth=1")  # the teacher focuses "%x7F"
+        # A field the teacher focuses is mirrored: "%x7F" of step 1.
+        teacher.click(".chip >> nth=2")
         teacher.wait_for_selector(".explain-name:text-is('signature-end')")
         student.wait_for_selector(".explain-name:text-is('signature-end')")
         same_view(teacher, student)
-        student.screenshot(path=str(artifacts / "02-student-step2-field.png"))
+        student.screenshot(path=str(artifacts / "02-student-step1-field.png"))
+
+        # Three steps, each mirrored: step, element, field and highlights. (Step 2 asks which octet tells 1.0
+        # apart: it lights %xFF only, and selects it.)
+        teacher.click("button:text-is('Next ▶')")
+        at_step(student, 2, 9)
+        same_view(teacher, student)
+        assert shown(student)["field"] == "signature" and shown(student)["lit"] == ["%xFF"]
 
         teacher.click("button:text-is('Next ▶')")
         at_step(student, 3, 9)

@@ -418,3 +418,144 @@ def test_the_access_log_never_holds_the_token(tmp_path):
     assert f'"WebSocket /ws/classes/{code}?role=student" [accepted]' in text, text
     # ... and the token appears nowhere in them.
     assert token not in text
+
+
+async def answers_until(teacher: ClientConnection, answered: int) -> dict[str, Any]:
+    while True:
+        msg = await recv(teacher, "answers")
+        if msg["answered"] == answered:
+            return msg
+
+
+def test_twenty_students_answer_and_the_teacher_sees_the_tally(live_server):
+    """Issue 32.9: twenty students answer the framing lesson's questions over the class socket (in English and
+    Chinese); each is checked as the lessons API checks it and counted once per seat (the last answer counts); the
+    teacher gets the tally live; a reveal shows it to the class."""
+    made = new_class(live_server)
+    code, token = made["code"], made["teacher_token"]
+    base = f"{live_server.ws_base}/ws/classes/{code}"
+
+    def answer(seat: int, step: int, given: dict[str, Any], lang: str = "en") -> str:
+        return json.dumps({"type": "answer", "lesson": "framing", "step": step, "seat": f"seat-{seat:04d}",
+                           "lang": lang, "answer": given})
+
+    async def scenario() -> None:
+        async with await teacher_connect(base, token) as teacher:
+            await recv(teacher, "hello")
+            students = [await connect(f"{base}?role=student") for _ in range(20)]
+            try:
+                await asyncio.gather(*(recv(s, "hello") for s in students))
+                await wait_counts(teacher, 20, 20)
+                await teacher.send(json.dumps({"type": "state", "lesson": "framing", "step": 3}))
+                first = await recv(teacher, "answers")
+                assert (first["lesson"], first["step"], first["answered"], first["tally"]) == ("framing", 3, 0, [])
+                # "What is the largest body a short frame can carry?" (choices 127, 255, 256, 65535 in order)
+                picks = ["255"] * 12 + ["256"] * 5 + ["127"] * 3
+                for i, (ws, pick) in enumerate(zip(students, picks, strict=True)):
+                    lang = "zh-CN" if i % 2 else "en"  # (the choices are numbers: the same words in Chinese)
+                    await ws.send(answer(i, 3, {"choice": pick}, lang))
+                tally = await answers_until(teacher, 20)
+                assert tally["students"] == 20 and tally["revealed"] is False
+                got = {(t["answer"]["choice"], t["count"], t["correct"]) for t in tally["tally"]}
+                choices = json.loads(httpx.get(f"{live_server.base}/api/lessons/framing", timeout=10).text)[
+                    "steps"][2]["question"]["choices"]
+                assert got == {(choices.index("255"), 12, True), (choices.index("256"), 5, False),
+                               (choices.index("127"), 3, False)}
+                # A student answers again: the last answer counts, once.
+                await students[19].send(answer(19, 3, {"choice": "255"}))
+                tally = await recv(teacher, "answers")
+                assert tally["answered"] == 20 and tally["tally"][0] == {"answer": {"choice": choices.index("255")},
+                                                                         "count": 13, "correct": True}
+                # Nothing reached the students before the reveal; then every student gets the tally.
+                await teacher.send(json.dumps({"type": "reveal", "lesson": "framing", "step": 3}))
+                shown = await asyncio.gather(*(recv(s, "answers") for s in students))
+                assert all(m["revealed"] and m["answered"] == 20 for m in shown)
+
+                # A click question: "Which byte says this frame is LONG?" (the flags field, index 0 of the element).
+                scene = httpx.get(f"{live_server.base}/api/lessons/framing/steps/2", timeout=10).json()
+                element = scene["element"]
+                flags = next(i for i, f in enumerate(scene["events"][element]["fields"]) if f["name"] == "flags")
+                size = next(i for i, f in enumerate(scene["events"][element]["fields"]) if f["name"] == "size")
+                for i, ws in enumerate(students[:4]):
+                    await ws.send(answer(100 + i, 2, {"index": element, "field": flags if i else size}))
+                clicks = await answers_until(teacher, 4)
+                assert {(t["answer"]["field"], t["count"], t["correct"]) for t in clicks["tally"]} == {
+                    ("flags", 3, True), ("size", 1, False)}
+                # A malformed answer, or one to a step without a question, is refused with a reason.
+                await students[0].send(answer(1, 1, {"choice": "x"}))
+                assert "asks no question" in (await recv(students[0], "error"))["detail"]
+                await students[0].send(json.dumps({"type": "answer", "lesson": "framing", "step": 3}))
+                assert "bad answer" in (await recv(students[0], "error"))["detail"]
+            finally:
+                await asyncio.gather(*(s.close() for s in students), return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
+def test_classes_survive_a_restart_of_the_server(tmp_path):
+    """Issue 32.13: a class, what its teacher shows and its answers are saved when the app stops and back at the
+    next start (same data directory): the teacher's token still works, students join with the same code."""
+    from fastapi.testclient import TestClient
+
+    from zmtplab.web import Settings, create_app
+
+    def app():
+        return create_app(Settings(data_dir=tmp_path, frontend_dir=Path(__file__).resolve().parents[2] / "frontend"))
+
+    with TestClient(app()) as client:
+        made = client.post("/api/classes").json()
+        code, token = made["code"], made["teacher_token"]
+        with client.websocket_connect(f"/ws/classes/{code}?role=teacher") as teacher:
+            teacher.send_json({"type": "auth", "token": token})
+            assert teacher.receive_json()["type"] == "hello"
+            teacher.send_json({"type": "state", "lesson": "framing", "step": 3})
+            assert teacher.receive_json()["type"] == "answers"
+            with client.websocket_connect(f"/ws/classes/{code}?role=student") as student:
+                assert student.receive_json()["type"] == "hello"
+                student.send_json({"type": "answer", "lesson": "framing", "step": 3, "seat": "seat-0001",
+                                   "answer": {"choice": "255"}})
+                while (msg := teacher.receive_json())["type"] != "answers":
+                    pass
+                assert msg["answered"] == 1
+    saved = tmp_path / "classes.json"
+    assert saved.stat().st_mode & 0o077 == 0, "the file holds teacher tokens: the server's user only"
+
+    with TestClient(app()) as client:
+        info = client.get(f"/api/classes/{code}").json()
+        assert (info["lesson"], info["step"], info["teacher"]) == ("framing", 3, False)
+        with client.websocket_connect(f"/ws/classes/{code}?role=teacher") as teacher:
+            teacher.send_json({"type": "auth", "token": token})
+            hello = teacher.receive_json()
+            assert hello["type"] == "hello" and hello["state"]["step"] == 3
+            assert teacher.receive_json() == {"type": "answers", "lesson": "framing", "step": 3, "answered": 1,
+                                              "students": 0, "revealed": False,
+                                              "tally": [{"answer": {"choice": 1}, "count": 1, "correct": True}]}
+        with client.websocket_connect(f"/ws/classes/{code}?role=student") as student:
+            assert student.receive_json()["state"]["step"] == 3
+    # A damaged file starts the server without classes (and says so in its log), never fails it.
+    saved.write_text("{not json", encoding="utf-8")
+    with TestClient(app()) as client:
+        assert client.get(f"/api/classes/{code}").status_code == 404
+
+
+def test_a_teacher_presents_a_playground_session(live_server):
+    """Issue 32.10: a playground state names its session (and no lesson); a lesson's state still needs its lesson."""
+    made = new_class(live_server)
+    base = f"{live_server.ws_base}/ws/classes/{made['code']}"
+
+    async def scenario() -> None:
+        async with await teacher_connect(base, made["teacher_token"]) as teacher:
+            await recv(teacher, "hello")
+            async with connect(f"{base}?role=student") as student:
+                await recv(student, "hello")
+                shown = {"type": "state", "page": "playground", "session": "0123abcd", "selection": {"element": 3}}
+                await teacher.send(json.dumps(shown))
+                got = await recv(student, "state")
+                assert (got["page"], got["session"], got["selection"]["element"]) == ("playground", "0123abcd", 3)
+                assert "lesson" not in got
+                await teacher.send(json.dumps({"type": "state", "page": "lessons", "session": "x"}))
+                assert "names its `lesson` and `step`" in (await recv(teacher, "error"))["detail"]
+                await teacher.send(json.dumps({"type": "state", "page": "playground"}))
+                assert "names its `session`" in (await recv(teacher, "error"))["detail"]
+
+    asyncio.run(scenario())

@@ -67,15 +67,16 @@ def test_a_topology_lesson_plays_on_its_nodes(tmp_path):
     scenes = play_lesson(load_lesson_file(write(tmp_path, PIPELINE)))
     first, late, read = scenes
     # One connection per link, numbered in link order; wire elements keep their connection.
-    assert first.topology["conns"] == [{"conn": "1", "link": 0, "client": "w1", "server": "vent"},
-                                       {"conn": "2", "link": 1, "client": "w2", "server": "vent"}]
+    # (connections counted from 0, as a session's are: a lesson's #0 is the playground's #0)
+    assert first.topology["conns"] == [{"conn": "0", "link": 0, "client": "w1", "server": "vent"},
+                                       {"conn": "1", "link": 1, "client": "w2", "server": "vent"}]
     element = first.events[first.element]
-    assert (element["kind"], element["conn"], element["dir"]) == ("message", "2", "s2c")
+    assert (element["kind"], element["conn"], element["dir"]) == ("message", "1", "s2c")
     assert first.highlights[0]["value"] == "task 2"
-    # The late link is the topology's third link and connection "3"; round robin went on over three pipes.
+    # The late link is the topology's third link and connection "2"; round robin went on over three pipes.
     assert late.topology["links"][-1] == {"connect": "w3", "bind": "vent"}
-    assert late.topology["conns"][-1] == {"conn": "3", "link": 2, "client": "w3", "server": "vent"}
-    assert late.events[late.element]["conn"] == "3"
+    assert late.topology["conns"][-1] == {"conn": "2", "link": 2, "client": "w3", "server": "vent"}
+    assert late.events[late.element]["conn"] == "2"
     # (task 3 went to w1, so w2 is next; w3's pipe comes after w1's and w2's.)
     assert [(r["peer"], r["frames"]) for r in late.received][-2:] == [("w2", ["task 4"]), ("w1", ["task 6"])]
     # An application receive is an event of the scene too (as in a topology session's stream).

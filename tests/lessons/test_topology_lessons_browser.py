@@ -53,7 +53,7 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
                                    " return r && r.getAttribute('title') === want; }", arg=want)
             assert decisions(page) == [f"{want} (identity-routing)"]
             # The octets pane says what a decision is (no octets), not a title with holes or "Loading fields".
-            page.wait_for_selector("#octets .octets-title:text-is('Socket (front)')")
+            page.wait_for_selector("#octets .octets-title:text-is('Socket decision (front)')")
             assert want in page.text_content("#octets") and "Loading" not in page.text_content("#octets")
             tree = page.text_content("#tree")  # the details list the decision's keys, and no wire position
             assert "identity-routing" in tree
@@ -69,10 +69,10 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
         teacher.click("button:text-is('Next ▶')")
         at_step(student, 3, 6)
         same_view(teacher, student)
-        assert shown(student)["lit"] == ["identity frame (added by the frontend)", "empty delimiter (from the REQ)",
-                                         "frame 3"]
-        teacher.click(".chip >> nth=0")
-        student.wait_for_selector(".explain-name:text-is('frame 1')")
+        # (it asks which frame the broker added: that one is neither lit nor selected)
+        assert shown(student)["lit"] == ["empty delimiter (from the REQ)", "frame 3"]
+        teacher.click(".chip >> nth=1")
+        student.wait_for_selector(".explain-name:text-is('frame 3')")
         same_view(teacher, student)
         assert student.locator("#octets").inner_text().count("c1") >= 1
         student.screenshot(path=str(artifacts / "topology-02-student-dealer-frames.png"))
@@ -82,9 +82,10 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
             teacher.click("button:text-is('Next ▶')")
             at_step(student, n, 6)
         same_view(teacher, student)
-        (route,) = decisions(teacher)
+        envelope, route = decisions(teacher)
+        assert envelope.startswith("s1: REP put the 2-frame envelope back and sent the reply to back")
         assert route.startswith("front: ROUTER routed to identity 'c1' (c1) and took the identity frame off")
-        teacher.click(".decision >> nth=0")
+        teacher.click(".decision >> nth=1")
         for page in (teacher, student):
             page.wait_for_function("() => { const r = document.querySelector('#sequence .seq-row.selected');"
                                    " return r && r.getAttribute('title').startsWith('front: ROUTER routed'); }")
@@ -94,9 +95,9 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
         teacher.screenshot(path=str(artifacts / "topology-03-teacher-route.png"))
 
         # The student answers the step's question on their own screen.
-        student.click("button.choice:text-is('3')")
+        student.click("button.choice:text-is('c1, \"\" and World')")
         student.wait_for_selector(".answer-result.wrong")
-        student.click("button.choice:text-is('2')")
+        student.click("button.choice:text-is('World')")
         student.wait_for_selector(".answer-result.right")
 
         # The high-water-mark lesson: its decisions, a block and a stop-reading, and the wire between two nodes.

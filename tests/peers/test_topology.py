@@ -76,9 +76,12 @@ def test_round_trip_and_two_peer():
     topo = two_peer({"type": "PUSH", "subscribe": ""}, {"type": "PUB"})  # the two-peer body may be a refused pair
     assert [n.name for n in topo.nodes] == ["server", "client"] and topo.links[0].to_dict() == {
         "connect": "client", "bind": "server"}
-    sub = Topology.from_dict({"nodes": [{"name": "s", "type": "SUB"}, {"name": "t", "type": "SUB", "subscribe": []}],
-                              "links": []})
-    assert sub.nodes[0].subscribe == ("",) and sub.nodes[1].subscribe == ()
+    # A SUB subscribes to what it is given: nothing (as a libzmq SUB that never subscribed), or the empty prefix.
+    sub = Topology.from_dict({"nodes": [{"name": "s", "type": "SUB"}, {"name": "t", "type": "SUB", "subscribe": []},
+                                        {"name": "u", "type": "SUB", "subscribe": [""]}], "links": []})
+    assert [n.subscribe for n in sub.nodes] == [(), (), ("",)]
+    assert two_peer({"type": "PUB"}, {"type": "SUB", "subscribe": None}).nodes[1].subscribe == ()
+    assert two_peer({"type": "PUB"}, {"type": "SUB", "subscribe": ""}).nodes[1].subscribe == ("",)
 
 
 def test_every_decision_has_words():

@@ -4,6 +4,8 @@ self-contained HTML file under a policy that lets nothing in it run."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from webkit import TestClient, dissected, is_event, ready, receive_until
@@ -62,8 +64,11 @@ def test_a_lesson_as_an_illustrated_page(client: TestClient) -> None:
     assert r.status_code == 200
     assert r.headers["content-disposition"] == 'attachment; filename="broker-lesson.html"'
     html = r.text
-    # Each connection of the broker topology, named by its nodes, with the step that shows it last.
-    assert "Connection 1: c1 and front" in html and "As step " in html
+    # Each connection of the broker topology, named by its nodes (counted from 0, as sessions count them), captioned
+    # with the steps that point at it, not all with the last step's title (issue 32.12).
+    assert "Connection 0: c1 and front" in html and "Shown in steps 1, 2, 5." in html
+    assert "A client without an identity" not in re.sub(r'<section id="(lesson|answers)".*?</section>', "", html,
+                                                          flags=re.S).split("<main>")[1].split('id="reproduce"')[0]
     ids = re.findall(r'<section id="([^"]+)"', html)
     assert len(ids) == len(set(ids)) > 3
     greeting = client.get("/api/lessons/greeting/illustrated").text
@@ -74,7 +79,63 @@ def test_a_lesson_as_an_illustrated_page(client: TestClient) -> None:
 
 def test_pages_in_the_language_asked_for(client: TestClient) -> None:
     zh = client.get("/api/lessons/greeting/illustrated", params={"lang": "zh-CN"}).text
-    assert '<html lang="zh-CN">' in zh and "第 3 步所示" in zh and "课程 greeting" in zh
-    assert "As step" not in zh
+    assert '<html lang="zh-CN">' in zh and "在步骤 1, 2, 3 中出现。" in zh and "课程 greeting" in zh
+    assert "Shown in steps" not in zh and "答案" in zh and "逐字节解读" in zh
     accept = client.get("/api/lessons/greeting/illustrated", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).text
-    assert "第 3 步所示" in accept
+    assert "在步骤 1, 2, 3 中出现。" in accept
+
+
+def test_a_lesson_handout_carries_the_lesson(client: TestClient, tmp_path: Path) -> None:
+    """Issue 32.12: the broker lesson's handout has its narration, the topology's diagram, each step's socket
+    decisions, its questions and an answer key; its script, also served as a .py, builds the whole topology with
+    libzmq, the broker a zmq.proxy, and every application's read happens when libzmq runs it."""
+    html = client.get("/api/lessons/broker/illustrated").text
+    lesson = html.split('<section id="lesson"')[1].split("</section>")[0]
+    assert "Step 1: A request leaves the client" in lesson and "extended request-reply" in lesson
+    assert '<figure class="topology">' in lesson and lesson.count('<g class="node">') == 6
+    assert lesson.count('class="bind"') == 4 and "marker-start" in lesson  # (request-reply: both ways)
+    assert "ROUTER added the identity frame &#x27;c1&#x27; of c1" in lesson
+    assert "Click the frame that the broker added to c1" in lesson
+    key = html.split('<section id="answers"')[1].split("</section>")[0]
+    assert "<strong>frame 1</strong>" in key and "<strong>World</strong>" in key and "<strong>s1</strong>" in key
+    script = client.get("/api/lessons/broker/script.py")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/x-python")
+    assert 'filename="broker.py"' in script.headers["content-disposition"]
+    assert "zmq.proxy_steerable(" in script.text and script.text in html.replace("&#x27;", "'").replace(
+        "&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    path = tmp_path / "broker.py"
+    path.write_text(script.text, encoding="utf-8")
+    run = subprocess.run([sys.executable, str(path), "--timeout", "5"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["s1 received [b'Hello']", "c1 received [b'World']", "s2 received [b'Hi']"]
+
+
+def test_a_lesson_handouts_contents_and_key_in_chinese(client: TestClient) -> None:
+    """The contents list the lesson first, beside the connections (it was listed inside connection 0's elements),
+    and in Chinese the answer key says a message's frame as the pages do, the element's line is punctuated in
+    Chinese."""
+    zh = client.get("/api/lessons/broker/illustrated", params={"lang": "zh-CN"}).text
+    toc = zh.split('<nav class="toc"')[1].split("</nav>")[0]
+    top = [a for a in re.findall(r'^<li><a href="#([a-z0-9]+)">', toc, re.M) if not re.fullmatch(r"e\d+", a)]
+    assert top == ["lesson", "c0", "c1", "c2", "c3", "answers", "reproduce"], top
+    key = zh.split('<section id="answers"')[1].split("</section>")[0]
+    assert "<strong>第 1 帧</strong>" in key and "frame 1" not in key
+    assert "字节流偏移量 107\uff0c4 个字节\uff1bt = 0.006 秒" in zh and "; t =" not in zh
+
+
+def test_a_topology_session_exports_the_script_that_builds_it(client: TestClient, tmp_path: Path) -> None:
+    """The extended request-reply preset, played: its export.py (the script of its illustrated page) builds the
+    topology, the broker and the echoing workers, and each client gets its reply from libzmq."""
+    session_id = client.post("/api/sessions", json={"preset": "extended-reqrep"}).json()["id"]
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        done = 0
+        while done < 3:
+            m = ws.receive_json()
+            done += m["type"] == "event" and m["event"]["kind"] == "peer" and m["event"]["peer"].startswith("c")
+    script = client.get(f"/api/sessions/{session_id}/export.py")
+    assert script.status_code == 200 and "threading.Thread(target=echo" in script.text
+    path = tmp_path / "session.py"
+    path.write_text(script.text, encoding="utf-8")
+    run = subprocess.run([sys.executable, str(path), "--timeout", "5"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert sorted(run.stdout.splitlines()) == [f"c{i} received [b'request from c{i}']" for i in (1, 2, 3)]

@@ -36,7 +36,7 @@ def test_decode_in_chinese_and_unchanged_in_english(client):
         "reads a frame header."]
     assert [f["note"] for f in zh_fields][:2] == [
         "签名的第一个字节：%xFF。",
-        "无意义（23/ZMTP：从不解释）。libzmq 在这里放入身份长度 + 1 = 1，让 1.0 对等方把它读作帧头。"]
+        "无意义（23/ZMTP：接收方不会解读它）。libzmq 在这里放入身份长度 + 1 = 1，让 1.0 对等方把它读作帧头。"]
     assert all(HAN.search(f["note"]) for f in zh_fields)
     # only the notes change: names, values, rules and offsets are the wire's
     for e, z in zip(en_fields, zh_fields, strict=True):

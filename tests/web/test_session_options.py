@@ -107,6 +107,30 @@ def test_a_sub_subscribes_to_its_topic(client):
         assert bytes.fromhex(sub["topic"]) == b"weather"
 
 
+def played_out(client, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A simulated session's events once it is played to its end (stepped until nothing more happens)."""
+    session_id = create(client, {**body, "mode": "simulated", "autoplay": False})
+    events: list[dict[str, Any]] = []
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        for _ in range(200):
+            ws.send_json({"type": "step"})
+            seen = receive_until(ws, lambda m: m["type"] in ("state", "error"))
+            events += [m["event"] for m in seen if m["type"] == "event"]
+            if seen[-1]["type"] == "error":
+                return events
+    raise AssertionError("the session never stopped")
+
+
+def test_a_sub_subscribes_to_nothing_when_told_none(client):
+    """`subscribe: null` is no subscription: the SUB sends no SUBSCRIBE and receives nothing, as a libzmq SUB that
+    never subscribed; "" (the default) is the empty prefix, every message."""
+    body = {"server": {"type": "PUB"}, "client": {"type": "SUB", "subscribe": None}}
+    assert not [e for e in played_out(client, body) if e.get("name") == "SUBSCRIBE"]
+    body["client"]["subscribe"] = ""
+    subscribed = [e for e in played_out(client, body) if e.get("name") == "SUBSCRIBE"]
+    assert [bytes.fromhex(e["topic"]) for e in subscribed] == [b""]
+
+
 def test_tcp_faults_take_the_peer_and_are_marked(client):
     session_id = create(client, {"mode": "tcp", "server": {"type": "PUSH"},
                                  "client": {"type": "PULL", "greeting": "full"}})
@@ -123,3 +147,15 @@ def test_tcp_faults_take_the_peer_and_are_marked(client):
         closed = receive_until(ws, is_log("closed", conn="0"))
         first = next(m["entry"] for m in closed if m["type"] == "log" and m["entry"]["what"] == "half-closed")
         assert first["side"] in ("server", "client") and "closed the connection" in first["reason"]
+
+
+def test_a_watching_socket_takes_no_command(client):
+    """A student following a presented session (`?watch=1`) sees its stream and drives nothing (issue 32.10)."""
+    session_id = create(client, {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"},
+                                 "autoplay": False})
+    with client.websocket_connect(f"/ws/sessions/{session_id}?watch=1") as ws:
+        ws.send_json({"type": "step"})
+        refused = receive_until(ws, lambda m: m["type"] == "error")[-1]
+        assert "watches the session" in refused["detail"]
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:  # (the state did not move)
+        assert receive_until(ws, lambda m: m["type"] == "state")[-1]["position"] == 0

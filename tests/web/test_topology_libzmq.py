@@ -329,8 +329,9 @@ def test_big_messages_block_or_drop_in_libzmq_too(kind: str) -> None:
     """1 MiB messages to a reader that never reads: a PUSH's application blocks and a PUB drops, in libzmq as
     in the simulation; libzmq lets more through (its socket buffers, which grow on loopback), never fewer."""
     reader = "PULL" if kind == "PUSH" else "SUB"
+    every = {"subscribe": [""]} if reader == "SUB" else {}
     topo = Topology.from_dict({"nodes": [{"name": "a", "type": kind, "sndhwm": 2},
-                                         {"name": "b", "type": reader, "rcvhwm": 2, "recv": "manual"}],
+                                         {"name": "b", "type": reader, "rcvhwm": 2, "recv": "manual", **every}],
                                "links": [{"connect": "b", "bind": "a"}]})
     extra = big_messages("a", COUNT)
     sim_events = simulate(topo, extra)
@@ -352,3 +353,75 @@ def test_big_messages_block_or_drop_in_libzmq_too(kind: str) -> None:
         # (How many libzmq gets through depends on how fast the tap drains the loopback buffers: about a
         # third on a quiet machine, 21 of 40 once on a loaded CI runner. Never all.)
         assert real_through < COUNT
+
+
+def libzmq_sub_reads(subscribe: bool) -> tuple[list[bytes], list[bytes]]:
+    """libzmq itself, no session around it: a PUB and two SUBs, one subscribed to the empty prefix, the other
+    (when `subscribe` is false) to nothing. Updates go until the subscribed one reads the first (the slow
+    joiner), then ten more; what each SUB read."""
+    import zmq
+
+    ctx = zmq.Context()
+    pub, every, other = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB), ctx.socket(zmq.SUB)
+    try:
+        for s in (pub, every, other):
+            s.linger = 0
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        every.setsockopt(zmq.SUBSCRIBE, b"")
+        if subscribe:
+            other.setsockopt(zmq.SUBSCRIBE, b"")
+        for s in (every, other):
+            s.connect(f"tcp://127.0.0.1:{port}")
+        while not every.poll(20):
+            pub.send(b"hello?")
+        got_every: list[bytes] = []
+        while every.poll(0):
+            every.recv()
+        for i in range(10):
+            pub.send(b"update %d" % i)
+        while len(got_every) < 10:
+            assert every.poll(5000), "the subscribed SUB stopped receiving"
+            got_every.append(every.recv())
+        got_other: list[bytes] = []
+        # (the PUB filters at the sender: whatever it sent `other` was on its way before `every` read the last)
+        while other.poll(200):
+            got_other.append(other.recv())
+        return got_every, [m for m in got_other if m != b"hello?"]
+    finally:
+        for s in (pub, every, other):
+            s.close()
+        ctx.term()
+
+
+UNSUBSCRIBED = {
+    "nodes": [{"name": "pub", "type": "PUB"}, {"name": "sub-none", "type": "SUB"},
+              {"name": "sub-all", "type": "SUB", "subscribe": [""]}],
+    "links": [{"connect": "sub-none", "bind": "pub"}, {"connect": "sub-all", "bind": "pub"}],
+    "script": [{"from": "pub", "frames": [f"update {i}"], "at": 0.3 + 0.01 * i} for i in range(6)],
+}
+
+
+@pytest.mark.parametrize("nodes", NODES)
+def test_a_sub_without_a_subscription_receives_nothing_as_in_libzmq(nodes: str) -> None:
+    """A SUB node given no `subscribe` subscribes to nothing and receives nothing, in libzmq (checked on libzmq
+    alone first), in the simulation and for real; the PUB's decision says why (no subscription, not the slow
+    joiner)."""
+    every, other = libzmq_sub_reads(subscribe=False)
+    assert len(every) == 10 and other == []
+    assert libzmq_sub_reads(subscribe=True)[1] == every  # (and the same SUB, subscribed, gets them all)
+
+    topo = Topology.from_dict(UNSUBSCRIBED)
+    assert topo.nodes[1].subscribe == ()
+    sent = [tuple(s.frame_bytes()) for s in topo.script]
+    sim_events = simulate(topo)
+    real_events = run_real(NODES[nodes](topo), horizon(topo) + BOUND,
+                           until=lambda evs, _: len(inbox_of(evs).get("sub-all", ())) >= len(sent))
+    for evs in (sim_events, real_events):
+        inbox = inbox_of(evs)
+        assert inbox["sub-all"] == sent
+        assert "sub-none" not in inbox
+    for evs in [sim_events] + ([real_events] if nodes == "ours" else []):
+        filtered = [e for e in socket_events(evs, "pub", "filter") if e.get("peer") == "sub-none"]
+        assert len(filtered) == len(sent)
+        assert {e["rule"] for e in filtered} == {"no-subscription"}
+        assert "subscribed to nothing" in filtered[0]["text"]

@@ -173,3 +173,16 @@ def test_the_largest_topology_and_curve_across_ours_and_libzmq(client):
     opened = [(e["conn"], bytes.fromhex(e["frames"][0]).decode()) for e in events
               if e["kind"] == "message" and e.get("decrypted")]
     assert opened == [("0", "t0"), ("0", "t2")]  # (vent and w2 are libzmq's: their keys stay theirs)
+
+
+def test_a_fault_strikes_the_one_connection_named(client):
+    """A node with two links, real TCP: `close` with `conn` closes that connection only (without it, all of the
+    node's: the page's fault menu names one)."""
+    nodes = [{"name": "vent", "type": "PUSH"}, {"name": "w1", "type": "PULL"}, {"name": "w2", "type": "PULL"}]
+    session_id = create(client, {"nodes": nodes, "links": [{"connect": w, "bind": "vent"} for w in ("w1", "w2")]})
+    with client.websocket_connect(f"/ws/sessions/{session_id}?marks=1") as ws:
+        receive_until(ws, lambda m: m["type"] == "topology" and len(m["topology"]["conns"]) == 2)
+        ws.send_json({"type": "fault", "fault": "close", "args": {"peer": "vent", "conn": "1"}})
+        seen = receive_until(ws, lambda m: m["type"] == "log" and m["entry"].get("what") == "closed")
+    assert seen[-1]["entry"]["conn"] == "1"
+    assert not [m for m in seen if m["type"] == "error"]

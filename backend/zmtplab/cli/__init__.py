@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "dissect": "dissect",
     "analyze": "analyze",
     "illustrate": "illustrate",
+    "lessons": "lessons",
     "tap": "tap",
     "live": "live",
     "serve": "serve",

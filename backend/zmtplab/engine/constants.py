@@ -52,3 +52,10 @@ IDENTITY_AWARE = frozenset({"REQ", "DEALER", "ROUTER"})
 def is_valid_pair(ours: str, theirs: str) -> bool:
     """True when the 23/ZMTP table lets a socket of type `ours` talk to one of type `theirs`."""
     return theirs.upper() in VALID_PEERS.get(ours.upper(), frozenset())
+
+
+# Which socket types' applications send messages, and which receive them (a SUB's and an XSUB's subscriptions,
+# and an XPUB's reading of them, are not messages of the application's stream): a link's messages go from a
+# sender to a receiver, whichever end binds.
+MESSAGE_SENDERS = frozenset({"PUSH", "PUB", "XPUB", "REQ", "REP", "DEALER", "ROUTER", "PAIR"})
+MESSAGE_RECEIVERS = frozenset({"PULL", "SUB", "XSUB", "REQ", "REP", "DEALER", "ROUTER", "PAIR"})

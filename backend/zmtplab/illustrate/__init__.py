@@ -10,12 +10,12 @@ stylesheet for A4 and Letter. Payload bytes are text, escaped, never markup.
 - `document`: the page's content, read from a capture, a session export or a list of events.
 - `page`: the HTML.
 - `grammar`: the specs' ABNF rules (the same generated tables the pages use).
-- `reproduce`: the pyzmq script that makes the same conversation.
+- `reproduce`: the pyzmq script that makes the same conversation (one connection's, or a whole topology's).
 """
 
 from .document import Document, Section, from_capture, from_events, from_session, load
 from .page import render
-from .reproduce import reproduce_script
+from .reproduce import reproduce_script, topology_script
 
 __all__ = ["Document", "Section", "from_capture", "from_events", "from_session", "load", "render",
-           "reproduce_script"]
+           "reproduce_script", "topology_script"]

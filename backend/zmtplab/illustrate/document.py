@@ -56,12 +56,36 @@ Source = tuple[str, dict[str, Any]] | str
 
 
 @dataclass
+class LessonStep:
+    """A lesson's step as its handout tells it: its narration (the safe Markdown tree of `lessons.markdown`), its
+    socket decisions in words, its question (prompt and choices) or exercise (task), and, for the answer key, its
+    answer and its explanation; a step that opens a topology carries it (nodes, links, proxies) for the diagram."""
+
+    number: int
+    title: str
+    narration: list[dict[str, Any]]
+    decisions: list[str] = field(default_factory=list)
+    prompt: str | None = None
+    choices: list[str] = field(default_factory=list)
+    answer: str | None = None
+    explain: list[dict[str, Any]] = field(default_factory=list)
+    topology: dict[str, Any] | None = None
+    task: list[dict[str, Any]] | None = None  # an exercise's task (its answer and explanation go to the key too)
+    nodes: str | None = None  # a topology exercise's nodes, in words
+
+
+@dataclass
 class Document:
-    """A page's content: a title, where it came from, and its sections."""
+    """A page's content: a title, where it came from, and its sections; a lesson's handout has its steps too."""
 
     title: str
     source: Source
     sections: list[Section]
+    lesson: list[LessonStep] = field(default_factory=list)
+    # A topology's (a topology session's or lesson's): its nodes, links, proxies and conns, and every event (socket
+    # decisions and the applications' reads too): its script builds the whole topology.
+    topology: dict[str, Any] | None = None
+    topology_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def from_events(events: Iterable[Mapping[str, Any]], *, title: str, source: Source,
@@ -112,6 +136,10 @@ def from_capture(path: Path, *, conns: Iterable[str] | None = None, first: int |
                        max_elements=max_elements)
 
 
+# A session's source line, its mode in words of the page's language ("simulated" is ours, not a wire name).
+SESSION_SOURCES = {"simulated": "illustrate.source.session_simulated", "tcp": "illustrate.source.session_tcp"}
+
+
 def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Iterable[str] | None = None,
                  max_elements: int = DEFAULT_MAX_ELEMENTS) -> Document:
     """A playground session's `export.json` (its `config` and `events`)."""
@@ -124,7 +152,8 @@ def from_session(data: Mapping[str, Any], *, name: str = "session", conns: Itera
     endpoints = {str(e.get("conn")): names for e in events if isinstance(e, dict)}
     kept = [e for e in events if isinstance(e, dict) and e.get("kind") in SHOWN_KINDS | {"message"}
             and (wanted is None or str(e.get("conn")) in wanted)]
-    source = ("illustrate.source.session", {"mode": str(data.get("mode", "simulated"))})
+    mode = str(data.get("mode", "simulated"))
+    source = (SESSION_SOURCES[mode], {}) if mode in SESSION_SOURCES else ("illustrate.source.session", {"mode": mode})
     return from_events(kept, title=name, source=source, endpoints=endpoints, max_elements=max_elements)
 
 

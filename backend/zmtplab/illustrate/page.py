@@ -17,6 +17,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from ..engine.constants import MESSAGE_RECEIVERS, MESSAGE_SENDERS
 from ..i18n import DEFAULT, localize_event, text
 from .document import OCTET_KINDS, Document, Section
 from .grammar import spec_for
@@ -90,6 +91,17 @@ svg.sequence .life { stroke: var(--line); stroke-width: 2; }
 svg.sequence .msg { stroke: var(--ink); stroke-width: 1.4; }
 svg.sequence .head { fill: #e6eef7; stroke: var(--ink); }
 .cut { color: var(--muted); font-style: italic; }
+article.step { margin: 1rem 0 1.5rem; }
+.question { border-left: 4px solid var(--accent); padding: .2rem .8rem; }
+dl.answers dt { font-weight: 600; margin-top: .8rem; }
+figure.topology svg { width: 100%; max-height: 22rem; }
+figure.topology rect { fill: #f4f4f4; stroke: var(--ink); }
+figure.topology text { font: 13px "DejaVu Sans", sans-serif; fill: var(--ink); }
+figure.topology text.type { font-size: 11px; fill: var(--accent); }
+figure.topology line.link { stroke: var(--ink); stroke-width: 1.5; }
+figure.topology circle.bind { fill: #fff; stroke: var(--ink); stroke-width: 1.5; }
+figure.topology line.proxy { stroke: var(--muted); stroke-width: 2; stroke-dasharray: 6 4; }
+figure.topology figcaption { color: var(--muted); font-size: .85rem; }
 @page { margin: 14mm 12mm; }
 @media print {
   body { max-width: none; padding: 0; font-size: 9pt; line-height: 1.3; }
@@ -128,12 +140,151 @@ def render(doc: Document, *, script: str | None = None, script_name: str | None 
            f'<p class="meta">{escape(w("illustrate.intro", source=source))}</p>\n</header>\n']
     out.append(_toc(w, doc, numbered, script is not None))
     out.append("<main>\n")
+    if doc.lesson:
+        out.append(_lesson(w, doc))
     for section, anchor, elements in _by_section(doc, numbered):
         out.append(_section(w, section, anchor, elements))
+    if doc.lesson:
+        out.append(_answer_key(w, doc))
     if script is not None:
-        out.append(_script(w, script, script_name))
+        out.append(_script(w, script, script_name, whole=doc.topology is not None))
     out.append("</main>\n</body>\n</html>\n")
     return "".join(out)
+
+
+# ---------------------------------------------------------------- a lesson's own words
+
+
+def _inline(nodes: Any, depth: int = 0) -> str:
+    """A narration's inline nodes (`lessons.markdown`'s tree) as escaped HTML: text is only ever text."""
+    out = []
+    for n in nodes if isinstance(nodes, list) and depth < 6 else []:
+        kind = n.get("t") if isinstance(n, dict) else None
+        if kind == "text":
+            out.append(escape(str(n.get("v", ""))))
+        elif kind == "code":
+            out.append(f"<code>{escape(str(n.get('v', '')))}</code>")
+        elif kind in ("strong", "em"):
+            out.append(f"<{kind}>{_inline(n.get('children'), depth + 1)}</{kind}>")
+        elif kind == "link":
+            out.append(_inline(n.get("children"), depth + 1))  # (a handout runs nothing and links nowhere but home)
+    return "".join(out)
+
+
+def _narration(tree: Any) -> str:
+    """A narration tree's blocks (paragraphs, lists, code) as escaped HTML."""
+    out = []
+    for b in tree if isinstance(tree, list) else []:
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "p":
+            out.append(f"<p>{_inline(b.get('children'))}</p>\n")
+        elif kind in ("ul", "ol"):
+            items = "".join(f"<li>{_inline(item)}</li>" for item in b.get("items", []))
+            out.append(f"<{kind}>{items}</{kind}>\n")
+        elif kind == "pre":
+            out.append(f'<pre class="script">{escape(str(b.get("text", "")))}</pre>\n')
+    return "".join(out)
+
+
+def _lesson(w: Words, doc: Document) -> str:
+    """The lesson's steps as the teacher told them: narration, the topology's diagram where a step opens one, the
+    socket decisions it points at, and its question (the answers are in the key at the end)."""
+    out = ['<section id="lesson" aria-labelledby="lesson-title">\n'
+           f'<h2 id="lesson-title">{escape(w("illustrate.lesson"))}</h2>\n']
+    for step in doc.lesson:
+        out.append(f'<article class="step" id="s{step.number}">\n'
+                   f'<h3>{escape(w("illustrate.step", number=step.number, title=step.title))}</h3>\n')
+        if step.topology is not None:
+            out.append(_topology_figure(w, step.topology))
+        out.append(_narration(step.narration))
+        if step.decisions:
+            out.append(f'<p class="meta">{escape(w("illustrate.decisions"))}</p>\n<ul class="decisions">'
+                       + "".join(f"<li>{escape(d)}</li>" for d in step.decisions) + "</ul>\n")
+        if step.prompt is not None:
+            choices = "".join(f"<li>{escape(c)}</li>" for c in step.choices)
+            out.append(f'<div class="question"><p><strong>{escape(w("illustrate.question"))}</strong> '
+                       f"{escape(step.prompt)}</p>" + (f'<ol type="a">{choices}</ol>' if choices else "") + "</div>\n")
+        if step.task is not None:
+            nodes = f'<p class="meta">{escape(step.nodes)}</p>' if step.nodes else ""
+            out.append(f'<div class="question exercise"><p><strong>{escape(w("illustrate.exercise"))}</strong></p>'
+                       f"{_narration(step.task)}{nodes}</div>\n")
+        out.append("</article>\n")
+    out.append("</section>\n")
+    return "".join(out)
+
+
+def _answer_key(w: Words, doc: Document) -> str:
+    asked = [step for step in doc.lesson if step.prompt is not None or step.task is not None]
+    if not asked:
+        return ""
+    out = ['<section id="answers" aria-labelledby="answers-title">\n'
+           f'<h2 id="answers-title">{escape(w("illustrate.answer_key"))}</h2>\n<dl class="answers">\n']
+    for step in asked:
+        name = escape(w("illustrate.step", number=step.number, title=step.title))
+        out.append(f'<dt><a href="#s{step.number}">{name}</a></dt>\n'
+                   f"<dd><p><strong>{escape(step.answer or '')}</strong></p>{_narration(step.explain)}</dd>\n")
+    out.append("</dl>\n</section>\n")
+    return "".join(out)
+
+
+def _topology_figure(w: Words, topology: dict[str, Any]) -> str:
+    """A topology's nodes and links as an inline SVG: the binding nodes in one column, the nodes that only connect in
+    another (a proxy's two ends side by side); each link with arrowheads the way its messages go and a ring at its
+    binding end, as the playground draws it."""
+    nodes = [n for n in topology.get("nodes", []) if isinstance(n, dict) and "name" in n]
+    links = [lk for lk in topology.get("links", []) if isinstance(lk, dict)]
+    proxies = [p for p in topology.get("proxies", []) if isinstance(p, dict)]
+    if not nodes:
+        return ""
+    binds = {lk.get("bind") for lk in links}
+    backends = {p.get("backend") for p in proxies}
+    # Four columns: the nodes that only connect, the binding ones, a proxy's backend, the nodes behind it.
+    right = {lk.get("connect") for lk in links if lk.get("bind") in backends}
+    columns: list[list[dict[str, Any]]] = [[], [], [], []]
+    for n in nodes:
+        name = n["name"]
+        columns[2 if name in backends else 1 if name in binds else 3 if name in right else 0].append(n)
+    columns = [c for c in columns if c]
+    box_w, box_h, gap_x, gap_y = 130, 44, 90, 18
+    height = max(len(c) for c in columns) * (box_h + gap_y) + gap_y
+    width = len(columns) * (box_w + gap_x) - gap_x + 20
+    at: dict[str, tuple[float, float]] = {}
+    for i, col in enumerate(columns):
+        top = (height - len(col) * (box_h + gap_y) + gap_y) / 2
+        for k, n in enumerate(col):
+            at[n["name"]] = (10 + i * (box_w + gap_x), top + k * (box_h + gap_y))
+    parts = [f'<figure class="topology"><svg viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(w("illustrate.topology", nodes=len(nodes), links=len(links)))}">',
+             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" '
+             'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
+    types = {n["name"]: str(n.get("type", "")).upper() for n in nodes}
+    for lk in links:
+        a, b = at.get(lk.get("connect", "")), at.get(lk.get("bind", ""))
+        if not (a and b):
+            continue
+        x1, x2 = (a[0] + box_w, b[0] - 7) if a[0] < b[0] else (a[0], b[0] + box_w + 7)
+        ring = b[0] - 3.5 if a[0] < b[0] else b[0] + box_w + 3.5
+        # Arrowheads the way its messages go (both ends for request-reply); a ring where it binds.
+        tc, tb = types.get(lk["connect"], ""), types.get(lk["bind"], "")
+        forward = tc in MESSAGE_SENDERS and tb in MESSAGE_RECEIVERS
+        back = tb in MESSAGE_SENDERS and tc in MESSAGE_RECEIVERS
+        heads = (' marker-end="url(#arrow)"' if forward or not back else "") + (' marker-start="url(#arrow)"'
+                                                                                  if back else "")
+        parts.append(f'<line class="link" x1="{x1}" y1="{a[1] + box_h / 2}" x2="{x2}" y2="{b[1] + box_h / 2}"'
+                     f'{heads}/><circle class="bind" cx="{ring}" cy="{b[1] + box_h / 2}" r="3.5"/>')
+    for p in proxies:
+        a, b = at.get(p.get("frontend", "")), at.get(p.get("backend", ""))
+        if a and b:
+            parts.append(f'<line class="proxy" x1="{a[0] + box_w}" y1="{a[1] + box_h / 2}" x2="{b[0]}" '
+                         f'y2="{b[1] + box_h / 2}"/>')
+    for n in nodes:
+        x, y = at[n["name"]]
+        parts.append(f'<g class="node"><rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="5"/>'
+                     f'<text x="{x + box_w / 2}" y="{y + 18}" text-anchor="middle">{escape(str(n["name"]))}</text>'
+                     f'<text class="type" x="{x + box_w / 2}" y="{y + 35}" text-anchor="middle">'
+                     f'{escape(str(n.get("type", "")))}</text></g>')
+    parts.append(f'</svg><figcaption>{escape(w("illustrate.topology_caption"))}</figcaption></figure>\n')
+    return "".join(parts)
 
 
 # ---------------------------------------------------------------- numbering and contents
@@ -191,6 +342,10 @@ def _toc(w: Words, doc: Document, numbered: list, with_script: bool) -> str:
             arrow = ARROW.get(event.get("dir", ""), "")
             out.append(f'<li><a href="#e{n}">{arrow} {escape(_label(w, event))}</a></li>\n')
         out.append("</ol></li>\n")
+    if doc.lesson:
+        out.insert(1, f'<li><a href="#lesson">{escape(w("illustrate.lesson"))}</a></li>\n')
+        if any(step.prompt is not None or step.task is not None for step in doc.lesson):
+            out.append(f'<li><a href="#answers">{escape(w("illustrate.answer_key"))}</a></li>\n')
     if with_script:
         out.append(f'<li><a href="#reproduce">{escape(w("illustrate.reproduce"))}</a></li>\n')
     out.append("</ol>\n</nav>\n")
@@ -275,7 +430,8 @@ def _element(w: Words, section: Section, n: int, event: dict[str, Any]) -> str:
         where.append(w("illustrate.packets", numbers=numbers))
     if "t" in event:
         where.append(w("illustrate.time", t=event["t"]))
-    meta = f'<p class="meta">{escape(w("illustrate.sent_by", who=who, where="; ".join(where)))}</p>\n'
+    said_where = w("illustrate.where_separator").join(where)
+    meta = f'<p class="meta">{escape(w("illustrate.sent_by", who=who, where=said_where))}</p>\n'
     if kind not in OCTET_KINDS:
         severity = str(event.get("severity", "note"))
         cls = "element note error" if severity == "error" or kind == "gap" else "element note"
@@ -439,9 +595,10 @@ def _value(w: Words, value: Any, most: int = 160) -> str:
     return shown if len(shown) <= most else shown[:most] + w("illustrate.value_cut", count=len(shown))
 
 
-def _script(w: Words, script: str, script_name: str | None) -> str:
+def _script(w: Words, script: str, script_name: str | None, *, whole: bool = False) -> str:
     where = " " + escape(w("illustrate.script_beside", file=script_name)) if script_name else ""
+    intro = w("illustrate.script_topology" if whole else "illustrate.script_intro")
     return ('<section id="reproduce" aria-labelledby="reproduce-title">\n'
             f'<h2 id="reproduce-title">{escape(w("illustrate.reproduce"))}</h2>\n'
-            f'<p>{escape(w("illustrate.script_intro"))}{where}</p>\n'
+            f'<p>{escape(intro)}{where}</p>\n'
             f'<pre class="script">{escape(script)}</pre>\n</section>\n')

@@ -271,3 +271,181 @@ def reproduce_script(section: Section, *, title: str = "") -> str:
 def _safe(text: str) -> str:
     """Text for the script's docstring: one line, no quotes that end it, no backslashes."""
     return " ".join(str(text).split()).replace('"""', "'''").replace("\\", "/")
+
+
+# ---------------------------------------------------------------- a whole topology
+
+# What a socket type's application gives `send_multipart` for the frames a message has on the wire: REQ's empty
+# delimiter is the socket's (it puts it in front), a REP's reply carries the envelope REP put back, a ROUTER sends
+# the peer's identity first (the wire has it not).
+ENVELOPE_TYPES = frozenset({"REQ", "REP"})
+
+
+@dataclass
+class Step:
+    """One thing an application did: `send` frames, or `recv` the next message."""
+
+    node: str
+    what: str  # "send" or "recv"
+    frames: list[bytes] = field(default_factory=list)
+    to: str | None = None  # a ROUTER's send: the node it routes to
+
+
+def topology_steps(topology: dict[str, Any], events: list[dict[str, Any]]) -> list[Step]:
+    """What each node's application sent and read, in the order it happened, from a topology session's (or a
+    topology lesson's) events: each message id's first appearance from its sending node (a proxy's relays keep
+    the id, an echoing node's replies are its thread's) and the applications' reads (`peer recv`)."""
+    nodes = {n["name"]: n for n in topology.get("nodes", [])}
+    proxied = {name for p in topology.get("proxies", []) for name in (p.get("frontend"), p.get("backend"))}
+    conns = {str(c["conn"]): (c["client"], c["server"]) for c in topology.get("conns", [])}
+    wire = {e["msg"]: e for e in events if e.get("kind") == "message" and isinstance(e.get("msg"), int)}
+    seen: set[int] = set()
+    steps: list[Step] = []
+    for e in events:
+        kind = e.get("kind")
+        if kind == "peer" and e.get("what") == "recv":
+            node = e.get("peer")
+            if node in nodes and not nodes[node].get("echo") and node not in proxied:
+                steps.append(Step(node, "recv"))
+            continue
+        msg = e.get("msg")
+        if not isinstance(msg, int) or msg in seen:
+            continue
+        if kind == "socket" and e.get("what") in ("route", "queue", "drop", "filter"):
+            sender, peer = e.get("node"), e.get("peer")
+        elif kind == "message" and str(e.get("conn")) in conns:
+            client, server = conns[str(e["conn"])]
+            sender, peer = (client, server) if e.get("dir") == "c2s" else (server, client)
+        else:
+            continue
+        seen.add(msg)
+        if sender not in nodes or sender in proxied or nodes[sender].get("echo"):
+            continue
+        carried = wire.get(msg)
+        if carried is None:
+            continue  # (dropped before any wire: what it held is not known whole)
+        frames = [bytes.fromhex(f) for f in carried.get("frames", [])]
+        kind_of = str(nodes[sender].get("type", "")).upper()
+        if kind_of in ENVELOPE_TYPES and b"" in frames:
+            frames = frames[frames.index(b"") + 1:]
+        steps.append(Step(sender, "send", frames, to=peer if kind_of == "ROUTER" else None))
+    return steps
+
+
+def topology_script(topology: dict[str, Any], events: list[dict[str, Any]], *, title: str = "") -> str:
+    """A pyzmq script that builds the whole topology with libzmq (every node a socket with its options, each
+    binding node on a port of its own, the links in order, a thread running `zmq.proxy` for each proxy step and
+    one for each echoing node) and then has each application send and read what it did, in order."""
+    nodes = list(topology.get("nodes", []))
+    names = {n["name"] for n in nodes}
+    links = [lk for lk in topology.get("links", []) if lk.get("connect") in names and lk.get("bind") in names]
+    proxies = [p for p in topology.get("proxies", []) if p.get("frontend") in names and p.get("backend") in names]
+    routers = {n["name"] for n in nodes if str(n.get("type", "")).upper() == "ROUTER"}
+    binds = list(dict.fromkeys(lk["bind"] for lk in links))
+    steps = topology_steps(topology, events)
+    lines = [
+        "#!/usr/bin/env python3",
+        f'"""Builds {_safe(title or "a ZMTP topology")} with libzmq (pyzmq): {len(nodes)} sockets, {len(links)} '
+        f"links{', ' + str(len(proxies)) + ' proxy step(s)' if proxies else ''}, and what each application sent "
+        "and read, in order.",
+        "",
+        "Made by ZMTP Lab. Capture its traffic (tshark -i lo) to see the bytes; which worker a round robin picks",
+        "depends on the order the connections come up, which libzmq does not promise.",
+        '"""',
+        "",
+        "import argparse",
+        "import threading",
+        "import time",
+        "",
+        "import zmq",
+        "",
+        "parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])",
+        'parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each message")',
+        "args = parser.parse_args()",
+        "",
+        "ctx = zmq.Context()",
+        "sockets = {}",
+        "",
+    ]
+    for node in nodes:
+        name, kind = node["name"], str(node.get("type", "PAIR")).upper()
+        lines.append(f"sockets[{name!r}] = s = ctx.socket(zmq.{kind})")
+        lines.append("s.setsockopt(zmq.LINGER, 1000)")
+        identity = node.get("identity") or ""
+        talks_to_router = any((lk["connect"] == name and lk["bind"] in routers) or
+                              (lk["bind"] == name and lk["connect"] in routers) for lk in links)
+        if not identity and talks_to_router and kind != "ROUTER":
+            identity = name  # (libzmq would make one up: the script names it, so a ROUTER can route to it)
+        if identity:
+            lines.append(f"s.setsockopt(zmq.ROUTING_ID, {identity.encode('utf-8')!r})")
+        for key, option in (("sndhwm", "SNDHWM"), ("rcvhwm", "RCVHWM")):
+            if node.get(key, 1000) != 1000:
+                lines.append(f"s.setsockopt(zmq.{option}, {int(node[key])})")
+        for topic in node.get("subscribe", []) if kind in ("SUB", "XSUB") else []:
+            lines.append(f"s.setsockopt(zmq.SUBSCRIBE, {str(topic).encode('utf-8')!r})")
+    lines += ["", "# Each binding node listens on a port of its own; the links connect in the topology's order.",
+              "endpoints = {}"]
+    for name in binds:
+        lines.append(f'endpoints[{name!r}] = f"tcp://127.0.0.1:{{sockets[{name!r}].bind_to_random_port('
+                     "'tcp://127.0.0.1')}\"")
+    for lk in links:
+        lines.append(f"sockets[{lk['connect']!r}].connect(endpoints[{lk['bind']!r}])")
+    lines += ["", "threads = []", "done = threading.Event()"]
+    if proxies:
+        lines += ["", "", "def proxy(frontend, backend, n):",
+                  '    """The broker: zmq.proxy moves every message between its two sockets, as it is, until told to',
+                  '    stop (its sockets are its thread\'s from now on)."""',
+                  "    control = ctx.socket(zmq.PAIR)",
+                  '    control.connect(f"inproc://proxy-{n}")',
+                  "    zmq.proxy_steerable(sockets[frontend], sockets[backend], None, control)",
+                  "    for s in (control, sockets[frontend], sockets[backend]):",
+                  "        s.close(linger=0)", "", "", "controls = []"]
+        for i, p in enumerate(proxies):
+            ends = f"{p['frontend']!r}, {p['backend']!r}, {i}"
+            lines += ["controls.append(ctx.socket(zmq.PAIR))", f'controls[-1].bind("inproc://proxy-{i}")',
+                      f"threads.append(threading.Thread(target=proxy, args=({ends}), daemon=True))"]
+    echoes = [n["name"] for n in nodes if n.get("echo")]
+    if echoes:
+        lines += ["", "", "def echo(name):", '    """An echoing application: each message it reads goes back."""',
+                  "    s = sockets[name]", "    while not done.is_set():", "        if s.poll(100):",
+                  "            s.send_multipart(s.recv_multipart())", "    s.close(linger=0)", ""]
+        for name in echoes:
+            lines.append(f"threads.append(threading.Thread(target=echo, args=({name!r},), daemon=True))")
+    lines.append("for thread in threads:")
+    lines.append("    thread.start()")
+    lines += [
+        "time.sleep(0.5)  # the connections, their handshakes and the subscriptions",
+        "",
+        "",
+        "def receive(name):",
+        '    """The next message of node `name`\'s socket, or exit when none comes in time."""',
+        "    if not sockets[name].poll(int(args.timeout * 1000)):",
+        '        raise SystemExit(f"{name}: no message within {args.timeout} s")',
+        "    frames = sockets[name].recv_multipart()",
+        '    print(f"{name} received {frames!r}")',
+        "    return frames",
+        "",
+        "",
+    ]
+    for step in steps:
+        if step.what == "recv":
+            lines.append(f"receive({step.node!r})")
+        elif step.to is not None:
+            peer = next((n for n in nodes if n["name"] == step.to), {})
+            identity = (peer.get("identity") or step.to).encode("utf-8")
+            lines.append(f"sockets[{step.node!r}].send_multipart([{identity!r}] + {step.frames!r})")
+        else:
+            lines.append(f"sockets[{step.node!r}].send_multipart({step.frames!r})")
+    if not steps:
+        lines.append("# (no application sent or read anything)")
+    threaded = [name for p in proxies for name in (p["frontend"], p["backend"])] + echoes
+    lines += ["", "time.sleep(0.2)", "done.set()"]
+    if proxies:
+        lines += ["for control in controls:", '    control.send(b"TERMINATE")']
+    lines += ["for thread in threads:", "    thread.join(5)"]
+    if proxies:
+        lines += ["for control in controls:  # (closed once the proxies have read their TERMINATE)",
+                  "    control.close(linger=0)"]
+    lines += [f"for name, s in sockets.items():  # (the threads closed theirs: {', '.join(threaded) or 'none'})",
+              f"    if name not in {sorted(threaded)!r}:", "        s.close(linger=0)", "ctx.term()", ""]
+    return "\n".join(lines)

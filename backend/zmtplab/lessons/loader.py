@@ -31,8 +31,9 @@ Sources:
   identity, PLAIN credentials, heartbeats ...) joined by an in-memory link on a virtual clock.
 - `wire`: hand-written bytes (`bytes` actions), fed to the dissector and to strict engine peers
   (`client`/`server`, optional) that must accept them unless `allow_errors`.
-- `capture`: a sample capture the package ships (the repository's `captures/`; `zmtplab.resources`), by file
-  name, optionally one connection.
+- `capture`: a capture by file name, optionally one connection: a teacher's own beside their lessons
+  (`ZMTPLAB_LESSONS_DIR`), else a sample capture the package ships (the repository's `captures/`;
+  `zmtplab.resources`).
 - `topology`: several simulated nodes, `{preset: ID}` or `{nodes, links, proxies}` as a topology
   session's body has them (`peers.topology` checks them: docs/architecture.md, "Topologies").
 
@@ -45,7 +46,9 @@ Actions: `run` (deliver until nothing moves), `deliver: N` (the next N writes), 
 (`kind: socket`, with `what` and `rule`) or a wire element by the node that sent it and the one
 it went to; a step's `decisions` are socket decisions it marks besides its element, and `expect`
 takes `inbox: {NODE: [messages]}` (exactly what that node's application read) and `decisions`
-(selectors, with `count` for an exact number).
+(selectors, with `count` for an exact number). A step's `exercise` is a task the server checks: a typed answer
+(`accept`) or a topology the student builds (`check`: the nodes it must have, the actions played on it, then
+`inbox`, `received` and `dropped`; `start`: what the playground's editor opens with); README.md has an example.
 
 Every model forbids unknown keys, so a typo is an error, and `LessonError` names the file and the
 step (by number and title) it is about.
@@ -54,6 +57,7 @@ step (by number and title) it is about.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -420,6 +424,81 @@ class Question(_Model):
         return self
 
 
+def _inbox_chunks(value: Any) -> Any:
+    """An inbox's messages with their bare strings as text chunks."""
+    if not isinstance(value, dict):
+        return value
+    return {k: [[_chunk(f) for f in m] if isinstance(m, list) else m for m in v] if isinstance(v, list) else v
+            for k, v in value.items()}
+
+
+class ExerciseCheck(_Model):
+    """How an exercise checks the topology a student built: the nodes it must have (name: socket type), the
+    actions played on it (a topology's actions, naming those nodes; `run` when none), then what must hold:
+    how many messages a node's application read (`received`), exactly which (`inbox`), how many messages the
+    sockets dropped (`dropped`)."""
+
+    nodes: dict[NodeName, str] = Field(min_length=1, max_length=24)
+    do: list[Action] = Field(default_factory=list, max_length=200)
+    received: dict[NodeName, int] = Field(default_factory=dict)
+    inbox: dict[NodeName, list[list[FrameSpec]]] = Field(default_factory=dict)
+    dropped: int | None = Field(None, ge=0)
+
+    @field_validator("nodes")
+    @classmethod
+    def _types(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, kind in value.items():
+            if kind.upper() not in SOCKET_TYPES:
+                raise ValueError(f"node {name}: unknown socket type {kind!r}; one of {', '.join(SOCKET_TYPES)}")
+        return {name: kind.upper() for name, kind in value.items()}
+
+    @field_validator("inbox", mode="before")
+    @classmethod
+    def _inbox(cls, value: Any) -> Any:
+        return _inbox_chunks(value)
+
+    @model_validator(mode="after")
+    def _names(self) -> ExerciseCheck:
+        names = list(self.nodes)
+        for action in self.do:
+            if action.name not in TOPOLOGY_ACTIONS:
+                raise ValueError(f"a topology takes no `{action.name}` action")
+            for name in _action_nodes(action):
+                if name not in names:
+                    raise ValueError(f"`{action.name}` names {name!r}, which is not one of `nodes` "
+                                     f"({', '.join(names)})")
+        for name in [*self.received, *self.inbox]:
+            if name not in names:
+                raise ValueError(f"{name!r} is not one of `nodes` ({', '.join(names)})")
+        return self
+
+
+class Exercise(_Model):
+    """A task for the student, checked by the server: a typed answer (`accept`: the texts accepted; a number is
+    compared as a number, so `0x40`, `64` and `64 octets` are one answer), or a topology built in the playground
+    (`check`; `start`: the topology the playground's editor opens with, a preset or nodes and links)."""
+
+    task: str = Field(min_length=1, max_length=4000)
+    accept: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(None, min_length=1,
+                                                                                     max_length=20)
+    check: ExerciseCheck | None = None
+    start: TopologySource | None = None
+    hint: str | None = Field(None, max_length=500)
+    explain: str | None = Field(None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _one(self) -> Exercise:
+        if (self.accept is None) == (self.check is None):
+            raise ValueError("an exercise has exactly one of `accept` (a typed answer) and `check` (a topology)")
+        if self.start is not None and self.check is None:
+            raise ValueError("`start` goes with a topology exercise (`check`)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "answer" if self.accept is not None else "topology"
+
+
 class ReceivedExpect(_Model):
     peer: NodeName
     frames: list[FrameSpec]
@@ -451,10 +530,7 @@ class Expect(_Model):
     @field_validator("inbox", mode="before")
     @classmethod
     def _inbox(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        return {k: [[_chunk(f) for f in m] if isinstance(m, list) else m for m in v] if isinstance(v, list) else v
-                for k, v in value.items()}
+        return _inbox_chunks(value)
 
 
 SOURCE_KINDS = ("session", "wire", "capture", "topology")
@@ -475,6 +551,7 @@ class Step(_Model):
     # Socket decisions the step points at besides its element (topology sources): marked in the scene.
     decisions: list[ElementSelector] = Field(default_factory=list, max_length=16)
     question: Question | None = None
+    exercise: Exercise | None = None
     expect: Expect | None = None
 
     @model_validator(mode="after")
@@ -486,6 +563,8 @@ class Step(_Model):
             raise ValueError("`highlight` needs an `element`")
         if self.question is not None and self.question.answer.kind != "choice" and self.element is None:
             raise ValueError("a field or byte question needs an `element`")
+        if self.question is not None and self.exercise is not None:
+            raise ValueError("a step asks a `question` or sets an `exercise`, not both")
         return self
 
     @property
@@ -499,6 +578,16 @@ class Step(_Model):
 SIDES = ("client", "server")
 
 
+def _action_nodes(action: Action) -> list[str]:
+    """The nodes (or sides) an action names."""
+    named = [getattr(v, "from_", None) for _, v in action if v is not None and hasattr(v, "from_")]
+    if action.connect is not None:
+        named += [action.connect.connect, action.connect.bind]
+    if action.recv is not None:
+        named.append(action.recv.node)
+    return named
+
+
 def _node_problem(step: Step, kind: str | None, names: list[str]) -> str | None:
     """What is wrong with the nodes a step names (None when nothing): an action or an expectation must name a
     node of the step's source, topology actions go with a topology, and socket decisions come from one only."""
@@ -507,12 +596,7 @@ def _node_problem(step: Step, kind: str | None, names: list[str]) -> str | None:
             return f"a topology takes no `{action.name}` action (it takes {', '.join(sorted(TOPOLOGY_ACTIONS))})"
         if kind != "topology" and action.name in ("connect", "recv"):
             return f"`{action.name}` acts on a topology's nodes; this step's source is a {kind}"
-        named = [getattr(v, "from_", None) for _, v in action if v is not None and hasattr(v, "from_")]
-        if action.connect is not None:
-            named += [action.connect.connect, action.connect.bind]
-        if action.recv is not None:
-            named.append(action.recv.node)
-        for name in named:
+        for name in _action_nodes(action):
             if name not in names:
                 return f"`{action.name}` names {name!r}, which is not a node here ({', '.join(names)})"
     expect = step.expect
@@ -626,3 +710,35 @@ def load_lessons(directory: Path | None = None) -> dict[str, Lesson]:
     lessons = [load_lesson_file(p) for p in sorted(directory.glob("*.yaml"))]
     lessons.sort(key=lambda lesson: (lesson.order, lesson.id))
     return {lesson.id: lesson for lesson in lessons}
+
+
+@dataclass(frozen=True)
+class LoadedLessons:
+    """Lessons of several directories: each lesson and the directory it came from (its translations are there),
+    and the files that could not be loaded, each with what is wrong (`LessonError`'s text: the file, the step)."""
+
+    lessons: dict[str, Lesson]
+    directories: dict[str, Path]
+    problems: list[tuple[Path, str]]
+
+
+def load_lesson_dirs(directories: list[Path]) -> LoadedLessons:
+    """The lessons of `directories`, in list order; a later directory's lesson replaces an earlier one of the same
+    id (a teacher's own version of a shipped lesson). A file that is not a valid lesson does not stop the others:
+    it is listed in `problems`. A directory that does not exist is a problem too."""
+    found: dict[str, tuple[Lesson, Path]] = {}
+    problems: list[tuple[Path, str]] = []
+    for directory in directories:
+        if not directory.is_dir():
+            problems.append((directory, f"{directory}: no such directory of lessons"))
+            continue
+        for path in sorted(directory.glob("*.yaml")):
+            try:
+                lesson = load_lesson_file(path)
+            except LessonError as exc:
+                problems.append((path, str(exc)))
+                continue
+            found[lesson.id] = (lesson, directory)
+    ordered = sorted(found.values(), key=lambda item: (item[0].order, item[0].id))
+    return LoadedLessons({lesson.id: lesson for lesson, _ in ordered},
+                         {lesson.id: directory for lesson, directory in ordered}, problems)

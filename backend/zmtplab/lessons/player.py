@@ -17,8 +17,9 @@ Sources:
 - `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
   accept them (a spec's worked example, byte for byte).
 - `capture`: a sample capture dissected by the capture reader.
-- `topology`: a topology's nodes on the same simulator, one connection per link (numbered in link
-  order, a `connect` action's link after them). The scene keeps each wire element's connection,
+- `topology`: a topology's nodes on the same simulator, one connection per link (numbered from 0 in link
+  order, as a session numbers them, a `connect` action's link after them). The scene keeps each wire
+  element's connection,
   shows the sockets' decisions (`kind: socket`) and the applications' receives (`kind: peer`,
   `what: recv`) as events, as a topology session's stream has them, and carries the topology
   with its `conns` (connection -> client and server node) and the `decisions` the step marks.
@@ -30,6 +31,7 @@ suite plays every lesson through here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import lru_cache
@@ -47,6 +49,7 @@ from ..engine.events import (
     SubscriptionChanged,
 )
 from ..engine.fields import text_or_hex
+from ..i18n import text
 from ..peers.simulation import Simulation
 from ..peers.topology import Link, Topology, two_peer, validate
 from ..resources import sample_captures_dir
@@ -55,6 +58,8 @@ from .loader import (
     Action,
     CaptureSource,
     ElementSelector,
+    Exercise,
+    ExerciseCheck,
     Expect,
     Highlight,
     Lesson,
@@ -68,6 +73,7 @@ from .loader import (
 LATENCY = 0.001  # virtual seconds per write on the simulated link
 MAX_DELIVERIES = 100_000
 MAX_WAIT_STEPS = 100_000
+EXERCISE_DELIVERIES = 20_000  # a student's topology, checked: at most this many deliveries (an echo loop ends)
 OTHER = {"client": "server", "server": "client"}
 OUT_DIR = {"client": "c2s", "server": "s2c"}
 # What a peer reports that the scene's log shows (`recv` becomes a received message).
@@ -167,6 +173,7 @@ class _SimulationSource(_Source):
         super().__init__()
         self.spec = spec
         self.seen = 0  # entries of the simulation's log taken in so far
+        self.max_deliveries = MAX_DELIVERIES
         self.as_topology = isinstance(spec, TopologySource)
         self.conn: str | None = None  # a session's one connection, as the simulation numbers it
         if isinstance(spec, TopologySource):
@@ -217,7 +224,7 @@ class _SimulationSource(_Source):
     # ---- the simulation's log, as a scene shows it
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
-        write: dict[str, Any] = {"conn": conn} if self.as_topology else {}
+        write: dict[str, Any] = {"conn": _scene_conn(conn)} if self.as_topology else {}
         write.update(dir=direction, offset=offset, length=length, t=round(self.sim.t, 6))
         self.writes.append(write)
 
@@ -229,7 +236,7 @@ class _SimulationSource(_Source):
             kind = entry["kind"]
             if kind == "link":
                 if entry["what"] == "open":
-                    self.conns[entry["conn"]] = (entry["client"], entry["server"])
+                    self.conns[_scene_conn(entry["conn"])] = (entry["client"], entry["server"])
                 continue
             if kind == "peer":
                 self._peer_entry(entry)
@@ -238,6 +245,8 @@ class _SimulationSource(_Source):
             item = {**entry, "t": round(entry["t"], 6)}
             if not self.as_topology:
                 item["conn"] = "0"  # (a session's one connection is connection 0 of its scenes)
+            elif "conn" in item:
+                item["conn"] = _scene_conn(item["conn"])
             item["seq"] = len(self.events)
             self.events.append(item)
         self.seen = len(entries)
@@ -293,7 +302,7 @@ class _SimulationSource(_Source):
         return self.sim.steps != before
 
     def settle(self) -> None:
-        for _ in range(MAX_DELIVERIES):
+        for _ in range(self.max_deliveries):
             if not self._step():
                 return
         raise LessonPlayError(f"the {self.kind} never settles")
@@ -453,14 +462,14 @@ class _WireSource(_Source):
 class _CaptureSource(_Source):
     kind = "capture"
 
-    def __init__(self, spec: CaptureSource, captures_dir: Path | None) -> None:
+    def __init__(self, spec: CaptureSource, captures_dirs: list[Path]) -> None:
         super().__init__()
         self.spec = spec
-        if captures_dir is None:
+        if not captures_dirs:
             raise LessonPlayError(f"sample capture {spec.file}: this installation has no sample captures")
-        path = captures_dir / spec.file
-        if not path.is_file():
-            raise LessonPlayError(f"sample capture {spec.file} not found in {captures_dir}")
+        path = next((d / spec.file for d in captures_dirs if (d / spec.file).is_file()), None)
+        if path is None:
+            raise LessonPlayError(f"capture {spec.file} not found in {' or '.join(str(d) for d in captures_dirs)}")
         events = _dissect(str(path))
         conn = spec.conn if spec.conn is not None else (events[0]["conn"] if events else "0")
         self.conn = conn
@@ -485,6 +494,12 @@ def _dissect(path: str) -> list[dict[str, Any]]:
 def _describe(sel: ElementSelector) -> str:
     parts = [f"{k}={v!r}" for k, v in sel.model_dump(exclude_none=True).items() if k != "index"]
     return f"element ({', '.join(parts) or 'any'}; index {sel.index})"
+
+
+def _scene_conn(conn: Any) -> Any:
+    """A scene's connection id: the simulation counts from 1, scenes from 0, as a session's stream (and a
+    capture) does, so a lesson's link #0 is the playground's #0."""
+    return str(int(conn) - 1) if isinstance(conn, str) and conn.isdigit() else conn
 
 
 def _ends(ev: dict[str, Any], conns: dict[str, tuple[str, str]]) -> tuple[Any, Any]:
@@ -614,7 +629,8 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
     if step.element is not None:
         scene.element = _select(src.events, step.element, conns=src.conns)
         ev = src.events[scene.element]
-        scene.highlights = [_resolve_highlight(ev, hl) for hl in step.highlight]
+        # (`highlight`: the step's highlight each one is, which its label in another language follows)
+        scene.highlights = [{**_resolve_highlight(ev, hl), "highlight": n} for n, hl in enumerate(step.highlight)]
         if scene.highlights:
             scene.field = scene.highlights[0]["field"]
         q = step.question
@@ -624,13 +640,39 @@ def _play_step(lesson: Lesson, number: int, step: Step, src: _Source) -> StepSce
                 raise LessonPlayError(f"the answer field {q.answer.field!r} is not in the element")
         if q is not None and q.answer.byte is not None and q.answer.byte >= ev.get("length", 0):
             raise LessonPlayError(f"the answer byte {q.answer.byte} is outside the {ev.get('length')}-octet element")
+        if q is not None and q.answer.kind != "choice":
+            _keep_answer_back(scene, ev)
     return scene
 
 
-def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[StepScene]:
+def answer_fields(scene: StepScene) -> list[int]:
+    """The fields of the step's element that are its question's answer: the answer field's candidates, or the
+    field holding the answer byte."""
+    q = scene.question
+    if q is None or q.answer.kind == "choice" or scene.element is None:
+        return []
+    if q.answer.kind == "field":
+        return list(scene.answer_fields)
+    ev = scene.events[scene.element]
+    at = ev.get("offset", 0) + (q.answer.byte or 0)
+    return [i for i, f in enumerate(ev.get("fields") or []) if f["offset"] <= at < f["offset"] + f["length"]]
+
+
+def _keep_answer_back(scene: StepScene, ev: dict[str, Any]) -> None:
+    """A question answered by a click must not be answered already: the scene neither selects nor highlights the
+    field it asks for (the step's other highlights stay, the first of them selected). The answer lights up once
+    it is given (`check_answer`'s `fields`)."""
+    answer = set(answer_fields(scene))
+    scene.highlights = [hl for hl in scene.highlights if hl["field"] not in answer]
+    scene.field = scene.highlights[0]["field"] if scene.highlights else None
+
+
+def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None, own_dir: Path | None = None) -> list[StepScene]:
     """Every step of `lesson`, played in order (see the module docstring); a capture step's file is looked up in
+    `own_dir` (the lesson's own directory: a teacher's captures beside their lessons) first, then in
     `captures_dir`, by default the package's sample captures (`zmtplab.resources`)."""
     captures_dir = captures_dir or sample_captures_dir()
+    captures_dirs = [d for d in (own_dir, captures_dir) if d is not None]
     scenes: list[StepScene] = []
     src: _Source | None = None
     for number, step in enumerate(lesson.steps, 1):
@@ -640,7 +682,7 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
             elif step.wire is not None:
                 src = _WireSource(step.wire)
             elif step.capture is not None:
-                src = _CaptureSource(step.capture, captures_dir)
+                src = _CaptureSource(step.capture, captures_dirs)
             elif step.topology is not None:
                 src = _SimulationSource(step.topology)
             assert src is not None  # the loader insists the first step has a source
@@ -653,12 +695,41 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None) -> list[Ste
 # ---------------------------------------------------------------- answers
 
 
+def answer_key(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any] | None:
+    """What a submission answered, the same for every student whatever their language, to count a class's answers
+    by: `{"choice": i}` (the choice's place), `{"field": name}` (the field clicked) or `{"offset": n}` (a byte
+    outside every field, or a byte question's octet); None when it names nothing in the step's element."""
+    q = scene.question
+    if q is None:
+        return None
+    if q.answer.kind == "choice":
+        choice = submission.get("choice")
+        folded = [c.casefold() for c in q.choices or []]
+        if isinstance(choice, str) and choice.strip().casefold() in folded:
+            return {"choice": folded.index(choice.strip().casefold())}
+        return None
+    if scene.element is None or submission.get("index") != scene.element:
+        return None
+    element = scene.events[scene.element]
+    fields = element.get("fields") or []
+    offset, picked = submission.get("offset"), submission.get("field")
+    if q.answer.kind == "byte" and isinstance(offset, int):
+        return {"offset": offset - element["offset"]}
+    if isinstance(picked, int) and 0 <= picked < len(fields):
+        return {"field": fields[picked]["name"]}
+    if isinstance(offset, int):
+        at = [f for f in fields if f["offset"] <= offset < f["offset"] + f["length"]]
+        return {"field": min(at, key=lambda f: f["length"])["name"]} if at else {"offset": offset - element["offset"]}
+    return None
+
+
 def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]:
     """Checks a submission `{choice}` or `{index, field?, offset?}` against the step's question.
 
     `index` is the element the student picked, `field` a field index in it, `offset` a byte's
-    stream offset (a click in the hex dump). Returns `{correct, message, explain}` where
-    `explain` is the narration tree of the question's explanation (on a correct answer only).
+    stream offset (a click in the hex dump). Returns `{correct, message, explain, fields}` where
+    `explain` is the narration tree of the question's explanation and `fields` the answer's fields in the element
+    (to light up), both on a correct answer only.
     """
     q = scene.question
     if q is None:
@@ -689,5 +760,115 @@ def check_answer(scene: StepScene, submission: dict[str, Any]) -> dict[str, Any]
                     correct = offset - element["offset"] == q.answer.byte
     if correct:
         return {"correct": True, "message": "Correct.",
-                "explain": markdown.parse(q.explain) if q.explain else []}
-    return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": []}
+                "explain": markdown.parse(q.explain) if q.explain else [], "fields": answer_fields(scene)}
+    return {"correct": False, "message": q.hint or "Not quite: look again.", "explain": [], "fields": []}
+
+
+# ---------------------------------------------------------------- exercises
+
+NUMBER = re.compile(r"^\s*(0x[0-9a-f]+|[+-]?\d+(?:\.\d+)?)(?:\s*[^\d\s.][^\d]*)?\s*$", re.IGNORECASE)
+
+
+def _number(answer: str) -> float | None:
+    """The number an answer gives (`64`, `0x40`, `64 octets`, `64 个字节`), None when it gives none."""
+    m = NUMBER.match(answer)
+    if m is None:
+        return None
+    digits = m.group(1)
+    return float(int(digits, 16)) if digits.lower().startswith("0x") else float(digits)
+
+
+def same_answer(given: str, accepted: str) -> bool:
+    """Whether a typed answer is an accepted one: the same number, or the same words (case and spaces aside)."""
+    a, b = _number(given), _number(accepted)
+    if a is not None and b is not None and re.fullmatch(r"\s*(0x[0-9a-f]+|[+-]?\d+(\.\d+)?)\s*", accepted, re.I):
+        return a == b
+    return " ".join(given.split()).casefold() == " ".join(accepted.split()).casefold()
+
+
+def exercise_start(exercise: Exercise) -> dict[str, Any] | None:
+    """The topology a topology exercise's playground opens with: its `start` (a preset's nodes and links), the
+    messages the check sends as its script (so Start shows what the check will do); None without a `start`."""
+    if exercise.start is None or exercise.check is None:
+        return None
+    start = exercise.start.topology().to_dict()
+    script = []
+    for i, send in enumerate(a.send for a in exercise.check.do if a.send is not None):
+        frames = [f.to_bytes() for f in send.frames]
+        try:
+            entry: dict[str, Any] = {"from": send.from_, "frames": [f.decode("utf-8") for f in frames]}
+        except UnicodeDecodeError:
+            entry = {"from": send.from_, "frames": [f.hex() for f in frames], "hex": True}
+        script.append({**entry, "at": round(0.05 * (i + 1), 3)})
+    start.pop("script", None)
+    if script:
+        start["script"] = script
+    return start
+
+
+def _shown(messages: list[list[str]]) -> str:
+    return ", ".join(" | ".join(m) for m in _texts(messages))
+
+
+def _topology_problems(check: ExerciseCheck, body: Any, lang: str) -> list[str]:
+    """What a student's topology does not do that the check wants, in `lang` (nothing: it does all)."""
+    if not isinstance(body, dict) or not isinstance(body.get("nodes"), list) or not body["nodes"]:
+        return [text("lessons.exercise.no_topology", lang)]
+    try:
+        spec = TopologySource(nodes=body["nodes"], links=body.get("links") or [], proxies=body.get("proxies") or [])
+    except ValueError as exc:  # (pydantic's ValidationError is one: its first error says what is wrong)
+        errors = getattr(exc, "errors", None)
+        why = errors()[0]["msg"].removeprefix("Value error, ") if callable(errors) else str(exc)
+        return [text("lessons.exercise.invalid", lang, error=why)]
+    have = {node.name: node.type for node in spec.topology().nodes}
+    problems = [text("lessons.exercise.no_node", lang, name=name, type=kind) if name not in have else
+                text("lessons.exercise.wrong_type", lang, name=name, type=kind, got=have[name])
+                for name, kind in check.nodes.items() if have.get(name) != kind]
+    if problems:
+        return problems
+    try:
+        src = _SimulationSource(spec)
+        src.max_deliveries = EXERCISE_DELIVERIES
+        for action in check.do:
+            src.apply(action)
+        src.settle()
+    except (LessonPlayError, ValueError, LocalProtocolError) as exc:
+        return [text("lessons.exercise.failed", lang, error=str(exc))]
+    if src.errors:
+        return [text("lessons.exercise.failed", lang, error="; ".join(src.errors))]
+    inboxes = {name: [r["hex"] for r in src.received if r["peer"] == name] for name in check.nodes}
+    for name, count in check.received.items():
+        if len(inboxes[name]) != count:
+            problems.append(text("lessons.exercise.received", lang, name=name, count=count, got=len(inboxes[name])))
+    for name, messages in check.inbox.items():
+        wanted = [[f.to_bytes().hex() for f in m] for m in messages]
+        if inboxes[name] != wanted:
+            key = ("lessons.exercise.inbox_empty" if not inboxes[name] else
+                   "lessons.exercise.inbox_unwanted" if not wanted else "lessons.exercise.inbox")
+            problems.append(text(key, lang, name=name, wanted=_shown(wanted), got=_shown(inboxes[name])))
+    if check.dropped is not None:
+        dropped = sum(1 for ev in src.events if ev.get("kind") == "socket" and ev.get("what") == "drop")
+        if dropped != check.dropped:
+            problems.append(text("lessons.exercise.dropped", lang, count=check.dropped, got=dropped))
+    return problems
+
+
+def check_exercise(exercise: Exercise, submission: dict[str, Any], lang: str = "en") -> dict[str, Any]:
+    """Checks a student's work on `exercise` (a step's, in `lang`): `{answer}`, a typed answer, or `{topology}`,
+    the topology built (a topology session's body: nodes, links, proxies; its mode and script are not used: the
+    check plays its own actions on the simulator). Returns `{correct, message, problems, explain}`: `problems`
+    says what the topology does not do (each in words), `explain` is the explanation's narration tree once
+    correct."""
+    if exercise.accept is not None:
+        given = submission.get("answer")
+        problems: list[str] = []
+        correct = isinstance(given, str) and any(same_answer(given, a) for a in exercise.accept)
+    else:
+        assert exercise.check is not None
+        problems = _topology_problems(exercise.check, submission.get("topology"), lang)
+        correct = not problems
+    if correct:
+        return {"correct": True, "message": text("lessons.answer.correct", lang), "problems": [],
+                "explain": markdown.parse(exercise.explain) if exercise.explain else []}
+    return {"correct": False, "message": exercise.hint or text("lessons.answer.not_quite", lang),
+            "problems": problems, "explain": []}

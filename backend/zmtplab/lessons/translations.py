@@ -16,6 +16,11 @@ steps:                      # as many as the lesson has, in the same order
       choices: [...]        # a choice question: the same choices, in the same order
       hint: ...
       explain: ...
+    exercise:               # when the step sets one
+      task: ...
+      accept: [...]         # more answers accepted in this language (a typed answer), beside the lesson's
+      hint: ...
+      explain: ...
 ```
 
 `localize_lesson` gives the lesson with these texts in place; `localize_scene` and
@@ -51,7 +56,7 @@ def _str(value: Any, where: str, *, optional: bool = False) -> str | None:
 def _localize_step(step: Step, data: Any, where: str) -> Step:
     if not isinstance(data, dict):
         raise LessonError(f"{where}: a mapping with title and narration is needed")
-    unknown = set(data) - {"title", "narration", "labels", "question"}
+    unknown = set(data) - {"title", "narration", "labels", "question", "exercise"}
     if unknown:
         raise LessonError(f"{where}: unknown keys {sorted(unknown)}")
     update: dict[str, Any] = {"title": _str(data.get("title"), f"{where} title"),
@@ -84,6 +89,23 @@ def _localize_step(step: Step, data: Any, where: str) -> Step:
             answer = choices[(q.choices or []).index(q.answer.choice)]
             qu["answer"] = q.answer.model_copy(update={"choice": answer})
         update["question"] = q.model_copy(update=qu)
+    e, te = step.exercise, data.get("exercise")
+    if (e is None) != (te is None):
+        raise LessonError(f"{where}: the exercise is in one language only")
+    if e is not None:
+        if not isinstance(te, dict) or set(te) - {"task", "accept", "hint", "explain"}:
+            raise LessonError(f"{where}: an exercise has task, accept, hint and explain only")
+        eu: dict[str, Any] = {"task": _str(te.get("task"), f"{where} task")}
+        for key, english in (("hint", e.hint), ("explain", e.explain)):
+            if (english is None) != (te.get(key) is None):
+                raise LessonError(f"{where}: the exercise's {key} is in one language only")
+            eu[key] = _str(te.get(key), f"{where} {key}", optional=True)
+        accept = te.get("accept")
+        if accept is not None:
+            if e.accept is None or not isinstance(accept, list):
+                raise LessonError(f"{where}: `accept` goes with an exercise answered by typing, as a list")
+            eu["accept"] = [*e.accept, *(_str(a, f"{where} accept") for a in accept)]
+        update["exercise"] = e.model_copy(update=eu)
     return step.model_copy(update=update)
 
 
@@ -123,7 +145,7 @@ def localize_scene(scene: dict[str, Any], step: Step, lang: str) -> dict[str, An
     out["log"] = [{**e, "text": translate(e["text"], lang)} if isinstance(e.get("text"), str) else e
                   for e in scene["log"]]
     labels = [h.label for h in step.highlight]
-    out["highlights"] = [{**h, "label": labels[i] or h["label"]} if i < len(labels) else h
+    out["highlights"] = [{**h, "label": labels[n] or h["label"]} if (n := h.get("highlight", i)) < len(labels) else h
                          for i, h in enumerate(scene["highlights"])]
     if scene.get("question") is not None and step.question is not None:
         out["question"] = {**scene["question"], "prompt": step.question.prompt, "choices": step.question.choices}

@@ -33,6 +33,8 @@ TEMPLATES: dict[str, str] = {
     "drop/rep-delimiter": "REP dropped a request from {peer} without an envelope delimiter (or without a body)",
     "filter/prefix-match": "{type} filtered out {msg} for {peer} (subscribed to {subs})",
     "filter/slow-joiner": "{type} did not send {msg} to {peer}: no subscription from it yet (the slow joiner)",
+    "filter/no-subscription": "{type} did not send {msg} to {peer}: {peer} subscribed to nothing (a SUB receives "
+                              "nothing until it subscribes)",
     "filter/local-prefix-match": "{type} filtered out {msg} (subscribed to {subs})",
     "queue/blocked": "{type} queued {msg} behind {depth} waiting send(s): its application is blocked",
     "block/sndhwm": "send blocked: every pipe full ({type} waits at SNDHWM {hwm}, it never drops)",

@@ -84,7 +84,7 @@ from ..engine.events import refieldable
 from . import decisions as words
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
-from .sockets import Again, Pipe, SocketStateError
+from .sockets import Again, Pipe, SocketStateError, never_subscribed
 
 C2S, S2C = "c2s", "s2c"
 SIDES = ("client", "server")
@@ -1263,6 +1263,10 @@ class Simulation:
                 self._received = msg
         elif what not in NO_MESSAGE and not (what == "block" and rule == "rcvhwm"):
             msg = self._sending
+            if rule == "slow-joiner" and what == "filter":
+                far = self.peers.get(self._pipe_end(peer, pipe)[0] or "")
+                if far is not None and never_subscribed(far.socket):
+                    rule = "no-subscription"
         self._socket_event(peer, what, rule, pipe, frames, detail, msg)
 
     def _socket_event(self, peer: SimPeer, what: str, rule: str, pipe: Pipe | None,

@@ -63,11 +63,21 @@ DECISIONS = frozenset({
     ("route", "pair"), ("queue", "pair"), ("route", "envelope"), ("route", "fan-out"),
     ("drop", "router-mandatory-off"), ("drop", "sndhwm"), ("drop", "slow-joiner"), ("drop", "rep-peer-gone"),
     ("drop", "req-reply-peer"), ("drop", "req-delimiter"), ("drop", "rep-delimiter"),
-    ("filter", "prefix-match"), ("filter", "slow-joiner"), ("filter", "local-prefix-match"),
+    ("filter", "prefix-match"), ("filter", "slow-joiner"), ("filter", "no-subscription"),
+    ("filter", "local-prefix-match"),
     ("block", "sndhwm"), ("block", "no-peer"), ("block", "rcvhwm"), ("unblock", "rcvhwm"),
     ("deliver", "fair-queue"), ("envelope", "identity-routing"), ("strip", "envelope"), ("strip", "delimiter"),
     ("subscribe", "subscribe"), ("subscribe", "cancel"),
 })
+
+
+
+def never_subscribed(socket: Socket) -> bool:
+    """Whether `socket` is a SUB or XSUB that holds no subscription at all: it receives nothing, as in libzmq,
+    until it subscribes (a publisher's "filter/slow-joiner" decision about its pipe is then "no-subscription":
+    no subscription is on its way)."""
+    return socket.type in SUBSCRIBERS and not socket.subscriptions
+
 
 Observer = Callable[[str, str, "Pipe | None", "tuple[bytes, ...] | None", "bytes | int | None"], None]
 

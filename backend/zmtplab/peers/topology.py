@@ -285,7 +285,8 @@ def validate(topo: Topology) -> Topology:
 
 def two_peer(server: dict[str, Any], client: dict[str, Any]) -> Topology:
     """The two-peer body as a topology: nodes "server" and "client", one link, the client connecting.
-    (The two-peer SUB subscribes to its one `subscribe` text: empty means every message.) Unlike a topology,
+    (The two-peer SUB subscribes to its one `subscribe` text: empty is the empty prefix, every message; None
+    or absent, nothing at all, as a libzmq SUB that never subscribed.) Unlike a topology,
     the two peers may be a pair 23/ZMTP refuses: the handshake then shows the refusal."""
     nodes = []
     for i, (name, side) in enumerate((("server", server), ("client", client))):
@@ -365,7 +366,7 @@ def _node(i: int, raw: Any) -> Node:
         raise TopologyError(f"{where}: libzmq is true or false")
     subscribe_in = raw.get("subscribe")
     if subscribe_in is None:
-        subscribe: tuple[str, ...] = ("",) if kind in SUBSCRIBER_TYPES else ()
+        subscribe: tuple[str, ...] = ()  # as in libzmq: a SUB receives nothing until it subscribes
     else:
         items = [subscribe_in] if isinstance(subscribe_in, str) else subscribe_in
         if not isinstance(items, list) or len(items) > MAX_SUBSCRIPTIONS:

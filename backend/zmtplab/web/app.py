@@ -2,7 +2,8 @@
 
 The lifespan owns every background task: the capture store (its dissection workers and
 progress pollers), the session manager, the corpus runs (the Spark pipeline's worker thread
-and session), and the reaper that expires old captures and idle sessions. Every HTTP
+and session), the classes of presenter mode (`DATA_DIR/classes.json`: they survive a restart), and the reaper
+that expires old captures and idle sessions and saves the classes. Every HTTP
 response carries a strict Content-Security-Policy (no inline script anywhere but the one
 hashed script of `/docs`), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 """
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..eventstore import StoreClosed
 from ..i18n import DEFAULT, pick_lang, translate
 from .captures import CaptureStore
+from .classrooms import ClassLimits, ClassRegistry
 from .corpus import CorpusRuns
 from .languages import LocalizedSockets, localize_validation, localized_http_exception, scope_lang
 from .live_sources import LiveSources
@@ -175,17 +177,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.live = live
         corpus = CorpusRuns(settings)
         app.state.corpus = corpus
+        if getattr(app.state, "classrooms", None) is None:  # (tests may bring their own)
+            app.state.classrooms = ClassRegistry(ClassLimits(max_students=settings.class_max_students),
+                                                 path=settings.data_dir / "classes.json")
+        classrooms = app.state.classrooms
         await captures.start()
         await sessions.start()
         await live.start()
         await corpus.start()
-        reaper = asyncio.create_task(_reap(captures, sessions, settings.reap_interval), name="zmtplab-reaper")
+        reaper = asyncio.create_task(_reap(captures, sessions, settings.reap_interval, classrooms),
+                                     name="zmtplab-reaper")
         try:
             yield
         finally:
             reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reaper
+            classrooms.save()  # (the classes survive the restart)
             await corpus.stop()
             await live.stop()
             await sessions.stop()
@@ -265,12 +273,15 @@ def _allowed_methods(request: Request) -> list[str]:
     return allowed
 
 
-async def _reap(captures: CaptureStore, sessions: SessionManager, interval: float) -> None:
-    """Expires old captures and ends idle or abandoned sessions, every `interval` seconds."""
+async def _reap(captures: CaptureStore, sessions: SessionManager, interval: float,
+                classrooms: ClassRegistry) -> None:
+    """Expires old captures and ends idle or abandoned sessions, every `interval` seconds; saves the classes when
+    they changed."""
     while True:
         await asyncio.sleep(interval)
         try:
             await captures.expire()
             await sessions.reap()
+            classrooms.save_if_dirty()
         except Exception:  # the reaper must survive anything
             log.exception("reaper pass failed")

@@ -4,6 +4,9 @@
 A teacher connects with `?role=teacher` and sends `{"type": "auth", "token": "..."}` as its first message;
 the token is never accepted in the URL. The classes themselves, and the messages, are `web.classrooms`.
 
+Students' answers are checked by the `check` the route passes in (the lessons API's own check) and counted by
+`web.classrooms`.
+
 Close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong teacher token,
 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection took over, 4429 the
 class is full (or this address has `max_pending_auth` teacher sockets waiting to authenticate, or has tried too
@@ -17,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import WebSocket
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -41,15 +45,73 @@ class Selection(BaseModel):
 
 
 class TeacherState(BaseModel):
-    """What the teacher shows: lesson, step (from 1), selected element and field, highlighted fields."""
+    """What the teacher shows: a lesson's step (`lesson`, `step` from 1), or a playground session (`page`
+    "playground", `session`: its id, which the students watch); the selected element and field, the highlighted
+    fields."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["state"]
-    lesson: str = Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
-    step: int = Field(ge=1, le=1000)
+    page: Literal["lessons", "playground"] = "lessons"
+    lesson: str | None = Field(None, max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    step: int | None = Field(None, ge=1, le=1000)
+    session: str | None = Field(None, max_length=64, pattern=r"^[A-Za-z0-9]+$")
     selection: Selection = Field(default_factory=Selection)
     highlights: list[Annotated[int, Field(ge=0, le=100_000)]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _shown(self) -> TeacherState:
+        if self.page == "lessons" and (self.lesson is None or self.step is None):
+            raise ValueError("a lesson's state names its `lesson` and `step`")
+        if self.page == "playground" and self.session is None:
+            raise ValueError("a playground's state names its `session`")
+        return self
+
+
+LessonName = Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9][a-z0-9-]*$")]
+
+
+class AnswerGiven(BaseModel):
+    """What a student answered: a choice (in the student's language), or a click in the step's element."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    choice: str | None = Field(None, max_length=200)
+    index: int | None = Field(None, ge=0, le=1_000_000)
+    field: int | None = Field(None, ge=0, le=100_000)
+    offset: int | None = Field(None, ge=0, le=1 << 62)
+
+
+class StudentAnswer(BaseModel):
+    """A student's answer to a step's question; `seat` is the student's own random id (its reconnects keep it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["answer"]
+    lesson: LessonName
+    step: int = Field(ge=1, le=1000)
+    seat: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    lang: Literal["en", "zh-CN"] = "en"
+    answer: AnswerGiven
+
+
+class Reveal(BaseModel):
+    """The teacher shows a question's answers to the class."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["reveal"]
+    lesson: LessonName
+    step: int = Field(ge=1, le=1000)
+
+
+# Checks an answer as the lessons API does: (lesson, step, the answer given, its language) -> (what it answered, as
+# `lessons.player.answer_key` says it, and whether it is right). Raises LookupError for a step without a question.
+AnswerCheck = Callable[[str, int, dict[str, Any], str], tuple[dict[str, Any], bool]]
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
 
 
 class TeacherAuth(BaseModel):
@@ -118,7 +180,8 @@ async def _authenticate(ws: WebSocket, room: Classroom, limits: ClassLimits) -> 
     return True
 
 
-def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> dict[str, Any] | None:
+def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any,
+            check: AnswerCheck | None = None) -> dict[str, Any] | None:
     """One message from a peer; returns a reply for that peer, if any."""
     kind = data.get("type") if isinstance(data, dict) else None
     if kind == "ping":
@@ -128,20 +191,56 @@ def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> 
             try:
                 state = TeacherState.model_validate(data)
             except ValidationError as exc:
-                problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-                return {"type": "error", "detail": f"bad state: {problems}"}
+                return {"type": "error", "detail": f"bad state: {_problems(exc)}"}
             if len(state.highlights) > registry.limits.max_highlights:
                 return {"type": "error", "detail": f"at most {registry.limits.max_highlights} highlights"}
+            before = (room.state or {}).get("lesson"), (room.state or {}).get("step")
             room.seq += 1
-            room.state = {**state.model_dump(exclude={"type"}), "seq": room.seq}
+            # (a lesson's state as it always was: `page` only when it is the playground's)
+            shown = {k: v for k, v in state.model_dump(exclude={"type"}).items()
+                     if v is not None and not (k == "page" and v == "lessons")}
+            room.state = {**shown, "seq": room.seq}
             registry.touch(room, teacher=True)
             latest = room.latest()
             assert latest is not None
             room.broadcast(latest)
-            return None
+            # Another step: its question's answers so far (none yet, most often).
+            if state.lesson is None or state.step is None or before == (state.lesson, state.step):
+                return None
+            return room.tally((state.lesson, state.step))
+        if kind == "reveal":
+            try:
+                reveal = Reveal.model_validate(data)
+            except ValidationError as exc:
+                return {"type": "error", "detail": f"bad reveal: {_problems(exc)}"}
+            question = (reveal.lesson, reveal.step)
+            room.revealed.add(question)
+            registry.touch(room, teacher=True)
+            tally = room.tally(question)
+            room.broadcast(tally)
+            return tally
         if kind == "end":
             registry.end(room, "the teacher ended the class")
             return None
+    elif kind == "answer":
+        if check is None:
+            return {"type": "error", "detail": "this server does not collect answers"}
+        try:
+            given = StudentAnswer.model_validate(data)
+            key, correct = check(given.lesson, given.step, given.answer.model_dump(exclude_none=True), given.lang)
+        except ValidationError as exc:
+            return {"type": "error", "detail": f"bad answer: {_problems(exc)}"}
+        except LookupError as exc:
+            return {"type": "error", "detail": str(exc)}
+        question = (given.lesson, given.step)
+        room.record_answer(question, given.seat, key, correct, registry.limits)
+        registry.touch(room)
+        tally = room.tally(question)
+        if room.teacher is not None:
+            room.teacher.put(tally)
+        if question in room.revealed:
+            room.broadcast(tally)
+        return None
     elif kind == "status":
         following = data.get("following")
         if not isinstance(following, bool):
@@ -152,10 +251,11 @@ def _handle(registry: ClassRegistry, room: Classroom, peer: Peer, data: Any) -> 
     return {"type": "error", "detail": f"unknown message type {kind!r} for a {peer.role}"}
 
 
-async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) -> None:
+async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str, check: AnswerCheck | None = None) -> None:
     """A teacher's or a student's connection to a class, from its accept to its close (see the module docstring).
 
-    A teacher's first message is `{"type": "auth", "token": "..."}`; a student sends nothing special.
+    A teacher's first message is `{"type": "auth", "token": "..."}`; a student sends nothing special. `check` checks
+    the students' answers (without it they are refused).
     """
     limits = registry.limits
     await ws.accept()
@@ -197,6 +297,8 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
         counts = room.counts()
         peer.put({"type": "hello", "role": "teacher", "code": room.code, "state": room.latest(),
                   "max_students": limits.max_students, "count": counts["count"], "following": counts["following"]})
+        if room.state is not None and "lesson" in room.state:  # (a teacher back: the answers to the step it shows)
+            peer.put(room.tally((room.state["lesson"], room.state["step"])))
         room.broadcast({"type": "teacher", "present": True})
     elif role == "student":
         if len(room.students) >= limits.max_students:
@@ -207,6 +309,8 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
         registry.touch(room)
         peer.put({"type": "hello", "role": "student", "code": room.code, "teacher": room.teacher is not None,
                   "state": room.latest()})
+        if room.state is not None and (room.state.get("lesson"), room.state.get("step")) in room.revealed:
+            peer.put(room.tally((room.state["lesson"], room.state["step"])))
         room.tell_teacher()
     else:
         await _refuse(ws, 4400, "role is teacher or student")
@@ -240,7 +344,7 @@ async def serve(ws: WebSocket, registry: ClassRegistry, code: str, role: str) ->
             except ValueError:
                 peer.put({"type": "error", "detail": "messages are JSON objects"})
                 continue
-            reply = _handle(registry, room, peer, data)
+            reply = _handle(registry, room, peer, data, check)
             if reply is not None:
                 peer.put(reply)
             if room.ended:

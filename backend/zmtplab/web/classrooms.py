@@ -15,6 +15,21 @@ gets the latest state at once. Students tell the server whether they follow or w
 (`{"type": "status", "following": bool}`), and the teacher sees the counts
 (`{"type": "students", "count", "following"}`). `{"type": "end"}` from the teacher ends the class.
 
+Answers (issue 32.9): a student's answer to a step's question goes to the class too,
+
+    {"type": "answer", "lesson": "framing", "step": 3, "seat": "k2x9...", "lang": "zh-CN",
+     "answer": {"choice": "255"}}          (or {"index", "field"} / {"index", "offset"}: a click)
+
+checked as the lessons API checks it and counted once per `seat` (a student's own random id, kept across its
+reconnects: the last answer counts). The teacher gets the question's tally at once, and again whenever it changes
+or the teacher moves to another step:
+
+    {"type": "answers", "lesson", "step", "answered", "students", "revealed",
+     "tally": [{"answer": {"choice": 1} | {"field": "flags"} | {"offset": 11}, "count", "correct"}, ...]}
+
+`{"type": "reveal", "lesson", "step"}` from the teacher shows the tally to the class as well (`revealed`: true):
+until then the teacher's page shows how many answered, not what (its screen is the projector's).
+
 Limits (`ClassLimits`): classes per server and per client address (an IPv6 address counts by its /64),
 a reserve of classes only an address without one may start (so one school's script cannot take
 presenter mode from every other teacher), students per class, message size and rate, and how long a
@@ -28,16 +43,22 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import json
+import logging
+import os
 import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .jsontext import json_text
 from .limits import TokenBucket, address_key
 from .wspump import Outbox
+
+log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -55,6 +76,7 @@ class ClassLimits:
     max_students: int = 1000  # the app takes it from `Settings.class_max_students` (ZMTPLAB_CLASS_MAX_STUDENTS)
     max_message: int = 16 * 1024  # octets of one websocket message
     max_highlights: int = 64
+    max_questions: int = 200  # questions of one class whose answers are kept (the oldest go first)
     queue: int = 64  # messages queued per student before the queue is collapsed to the latest state
     ttl: float = 6 * 3600.0  # seconds a class lives after its last teacher activity
     idle: float = 30 * 60.0  # seconds a class lives with nobody connected
@@ -111,6 +133,9 @@ class Classroom:
     wandering: int = 0  # students in `students` who do not follow (kept as they change: counts are O(1))
     peak: int = 0  # most students at once since the class last emptied
     ended: bool = False
+    # (lesson, step) -> seat -> (what it answered, as JSON text; whether that was right); in the order asked
+    answers: dict[tuple[str, int], dict[str, tuple[str, bool]]] = field(default_factory=dict)
+    revealed: set[tuple[str, int]] = field(default_factory=set)
 
     def check_token(self, token: str | None) -> bool:
         """Whether `token` is this class's teacher token (compared in constant time)."""
@@ -141,6 +166,29 @@ class Classroom:
         if peer in self.students:
             self.wandering += -1 if following else 1
         return True
+
+    def record_answer(self, question: tuple[str, int], seat: str, key: dict[str, Any], correct: bool,
+                      limits: ClassLimits) -> None:
+        """A student's (last) answer to a question (`question`: lesson and step)."""
+        seats = self.answers.get(question)
+        if seats is None:
+            while len(self.answers) >= limits.max_questions:
+                oldest = next(iter(self.answers))
+                del self.answers[oldest]
+                self.revealed.discard(oldest)
+            seats = self.answers[question] = {}
+        if seat not in seats and len(seats) >= 2 * limits.max_students:
+            return  # (seats are the students' own ids: more than twice a full class is not a class)
+        seats[seat] = (json_text(key), correct)
+
+    def tally(self, question: tuple[str, int]) -> dict[str, Any]:
+        """The `answers` message of a question: how many answered, and how many gave each answer."""
+        seats = self.answers.get(question, {})
+        counts: Counter[tuple[str, bool]] = Counter(seats.values())
+        tally = [{"answer": json.loads(key), "count": n, "correct": right}
+                 for (key, right), n in sorted(counts.items(), key=lambda item: (-item[1], item[0][0]))]
+        return {"type": "answers", "lesson": question[0], "step": question[1], "answered": len(seats),
+                "students": len(self.students), "revealed": question in self.revealed, "tally": tally}
 
     def latest(self) -> dict[str, Any] | None:
         return {"type": "state", **self.state} if self.state is not None else None
@@ -185,14 +233,67 @@ class TooManyGuesses(Exception):
 
 
 class ClassRegistry:
-    """Every class of one app."""
+    """Every class of one app. With a `path` (the app's `DATA_DIR/classes.json`) the classes survive a restart of
+    the server: their codes, teacher tokens, what the teacher shows and the answers collected are written there
+    (`save`, by the app's reaper when something changed, and when the app stops; readable by the server's user
+    only: it holds the tokens) and read back at the next start, each class then given its teacher's grace again
+    (teachers and students reconnect by themselves)."""
 
-    def __init__(self, limits: ClassLimits | None = None, clock=time.monotonic) -> None:
+    def __init__(self, limits: ClassLimits | None = None, clock=time.monotonic, path: Path | None = None) -> None:
         self.limits = limits or ClassLimits()
         self.clock = clock
         self.classes: dict[str, Classroom] = {}
         self.pending_auth: Counter[str] = Counter()  # client address -> its teacher sockets not yet authenticated
         self.guesses: dict[str, TokenBucket] = {}  # address key -> its budget of join codes that name no class
+        self.path = path
+        self.dirty = False  # something to save
+        if path is not None:
+            self._load()
+
+    # ---- surviving a restart
+
+    def save(self) -> None:
+        """Writes the classes to `path` (atomically), when there is one."""
+        self.dirty = False
+        if self.path is None:
+            return
+        data = {room.code: {"token": room.token, "owner": room.owner, "state": room.state, "seq": room.seq,
+                            "answers": [[lesson, step, {seat: list(v) for seat, v in seats.items()}]
+                                        for (lesson, step), seats in room.answers.items()],
+                            "revealed": [list(q) for q in room.revealed]}
+                for room in self.classes.values() if not room.ended}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json_text({"classes": data}))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.warning("the classes could not be saved to %s: %s", self.path, exc)
+
+    def save_if_dirty(self) -> None:
+        if self.dirty:
+            self.save()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))["classes"]
+            now = self.clock()
+            for code, entry in data.items():
+                room = Classroom(code=normalize_code(code), token=str(entry["token"]), created=now, last_active=now,
+                                 last_seen=now, owner=str(entry.get("owner", "")), teacher_gone=now,
+                                 state=entry.get("state"), seq=int(entry.get("seq", 0)))
+                for lesson, step, seats in entry.get("answers", []):
+                    room.answers[(str(lesson), int(step))] = {str(k): (str(v[0]), bool(v[1])) for k, v in seats.items()}
+                room.revealed = {(str(q[0]), int(q[1])) for q in entry.get("revealed", [])}
+                self.classes[room.code] = room
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("the saved classes in %s could not be read (%s): starting without them", self.path, exc)
+            self.classes.clear()
 
     def _new_code(self) -> str:
         for _ in range(100):
@@ -222,6 +323,7 @@ class ClassRegistry:
         room = Classroom(code=self._new_code(), token=secrets.token_urlsafe(24), created=now, last_active=now,
                          last_seen=now, owner=owner, teacher_gone=now)
         self.classes[room.code] = room
+        self.dirty = True
         return room
 
     def get(self, code: str) -> Classroom | None:
@@ -250,6 +352,7 @@ class ClassRegistry:
     def end(self, room: Classroom, reason: str) -> None:
         room.ended = True
         self.classes.pop(room.code, None)
+        self.dirty = True
         message = {"type": "ended", "reason": reason}
         for peer in [*room.students, *([room.teacher] if room.teacher else [])]:
             peer.put(message)
@@ -289,6 +392,7 @@ class ClassRegistry:
         """Someone connected, left or spoke (`teacher`: the teacher did, which keeps the class alive)."""
         now = self.clock()
         room.last_seen = now
+        self.dirty = True
         if teacher:
             room.last_active = now
 

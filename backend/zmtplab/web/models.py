@@ -187,7 +187,9 @@ class PeerConfig(BaseModel):
         "libzmq", description="how our peer writes its 3.x greeting: `libzmq` (10 + 1 + 53 octets, the signature's "
         "padding = identity length + 1, so a 1.0 peer reads it as a frame header) or `full` (the 64 octets at "
         "once, padding zeros: 23/ZMTP's full-greeting strategy)")
-    subscribe: Short = Field("", description="a SUB's subscription (a topic prefix; empty: every message)")
+    subscribe: Short | None = Field("", description="a SUB's subscription: a topic prefix (empty: the empty prefix, "
+                                    "every message); null: none, so it receives nothing, as a libzmq SUB that "
+                                    "never subscribed")
 
 
 class SessionCreate(BaseModel):

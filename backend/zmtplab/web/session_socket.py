@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .limits import AbuseWindow, TokenBucket
 from .models import WsCommand
-from .sessions import Session, SessionError, SessionManager, Subscriber
+from .sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
 from .settings import Settings
 from .wspump import error_text, pump
 
@@ -44,10 +44,11 @@ def _validation_text(exc: ValidationError) -> str:
 
 async def serve(websocket: WebSocket, manager: SessionManager, settings: Settings, session_id: str,
                 batch: bool = False, log: bool = True, marks: bool = False, topology: bool | None = None,
-                fields: bool = True) -> None:
+                fields: bool = True, watch: bool = False) -> None:
     """One browser's connection to session `session_id` (see the module docstring): `batch`, `log`, `marks`,
-    `topology` (the topology message; by default only in topology sessions) and `fields` (events with their
-    fields) are the socket's query options."""
+    `topology` (the topology message; by default only in topology sessions), `fields` (events with their
+    fields) and `watch` (a student following a presented session: it takes no command) are the socket's query
+    options."""
     await websocket.accept()
     try:
         session = manager.get(session_id)
@@ -60,7 +61,7 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
     # The commands are read in a task of their own: this handler runs some twenty coroutines deep (the
     # middleware), and every wake-up of the task that waits for the next command goes through all of
     # them; a busy socket wakes once per command.
-    reader = asyncio.create_task(CommandReader(websocket, session, sub, sender, settings).run())
+    reader = asyncio.create_task(CommandReader(websocket, session, sub, sender, settings, watch=watch).run())
     try:
         await reader
     except WebSocketDisconnect:
@@ -78,7 +79,8 @@ class CommandReader:
     """Reads one socket's commands and carries them out, refusing (and answering) the ones it must."""
 
     def __init__(self, websocket: WebSocket, session: Session, sub: Subscriber, sender: asyncio.Task[None],
-                 settings: Settings) -> None:
+                 settings: Settings, watch: bool = False) -> None:
+        self.watch = watch  # (a watching socket's commands are refused: the class sees the session, the teacher drives)
         self.websocket = websocket
         self.session = session
         self.sub = sub
@@ -131,6 +133,10 @@ class CommandReader:
                 if await self.refuse(f"commands are at most {settings.ws_max_message} bytes"):
                     return
                 continue
+            if self.watch:
+                if await self.refuse("this socket watches the session (?watch=1): it takes no command"):
+                    return
+                continue
             try:
                 command = COMMANDS.validate_json(text)  # (parsing and validating in one pass: half the time)
             except ValidationError as exc:
@@ -139,6 +145,8 @@ class CommandReader:
                 continue
             try:
                 await self.session.command(command)
+            except SessionNotice as exc:  # (nothing to do: a note, not a refusal)
+                sub.put({"type": "error", "detail": str(exc), "severity": "info"})
             except SessionError as exc:
                 sub.put({"type": "error", "detail": str(exc)})
             except Exception as exc:  # a bug in a runtime must not take the socket down

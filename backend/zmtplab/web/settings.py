@@ -185,6 +185,13 @@ class Settings(BaseSettings):
     corpus_max_captures: int = Field(100, ge=1, description="captures one corpus run may take")
     corpus_max_seconds: float = Field(3600.0, gt=0, description="a corpus run is cancelled after this many seconds")
 
+    # Lessons.
+    lessons_dir: Path | None = Field(None, description="a directory of your own lessons: YAML files in the format "
+                                     "of backend/zmtplab/lessons/README.md, listed with the shipped ones (a lesson "
+                                     "with a shipped one's id replaces it), their translations in its zh-CN/, "
+                                     "the captures their steps play beside them (or among the shipped samples); "
+                                     "`zmtplab lessons check DIR` checks them")
+
     # Presenter mode (the other limits of classes are `web.classrooms.ClassLimits`).
     class_max_students: int = Field(1000, ge=1, description="students one class may have at once "
                                                             "(`ZMTPLAB_CLASS_MAX_STUDENTS`); more are refused "

@@ -2,18 +2,24 @@
 // websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
 
 import { t } from '../core/i18n.js';
+import { tr } from '../views/dom.js';
 import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
 import { ClassBar } from '../lessons/views.js';
 
 // The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
 // server only as the socket's first message: never in a URL, where logs and history would keep it.
 const TOKEN_KEY = 'zmtplab.class.';
+const SEAT_KEY = 'zmtplab.seat';
+// The pages a class is held on: a teacher (or a student) moving between them takes the class along.
+const CLASS_PAGES = new Set(['lessons.html', 'index.html']);
 
 export class ClassroomClient {
   /**
    * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
    * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
-   *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged() }
+   *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged(),
+   *         showList() (the lesson list, for this page's own link in the header),
+   *         answers(msg, teacher) (the class's answers to a question: the socket's `answers` message) }
    */
   constructor(host, api, page) {
     this.host = host;
@@ -37,6 +43,49 @@ export class ClassroomClient {
       onLeave: () => this.leave(),
     });
     this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), (fn) => page.raf(fn));
+    this.navLinks = [...host.document.querySelectorAll('header.topbar a[href]')];
+    for (const a of this.navLinks) {
+      a.addEventListener('click', (ev) => {
+        // This page's own link, in a class: back to the lesson list here (a load would leave the class).
+        if (this.role && a.getAttribute('aria-current') === 'page' && !ev.ctrlKey && !ev.metaKey && !ev.shiftKey) {
+          ev.preventDefault();
+          page.showList();
+        }
+      });
+    }
+  }
+
+  /**
+   * The header's links while in a class: none may leave it without a word (students would see the teacher away,
+   * and the class end after two minutes). This page's own link shows the lesson list; the other pages open in a
+   * new tab, and say so. Out of a class they are plain links again.
+   */
+  guardNav() {
+    for (const a of this.navLinks) {
+      if (!a.dataset.href) a.dataset.href = a.getAttribute('href');
+      const plain = a.dataset.href;
+      const own = a.getAttribute('aria-current') === 'page';
+      // The class's pages (the lessons, the playground) take the class along, in this tab: the teacher shows the
+      // class another page (a reload's moment away); the others open in a new tab, and say so.
+      const classPage = CLASS_PAGES.has(plain.replace(/[?#].*$/, ''));
+      const param = this.role === 'teacher' ? 'present' : 'join';
+      if (this.role && classPage && !own) {
+        a.setAttribute('href', `${plain}?${param}=${encodeURIComponent(this.classCode)}`);
+        a.removeAttribute('target');
+        tr(a, 'ui.class.takeAlong', 'title');
+      } else if (this.role && !own) {
+        a.setAttribute('href', plain);
+        a.target = '_blank';
+        a.rel = 'noopener';
+        tr(a, 'ui.class.newTab', 'title');
+      } else {
+        a.setAttribute('href', plain);
+        a.removeAttribute('target');
+        a.removeAttribute('rel');
+        a.removeAttribute('title');
+        a.removeAttribute('data-i18n-title');
+      }
+    }
   }
 
   /** A teacher's page shows the class what it now shows. */
@@ -44,6 +93,29 @@ export class ClassroomClient {
     if (this.role !== 'teacher' || !this.socket) return;
     const state = this.page.teacherState();
     if (state) this.broadcaster.push(state);
+  }
+
+  /** A student's answer to a step's question goes to the class too (counted once per seat: this tab's id). */
+  answer(lesson, step, given, lang) {
+    if (this.role !== 'student' || !this.socket) return;
+    this.socket.send({ type: 'answer', lesson, step, seat: this.seat(), lang, answer: given });
+  }
+
+  /** The teacher shows a question's answers to the class. */
+  reveal(lesson, step) {
+    if (this.role === 'teacher' && this.socket) this.socket.send({ type: 'reveal', lesson, step });
+  }
+
+  /** This tab's seat: a random id its reconnects and reloads keep (the class counts one answer per seat). */
+  seat() {
+    let seat = this.storage.get(SEAT_KEY);
+    if (!seat) {
+      const bytes = new Uint8Array(12);
+      (this.win.crypto || globalThis.crypto).getRandomValues(bytes);
+      seat = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+      this.storage.set(SEAT_KEY, seat);
+    }
+    return seat;
   }
 
   /** A student who navigates or selects on their own stops following the teacher. */
@@ -77,6 +149,7 @@ export class ClassroomClient {
     const loc = this.win.location;
     const joinUrl = `${loc.origin || ''}${loc.pathname}?join=${this.classCode}`;
     this.bar.teacher({ code: this.classCode, joinUrl, count: this.counts.count, following: this.counts.following, connected });
+    this.guardNav();
   }
 
   async present() {
@@ -113,7 +186,8 @@ export class ClassroomClient {
           this.teacherBar(true);
         } else if (msg.type === 'ended') {
           this.finish(t('ui.class.endedWhy', { reason: msg.reason || '' }));
-        } else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
+        } else if (msg.type === 'answers') this.page.answers(msg, true);
+        else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'teacher') return;
@@ -154,6 +228,7 @@ export class ClassroomClient {
     });
     if (previous && !previous.following) this.follower.wander();
     render();
+    this.guardNav();
     this.page.urlChanged();
     this.socket = openClassSocket({
       WebSocket: this.host.WebSocket,
@@ -175,6 +250,7 @@ export class ClassroomClient {
           teacherPresent = !!msg.present;
           render();
         } else if (msg.type === 'ended') this.finish(t('ui.class.ended'));
+        else if (msg.type === 'answers') this.page.answers(msg, false);
         else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
@@ -216,6 +292,7 @@ export class ClassroomClient {
     this.classCode = null;
     this.follower = null;
     this.bar.idle(message);
+    this.guardNav();
     this.page.urlChanged();
   }
 }

@@ -2,13 +2,18 @@
 // and the answer the selection gives, checked by the server.
 
 import { t } from '../core/i18n.js';
+import { tableName } from '../core/labels.js';
 
 export class AnswerChecker {
   /**
    * hexEl: the hex dump's container; wb: the workbench; panel: the LessonPanel; api: the lessons API;
-   * where(): { lessonId, step } of the lesson shown.
+   * where(): { lessonId, step } of the lesson shown; reveal(field): a click question answered right shows its
+   * answer's field (the scene never selects it beforehand: that would give it away); answered(lesson, step, body):
+   * every answer given, as it goes to the lessons API.
    */
-  constructor(hexEl, { wb, panel, api, where }) {
+  constructor(hexEl, { wb, panel, api, where, reveal = () => {}, answered = () => {} }) {
+    this.reveal = reveal;
+    this.answered = answered; // (a student's answer goes to the class too: presenter mode counts them)
     this.wb = wb;
     this.panel = panel;
     this.api = api;
@@ -48,14 +53,15 @@ export class AnswerChecker {
     return b.offset;
   }
 
-  /** "Selected: padding (octets 1–8), byte 3" under the question. */
+  /** "Selected: frame 2 (offset 6)" under the question, the field named as the octet table names it. */
   updateSelectedText() {
     const s = this.wb.selection.get();
     const f = this.wb.selection.fieldObject();
     if (!s.event) return this.panel.setSelectedText(t('ui.answer.nothing'));
     const byte = this.byteInSelection();
     const rel = (o) => o - s.event.offset;
-    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name: f.name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name: f.name, at: rel(f.offset) });
+    const name = f && tableName(s.event, f);
+    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name, at: rel(f.offset) });
     if (byte !== null && (!f || f.length > 1)) text += t('ui.answer.byte', { at: rel(byte) });
     this.panel.setSelectedText(text);
   }
@@ -64,7 +70,12 @@ export class AnswerChecker {
     const { lessonId, step } = this.where();
     if (!lessonId) return;
     try {
-      this.panel.setResult(await this.api.answer(lessonId, step, body));
+      this.answered(lessonId, step, body);
+      const result = await this.api.answer(lessonId, step, body);
+      const now = this.where();
+      if (now.lessonId !== lessonId || now.step !== step) return; // (the page moved on meanwhile)
+      this.panel.setResult(result);
+      if (result.correct && Array.isArray(result.fields) && result.fields.length) this.reveal(result.fields[0]);
     } catch (err) {
       this.panel.setResult({ correct: false, message: err.message, explain: [] });
     }

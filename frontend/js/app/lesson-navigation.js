@@ -19,10 +19,11 @@ export class LessonNavigation {
     this.classroom = classroom;
     win.addEventListener('keydown', (e) => {
       if (isTyping(e) || e.ctrlKey || e.metaKey || e.altKey || !player.lesson) return;
-      if (e.key === 'ArrowRight' || e.key === 'n') {
+      // (PageDown and PageUp too: what a presentation clicker sends)
+      if (e.key === 'ArrowRight' || e.key === 'n' || e.key === 'PageDown') {
         e.preventDefault();
         if (player.step < player.lesson.steps.length) go(player.step + 1);
-      } else if (e.key === 'ArrowLeft' || e.key === 'p') {
+      } else if (e.key === 'ArrowLeft' || e.key === 'p' || e.key === 'PageUp') {
         e.preventDefault();
         if (player.step > 1) go(player.step - 1);
       } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {

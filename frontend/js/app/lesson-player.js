@@ -77,7 +77,7 @@ export class LessonPlayer {
         }
         this.scene = null;
         panel.setLesson(lesson);
-        panel.setExportUrl(api.illustratedUrl(lesson.id));
+        panel.setExportUrl(api.illustratedUrl(lesson.id), api.scriptUrl(lesson.id));
         this.list.setCurrent(lessonId);
       }
       const n = Math.min(Math.max(1, Number(number) || 1), lesson.steps.length);

@@ -5,6 +5,7 @@
 import { peerLabel } from '../core/eventlog.js';
 import { Dataset } from './dataset.js';
 import { TopologyPanel } from './topology-panel.js';
+import { revealInPane } from '../views/dom.js';
 
 export class LessonWorkbench {
   /** wb: the workbench; topologyEl: the diagram's container; octetsEl: the octet table; onPick(index): a message picked in the diagram. */
@@ -14,7 +15,9 @@ export class LessonWorkbench {
     this.data = new Dataset(); // the scene's elements
     this.log = this.data.log;
     wb.sequence.setSource(this.data.source);
-    this.topo = new TopologyPanel(topologyEl, { sequence: wb.sequence, onPick });
+    // (the page's grid knows when a topology is shown: the projector view gives the diagram a row of its own)
+    const grid = topologyEl.parentElement && topologyEl.parentElement.parentElement;
+    this.topo = new TopologyPanel(topologyEl, { sequence: wb.sequence, onPick, onShown: (on) => grid && grid.classList.toggle('has-topology', on) });
   }
 
   /** The element at `index` of the scene shown, or null. */
@@ -34,6 +37,7 @@ export class LessonWorkbench {
       data.setChunkConn(topo.hexConn(null)); // many connections: the hex dump follows one
     }
     data.source.set(log.events);
+    wb.hex.setEnds(topo.connEnds(data.chunkConn));
     wb.hex.setChunks(data.chunks());
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
     wb.sequence.setLabels({ client: peerLabel('client', log.peer('c2s')), server: peerLabel('server', log.peer('s2c')) });
@@ -56,7 +60,10 @@ export class LessonWorkbench {
     wb.selection.selectElement(index, ev);
     if (topo.active) {
       topo.selected(ev);
-      if (data.setChunkConn(topo.hexConn(ev))) wb.hex.setChunks(data.chunks()); // the element's connection
+      if (data.setChunkConn(topo.hexConn(ev))) {
+        wb.hex.setEnds(topo.connEnds(data.chunkConn));
+        wb.hex.setChunks(data.chunks()); // the element's connection
+      }
     }
     if (field !== undefined) wb.selection.selectField(Number.isInteger(field) && Array.isArray(ev.fields) && field < ev.fields.length ? field : null);
   }
@@ -64,6 +71,6 @@ export class LessonWorkbench {
   /** The octet table does not scroll by itself: bring the selected field's box into view. */
   revealField() {
     const box = this.octetsEl.querySelector('.oct-box.selected');
-    if (box && box.scrollIntoView) box.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    if (box) revealInPane(box);
   }
 }

@@ -11,7 +11,7 @@
 // host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
-import { parseLink } from '../core/links.js';
+import { parseLink, buildLink } from '../core/links.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLessonsApi } from '../lessons/api.js';
 import { LessonList, LessonPanel } from '../lessons/views.js';
@@ -58,6 +58,7 @@ export function startLessons(host) {
     },
     onCheck: () => answers.check(),
     onChoice: (choice) => answers.submit({ choice }),
+    onExercise: (body) => api.exercise(player.lessonId, player.step, body),
     onDecision: (index) => userSelect(index),
   });
   const highlights = new LessonHighlights(win, { octets: $('octets'), tree: $('tree'), hex: $('hex') }, { wb, panel });
@@ -72,6 +73,7 @@ export function startLessons(host) {
     changed: () => {
       nav.updateUrl();
       broadcast();
+      showClassAnswers();
     },
   });
 
@@ -85,7 +87,19 @@ export function startLessons(host) {
     }
   });
 
-  const answers = new AnswerChecker($('hex'), { wb, panel, api, where: () => ({ lessonId: player.lessonId, step: player.step }) });
+  const answers = new AnswerChecker($('hex'), {
+    wb,
+    panel,
+    api,
+    where: () => ({ lessonId: player.lessonId, step: player.step }),
+    answered: (lesson, step, body) => classroom.answer(lesson, step, body, i18n.lang),
+    reveal: (field) => {
+      const scene = player.scene;
+      if (!scene || !Number.isInteger(scene.element)) return;
+      if (wb.selection.get().index !== scene.element) bench.select(scene.element);
+      wb.selection.selectField(field);
+    },
+  });
   const nav = new LessonNavigation(win, {
     player,
     classroom: () => classroom,
@@ -102,16 +116,31 @@ export function startLessons(host) {
       const s = wb.selection.get();
       return teacherState({ lesson: player.lessonId, step: player.step, element: s.index, field: s.field, highlights: highlights.shown() });
     },
-    follow: (state) =>
-      player.applied(() =>
+    follow: (state) => {
+      // (the teacher presents the playground: the class watches its session there)
+      if (state.page === 'playground') return win.location.assign(`index.html${buildLink({ join: classroom.classCode })}`);
+      return player.applied(() =>
         player.show(state.lesson, state.step, { element: state.selection ? state.selection.element : null, field: state.selection ? state.selection.field : null, highlights: state.highlights || [] }),
-      ),
+      );
+    },
     hasLesson: () => !!player.lesson,
     hintOpenLesson() {
       if (!player.lessonId) player.hintOpenLesson(t('ui.class.openLesson'));
     },
     urlChanged: () => nav.updateUrl(),
+    showList: () => userNav(() => player.showList(true)),
+    answers: (msg, teacher) => {
+      classAnswers.set(`${msg.lesson}/${msg.step}`, { ...msg, teacher });
+      showClassAnswers();
+    },
   });
+
+  // The class's answers to each question seen (the latest tally of each), shown with the step they are about.
+  const classAnswers = new Map();
+  function showClassAnswers() {
+    const msg = classAnswers.get(`${player.lessonId}/${player.step}`);
+    if (msg && player.scene && player.scene.question) panel.setClassAnswers({ ...msg, onReveal: () => classroom.reveal(msg.lesson, msg.step) });
+  }
 
   function broadcast() {
     classroom.broadcast();
@@ -141,7 +170,10 @@ export function startLessons(host) {
   // ---- start ----------------------------------------------------------------------------------
   function loadList() {
     api.lessons().then(
-      (res) => list.setLessons(res.lessons || []),
+      (res) => {
+        list.setLessons(res.lessons || []);
+        list.setProblems(res.problems || []);
+      },
       (err) => status(t('ui.lesson.listFailed', { error: err.message }), 'error'),
     );
   }

@@ -19,6 +19,10 @@ import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
 import { TopologyPanel } from './topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
+import { ClassroomClient } from './classroom-client.js';
+import { createLessonsApi } from '../lessons/api.js';
+import { ExerciseBox } from '../lessons/exercise.js';
+import { h } from '../views/dom.js';
 
 class PlaygroundPage {
   constructor(host) {
@@ -53,10 +57,15 @@ class PlaygroundPage {
     );
     this.wb = wb;
     this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }),
-      onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node) });
+      onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node),
+      // (the projector view gives a topology's diagram a row of its own)
+      onShown: (on) => $('topology').parentElement.parentElement.classList.toggle('has-topology', on) });
     initShell(host, (on) => wb.setLarge(on));
     wb.selection.subscribe((s, prev) => {
-      if (s.field !== prev.field || s.index !== prev.index) this.updateUrl();
+      if (s.field !== prev.field || s.index !== prev.index) {
+        this.updateUrl();
+        if (this.classroom) this.classroom.broadcast();
+      }
     });
 
     this.tabs = { session: $('tab-session'), paste: $('tab-paste') };
@@ -72,7 +81,10 @@ class PlaygroundPage {
       redraw: () => this.markDirty(),
       select: (index) => this.select(index),
       showSession: () => this.active !== 'session' && this.showTab('session'),
-      urlChanged: () => this.updateUrl(),
+      urlChanged: () => {
+        this.updateUrl();
+        if (this.classroom) this.classroom.broadcast(); // (another session shown: the class watches it)
+      },
       topology: (topo) => (topo ? this.topo.setTopology(topo) : this.topo.forget()),
       speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
@@ -82,10 +94,11 @@ class PlaygroundPage {
       status: this.status,
       start: async (request) => {
         await this.sessions.start(request);
-        $('topology-setup').open = false;
+        if (!this.exercise) $('topology-setup').open = false; // (an exercise's task and check stay in view)
       },
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
+    this.classroom = this.presenterMode(host);
     win.addEventListener('keydown', (e) => this.onKey(e));
     // Another language: the lifelines' names are words (the views redraw themselves), and the notes and
     // expert texts come from the server in the language asked for: the session's socket is opened again (the
@@ -101,6 +114,46 @@ class PlaygroundPage {
       }
       if (this.data.paste.log.length) this.paste.view.decode();
     });
+  }
+
+  /**
+   * Presenter mode on the playground (issue 32.10): a teacher presents the session shown (its id and the selected
+   * element); a student watches that very session (a socket that takes no command: the teacher drives it) and
+   * its selection. A state of the lessons page takes a student there.
+   */
+  presenterMode(host) {
+    const win = this.win;
+    const classroom = new ClassroomClient(host, createLessonsApi(host), {
+      status: this.status,
+      raf: win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16),
+      teacherState: () => {
+        const id = this.sessions.id;
+        if (id === null || this.sessions.watching) return null;
+        const s = this.wb.selection.get();
+        return { type: 'state', page: 'playground', session: id, selection: { element: s.index ?? null, field: s.field ?? null }, highlights: [] };
+      },
+      follow: async (state) => {
+        if (state.page !== 'playground') {
+          win.location.assign(`lessons.html${buildLink({ join: classroom.classCode })}`);
+          return;
+        }
+        const element = state.selection ? state.selection.element : null;
+        if (Number.isInteger(element)) this.pendingLink = { el: element, field: state.selection.field ?? undefined };
+        if (this.sessions.id !== state.session) {
+          this.sessions.connect(state.session, undefined, { watch: true });
+          this.status(t('ui.class.watching', { id: state.session.slice(0, 8) }));
+        } else this.applyPendingLink();
+      },
+      hasLesson: () => this.sessions.id !== null,
+      hintOpenLesson: () => {
+        if (this.sessions.id === null) this.status(t('ui.class.startSession'));
+        else classroom.broadcast();
+      },
+      urlChanged: () => this.updateUrl(),
+      showList: () => {},
+      answers: () => {},
+    });
+    return classroom;
   }
 
   /** The Dataset of the tab shown. */
@@ -143,7 +196,8 @@ class PlaygroundPage {
       this.topo.sync(d.log.events);
       // Many connections: the hex dump follows the selected element's (else the first).
       d.setChunkConn(this.topo.hexConn(wb.selection.get().event));
-    }
+      wb.hex.setEnds(this.topo.connEnds(d.chunkConn));
+    } else if (d === this.ds) wb.hex.setEnds(null);
     // The hex dump relayout is linear in the stream: at most a few times a second.
     const now = Date.now();
     if (now - this.lastHex > 250 || d.log.length < 2000) {
@@ -181,6 +235,7 @@ class PlaygroundPage {
       if (!keepPath) this.topo.selected(ev);
       // The hex dump shows the selected element's connection.
       if (this.ds.setChunkConn(this.topo.hexConn(ev))) {
+        this.wb.hex.setEnds(this.topo.connEnds(this.ds.chunkConn));
         this.wb.hex.setChunks([]);
         this.markDirty();
       }
@@ -222,6 +277,12 @@ class PlaygroundPage {
     const s = this.wb.selection.get();
     const id = this.sessions ? this.sessions.id : null;
     const params = this.active === 'session' && id !== null ? { session: id, el: s.index, field: s.field } : {};
+    const cls = this.classroom;
+    if (cls && cls.role && cls.classCode) {
+      params[cls.role === 'teacher' ? 'present' : 'join'] = cls.classCode;
+      if (cls.role === 'student') delete params.session; // (the class says which session a student watches)
+    }
+    if (this.exercise) Object.assign(params, { exercise: this.exercise.lessonId, step: this.exercise.step }); // (a reload keeps it)
     const url = `${win.location.pathname}${buildLink(params)}${this.active === 'paste' ? '#paste' : ''}`;
     win.history.replaceState(null, '', url);
   }
@@ -253,12 +314,13 @@ class PlaygroundPage {
     if (e.key === ' ' && socket && !onButton) {
       e.preventDefault();
       this.sessions.togglePlay();
-    } else if ((e.key === 'ArrowRight' || e.key === 'n') && socket) {
+    } else if ((e.key === 'ArrowRight' || e.key === 'n' || e.key === 'PageDown') && socket) {
+      // (PageDown and PageUp: what a presentation clicker sends)
       e.preventDefault();
       socket.step();
-    } else if ((e.key === 'ArrowLeft' || e.key === 'p') && socket) {
+    } else if ((e.key === 'ArrowLeft' || e.key === 'p' || e.key === 'PageUp') && socket) {
       e.preventDefault();
-      socket.stepBack();
+      if (this.sessions.canStepBack) socket.stepBack();
     } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       e.preventDefault();
       this.wb.sequence.move(e.key === 'ArrowDown' ? 1 : -1);
@@ -284,10 +346,38 @@ class PlaygroundPage {
     else this.showTab('session');
     // A shared topology (#topology=...) waits in the editor for Start.
     if (this.setup.fromHash(hash)) this.host.document.getElementById('topology-setup').open = true;
-    if (link.session) {
+    if (link.session && !link.join) {
       if (link.el !== undefined) this.pendingLink = { el: link.el, field: link.field };
       this.host.document.getElementById('session-setup').open = false;
-      this.sessions.connect(link.session);
+      this.sessions.connect(link.session, undefined, { at: link.at });
+    }
+    this.classroom.resume(link);
+    if (link.exercise) this.openExercise(link.exercise, Number.parseInt(link.step, 10) || 1);
+  }
+
+  /**
+   * A lesson's exercise (?exercise=ID&step=N, the lessons page's link): its task above the topology editor,
+   * which opens with the exercise's start; "Check my topology" sends what the editor holds to the server.
+   */
+  async openExercise(lessonId, step) {
+    const doc = this.host.document;
+    if (!this.exercise) i18n.onChange(() => this.openExercise(this.exercise.lessonId, this.exercise.step)); // (its words come again)
+    this.exercise = { lessonId, step };
+    const api = createLessonsApi(this.host);
+    try {
+      const [lesson, scene] = await Promise.all([api.lesson(lessonId), api.step(lessonId, step)]);
+      const exercise = scene.exercise;
+      if (!exercise || exercise.kind !== 'topology') throw new Error(t('ui.exercise.none'));
+      const back = h(doc, 'p', { class: 'hint' },
+        h(doc, 'a', { href: `lessons.html${buildLink({ lesson: lessonId, step })}`, text: t('ui.exercise.from', { lesson: lesson.title, n: step }) }));
+      const box = new ExerciseBox(doc, exercise, { check: (body) => api.exercise(lessonId, step, body), topology: () => this.setup.editor.topology, header: back });
+      doc.getElementById('exercise-slot').replaceChildren(box.root);
+      if (exercise.start && !this.exerciseStarted) this.setup.editor.setTopology(exercise.start); // (once: not over the student's work)
+      if (!this.exerciseStarted) doc.getElementById('session-setup').open = false; // (the two-peer form would push the task below the fold)
+      this.exerciseStarted = true;
+      doc.getElementById('topology-setup').open = true;
+    } catch (err) {
+      this.status(t('ui.exercise.failed', { error: err.message }), 'error');
     }
   }
 }

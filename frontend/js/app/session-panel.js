@@ -1,7 +1,7 @@
 // The playground's Session tab: the new-session form, the player, the composer and the fault menu, and
 // the session's websocket that feeds the session's Dataset.
 
-import { openSession } from '../core/session.js';
+import { openSession, parseSessionExport } from '../core/session.js';
 import { t } from '../core/i18n.js';
 import { tr, frameThrottle } from '../views/dom.js';
 import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
@@ -18,6 +18,7 @@ export class SessionPanel {
     this.page = page;
     this.session = null; // { id, socket }
     this.playing = false;
+    this.canStepBack = false; // the session says whether a step back has anything to undo
     this.mode = 'simulated'; // of the session shown
     this.queuedAt = null; // the position when a message was sent while paused (the composer says it waits)
     this.socketTypes = { server: '', client: '' };
@@ -31,7 +32,7 @@ export class SessionPanel {
       this.stateToShow = null;
     });
 
-    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request) });
+    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request), onOpenExport: (file) => this.openExport(file) });
     this.controls = new PlayControls($('player'), {
       onCommand: (cmd, value) => {
         if (!this.session) return;
@@ -100,6 +101,38 @@ export class SessionPanel {
     this.$('session-setup').open = false;
   }
 
+  /**
+   * A session's export.json opened from a file: its events shown as the session showed them (its diagram too, for
+   * a topology), to read through; nothing plays (no server session: the controls stay off).
+   */
+  async openExport(file) {
+    let data;
+    try {
+      data = parseSessionExport(await file.text());
+    } catch (err) {
+      this.form.setError(t('ui.export.badFile', { name: file.name, error: err.message }));
+      return;
+    }
+    this.form.setError('');
+    if (this.session) this.session.socket.close();
+    this.session = null;
+    const { page } = this;
+    const d = this.data;
+    page.topology(null);
+    this.faults.setTopology(null);
+    page.reset(d);
+    this.setConnected(false);
+    page.showSession();
+    if (data.topology) this.topologySeen(data.topology);
+    for (const ev of data.events) d.log.add(ev);
+    page.redraw();
+    for (const fmt of ['pcapng', 'json', 'html', 'py', 'lesson']) this.$(`export-${fmt}`).hidden = true;
+    tr(this.$('session-id'), ['ui.export.title', { id: data.id }]);
+    this.controls.setStatus(['ui.export.opened', { name: file.name, n: data.events.length }]);
+    this.$('session-setup').open = false;
+    page.urlChanged();
+  }
+
   /** The session's topology (on connect, and as its links open): who may send, and the diagram. */
   topologySeen(topology) {
     const nodes = (topology && topology.nodes) || [];
@@ -107,6 +140,7 @@ export class SessionPanel {
       this.socketTypes = Object.fromEntries(nodes.map((n) => [n.name, n.type]));
       this.composer.setSocketTypes(this.socketTypes);
     }
+    this.faults.setTopology(topology);
     this.page.topology(topology);
   }
 
@@ -121,9 +155,10 @@ export class SessionPanel {
   }
 
   setConnected(on) {
-    this.controls.setEnabled(on);
-    this.composer.setEnabled(on);
-    this.faults.setEnabled(on);
+    const drive = on && !this.watching; // (a student watching the teacher's session drives nothing)
+    this.controls.setEnabled(drive);
+    this.composer.setEnabled(drive);
+    this.faults.setEnabled(drive);
   }
 
   setMode(m) {
@@ -131,12 +166,19 @@ export class SessionPanel {
     this.faults.setMode(this.mode);
   }
 
-  /** Shows session `id`: its socket feeds the session's Dataset from the start. */
-  connect(id, sessionMode) {
+  /**
+   * Shows session `id`: its socket feeds the session's Dataset from the start. `watch`: a student watching the
+   * teacher's session (the socket takes no command). `at`: the session as it was at element `at` (a link to that
+   * step): later elements are not shown.
+   */
+  connect(id, sessionMode, { watch = false, at = null } = {}) {
     const { page, controls, composer } = this;
     const d = this.data;
+    this.watching = !!watch;
+    this.at = Number.isInteger(at) && at >= 0 ? at : null;
     if (this.session) this.session.socket.close();
     page.topology(null);
+    this.faults.setTopology(null);
     page.reset(d);
     this.queuedAt = null;
     composer.setNote('');
@@ -144,18 +186,25 @@ export class SessionPanel {
     page.showSession();
     const socket = openSession({
       WebSocket: this.host.WebSocket,
-      url: page.api.sessionSocketUrl(this.host.window.location, id),
+      url: page.api.sessionSocketUrl(this.host.window.location, id, { watch: this.watching }),
       onOpen: () => {
         this.setConnected(true);
         this.stateToShow = null;
         controls.setStatus(['ui.session.connected', { id }]);
       },
       onEvent: (ev) => {
+        if (this.at !== null && d.log.length >= this.at) return; // (the session as it was at that step)
         d.log.add(ev);
         page.redraw();
       },
       onState: (s) => {
         this.playing = !!s.playing;
+        this.canStepBack = s.can_step_back !== false && s.mode !== 'tcp';
+        if (typeof s.position === 'number') this.linkAt(id, s.position);
+        if (this.at !== null) {
+          controls.setStatus(['ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }]);
+          return;
+        }
         this.stateToShow = s;
         this.showState();
         if (typeof s.speed === 'number' && page.speed) page.speed(s.speed);
@@ -170,7 +219,7 @@ export class SessionPanel {
       onLog: (entry) => {
         if (d.takeLog(entry)) page.redraw();
       },
-      onError: (text) => page.status(text, 'error'),
+      onError: (text, severity) => page.status(text, severity),
       onReset: () => page.reset(d),
       onClose: (code, reason) => {
         this.setConnected(false);
@@ -183,7 +232,7 @@ export class SessionPanel {
       },
     });
     this.session = { id, socket };
-    for (const fmt of ['pcapng', 'json', 'html']) {
+    for (const fmt of ['pcapng', 'json', 'html', 'py', 'lesson']) {
       const a = this.$(`export-${fmt}`);
       a.href = page.api.sessionExportUrl(id, fmt);
       a.onclick = () => {
@@ -193,6 +242,17 @@ export class SessionPanel {
     }
     tr(this.$('session-id'), ['ui.session.title', { id }]);
     page.urlChanged();
+  }
+
+  /** The link to this session at element `position` (?session=ID&at=N): what it shows then, for a handout or a
+   * student who comes back to it. */
+  linkAt(id, position) {
+    const a = this.$('link-at');
+    if (!a) return;
+    const loc = this.host.window.location;
+    a.href = `${loc.pathname}?session=${encodeURIComponent(id)}&at=${position}`;
+    tr(a, ['ui.session.linkAt', { n: position }]);
+    a.hidden = false;
   }
 
   /**

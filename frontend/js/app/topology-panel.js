@@ -30,9 +30,11 @@ export class TopologyPanel {
    * container: where the diagram goes (hidden until a topology session shows). sequence: the
    * workbench's SequenceView. onPick(index): select an element (opens its octets, hex and details).
    * onRead(node): a node whose recv is "manual" reads one message (its "read one" button; none without).
+   * onShown(on): the diagram appeared or went (the page's grid gives it a row of its own in the projector view).
    */
-  constructor(container, { sequence, onPick, onRead = null }) {
+  constructor(container, { sequence, onPick, onRead = null, onShown = () => {} }) {
     this.container = container;
+    this.onShown = onShown;
     this.sequence = sequence;
     this.onPick = onPick;
     this.state = new TopologyState();
@@ -61,7 +63,7 @@ export class TopologyPanel {
     this.topology = topology;
     this.active = !!topology && !isTwoPeer(topology);
     this.state.setTopology(topology);
-    this.container.hidden = !(this.active && this.shown);
+    this.setHidden(!(this.active && this.shown));
     if (!this.active) {
       this.sequence.setLanes(null);
       return;
@@ -78,7 +80,7 @@ export class TopologyPanel {
     this.path = null;
     this.events = [];
     this.state = new TopologyState();
-    this.container.hidden = true;
+    this.setHidden(true);
     this.sequence.setLanes(null);
     this.sequence.setHighlight(null);
   }
@@ -86,9 +88,15 @@ export class TopologyPanel {
   /** Shows or hides the diagram and lifelines with the session's tab. */
   show(on) {
     this.shown = !!on;
-    this.container.hidden = !(this.active && this.shown);
+    this.setHidden(!(this.active && this.shown));
     if (this.active && this.shown) this.setLanes();
     else this.sequence.setLanes(null);
+  }
+
+  setHidden(hidden) {
+    if (this.container.hidden === hidden) return;
+    this.container.hidden = hidden;
+    this.onShown(!hidden);
   }
 
   setBy(by) {
@@ -116,6 +124,12 @@ export class TopologyPanel {
   }
 
   /** The connection whose bytes the hex dump follows: the selected element's, else the first. */
+  /** A connection's number and the nodes at its ends ({ conn, client, server }), or null (none, or no topology). */
+  connEnds(conn) {
+    if (!this.active || conn === null || conn === undefined) return null;
+    return this.state.conns.get(String(conn)) || null;
+  }
+
   hexConn(ev) {
     if (!this.active) return null;
     if (ev && ev.conn !== undefined && ev.kind !== 'socket') return String(ev.conn);

@@ -76,6 +76,8 @@ export function initShell(host, onLarge) {
     const large = state.large || state.projector;
     doc.documentElement.classList.toggle('large', large);
     doc.documentElement.classList.toggle('projector', state.projector);
+    // The projector view folds the set-up boxes beside the player (opened, they float over the page).
+    if (state.projector && doc.querySelectorAll) for (const box of doc.querySelectorAll('#pane-session > details[open]')) box.open = false;
     if (buttons.large) {
       buttons.large.setAttribute('aria-pressed', large ? 'true' : 'false');
       buttons.large.disabled = state.projector; // (the projector view is always large)

@@ -132,7 +132,8 @@ export function createApi(host) {
     sessionExportUrl(id, format) {
       // The illustrated page is written in the page's language (a download sends no Accept-Language of ours).
       if (format === 'html') return `${base}/api/sessions/${seg(id)}/export.html${query({ lang: i18n.lang })}`;
-      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' ? 'json' : 'pcapng'}`;
+      if (format === 'lesson') return `${base}/api/sessions/${seg(id)}/lesson.yaml`;
+      return `${base}/api/sessions/${seg(id)}/export.${format === 'json' || format === 'py' ? format : 'pcapng'}`;
     },
     /** The illustrated page of a capture's connection, elements `from` to `to` (indexes, inclusive). */
     captureIllustratedUrl(id, conn, from, to) {
@@ -144,9 +145,10 @@ export function createApi(host) {
      * array); log=0: no simulation `log` messages (the page does not show them); fields=0: events
      * without their fields (an element's come with sessionEvent when it is opened).
      */
-    sessionSocketUrl(location, id) {
+    sessionSocketUrl(location, id, { watch = false } = {}) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0&lang=${encodeURIComponent(i18n.lang)}`;
+      // (`watch`: a student following a presented session: the socket takes no command)
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1' : ''}&lang=${encodeURIComponent(i18n.lang)}`;
     },
     /** One event of a session with its fields, by its `seq`. */
     sessionEvent(id, seq) {

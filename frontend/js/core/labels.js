@@ -106,7 +106,32 @@ function kindLabel(ev) {
 }
 
 // The element kinds' names (an unknown kind shows as it is).
-const KIND_IDS = { greeting: 'ui.kind.greeting', command: 'ui.kind.command', frame: 'ui.kind.frame', message: 'ui.kind.message', expert: 'ui.kind.expert', gap: 'ui.kind.gap' };
+const KIND_IDS = { greeting: 'ui.kind.greeting', command: 'ui.kind.command', frame: 'ui.kind.frame', message: 'ui.kind.message', expert: 'ui.kind.expert', gap: 'ui.kind.gap', socket: 'ui.kind.socket', peer: 'ui.kind.peer' };
+
+/**
+ * A field's name as the page shows it: the engine's (an ABNF rule's name, a wire name, which stays as it is in
+ * every language), but a message's "frame N", which is ours and is said in the page's language.
+ */
+export function fieldName(field) {
+  const name = field && field.name ? String(field.name) : '';
+  const frame = /^frame (\d+)$/.exec(name);
+  return frame ? t('ui.field.frame', { n: Number(frame[1]) }) : name;
+}
+
+/**
+ * A field's name in the octet table: as fieldName says, but the ten octets of a greeting's signature are all the
+ * signature, as the ABNF has it (signature = %xFF padding %x7F): "signature: %xFF", "signature: padding",
+ * "signature: %x7F" (the engine names octet 0 `signature` and octet 9 `signature-end`).
+ */
+export function tableName(event, field) {
+  if (event && event.kind === 'greeting' && field) {
+    const rel = typeof field.offset === 'number' && typeof event.offset === 'number' ? field.offset - event.offset : -1;
+    if (field.name === 'signature' && rel === 0) return t('ui.octets.signature', { part: '%xFF' });
+    if (field.name === 'signature-end' && rel === 9) return t('ui.octets.signature', { part: '%x7F' });
+    if (field.name === 'padding' && rel === 1 && field.length === 8) return t('ui.octets.signature', { part: t('ui.octets.signaturePadding') });
+  }
+  return fieldName(field);
+}
 const SEVERITY_IDS = { note: 'ui.severity.note', warn: 'ui.severity.warn', error: 'ui.severity.error' };
 
 /** An element kind's name ("Greeting"). */

@@ -4,7 +4,7 @@
 // index.html?session=ID&el=12&field=2        (a live session)
 // index.html#paste                           (the paste tab)
 
-const INT_KEYS = new Set(['el', 'field']);
+const INT_KEYS = new Set(['el', 'field', 'at']);
 
 /**
  * A URL component decoded: `%xx` escapes and `+` as a space. A malformed escape (`%`, `%zz`, an escape that is
@@ -83,7 +83,8 @@ export function sessionRequest(mode, server, client, { autoplay = false } = {}) 
       libzmq: tcp && !!p.libzmq,
       greeting: GREETINGS.includes(p.greeting) ? p.greeting : 'libzmq',
     };
-    if (type === 'SUB') out.subscribe = p.subscribe || '';
+    // '' is the empty prefix (every message); null, no subscription at all: the SUB receives nothing, as in libzmq.
+    if (type === 'SUB') out.subscribe = p.subscribe === null ? null : p.subscribe || '';
     return out;
   };
   return { mode: tcp ? 'tcp' : 'simulated', server: peer(server), client: peer(client), autoplay: !!autoplay };

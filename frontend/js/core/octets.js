@@ -16,6 +16,7 @@
 
 import { hexToBytes, allPrintable, byteHex, isPrintable } from './bytes.js';
 import { isLiteralRule } from './rules.js';
+import { tn, number } from './i18n.js';
 
 export const DEFAULTS = {
   expand: false,
@@ -94,7 +95,7 @@ function chunkBoxes(fi, field, rel, bytes, opts, asText) {
     out.push(box(fi, field, rel, at, piece.length, text, { format: asText ? 'text' : 'hex' }));
   }
   const rest = field.length - shown;
-  if (rest > 0) out.push(box(fi, field, rel, shown, rest, `… ${rest.toLocaleString('en-US')} more octet${rest === 1 ? '' : 's'}`, { more: true, format: 'more' }));
+  if (rest > 0) out.push(box(fi, field, rel, shown, rest, tn('ui.octets.moreOctets', rest, { n: number(rest) }), { more: true, format: 'more' }));
   return out;
 }
 

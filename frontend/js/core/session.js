@@ -51,7 +51,8 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
         if (onState) onState(msg);
         break;
       case 'error':
-        if (onError) onError(String(msg.detail ?? 'error'));
+        // ("severity": "info": the command found nothing to do, which is no fault)
+        if (onError) onError(String(msg.detail ?? 'error'), msg.severity === 'info' ? 'info' : 'error');
         break;
       case 'reset':
         if (onReset) onReset();
@@ -95,4 +96,23 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
       return socket.isOpen;
     },
   };
+}
+
+/**
+ * A session's `export.json` (GET /api/sessions/{id}/export.json) from a file's text: { id, mode, config, events,
+ * topology } (topology: a topology session's, with its connections; null for two peers). Throws an Error that says
+ * what the text is not.
+ */
+export function parseSessionExport(text) {
+  let data;
+  try {
+    data = JSON.parse(String(text));
+  } catch {
+    throw new Error(t('ui.export.notJson'));
+  }
+  if (!data || typeof data !== 'object' || !Array.isArray(data.events) || !data.config || typeof data.config !== 'object') throw new Error(t('ui.export.notExport'));
+  const events = data.events.filter((ev) => ev && typeof ev === 'object' && typeof ev.kind === 'string');
+  const topo = data.config.topology;
+  const topology = topo && typeof topo === 'object' && Array.isArray(topo.nodes) ? topo : null;
+  return { id: String(data.id ?? ''), mode: data.mode === 'tcp' ? 'tcp' : 'simulated', config: data.config, events, topology };
 }

@@ -121,7 +121,10 @@ export function topologyFile(topology) {
   return `${JSON.stringify(checkTopology(topology), null, 2)}\n`;
 }
 
-/** A file's text to a topology (throws with a clear message, see checkTopology). */
+/**
+ * A file's text to a topology (throws with a clear message, see checkTopology): a topology file, or a topology
+ * session's export.json (its `config.topology`, and the messages its preset or script sent).
+ */
 export function parseTopologyFile(text) {
   let value;
   try {
@@ -129,6 +132,8 @@ export function parseTopologyFile(text) {
   } catch {
     throw new Error(EDIT_TEXT.notJson);
   }
+  const exported = value && typeof value === 'object' && Array.isArray(value.events) && value.config && value.config.topology;
+  if (exported) value = { ...value.config.topology, mode: value.config.mode };
   return checkTopology(value);
 }
 

@@ -30,9 +30,42 @@ export function inboundDecision(ev) {
   return INBOUND_RULES.has(ev.rule) || ev.what === 'deliver' || ev.what === 'strip';
 }
 
+// Decisions about a message the node's application sends, and those by which a proxied node's socket reads one.
+const SENDS = new Set(['route', 'queue', 'drop', 'filter']);
+const READS = new Set(['deliver', 'envelope']);
+// Drops of a message the node received, not one it sent (peers/sockets.py).
+const DROPS_READ = new Set(['req-reply-peer', 'req-delimiter', 'rep-delimiter']);
+
+/**
+ * A node's state: what its application received, what it sent (`sent`: each message once, however many pipes it
+ * went down), what a proxy read from it (`relayed`), its drops and blocks, whether its send is blocked now, and
+ * whether it stopped reading (`stalled`: its inbound queue at RCVHWM).
+ */
+function nodeState(name, type, proxied) {
+  return {
+    name,
+    type,
+    proxied,
+    received: [],
+    sentIds: new Set(),
+    sentAnon: 0,
+    get sent() {
+      return this.sentIds.size + this.sentAnon;
+    },
+    relayed: 0,
+    drops: 0,
+    blocks: 0,
+    filtered: 0,
+    blocked: false,
+    stalled: false,
+    last: null,
+  };
+}
+
 export class TopologyState {
   constructor() {
     this.topology = null;
+    this.proxied = new Set(); // the nodes a proxy reads and writes (its application is zmq_proxy)
     this.conns = new Map(); // conn -> { conn, link, client, server }
     this.reset();
   }
@@ -54,6 +87,8 @@ export class TopologyState {
   /** The session's topology (sent on connect and again as connections open). */
   setTopology(topology) {
     this.topology = topology || null;
+    this.proxied = new Set(((topology && topology.proxies) || []).flatMap((p) => [p.frontend, p.backend]));
+    for (const n of this.nodes.values()) n.proxied = this.proxied.has(n.name);
     this.conns = new Map();
     for (const c of (topology && topology.conns) || []) {
       this.conns.set(String(c.conn), { conn: String(c.conn), link: c.link, client: c.client, server: c.server });
@@ -66,7 +101,7 @@ export class TopologyState {
     let n = this.nodes.get(name);
     if (!n) {
       const spec = ((this.topology && this.topology.nodes) || []).find((x) => x.name === name) || {};
-      n = { name, type: spec.type || '', received: [], sent: 0, drops: 0, blocks: 0, filtered: 0, blocked: false, last: null };
+      n = nodeState(name, spec.type || '', this.proxied.has(name));
       this.nodes.set(name, n);
     }
     return n;
@@ -120,14 +155,25 @@ export class TopologyState {
       pipe.index = index;
       this.pipes.set(key, pipe);
     }
-    if (ev.what === 'drop' || ev.what === 'block') {
+    // A send the application made: counted once, however many pipes its copies went down (a PUB's fan-out) or
+    // whether any did (a message filtered out or dropped everywhere was sent all the same).
+    if (SENDS.has(ev.what) && typeof ev.msg === 'number' && !inboundDecision(ev) && !DROPS_READ.has(ev.rule)) n.sentIds.add(ev.msg);
+    // A reader that stopped reading at its RCVHWM is not a blocked send: it is "not reading" until it reads again.
+    const reading = ev.rule === 'rcvhwm';
+    if (ev.what === 'drop' || (ev.what === 'block' && !reading)) {
       if (ev.what === 'drop') n.drops++;
       else n.blocks++;
       this.marks.push({ what: ev.what, node: ev.node, peer: ev.peer ?? null, msg: typeof ev.msg === 'number' ? ev.msg : null, text: ev.text || '', index });
     }
-    if (ev.what === 'block') n.blocked = true;
-    else if (ev.what === 'unblock' || ev.what === 'route') n.blocked = false;
+    if (ev.what === 'block') {
+      if (reading) n.stalled = true;
+      else n.blocked = true;
+    } else if (ev.what === 'unblock') {
+      if (reading) n.stalled = false;
+      else n.blocked = false;
+    } else if (ev.what === 'route') n.blocked = false;
     else if (ev.what === 'filter') n.filtered++;
+    else if (n.proxied && READS.has(ev.what) && !reading) n.relayed++;
   }
 
   wireEvent(ev, index, msg) {
@@ -144,7 +190,9 @@ export class TopologyState {
     this.frames.delete(key);
     if (msg !== null) this.pathOf(msg, true).push(...frames);
     if (ends) {
-      this.node(ends.from).sent++;
+      const from = this.node(ends.from);
+      if (msg !== null) from.sentIds.add(msg);
+      else from.sentAnon++; // (a message no id was found for: each copy on the wire, the best that can be said)
       this.moves.push({ from: ends.from, to: ends.to, conn: ends.conn, msg, index });
       // A whole message on the wire has left its sender's pipe: the route that queued it counted it in the
       // pipe's depth, and no decision follows when the pipe drains into the connection.

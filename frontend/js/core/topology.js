@@ -99,7 +99,8 @@ function shortLabel(node) {
 //
 // layoutSession(topology, { width, height }) -> { width, height, nodes, edges }
 //   topology: the session's `topology` message (nodes, links, proxies, conns; see POST /api/sessions)
-//   nodes: [{ id, x, y, type, column }]   edges: [{ link, conn, from, to, x1, y1, x2, y2, proxy }]
+//   nodes: [{ id, x, y, type, column }]   edges: [{ link, conn, from, to, x1, y1, x2, y2, proxy, ways }]
+//   (an edge runs from the connecting node to the binding one; `ways` says which way its messages go)
 // Messages read left to right: a link runs from its upstream node (the one that sends requests or data:
 // PUSH, PUB, REQ; else the connecting side) to its downstream one, and a node's column is the longest
 // upstream path to it (a proxy's frontend stands before its backend). The nodes' x/y hints (0..1) win,
@@ -108,6 +109,23 @@ function shortLabel(node) {
 
 const UPSTREAM = new Set(['PUSH', 'PUB', 'XPUB', 'REQ']);
 const DOWNSTREAM = new Set(['PULL', 'SUB', 'XSUB', 'REP']);
+
+// Which sockets send application messages, and which receive them (a SUB's and an XSUB's subscriptions, and an
+// XPUB's reading of them, are not messages of the application's stream).
+const SENDERS = new Set(['PUSH', 'PUB', 'XPUB', 'REQ', 'REP', 'DEALER', 'ROUTER', 'PAIR', 'CLIENT', 'SERVER']);
+const RECEIVERS = new Set(['PULL', 'SUB', 'XSUB', 'REQ', 'REP', 'DEALER', 'ROUTER', 'PAIR', 'CLIENT', 'SERVER']);
+
+/**
+ * The ways a link's messages go: { forward } from the connecting node to the binding one, { back } the other way,
+ * both for request-reply and PAIR. (Which end binds says nothing about it: a PUB may connect to its SUBs.)
+ */
+export function messageWays(link, typeOf) {
+  const tc = typeOf(link.connect);
+  const tb = typeOf(link.bind);
+  const forward = SENDERS.has(tc) && RECEIVERS.has(tb);
+  const back = SENDERS.has(tb) && RECEIVERS.has(tc);
+  return forward || back ? { forward, back } : { forward: true, back: false };
+}
 
 /** The link's [upstream, downstream] node names. */
 export function linkFlow(link, typeOf) {
@@ -180,7 +198,7 @@ export function layoutSession(topology, { width = 900, height = 0, rowHeight = 8
     const b = placed.get(to);
     return { from, to, x1: a ? a.x : 0, y1: a ? a.y : 0, x2: b ? b.x : 0, y2: b ? b.y : 0, ...extra };
   };
-  const edges = links.map((l, i) => edge(l.connect, l.bind, { link: i, conn: connOf.has(i) ? connOf.get(i) : null, proxy: false }))
+  const edges = links.map((l, i) => edge(l.connect, l.bind, { link: i, conn: connOf.has(i) ? connOf.get(i) : null, proxy: false, ways: messageWays(l, typeOf) }))
     .concat(proxies.map((p, i) => edge(p.frontend, p.backend, { link: `proxy-${i}`, conn: null, proxy: true })));
   return { width, height: h, nodes: [...placed.values()], edges, units: total };
 }

@@ -5,8 +5,9 @@
 
 import { h, clear, setChildren, tr } from '../views/dom.js';
 import { t, tn } from '../core/i18n.js';
-import { dirName } from '../core/labels.js';
+import { dirName, fieldName } from '../core/labels.js';
 import { renderNarration, allowedLink } from './narration.js';
+import { ExerciseBox, exerciseLink } from './exercise.js';
 
 // ---------------------------------------------------------------- lesson list
 
@@ -15,10 +16,20 @@ export class LessonList {
     this.doc = container.ownerDocument;
     this.onOpen = onOpen;
     this.root = h(this.doc, 'ol', { class: 'lesson-list' });
+    this.problems = h(this.doc, 'div', { class: 'lesson-problems', hidden: true, attrs: { role: 'status' } });
     this.current = null;
     this.buttons = new Map();
     clear(container);
-    container.append(h(this.doc, 'h2', { t: 'ui.nav.lessons' }), this.root);
+    container.append(h(this.doc, 'h2', { t: 'ui.nav.lessons' }), this.root, this.problems);
+  }
+
+  /** Lesson files the server could not load (a teacher's own): each named, with what is wrong. */
+  setProblems(problems) {
+    const d = this.doc;
+    const list = Array.isArray(problems) ? problems : [];
+    this.problems.hidden = !list.length;
+    setChildren(this.problems, h(d, 'h3', { t: 'ui.lesson.problems' }),
+      h(d, 'ul', {}, list.map((p) => h(d, 'li', {}, h(d, 'strong', { text: String(p.file || '') }), h(d, 'pre', { class: 'problem', text: String(p.error || '') })))));
   }
 
   setLessons(lessons) {
@@ -89,7 +100,8 @@ function framesText(frames) {
 
 export class LessonPanel {
   /**
-   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice), onDecision(index) }
+   * handlers: { onBack(), onStep(n), onChip(field), onHighlights(on), onCheck(), onChoice(choice), onDecision(index),
+   * onExercise(body) -> Promise of the server's verdict on the step's exercise }
    */
   constructor(container, handlers) {
     const d = (this.doc = container.ownerDocument);
@@ -111,6 +123,7 @@ export class LessonPanel {
     this.decisions = h(d, 'ol', { class: 'plain-list decision-list' });
     this.decisionBox = h(d, 'section', { class: 'box decision-box', hidden: true }, h(d, 'h3', { t: 'ui.lesson.decisions' }), this.decisions);
     this.question = h(d, 'section', { class: 'box question', attrs: { 'aria-live': 'polite' } });
+    this.exerciseSlot = h(d, 'div', { class: 'exercise-slot', hidden: true }); // (hidden when empty: no gap)
     this.wire = h(d, 'ol', { class: 'wire-list' });
     this.received = h(d, 'ul', { class: 'plain-list' });
     this.log = h(d, 'ul', { class: 'plain-list log-list' });
@@ -120,18 +133,19 @@ export class LessonPanel {
     this.logBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.log' }), this.log);
     this.refsBox = h(d, 'details', { class: 'box' }, h(d, 'summary', { t: 'ui.lesson.references' }), this.refs);
     this.exportLink = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title' });
+    this.scriptLink = h(d, 'a', { class: 'button small script-link', attrs: { download: '' }, t: 'ui.illustrated.script', tTitle: 'ui.illustrated.script.title' });
     this.errorEl = h(d, 'p', { class: 'error', hidden: true });
     const head = h(
       d,
       'section',
       { class: 'box lesson-head' },
-      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl, this.exportLink),
+      h(d, 'div', { class: 'lesson-head-row' }, h(d, 'button', { type: 'button', class: 'small', t: 'ui.lesson.all', on: { click: () => handlers.onBack() } }), this.titleEl, this.exportLink, this.scriptLink),
       this.dots,
       h(d, 'div', { class: 'step-nav' }, this.prevBtn, this.counter, this.nextBtn),
     );
     const body = h(d, 'section', { class: 'box step-box' }, this.stepTitle, this.sourceEl, this.narration, this.errorEl);
     clear(container);
-    container.append(head, body, this.hlBox, this.decisionBox, this.question, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
+    container.append(head, body, this.hlBox, this.decisionBox, this.question, this.exerciseSlot, this.wireBox, this.receivedBox, this.logBox, this.refsBox);
   }
 
   setLesson(lesson) {
@@ -154,8 +168,10 @@ export class LessonPanel {
   }
 
   /** Where the lesson's illustrated page is (the export link). */
-  setExportUrl(url) {
+  setExportUrl(url, scriptUrl = null) {
     this.exportLink.href = url;
+    this.scriptLink.hidden = !scriptUrl;
+    if (scriptUrl) this.scriptLink.href = scriptUrl;
   }
 
   /** Show step `number` of the lesson: its narration and (once loaded) its scene. */
@@ -191,13 +207,16 @@ export class LessonPanel {
     const hls = scene ? scene.highlights || [] : [];
     this.hlBox.hidden = !hls.length;
     for (const hl of hls) {
-      const b = h(d, 'button', { type: 'button', class: 'chip', title: `${hl.name} = ${String(hl.value)}`, on: { click: () => this.handlers.onChip(hl.field) } }, h(d, 'span', { class: 'chip-label', text: hl.label || hl.name }));
+      // (a chip the lesson did not label is named as the page names its field: "frame 1" in the page's language)
+      const label = hl.label && hl.label !== hl.name ? hl.label : fieldName(hl);
+      const b = h(d, 'button', { type: 'button', class: 'chip', title: `${fieldName(hl)} = ${String(hl.value)}`, on: { click: () => this.handlers.onChip(hl.field) } }, h(d, 'span', { class: 'chip-label', text: label }));
       b.dataset.field = String(hl.field);
       this.chipButtons.push(b);
       this.chips.appendChild(b);
     }
     this.renderDecisions(scene);
     this.renderQuestion(scene ? scene.question : null);
+    this.renderExercise(scene ? scene.exercise : null);
     const writes = scene ? scene.writes || [] : [];
     this.wireBox.hidden = !writes.length;
     const shown = writes.slice(-40);
@@ -254,7 +273,48 @@ export class LessonPanel {
       );
     }
     this.resultEl = h(d, 'div', { class: 'answer-result', hidden: true });
-    this.question.appendChild(this.resultEl);
+    this.classEl = h(d, 'div', { class: 'class-answers', hidden: true, attrs: { 'aria-live': 'polite' } });
+    this.questionShown = q;
+    this.question.append(this.resultEl, this.classEl);
+  }
+
+  /** The step's exercise (a typed answer, or a topology to build in the playground), checked by the server. */
+  renderExercise(exercise) {
+    this.exerciseBox = null;
+    this.exerciseSlot.hidden = !exercise || !this.lesson;
+    if (this.exerciseSlot.hidden) return setChildren(this.exerciseSlot);
+    const link = exercise.kind === 'topology' ? exerciseLink(this.lesson.id, this.number) : null;
+    this.exerciseBox = new ExerciseBox(this.doc, exercise, { check: (body) => this.handlers.onExercise(body), link });
+    setChildren(this.exerciseSlot, this.exerciseBox.root);
+  }
+
+  /**
+   * A class's answers to this step's question (presenter mode, the class socket's `answers`): how many answered
+   * and, once revealed (or to a teacher who asks), what. view: { answered, students, revealed, tally: [{answer,
+   * count, correct}], teacher (the page is the teacher's), onReveal() }.
+   */
+  setClassAnswers(view) {
+    const d = this.doc;
+    const el = this.classEl;
+    if (!el) return;
+    el.hidden = !view;
+    if (!view) return;
+    const q = this.questionShown;
+    const label = (a) => (a.choice !== undefined ? String((q && q.choices && q.choices[a.choice]) ?? a.choice)
+      : a.field !== undefined ? fieldName({ name: a.field }) : t('ui.answers.offset', { n: a.offset }));
+    const parts = [h(d, 'h4', { t: 'ui.answers.title' }), h(d, 'p', { class: 'answers-count', t: ['ui.answers.count', { answered: view.answered, students: view.students }] })];
+    if (view.revealed) {
+      const most = Math.max(1, ...view.tally.map((r) => r.count));
+      parts.push(h(d, 'ol', { class: 'tally' }, view.tally.map((r) =>
+        h(d, 'li', { class: `tally-row${r.correct ? ' right' : ''}` },
+          h(d, 'span', { class: 'tally-label', text: label(r.answer) }),
+          h(d, 'span', { class: 'tally-bar', style: { width: `${Math.round((100 * r.count) / most)}%` } }),
+          h(d, 'span', { class: 'tally-count', text: r.correct ? `${r.count} ✔` : String(r.count) })))));
+    } else if (view.teacher) {
+      parts.push(h(d, 'p', { class: 'hint', t: 'ui.answers.hidden' }),
+        h(d, 'button', { type: 'button', class: 'primary reveal-answers', t: 'ui.answers.reveal', disabled: !view.answered, on: { click: () => view.onReveal() } }));
+    }
+    setChildren(el, ...parts);
   }
 
   setSelectedText(text) {

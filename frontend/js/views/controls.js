@@ -29,7 +29,7 @@ function field(d, label, control, className = '') {
  * new SessionForm(container, { onCreate(request) }) ; .setBusy(bool) ; .setError(text)
  */
 export class SessionForm {
-  constructor(container, { onCreate }) {
+  constructor(container, { onCreate, onOpenExport = null }) {
     const d = (this.doc = container.ownerDocument);
     this.onCreate = onCreate;
     this.mode = { simulated: h(d, 'input', { type: 'radio', name: 'mode', value: 'simulated', checked: true }), tcp: h(d, 'input', { type: 'radio', name: 'mode', value: 'tcp' }) };
@@ -57,6 +57,17 @@ export class SessionForm {
     );
     clear(container);
     container.appendChild(form);
+    if (onOpenExport) {
+      // A session's export.json, opened again: what it recorded, to read through (it does not play).
+      const file = h(d, 'input', { type: 'file', id: 'open-export', accept: '.json,application/json', hidden: true });
+      file.addEventListener('change', () => {
+        const f = file.files && file.files[0];
+        if (f) onOpenExport(f);
+        file.value = '';
+      });
+      container.appendChild(h(d, 'p', { class: 'open-export' },
+        h(d, 'button', { type: 'button', class: 'small', t: 'ui.export.open', tTitle: 'ui.export.open.title', on: { click: () => file.click() } }), file));
+    }
     for (const radio of Object.values(this.mode)) radio.addEventListener('change', () => this.syncMode());
     this.syncMode();
   }
@@ -79,14 +90,28 @@ export class SessionForm {
       libzmq: h(d, 'input', { type: 'checkbox', name: `${role}-libzmq` }),
       greeting: h(d, 'select', { name: `${role}-greeting`, tTitle: 'ui.form.greeting.help' }),
       subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, tPlaceholder: 'ui.form.topic.hint', autocomplete: 'off' }),
+      // The empty prefix, every message: on by default (the playground's PUB/SUB shows its messages); off with no
+      // topic, the SUB subscribes to nothing and receives nothing, as a libzmq SUB that never subscribed.
+      every: h(d, 'input', { type: 'checkbox', name: `${role}-subscribe-every`, checked: true }),
     };
     for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, t: GREETING_LABELS[g] || g }));
     c.greeting.value = 'libzmq';
-    const topic = field(d, 'ui.form.topic', c.subscribe, 'topic');
+    const none = h(d, 'p', { class: 'hint topic-none', t: 'ui.form.topic.none' });
+    const topic = h(d, 'div', { class: 'topic' }, field(d, 'ui.form.topic', c.subscribe),
+      h(d, 'label', { class: 'check' }, c.every, ' ', h(d, 'span', { t: 'ui.form.topic.every' })), none);
     const syncType = () => {
       topic.hidden = c.type.value !== 'SUB';
+      none.hidden = c.every.checked || !!c.subscribe.value;
     };
     c.type.addEventListener('change', syncType);
+    c.every.addEventListener('change', () => {
+      if (c.every.checked) c.subscribe.value = ''; // (a two-peer SUB has one subscription: this one, or a prefix)
+      syncType();
+    });
+    c.subscribe.addEventListener('input', () => {
+      if (c.subscribe.value) c.every.checked = false;
+      syncType();
+    });
     syncType();
     const creds = h(d, 'div', { class: 'creds' }, field(d, 'ui.form.username', c.username), field(d, 'ui.form.password', c.password));
     const sync = () => {
@@ -110,7 +135,7 @@ export class SessionForm {
   }
 
   values(c) {
-    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.subscribe.value };
+    return { type: c.type.value, version: c.version.value, mechanism: c.mechanism.value, identity: c.identity.value, username: c.username.value, password: c.password.value, libzmq: c.libzmq.checked, greeting: c.greeting.value, subscribe: c.subscribe.value || (c.every.checked ? '' : null) };
   }
 
   onSubmit(e) {
@@ -168,11 +193,17 @@ export class PlayControls {
   }
 
   setEnabled(on) {
+    this.enabled = on;
     for (const b of [this.back, this.play, this.fwd, this.reset, this.speed]) b.disabled = !on;
   }
 
   setState(s) {
     this.playing = !!s.playing;
+    // Back only where it can undo something: never in a real (tcp) session, not at the start. At the end, the
+    // player is not "playing" anything: it waits for a message, a fault or a read, and says so.
+    this.back.disabled = !this.enabled || s.mode === 'tcp' || s.can_step_back === false;
+    const end = !!s.at_end && !s.closed;
+    this.play.classList.toggle('primary', !end);
     tr(this.play, this.playing ? 'ui.player.pause' : 'ui.player.play');
     if (typeof s.speed === 'number') {
       const k = SPEEDS.indexOf(s.speed);
@@ -181,7 +212,8 @@ export class PlayControls {
     }
     const pos = typeof s.position === 'number' ? s.position : '?';
     const total = typeof s.total === 'number' ? s.total : '?';
-    tr(this.status, [s.closed ? 'ui.player.state.closed' : 'ui.player.state', { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
+    const id = s.closed ? 'ui.player.state.closed' : end ? 'ui.player.state.end' : 'ui.player.state';
+    tr(this.status, [id, { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
   }
 
   /** The line under the player: a catalog message (id or [id, params]). */
@@ -321,6 +353,12 @@ export class FaultMenu {
     const d = (this.doc = container.ownerDocument);
     this.kind = h(d, 'select', { tLabel: 'ui.fault.fault' });
     this.peer = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
+    // In a topology the peer is a node, and the connection one of its links (by default its newest open one).
+    this.conn = h(d, 'select', { tLabel: 'ui.fault.conn' });
+    this.connField = field(d, 'ui.fault.conn', this.conn, 'inline');
+    this.connField.hidden = true;
+    this.topology = null;
+    this.peer.addEventListener('change', () => this.syncConns());
     this.seconds = h(d, 'input', { type: 'number', min: 0, max: 60, step: 0.5, value: 2 });
     this.secondsField = field(d, 'ui.fault.seconds', this.seconds, 'inline');
     this.help = h(d, 'p', { class: 'hint' });
@@ -330,7 +368,43 @@ export class FaultMenu {
     this.setMode('simulated');
     i18n.onChange(() => this.setMode(this.mode));
     clear(container);
-    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.secondsField, this.help, this.inject));
+    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.connField, this.secondsField, this.help, this.inject));
+  }
+
+  /**
+   * The session's topology (its `topology` message, null for a two-peer session): the peer is one of its nodes,
+   * the connection one of that node's (`conns`), so a fault strikes where the teacher points.
+   */
+  setTopology(topology) {
+    const d = this.doc;
+    const nodes = topology && Array.isArray(topology.nodes) ? topology.nodes.map((n) => n.name) : [];
+    const twoPeer = !nodes.length; // (a two-peer session sends no topology: the playground's socket does not ask)
+    this.topology = twoPeer ? null : topology;
+    const was = this.peer.value;
+    clear(this.peer);
+    if (twoPeer) {
+      for (const p of ['server', 'client']) this.peer.appendChild(h(d, 'option', { value: p, t: PEER_LABELS[p] }));
+    } else for (const name of nodes) this.peer.appendChild(h(d, 'option', { value: name, text: name }));
+    const names = [...this.peer.options].map((o) => o.value);
+    this.peer.value = names.includes(was) ? was : names[0] || '';
+    this.syncConns();
+  }
+
+  /** The chosen node's connections: its newest open one (the default), or one of them. */
+  syncConns() {
+    const d = this.doc;
+    const topo = this.topology;
+    this.connField.hidden = !topo;
+    if (!topo) return;
+    const node = this.peer.value;
+    const was = this.conn.value;
+    clear(this.conn);
+    this.conn.appendChild(h(d, 'option', { value: '', t: 'ui.fault.conn.newest' }));
+    for (const c of topo.conns || []) {
+      if (c.client !== node && c.server !== node) continue;
+      this.conn.appendChild(h(d, 'option', { value: String(c.conn), t: ['ui.fault.conn.one', { conn: c.conn, client: c.client, server: c.server }] }));
+    }
+    if ([...this.conn.options].some((o) => o.value === was)) this.conn.value = was;
   }
 
   /** The faults the server says sessions take ({fault, modes} each). */
@@ -359,6 +433,7 @@ export class FaultMenu {
 
   args() {
     const a = { peer: this.peer.value };
+    if (this.topology && this.conn.value !== '') a.conn = this.conn.value;
     if (this.kind.value === 'delay') a.seconds = Number(this.seconds.value) || 0;
     return a;
   }

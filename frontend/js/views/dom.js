@@ -173,3 +173,22 @@ export function onResize(win, el, fn) {
   }
   return () => {};
 }
+
+/**
+ * Brings `el` into view within its own scrolling pane only (the nearest ancestor that scrolls), never by scrolling
+ * a pane's ancestors: `scrollIntoView` also scrolls boxes whose overflow is hidden, which leaves a pane's heading
+ * cut off at the top of its column.
+ */
+export function revealInPane(el) {
+  const win = el && el.ownerDocument && el.ownerDocument.defaultView;
+  if (!win || !el.getBoundingClientRect) return;
+  let pane = el.parentElement;
+  while (pane && !/(auto|scroll)/.test(win.getComputedStyle(pane).overflowY + win.getComputedStyle(pane).overflowX)) pane = pane.parentElement;
+  if (!pane) return;
+  const box = el.getBoundingClientRect();
+  const view = pane.getBoundingClientRect();
+  if (box.top < view.top) pane.scrollTop -= view.top - box.top;
+  else if (box.bottom > view.bottom) pane.scrollTop += Math.min(box.bottom - view.bottom, box.top - view.top);
+  if (box.left < view.left) pane.scrollLeft -= view.left - box.left;
+  else if (box.right > view.right) pane.scrollLeft += Math.min(box.right - view.right, box.left - view.left);
+}

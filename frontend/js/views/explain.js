@@ -5,7 +5,7 @@
 
 import { h, clear, panel } from './dom.js';
 import { specFor, ruleColor } from '../core/rules.js';
-import { infoLabel, fieldValueText } from '../core/labels.js';
+import { infoLabel, fieldValueText, fieldName } from '../core/labels.js';
 import { rangeLabel } from '../core/octets.js';
 import { severityName } from '../core/labels.js';
 import { i18n, t } from '../core/i18n.js';
@@ -51,7 +51,7 @@ export class ExplainView {
     }
     const spec = specFor(field.rule, this.context(event) || {});
     const color = ruleColor(field.rule);
-    const title = h(d, 'h3', { class: 'explain-name' }, h(d, 'span', { class: 'swatch', style: { backgroundColor: color.strong } }), field.name);
+    const title = h(d, 'h3', { class: 'explain-name' }, h(d, 'span', { class: 'swatch', style: { backgroundColor: color.strong } }), fieldName(field));
     const value = h(d, 'p', { class: 'explain-value' }, h(d, 'span', { class: 'muted', text: t('ui.explain.value') }), h(d, 'code', { text: fieldValueText(field) }), h(d, 'span', { class: 'muted', text: `  ·  ${where(field.offset - event.offset, field.length)}` }));
     const note = h(d, 'p', { class: 'explain-note', text: field.note || t('ui.explain.noNote') });
     const rule = h(d, 'p', { class: 'explain-rule' }, h(d, 'span', { class: 'muted', text: t('ui.explain.rule') }), h(d, 'code', { text: field.rule || t('ui.explain.noRule') }), h(d, 'span', { class: 'muted', text: t('ui.explain.in', { spec: spec.title }) }));

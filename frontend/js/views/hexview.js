@@ -8,7 +8,7 @@
 // new HexView(container, { selection, onPick(index, dir, offset), copyText(text), title })
 //   .setChunks(chunks, note)   chunks from core/hexdump.js buildChunks()
 
-import { h, clear, panel, frameThrottle, onResize } from './dom.js';
+import { h, clear, panel, frameThrottle, onResize, tr } from './dom.js';
 import { i18n, t } from '../core/i18n.js';
 import { formatCount } from '../core/bytes.js';
 import { layoutLines, toFollowText, fittingBytesPerLine, BYTES_PER_LINE } from '../core/hexdump.js';
@@ -37,10 +37,13 @@ export class HexView {
       ascii: h(d, 'button', { type: 'button', class: 'small toggle', text: 'ASCII', on: { click: () => this.setMode('ascii') } }),
       utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', tTitle: 'ui.hex.utf8.title', on: { click: () => this.setMode('utf8') } }),
     };
+    this.connEl = h(d, 'span', { class: 'hex-conn', hidden: true });
+    this.legends = { c2s: h(d, 'span', { class: 'legend c2s', t: 'ui.dir.c2s' }), s2c: h(d, 'span', { class: 'legend s2c', t: 'ui.dir.s2c' }) };
     p.tools.append(
       this.noteEl,
-      h(d, 'span', { class: 'legend c2s', t: 'ui.dir.c2s' }),
-      h(d, 'span', { class: 'legend s2c', t: 'ui.dir.s2c' }),
+      this.connEl,
+      this.legends.c2s,
+      this.legends.s2c,
       this.modeButtons.hex,
       this.modeButtons.ascii,
       this.modeButtons.utf8,
@@ -93,6 +96,22 @@ export class HexView {
   /** The viewport's height: as last reported by a resize, else measured now. */
   viewportHeight() {
     return this.height ?? this.viewport.clientHeight;
+  }
+
+  /**
+   * Which connection the dump follows, among a topology's many: { conn, client, server } (its number, and the
+   * nodes at its ends, which the direction chips then name), or null (one connection: client and server).
+   */
+  setEnds(ends) {
+    this.connEl.hidden = !ends;
+    if (ends) {
+      tr(this.connEl, ['ui.hex.conn', { conn: ends.conn }]);
+      tr(this.legends.c2s, ['ui.hex.way', { from: ends.client, to: ends.server }]);
+      tr(this.legends.s2c, ['ui.hex.way', { from: ends.server, to: ends.client }]);
+    } else {
+      tr(this.legends.c2s, 'ui.dir.c2s');
+      tr(this.legends.s2c, 'ui.dir.s2c');
+    }
   }
 
   setChunks(chunks, note = '') {

@@ -1,6 +1,6 @@
 // "Export illustrated page": a link to one self-contained HTML file explaining every octet of what is
 // shown (the server's illustrated routes make it). For a capture's connection, a range of its elements
-// by index, the whole connection by default.
+// numbered as the sequence numbers its rows (from 1), the whole connection by default.
 
 import { h } from './dom.js';
 
@@ -12,7 +12,7 @@ export class IllustratedExport {
   constructor(container, { url }) {
     const d = container.ownerDocument;
     this.url = url;
-    const number = (label) => h(d, 'input', { type: 'number', min: '0', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
+    const number = (label) => h(d, 'input', { type: 'number', min: '1', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
     this.from = number('ui.illustrated.first');
     this.to = number('ui.illustrated.last');
     // (the address is made again on a click: the page's language may have changed since)
@@ -24,18 +24,19 @@ export class IllustratedExport {
 
   /** A connection of `count` elements is open: the whole of it, until the reader narrows the range. */
   setRange(count) {
-    const last = Math.max(0, Number(count || 1) - 1);
+    const last = Math.max(1, Number(count || 1));
     this.from.max = this.to.max = String(last);
-    this.from.value = '0';
+    this.from.value = '1';
     this.to.value = String(last);
     this.root.hidden = false;
     this.update();
   }
 
+  /** The link for the range typed: the rows' numbers (from 1) as the route's indexes (from 0). */
   update() {
-    const from = Math.max(0, Math.floor(Number(this.from.value) || 0));
+    const from = Math.max(1, Math.floor(Number(this.from.value) || 1));
     const to = Math.max(from, Math.floor(Number(this.to.value) || from));
-    this.link.href = this.url(from, to);
+    this.link.href = this.url(from - 1, to - 1);
   }
 
   hide() {

@@ -7,7 +7,7 @@
 import { h, clear, panel, onResize } from './dom.js';
 import { layoutOctets, rangeLabel } from '../core/octets.js';
 import { ruleColor } from '../core/rules.js';
-import { elementTitle, infoLabel, fieldValueText } from '../core/labels.js';
+import { elementTitle, infoLabel, fieldValueText, tableName } from '../core/labels.js';
 import { previewHex } from '../core/bytes.js';
 import { octets } from '../core/bytes.js';
 import { i18n, t, tn } from '../core/i18n.js';
@@ -113,7 +113,7 @@ export class OctetView {
     const names = h(d, 'tr', { class: 'oct-names' });
     for (const b of row.boxes) {
       const color = ruleColor(b.rule);
-      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: t(b.label ? 'ui.octets.box.at' : 'ui.octets.box', { name: b.name, rule: b.rule || t('ui.octets.noRule'), range: b.label }) });
+      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: t(b.label ? 'ui.octets.box.at' : 'ui.octets.box', { name: this.nameOf(b), rule: b.rule || t('ui.octets.noRule'), range: b.label }) });
       td.dataset.field = String(b.field);
       td.style.backgroundColor = color.fill;
       td.style.borderColor = color.stroke;
@@ -126,13 +126,21 @@ export class OctetView {
       this.cells.push(td);
     }
     for (const g of row.groups) {
-      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? t('ui.octets.continued', { name: g.name }) : g.name, colSpan: g.count });
+      const name = this.nameOf(g);
+      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? t('ui.octets.continued', { name }) : name, colSpan: g.count });
       td.dataset.field = String(g.field);
       td.style.color = ruleColor(g.rule).stroke;
       names.appendChild(td);
       this.cells.push(td);
     }
     return h(d, 'table', { class: 'oct-row', attrs: { 'aria-hidden': 'true' } }, h(d, 'tbody', {}, values, offsets, names));
+  }
+
+  /** A box's or a group's field as the table names it (the names row, titles). */
+  nameOf(b) {
+    const ev = this.lastEvent;
+    const fields = ev && Array.isArray(ev.fields) ? ev.fields : [];
+    return fields[b.field] ? tableName(ev, fields[b.field]) : b.name;
   }
 
   /** The element's fields as text a screen reader reads in order: "name: value, octets 1 - 5". */
@@ -148,7 +156,7 @@ export class OctetView {
       const rel = typeof f.offset === 'number' && typeof event.offset === 'number' ? f.offset - event.offset : at;
       at = rel + length;
       const value = fieldValueText(f, 64) || (boxesOf.get(i) ? boxesOf.get(i).text : '');
-      const name = f.name || f.rule || '?';
+      const name = tableName(event, f) || f.rule || '?';
       const text = length ? t(length === 1 ? 'ui.octets.sr.octet' : 'ui.octets.sr.field', { name, value, range: rangeLabel(rel, length) }) : t('ui.octets.sr.empty', { name });
       list.appendChild(h(d, 'li', { text }));
     });

@@ -33,6 +33,8 @@ export const EDITOR_TEXT = messages({
   libzmqHelp: 'ui.form.libzmq.help',
   echo: 'ui.topoEditor.echo',
   subscribe: 'ui.topoEditor.subscribe',
+  subscribeEvery: 'ui.form.topic.every',
+  subscribeNone: 'ui.form.topic.none',
   recv: 'ui.topoEditor.recv',
   recvModes: { auto: 'ui.topoEditor.recv.auto', manual: 'ui.topoEditor.recv.manual', slow: 'ui.topoEditor.recv.slow' },
   remove: 'ui.topoEditor.remove',
@@ -51,6 +53,12 @@ export const EDITOR_TEXT = messages({
 
 const SLOW = 0.5;
 const ECHO_TYPES = ['REP', 'ROUTER', 'DEALER', 'PAIR']; // the sockets whose application may echo (peers.topology)
+
+/** A node's subscriptions as a list (a file may give one prefix as a string); none when it gives nothing. */
+function subscriptions(node) {
+  if (Array.isArray(node.subscribe)) return node.subscribe.map(String);
+  return typeof node.subscribe === 'string' ? [node.subscribe] : [];
+}
 
 function recvMode(node) {
   if (node.recv === 'manual') return 'manual';
@@ -232,9 +240,23 @@ export class TopologyEditor {
       el.addEventListener('change', () => set({ [key]: Math.max(0, Math.floor(Number(el.value) || 0)) }));
       return h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: label }), el);
     };
-    const sub = h(d, 'input', { type: 'text', value: Array.isArray(n.subscribe) ? n.subscribe.join(', ') : n.subscribe || '', attrs: { 'aria-label': T.subscribe }, placeholder: T.subscribe });
-    sub.addEventListener('change', () => set({ subscribe: sub.value.split(',').map((x) => x.trim()) }));
-    const subField = h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: T.subscribe }), sub);
+    // The prefixes typed, and the empty prefix (every message) as a box of its own: an empty field is no
+    // subscription at all, and such a SUB receives nothing (as in libzmq), which the row says.
+    const topics = subscriptions(n);
+    const sub = h(d, 'input', { type: 'text', value: topics.filter((x) => x !== '').join(', '), attrs: { 'aria-label': T.subscribe }, placeholder: T.subscribe });
+    const every = h(d, 'input', { type: 'checkbox', checked: topics.includes(''), attrs: { 'data-option': 'subscribe-every' } });
+    const none = h(d, 'p', { class: 'hint topic-none', text: T.subscribeNone });
+    const syncSub = () => {
+      const list = [...(every.checked ? [''] : []), ...sub.value.split(',').map((x) => x.trim()).filter((x) => x)];
+      set({ subscribe: list });
+      none.hidden = list.length > 0;
+    };
+    sub.addEventListener('change', syncSub);
+    every.addEventListener('change', syncSub);
+    none.hidden = topics.length > 0;
+    const subField = h(d, 'div', { class: 'topo-subscribe' },
+      h(d, 'label', { class: 'field' }, h(d, 'span', { class: 'field-label', text: T.subscribe }), sub),
+      h(d, 'label', { class: 'check' }, every, ` ${T.subscribeEvery}`), none);
     const ident = h(d, 'input', { type: 'text', value: n.identity || '', attrs: { 'aria-label': T.identity }, class: 'topo-ident' });
     ident.addEventListener('change', () => set({ identity: ident.value }));
     const recv = h(d, 'select', { attrs: { 'aria-label': T.recv } }, Object.entries(T.recvModes).map(([v, text]) => h(d, 'option', { value: v, text })));

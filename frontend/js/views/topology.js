@@ -1,5 +1,6 @@
 // The topology diagram of a playground session (issue 19.4): nodes with their socket types, links as
-// arrows from the connecting node to the binding one, each pipe's queue depth against its high-water
+// arrows the way their messages go (both ways for request-reply and PAIR), a ring where a link's binding
+// end is (the connecting end has none), each pipe's queue depth against its high-water
 // mark, dots that move along a link as its messages cross, drop and block markers, and below the
 // diagram who got which message. Clicking a message (a dot, or one a node got) picks it: its path
 // through every hop is highlighted here and in the sequence.
@@ -33,6 +34,10 @@ export const TOPOLOGY_TEXT = messages({
   drops: ['ui.topo.drops'],
   blocked: 'ui.topo.blocked',
   blocks: ['ui.topo.blocks'],
+  stalled: 'ui.topo.stalled',
+  relayed: ['ui.topo.relayed'],
+  read: ['ui.topo.read'],
+  proxyEnd: ['ui.topo.proxyEnd'],
   filtered: ['ui.topo.filtered'],
   depth: ['ui.topo.depth'],
   depthIn: ['ui.topo.depthIn'],
@@ -63,6 +68,8 @@ const FIGURES_EVERY = 100; // ms between two redraws of the figures, markers and
 const BUSY = 32; // events between two redraws that make a session busy
 const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: busy figures wait for another
 const DOT_EVERY = 50; // ms between two dots on one link while the session is busy
+const BIND_R = 5; // the ring at a link's binding end
+const NOTES = 3; // drops and blocks told in words under the diagram
 
 export class TopologyView {
   constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -85,9 +92,12 @@ export class TopologyView {
     this.svgSlot = h(d, 'div', { class: 'topo-diagram' });
     this.got = h(d, 'div', { class: 'topo-got-list' });
     this.tools = h(d, 'span', { class: 'topo-tools' }); // the page's own controls (the lifelines switch)
+    // The latest drops and blocks in words (why a send went nowhere: a counter alone does not say).
+    this.notes = h(d, 'ul', { class: 'topo-notes', attrs: { 'aria-live': 'polite' } });
     this.root = h(d, 'div', { class: 'topo' },
       h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), this.tools),
       this.svgSlot,
+      this.notes,
       h(d, 'p', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }),
       h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: TOPOLOGY_TEXT.got }), this.got));
     clear(container);
@@ -116,13 +126,28 @@ export class TopologyView {
     this.nodeEls = new Map(); // name -> { g, stats, badges }
     // (a real libzmq socket, in real TCP sessions, says so under its type)
     const libzmq = new Set(((topology && topology.nodes) || []).filter((x) => x.libzmq).map((x) => x.name));
+    // (a proxy's two ends say so: their application is zmq_proxy)
+    const proxied = new Set(((topology && topology.proxies) || []).flatMap((x) => [x.frontend, x.backend]));
     const edges = L.edges.map((e) => {
-      const [x1, y1, x2, y2] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
+      // The line stops short of the binding node for the ring that marks its end (an arrowhead then ends at it).
+      const [x1, y1, bx, by] = trim(e, NODE_W / 2 + 4, NODE_H / 2 + 4);
+      const len = Math.hypot(bx - x1, by - y1) || 1;
+      const ring = e.proxy ? 0 : BIND_R * 2 + 1;
+      const x2 = Math.round((bx - ((bx - x1) / len) * ring) * 10) / 10;
+      const y2 = Math.round((by - ((by - y1) / len) * ring) * 10) / 10;
+      const ways = e.ways || { forward: true, back: false };
+      const arrow = 'url(#topo-arrow)';
+      // The label beside the line, not on it: half way (the queue bars stand a third of the way from each end).
+      const nx = -(by - y1) / len;
+      const ny = (bx - x1) / len;
+      const side = ny > 0 ? -1 : 1; // (above a level line)
+      const label = e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : '';
       const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to,
+        'data-ways': e.proxy ? 'proxy' : ways.forward && ways.back ? 'both' : ways.forward ? 'forward' : 'back',
         role: 'img', 'aria-label': e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? TOPOLOGY_TEXT.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : TOPOLOGY_TEXT.srLink({ from: e.from, to: e.to }) },
-        s(d, 'line', { x1, y1, x2, y2, 'marker-end': e.proxy ? null : 'url(#topo-arrow)' }),
-        s(d, 'text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, 'text-anchor': 'middle', class: 'edge-label' },
-          e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : ''));
+        s(d, 'line', { x1, y1, x2, y2, 'marker-end': !e.proxy && ways.forward ? arrow : null, 'marker-start': !e.proxy && ways.back ? arrow : null }),
+        e.proxy ? null : s(d, 'circle', { cx: bx - ((bx - x1) / len) * BIND_R, cy: by - ((by - y1) / len) * BIND_R, r: BIND_R, class: 'topo-bind' }),
+        s(d, 'text', { x: x1 + (bx - x1) * 0.5 + side * nx * 11, y: y1 + (by - y1) * 0.5 + side * ny * 11 + 4, 'text-anchor': 'middle', class: 'edge-label' }, label));
       this.edgeEls.set(String(e.link), g);
       return g;
     });
@@ -137,13 +162,13 @@ export class TopologyView {
       const stats = s(d, 'text', { y: 22, 'text-anchor': 'middle', class: 'topo-stats' });
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       // (named by the words it shows; update() describes it further)
+      const name = s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id);
+      const label = nodeLabel(s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id));
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
-      s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id),
-      s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }, libzmq.has(p.id) ? `${p.type} · libzmq` : p.type),
-      stats, badges);
+      name, label, stats, badges);
       g.addEventListener('click', () => this.onPickNode(p.id));
-      this.nodeEls.set(p.id, { g, stats, badges });
+      this.nodeEls.set(p.id, { g, stats, badges, name, label });
       return g;
     });
     this.pipeLayer = s(d, 'g', { class: 'topo-pipes' });
@@ -167,6 +192,7 @@ export class TopologyView {
     this.stopResize = onResize(this.win, this.svgSlot, () => {
       this.scale = null;
       this.measure(); // (now: after layout, a measure costs nothing; in a frame's flush it lays the page out)
+      this.fitAll(); // (the projector view's larger words, or another language)
     });
     this.gotRows = new Map();
     const manual = new Set(((topology && topology.nodes) || []).filter((x) => x.recv === 'manual').map((x) => x.name));
@@ -182,6 +208,7 @@ export class TopologyView {
       return row;
     }));
     this.update({ now: true });
+    this.fitAll();
   }
 
   /** Brings counters, bars, markers and the received lists up to the state, and sends the new dots. */
@@ -239,22 +266,79 @@ export class TopologyView {
   /** The nodes' figures, markers and spoken descriptions. */
   updateNodes() {
     const st = this.state;
+    this.updateNotes();
     for (const [name, el] of this.nodeEls) {
       const n = st.node(name);
       const parts = [];
       if (n.sent) parts.push(TOPOLOGY_TEXT.sent({ count: n.sent }));
-      parts.push(TOPOLOGY_TEXT.received({ count: n.received.length }));
+      // A proxy's end has no application of its own: what the proxy read from it, not "got 0".
+      parts.push(n.proxied ? TOPOLOGY_TEXT.read({ count: n.relayed }) : TOPOLOGY_TEXT.received({ count: n.received.length }));
       if (n.filtered) parts.push(TOPOLOGY_TEXT.filtered({ count: n.filtered }));
-      setText(el.stats, parts.join(' · '));
+      if (setText(el.stats, parts.join(' · '))) this.fit(el.stats, NODE_W - 8);
       const badges = [];
       if (n.drops) badges.push(TOPOLOGY_TEXT.drops({ count: n.drops }));
       if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
       else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
-      setText(el.badges, badges.join('  '));
+      if (n.stalled) badges.push(TOPOLOGY_TEXT.stalled);
+      if (setText(el.badges, badges.join('  '))) this.fit(el.badges, NODE_W + 30);
       this.speak(name, el);
       el.g.classList.toggle('dropping', n.drops > 0);
       el.g.classList.toggle('blocked', n.blocked);
+      el.g.classList.toggle('stalled', n.stalled);
     }
+  }
+
+  /**
+   * Words never run past their box: one wider than `width` (SVG units) is squeezed to it. Its width is estimated
+   * from its characters and its class's font size (read once per size change: no layout is read per word, which a
+   * busy session rewrites many times a second).
+   */
+  fit(el, width) {
+    const text = el.textContent || '';
+    const em = this.fontSize(el);
+    let units = 0;
+    for (const ch of text) units += ch.charCodeAt(0) > 0x2e7f ? 1 : /[A-Z@%mwMW]/.test(ch) ? 0.72 : 0.58;
+    if (units * em > width) {
+      el.setAttribute('textLength', String(width));
+      el.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+    } else if (el.getAttribute('textLength') !== null) {
+      el.removeAttribute('textLength');
+      el.removeAttribute('lengthAdjust');
+    }
+  }
+
+  /** A text's font size in SVG units, by its class (kept until the page's sizes change: `fitAll`). */
+  fontSize(el) {
+    const cls = el.getAttribute('class') || '';
+    this.sizes = this.sizes || new Map();
+    let size = this.sizes.get(cls);
+    if (size === undefined) {
+      const cs = this.win && this.win.getComputedStyle ? this.win.getComputedStyle(el) : null;
+      size = cs ? Number.parseFloat(cs.fontSize) || 13 : 13;
+      this.sizes.set(cls, size);
+    }
+    return size;
+  }
+
+  /** Fits every node's words again (the sizes may have changed: the projector view, another language). */
+  fitAll() {
+    this.sizes = null;
+    for (const el of this.nodeEls.values()) {
+      this.fit(el.name, NODE_W - 8);
+      this.fit(el.label, NODE_W - 8);
+      this.fit(el.stats, NODE_W - 8);
+      this.fit(el.badges, NODE_W + 30);
+    }
+  }
+
+  /** The last NOTES drops and blocks, each the socket's own sentence ("PUB dropped 'x': no subscriber ..."). */
+  updateNotes() {
+    const marks = this.state.marks;
+    const last = marks.length ? marks[marks.length - 1] : null;
+    if (this.notesShown === last) return;
+    this.notesShown = last;
+    const d = this.doc;
+    setChildren(this.notes, marks.slice(-NOTES).map((m) => h(d, 'li', { class: `topo-note-${m.what}`, text: `${m.what === 'drop' ? '✕' : '❚❚'} ${m.node}: ${m.text}` })));
   }
 
   /**
@@ -276,10 +360,14 @@ export class TopologyView {
 
   updateGot(name, n) {
     const row = this.gotRows.get(name);
-    if (!row || row.shown === n.received.length) return;
-    row.shown = n.received.length;
+    const seen = n.proxied ? n.relayed : n.received.length;
+    if (!row || row.shown === seen) return;
+    row.shown = seen;
     const d = this.doc;
-    row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
+    if (n.proxied) {
+      const read = TOPOLOGY_TEXT.relayed({ count: n.relayed });
+      tr(row.count, [read.id, read.params]);
+    } else row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
     row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
     // The row's buttons are kept and rewritten (a busy node's last messages change many times a second).
@@ -328,7 +416,8 @@ export class TopologyView {
       let y = a.y + NODE_H / 2 + (pipe.inbound ? 36 : 22);
       if (b) {
         const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
-        const k = Math.min(0.45, (NODE_W / 2 + 26) / len);
+        // (at least a third of the way: the bars of one node's several links spread apart as the links do)
+        const k = Math.min(0.45, Math.max(0.33, (NODE_W / 2 + 26) / len));
         x = a.x + (b.x - a.x) * k;
         y = a.y + (b.y - a.y) * k + (pipe.inbound ? 13 : -9);
       }
@@ -449,8 +538,19 @@ function latestPerLink(moves) {
   return last.size === moves.length ? moves : [...last.values()].sort((a, b) => a.index - b.index);
 }
 
+/** A node's second line (`el`): its socket type, and whether it is libzmq's and a proxy's end. */
+function nodeLabel(el, type, libzmq, proxied) {
+  const label = libzmq ? `${type} · libzmq` : type;
+  if (proxied) tr(el, ['ui.topo.proxyEnd', { type: label }]);
+  else el.textContent = label;
+  return el;
+}
+
+/** Writes `text` unless it is there already; whether it wrote. */
 function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
+  if (el.textContent === text) return false;
+  el.textContent = text;
+  return true;
 }
 
 /** An edge's ends moved off the node boxes (so the arrow head shows). */

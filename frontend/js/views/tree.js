@@ -3,13 +3,13 @@
 //
 // new TreeView(container, { selection })   — follows the shared selection.
 
-import { h, clear, panel } from './dom.js';
+import { h, clear, panel, revealInPane } from './dom.js';
 import { elementTitle, fieldValueText } from '../core/labels.js';
 import { ruleColor } from '../core/rules.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
 import { i18n, t } from '../core/i18n.js';
 import { previewHex, octets } from '../core/bytes.js';
-import { dirName } from '../core/labels.js';
+import { dirName, fieldName } from '../core/labels.js';
 
 // Kind keys shown under "Summary" (everything but the framing keys and fields).
 const SKIP = new Set(['conn', 'dir', 'offset', 'length', 'kind', 'fields', 'hex', 'seq', 't', 'ts', 'packets', 'index']);
@@ -23,6 +23,9 @@ const KEY_IDS = {
   username: 'ui.key.username', password: 'ui.key.password', group: 'ui.key.group', size: 'ui.key.size', body: 'ui.key.body',
   frames: 'ui.key.frames', truncated: 'ui.key.truncated', severity: 'ui.key.severity', text: 'ui.key.text', rule: 'ui.key.rule',
   encrypted: 'ui.key.encrypted', decrypted: 'ui.key.decrypted', box_size: 'ui.key.boxSize',
+  // A topology's socket decision and application read (issue 19's keys).
+  node: 'ui.key.node', what: 'ui.key.what', peer: 'ui.key.peer', msg: 'ui.key.msg', reply_to: 'ui.key.replyTo',
+  depth: 'ui.key.depth', hwm: 'ui.key.hwm', args: 'ui.key.args', libzmq: 'ui.key.libzmq',
 };
 const keyName = (k) => (KEY_IDS[k] ? t(KEY_IDS[k]) : k);
 
@@ -110,7 +113,7 @@ export class TreeView {
         row.dataset.field = String(i);
         row.append(
           h(d, 'span', { class: 'swatch', style: { backgroundColor: ruleColor(f.rule).strong } }),
-          h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: f.name }) }),
+          h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: fieldName(f) }) }),
           h(d, 'span', { class: 'tf-value', text: fieldValueText(f) }),
           h(d, 'span', { class: 'tf-where', text: t('ui.tree.where', { offset: f.offset - event.offset, octets: octets(f.length) }) }),
         );
@@ -138,7 +141,7 @@ export class TreeView {
     for (const row of this.rows) {
       const on = field !== null && Number(row.dataset.field) === field;
       row.classList.toggle('selected', on);
-      if (on && scroll && row.scrollIntoView) row.scrollIntoView({ block: 'nearest' });
+      if (on && scroll) revealInPane(row);
     }
   }
 }

@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, WebSocket, status
 from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 from starlette.requests import HTTPConnection
 
+from ...lessons.player import answer_key, check_answer
+from ...lessons.translations import english_submission
+from ..class_socket import AnswerCheck
 from ..class_socket import serve as class_socket_serve
 from ..classrooms import ClassFull, ClassLimits, ClassRegistry, TooManyClasses, TooManyGuesses
 from ..limits import client_address
 from ..models import ErrorResponse
+from .lessons import LessonLibrary, get_library
 
 router = APIRouter(tags=["classes"])
 
@@ -86,8 +90,27 @@ def get_class(code: Code, conn: HTTPConnection) -> ClassInfo:
     return ClassInfo(**room.public())
 
 
+def answer_check(library: LessonLibrary) -> AnswerCheck:
+    """Checks a student's answer as `POST /api/lessons/{id}/steps/{n}/answer` does, and says what it answered."""
+    def check(lesson_id: str, number: int, given: dict[str, Any], lang: str) -> tuple[dict[str, Any], bool]:
+        try:
+            scene = library.scene(lesson_id, number)
+            english = library.lesson(lesson_id).steps[number - 1]
+            step = library.lesson(lesson_id, lang).steps[number - 1]
+        except HTTPException as exc:
+            raise LookupError(str(exc.detail)) from None
+        submission = english_submission(given, english, step)
+        result = check_answer(scene, submission)  # (LookupError: the step asks no question)
+        key = answer_key(scene, submission)
+        if key is None:
+            raise LookupError("the answer names nothing of this step's question")
+        return key, bool(result["correct"])
+
+    return check
+
+
 @router.websocket("/ws/classes/{code}")
 async def class_socket(ws: WebSocket, code: str, role: Annotated[str, Query(max_length=16)] = "student") -> None:
     """A teacher's or a student's connection to a class (`web.class_socket` serves it; `web.classrooms` says the
     messages). A teacher's first message is `{"type": "auth", "token": "..."}`; a student sends nothing special."""
-    await class_socket_serve(ws, get_registry(ws), code, role)
+    await class_socket_serve(ws, get_registry(ws), code, role, answer_check(get_library(ws)))

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from ...lessons import markdown
-from ...lessons.loader import Lesson, LessonError, load_lessons
-from ...lessons.player import StepScene, check_answer, play_lesson
+from ...lessons.loader import Exercise, Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
+from ...lessons.player import LessonPlayError, StepScene, check_answer, check_exercise, exercise_start, play_lesson
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
 from .. import illustrated
 from ..deps import LangDep
@@ -36,22 +36,37 @@ NOT_FOUND = {404: {"model": ErrorResponse, "description": "no such lesson or ste
 
 
 class LessonLibrary:
-    """The lessons of one app, loaded on first use, each played on first use and then kept."""
+    """The lessons of one app, loaded on first use, each played on first use and then kept: the shipped ones (or
+    `directory`'s), then those of `extra` (a teacher's own, `ZMTPLAB_LESSONS_DIR`). A file that is not a valid
+    lesson is left out and listed in `problems`."""
 
-    def __init__(self, directory: Path | None = None, captures_dir: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, captures_dir: Path | None = None,
+                 extra: Path | None = None) -> None:
         self.directory = directory
+        self.extra = extra
         self.captures_dir = captures_dir
-        self._lessons: dict[str, Lesson] | None = None
+        self._loaded: LoadedLessons | None = None
         self._localized: dict[tuple[str, str], Lesson] = {}
         self._scenes: dict[str, list[StepScene]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (reentrant: a lesson in another language loads the lessons first)
+
+    def _load(self) -> LoadedLessons:
+        with self._lock:
+            if self._loaded is None:
+                dirs = [self.directory or default_lessons_dir(), *([self.extra] if self.extra else [])]
+                self._loaded = load_lesson_dirs(dirs)
+                for path, problem in self._loaded.problems:
+                    log.warning("lesson %s left out: %s", path, problem)
+            return self._loaded
 
     @property
     def lessons(self) -> dict[str, Lesson]:
-        with self._lock:
-            if self._lessons is None:
-                self._lessons = load_lessons(self.directory)
-            return self._lessons
+        return self._load().lessons
+
+    @property
+    def problems(self) -> list[tuple[Path, str]]:
+        """The lesson files that could not be loaded, each with what is wrong (the file, the step)."""
+        return self._load().problems
 
     def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
         """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
@@ -65,7 +80,7 @@ class LessonLibrary:
             localized = self._localized.get(key)
             if localized is None:
                 try:
-                    localized = localize_lesson(lesson, lang, self.directory)
+                    localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
                     localized = lesson
@@ -80,7 +95,11 @@ class LessonLibrary:
         with self._lock:
             scenes = self._scenes.get(lesson_id)
             if scenes is None:
-                scenes = self._scenes[lesson_id] = play_lesson(lesson, captures_dir=self.captures_dir)
+                try:
+                    scenes = self._scenes[lesson_id] = play_lesson(
+                        lesson, captures_dir=self.captures_dir, own_dir=self._load().directories.get(lesson_id))
+                except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
+                    raise HTTPException(422, str(exc)) from None
         return scenes[number - 1]
 
 
@@ -90,7 +109,8 @@ def get_library(conn: HTTPConnection) -> LessonLibrary:
     state = conn.app.state
     library = getattr(state, "lesson_library", None)
     if library is None:
-        library = state.lesson_library = LessonLibrary(captures_dir=state.settings.sample_captures_dir)
+        library = state.lesson_library = LessonLibrary(captures_dir=state.settings.sample_captures_dir,
+                                                       extra=state.settings.lessons_dir)
     return library
 
 
@@ -105,8 +125,15 @@ class LessonSummary(BaseModel):
     step_count: int
 
 
+class LessonProblem(BaseModel):
+    file: str = Field(description="the lesson file's name")
+    error: str = Field(description="what is wrong with it: the file, the step, the key")
+
+
 class LessonList(BaseModel):
     lessons: list[LessonSummary]
+    problems: list[LessonProblem] = Field(default_factory=list, description="lesson files that could not be "
+                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), each with its error")
 
 
 class ReferenceOut(BaseModel):
@@ -121,6 +148,19 @@ class QuestionOut(BaseModel):
     choices: list[str] | None = None
 
 
+class ExerciseOut(BaseModel):
+    """A step's exercise, without its answer."""
+
+    kind: str = Field(description="`answer` (typed, checked as text or number) or `topology` (built in the "
+                      "playground and checked on the simulator)")
+    task: str = Field(description="the Markdown source")
+    task_tree: list[dict[str, Any]] = Field(description="the safe parse of the task (see lessons.markdown)")
+    nodes: dict[str, str] | None = Field(None, description="a topology exercise's nodes the topology must have: "
+                                         "name -> socket type")
+    start: dict[str, Any] | None = Field(None, description="the topology the playground's editor opens with "
+                                         "(nodes, links, proxies, and the messages the check sends as its script)")
+
+
 class StepOut(BaseModel):
     number: int
     title: str
@@ -129,6 +169,7 @@ class StepOut(BaseModel):
     source: str | None = Field(description="`session`, `wire` or `capture` when the step opens a new source")
     highlights: list[str]
     question: QuestionOut | None = None
+    exercise: ExerciseOut | None = None
 
 
 class LessonOut(BaseModel):
@@ -159,6 +200,7 @@ class SceneOut(BaseModel):
     log: list[dict[str, Any]]
     question: QuestionOut | None
     narration_tree: list[dict[str, Any]]
+    exercise: ExerciseOut | None = None
 
 
 class AnswerIn(BaseModel):
@@ -176,6 +218,34 @@ class AnswerOut(BaseModel):
     correct: bool
     message: str
     explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once answered correctly")
+    fields: list[int] = Field(default_factory=list, description="the answer's fields in the step's element (indexes), "
+                              "once a click question is answered correctly: the page lights them up")
+
+
+class ExerciseIn(BaseModel):
+    """A student's work on an exercise: a typed `answer`, or the `topology` they built (as a topology session's
+    body has it, or as the playground's Save writes it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str | None = Field(None, max_length=200)
+    topology: dict[str, Any] | None = None
+
+
+class ExerciseResult(BaseModel):
+    correct: bool
+    message: str = Field(description="the verdict, or the author's hint")
+    problems: list[str] = Field(default_factory=list, description="what the topology does not do that the task "
+                                "asks, each in words (the node, what it read, what was wanted)")
+    explain: list[dict[str, Any]] = Field(description="the explanation's narration tree, once correct")
+
+
+def _exercise(exercise: Exercise | None) -> ExerciseOut | None:
+    if exercise is None:
+        return None
+    return ExerciseOut(kind=exercise.kind, task=exercise.task, task_tree=markdown.parse(exercise.task),
+                       nodes=dict(exercise.check.nodes) if exercise.check is not None else None,
+                       start=exercise_start(exercise))
 
 
 def _question(step_question) -> QuestionOut | None:
@@ -192,7 +262,8 @@ def list_lessons(conn: HTTPConnection, lang: LangDep) -> LessonList:
     """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
     library = get_library(conn)
     return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
-                               for lesson_id in library.lessons])
+                               for lesson_id in library.lessons],
+                      problems=[LessonProblem(file=path.name, error=error) for path, error in library.problems])
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
@@ -202,7 +273,7 @@ def get_lesson(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Less
     steps = [
         StepOut(number=n, title=step.title, narration=step.narration, narration_tree=markdown.parse(step.narration),
                 source=step.source_kind, highlights=[h.label or h.field for h in step.highlight],
-                question=_question(step.question))
+                question=_question(step.question), exercise=_exercise(step.exercise))
         for n, step in enumerate(lesson.steps, 1)
     ]
     refs = [ReferenceOut(title=r.title, url=r.url, href=r.url if markdown.allowed_link(r.url) else None)
@@ -218,20 +289,38 @@ def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang
     scene = library.scene(lesson_id, number)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
-    return localize_scene(out, library.lesson(lesson_id, lang).steps[number - 1], lang)
+    step = library.lesson(lesson_id, lang).steps[number - 1]
+    exercise = _exercise(step.exercise)
+    out["exercise"] = exercise.model_dump() if exercise is not None else None
+    return localize_scene(out, step, lang)
 
 
 @router.get("/{lesson_id}/illustrated", summary="The lesson as an illustrated page", responses={
     200: {"content": {"text/html": {}}, "description": "one self-contained HTML file"}, **NOT_FOUND})
 def lesson_illustrated(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Response:
-    """Every element the lesson's steps show, each with its octet table, hex, fields, explanations and ABNF
-    rules: a handout of the lesson's bytes that needs no server and runs no script (`?lang=`, Accept-Language)."""
+    """The lesson as a handout: its steps (narration, the topology's diagram, the socket decisions each points at,
+    the questions, and an answer key at the end), then every element the steps show, each with its octet table,
+    hex, fields, explanations and ABNF rules, and its pyzmq script; one file that needs no server and runs no
+    script (`?lang=`, Accept-Language)."""
+    return illustrated.response(illustrated.page(_handout(lesson_id, conn, lang), lang=lang),
+                                illustrated.filename(lesson_id, "lesson"))
+
+
+@router.get("/{lesson_id}/script.py", summary="The lesson's pyzmq script", responses={
+    200: {"content": {"text/x-python": {}}, "description": "a Python script"}, **NOT_FOUND})
+def lesson_script(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Response:
+    """The script of the lesson's handout, as a file: a topology lesson's builds its whole topology with libzmq
+    (its proxies too) and has each application send and read what it did; another lesson's reproduces the first
+    connection it shows (what `zmtplab illustrate` writes beside its page)."""
+    return illustrated.script_response(illustrated.script_of(_handout(lesson_id, conn, lang)), f"{lesson_id}.py")
+
+
+def _handout(lesson_id: str, conn: HTTPConnection, lang: str) -> illustrated.Document:
     library = get_library(conn)
     lesson = library.lesson(lesson_id, lang)
     scenes = [library.scene(lesson_id, n) for n in range(1, len(lesson.steps) + 1)]
-    doc = illustrated.lesson_document(lesson_id, lesson.title, scenes, lang=lang,
-                                      step_titles=[step.title for step in lesson.steps])
-    return illustrated.response(illustrated.page(doc, lang=lang), illustrated.filename(lesson_id, "lesson"))
+    return illustrated.lesson_document(lesson_id, lesson.title, scenes, lang=lang,
+                                       steps=illustrated.lesson_steps(lesson, scenes, lang))
 
 
 @router.post("/{lesson_id}/steps/{number}/answer", response_model=AnswerOut,
@@ -252,3 +341,27 @@ def answer_step(lesson_id: LessonId, number: StepNumber, answer: AnswerIn, conn:
     except LookupError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return AnswerOut(**localize_answer(result, step, lang))
+
+
+@router.post("/{lesson_id}/steps/{number}/exercise", response_model=ExerciseResult,
+             responses={**NOT_FOUND, 409: {"model": ErrorResponse, "description": "the step sets no exercise"},
+                        422: {"model": ErrorResponse, "description": "not the kind of work the exercise asks for"}},
+             summary="Check an exercise")
+def exercise_step(lesson_id: LessonId, number: StepNumber, work: ExerciseIn, conn: HTTPConnection,
+                  lang: LangDep) -> ExerciseResult:
+    """Checks a typed `{answer}` (any of the accepted answers, in either language; a number as a number) or a
+    `{topology}`: it must have the nodes the task names, then the check's actions are played on it (on the
+    simulator, as a lesson is) and what its nodes read is compared with what the task wants. The verdict, the
+    hint and each problem speak the language asked for."""
+    library = get_library(conn)
+    lesson = library.lesson(lesson_id, lang)
+    if not 1 <= number <= len(lesson.steps):
+        raise HTTPException(status.HTTP_404_NOT_FOUND,
+                            f"lesson {lesson_id!r} has steps 1 to {len(lesson.steps)}, not {number}")
+    exercise = lesson.steps[number - 1].exercise
+    if exercise is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "this step sets no exercise")
+    wanted = "answer" if exercise.kind == "answer" else "topology"
+    if getattr(work, wanted) is None:
+        raise HTTPException(422, f"this exercise is answered with `{wanted}`")
+    return ExerciseResult(**check_exercise(exercise, work.model_dump(exclude_none=True), lang))

@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket
 from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
-from .. import illustrated
+from .. import authoring, illustrated
 from ..deps import LangDep, SessionManagerDep, SettingsDep
 from ..limits import client_address
 from ..models import (
@@ -160,6 +160,35 @@ async def export_html(session_id: SessionId, manager: SessionManagerDep, lang: L
     return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
 
+@router.get("/api/sessions/{session_id}/export.py", summary="The session's pyzmq script", responses={
+    200: {"content": {"text/x-python": {}}, "description": "a Python script"}, **NOT_FOUND})
+async def export_script(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """The script of the session's illustrated page, as a file: a topology session's builds the whole topology with
+    libzmq (its proxy steps too) and has each application send and read what it did; a two-peer session's
+    reproduces its first connection (what `zmtplab illustrate` writes beside its page)."""
+    session = _session(manager, session_id)
+    code = await asyncio.to_thread(lambda: illustrated.script_of(illustrated.session_document(session)))
+    return illustrated.script_response(code, f"zmtplab-session-{session.id[:8]}.py")
+
+
+@router.get("/api/sessions/{session_id}/lesson.yaml", summary="The session as a lesson step", responses={
+    200: {"content": {"application/yaml": {}}, "description": "a lesson file of one step"}, **NOT_FOUND,
+    422: {"model": ErrorResponse, "description": "the session cannot be a lesson step"}})
+async def export_lesson(session_id: SessionId, manager: SessionManagerDep) -> Response:
+    """The session as a lesson of one step, to put in your lessons directory (`ZMTPLAB_LESSONS_DIR`) and narrate: a
+    topology session's step is its topology and what its applications sent, in order; a two-peer session's its
+    peers and their messages. The file loads as a lesson (it is checked before it is sent)."""
+    session = _session(manager, session_id)
+    lesson_id = f"session-{session.id[:8]}"
+    try:
+        text = await asyncio.to_thread(lambda: authoring.lesson_yaml(json.loads(session.export_json()),
+                                                                     lesson_id=lesson_id))
+    except authoring.LessonError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+    return Response(text, media_type="application/yaml; charset=utf-8", headers={
+        "Content-Disposition": f'attachment; filename="{lesson_id}.yaml"', "X-Content-Type-Options": "nosniff"})
+
+
 @router.delete("/api/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, summary="End a session",
                responses=NOT_FOUND)
 async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> Response:
@@ -172,7 +201,8 @@ async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> R
 @router.websocket("/ws/sessions/{session_id}")
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
                          settings: SettingsDep, batch: bool = False, log: bool = True,
-                         marks: bool = False, topology: bool | None = None, fields: bool = True) -> None:
+                         marks: bool = False, topology: bool | None = None, fields: bool = True,
+                         watch: bool = False) -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
@@ -183,7 +213,8 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     `?fields=0` sends events without their `fields` (the page's way: it asks for an element's fields when it
     is opened, `GET /api/sessions/{id}/events/{seq}`); by default they come with them.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
-    A bad command is answered with an `error` message; the session goes on.
+    A bad command is answered with an `error` message; the session goes on. `?watch=1` (a student following a
+    presented session) takes no command: each is refused.
 
     Commands are rate-limited per socket (a token bucket: `ws_rate` a second, bursts of `ws_burst`);
     one over the limit is dropped and answered with `{"type": "error", "detail": "rate limit: ..."}`.
@@ -191,4 +222,4 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation). `web.session_socket`
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
-                               topology=topology, fields=fields)
+                               topology=topology, fields=fields, watch=watch)

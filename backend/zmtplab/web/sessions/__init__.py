@@ -19,6 +19,7 @@ from .session import (
     Session,
     SessionConfigError,
     SessionError,
+    SessionNotice,
     Subscriber,
     TooManySessions,
     WireChunk,
@@ -28,6 +29,6 @@ from .session import (
 
 __all__ = [
     "CLIENT_IP", "SERVER_IP", "SIM_CLIENT_PORT", "SIM_SERVER_PORT", "ConnEndpoints", "EventLog", "Runtime", "Session",
-    "SessionConfigError", "SessionError", "SessionManager", "Subscriber", "TooManySessions", "WireChunk", "dumps",
-    "is_mark",
+    "SessionConfigError", "SessionError", "SessionManager", "SessionNotice", "Subscriber", "TooManySessions",
+    "WireChunk", "dumps", "is_mark",
 ]

@@ -53,6 +53,11 @@ class SessionError(Exception):
     """A command the session cannot carry out; its text goes to the browser as `{"type": "error"}`."""
 
 
+class SessionNotice(SessionError):
+    """A command that found nothing to do, which is no fault ("nothing more happens"): its `error` message says
+    `"severity": "info"`, and the page shows it as a note, not as an error."""
+
+
 def check_manual(name: str, recv: str | float | None) -> None:
     """Refuses a `recv` command for node `name` unless its application reads by hand (`recv` "manual"; None:
     there is no such node)."""
@@ -114,6 +119,8 @@ class Runtime(Protocol):
     def total(self) -> int: ...
     def closed(self) -> bool: ...
     def up(self) -> bool: ...  # a real topology's first links are up and its script runs (see `state`)
+    def at_end(self) -> bool: ...  # nothing more is scheduled: only a send, a fault or a read moves the session on
+    def can_step_back(self) -> bool: ...
     def keylog(self) -> str: ...  # the CURVE key log of our peers' connections (engine.curve.keylog_line)
 
 
@@ -413,7 +420,8 @@ class Session:
     def state(self) -> dict[str, Any]:
         r = self.runtime
         return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
-                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.config.mode}
+                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.config.mode,
+                "at_end": r.at_end(), "can_step_back": r.can_step_back()}
 
     def push_state(self) -> None:
         """Sends the state soon: each subscriber sends one state message after what it has queued, for any

@@ -43,6 +43,7 @@ from .session import (
     Session,
     SessionConfigError,
     SessionError,
+    SessionNotice,
     check_manual,
 )
 
@@ -118,8 +119,8 @@ class SimulatedRuntime:
             self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client, server=False))
             self.sim.connect("client", "server")
             for name, peer in (("server", cfg.server), ("client", cfg.client)):
-                if peer.type == "SUB":
-                    # (a SUB that subscribes to nothing would show nothing: the form's topic, or every message)
+                if peer.type == "SUB" and peer.subscribe is not None:
+                    # ("" is the empty prefix, every message; None, nothing: as a libzmq SUB that never subscribed)
                     self.sim.subscribe(name, peer.subscribe.encode())
         except ValueError as exc:
             raise SessionConfigError(str(exc)) from None
@@ -351,12 +352,12 @@ class SimulatedRuntime:
     async def step(self) -> None:
         self.playing = False
         if not self._advance():
-            raise SessionError("nothing more happens: send a message or inject a fault")
+            raise SessionNotice("nothing more happens: send a message or inject a fault")
 
     async def step_back(self) -> None:
         self.playing = False
         if not self.history:
-            raise SessionError("already at the start")
+            raise SessionNotice("already at the start")
         target = self.history.pop()
         # Simulation.rewind() rebuilds from the actions so far, without those a previous rewind left waiting
         # (still in the future): put them back so a second step back keeps them.
@@ -464,6 +465,12 @@ class SimulatedRuntime:
 
     def up(self) -> bool:
         return True  # (the simulation's links come up on its own clock, with the script)
+
+    def at_end(self) -> bool:
+        return self.position() >= self.total() and self._idle()
+
+    def can_step_back(self) -> bool:
+        return bool(self.history)
 
     def keylog(self) -> str:
         return self.sim.keylog()

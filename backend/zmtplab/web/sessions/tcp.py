@@ -47,12 +47,12 @@ from ...engine.dissector import ConnectionDissector
 from ...peers import decisions
 from ...peers.faults import SESSION_FAULTS
 from ...peers.simulation import RECV_DECISIONS, socket_options
-from ...peers.sockets import Again, Pipe, Socket, SocketStateError
+from ...peers.sockets import SUBSCRIBERS, Again, Pipe, Socket, SocketStateError, never_subscribed
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
 from ..models import PeerConfig, SessionCreate
 from ..settings import Settings
-from .session import Session, SessionConfigError, SessionError, check_manual
+from .session import Session, SessionConfigError, SessionError, SessionNotice, check_manual
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ class Plan:
         def spec(name: str, cfg: PeerConfig, binds: bool) -> NodeSpec:
             return NodeSpec(name=name, type=cfg.type, version=cfg.version, mechanism=cfg.mechanism,
                             identity=cfg.identity, username=cfg.username, password=cfg.password, libzmq=cfg.libzmq,
-                            greeting=cfg.greeting, subscribe=(cfg.subscribe,), binds=binds)
+                            greeting=cfg.greeting, subscribe=() if cfg.subscribe is None else (cfg.subscribe,),
+                            binds=binds)
 
         return cls([spec("server", config.server, True), spec("client", config.client, False)],
                    [LinkSpec(0, "client", "server")])
@@ -492,7 +493,8 @@ class TcpRuntime:
             client.connect(f"tcp://127.0.0.1:{self.taps[0].port}")
             for node in self.nodes.values():
                 assert node.side is not None
-                node.side.subscribe_all(node.spec.subscribe[0].encode())
+                if node.spec.subscribe:
+                    node.side.subscribe_all(node.spec.subscribe[0].encode())
                 node.side.start_draining()
             return
         for node in self.nodes.values():
@@ -744,6 +746,16 @@ class TcpRuntime:
 
     # ---- our nodes' socket decisions
 
+    def _never_subscribed(self, name: str) -> bool:
+        """Whether node `name` is a SUB/XSUB that subscribed to nothing (ours: its socket says; libzmq's: its
+        node's subscriptions, the only ones it makes)."""
+        node = self.nodes.get(name)
+        if node is None or node.spec.type not in SUBSCRIBERS:
+            return False
+        if isinstance(node.side, _LabSide):
+            return never_subscribed(node.side.peer.core.socket)
+        return not node.spec.subscribe
+
     def _watch_decisions(self, node: _Node, peer: TcpPeer) -> None:
         """Our socket's decisions (`peers.sockets`' observer) become `socket` events, worded by `peers.decisions`."""
         socket = peer.core.socket
@@ -771,6 +783,8 @@ class TcpRuntime:
         far, conn = self._pipe_end(node, pipe)
         if far is not None:
             args["peer"] = far
+            if what == "filter" and rule == "slow-joiner" and self._never_subscribed(far):
+                rule = "no-subscription"
         if frames:
             body = frames[1] if socket.type == "ROUTER" and what in ("route", "drop") and len(frames) > 1 else frames[0]
             args["msg"] = decisions.shown(body)
@@ -974,7 +988,10 @@ class TcpRuntime:
             pass
 
     def _fault_dir(self, link: _Link, args: dict[str, Any]) -> str | None:
-        """The direction a fault acts on in this link (None: any); in a topology `node` names the writer."""
+        """The direction a fault acts on in this link (None: any); in a topology `node` names the writer, and
+        `conn` (when given) the one connection it strikes."""
+        if args.get("conn") is not None and str(args["conn"]) != str(link.conn):
+            return ""  # not this link
         node = args.get("node")
         if node is not None and link.tap is not None:
             if node == link.tap.spec.connect:
@@ -1192,7 +1209,7 @@ class TcpRuntime:
     async def step(self) -> None:
         self.playing = False
         if not self.held:
-            raise SessionError("nothing is waiting on the wire")
+            raise SessionNotice("nothing is waiting on the wire")
         await self._release(1)
 
     async def step_back(self) -> None:
@@ -1226,6 +1243,8 @@ class TcpRuntime:
                 if self.plan.topology and peer is not None and link.tap is not None and peer not in (
                         link.tap.spec.connect, link.tap.spec.bind):
                     continue  # (a topology closes the connections of the node named, all of them without one)
+                if args.get("conn") is not None and str(args["conn"]) != str(link.conn):
+                    continue  # (or only the one connection named)
                 for writer in link.writers.values():
                     with contextlib.suppress(Exception):
                         writer.transport.abort()
@@ -1258,6 +1277,12 @@ class TcpRuntime:
         """False while a topology brings its links up one at a time (see `_bring_up`): a send then could go
         round a socket's pipes without the links still to come."""
         return self.started or not self.plan.topology
+
+    def at_end(self) -> bool:
+        return False  # (real peers: more may come whenever they send, or the kernel hands it on)
+
+    def can_step_back(self) -> bool:
+        return False
 
     def closed(self) -> bool:
         """True once the runtime stopped, or when connections came and went and none is open now

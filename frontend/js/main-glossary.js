@@ -1,0 +1,17 @@
+// Entry point of glossary.html: the one place that reads the browser's globals,
+// handed to the app as its host (Netron-style injection).
+import { startGlossary } from './app/glossary.js';
+import { initLanguage } from './app/language.js';
+
+const g = globalThis;
+
+const host = {
+  document: g.document,
+  window: g,
+  fetch: g.fetch.bind(g),
+  languages: g.navigator ? g.navigator.languages || [g.navigator.language] : [],
+};
+
+// The page's language first (its catalogs load before anything is drawn), then the page.
+await initLanguage(host);
+startGlossary(host);
