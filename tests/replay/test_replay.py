@@ -162,4 +162,14 @@ def test_readable_output() -> None:
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "Fidelity: 2 of 2 directions replay as captured" in text
-    assert "With sub2.connect_at=0\n  sub2 receives 15 of 15 messages instead of 5\n  finding goes: late-subscriber" in text
+    assert ("With sub2.connect_at=0\n  sub2 receives 15 of 15 messages instead of 5\n"
+            "  finding goes: late-subscriber") in text
+
+
+def test_readable_output_in_chinese() -> None:
+    out = cli(CAPTURES / "pub_late_sub.pcapng", "--set", "sub2.connect_at=0", "--lang", "zh-CN")
+    assert out.returncode == 0, out.stderr
+    assert "sub2 收到 15 条消息中的 15 条，而不是 5 条" in out.stdout  # noqa: RUF001 (Chinese punctuation)
+    assert "发现消失：late-subscriber" in out.stdout  # noqa: RUF001
+    notes = cli(INCIDENTS / "broker_router_router.pcapng", "--lang", "zh-CN").stdout
+    assert "没有身份标识：回放把各自的名字作为身份标识" in notes  # noqa: RUF001

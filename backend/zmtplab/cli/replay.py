@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..capture.errors import CaptureFormatError
-from ..i18n import localize_analysis
+from ..i18n import localize_replay
 from ..replay import OPTIONS, ReplayError, ReplayModel, parse_change, replay
 from .output import add_lang_option
 
@@ -53,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_APPEND_NEWLINE))
     else:
-        if args.lang is not None:
-            result["findings"] = localize_analysis({"findings": result["findings"]}, args.lang)["findings"]
-        write_text(result, sys.stdout)
+        write_text(result if args.lang is None else localize_replay(result, args.lang), sys.stdout)
     sys.stdout.flush()
     return 0
 
