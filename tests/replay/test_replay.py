@@ -173,3 +173,15 @@ def test_readable_output_in_chinese() -> None:
     assert "发现消失：late-subscriber" in out.stdout  # noqa: RUF001
     notes = cli(INCIDENTS / "broker_router_router.pcapng", "--lang", "zh-CN").stdout
     assert "没有身份标识：回放把各自的名字作为身份标识" in notes  # noqa: RUF001
+
+
+def test_the_playground_offers_the_cli_options() -> None:
+    """The replay box's option menu (frontend/js/app/replay-panel.js) names what `--set` takes, no more, no less."""
+    import re
+
+    from zmtplab.replay import OPTIONS
+
+    text = (REPO / "frontend" / "js" / "app" / "replay-panel.js").read_text()
+    listed = re.search(r"REPLAY_OPTIONS = \[(.*?)\];", text, re.S)
+    assert listed is not None
+    assert re.findall(r"'([a-z_]+)'", listed.group(1)) == list(OPTIONS)

@@ -345,6 +345,10 @@ class ReplayModel:
         if named:
             notes.append(note("identity", f"{', '.join(named)} had no identity: the replay gives each its name, so "
                               "that the ROUTER's sends can name it (libzmq made up a routing id)", sockets=named))
+        last_message = max((e["ts"] for e in script), default=None)
+        for link in links:  # a close after the last message is the capture's teardown, not an application leaving
+            if link.closed_at is not None and (last_message is None or link.closed_at >= last_message):
+                link.closed_at = None
         time = TimeMap(start, moments)
         sends = _application_sends(raw_sends, conn_ends, by_name, time)
         for link in links:
