@@ -5,7 +5,7 @@ language asked for) and, for the playground, `topology` (the replay with its cha
 `POST /api/sessions` takes: a normal topology session, not a fork of the session machinery), `topology_notes`
 (what that topology leaves out) and `playground` (why it is too large for a session, empty when it is not).
 The work reads the capture again and runs the simulator twice: it runs in a worker thread, a few at a time
-(`REPLAY_SLOTS`), on captures of at most `MAX_REPLAY_BYTES`.
+(`REPLAY_SLOTS`), on captures of at most `MAX_REPLAY_BYTES` and their first `MAX_MESSAGES` messages.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..replay import ReplayModel, apply_changes, fits_topology, parse_change, re
 
 MAX_REPLAY_BYTES = 64 << 20  # a larger capture is for `zmtplab replay`, not a request
 MAX_CHANGES = 16
+MAX_MESSAGES = 2_000  # messages a replay here takes (a session's script takes 256 sends; the CLI takes 20,000)
 REPLAY_SLOTS = 2  # replays running at once in one server
 
 
@@ -52,7 +53,7 @@ def replay_capture(path: Path, changes: list[str], lang: str) -> dict[str, Any]:
     try:
         parsed = [parse_change(text) for text in changes]
         with path.open("rb") as handle:
-            model = ReplayModel.from_capture(handle)
+            model = ReplayModel.from_capture(handle, max_messages=MAX_MESSAGES)
         result = localize_replay(replay(model, parsed), lang)
         changed = apply_changes(model, parsed) if parsed else model
         result["topology"] = changed.topology().to_dict()
