@@ -185,3 +185,15 @@ def test_the_playground_offers_the_cli_options() -> None:
     listed = re.search(r"REPLAY_OPTIONS = \[(.*?)\];", text, re.S)
     assert listed is not None
     assert re.findall(r"'([a-z_]+)'", listed.group(1)) == list(OPTIONS)
+
+
+def test_what_the_capture_lost_is_said() -> None:
+    """capture_loss: dumpcap dropped packets the applications exchanged (facts: 45 sent, 45 received); the replay
+    sends what the capture holds and says what it lacks."""
+    facts = json.loads((INCIDENTS / "capture_loss.facts.json").read_text())
+    sent = sum(len(app.get("sent", [])) for app in facts["apps"].values())
+    result = run(INCIDENTS / "capture_loss.pcapng")
+    [lost] = [n for n in result["notes"] if n["what"] == "capture-loss"]
+    assert lost["details"]["octets"] > 1_000_000 and lost["details"]["dir"] == "c2s"
+    assert "not in the capture, so the replay does not send them" in lost["text"]
+    assert 0 < result["sends"] < sent

@@ -358,6 +358,10 @@ class ReplayModel:
         for s in sockets:
             s.subscriptions = [(time.of(ts), topic, on) for ts, topic, on in s.subscriptions]
         gaps = {(conn, d): f.gaps[d][1] for conn, f in facts.items() for d in f.gaps if f.gaps[d][1]}
+        for (conn, d), octets in sorted(gaps.items()):
+            notes.append(note("capture-loss", f"the capture lacks {octets} octets of connection {conn} ({d}): the "
+                              "messages in them are not in the capture, so the replay does not send them",
+                              conn=conn, dir=d, octets=octets))
         encrypted = {c["conn"] for c in rows if c.get("mechanism") == "CURVE"}
         end = time.of(max(c["last_ts"] for c in rows))
         return cls({s.name: s for s in sockets}, links, proxies, sends, captured, conn_ends, endpoints, gaps,
