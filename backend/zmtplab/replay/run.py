@@ -65,13 +65,17 @@ def parse_change(text: str) -> Change:
     return Change(node, option, value.strip())
 
 
-def _seconds(change: Change) -> float:
+def _number(change: Change, kind: type[float] | type[int]) -> float:
+    """The change's value: seconds (`float`, 0 to 3600) or a count of messages (`int`, 0 to 1000000)."""
+    seconds = kind is float
     try:
-        value = float(change.value)
+        value = kind(change.value)
     except ValueError:
-        raise ReplayError(f"{change}: {change.option} is a number of seconds") from None
-    if not 0 <= value <= 3600:
-        raise ReplayError(f"{change}: {change.option} is between 0 and 3600 seconds")
+        raise ReplayError(f"{change}: {change.option} is a number of seconds" if seconds
+                          else f"{change}: {change.option} is a whole number of messages") from None
+    if not 0 <= value <= (3600 if seconds else 1_000_000):
+        raise ReplayError(f"{change}: {change.option} is between 0 and 3600 seconds" if seconds
+                          else f"{change}: {change.option} is between 0 and 1000000")
     return value
 
 
@@ -85,7 +89,7 @@ def apply_changes(model: ReplayModel, changes: Iterable[Change]) -> ReplayModel:
                               f"{', '.join(out.sockets)}")
         opt = change.option
         if opt == "connect_at":
-            at = out.time.at(_seconds(change))
+            at = out.time.at(_number(change, float))
             mine = [lk for lk in out.links if lk.client == sock.name] or [lk for lk in out.links
                                                                           if lk.server == sock.name]
             for lk in mine:
@@ -96,20 +100,14 @@ def apply_changes(model: ReplayModel, changes: Iterable[Change]) -> ReplayModel:
             if opt == "subscribe":
                 sock.subscribe, sock.subscriptions = [change.value], []
             else:
-                at = out.time.at(_seconds(change))
+                at = out.time.at(_number(change, float))
                 topics = list(dict.fromkeys([*sock.subscribe, *(t for _, t, on in sock.subscriptions if on)]))
                 sock.subscribe = []
                 sock.subscriptions = [(at, t, True) for t in (topics or [""])]
         elif opt in ("sndhwm", "rcvhwm"):
-            try:
-                value = int(change.value)
-            except ValueError:
-                raise ReplayError(f"{change}: {opt} is a whole number of messages") from None
-            if not 0 <= value <= 1_000_000:
-                raise ReplayError(f"{change}: {opt} is between 0 and 1000000")
-            setattr(sock, opt, value)
+            setattr(sock, opt, int(_number(change, int)))
         elif opt in ("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout", "recv_every"):
-            seconds = _seconds(change)
+            seconds = _number(change, float)
             setattr(sock, opt, seconds or (None if opt in ("heartbeat_timeout", "recv_every") else 0.0))
         elif opt == "version":
             if change.value not in VERSIONS:
