@@ -47,6 +47,7 @@ class LessonLibrary:
         self.captures_dir = captures_dir
         self._loaded: LoadedLessons | None = None
         self._localized: dict[tuple[str, str], Lesson] = {}
+        self._untranslated: dict[tuple[str, str], LessonError] = {}  # (lesson, lang): why it shows in English
         self._scenes: dict[str, list[StepScene]] = {}
         self._lock = threading.RLock()  # (reentrant: a lesson in another language loads the lessons first)
 
@@ -64,9 +65,16 @@ class LessonLibrary:
         return self._load().lessons
 
     @property
-    def problems(self) -> list[tuple[Path, str]]:
+    def problems(self) -> list[tuple[Path, LessonError]]:
         """The lesson files that could not be loaded, each with what is wrong (the file, the step)."""
         return self._load().problems
+
+    def untranslated(self, lang: str) -> list[tuple[str, LessonError]]:
+        """The lessons shown in English on a `lang` page because their translation would not load (those asked
+        for so far), each with what is wrong in it."""
+        with self._lock:
+            return [(lesson_id, error) for (lesson_id, in_lang), error in self._untranslated.items()
+                    if in_lang == lang]
 
     def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
         """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
@@ -83,6 +91,7 @@ class LessonLibrary:
                     localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
+                    self._untranslated[key] = exc
                     localized = lesson
                 self._localized[key] = localized
         return localized
@@ -133,7 +142,9 @@ class LessonProblem(BaseModel):
 class LessonList(BaseModel):
     lessons: list[LessonSummary]
     problems: list[LessonProblem] = Field(default_factory=list, description="lesson files that could not be "
-                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), each with its error")
+                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), and translations in "
+                                          "the language asked for that would not (the lesson then shows in "
+                                          "English), each with its error in that language")
 
 
 class ReferenceOut(BaseModel):
@@ -261,9 +272,11 @@ def _question(step_question) -> QuestionOut | None:
 def list_lessons(conn: HTTPConnection, lang: LangDep) -> LessonList:
     """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
     library = get_library(conn)
-    return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
-                               for lesson_id in library.lessons],
-                      problems=[LessonProblem(file=path.name, error=error) for path, error in library.problems])
+    lessons = [LessonSummary(**library.lesson(lesson_id, lang).summary_dict()) for lesson_id in library.lessons]
+    problems = [LessonProblem(file=path.name, error=error.render(lang)) for path, error in library.problems]
+    problems += [LessonProblem(file=f"{lang}/{lesson_id}.yaml", error=error.render(lang))
+                 for lesson_id, error in library.untranslated(lang)]
+    return LessonList(lessons=lessons, problems=problems)
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
