@@ -120,3 +120,41 @@ def test_the_chinese_lessons_page_lists_them_in_chinese(browser, tmp_path: Path,
         finally:
             context.close()
     assert not errors, errors
+
+
+UNPLAYABLE = {
+    "e.yaml": "title: E\nsummary: s\nsteps:\n  - title: Hello\n"
+              "    session: {server: {type: PUSH}, client: {type: PULL}}\n"
+              "    element: {dir: c2s, kind: greeting}\n    highlight: [signaturex]\n    narration: x\n",
+    "f.yaml": "title: F\nsummary: s\nsteps:\n  - title: Lost\n    capture: {file: lost.pcapng}\n    narration: x\n",
+    "g.yaml": "title: G\nsummary: s\nsteps:\n  - title: Read\n"
+              "    topology: {nodes: [{name: p, type: PUSH}, {name: q, type: PULL}], links: [{connect: q, bind: p}]}\n"
+              "    do: [{recv: {node: q, count: 2}}]\n    narration: x\n",
+}
+
+
+def test_a_lesson_that_cannot_be_played_says_why_in_chinese(tmp_path: Path) -> None:
+    directory = tmp_path / "lessons"
+    directory.mkdir()
+    for name, content in UNPLAYABLE.items():
+        (directory / name).write_text(content, encoding="utf-8")
+    fields = "as-server, filler, mechanism, padding, signature, signature-end, version-major, version-minor"
+    expected = {
+        "e": ("lesson e: step 1 ('Hello'): field 'signaturex' is not in the greeting element; its fields: " + fields,
+              "课程 e：第 1 步（'Hello'）：greeting 元素中没有字段 'signaturex'；它的字段：" + fields),
+        "g": ("lesson g: step 1 ('Read'): recv: q had only 0 of 2 messages to read",
+              "课程 g：第 1 步（'Read'）：recv：q 只有 0 条消息可读，而不是 2 条"),
+    }
+    app = create_app(Settings(data_dir=tmp_path / "data", frontend_dir=REPO / "frontend", lessons_dir=directory))
+    with TestClient(app) as client:
+        for lesson_id, (english, chinese) in expected.items():
+            assert client.get(f"/api/lessons/{lesson_id}/steps/1").json() == {"detail": english}
+            refused = client.get(f"/api/lessons/{lesson_id}/steps/1", params={"lang": "zh-CN"})
+            assert refused.status_code == 422 and refused.json() == {"detail": chinese}
+        lost = client.get("/api/lessons/f/steps/1", params={"lang": "zh-CN"}).json()["detail"]
+        assert lost.startswith(f"课程 f：第 1 步（'Lost'）：在 {directory} or ")
+        assert lost.endswith(" 中找不到抓包 lost.pcapng")
+    run = subprocess.run([sys.executable, "-m", "zmtplab.cli", "lessons", "check", str(directory), "--lang", "zh-CN"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert all(f"error {chinese}\n" in run.stdout for _, chinese in expected.values()), run.stdout

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             play_lesson(lesson, own_dir=directory)
         except LessonPlayError as exc:
-            problems.append(str(exc))
+            problems.append(exc.render(args.lang))
             continue
         languages = [lang for lang in LANGS if lang != "en" and translation_path(lesson_id, lang, directory).exists()]
         for lang in languages:

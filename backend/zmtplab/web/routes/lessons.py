@@ -96,7 +96,8 @@ class LessonLibrary:
                 self._localized[key] = localized
         return localized
 
-    def scene(self, lesson_id: str, number: int) -> StepScene:
+    def scene(self, lesson_id: str, number: int, lang: str = "en") -> StepScene:
+        """Step `number`'s scene (a 422 in `lang` naming the step when the lesson cannot be played)."""
         lesson = self.lesson(lesson_id)
         if not 1 <= number <= len(lesson.steps):
             raise HTTPException(status.HTTP_404_NOT_FOUND,
@@ -108,7 +109,7 @@ class LessonLibrary:
                     scenes = self._scenes[lesson_id] = play_lesson(
                         lesson, captures_dir=self.captures_dir, own_dir=self._load().directories.get(lesson_id))
                 except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
-                    raise HTTPException(422, str(exc)) from None
+                    raise HTTPException(422, exc.render(lang)) from None
         return scenes[number - 1]
 
 
@@ -299,7 +300,7 @@ def get_lesson(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Less
 def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang: LangDep) -> dict[str, Any]:
     """The step's scene: events (with fields), the element it points at, highlighted fields, writes, log."""
     library = get_library(conn)
-    scene = library.scene(lesson_id, number)
+    scene = library.scene(lesson_id, number, lang)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
     step = library.lesson(lesson_id, lang).steps[number - 1]
