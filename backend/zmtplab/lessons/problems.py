@@ -95,6 +95,10 @@ class LessonError(ValueError):
         return "\n".join(p.render(lang) for p in self.problems)
 
 
+class MissingTranslation(LessonError):
+    """A lesson with no file in the language asked for: it shows in English (not a mistake in a file)."""
+
+
 def invalid(msg_id: str, /, **params: Any) -> PydanticCustomError:
     """The error a lesson model's validator raises: typed by the catalog id, its English the catalog's.
 

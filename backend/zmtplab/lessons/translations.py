@@ -39,7 +39,7 @@ import yaml
 from ..i18n import DEFAULT, localize_events, text, translate
 from . import markdown
 from .loader import Lesson, Step, default_lessons_dir
-from .problems import LessonError, Problem
+from .problems import LessonError, MissingTranslation, Problem
 
 
 def translation_path(lesson_id: str, lang: str, directory: Path | None = None) -> Path:
@@ -124,8 +124,8 @@ def _localize_step(step: Step, data: Any, where: _Where) -> Step:
 
 
 def localize_lesson(lesson: Lesson, lang: str, directory: Path | None = None) -> Lesson:
-    """The lesson with its texts in `lang` (the lesson itself for English); `LessonError` when its file is missing
-    or does not mirror the lesson."""
+    """The lesson with its texts in `lang` (the lesson itself for English); `MissingTranslation` when it has no
+    file in `lang`, `LessonError` when that file does not mirror the lesson."""
     if lang == DEFAULT:
         return lesson
     path = translation_path(lesson.id, lang, directory)
@@ -133,7 +133,8 @@ def localize_lesson(lesson: Lesson, lang: str, directory: Path | None = None) ->
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise where.error("lessons.error.no_translation", lesson=repr(lesson.id), lang=lang) from None
+        raise MissingTranslation(Problem(where.file, "lessons.error.no_translation",
+                                         {"lesson": repr(lesson.id), "lang": lang})) from None
     except yaml.YAMLError as exc:
         raise where.error("lessons.error.not_yaml", text_error=str(exc)) from None
     if not isinstance(data, dict) or set(data) - {"title", "summary", "steps"}:

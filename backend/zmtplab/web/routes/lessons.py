@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 from ...lessons import markdown
 from ...lessons.loader import Exercise, Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
 from ...lessons.player import LessonPlayError, StepScene, check_answer, check_exercise, exercise_start, play_lesson
+from ...lessons.problems import MissingTranslation
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
 from .. import illustrated
 from ..deps import LangDep
@@ -89,6 +90,8 @@ class LessonLibrary:
             if localized is None:
                 try:
                     localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
+                except MissingTranslation:
+                    localized = lesson
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
                     self._untranslated[key] = exc
