@@ -197,3 +197,18 @@ def test_what_the_capture_lost_is_said() -> None:
     assert lost["details"]["octets"] > 1_000_000 and lost["details"]["dir"] == "c2s"
     assert "not in the capture, so the replay does not send them" in lost["text"]
     assert 0 < result["sends"] < sent
+
+
+def test_topology_file_is_the_playgrounds(tmp_path: Path) -> None:
+    """--topology writes the replay with its changes as the playground's topology file: `Topology.from_dict` (what
+    `POST /api/sessions` and Load check) takes it, proxies and sends included."""
+    from zmtplab.peers.topology import Topology
+
+    out = cli(CAPTURES / "broker.pcapng", "--topology", str(tmp_path / "t.json"), "--set", "rep2.connect_at=0")
+    assert out.returncode == 0, out.stderr
+    topo = Topology.from_dict(json.loads((tmp_path / "t.json").read_text()))
+    assert [(p.frontend, p.backend) for p in topo.proxies] == [("router", "dealer")]
+    assert len(topo.script) == 12 and {s.sender for s in topo.script} == {"req1", "req2", "req3", "rep1", "rep2"}
+    assert next(lk for lk in topo.links if lk.connect == "rep2").at == 0
+    bad = cli(CAPTURES / "broker.pcapng", "--topology", str(tmp_path / "no" / "t.json"))
+    assert bad.returncode == 2 and "--topology" in bad.stderr

@@ -4,14 +4,16 @@ with one thing changed (`zmtplab.replay`)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..capture.errors import CaptureFormatError
 from ..i18n import localize_replay
-from ..replay import OPTIONS, ReplayError, ReplayModel, parse_change, replay
+from ..replay import OPTIONS, ReplayError, ReplayModel, apply_changes, parse_change, replay
 from .output import add_lang_option
 
 
@@ -30,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NODE.OPTION=VALUE", dest="changes",
                    help="change one thing (repeatable); NODE is a socket of the replay (see its list), OPTION one "
                         "of: " + "; ".join(f"{k} ({v})" for k, v in OPTIONS.items()))
+    p.add_argument("--topology", metavar="FILE", type=Path,
+                   help="also write the replay (with the --set changes) as a topology file, the playground's Save/Load "
+                        "format (a topology has no heartbeats, later subscriptions or closes: the notes say which)")
     add_lang_option(p)
     p.set_defaults(func=run)
 
@@ -50,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"zmtplab replay: {exc.strerror or exc}: {args.capture}", file=sys.stderr)
         return 2
+    if args.topology is not None:
+        topology = (apply_changes(model, changes) if changes else model).topology().to_dict()
+        try:
+            args.topology.write_text(json.dumps(topology, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"zmtplab replay: --topology: {exc.strerror or exc}: {args.topology}", file=sys.stderr)
+            return 2
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_APPEND_NEWLINE))
     else:
@@ -97,6 +109,8 @@ def write_text(result: dict[str, Any], out: Any) -> None:
         out.write(f"\nWith {', '.join(diff['changes'])}\n")
         for line in diff["summary"]:
             out.write(f"  {line}\n")
+    for e in result.get("errors", []):
+        out.write(f"  error: {e['socket']} {e['action']}: {e['reason']}\n")
     out.write("\nDelivered\n")
     for name, msgs in result["delivered"].items():
         shown = ", ".join(_message(m) for m in msgs[:8]) + (" ..." if len(msgs) > 8 else "")

@@ -137,6 +137,12 @@ def diff(changed_model: ReplayModel, before: Outcome, after: Outcome, changes: l
     keys_after = {_finding_key(f, e): f for f, e in zip(after.findings, after.finding_ends, strict=True)}
     appear = [keys_after[k] for k in keys_after if k not in keys_before]
     gone = [keys_before[k] for k in keys_before if k not in keys_after]
+    refused: dict[str, list[str]] = {}
+    for e in after.errors:
+        refused.setdefault(e["socket"], []).append(e["reason"])
+    for name, reasons in refused.items():
+        summary.append(f"{name}'s application could not make {len(reasons)} of its captured sends ({reasons[0]}): the "
+                       "replay sends what the capture shows at its times, it does not know the application's logic")
     for f in appear:
         summary.append(f"finding appears: {f['rule']}")
     for f in gone:
