@@ -23,6 +23,7 @@ from .model import ReplayError, ReplayModel
 
 WINDOW = 32  # octets in flight once a reader stops: a topology session's simulated TCP window
 TAIL = 1.0  # virtual seconds the replay runs on after the capture's last moment
+MAX_SLOW_TAIL = 600.0  # virtual seconds more, at most, for a slow reader to read what it was sent
 MAX_STEPS = 2_000_000
 SEND_ONLY = frozenset({"PUSH", "PUB", "RADIO"})  # sockets whose applications read nothing
 
@@ -173,6 +174,8 @@ def simulate(model: ReplayModel) -> Outcome:
     except ValueError as exc:
         raise ReplayError(f"the simulator cannot build this replay: {exc}") from None
     end = max([model.end, *(s.at for s in model.sends), *(lk.at for lk in model.links)]) + TAIL
+    slowest = max((s.recv_every or 0.0 for s in model.sockets.values()), default=0.0)
+    end += min(slowest * len(model.sends), MAX_SLOW_TAIL)  # (a slow reader reads what it was sent, up to a point)
     sim.run(until_t=end, max_steps=MAX_STEPS)
     return _outcome(model, sim.events)
 
