@@ -3,6 +3,7 @@ makes the difference libzmq would (issue 35's "done when")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -212,3 +213,26 @@ def test_topology_file_is_the_playgrounds(tmp_path: Path) -> None:
     assert next(lk for lk in topo.links if lk.connect == "rep2").at == 0
     bad = cli(CAPTURES / "broker.pcapng", "--topology", str(tmp_path / "no" / "t.json"))
     assert bad.returncode == 2 and "--topology" in bad.stderr
+
+
+def test_any_change_text_is_applied_or_refused_with_replay_error() -> None:
+    """Whatever a user types after --set (or a page sends), the replay takes it or says why: never another error."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from zmtplab.replay import apply_changes
+
+    m = model(CAPTURES / "pub_late_sub.pcapng")
+    names = st.sampled_from([*m.sockets, "nobody", ""])
+    options = st.sampled_from(["connect_at", "subscribe_at", "subscribe", "sndhwm", "rcvhwm", "heartbeat_ivl",
+                               "heartbeat_ttl", "heartbeat_timeout", "version", "mechanism", "recv_every", "identity",
+                               "colour"])
+    values = st.one_of(st.text(max_size=300), st.floats(allow_nan=True).map(str), st.integers().map(str))
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.one_of(st.text(max_size=60), st.tuples(names, options, values).map(lambda t: f"{t[0]}.{t[1]}={t[2]}")))
+    def check(text: str) -> None:
+        with contextlib.suppress(ReplayError):
+            apply_changes(m, [parse_change(text)])
+
+    check()
