@@ -39,6 +39,13 @@ class SimPeer:
         self.proxy_to: SimPeer | None = None  # a proxy's node: what it receives goes out there
         self.index = 0  # its place among the simulation's peers
 
+    def read(self) -> tuple[bytes, ...] | None:
+        """Its application reads one message: None when the socket has none (or refuses to read now)."""
+        try:
+            return self.socket.recv()
+        except SocketStateError:
+            return None
+
     def send_blocked(self) -> bool:
         """Sends what waits in `blocked` as far as the socket takes it; True when something went."""
         core = self.core

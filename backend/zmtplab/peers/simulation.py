@@ -615,10 +615,7 @@ class Simulation:
         """The application of an `auto_recv` peer reads every message its socket has."""
         socket = peer.socket
         while True:
-            try:
-                msg = socket.recv()
-            except SocketStateError:
-                break
+            msg = peer.read()
             if msg is None:
                 break
             self._log_recv(peer, msg)
@@ -651,10 +648,7 @@ class Simulation:
     def _slow_read(self, peer: SimPeer) -> None:
         """A slow consumer's application reads one message (its next read comes `recv_every` later)."""
         peer.next_read = None
-        try:
-            msg = peer.socket.recv()
-        except SocketStateError:
-            return
+        msg = peer.read()
         if msg is not None:
             self._log_recv(peer, msg)
 

@@ -120,10 +120,7 @@ class Tracker:
         moved = False
         socket = src.socket
         while not dst.blocked and socket.readable:
-            try:
-                msg = socket.recv()
-            except SocketStateError:
-                break
+            msg = src.read()
             if msg is None:
                 break
             msg_id, self._received = self._received, None
