@@ -31,10 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
 
+from zmtplab.web.core.settings import Settings
 from zmtplab.web.models import SessionCreate, WsCommand
 from zmtplab.web.sessions import Session
 from zmtplab.web.sessions.simulated import SimulatedRuntime
-from zmtplab.web.settings import Settings
 
 TWO_PEER = {"server": {"type": "PUSH"}, "client": {"type": "PULL"}}
 PUSHES = [f"p{i}" for i in range(4)]

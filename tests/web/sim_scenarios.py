@@ -25,10 +25,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "backend"))
 
+from zmtplab.web.core.settings import Settings  # noqa: E402
 from zmtplab.web.models import SessionCreate, WsCommand  # noqa: E402
 from zmtplab.web.sessions import Session, Subscriber  # noqa: E402
 from zmtplab.web.sessions.simulated import SimulatedRuntime  # noqa: E402
-from zmtplab.web.settings import Settings  # noqa: E402
 
 GOLDEN = HERE / "data" / "simulated_golden.json.gz"
 WALL0 = 1_700_000_000.0

@@ -15,10 +15,10 @@ import pytest
 from pydantic import TypeAdapter
 from webkit import open_client
 
+from zmtplab.web.core.settings import Settings
 from zmtplab.web.models import SessionCreate, WsCommand
 from zmtplab.web.sessions import EventLog, Session, WireChunk
 from zmtplab.web.sessions.simulated import SimulatedRuntime
-from zmtplab.web.settings import Settings
 
 pytestmark = pytest.mark.timeout(60)
 

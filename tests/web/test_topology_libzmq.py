@@ -35,11 +35,11 @@ import pytest
 
 from zmtplab.peers.simulation import Simulation
 from zmtplab.peers.topology import PRESETS, Topology
+from zmtplab.web.core.settings import Settings
 from zmtplab.web.models import PeerConfig, SessionCreate
 from zmtplab.web.sessions.session import Session
 from zmtplab.web.sessions.simulated import WINDOW
 from zmtplab.web.sessions.tcp import TcpRuntime
-from zmtplab.web.settings import Settings
 
 Inbox = dict[str, list[tuple[bytes, ...]]]
 EXACT = ("load-balancing", "router-dealers", "pub-sub-topics", "extended-reqrep")

@@ -20,10 +20,10 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import TypeAdapter, ValidationError
 
-from .limits import AbuseWindow, TokenBucket
+from .core.limits import AbuseWindow, TokenBucket
+from .core.settings import Settings
 from .models import WsCommand
 from .sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
-from .settings import Settings
 from .wspump import error_text, pump
 
 COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)

@@ -14,10 +14,10 @@ from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
 from .. import authoring, illustrated
+from ..core.limits import client_address
+from ..core.models import ErrorResponse
 from ..deps import LangDep, SessionManagerDep, SettingsDep
-from ..limits import client_address
 from ..models import (
-    ErrorResponse,
     SessionCreate,
     SessionCreated,
     SessionFaultInfo,

@@ -9,9 +9,9 @@ import time
 import uuid
 from collections.abc import Callable
 
-from ..memory import release_soon
+from ..core.memory import release_soon
+from ..core.settings import Settings
 from ..models import SessionCreate
-from ..settings import Settings
 from .session import Runtime, Session, SessionConfigError, SessionError, TooManySessions
 from .simulated import SimulatedRuntime
 from .tcp import TcpRuntime

@@ -37,8 +37,8 @@ import orjson
 
 from ...capture.pcapwriter import PcapngWriter
 from ...engine.events import cut_bodies, refield
+from ..core.settings import Settings
 from ..models import FaultCommand, SessionCreate
-from ..settings import Settings
 from ..wspump import BACKLOG_BYTES, Outbox
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,8 @@ from typing import Any
 from ...engine.events import WIRE_KINDS
 from ...peers.simulation import Simulation, socket_options
 from ...peers.topology import Topology
+from ..core.settings import Settings
 from ..models import PeerConfig, SessionCreate
-from ..settings import Settings
 from .session import (
     CLIENT_IP,
     SERVER_IP,

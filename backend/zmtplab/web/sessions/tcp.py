@@ -50,8 +50,8 @@ from ...peers.simulation import RECV_DECISIONS, socket_options
 from ...peers.sockets import SUBSCRIBERS, Again, Pipe, Socket, SocketStateError, never_subscribed
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
+from ..core.settings import Settings
 from ..models import PeerConfig, SessionCreate
-from ..settings import Settings
 from .session import Session, SessionConfigError, SessionError, SessionNotice, check_manual
 
 log = logging.getLogger(__name__)

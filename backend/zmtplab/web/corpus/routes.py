@@ -11,9 +11,13 @@ from fastapi.responses import StreamingResponse
 
 from ...engine.events import WIRE_KINDS
 from ...i18n import translate
-from ..captures import CaptureNotFound
-from ..corpus import CorpusUnavailable, RunBusy, RunNotFound, RunNotReady
-from ..corpus_models import (
+from ..captures.store import CaptureNotFound
+from ..core.jsontext import json_bytes
+from ..core.limits import client_address
+from ..core.models import ErrorResponse
+from ..core.sse import event_stream
+from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
+from .models import (
     CorpusProgress,
     CorpusRun,
     CorpusRunCreated,
@@ -24,13 +28,9 @@ from ..corpus_models import (
     StoredCaptures,
     TablePage,
 )
-from ..corpus_report import report_csp, report_name
-from ..corpus_tables import FILTERS, TABLES, TableQuery
-from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
-from ..jsontext import json_bytes
-from ..limits import client_address
-from ..models import ErrorResponse
-from ..sse import event_stream
+from .report import report_csp, report_name
+from .runs import CorpusUnavailable, RunBusy, RunNotFound, RunNotReady
+from .tables import FILTERS, TABLES, TableQuery
 
 router = APIRouter(prefix="/api/corpus", tags=["corpus"])
 
@@ -54,10 +54,8 @@ async def corpus_status(runs: CorpusRunsDep, lang: LangDep) -> CorpusStatus:
 @router.get("/captures", response_model=StoredCaptures, summary="Captures this client uploaded")
 async def stored_captures(request: Request, store: CaptureStoreDep) -> StoredCaptures:
     """The uploads of this client address still on the server (newest first): what a run may take."""
-    client = client_address(request)
-    records = sorted((r for r in store.records.values() if r.client == client), key=lambda r: -r.created)
     return StoredCaptures(captures=[StoredCapture(id=r.id, name=r.name, size=r.size, created=r.created,
-                                                  state=r.state) for r in records])
+                                                  state=r.state) for r in store.for_client(client_address(request))])
 
 
 @router.post("/runs", status_code=status.HTTP_202_ACCEPTED, response_model=CorpusRunCreated,

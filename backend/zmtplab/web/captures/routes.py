@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import shutil
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
@@ -18,24 +16,16 @@ from ...engine.events import WIRE_KINDS
 from ...eventstore import EventStore
 from ...i18n import localize_analysis, localize_findings, translate
 from .. import illustrated
-from ..capture_events import EventQuery, SearchesBusy, event_body, event_page
-from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
+from ..core.jsontext import json_bytes
+from ..core.limits import client_address
+from ..core.models import ErrorResponse, Event
+from ..core.sse import event_stream
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
-from ..jsontext import json_bytes
-from ..limits import client_address
-from ..models import (
-    CaptureCreated,
-    CaptureSummary,
-    CurveCheck,
-    ErrorResponse,
-    Event,
-    EventPage,
-    PacketResponse,
-    Progress,
-)
-from ..packets import PacketDecodeError, PacketNotFound
-from ..sse import event_stream
-from ..uploads import check_declared_size, receive_capture
+from .events import EventQuery, SearchesBusy, event_body, event_page
+from .models import CaptureCreated, CaptureSummary, CurveCheck, EventPage, PacketResponse, Progress
+from .packets import PacketDecodeError, PacketNotFound
+from .store import CaptureNotFound, CaptureNotReady, CaptureStore
+from .uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
 log = logging.getLogger(__name__)
@@ -76,53 +66,19 @@ async def upload_capture(request: Request, response: Response, store: CaptureSto
     connection).
     """
     client = client_address(request)
-    if store.count_for(client) >= settings.max_captures_per_client:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
-                            f"this address already has {settings.max_captures_per_client} captures on the server "
-                            "(the limit); delete one, or wait until they expire")
+    store.admit(client)
     check_declared_size(request, settings.max_upload_bytes)
     declared = request.headers.get("content-length", "")
-    needed = int(declared) if declared.isdigit() else 0
-    store.uploading[client] = store.uploading.get(client, 0) + 1  # before any await: concurrent uploads see it
-    directory = None
     try:
-        free = await asyncio.to_thread(_free_disk, store.root)
-        if free is not None and free - needed < settings.min_free_disk:
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, _disk_full(free))
-        capture_id, directory = await asyncio.to_thread(store.new_id)
-        result = await receive_capture(request, directory / "capture", settings.max_upload_bytes)
-        await store.add(capture_id, directory, result.filename or "capture", result.size, client)
-    except BaseException as exc:
-        if directory is not None:
-            await asyncio.to_thread(store.discard, directory)
-        if isinstance(exc, ClientDisconnect):  # (a line in the log, not a traceback: nothing went wrong here)
-            log.info("an upload from %s ended: the client went away before the end of its body", client)
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, "the upload ended before its body did") from None
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
-                                _disk_full(await asyncio.to_thread(_free_disk, store.root))) from None
-        raise
-    finally:
-        left = store.uploading.get(client, 1) - 1
-        if left > 0:
-            store.uploading[client] = left
-        else:
-            store.uploading.pop(client, None)
+        capture_id, result = await store.upload(
+            client, int(declared) if declared.isdigit() else 0,
+            lambda path: receive_capture(request, path, settings.max_upload_bytes))
+    except ClientDisconnect:  # (a line in the log, not a traceback: nothing went wrong here)
+        log.info("an upload from %s ended: the client went away before the end of its body", client)
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "the upload ended before its body did") from None
     if not result.complete:
         response.headers["Connection"] = "close"  # (what the client sent after the form's end is not read)
     return CaptureCreated(id=capture_id)
-
-
-def _free_disk(path: Any) -> int | None:
-    try:
-        return shutil.disk_usage(path).free
-    except OSError:
-        return None
-
-
-def _disk_full(free: int | None) -> str:
-    left = f" ({free} bytes free)" if free is not None else ""
-    return f"the server's disk has no room for this capture{left}; it was not stored. Try again later"
 
 
 @router.get("/{capture_id}/progress", summary="Dissection progress (server-sent events)",

@@ -38,13 +38,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..capture.live import LiveCapture, check_interface, check_port, list_interfaces
-from ..capture.tap import TapProxy, parse_endpoint
-from ..engine.events import cut_bodies
-from .jsontext import json_text
-from .limits import TokenBucket
-from .settings import Settings
-from .wspump import Outbox
+from ...capture.live import LiveCapture, check_interface, check_port, list_interfaces
+from ...capture.tap import TapProxy, parse_endpoint
+from ...engine.events import cut_bodies
+from ..core.jsontext import json_text
+from ..core.limits import TokenBucket
+from ..core.settings import Settings
+from ..wspump import Outbox
 
 log = logging.getLogger(__name__)
 

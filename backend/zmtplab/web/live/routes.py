@@ -1,5 +1,5 @@
 """Live routes: the interfaces, starting and stopping a live capture or a tap proxy, and its event stream
-(served by `web.live_socket`)."""
+(served by `web.live.socket`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, status
 
+from ..core.models import ErrorResponse
 from ..deps import LiveSourcesDep
-from ..live_socket import serve as live_socket_serve
-from ..live_sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable
-from ..models import ErrorResponse, LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
+from .models import LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
+from .socket import serve as live_socket_serve
+from .sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable
 
 router = APIRouter(tags=["live"])
 
@@ -77,5 +78,5 @@ async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSources
     """Server -> browser: `connection` (a TCP connection's endpoints), the recent `event`s, then each new one
     as it arrives, and `status` (state, packets, events, dropped). Closes (1000) when the source has stopped.
     With `?batch=1` a websocket message may hold a JSON array of such messages, in order (what the page uses).
-    Nothing is expected from the browser. `web.live_socket` serves it."""
+    Nothing is expected from the browser. `web.live.socket` serves it."""
     await live_socket_serve(websocket, sources, source_id, batch=batch)
