@@ -10,6 +10,7 @@ from typing import Any
 
 from ...lessons.loader import Lesson, LessonError, LoadedLessons, Step, default_lessons_dir, load_lesson_dirs
 from ...lessons.player import LessonPlayError, StepScene, answer_key, check_answer, play_lesson
+from ...lessons.problems import MissingTranslation
 from ...lessons.translations import english_submission, localize_lesson
 from ..core.errors import NotFound, Unprocessable
 
@@ -40,6 +41,7 @@ class LessonLibrary:
         self.captures_dir = captures_dir
         self._loaded: LoadedLessons | None = None
         self._localized: dict[tuple[str, str], Lesson] = {}
+        self._untranslated: dict[tuple[str, str], LessonError] = {}  # (lesson, lang): why it shows in English
         self._scenes: dict[str, list[StepScene]] = {}
         self._lock = threading.RLock()  # (reentrant: a lesson in another language loads the lessons first)
 
@@ -57,9 +59,16 @@ class LessonLibrary:
         return self._load().lessons
 
     @property
-    def problems(self) -> list[tuple[Path, str]]:
+    def problems(self) -> list[tuple[Path, LessonError]]:
         """The lesson files that could not be loaded, each with what is wrong (the file, the step)."""
         return self._load().problems
+
+    def untranslated(self, lang: str) -> list[tuple[str, LessonError]]:
+        """The lessons shown in English on a `lang` page because their translation would not load (those asked
+        for so far), each with what is wrong in it."""
+        with self._lock:
+            return [(lesson_id, error) for (lesson_id, in_lang), error in self._untranslated.items()
+                    if in_lang == lang]
 
     def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
         """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
@@ -74,8 +83,11 @@ class LessonLibrary:
             if localized is None:
                 try:
                     localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
+                except MissingTranslation:
+                    localized = lesson
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
+                    self._untranslated[key] = exc
                     localized = lesson
                 self._localized[key] = localized
         return localized
@@ -87,8 +99,9 @@ class LessonLibrary:
             raise StepNotFound(f"lesson {lesson_id!r} has steps 1 to {len(steps)}, not {number}")
         return steps[number - 1]
 
-    def scene(self, lesson_id: str, number: int) -> StepScene:
-        """Step `number` played (the lesson is played whole on first use, then kept)."""
+    def scene(self, lesson_id: str, number: int, lang: str = "en") -> StepScene:
+        """Step `number` played (the lesson is played whole on first use, then kept); `LessonUnplayable` says in
+        `lang` why a lesson cannot be played, naming the step."""
         lesson = self.lesson(lesson_id)
         self.step(lesson_id, number)
         with self._lock:
@@ -98,7 +111,7 @@ class LessonLibrary:
                     scenes = self._scenes[lesson_id] = play_lesson(
                         lesson, captures_dir=self.captures_dir, own_dir=self._load().directories.get(lesson_id))
                 except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
-                    raise LessonUnplayable(str(exc)) from None
+                    raise LessonUnplayable(exc.render(lang)) from None
         return scenes[number - 1]
 
     def class_answer(self, lesson_id: str, number: int, given: dict[str, Any],

@@ -24,7 +24,9 @@ class LessonProblem(BaseModel):
 class LessonList(BaseModel):
     lessons: list[LessonSummary]
     problems: list[LessonProblem] = Field(default_factory=list, description="lesson files that could not be "
-                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), each with its error")
+                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), and translations in "
+                                          "the language asked for that would not (the lesson then shows in "
+                                          "English), each with its error in that language")
 
 
 class ReferenceOut(BaseModel):

@@ -65,9 +65,11 @@ def _question(step_question: Question | None) -> QuestionOut | None:
 @router.get("", response_model=LessonList, summary="Every lesson")
 def list_lessons(library: LessonLibraryDep, lang: LangDep) -> LessonList:
     """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
-    return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
-                               for lesson_id in library.lessons],
-                      problems=[LessonProblem(file=path.name, error=error) for path, error in library.problems])
+    lessons = [LessonSummary(**library.lesson(lesson_id, lang).summary_dict()) for lesson_id in library.lessons]
+    problems = [LessonProblem(file=path.name, error=error.render(lang)) for path, error in library.problems]
+    problems += [LessonProblem(file=f"{lang}/{lesson_id}.yaml", error=error.render(lang))
+                 for lesson_id, error in library.untranslated(lang)]
+    return LessonList(lessons=lessons, problems=problems)
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
@@ -89,7 +91,7 @@ def get_lesson(lesson_id: LessonId, library: LessonLibraryDep, lang: LangDep) ->
             summary="One step, played")
 def get_step(lesson_id: LessonId, number: StepNumber, library: LessonLibraryDep, lang: LangDep) -> dict[str, Any]:
     """The step's scene: events (with fields), the element it points at, highlighted fields, writes, log."""
-    scene = library.scene(lesson_id, number)
+    scene = library.scene(lesson_id, number, lang)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.step(lesson_id, number).narration)
     step = library.step(lesson_id, number, lang)
