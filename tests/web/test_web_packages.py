@@ -113,3 +113,27 @@ def test_a_missing_lesson_or_step_is_answered_as_before(client: TestClient) -> N
     assert (r.status_code, r.json()) == (404, {"detail": f"lesson {lesson['id']!r} has steps 1 to {n}, not {n + 1}"})
     r = client.get("/api/lessons/nope?lang=zh-CN")
     assert r.status_code == 404 and r.json()["detail"] != "no lesson 'nope'"  # (in the language asked for)
+
+
+@pytest.mark.parametrize(("method", "path", "detail"), [
+    ("GET", "/api/captures/nope/events", "no capture with id 'nope'"),
+    ("DELETE", "/api/captures/nope", "no capture with id 'nope'"),
+    ("GET", "/api/captures/nope/packets/1", "no capture with id 'nope'"),
+    ("GET", "/api/corpus/runs/nope/tables/events", "no corpus run with id 'nope'"),
+    ("POST", "/api/corpus/runs/nope/cancel", "no corpus run with id 'nope'"),
+    ("GET", "/api/live/nope", "no live source with id 'nope'"),
+    ("DELETE", "/api/live/nope", "no live source with id 'nope'"),
+])
+def test_what_a_service_does_not_have_is_a_404_as_before(client: TestClient, method: str, path: str,
+                                                          detail: str) -> None:
+    r = client.request(method, path)
+    assert (r.status_code, r.json()) == (404, {"detail": detail})
+
+
+def test_a_service_refusal_keeps_its_status_and_words(client: TestClient) -> None:
+    r = client.post("/api/corpus/runs", json={"captures": ["0" * 32]})  # (a corpus run takes the captures' store)
+    assert (r.status_code, r.json()) == (404, {"detail": f"no capture with id {'0' * 32!r}"})
+    r = client.post("/api/live", json={"source": "tap", "target": "0.0.0.0:5555"})
+    assert (r.status_code, r.json()) == (422, {"detail": "0.0.0.0 is not an address to connect to"})
+    with client.websocket_connect("/ws/live/nope") as ws:
+        assert ws.receive_json() == {"type": "error", "detail": "no live source with id 'nope'"}

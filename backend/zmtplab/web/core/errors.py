@@ -1,7 +1,7 @@
 """What the services' domain errors mean to a client, in one place: each service raises errors of its own, each a
-kind of `Refused` (`NotFound`, `Conflict`, `Unprocessable`, `TooMany`, `NoRoom`), and the app answers them all with
-one handler, `refused_response`: the kind's status and `{"detail": the error's text}`, in the request's language
-as every HTTP error. A service says what went wrong and never speaks HTTP."""
+kind of `Refused` (`NotFound`, `Conflict`, `Unprocessable`, `TooMany`, `NoRoom`, `Unavailable`), and the app
+answers them all with one handler, `refused_response`: the kind's status and `{"detail": the error's text}`, in the
+request's language as every HTTP error. A service says what went wrong and never speaks HTTP."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ class Refused(Exception):
 class NotFound(Refused, LookupError):
     """What was asked for does not exist (or no longer does)."""
 
+    def __str__(self) -> str:  # (its text as given, where a KeyError would quote it)
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
 
 class Conflict(Refused):
     """What was asked for exists but cannot be done in its present state."""
@@ -37,12 +40,17 @@ class NoRoom(Refused):
     """The server has no room for it (its disk)."""
 
 
+class Unavailable(Refused):
+    """The server cannot do it at all here (a component it needs is missing)."""
+
+
 STATUS: dict[type[Refused], int] = {
     NotFound: status.HTTP_404_NOT_FOUND,
     Conflict: status.HTTP_409_CONFLICT,
     Unprocessable: status.HTTP_422_UNPROCESSABLE_CONTENT,
     TooMany: status.HTTP_429_TOO_MANY_REQUESTS,
     NoRoom: status.HTTP_507_INSUFFICIENT_STORAGE,
+    Unavailable: status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
 

@@ -83,10 +83,10 @@ class JobStore(Generic[R]):
     # ---- shared
 
     def get(self, job_id: str) -> R:
-        """The record with this id; the store's `not_found` otherwise."""
+        """The record with this id; the store's `not_found` otherwise (its text names the id)."""
         record = self.records.get(job_id) if ID_RE.match(job_id) else None
         if record is None:
-            raise self.not_found(job_id)
+            raise self.not_found(f"no {self.noun} with id {job_id!r}")
         return record
 
     def for_client(self, client: str) -> list[R]:

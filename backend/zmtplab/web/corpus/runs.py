@@ -38,6 +38,7 @@ from typing import Any
 
 from ...pipeline import spark_problem
 from ..captures.store import CaptureRecord
+from ..core.errors import Conflict, NotFound, Unavailable
 from ..core.jobstore import ID_RE, JobStore
 from ..core.limits import address_key
 from ..core.settings import Settings
@@ -51,19 +52,19 @@ FINAL = (DONE, ERROR, CANCELLED)
 STARTING = "starting Spark"  # the phase before the pipeline's own (`start`, `plan`, ...)
 
 
-class RunNotFound(KeyError):
+class RunNotFound(NotFound, KeyError):
     """No corpus run has this id."""
 
 
-class RunBusy(RuntimeError):
+class RunBusy(Conflict):
     """Another corpus run is in progress."""
 
 
-class RunNotReady(RuntimeError):
+class RunNotReady(Conflict):
     """The run has not finished (or did not succeed), so it has no tables or report."""
 
 
-class CorpusUnavailable(RuntimeError):
+class CorpusUnavailable(Unavailable):
     """The server cannot run Spark (no pyspark, no Java)."""
 
 

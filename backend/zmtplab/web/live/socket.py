@@ -15,7 +15,7 @@ from fastapi import WebSocket, WebSocketDisconnect
 
 from ..core.jsontext import json_text
 from ..wspump import pump
-from .sources import LiveSources
+from .sources import LiveNotFound, LiveSources
 
 
 async def serve(websocket: WebSocket, sources: LiveSources, source_id: str, batch: bool = False) -> None:
@@ -24,8 +24,8 @@ async def serve(websocket: WebSocket, sources: LiveSources, source_id: str, batc
     await websocket.accept()
     try:
         source = sources.get(source_id)
-    except KeyError:
-        await websocket.send_text(json_text({"type": "error", "detail": f"no live source with id {source_id!r}"}))
+    except LiveNotFound as exc:
+        await websocket.send_text(json_text({"type": "error", "detail": str(exc)}))
         await websocket.close(code=4404)
         return
     viewer = source.subscribe()
