@@ -147,7 +147,7 @@ class CaptureStore(JobStore[CaptureRecord]):
     """Every capture of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
     noun, plural = "capture", "captures"
-    not_found = CaptureNotFound
+    not_found, missing = CaptureNotFound, "no capture with id {id!r}"
     final_states = (DONE, ERROR)
 
     def __init__(self, settings: Settings) -> None:

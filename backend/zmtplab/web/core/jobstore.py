@@ -49,6 +49,7 @@ class JobStore(Generic[R]):
     noun = "job"  # what the log calls one, and several
     plural = "jobs"
     not_found: type[KeyError] = KeyError
+    missing = "no job with id {id!r}"  # the `not_found` error's text (a catalog's `api.*` id mirrors each store's)
     final_states: tuple[str, ...] = ()
 
     def __init__(self, root: Path) -> None:
@@ -86,7 +87,7 @@ class JobStore(Generic[R]):
         """The record with this id; the store's `not_found` otherwise (its text names the id)."""
         record = self.records.get(job_id) if ID_RE.match(job_id) else None
         if record is None:
-            raise self.not_found(f"no {self.noun} with id {job_id!r}")
+            raise self.not_found(self.missing.format(id=job_id))
         return record
 
     def for_client(self, client: str) -> list[R]:

@@ -138,7 +138,7 @@ class CorpusRuns(JobStore[RunRecord]):
     """Every corpus run of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
     noun, plural = "corpus run", "runs"
-    not_found = RunNotFound
+    not_found, missing = RunNotFound, "no corpus run with id {id!r}"
     final_states = FINAL
 
     def __init__(self, settings: Settings) -> None:
