@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..engine.constants import SOCKET_TYPES, VALID_PEERS
+from ..engine.constants import NO_MECHANISM_VERSIONS, SOCKET_TYPES, VALID_PEERS, VERSIONS
 
 if TYPE_CHECKING:
     from .simulation import Link, SimPeer, Simulation
@@ -178,10 +178,10 @@ def zmtp_version(sim: Simulation, peer: str | None = None, conn: str | None = No
                  version: str = "2.0") -> list[str]:
     """The peer speaks ZMTP 2.0 or 1.0 (only NULL exists there)."""
     target, _ = _target(sim, peer, conn)
-    if version not in ("3.1", "3.0", "2.0", "1.0"):
+    if version not in VERSIONS:
         raise ValueError("version is 3.1, 3.0, 2.0 or 1.0")
     target.overrides["version"] = version
-    if version in ("2.0", "1.0"):
+    if version in NO_MECHANISM_VERSIONS:
         target.overrides["mechanism"] = "NULL"
     sim.fault_event("zmtp_version", peer=target.name, version=version)
     return _reconnect(sim, target, f"{target.name} now speaks ZMTP {version}")

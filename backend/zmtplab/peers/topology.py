@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.constants import MECHANISMS, SOCKET_TYPES, is_valid_pair
+from ..engine.constants import MECHANISMS, SOCKET_TYPES, VERSIONS, is_valid_pair, mechanism_problem
+from ..engine.notation import parse_hex
 
 MAX_NODES = 24
 MAX_LINKS = 32
@@ -27,7 +28,6 @@ MAX_FRAMES = 16
 MAX_FRAME_TEXT = 4096
 MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
-VERSIONS = ("3.1", "3.0", "2.0", "1.0")
 GREETINGS = ("libzmq", "full")
 RECV_MODES = ("auto", "manual")
 SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
@@ -136,7 +136,7 @@ class ScriptSend:
     hex: bool = False
 
     def frame_bytes(self) -> tuple[bytes, ...]:
-        return tuple(bytes.fromhex(f) if self.hex else f.encode("utf-8") for f in self.frames)
+        return tuple(parse_hex(f) if self.hex else f.encode("utf-8") for f in self.frames)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"from": self.sender, "frames": list(self.frames), "at": self.at}
@@ -356,8 +356,9 @@ def _node(i: int, raw: Any) -> Node:
     mechanism = str(raw.get("mechanism", "NULL")).upper()
     if mechanism not in MECHANISMS:
         raise TopologyError(f"{where}: mechanism is one of {', '.join(MECHANISMS)}")
-    if version in ("2.0", "1.0") and mechanism != "NULL":
-        raise TopologyError(f"{where}: ZMTP {version} has no security mechanisms; only NULL")
+    problem = mechanism_problem(version, mechanism)
+    if problem:
+        raise TopologyError(f"{where}: {problem}")
     greeting = raw.get("greeting", "libzmq")
     if greeting not in GREETINGS:
         raise TopologyError(f"{where}: greeting is 'libzmq' or 'full'")
@@ -431,7 +432,7 @@ def _send(i: int, raw: Any) -> ScriptSend:
     if as_hex:
         for f in texts:
             try:
-                bytes.fromhex(f)
+                parse_hex(f)
             except ValueError:
                 raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0

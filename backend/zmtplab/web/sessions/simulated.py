@@ -30,6 +30,7 @@ import logging
 import time
 from typing import Any
 
+from ...engine.constants import mechanism_problem
 from ...engine.events import WIRE_KINDS
 from ...peers.simulation import Simulation, socket_options
 from ...peers.topology import Topology
@@ -99,8 +100,9 @@ class SimulatedRuntime:
             peer: PeerConfig = getattr(config, side)
             if peer.libzmq:
                 raise SessionConfigError(f"{side}: libzmq peers need a real session (mode 'tcp')")
-            if peer.version in ("2.0", "1.0") and peer.mechanism != "NULL":
-                raise SessionConfigError(f"{side}: ZMTP {peer.version} has no security mechanisms; only NULL")
+            problem = mechanism_problem(peer.version, peer.mechanism)
+            if problem:
+                raise SessionConfigError(f"{side}: {problem}")
 
     # ---- setup
 
