@@ -73,3 +73,12 @@ def test_a_scripted_send_takes_the_websockets_hex():
 
 def test_compact_json_keeps_text():
     assert compact_json({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+
+
+def test_what_is_wrong_with_typed_hex_is_said_in_chinese_too():
+    from zmtplab.i18n import translate
+
+    for text, zh in (("zz", "'z' 不是十六进制数字"), ("abc", "十六进制数字的个数是奇数")):
+        with pytest.raises(ValueError) as info:
+            parse_hex(text)
+        assert translate(f"frame 1 is not hex: {info.value}", "zh-CN") == f"第 1 帧不是十六进制：{zh}"  # noqa: RUF001
