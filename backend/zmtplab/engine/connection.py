@@ -81,10 +81,7 @@ class Connection(StrictPeer):
 
     def receive_data(self, data: bytes) -> None:
         """Feeds bytes from the peer; raises `RemoteProtocolError` when they break the protocol."""
-        if self.state == CLOSED:
-            return
-        if not data:
-            self._close("peer closed the connection", error=self.state != READY)
+        if not self._receiving(data):
             return
         try:
             try:
