@@ -4,7 +4,11 @@
 import './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createFrameQueue, frameQueue } from '../../frontend/js/core/frames.js';
+import { createHighlighter } from '../../frontend/js/lessons/highlights.js';
 import { createDocument, walk } from './fake-dom.mjs';
 import { SequenceView } from '../../frontend/js/views/sequence.js';
 import { ArraySource } from '../../frontend/js/core/source.js';
@@ -90,6 +94,32 @@ test('one queue per window, shared by every view of the page', () => {
   const win = { requestAnimationFrame: () => 1 };
   assert.equal(frameQueue(win), frameQueue(win));
   assert.notEqual(frameQueue(win), frameQueue({ requestAnimationFrame: () => 1 }));
+});
+
+test("a lesson's highlights are lit in the page's one frame, after the views' redraws (no frame of their own)", () => {
+  const asked = [];
+  const win = { requestAnimationFrame: (run) => asked.push(run) };
+  const ran = [];
+  const octets = { querySelectorAll: () => (ran.push('highlights'), []) };
+  const selection = { get: () => ({ index: 3, event: {} }), subscribe: () => {} };
+  const highlighter = createHighlighter({ win, slots: { octets }, selection, hex: null });
+  const redraw = frameQueue(win).throttle(() => ran.push('view'));
+  redraw();
+  highlighter.set(3, [{ field: 0, offset: 0, length: 1, dir: 'c2s' }], 'c2s');
+  assert.equal(asked.length, 1, 'one frame asked for, the views\' and the highlights\' together');
+  asked.shift()(0);
+  assert.deepEqual(ran, ['view', 'highlights']);
+});
+
+test('no module but core/frames.js asks the browser for a frame: every deferred redraw goes through it', () => {
+  const root = fileURLToPath(new URL('../../frontend/js/', import.meta.url));
+  const own = [];
+  for (const file of fs.readdirSync(root, { recursive: true })) {
+    if (!String(file).endsWith('.js') || path.normalize(String(file)) === path.normalize('core/frames.js')) continue;
+    const text = fs.readFileSync(path.join(root, String(file)), 'utf8');
+    if (/requestAnimationFrame/.test(text)) own.push(String(file));
+  }
+  assert.deepEqual(own, []);
 });
 
 // ---- the sequence view on the fake DOM -------------------------------------------------------------------

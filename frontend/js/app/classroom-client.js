@@ -3,6 +3,7 @@
 
 import { t } from '../core/i18n.js';
 import { tr } from '../views/dom.js';
+import { frameQueue } from '../core/frames.js';
 import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
 import { ClassBar } from '../lessons/views.js';
 
@@ -16,7 +17,7 @@ const CLASS_PAGES = new Set(['lessons.html', 'index.html']);
 export class ClassroomClient {
   /**
    * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
-   * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
+   * page: { status(text, kind), teacherState() -> state | null (null: nothing to show the class),
    *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged(),
    *         showList() (the lesson list, for this page's own link in the header),
    *         answers(msg, teacher) (the class's answers to a question: the socket's `answers` message) }
@@ -42,7 +43,8 @@ export class ClassroomClient {
       onFollow: () => this.follower && this.follower.follow(),
       onLeave: () => this.leave(),
     });
-    this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), (fn) => page.raf(fn));
+    this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), frameQueue(host.window).schedule);
+    // (the state goes once a frame, in the page's one frame, after the views it describes: core/frames.js)
     this.navLinks = [...host.document.querySelectorAll('header.topbar a[href]')];
     for (const a of this.navLinks) {
       a.addEventListener('click', (ev) => {

@@ -12,6 +12,7 @@
 // (main-lessons.js).
 
 import { parseLink, buildLink } from '../core/links.js';
+import { frameThrottle } from '../views/dom.js';
 import { createWorkbench, initShell, statusLine } from './workbench.js';
 import { createLessonsApi } from '../lessons/api.js';
 import { LessonList, LessonPanel } from '../lessons/views.js';
@@ -30,7 +31,8 @@ export function startLessons(host) {
   const $ = (id) => doc.getElementById(id);
   const api = createLessonsApi(host);
   const status = statusLine(doc);
-  const raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  // (the selected field is scrolled to in the page's one frame, after the views drew it: core/frames.js)
+  const revealSoon = frameThrottle(win, () => bench.revealField());
 
   // ---- the parts ------------------------------------------------------------------------------
   const wb = createWorkbench(
@@ -83,7 +85,7 @@ export function startLessons(host) {
       panel.setSelectedDecision(s.index);
       answers.updateSelectedText();
       broadcast();
-      raf(() => bench.revealField());
+      revealSoon();
     }
   });
 
@@ -110,7 +112,6 @@ export function startLessons(host) {
   // ---- presenter mode (classroom-client.js) ---------------------------------------------------
   const classroom = new ClassroomClient(host, api, {
     status,
-    raf,
     teacherState: () => {
       if (!player.lessonId || player.applying) return null;
       const s = wb.selection.get();

@@ -13,7 +13,7 @@ import { ArraySource } from '../core/source.js';
 import { createChunker } from '../core/hexdump.js';
 import { peerLabel } from '../core/eventlog.js';
 import { LiveModel, describeSource } from '../core/live.js';
-import { setChildren, h } from '../views/dom.js';
+import { setChildren, h, frameThrottle } from '../views/dom.js';
 import { LiveSource } from './live-source.js';
 
 export function createLive(host, { api, wb, connections, status, onUrl = () => {} }) {
@@ -54,17 +54,15 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
   });
 
   // ---- redraws, at most once a frame -------------------------------------------------
-  let dirty = false;
   let lastHex = 0;
-  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  let hexLater = null;
+  // (in the page's one frame, with the views' redraws: core/frames.js)
+  const flushSoon = frameThrottle(win, () => flush());
   function markDirty() {
-    if (dirty || !st.active) return;
-    dirty = true;
-    raf(flush);
+    if (st.active) flushSoon();
   }
 
   function flush() {
-    dirty = false;
     if (!st.active) return;
     const list = model.summaries();
     if (st.conn === null && list.length) openConnection(list[0].conn, { auto: true });
@@ -91,7 +89,13 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
       lastHex = now;
       for (; st.chunked < log.length; st.chunked++) st.chunker.add(st.chunked, log.events[st.chunked]);
       wb.hex.setChunks(st.chunker.chunks);
-    } else setTimeout(markDirty, 260);
+    } else if (!hexLater) {
+      // (one pending redraw, not one per frame)
+      hexLater = win.setTimeout(() => {
+        hexLater = null;
+        markDirty();
+      }, 260);
+    }
   }
 
   function showViewer(hasData) {

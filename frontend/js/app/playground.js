@@ -125,7 +125,6 @@ class PlaygroundPage {
     const win = this.win;
     const classroom = new ClassroomClient(host, createLessonsApi(host), {
       status: this.status,
-      raf: win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16),
       teacherState: () => {
         const id = this.sessions.id;
         if (id === null || this.sessions.watching) return null;
