@@ -1,7 +1,7 @@
 // Entry point of capture.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startCapture } from './app/capture.js';
-import { initLanguage } from './app/language.js';
+import { startCapture } from './app/capture/capture.js';
+import { initLanguage } from './app/shared/language.js';
 
 const host = {
   document,

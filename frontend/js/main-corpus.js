@@ -1,7 +1,7 @@
 // Entry point of corpus.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startCorpus } from './app/corpus.js';
-import { initLanguage } from './app/language.js';
+import { startCorpus } from './app/corpus/corpus.js';
+import { initLanguage } from './app/shared/language.js';
 
 const g = globalThis;
 

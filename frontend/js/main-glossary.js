@@ -1,7 +1,7 @@
 // Entry point of glossary.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startGlossary } from './app/glossary.js';
-import { initLanguage } from './app/language.js';
+import { startGlossary } from './app/glossary/glossary.js';
+import { initLanguage } from './app/shared/language.js';
 
 const g = globalThis;
 

@@ -1,7 +1,7 @@
 // Entry point of lessons.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startLessons } from './app/lessons.js';
-import { initLanguage } from './app/language.js';
+import { startLessons } from './app/lessons/lessons.js';
+import { initLanguage } from './app/shared/language.js';
 
 const g = globalThis;
 

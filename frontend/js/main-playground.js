@@ -1,7 +1,7 @@
 // Entry point of index.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startPlayground } from './app/playground.js';
-import { initLanguage } from './app/language.js';
+import { startPlayground } from './app/playground/playground.js';
+import { initLanguage } from './app/shared/language.js';
 
 const host = {
   document,

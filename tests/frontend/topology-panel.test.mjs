@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';
 import { SequenceView } from '../../frontend/js/views/sequence.js';
-import { TopologyPanel } from '../../frontend/js/app/topology-panel.js';
+import { TopologyPanel } from '../../frontend/js/app/shared/topology-panel.js';
 import { EventLog } from '../../frontend/js/core/eventlog.js';
 import { ArraySource } from '../../frontend/js/core/source.js';
 

@@ -1,8 +1,8 @@
 // The playground's Paste hex tab: a hex dump decoded by the server into the paste Dataset.
 
-import { interleaveBySegments } from '../core/hexparse.js';
-import { PasteView } from '../views/paste.js';
-import { tn } from '../core/i18n.js';
+import { interleaveBySegments } from '../../core/hexparse.js';
+import { PasteView } from '../../views/paste.js';
+import { tn } from '../../core/i18n.js';
 
 export class PastePanel {
   /** data: the paste's Dataset. page: { api, status(text, kind), reset(data), redraw(), select(index) }. */

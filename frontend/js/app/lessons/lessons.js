@@ -11,19 +11,19 @@
 // host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
-import { parseLink, buildLink } from '../core/links.js';
-import { frameThrottle } from '../views/dom.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
-import { createLessonsApi } from '../lessons/api.js';
-import { LessonList, LessonPanel } from '../lessons/views.js';
-import { teacherState } from '../lessons/classroom.js';
-import { ClassroomClient } from './classroom-client.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { frameThrottle } from '../../views/dom.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
+import { createLessonsApi } from '../../lessons/api.js';
+import { LessonList, LessonPanel } from '../../lessons/views.js';
+import { teacherState } from '../../lessons/classroom.js';
+import { ClassroomClient } from '../shared/classroom-client.js';
 import { AnswerChecker } from './lesson-answers.js';
 import { LessonWorkbench } from './lesson-workbench.js';
 import { LessonHighlights } from './lesson-highlights.js';
 import { LessonPlayer } from './lesson-player.js';
 import { LessonNavigation } from './lesson-navigation.js';
-import { i18n, t } from '../core/i18n.js';
+import { i18n, t } from '../../core/i18n.js';
 
 export function startLessons(host) {
   const doc = host.document;

@@ -1,10 +1,10 @@
 // What a workbench shows (a playground tab's session or pasted hex, a lesson's scene): the elements, the
 // sequence's rows (with connection and fault marks for a session) and the hex dump's chunks.
 
-import { EventLog } from '../core/eventlog.js';
-import { ArraySource } from '../core/source.js';
-import { Marker, MarkedSource } from '../core/marks.js';
-import { createChunker } from '../core/hexdump.js';
+import { EventLog } from '../../core/eventlog.js';
+import { ArraySource } from '../../core/source.js';
+import { Marker, MarkedSource } from '../../core/marks.js';
+import { createChunker } from '../../core/hexdump.js';
 
 export class Dataset {
   /** marks: show connection boundaries and faults as rows of their own (core/marks.js). */

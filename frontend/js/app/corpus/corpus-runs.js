@@ -2,9 +2,9 @@
 // its head, its progress followed while it runs (polling when the stream breaks), cancel and delete.
 // What a finished run shows (the report, the tables) is corpus-tabs.js's.
 
-import { FINAL_STATES } from '../core/corpus-api.js';
-import { RunList, RunHead } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { FINAL_STATES } from '../../core/corpus-api.js';
+import { RunList, RunHead } from '../../views/corpus.js';
+import { t } from '../../core/i18n.js';
 
 export class RunsPanel {
   /**

@@ -2,10 +2,10 @@
 // details, hex dump, expert list) and, for a topology step, the playground's diagram above the sequence
 // (one lifeline per node, a message's path); and the element (and field) selected in them.
 
-import { peerLabel } from '../core/eventlog.js';
-import { Dataset } from './dataset.js';
-import { TopologyPanel } from './topology-panel.js';
-import { revealInPane } from '../views/dom.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { Dataset } from '../shared/dataset.js';
+import { TopologyPanel } from '../shared/topology-panel.js';
+import { revealInPane } from '../../views/dom.js';
 
 export class LessonWorkbench {
   /** wb: the workbench; topologyEl: the diagram's container; octetsEl: the octet table; onPick(index): a message picked in the diagram. */

@@ -1,9 +1,9 @@
 // The Live tab's source: the form that starts a live capture or a tap proxy, the server's source, its
 // websocket into the LiveModel, its status and stopping it. What is shown of the model is live.js's.
 
-import { t, i18n } from '../core/i18n.js';
-import { openLive, liveRequest, statusText } from '../core/live.js';
-import { LivePanel } from '../views/live.js';
+import { t, i18n } from '../../core/i18n.js';
+import { openLive, liveRequest, statusText } from '../../core/live.js';
+import { LivePanel } from '../../views/live.js';
 
 export class LiveSource {
   /**

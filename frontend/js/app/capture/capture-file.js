@@ -2,8 +2,8 @@
 // id, following its dissection (the progress stream, else polling), this client's list of captures and
 // deleting one. What a loaded capture shows is the page's (capture.js).
 
-import { UploadView, CaptureListView } from '../views/capture.js';
-import { t } from '../core/i18n.js';
+import { UploadView, CaptureListView } from '../../views/capture.js';
+import { t } from '../../core/i18n.js';
 
 /** The banner and notice text while a capture is still being dissected. */
 export function dissectingText(percent) {

@@ -2,8 +2,8 @@
 // Overview (topology, findings, flows, drawn by views/overview.js from the server's analysis, asked for
 // once per capture).
 
-import { t } from '../core/i18n.js';
-import { OverviewView } from '../views/overview.js';
+import { t } from '../../core/i18n.js';
+import { OverviewView } from '../../views/overview.js';
 
 export class CaptureViews {
   /**

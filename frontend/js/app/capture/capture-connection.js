@@ -8,14 +8,14 @@
 // every connection unless "this connection only" is ticked, each numbered
 // with its connection and index; opening one opens its connection.
 
-import { t, tn } from '../core/i18n.js';
-import { PagedSource } from '../core/source.js';
-import { buildChunks } from '../core/hexdump.js';
-import { fieldAt } from '../core/octets.js';
-import { formatCount } from '../core/bytes.js';
-import { matchText } from '../core/capture-search.js';
-import { FilterBar, PacketsView } from '../views/capture.js';
-import { IllustratedExport } from '../views/illustrated-export.js';
+import { t, tn } from '../../core/i18n.js';
+import { PagedSource } from '../../core/source.js';
+import { buildChunks } from '../../core/hexdump.js';
+import { fieldAt } from '../../core/octets.js';
+import { formatCount } from '../../core/bytes.js';
+import { matchText } from '../../core/capture-search.js';
+import { FilterBar, PacketsView } from '../../views/capture.js';
+import { IllustratedExport } from '../../views/illustrated-export.js';
 
 const PAGE = 200;
 const HEX_WINDOW = 150; // elements either side of the selection in the follow-stream view

@@ -1,10 +1,10 @@
 // The playground's Session tab: the new-session form, the player, the composer and the fault menu, and
 // the session's websocket that feeds the session's Dataset.
 
-import { openSession, parseSessionExport } from '../core/session.js';
-import { t } from '../core/i18n.js';
-import { tr, frameThrottle } from '../views/dom.js';
-import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
+import { openSession, parseSessionExport } from '../../core/session.js';
+import { t } from '../../core/i18n.js';
+import { tr, frameThrottle } from '../../views/dom.js';
+import { SessionForm, PlayControls, Composer, FaultMenu } from '../../views/controls.js';
 
 export class SessionPanel {
   /**

@@ -1,8 +1,8 @@
 // The Corpus page's captures: this client's uploads in the picker (which ones are ticked), uploading
 // more and deleting one. Starting a run over the ticked ones is the page's (corpus.js).
 
-import { CapturePicker } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { CapturePicker } from '../../views/corpus.js';
+import { t } from '../../core/i18n.js';
 
 export class CaptureShelf {
   /**

@@ -3,9 +3,9 @@
 //
 // host = { document, window, fetch } — the only place the environment comes from (main-glossary.js).
 
-import { t } from '../core/i18n.js';
-import { h, setChildren } from '../views/dom.js';
-import { initShell, statusLine } from './workbench.js';
+import { t } from '../../core/i18n.js';
+import { h, setChildren } from '../../views/dom.js';
+import { initShell, statusLine } from '../shared/workbench.js';
 
 /** The terms whose English, Chinese or remark holds `query` (any case). */
 export function findTerms(terms, query) {

@@ -1,9 +1,9 @@
 // The Corpus page's tables: the events, connections or errors table of a finished run, a page at a time,
 // each with its own query (offset and filters), the stale pages dropped.
 
-import { PAGE_SIZE, TABLES } from '../core/corpus-tables.js';
-import { TableView } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { PAGE_SIZE, TABLES } from '../../core/corpus-tables.js';
+import { TableView } from '../../views/corpus.js';
+import { t } from '../../core/i18n.js';
 
 const TABLE_ERROR_IDS = { events: 'ui.corpus.tableFailed.events', connections: 'ui.corpus.tableFailed.connections', errors: 'ui.corpus.tableFailed.errors' };
 const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };

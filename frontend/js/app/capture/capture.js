@@ -9,17 +9,17 @@
 // (live.js); here the workbench they share, which source tab is shown, a loaded capture's summary, the URL
 // and the keyboard.
 
-import { createApi } from '../core/api.js';
-import { parseLink, buildLink } from '../core/links.js';
-import { isTyping, h, setChildren } from '../views/dom.js';
-import { ConnectionsView } from '../views/capture.js';
-import { createCaptureSearchApi } from '../core/capture-search.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
+import { createApi } from '../../core/api.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { isTyping, h, setChildren } from '../../views/dom.js';
+import { ConnectionsView } from '../../views/capture.js';
+import { createCaptureSearchApi } from '../../core/capture-search.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
 import { createLive } from './live.js';
 import { CaptureFile, dissectingText } from './capture-file.js';
 import { ConnectionBrowser } from './capture-connection.js';
 import { CaptureViews } from './capture-overview.js';
-import { i18n, t, tn } from '../core/i18n.js';
+import { i18n, t, tn } from '../../core/i18n.js';
 
 class CapturePage {
   constructor(host) {

@@ -3,10 +3,10 @@
 //
 // URL: corpus.html?run=<id>&tab=report|events|connections|errors
 
-import { TABLES } from '../core/corpus-tables.js';
-import { ReportView } from '../views/corpus.js';
-import { formatCount } from '../core/bytes.js';
-import { tr } from '../views/dom.js';
+import { TABLES } from '../../core/corpus-tables.js';
+import { ReportView } from '../../views/corpus.js';
+import { formatCount } from '../../core/bytes.js';
+import { tr } from '../../views/dom.js';
 
 const TABS = ['report', ...TABLES];
 const TAB_IDS = { events: 'ui.corpus.tab.eventsN', connections: 'ui.corpus.tab.connectionsN', errors: 'ui.corpus.tab.errorsN' };

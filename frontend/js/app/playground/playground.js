@@ -7,22 +7,22 @@
 // (topology-panel.js) and the topology box (topology-setup.js: presets, editor, file, link), and here
 // the workbench they share: which tab is shown, redraws, the selection, the URL and the keyboard.
 
-import { createApi } from '../core/api.js';
-import { peerLabel } from '../core/eventlog.js';
-import { parseLink, buildLink } from '../core/links.js';
-import { fieldAt } from '../core/octets.js';
-import { frameThrottle, isTyping } from '../views/dom.js';
-import { i18n, t } from '../core/i18n.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
-import { Dataset } from './dataset.js';
+import { createApi } from '../../core/api.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { fieldAt } from '../../core/octets.js';
+import { frameThrottle, isTyping } from '../../views/dom.js';
+import { i18n, t } from '../../core/i18n.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
+import { Dataset } from '../shared/dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
-import { TopologyPanel } from './topology-panel.js';
+import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
-import { ClassroomClient } from './classroom-client.js';
-import { createLessonsApi } from '../lessons/api.js';
-import { ExerciseBox } from '../lessons/exercise.js';
-import { h } from '../views/dom.js';
+import { ClassroomClient } from '../shared/classroom-client.js';
+import { createLessonsApi } from '../../lessons/api.js';
+import { ExerciseBox } from '../../lessons/exercise.js';
+import { h } from '../../views/dom.js';
 
 class PlaygroundPage {
   constructor(host) {

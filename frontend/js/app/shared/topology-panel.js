@@ -2,10 +2,10 @@
 // lifelines (one per node, or per connection end), and a picked message's path through every hop, in
 // the diagram and the sequence. Two-peer sessions (nodes server and client) keep the classic view.
 
-import { messages } from '../core/i18n.js';
-import { TopologyState, lifelines } from '../core/topology-state.js';
-import { h } from '../views/dom.js';
-import { TopologyView } from '../views/topology.js';
+import { messages } from '../../core/i18n.js';
+import { TopologyState, lifelines } from '../../core/topology-state.js';
+import { h } from '../../views/dom.js';
+import { TopologyView } from '../../views/topology.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
 export const PANEL_TEXT = messages({

@@ -1,14 +1,14 @@
 // The views both pages share, wired to one selection store, plus the page shell
 // (large-font toggle). Everything from the environment arrives in `host`.
 
-import { createSelection } from '../core/store.js';
-import { fieldAt } from '../core/octets.js';
-import { SequenceView } from '../views/sequence.js';
-import { OctetView } from '../views/octets.js';
-import { ExplainView } from '../views/explain.js';
-import { TreeView } from '../views/tree.js';
-import { HexView } from '../views/hexview.js';
-import { ExpertView } from '../views/expert.js';
+import { createSelection } from '../../core/store.js';
+import { fieldAt } from '../../core/octets.js';
+import { SequenceView } from '../../views/sequence.js';
+import { OctetView } from '../../views/octets.js';
+import { ExplainView } from '../../views/explain.js';
+import { TreeView } from '../../views/tree.js';
+import { HexView } from '../../views/hexview.js';
+import { ExpertView } from '../../views/expert.js';
 
 const SIZES = { normal: { row: 30, line: 20 }, large: { row: 40, line: 28 } };
 

@@ -4,8 +4,8 @@
 // i18n.onChange), so a running session, a lesson or an open capture goes on as it was.
 // host: { document, window, fetch, languages }
 
-import { i18n, chooseLanguage, useLanguage, LANGUAGES, LANGUAGE_NAMES, STORAGE_KEY } from '../core/i18n.js';
-import { h, relabel } from '../views/dom.js';
+import { i18n, chooseLanguage, useLanguage, LANGUAGES, LANGUAGE_NAMES, STORAGE_KEY } from '../../core/i18n.js';
+import { h, relabel } from '../../views/dom.js';
 
 function storage(win) {
   try {

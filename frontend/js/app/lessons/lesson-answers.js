@@ -1,8 +1,8 @@
 // The lessons page's questions: what is selected, in words (down to the byte clicked in the hex dump),
 // and the answer the selection gives, checked by the server.
 
-import { t } from '../core/i18n.js';
-import { tableName } from '../core/labels.js';
+import { t } from '../../core/i18n.js';
+import { tableName } from '../../core/labels.js';
 
 export class AnswerChecker {
   /**

@@ -1,9 +1,9 @@
 // The playground's topology box (issue 19.2): the preset menu from the server, the custom topology
 // editor, and its file (Save, Load) and link (Share: the topology in the URL's fragment).
 
-import { messages } from '../core/i18n.js';
-import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../core/topology-edit.js';
-import { TopologyEditor } from '../views/topology-editor.js';
+import { messages } from '../../core/i18n.js';
+import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../../core/topology-edit.js';
+import { TopologyEditor } from '../../views/topology-editor.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
 export const SETUP_TEXT = messages({

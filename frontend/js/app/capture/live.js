@@ -8,12 +8,12 @@
 // capture.js routes the workbench's callbacks here while the tab is active.
 // The source itself (the form, the server's source, its socket) is live-source.js's; this module shows it.
 
-import { t } from '../core/i18n.js';
-import { ArraySource } from '../core/source.js';
-import { createChunker } from '../core/hexdump.js';
-import { peerLabel } from '../core/eventlog.js';
-import { LiveModel, describeSource } from '../core/live.js';
-import { setChildren, h, frameThrottle } from '../views/dom.js';
+import { t } from '../../core/i18n.js';
+import { ArraySource } from '../../core/source.js';
+import { createChunker } from '../../core/hexdump.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { LiveModel, describeSource } from '../../core/live.js';
+import { setChildren, h, frameThrottle } from '../../views/dom.js';
 import { LiveSource } from './live-source.js';
 
 export function createLive(host, { api, wb, connections, status, onUrl = () => {} }) {

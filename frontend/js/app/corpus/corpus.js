@@ -9,15 +9,15 @@
 //
 // URL: corpus.html?run=<id>&tab=report|events|connections|errors
 
-import { createApi } from '../core/api.js';
-import { createCorpusApi } from '../core/corpus-api.js';
-import { initShell, statusLine } from './workbench.js';
-import { createCaptureSearchApi } from '../core/capture-search.js';
+import { createApi } from '../../core/api.js';
+import { createCorpusApi } from '../../core/corpus-api.js';
+import { initShell, statusLine } from '../shared/workbench.js';
+import { createCaptureSearchApi } from '../../core/capture-search.js';
 import { CaptureShelf } from './corpus-captures.js';
 import { RunsPanel } from './corpus-runs.js';
 import { RunTabs } from './corpus-tabs.js';
 import { RunTables } from './corpus-table.js';
-import { i18n, t } from '../core/i18n.js';
+import { i18n, t } from '../../core/i18n.js';
 
 export function startCorpus(host) {
   const doc = host.document;

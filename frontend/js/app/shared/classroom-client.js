@@ -1,11 +1,11 @@
 // The lessons page's presenter mode: a teacher's class or a student's seat in one, over the class
 // websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
 
-import { t } from '../core/i18n.js';
-import { tr } from '../views/dom.js';
-import { frameQueue } from '../core/frames.js';
-import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
-import { ClassBar } from '../lessons/views.js';
+import { t } from '../../core/i18n.js';
+import { tr } from '../../views/dom.js';
+import { frameQueue } from '../../core/frames.js';
+import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../../lessons/classroom.js';
+import { ClassBar } from '../../lessons/views.js';
 
 // The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
 // server only as the socket's first message: never in a URL, where logs and history would keep it.
