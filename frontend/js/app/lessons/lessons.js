@@ -8,7 +8,7 @@
 // keyboard and the URL (lesson-navigation.js), the questions (lesson-answers.js) and presenter mode
 // (classroom-client.js); here they are wired, with the user's own actions and the start.
 //
-// host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
+// host = { i18n, document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
 import { parseLink, buildLink } from '../../core/links.js';
@@ -23,9 +23,9 @@ import { LessonWorkbench } from './lesson-workbench.js';
 import { LessonHighlights } from './lesson-highlights.js';
 import { LessonPlayer } from './lesson-player.js';
 import { LessonNavigation } from './lesson-navigation.js';
-import { i18n, t } from '../../core/i18n.js';
 
 export function startLessons(host) {
+  const { i18n } = host;
   const doc = host.document;
   const win = host.window;
   const $ = (id) => doc.getElementById(id);
@@ -38,6 +38,7 @@ export function startLessons(host) {
   const wb = createWorkbench(
     { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
     {
+      i18n,
       onSelect: (index) => userSelect(index),
       onPick: (index) => userSelect(index),
       onJump: (index) => userSelect(index),
@@ -46,10 +47,11 @@ export function startLessons(host) {
     },
   );
   initShell(host, (on) => wb.setLarge(on));
-  const bench = new LessonWorkbench(wb, $('topology'), $('octets'), { onPick: (index) => userSelect(index) });
+  const bench = new LessonWorkbench(wb, $('topology'), $('octets'), { i18n, onPick: (index) => userSelect(index) });
 
-  const list = new LessonList($('lesson-list'), { onOpen: (id) => userNav(() => player.show(id, 1)) });
+  const list = new LessonList($('lesson-list'), { i18n, onOpen: (id) => userNav(() => player.show(id, 1)) });
   const panel = new LessonPanel($('lesson-panel'), {
+    i18n,
     onBack: () => player.showList(true),
     onStep: (n) => userNav(() => player.show(player.lessonId, n)),
     onChip: (field) => focusField(field),
@@ -90,6 +92,7 @@ export function startLessons(host) {
   });
 
   const answers = new AnswerChecker($('hex'), {
+    i18n,
     wb,
     panel,
     api,
@@ -126,7 +129,7 @@ export function startLessons(host) {
     },
     hasLesson: () => !!player.lesson,
     hintOpenLesson() {
-      if (!player.lessonId) player.hintOpenLesson(t('ui.class.openLesson'));
+      if (!player.lessonId) player.hintOpenLesson(i18n.t('ui.class.openLesson'));
     },
     urlChanged: () => nav.updateUrl(),
     showList: () => userNav(() => player.showList(true)),
@@ -175,7 +178,7 @@ export function startLessons(host) {
         list.setLessons(res.lessons || []);
         list.setProblems(res.problems || []);
       },
-      (err) => status(t('ui.lesson.listFailed', { error: err.message }), 'error'),
+      (err) => status(i18n.t('ui.lesson.listFailed', { error: err.message }), 'error'),
     );
   }
   loadList();
