@@ -368,7 +368,7 @@ export class TopologyView {
     const d = this.doc;
     if (n.proxied) {
       const read = this.T.relayed({ count: n.relayed });
-      tr(row.count, this.i18n.message(read.id, read.params));
+      tr(row.count, read);
     } else row.count.textContent = n.received.length ? `${n.received.length}` : this.T.gotNone;
     row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
@@ -383,7 +383,7 @@ export class TopologyView {
       chip.textContent = r.frames.map((f) => previewHex(f, 24)).join(' | ');
       if (r.msg !== null) {
         const title = this.T.message({ msg: r.msg });
-        tr(chip, this.i18n.message(title.id, title.params), 'title');
+        tr(chip, title, 'title');
         chip.dataset.msg = String(r.msg);
       } else {
         chip.removeAttribute('title');

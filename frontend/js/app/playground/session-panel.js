@@ -205,7 +205,7 @@ export class SessionPanel {
         this.canStepBack = s.can_step_back !== false && s.mode !== 'tcp';
         if (typeof s.position === 'number') this.linkAt(id, s.position);
         if (this.at !== null) {
-          controls.setStatus(['ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }]);
+          controls.setStatus(this.i18n.message('ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }));
           return;
         }
         this.stateToShow = s;

@@ -6,15 +6,7 @@
 
 import { chooseLanguage, useLanguage, LANGUAGES, LANGUAGE_NAMES, STORAGE_KEY } from '../../core/i18n.js';
 import { h, relabel } from '../../views/dom.js';
-
-function storage(win) {
-  try {
-    const s = win.localStorage;
-    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v) };
-  } catch {
-    return { get: () => null, set: () => {} };
-  }
-}
+import { safeStorage } from './workbench.js';
 
 /** The URL of the page with its ?lang= (if it has one) set to `lang`. */
 function withLanguage(location, lang) {
@@ -40,7 +32,7 @@ export async function initLanguage(host) {
   const { i18n } = host;
   const doc = host.document;
   const win = host.window;
-  const store = storage(win);
+  const store = safeStorage(win);
   const fetch = host.fetch;
   const wanted = chooseLanguage({ search: win.location ? win.location.search : '', stored: store.get(STORAGE_KEY), languages: host.languages || [] });
   try {

@@ -99,7 +99,8 @@ export function initShell(host, onLarge) {
   }
 }
 
-function safeStorage(win) {
+/** The window's localStorage as { get, set }, or one that keeps nothing where storage is refused. */
+export function safeStorage(win) {
   try {
     const s = win.localStorage;
     return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v) };
