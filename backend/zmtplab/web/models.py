@@ -10,7 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
-from ..peers.topology import MAX_LINKS, MAX_NODES, Topology, preset, two_peer
+from ..engine.fields import Field as EventField  # (an element's annotated field: the engine's own)
+from ..peers.node import MAX_LINKS, MAX_NODES, MAX_PROXIES, MAX_SCRIPT, Node
+from ..peers.topology import Topology, preset, two_peer
 
 Direction = Literal["c2s", "s2c"]
 Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
@@ -31,17 +33,6 @@ class HealthResponse(BaseModel):
 
 
 # ---------------------------------------------------------------------------- events
-
-
-class EventField(BaseModel):
-    """One annotated field of an element."""
-
-    name: str
-    offset: int
-    length: int
-    value: Any
-    rule: str
-    note: str
 
 
 class Event(BaseModel):
@@ -191,6 +182,11 @@ class PeerConfig(BaseModel):
                                     "every message); null: none, so it receives nothing, as a libzmq SUB that "
                                     "never subscribed")
 
+    def node(self, name: str) -> Node:
+        """This side as the node spec, named `name` (`ValueError` for what no node may be, such as PLAIN on
+        ZMTP 2.0; the runtimes' checks say it first, naming the side)."""
+        return Node.model_validate({**self.model_dump(), "name": name})
+
 
 class SessionCreate(BaseModel):
     """Either two peers (`server`, `client`), a topology (`nodes`, `links`, optional `proxies` and `script`; see
@@ -201,13 +197,13 @@ class SessionCreate(BaseModel):
     mode: Literal["simulated", "tcp"] = "simulated"
     server: PeerConfig | None = None
     client: PeerConfig | None = None
-    nodes: list[dict[str, Any]] | None = Field(None, max_length=MAX_NODES, description="a topology's nodes: name, "
-                                               "type and the options of peers.topology.Node")
+    nodes: list[Node] | None = Field(None, max_length=MAX_NODES, description="a topology's nodes: name, type and "
+                                     "the options of peers.node.Node")
     links: list[dict[str, Any]] | None = Field(None, max_length=MAX_LINKS, description="a topology's links: "
                                                "{connect, bind, at}")
-    proxies: list[dict[str, Any]] | None = Field(None, max_length=64, description="zmq_proxy steps: "
+    proxies: list[dict[str, Any]] | None = Field(None, max_length=MAX_PROXIES, description="zmq_proxy steps: "
                                                  "{frontend, backend}")
-    script: list[dict[str, Any]] | None = Field(None, max_length=1024, description="sends played with the "
+    script: list[dict[str, Any]] | None = Field(None, max_length=MAX_SCRIPT, description="sends played with the "
                                                 "session: {from, frames, at}")
     preset: Annotated[str, StringConstraints(max_length=64)] | None = Field(
         None, description="a preset's id (GET /api/sessions/presets)")
@@ -242,7 +238,7 @@ class SessionCreate(BaseModel):
         if self._topology is not None:
             return self._topology
         assert self.server is not None and self.client is not None
-        return two_peer(self.server.model_dump(), self.client.model_dump())
+        return two_peer(self.server.node("server"), self.client.node("client"))
 
     def mechanisms(self) -> set[str]:
         """The security mechanisms the session's peers use."""

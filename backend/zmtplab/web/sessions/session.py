@@ -37,6 +37,7 @@ import orjson
 
 from ...capture.pcapwriter import PcapngWriter
 from ...engine.events import cut_bodies, refield
+from ...engine.notation import parse_hex
 from ..models import FaultCommand, SessionCreate
 from ..settings import Settings
 from ..wspump import BACKLOG_BYTES, Outbox
@@ -598,8 +599,6 @@ class Session:
         out = []
         for i, frame in enumerate(frames):
             if as_hex:
-                from ...decode import parse_hex
-
                 try:
                     data = parse_hex(frame)
                 except ValueError as exc:

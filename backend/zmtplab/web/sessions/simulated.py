@@ -30,8 +30,10 @@ import logging
 import time
 from typing import Any
 
+from ...engine.constants import mechanism_problem
 from ...engine.events import WIRE_KINDS
-from ...peers.simulation import Simulation, socket_options
+from ...peers.node import socket_options
+from ...peers.simulation import Simulation
 from ...peers.topology import Topology
 from ..models import PeerConfig, SessionCreate
 from ..settings import Settings
@@ -99,8 +101,9 @@ class SimulatedRuntime:
             peer: PeerConfig = getattr(config, side)
             if peer.libzmq:
                 raise SessionConfigError(f"{side}: libzmq peers need a real session (mode 'tcp')")
-            if peer.version in ("2.0", "1.0") and peer.mechanism != "NULL":
-                raise SessionConfigError(f"{side}: ZMTP {peer.version} has no security mechanisms; only NULL")
+            problem = mechanism_problem(peer.version, peer.mechanism)
+            if problem:
+                raise SessionConfigError(f"{side}: {problem}")
 
     # ---- setup
 
@@ -115,8 +118,8 @@ class SimulatedRuntime:
             self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
             return
         try:
-            self.sim.add_peer("server", cfg.server.type, **socket_options(cfg.server, server=True))
-            self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client, server=False))
+            self.sim.add_peer("server", cfg.server.type, **socket_options(cfg.server.node("server"), server=True))
+            self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client.node("client"), server=False))
             self.sim.connect("client", "server")
             for name, peer in (("server", cfg.server), ("client", cfg.client)):
                 if peer.type == "SUB" and peer.subscribe is not None:

@@ -40,13 +40,15 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from ...engine.constants import mechanism_problem
 from ...engine.dissector import ConnectionDissector
 from ...peers import decisions
 from ...peers.faults import SESSION_FAULTS
-from ...peers.simulation import RECV_DECISIONS, socket_options
+from ...peers.node import socket_options
+from ...peers.simulation import RECV_DECISIONS
 from ...peers.sockets import SUBSCRIBERS, Again, Pipe, Socket, SocketStateError, never_subscribed
 from ...peers.tcp import TcpPeer
 from ...peers.topology import Node, Topology
@@ -67,9 +69,8 @@ SIMULATED_ONLY = tuple(name for name, f in SESSION_FAULTS.items() if not f.tcp)
 CANNOT_RECV = frozenset({"PUSH", "PUB"})
 
 
-@dataclass(frozen=True)
 class NodeSpec(Node):
-    """A node as a real session runs it (from a topology, or a two-peer body's side): the topology's `Node`,
+    """A node as a real session runs it (from a topology, or a two-peer body's side): the node spec,
     and whether some link binds it (it is then its mechanism's server). Its kernel buffers (`sndbuf`,
     `rcvbuf`) size the taps of its links too."""
 
@@ -77,7 +78,7 @@ class NodeSpec(Node):
 
     @classmethod
     def of(cls, node: Node, binds: bool) -> NodeSpec:
-        return cls(**{f.name: getattr(node, f.name) for f in fields(node)}, binds=binds)
+        return cls(**dict(node), binds=binds)
 
     @property
     def every(self) -> float | None:
@@ -107,13 +108,8 @@ class Plan:
 
     @classmethod
     def two_peer(cls, config: SessionCreate) -> Plan:
-        def spec(name: str, cfg: PeerConfig, binds: bool) -> NodeSpec:
-            return NodeSpec(name=name, type=cfg.type, version=cfg.version, mechanism=cfg.mechanism,
-                            identity=cfg.identity, username=cfg.username, password=cfg.password, libzmq=cfg.libzmq,
-                            greeting=cfg.greeting, subscribe=() if cfg.subscribe is None else (cfg.subscribe,),
-                            binds=binds)
-
-        return cls([spec("server", config.server, True), spec("client", config.client, False)],
+        assert config.server is not None and config.client is not None  # (a two-peer body has both)
+        return cls([NodeSpec.of(config.server.node("server"), True), NodeSpec.of(config.client.node("client"), False)],
                    [LinkSpec(0, "client", "server")])
 
     @classmethod
@@ -412,6 +408,9 @@ class TcpRuntime:
             if peer.libzmq and peer.version != "3.1":
                 raise SessionConfigError(f"{side}: a libzmq peer always announces ZMTP 3.1 (it downgrades by "
                                          "itself for older peers); choose version 3.1")
+            problem = mechanism_problem(peer.version, peer.mechanism)
+            if problem:
+                raise SessionConfigError(f"{side}: {problem}")
 
     @staticmethod
     def check_topology(topo: Topology) -> None:
