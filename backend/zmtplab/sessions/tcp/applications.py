@@ -52,7 +52,7 @@ class Applications:
                 # Paused, the tap holds the handshake: wait as long as the user takes, the clock restarts then.
                 if self.state.playing and loop.time() > deadline:
                     self.state.session.error(f"link {tap.spec.index} ({tap.spec.connect} -> {tap.spec.bind}) did not "
-                                       f"come up within {LINK_UP_TIMEOUT:g} s; the next one goes anyway")
+                                             f"come up within {LINK_UP_TIMEOUT:g} s; the next one goes anyway")
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(tap.up.wait(), 0.05)

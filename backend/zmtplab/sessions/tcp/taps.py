@@ -106,7 +106,7 @@ class Taps:
             limit = max(limit, len(self.taps))
         if len(self.links) >= limit:
             self.state.session.error(f"a connection to the tap was refused: the session has {limit} open connections, "
-                               "its limit")
+                                     "its limit")
             writer.transport.abort()
             return
         try:
@@ -166,13 +166,14 @@ class Taps:
         host, port = tap.target
         text = f"target {host}:{port} unreachable: {why}; the tap stopped listening"
         self.state.session.add_events([{"conn": conn, "dir": "c2s", "offset": 0, "length": 0, "kind": "expert",
-                                  "severity": "error", "text": text, "fields": [], "t": round(self.state.now(), 6)}])
+                                        "severity": "error", "text": text, "fields": [],
+                                        "t": round(self.state.now(), 6)}])
         if self.state.plan.topology:
             self.state.session.error(f"the tap of link {tap.spec.index} could not reach {tap.spec.bind} ({why}): it "
-                               "stopped listening. Reset the session to start its nodes again")
+                                     "stopped listening. Reset the session to start its nodes again")
         else:
             self.state.session.error(f"the tap could not reach the server ({why}): it stopped listening. Reset the "
-                               "session to start its peers again")
+                                     "session to start its peers again")
         if tap.listener is not None:
             tap.listener.close()
         self.state.session.push_state()
