@@ -65,7 +65,7 @@ class SimulatedRuntime:
         setup = session.setup
         self.limits = session.limits
         self.topology = session.topology  # None: the two-peer body
-        self.two_peer = setup.topology  # (its topology: nodes server and client, one link)
+        self.nodes = setup.topology.names  # (a two-peer body's: server and client)
         # Without fields: the session makes a frame's or message's fields only for those who ask (most
         # pages never open most elements).
         cap = self.limits.session_event_max_body  # (what a session keeps of a body: cut where it is made)
@@ -106,7 +106,7 @@ class SimulatedRuntime:
             self._absorb()
             self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
             return
-        server, client = (self.two_peer.names[name] for name in ("server", "client"))
+        server, client = self.nodes["server"], self.nodes["client"]
         try:
             self.sim.add_peer("server", server.type, **socket_options(server, server=True))
             self.sim.add_peer("client", client.type, **socket_options(client, server=False))
