@@ -25,7 +25,7 @@ turned on there if it had none); before the handshake it makes the handshake tim
 
 `SESSION_FAULTS` is the one table of the faults a playground session takes by name (the websocket's
 `{"type": "fault", "fault", "args"}`): which simulation fault each applies, and whether a real TCP
-session (`web.sessions.tcp`) can inject it too. The simulated runtime also takes every name of `FAULTS`.
+session (`sessions.tcp`) can inject it too. The simulated runtime also takes every name of `FAULTS`.
 """
 
 from __future__ import annotations

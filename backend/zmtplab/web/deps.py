@@ -12,11 +12,11 @@ from fastapi import Depends, Query
 from starlette.requests import HTTPConnection
 
 from ..i18n import pick_lang
+from ..sessions import SessionManager
 from .captures import CaptureStore
 from .corpus import CorpusRuns
 from .live_sources import LiveSources
 from .packets import PacketDecoder
-from .sessions import SessionManager
 from .settings import Settings
 
 

@@ -6,13 +6,15 @@ let the kind-specific ones through (`extra="allow"`).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
 from ..engine.fields import Field as EventField  # (an element's annotated field: the engine's own)
 from ..peers.node import MAX_LINKS, MAX_NODES, MAX_PROXIES, MAX_SCRIPT, Node
-from ..peers.topology import Topology, preset, two_peer
+from ..peers.topology import Topology, TopologyError, preset, two_peer
+from ..sessions import SessionConfigError, SessionSetup
 
 Direction = Literal["c2s", "s2c"]
 Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
@@ -240,11 +242,17 @@ class SessionCreate(BaseModel):
         assert self.server is not None and self.client is not None
         return two_peer(self.server.node("server"), self.client.node("client"))
 
-    def mechanisms(self) -> set[str]:
-        """The security mechanisms the session's peers use."""
-        if self._topology is None and self.server is not None and self.client is not None:
-            return {self.server.mechanism, self.client.mechanism}
-        return {node.mechanism for node in self.as_topology().nodes}
+    def setup(self) -> SessionSetup:
+        """What the session runs (`sessions.SessionSetup`): the two-peer body turned into its topology here, once;
+        `SessionConfigError` (422) for a pair no topology can hold."""
+        if self._topology is not None:
+            return SessionSetup(self.mode, self._topology, autoplay=self.autoplay, preset=self.preset)
+        try:
+            topology = self.as_topology()
+        except TopologyError as exc:  # (named as the two-peer body names its sides: "server: ...")
+            raise SessionConfigError(re.sub(r"^node '(server|client)'", r"\1", str(exc))) from None
+        return SessionSetup(self.mode, topology, two_peer=True, autoplay=self.autoplay,
+                            request=self.model_dump(by_alias=True, exclude_none=True))
 
 
 class SessionPreset(BaseModel):
@@ -309,64 +317,7 @@ class WsLog(BaseModel):
 # ---- websocket: browser -> server
 
 
-class _Command(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class SendCommand(_Command):
-    """Send one message from one node (`server` or `client` in a two-peer session): frames as text (UTF-8) or,
-    with `hex`, as hex."""
-
-    type: Literal["send"]
-    from_: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")] = Field(..., alias="from")
-    frames: list[str] = Field(..., min_length=1)
-    hex: bool = False
-
-
-class RecvCommand(_Command):
-    """The application of a topology node whose `recv` is "manual" reads one message (a `peer recv` event);
-    an error when none is waiting."""
-
-    type: Literal["recv"]
-    node: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")]
-
-
-class PlayCommand(_Command):
-    type: Literal["play"]
-
-
-class PauseCommand(_Command):
-    type: Literal["pause"]
-
-
-class StepCommand(_Command):
-    type: Literal["step"]
-
-
-class StepBackCommand(_Command):
-    type: Literal["step_back"]
-
-
-class SpeedCommand(_Command):
-    type: Literal["speed"]
-    value: float = Field(..., gt=0, le=1000)
-
-
-class ResetCommand(_Command):
-    type: Literal["reset"]
-
-
-class FaultCommand(_Command):
-    type: Literal["fault"]
-    fault: str = Field(..., max_length=64)
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-WsCommand = Annotated[
-    SendCommand | PlayCommand | PauseCommand | StepCommand | StepBackCommand | SpeedCommand | ResetCommand
-    | FaultCommand | RecvCommand,
-    Field(discriminator="type"),
-]
+# The commands are the session's own: `sessions.commands` (`Command`, one class each).
 
 
 # ---------------------------------------------------------------------------- live sources

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import io
 import logging
 import time
@@ -35,12 +36,11 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from ...capture.pcapwriter import PcapngWriter
-from ...engine.events import cut_bodies, refield
-from ...engine.notation import parse_hex
-from ..models import FaultCommand, SessionCreate
-from ..settings import Settings
-from ..wspump import BACKLOG_BYTES, Outbox
+from ..capture.pcapwriter import PcapngWriter
+from ..engine.events import cut_bodies, refield
+from ..engine.notation import parse_hex
+from .limits import SessionLimits
+from .setup import SessionSetup
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ SERVER_IP, CLIENT_IP = "127.0.0.1", "127.0.0.1"
 SIM_SERVER_PORT = 25555
 SIM_CLIENT_PORT = 40000
 LATER_PEER_OPTIONS = {"greeting": "libzmq", "subscribe": ""}  # peer options newer than the export format, by default
+BACKLOG_BYTES = 1 << 20  # octets of events one read of a subscriber's backlog gives (one at least)
 
 
 class SessionError(Exception):
@@ -252,20 +253,41 @@ class EventLog:
         self.tail_limit = self.BLOCK if blocks else self.first_block
 
 
-class Subscriber(Outbox):
-    """One websocket's queue of outgoing messages (an `Outbox` whose overflow, in messages or octets, closes the
-    socket), whether it wants `log` messages and events' `fields`, and the session's state as its due message.
-    The events the session had when it subscribed are its backlog, read from the log as they are sent, up to
-    `backlog_end` (lowered when the session steps back or resets before they are sent)."""
+class Output(Protocol):
+    """Where a subscriber's messages go, each JSON text, in order (the web app's `web.wspump.Outbox`): `put_text`
+    queues one, `mark_due` says the state is due (made by the `due` function the output was made with, when it is
+    sent), `end` says no more will come."""
 
-    def __init__(self, limit: int, logs: bool = True, state: Callable[[], str] | None = None,
-                 marks: bool = False, fields: bool = True, max_bytes: int | None = None,
-                 control: list[str] | None = None, events: EventLog | None = None) -> None:
+    def put_text(self, text: str) -> None: ...
+    def mark_due(self) -> None: ...
+    def end(self) -> None: ...
+
+
+class OutputFactory(Protocol):
+    """Makes a subscriber's `Output`: at most `limit` messages (`max_bytes` octets) queued, past which the
+    subscriber is given up; `control` messages first, then the `backlog` (read as it is sent: up to n more texts a
+    call, none at its end), then what is put; `due` makes the due message."""
+
+    def __call__(self, limit: int, *, max_bytes: int, due: Callable[[], str], control: list[str],
+                 backlog: Callable[[int], list[str]] | tuple[()]) -> Output: ...
+
+
+class Subscriber:
+    """One subscriber of a session (a websocket, in the web app): its `Output`, whether it wants `log` messages and
+    events' `fields`. The events the session had when it subscribed are its backlog, read from the log as they are
+    sent, up to `backlog_end` (lowered when the session steps back or resets before they are sent)."""
+
+    def __init__(self, make_output: OutputFactory, limit: int, max_bytes: int, state: Callable[[], str],
+                 logs: bool = True, marks: bool = False, fields: bool = True, control: list[str] | None = None,
+                 events: EventLog | None = None) -> None:
         self.log = events
         self.backlog_pos = 0
         self.backlog_end = events.count if events is not None else 0
-        super().__init__(limit, "close", due=state, max_bytes=max_bytes, control=control or (),
-                         backlog=self._backlog if self.backlog_end else ())
+        self.out = make_output(limit, max_bytes=max_bytes, due=state, control=control or [],
+                               backlog=self._backlog if self.backlog_end else ())
+        self.put_text = self.out.put_text  # (bound once: the session's hot path calls it for every event)
+        self.mark_due = self.out.mark_due
+        self.end = self.out.end
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
         self.fields = fields  # whether its events carry `fields` (else the page asks for an element's: `event`)
@@ -285,14 +307,21 @@ class Subscriber(Outbox):
         self.put_text(dumps(message))
 
 
+class Command(Protocol):
+    """A validated command (`sessions.commands`): it carries itself out on the session, under its lock."""
+
+    async def apply(self, session: Session) -> None: ...
+
+
 class Session:
     """One playground session (see the module docstring)."""
 
-    def __init__(self, session_id: str, config: SessionCreate, settings: Settings,
+    def __init__(self, session_id: str, setup: SessionSetup, limits: SessionLimits,
                  runtime_factory: Callable[[Session], Runtime], client: str = "") -> None:
         self.id = session_id
-        self.config = config
-        self.settings = settings
+        self.setup = setup
+        self.limits = limits
+        self.topology = None if setup.two_peer else setup.topology  # None: the two-peer body
         self.client = client
         self.messages = 0  # messages and faults carried since the start (or the last reset)
         self.sent_bytes = 0
@@ -314,7 +343,6 @@ class Session:
         self.runtime: Runtime = runtime_factory(self)
         self.lock = asyncio.Lock()
         self.events_dropped = 0
-        self.topology = config.topology  # None: the two-peer body
 
     # ---- called by runtimes
 
@@ -329,12 +357,12 @@ class Session:
         from that framing (for the subscribers that want them, and when asked)."""
         events = self.events
         seq = events.count
-        settings = self.settings
-        if seq >= settings.session_max_events or events.bytes >= settings.session_max_event_bytes:
+        limits = self.limits
+        if seq >= limits.session_max_events or events.bytes >= limits.session_max_event_bytes:
             self.events_dropped += 1
             if self.events_dropped == 1:
                 self.broadcast({"type": "error", "detail": f"the session keeps at most "
-                                f"{settings.session_max_events} events and {settings.session_max_event_bytes} "
+                                f"{limits.session_max_events} events and {limits.session_max_event_bytes} "
                                 "octets of them; later ones are not shown"})
             return
         ev["seq"] = seq
@@ -367,13 +395,13 @@ class Session:
     def _cut_above(self) -> int:
         """Texts longer than this may hold a body over `session_event_max_body` (its hex is twice its octets,
         `hex` repeats a frame's body, and fields show the first 4 KiB of it)."""
-        return 4 * self.settings.session_event_max_body + 16384
+        return 4 * self.limits.session_event_max_body + 16384
 
     def _cut(self, ev: dict[str, Any], code: int) -> tuple[dict[str, Any], int]:
         """`ev` with its bodies cut to `session_event_max_body` octets (all frames of a message together), and
         with its fields made from the whole bytes first (each field's value shows 4 KiB at most); the code it
         is kept with."""
-        limit = self.settings.session_event_max_body
+        limit = self.limits.session_event_max_body
         frames = ev.get("frames")
         each = limit // max(1, len(frames)) if isinstance(frames, list) else limit
         if code > EventLog.FIELDS:
@@ -398,7 +426,7 @@ class Session:
 
     def add_wire(self, conn: str, direction: str, data: bytes, t: float) -> None:
         """Records bytes that crossed the wire (kept for the export, up to a limit)."""
-        if not data or self.wire_bytes + len(data) > self.settings.session_max_wire_bytes:
+        if not data or self.wire_bytes + len(data) > self.limits.session_max_wire_bytes:
             return
         self.wire_bytes += len(data)
         self.wire.append((conn, direction, data if type(data) is bytes else bytes(data), t))
@@ -421,7 +449,7 @@ class Session:
     def state(self) -> dict[str, Any]:
         r = self.runtime
         return {"type": "state", "playing": bool(r.playing), "speed": float(r.speed), "position": r.position(),
-                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.config.mode,
+                "total": r.total(), "closed": r.closed(), "up": r.up(), "mode": self.setup.mode,
                 "at_end": r.at_end(), "can_step_back": r.can_step_back()}
 
     def push_state(self) -> None:
@@ -456,7 +484,7 @@ class Session:
             return
         entry_text = dumps(entry)
         if len(entry_text) > self._cut_above:  # (the bytes of a big message: cut like an event's body)
-            entry_text = dumps(cut_bodies(dict(entry), self.settings.session_event_max_body, hex_slack=0))
+            entry_text = dumps(cut_bodies(dict(entry), self.limits.session_event_max_body, hex_slack=0))
         text = '{"type":"log","entry":' + entry_text + "}"
         for sub in self.subscribers:
             if sub.logs or (mark and sub.marks):
@@ -464,16 +492,16 @@ class Session:
 
     # ---- subscribers
 
-    def subscribe(self, logs: bool = True, marks: bool = False, topology: bool | None = None,
-                  fields: bool = True) -> Subscriber:
-        """A new subscriber that first gets the topology message (`topology`; by default only in topology
-        sessions), the events so far and the state (with `marks`, and no `logs`, the marks among the log
-        entries from now on; without `fields`, events without their fields)."""
+    def subscribe(self, make_output: OutputFactory, logs: bool = True, marks: bool = False,
+                  topology: bool | None = None, fields: bool = True) -> Subscriber:
+        """A new subscriber, its messages going to an output `make_output` makes, that first gets the topology
+        message (`topology`; by default only in topology sessions), the events so far and the state (with
+        `marks`, and no `logs`, the marks among the log entries from now on; without `fields`, events without
+        their fields)."""
         wants_topology = topology or (topology is None and self.topology is not None)
         first = [dumps(self.topology_message())] if wants_topology else []
-        sub = Subscriber(limit=self.settings.session_max_events + 1000, logs=logs, state=self._state_text,
-                         marks=marks, fields=fields, max_bytes=self.settings.session_max_queue_bytes, control=first,
-                         events=self.events)
+        sub = Subscriber(make_output, self.limits.session_max_events + 1000, self.limits.session_max_queue_bytes,
+                         self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events)
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
@@ -483,15 +511,12 @@ class Session:
     def topology_message(self) -> dict[str, Any]:
         """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden), and the
         connections so far (`conns`: conn, link, client, server)."""
-        try:
-            topo = self.config.as_topology().to_dict()
-        except ValueError:  # (a two-peer body a topology refuses, e.g. a 255-character identity in UTF-8)
-            topo = {"nodes": [], "links": []}
+        topo = self.setup.topology.to_dict()
         for node in topo["nodes"]:
             if node.get("password"):
                 node["password"] = "***"
         conns = getattr(self.runtime, "conns", None)
-        return {"type": "topology", "topology": {**topo, "mode": self.config.mode, "conns": list(conns or [])}}
+        return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": list(conns or [])}}
 
     def topology_changed(self) -> None:
         """A connection of the topology opened or reopened: every subscriber gets the topology message again."""
@@ -544,58 +569,38 @@ class Session:
         self.runtime = self._runtime_factory(self)
         await self.runtime.start()
 
-    async def command(self, cmd: Any) -> None:
-        """Carries out one validated websocket command; raises `SessionError` for the browser to see."""
+    async def command(self, cmd: Command) -> None:
+        """Carries out one validated command (`sessions.commands`); raises `SessionError` for the browser to see."""
         self.touch()
-        kind = cmd.type
         async with self.lock:
             if self.ended:
                 raise SessionError("the session has ended")
-            r = self.runtime
-            if kind == "send":
-                frames = self._frames(cmd.frames, cmd.hex)
-                self._count_message()
-                # Charged once per connection it may cross: a PUB's 1 MB to 23 SUBs is 23 MB of events and output.
-                size = sum(map(len, frames)) * (self.topology.deliveries(cmd.from_) if self.topology else 1)
-                if self.sent_bytes + size > self.settings.session_max_sent_bytes:
-                    raise SessionError(f"this session has carried its limit of {self.settings.session_max_sent_bytes}"
-                                       " octets of messages (each counted once per connection it crosses); reset it "
-                                       "or start a new session")
-                self.sent_bytes += size
-                await r.send(cmd.from_, frames)
-            elif kind == "recv":
-                await r.recv(cmd.node)
-            elif kind == "play":
-                await r.play()
-            elif kind == "pause":
-                await r.pause()
-            elif kind == "step":
-                await r.step()
-            elif kind == "step_back":
-                await r.step_back()
-            elif kind == "speed":
-                await r.set_speed(cmd.value)
-            elif kind == "reset":
-                await self.reset()
-            elif kind == "fault":
-                assert isinstance(cmd, FaultCommand)
-                self._count_message()
-                await r.fault(cmd.fault, cmd.args)
-            else:  # pragma: no cover - the model admits nothing else
-                raise SessionError(f"unknown command {kind!r}")
+            await cmd.apply(self)
         self.push_state()
 
-    def _count_message(self) -> None:
-        limit = self.settings.session_max_messages
+    def count_message(self) -> None:
+        """Counts a message or fault against `session_max_messages` (`SessionError` past it)."""
+        limit = self.limits.session_max_messages
         if self.messages >= limit:
             raise SessionError(f"this session has carried its limit of {limit} messages and faults; "
                                "reset it or start a new session")
         self.messages += 1
 
-    def _frames(self, frames: list[str], as_hex: bool) -> list[bytes]:
-        if len(frames) > self.settings.session_max_frames:
-            raise SessionError(f"at most {self.settings.session_max_frames} frames per message")
-        limit = self.settings.session_max_body
+    def charge(self, sender: str, frames: list[bytes]) -> None:
+        """Counts a message's octets against `session_max_sent_bytes`, once per connection it may cross: a PUB's
+        1 MB to 23 SUBs is 23 MB of events and output (`SessionError` past the budget)."""
+        size = sum(map(len, frames)) * (self.topology.deliveries(sender) if self.topology else 1)
+        if self.sent_bytes + size > self.limits.session_max_sent_bytes:
+            raise SessionError(f"this session has carried its limit of {self.limits.session_max_sent_bytes}"
+                               " octets of messages (each counted once per connection it crosses); reset it "
+                               "or start a new session")
+        self.sent_bytes += size
+
+    def frames(self, frames: list[str], as_hex: bool) -> list[bytes]:
+        """A `send`'s frames as octets (text as UTF-8, or hex), within `session_max_frames` and `session_max_body`."""
+        if len(frames) > self.limits.session_max_frames:
+            raise SessionError(f"at most {self.limits.session_max_frames} frames per message")
+        limit = self.limits.session_max_body
         out = []
         for i, frame in enumerate(frames):
             if as_hex:
@@ -617,12 +622,12 @@ class Session:
         is its mode, `topology` (normalised, passwords hidden, with its connections) and `preset`."""
         if self.topology is not None:
             topo = self.topology_message()["topology"]
-            config = {"mode": self.config.mode, "topology": topo, "autoplay": self.config.autoplay}
-            if self.config.preset is not None:
-                config["preset"] = self.config.preset
-            head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
+            config = {"mode": self.setup.mode, "topology": topo, "autoplay": self.setup.autoplay}
+            if self.setup.preset is not None:
+                config["preset"] = self.setup.preset
+            head = dumps({"id": self.id, "mode": self.setup.mode, "config": config, "started": self.wall0})
             return head[:-1] + ',"events":[' + self._event_texts() + "]}"
-        config = self.config.model_dump(by_alias=True, exclude_none=True)
+        config = copy.deepcopy(self.setup.request)
         # Options added later appear only when set: the export of a session that does not use them is unchanged.
         if config.get("autoplay") is True:
             del config["autoplay"]
@@ -632,7 +637,7 @@ class Session:
                     del config[side][key]
             if config[side].get("password"):
                 config[side]["password"] = "***"
-        head = dumps({"id": self.id, "mode": self.config.mode, "config": config, "started": self.wall0})
+        head = dumps({"id": self.id, "mode": self.setup.mode, "config": config, "started": self.wall0})
         return head[:-1] + ',"events":[' + self._event_texts() + "]}"
 
     def _event_texts(self) -> str:

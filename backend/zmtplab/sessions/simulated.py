@@ -30,13 +30,11 @@ import logging
 import time
 from typing import Any
 
-from ...engine.constants import mechanism_problem
-from ...engine.events import WIRE_KINDS
-from ...peers.node import socket_options
-from ...peers.simulation import Simulation
-from ...peers.topology import Topology
-from ..models import PeerConfig, SessionCreate
-from ..settings import Settings
+from ..engine.constants import mechanism_problem
+from ..engine.events import WIRE_KINDS
+from ..peers.faults import FAULTS, SESSION_FAULTS
+from ..peers.node import socket_options
+from ..peers.simulation import Simulation
 from .session import (
     CLIENT_IP,
     SERVER_IP,
@@ -48,6 +46,7 @@ from .session import (
     SessionNotice,
     check_manual,
 )
+from .setup import SessionSetup
 
 log = logging.getLogger(__name__)
 
@@ -63,21 +62,22 @@ WINDOW = 32  # octets a topology's simulated TCP connection holds in flight once
 class SimulatedRuntime:
     """Drives a `simulated` session (see the module docstring)."""
 
-    def __init__(self, session: Session, config: SessionCreate, settings: Settings, *, seed: int = 0,
-                 topology: Topology | None = None) -> None:
+    def __init__(self, session: Session, *, seed: int = 0) -> None:
         self.session = session
-        self.config = config
-        self.settings = settings
-        self.topology = topology
+        setup = session.setup
+        self.limits = session.limits
+        self.topology = session.topology  # None: the two-peer body
+        self.nodes = setup.topology.names  # (a two-peer body's: server and client)
         # Without fields: the session makes a frame's or message's fields only for those who ask (most
         # pages never open most elements).
-        cap = settings.session_event_max_body  # (what a session keeps of a body: cut where it is made)
+        cap = self.limits.session_event_max_body  # (what a session keeps of a body: cut where it is made)
         self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False, max_body=cap, wire_data=True)
-                    if topology is not None else Simulation(seed=seed, fields=False, max_body=cap, wire_data=True))
+                    if self.topology is not None
+                    else Simulation(seed=seed, fields=False, max_body=cap, wire_data=True))
         self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
-        self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(topology.nodes)}
-                           if topology is not None else {})
-        self.playing = config.autoplay
+        self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(self.topology.nodes)}
+                           if self.topology is not None else {})
+        self.playing = setup.autoplay
         self.speed = 1.0
         self.consumed = 0  # how much of sim.events the session has seen
         self.high_water = 0  # the most elements this branch has had (the state's `total`)
@@ -89,26 +89,22 @@ class SimulatedRuntime:
         self._closed = False
 
     @staticmethod
-    def check(config: SessionCreate) -> None:
-        """Refuses configurations a simulation cannot run."""
-        topology = config.topology
-        if topology is not None:
-            for node in topology.nodes:
-                if node.libzmq:
-                    raise SessionConfigError(f"node {node.name!r}: libzmq nodes need a real session (mode 'tcp')")
-            return
-        for side in ("server", "client"):
-            peer: PeerConfig = getattr(config, side)
-            if peer.libzmq:
-                raise SessionConfigError(f"{side}: libzmq peers need a real session (mode 'tcp')")
-            problem = mechanism_problem(peer.version, peer.mechanism)
-            if problem:
-                raise SessionConfigError(f"{side}: {problem}")
+    def check(setup: SessionSetup) -> None:
+        """Refuses setups a simulation cannot run (libzmq's nodes are real sockets)."""
+        for node in setup.topology.nodes:
+            if node.libzmq:
+                raise SessionConfigError(f"{node.name}: libzmq peers need a real session (mode 'tcp')"
+                                         if setup.two_peer else
+                                         f"node {node.name!r}: libzmq nodes need a real session (mode 'tcp')")
+        if setup.two_peer:  # (a topology's nodes are checked as they are made)
+            for node in setup.topology.nodes:
+                problem = mechanism_problem(node.version, node.mechanism)
+                if problem:
+                    raise SessionConfigError(f"{node.name}: {problem}")
 
     # ---- setup
 
     async def start(self) -> None:
-        cfg = self.config
         if self.topology is not None:
             try:
                 self.sim.add_topology(self.topology)
@@ -117,14 +113,17 @@ class SimulatedRuntime:
             self._absorb()
             self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
             return
+        server, client = self.nodes["server"], self.nodes["client"]
         try:
-            self.sim.add_peer("server", cfg.server.type, **socket_options(cfg.server.node("server"), server=True))
-            self.sim.add_peer("client", cfg.client.type, **socket_options(cfg.client.node("client"), server=False))
+            self.sim.add_peer("server", server.type, **socket_options(server, server=True))
+            self.sim.add_peer("client", client.type, **socket_options(client, server=False))
             self.sim.connect("client", "server")
-            for name, peer in (("server", cfg.server), ("client", cfg.client)):
-                if peer.type == "SUB" and peer.subscribe is not None:
-                    # ("" is the empty prefix, every message; None, nothing: as a libzmq SUB that never subscribed)
-                    self.sim.subscribe(name, peer.subscribe.encode())
+            for peer in (server, client):
+                if peer.type == "SUB":
+                    # (a subscription given, "" the empty prefix: every message; none: as a libzmq SUB that
+                    # never subscribed)
+                    for topic in peer.subscribe:
+                        self.sim.subscribe(peer.name, topic.encode())
         except ValueError as exc:
             raise SessionConfigError(str(exc)) from None
         self._absorb()
@@ -182,7 +181,7 @@ class SimulatedRuntime:
         data = entry.get("data")
         if data is None:
             return bytes.fromhex(entry.get("hex", ""))
-        cap = self.settings.session_event_max_body
+        cap = self.limits.session_event_max_body
         items = list(entry.items())
         entry.clear()
         for key, value in items:  # (`hex` where `data` was: the log's keys keep their order)
@@ -250,7 +249,7 @@ class SimulatedRuntime:
         wake = self._wake
         while not self._closed:
             if self.playing:
-                interval = self.settings.sim_step_interval / self.speed
+                interval = self.limits.sim_step_interval / self.speed
                 if not self._turn(loop.time(), interval):
                     await asyncio.sleep(0.0 if interval < LIVE else max(0.0, self._due - loop.time()))
                     continue
@@ -308,7 +307,7 @@ class SimulatedRuntime:
         it here and now, exactly as the player would have on waking (same elements, same order), without
         the task switch; anything else pokes the player."""
         if self._parked and self.playing and not self._closed:
-            interval = self.settings.sim_step_interval / self.speed
+            interval = self.limits.sim_step_interval / self.speed
             # Live, the schedule plays no part (everything ready plays at once) and the player takes the
             # clock afresh when it wakes: no need to read it here.
             if interval < LIVE and self._turn(self._due, interval):
@@ -391,8 +390,6 @@ class SimulatedRuntime:
         self._poke()
 
     async def fault(self, name: str, args: dict[str, Any]) -> None:
-        from ...peers.faults import FAULTS, SESSION_FAULTS
-
         session_fault = SESSION_FAULTS.get(name)
         if session_fault is not None and session_fault.simulated is None:
             raise SessionError(f"the fault {name!r} needs a real session (mode 'tcp'); here try 'close'")
