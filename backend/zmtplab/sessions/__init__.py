@@ -6,7 +6,7 @@ running the session's topology (`SessionSetup`: a two-peer body is the topology 
 `SessionManager` creates and ends them, within `SessionLimits`; `commands` are what a session takes, one class each.
 
 The layer sits below `web` (which keeps the routes, the socket handler and the outbox, an `Output`) and imports
-engine, capture, decode and peers. Its modules import one way: `limits`, `setup` <- `session` <- `commands`,
+engine, capture and peers. Its modules import one way: `limits`, `setup` <- `session` <- `commands`,
 `simulated`, `tcp` <- `manager`.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
 
 from ..engine.fields import Field as EventField  # (an element's annotated field: the engine's own)
 from ..peers.node import MAX_LINKS, MAX_NODES, MAX_PROXIES, MAX_SCRIPT, Node
@@ -247,8 +247,15 @@ class SessionCreate(BaseModel):
         `SessionConfigError` (422) for a pair no topology can hold."""
         if self._topology is not None:
             return SessionSetup(self.mode, self._topology, autoplay=self.autoplay, preset=self.preset)
+        assert self.server is not None and self.client is not None
+        nodes = []
+        for side, peer in (("server", self.server), ("client", self.client)):
+            try:
+                nodes.append(peer.node(side))
+            except ValidationError as exc:  # (what no node may be, e.g. PLAIN on ZMTP 2.0: named by its side)
+                raise SessionConfigError(f"{side}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
         try:
-            topology = self.as_topology()
+            topology = two_peer(*nodes)
         except TopologyError as exc:  # (named as the two-peer body names its sides: "server: ...")
             raise SessionConfigError(re.sub(r"^node '(server|client)'", r"\1", str(exc))) from None
         return SessionSetup(self.mode, topology, two_peer=True, autoplay=self.autoplay,
