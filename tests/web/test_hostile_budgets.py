@@ -39,7 +39,7 @@ from zmtplab.engine.greeting import encode_greeting
 from zmtplab.eventstore import IngestJob, ingest_capture
 from zmtplab.web import create_app
 from zmtplab.web.classes.registry import ClassLimits
-from zmtplab.web.sessions.session import Subscriber
+from zmtplab.web.session_socket import SESSION_OUTBOX
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,7 +148,7 @@ def test_a_send_is_counted_once_per_delivery(tmp_path: Path) -> None:
 
 
 def test_a_socket_that_falls_behind_in_octets_is_closed() -> None:
-    sub = Subscriber(limit=1000, max_bytes=MIB)
+    sub = SESSION_OUTBOX(1000, max_bytes=MIB)
     for _ in range(3):
         sub.put_text("z" * (400 * 1024))  # three messages, far under the count, over a MiB together
     assert sub.overflowed and sub.ended and sub.close_code == 1013 and not sub.items and sub.queued_bytes == 0

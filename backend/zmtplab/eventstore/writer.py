@@ -21,6 +21,8 @@ from ..analysis import Analyzer
 from ..capture.dissect import CaptureDissector, DissectResult, SourcedRun, dissect_capture_runs
 from ..capture.errors import CaptureFormatError, ExpansionLimit
 from ..engine.fields import text_or_hex
+from ..engine.notation import compact_json as _dumps
+from ..engine.notation import format_address
 from .layout import (
     CHUNK_OCTETS,
     CHUNK_RECORDS,
@@ -38,7 +40,6 @@ from .layout import (
 
 FRAMINGS = {"1.0": "1", "2.0": "2"}
 SEVERITIES = ("note", "warn", "error")
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class Cancelled(Exception):
@@ -132,11 +133,6 @@ class _ConnStats:
             self.first_ts = first
         if self.last_ts is None or last > self.last_ts:
             self.last_ts = last
-
-
-def _endpoint(addr: tuple[str, int]) -> str:
-    ip, port = addr
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 class StoreWriter:
@@ -250,7 +246,8 @@ class StoreWriter:
         for cid in ordered:
             st = self.conns[cid]
             info = infos.get(cid)
-            summary = st.summary(_endpoint(info.client) if info else None, _endpoint(info.server) if info else None)
+            client, server = (format_address(*info.client), format_address(*info.server)) if info else (None, None)
+            summary = st.summary(client, server)
             # False for a connection nothing could be read of as ZMTP (its events are only the `unreadable` note).
             summary["zmtp"] = bool(info.zmtp) if info is not None else True
             if info is not None:

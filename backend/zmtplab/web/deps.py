@@ -12,6 +12,7 @@ from fastapi import Depends, Query
 from starlette.requests import HTTPConnection
 
 from ..i18n import pick_lang
+from ..sessions import SessionManager
 from .captures.packets import PacketDecoder
 from .captures.store import CaptureStore
 from .classes.registry import ClassRegistry
@@ -19,7 +20,6 @@ from .core.settings import Settings
 from .corpus.runs import CorpusRuns
 from .lessons.library import LessonLibrary
 from .live.sources import LiveSources
-from .sessions import SessionManager
 
 
 def get_app_settings(conn: HTTPConnection) -> Settings:

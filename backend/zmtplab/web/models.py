@@ -5,11 +5,14 @@ Events are the event contract of docs/architecture.md (`core.models.Event`).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, model_validator
 
-from ..peers.topology import MAX_LINKS, MAX_NODES, Topology, preset, two_peer
+from ..peers.node import MAX_LINKS, MAX_NODES, MAX_PROXIES, MAX_SCRIPT, Node
+from ..peers.topology import Topology, TopologyError, preset, two_peer
+from ..sessions import SessionConfigError, SessionSetup
 from .core.models import Event
 
 SocketType = Literal["REQ", "REP", "DEALER", "ROUTER", "PUB", "XPUB", "SUB", "XSUB", "PUSH", "PULL", "PAIR"]
@@ -39,6 +42,11 @@ class PeerConfig(BaseModel):
                                     "every message); null: none, so it receives nothing, as a libzmq SUB that "
                                     "never subscribed")
 
+    def node(self, name: str) -> Node:
+        """This side as the node spec, named `name` (`ValueError` for what no node may be, such as PLAIN on
+        ZMTP 2.0; the runtimes' checks say it first, naming the side)."""
+        return Node.model_validate({**self.model_dump(), "name": name})
+
 
 class SessionCreate(BaseModel):
     """Either two peers (`server`, `client`), a topology (`nodes`, `links`, optional `proxies` and `script`; see
@@ -49,13 +57,13 @@ class SessionCreate(BaseModel):
     mode: Literal["simulated", "tcp"] = "simulated"
     server: PeerConfig | None = None
     client: PeerConfig | None = None
-    nodes: list[dict[str, Any]] | None = Field(None, max_length=MAX_NODES, description="a topology's nodes: name, "
-                                               "type and the options of peers.topology.Node")
+    nodes: list[Node] | None = Field(None, max_length=MAX_NODES, description="a topology's nodes: name, type and "
+                                     "the options of peers.node.Node")
     links: list[dict[str, Any]] | None = Field(None, max_length=MAX_LINKS, description="a topology's links: "
                                                "{connect, bind, at}")
-    proxies: list[dict[str, Any]] | None = Field(None, max_length=64, description="zmq_proxy steps: "
+    proxies: list[dict[str, Any]] | None = Field(None, max_length=MAX_PROXIES, description="zmq_proxy steps: "
                                                  "{frontend, backend}")
-    script: list[dict[str, Any]] | None = Field(None, max_length=1024, description="sends played with the "
+    script: list[dict[str, Any]] | None = Field(None, max_length=MAX_SCRIPT, description="sends played with the "
                                                 "session: {from, frames, at}")
     preset: Annotated[str, StringConstraints(max_length=64)] | None = Field(
         None, description="a preset's id (GET /api/sessions/presets)")
@@ -90,13 +98,26 @@ class SessionCreate(BaseModel):
         if self._topology is not None:
             return self._topology
         assert self.server is not None and self.client is not None
-        return two_peer(self.server.model_dump(), self.client.model_dump())
+        return two_peer(self.server.node("server"), self.client.node("client"))
 
-    def mechanisms(self) -> set[str]:
-        """The security mechanisms the session's peers use."""
-        if self._topology is None and self.server is not None and self.client is not None:
-            return {self.server.mechanism, self.client.mechanism}
-        return {node.mechanism for node in self.as_topology().nodes}
+    def setup(self) -> SessionSetup:
+        """What the session runs (`sessions.SessionSetup`): the two-peer body turned into its topology here, once;
+        `SessionConfigError` (422) for a pair no topology can hold."""
+        if self._topology is not None:
+            return SessionSetup(self.mode, self._topology, autoplay=self.autoplay, preset=self.preset)
+        assert self.server is not None and self.client is not None
+        nodes = []
+        for side, peer in (("server", self.server), ("client", self.client)):
+            try:
+                nodes.append(peer.node(side))
+            except ValidationError as exc:  # (what no node may be, e.g. PLAIN on ZMTP 2.0: named by its side)
+                raise SessionConfigError(f"{side}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+        try:
+            topology = two_peer(*nodes)
+        except TopologyError as exc:  # (named as the two-peer body names its sides: "server: ...")
+            raise SessionConfigError(re.sub(r"^node '(server|client)'", r"\1", str(exc))) from None
+        return SessionSetup(self.mode, topology, two_peer=True, autoplay=self.autoplay,
+                            request=self.model_dump(by_alias=True, exclude_none=True))
 
 
 class SessionPreset(BaseModel):
@@ -161,61 +182,4 @@ class WsLog(BaseModel):
 # ---- websocket: browser -> server
 
 
-class _Command(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class SendCommand(_Command):
-    """Send one message from one node (`server` or `client` in a two-peer session): frames as text (UTF-8) or,
-    with `hex`, as hex."""
-
-    type: Literal["send"]
-    from_: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")] = Field(..., alias="from")
-    frames: list[str] = Field(..., min_length=1)
-    hex: bool = False
-
-
-class RecvCommand(_Command):
-    """The application of a topology node whose `recv` is "manual" reads one message (a `peer recv` event);
-    an error when none is waiting."""
-
-    type: Literal["recv"]
-    node: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,32}$")]
-
-
-class PlayCommand(_Command):
-    type: Literal["play"]
-
-
-class PauseCommand(_Command):
-    type: Literal["pause"]
-
-
-class StepCommand(_Command):
-    type: Literal["step"]
-
-
-class StepBackCommand(_Command):
-    type: Literal["step_back"]
-
-
-class SpeedCommand(_Command):
-    type: Literal["speed"]
-    value: float = Field(..., gt=0, le=1000)
-
-
-class ResetCommand(_Command):
-    type: Literal["reset"]
-
-
-class FaultCommand(_Command):
-    type: Literal["fault"]
-    fault: str = Field(..., max_length=64)
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-WsCommand = Annotated[
-    SendCommand | PlayCommand | PauseCommand | StepCommand | StepBackCommand | SpeedCommand | ResetCommand
-    | FaultCommand | RecvCommand,
-    Field(discriminator="type"),
-]
+# The commands are the session's own: `sessions.commands` (`Command`, one class each).

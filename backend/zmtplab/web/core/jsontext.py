@@ -1,18 +1,8 @@
-"""Compact JSON as the routes and websockets answer it: UTF-8 text, no spaces, non-ASCII kept as is."""
+"""Compact JSON as the routes and websockets answer it (`engine.notation`'s one encoder)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from ...engine.notation import compact_json as json_text
+from ...engine.notation import json_bytes
 
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-def json_text(obj: Any) -> str:
-    """`obj` as compact JSON text (a websocket text message)."""
-    return _encode(obj)
-
-
-def json_bytes(obj: Any) -> bytes:
-    """`obj` as compact UTF-8 JSON (an HTTP body)."""
-    return _encode(obj).encode()
+__all__ = ["json_bytes", "json_text"]

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...engine.fields import Field as EventField  # (an element's annotated field: the engine's own)
+
 Direction = Literal["c2s", "s2c"]
 Kind = Literal["greeting", "command", "frame", "message", "expert", "gap"]
 
@@ -23,17 +25,6 @@ class HealthResponse(BaseModel):
 
 
 # ---------------------------------------------------------------------------- events
-
-
-class EventField(BaseModel):
-    """One annotated field of an element."""
-
-    name: str
-    offset: int
-    length: int
-    value: Any
-    rule: str
-    note: str
 
 
 class Event(BaseModel):

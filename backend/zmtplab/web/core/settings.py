@@ -15,6 +15,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ... import resources
+from ...sessions.limits import DEFAULTS as SESSIONS
+from ...sessions.limits import SessionLimits
 
 
 def default_data_dir() -> Path:
@@ -109,32 +111,42 @@ class Settings(BaseSettings):
     progress_interval: float = Field(0.25, gt=0, description="seconds between progress messages")
 
     # Sessions.
-    max_sessions: int = Field(32, ge=1, description="playground sessions at once; more are refused with 429")
-    max_sessions_per_client: int = Field(8, ge=1, description="sessions one client address may run at once")
-    session_reserve: int = Field(8, ge=0, description="the last sessions of `max_sessions` only an address running "
-                                                      "none may start (429 for the others)")
-    session_max_connections: int = Field(8, ge=1, description="connections (peers through the tap) open at once "
-                                                              "in one session")
-    session_max_messages: int = Field(50_000, ge=1, description="messages (and faults) one session carries; "
-                                                                "`reset` starts the count again")
-    session_max_sent_bytes: int = Field(64 * 1024 * 1024, ge=1, description="payload octets all messages of one "
-                                                                            "session carry together, counted once "
-                                                                            "per delivery (a PUB's message to 23 "
-                                                                            "SUBs counts 23 times)")
-    session_max_wire_bytes: int = Field(16 * 1024 * 1024, ge=0, description="wire bytes one session keeps for "
-                                                                            "its pcapng export")
-    session_idle_timeout: float = Field(30 * 60.0, gt=0, description="seconds without a command before a session ends")
-    session_grace: float = Field(30.0, ge=0, description="seconds a session outlives its last websocket")
-    session_max_events: int = Field(50_000, ge=1, description="events one session keeps (and streams)")
-    session_max_event_bytes: int = Field(128 * 1024 * 1024, ge=1024,
+    max_sessions: int = Field(SESSIONS.max_sessions, ge=1,
+                              description="playground sessions at once; more are refused with 429")
+    max_sessions_per_client: int = Field(SESSIONS.max_sessions_per_client, ge=1,
+                                         description="sessions one client address may run at once")
+    session_reserve: int = Field(SESSIONS.session_reserve, ge=0,
+                                 description="the last sessions of `max_sessions` only an address running "
+                                             "none may start (429 for the others)")
+    session_max_connections: int = Field(SESSIONS.session_max_connections, ge=1,
+                                         description="connections (peers through the tap) open at once "
+                                                     "in one session")
+    session_max_messages: int = Field(SESSIONS.session_max_messages, ge=1,
+                                      description="messages (and faults) one session carries; "
+                                                  "`reset` starts the count again")
+    session_max_sent_bytes: int = Field(SESSIONS.session_max_sent_bytes, ge=1,
+                                        description="payload octets all messages of one "
+                                                    "session carry together, counted once "
+                                                    "per delivery (a PUB's message to 23 "
+                                                    "SUBs counts 23 times)")
+    session_max_wire_bytes: int = Field(SESSIONS.session_max_wire_bytes, ge=0,
+                                        description="wire bytes one session keeps for "
+                                                    "its pcapng export")
+    session_idle_timeout: float = Field(SESSIONS.session_idle_timeout, gt=0,
+                                        description="seconds without a command before a session ends")
+    session_grace: float = Field(SESSIONS.session_grace, ge=0,
+                                 description="seconds a session outlives its last websocket")
+    session_max_events: int = Field(SESSIONS.session_max_events, ge=1,
+                                    description="events one session keeps (and streams)")
+    session_max_event_bytes: int = Field(SESSIONS.session_max_event_bytes, ge=1024,
                                          description="octets of JSON text one session's events take together (what "
                                                      "its export and a socket that joins late are given); later "
                                                      "events are not kept")
-    session_event_max_body: int = Field(64 * 1024, ge=64,
+    session_event_max_body: int = Field(SESSIONS.session_event_max_body, ge=64,
                                         description="octets of its body (all its frames' together, for a message) "
                                                     "an event of a session keeps; longer ones are cut (`truncated`), "
                                                     "the whole bytes staying in the pcapng export")
-    session_max_queue_bytes: int = Field(16 * 1024 * 1024, ge=64 * 1024,
+    session_max_queue_bytes: int = Field(SESSIONS.session_max_queue_bytes, ge=64 * 1024,
                                          description="octets of messages queued for one session websocket; a socket "
                                                      "further behind is closed (1013) and may reconnect")
     ws_max_message: int = Field(1 << 20, ge=1024, description="largest websocket command, in bytes")
@@ -143,9 +155,11 @@ class Settings(BaseSettings):
     ws_abuse_limit: int = Field(200, ge=1, description="refused websocket commands within `ws_abuse_window` "
                                                        "seconds before the socket is closed (1008)")
     ws_abuse_window: float = Field(10.0, gt=0, description="seconds over which refused commands are counted")
-    session_max_frames: int = Field(1024, ge=1, description="most frames in one `send` command")
-    session_max_body: int = Field(1 << 20, ge=0, description="largest frame a `send` command may carry")
-    sim_step_interval: float = Field(0.3, ge=0, description="seconds between elements of a playing simulated "
+    session_max_frames: int = Field(SESSIONS.session_max_frames, ge=1, description="most frames in one `send` command")
+    session_max_body: int = Field(SESSIONS.session_max_body, ge=0,
+                                  description="largest frame a `send` command may carry")
+    sim_step_interval: float = Field(SESSIONS.sim_step_interval, ge=0,
+                                     description="seconds between elements of a playing simulated "
                                                             "session at speed 1")
 
     # Live sources (a live capture on an interface, or a tap proxy).
@@ -209,6 +223,10 @@ class Settings(BaseSettings):
     def corpus_dir(self) -> Path:
         """Where corpus runs are kept, one directory per run id."""
         return self.data_dir / "corpus"
+
+    def session_limits(self) -> SessionLimits:
+        """What sessions may hold and do, as these settings set it (`sessions.SessionLimits`)."""
+        return SessionLimits.of(self)
 
 
 @lru_cache

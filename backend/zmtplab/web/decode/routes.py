@@ -6,7 +6,8 @@ import asyncio
 
 from fastapi import APIRouter, HTTPException, Response, status
 
-from ...decode import decode_to_dicts, parse_hex
+from ...decode import decode_to_dicts
+from ...engine.notation import parse_hex
 from ...i18n import localize_events
 from ..core.jsontext import json_bytes
 from ..core.models import ErrorResponse

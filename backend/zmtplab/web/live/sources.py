@@ -41,6 +41,7 @@ from typing import Any, Literal
 from ...capture.live import LiveCapture, check_interface, check_port, list_interfaces
 from ...capture.tap import TapProxy, parse_endpoint
 from ...engine.events import cut_bodies
+from ...engine.notation import format_address
 from ..core.errors import Conflict, NotFound, TooMany, Unavailable, Unprocessable
 from ..core.jsontext import json_text
 from ..core.limits import TokenBucket
@@ -313,8 +314,7 @@ class LiveSource:
 
 
 def _endpoint(address: tuple[str, int]) -> str:
-    host, port = address[0], address[1]
-    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return format_address(str(address[0]), address[1])
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
