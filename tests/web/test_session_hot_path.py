@@ -18,9 +18,9 @@ from webkit import open_client
 from zmtplab.sessions import EventLog, Session, WireChunk
 from zmtplab.sessions.commands import Command
 from zmtplab.sessions.simulated import SimulatedRuntime
+from zmtplab.web.core.settings import Settings
 from zmtplab.web.models import SessionCreate
 from zmtplab.web.session_socket import SESSION_OUTBOX
-from zmtplab.web.settings import Settings
 
 pytestmark = pytest.mark.timeout(60)
 

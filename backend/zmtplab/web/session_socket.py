@@ -24,8 +24,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
 from ..sessions.commands import COMMAND_TYPES, Command
-from .limits import AbuseWindow, TokenBucket
-from .settings import Settings
+from .core.limits import AbuseWindow, TokenBucket
+from .core.settings import Settings
 from .wspump import Outbox, error_text, pump
 
 COMMANDS: TypeAdapter[Any] = TypeAdapter(Command)

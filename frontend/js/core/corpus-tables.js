@@ -18,7 +18,7 @@ export const TABLE_FILTERS = {
 
 const DIRS = { c2s: 'C→S', s2c: 'S→C' };
 
-// A run's states and the pipeline's phases (pipeline/job.py PHASES; web/corpus.py STARTING), by name.
+// A run's states and the pipeline's phases (pipeline/job.py PHASES; web/corpus/runs.py STARTING), by name.
 const STATE_IDS = { running: 'ui.run.state.running', done: 'ui.run.state.done', error: 'ui.run.state.error', cancelled: 'ui.run.state.cancelled' };
 const PHASE_IDS = { 'starting Spark': 'ui.run.phase.starting', start: 'ui.run.phase.start', plan: 'ui.run.phase.plan', connections: 'ui.run.phase.connections', events: 'ui.run.phase.events', tables: 'ui.run.phase.tables', report: 'ui.run.phase.report' };
 

@@ -45,7 +45,7 @@ export function liveRequest(i18n, form) {
   return { source: 'capture', interface: iface, port };
 }
 
-// A live source's states (web/live_sources.py), by name.
+// A live source's states (web/live/sources.py), by name.
 const STATE_IDS = { starting: 'ui.live.state.starting', capturing: 'ui.live.state.capturing', stopped: 'ui.live.state.stopped', error: 'ui.run.state.error' };
 const liveState = (i18n, state) => (STATE_IDS[state] ? i18n.t(STATE_IDS[state]) : String(state || ''));
 

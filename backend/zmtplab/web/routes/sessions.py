@@ -15,10 +15,10 @@ from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
 from ...sessions import Session, SessionConfigError, SessionManager
 from .. import authoring, illustrated
+from ..core.limits import client_address
+from ..core.models import ErrorResponse
 from ..deps import LangDep, SessionManagerDep, SettingsDep
-from ..limits import client_address
 from ..models import (
-    ErrorResponse,
     SessionCreate,
     SessionCreated,
     SessionFaultInfo,

@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..pipeline import spark_problem
-from .captures import CaptureRecord
-from .corpus_report import REPORT_LANGS, relabel, report_name
-from .corpus_tables import TableQuery, TableReader
-from .jobstore import ID_RE, JobStore
-from .limits import address_key
-from .settings import Settings
+from ...pipeline import spark_problem
+from ..captures.store import CaptureRecord
+from ..core.errors import Conflict, NotFound, Unavailable
+from ..core.jobstore import ID_RE, JobStore
+from ..core.limits import address_key
+from ..core.settings import Settings
+from .report import REPORT_LANGS, relabel, report_name
+from .tables import TableQuery, TableReader
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +52,19 @@ FINAL = (DONE, ERROR, CANCELLED)
 STARTING = "starting Spark"  # the phase before the pipeline's own (`start`, `plan`, ...)
 
 
-class RunNotFound(KeyError):
+class RunNotFound(NotFound, KeyError):
     """No corpus run has this id."""
 
 
-class RunBusy(RuntimeError):
+class RunBusy(Conflict):
     """Another corpus run is in progress."""
 
 
-class RunNotReady(RuntimeError):
+class RunNotReady(Conflict):
     """The run has not finished (or did not succeed), so it has no tables or report."""
 
 
-class CorpusUnavailable(RuntimeError):
+class CorpusUnavailable(Unavailable):
     """The server cannot run Spark (no pyspark, no Java)."""
 
 
@@ -137,7 +138,7 @@ class CorpusRuns(JobStore[RunRecord]):
     """Every corpus run of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
     noun, plural = "corpus run", "runs"
-    not_found = RunNotFound
+    not_found, missing = RunNotFound, "no corpus run with id {id!r}"
     final_states = FINAL
 
     def __init__(self, settings: Settings) -> None:
@@ -292,7 +293,7 @@ class CorpusRuns(JobStore[RunRecord]):
 
     def _execute(self, record: RunRecord) -> tuple[str, str | None, dict[str, Any] | None]:
         """The worker: (state, error, public summary) of one run. Runs in the manager's thread."""
-        from ..pipeline.job import run_pipeline
+        from ...pipeline.job import run_pipeline
 
         try:
             if record.cancel_reason:
@@ -322,7 +323,7 @@ class CorpusRuns(JobStore[RunRecord]):
         with self._spark_lock:
             from pyspark import SparkContext
 
-            from ..pipeline.job import get_session
+            from ...pipeline.job import get_session
 
             if self._spark is not None and SparkContext._active_spark_context is not None:
                 return self._spark
@@ -450,10 +451,6 @@ class CorpusRuns(JobStore[RunRecord]):
             raise RunNotReady(f"the run has no tables: it is {why}")
         return record
 
-    def for_client(self, client: str) -> list[RunRecord]:
-        """The runs this client address started, newest first."""
-        return sorted((r for r in self.records.values() if r.client == client), key=lambda r: -r.created)
-
     async def page(self, run_id: str, query: TableQuery) -> tuple[list[dict[str, Any]], int]:
         """One page of a finished run's table; `capture` values are capture ids."""
         record = self.ready(run_id)
@@ -491,6 +488,6 @@ def _unique_names(names: list[str]) -> list[str]:
 def _error_text(exc: BaseException) -> str:
     """A failure as one line for the user: its real cause (a Spark worker's own exception, not Spark's wrapper or a
     Java stack trace)."""
-    from ..pipeline.failure import explain
+    from ...pipeline.failure import explain
 
     return explain(exc).cause[:500]

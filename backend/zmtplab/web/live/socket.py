@@ -1,7 +1,7 @@
 """The live websocket: one viewer of a live capture or tap proxy, from accept to close.
 
-`serve(websocket, sources, source_id)` is what `/ws/live/{id}` runs (`web.routes.live` only routes). The
-viewer's queue is the source's (`web.live_sources.Viewer`); the websocket pump (`web.wspump`) sends it,
+`serve(websocket, sources, source_id)` is what `/ws/live/{id}` runs (`web.live.routes` only routes). The
+viewer's queue is the source's (`web.live.sources.Viewer`); the websocket pump (`web.wspump`) sends it,
 a message each, and closes the socket (1000) when the source has stopped. Nothing is read from the
 browser; an unknown source closes with 4404.
 """
@@ -13,9 +13,9 @@ import contextlib
 
 from fastapi import WebSocket, WebSocketDisconnect
 
-from .jsontext import json_text
-from .live_sources import LiveSources
-from .wspump import pump
+from ..core.jsontext import json_text
+from ..wspump import pump
+from .sources import LiveNotFound, LiveSources
 
 
 async def serve(websocket: WebSocket, sources: LiveSources, source_id: str, batch: bool = False) -> None:
@@ -24,8 +24,8 @@ async def serve(websocket: WebSocket, sources: LiveSources, source_id: str, batc
     await websocket.accept()
     try:
         source = sources.get(source_id)
-    except KeyError:
-        await websocket.send_text(json_text({"type": "error", "detail": f"no live source with id {source_id!r}"}))
+    except LiveNotFound as exc:
+        await websocket.send_text(json_text({"type": "error", "detail": str(exc)}))
         await websocket.close(code=4404)
         return
     viewer = source.subscribe()

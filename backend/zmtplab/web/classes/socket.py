@@ -1,11 +1,11 @@
 """The presenter-mode websocket: one teacher's or student's connection to a class, from accept to close.
 
-`serve(ws, registry, code, role)` is what `/ws/classes/{code}` runs (`web.routes.classes` only routes).
+`serve(ws, registry, code, role)` is what `/ws/classes/{code}` runs (`web.classes.routes` only routes).
 A teacher connects with `?role=teacher` and sends `{"type": "auth", "token": "..."}` as its first message;
-the token is never accepted in the URL. The classes themselves, and the messages, are `web.classrooms`.
+the token is never accepted in the URL. The classes themselves, and the messages, are `web.classes.registry`.
 
 Students' answers are checked by the `check` the route passes in (the lessons API's own check) and counted by
-`web.classrooms`.
+`web.classes.registry`.
 
 Close codes: 4400 bad role, a `token` in the URL or a malformed `auth` message, 4403 wrong teacher token,
 4404 no such class, 4408 no `auth` message in time, 4409 another teacher connection took over, 4429 the
@@ -28,13 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.types import Message
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from .classrooms import ClassLimits, ClassRegistry, Classroom, Peer, TooManyGuesses, TooManyWaiting
-from .jsontext import json_text
-from .limits import AbuseWindow, TokenBucket, client_address
-from .memory import release_soon
-from .wspump import pump
+from ..core.jsontext import json_text
+from ..core.limits import AbuseWindow, TokenBucket, client_address
+from ..core.memory import release_soon
+from ..wspump import pump
+from .registry import ClassLimits, ClassRegistry, Classroom, Peer, TooManyGuesses, TooManyWaiting
 
-RELEASE_AFTER = 100  # students a class must have had at once for its emptying to give memory back (`web.memory`)
+RELEASE_AFTER = 100  # students a class must have had at once for its emptying to give memory back (`web.core.memory`)
 
 
 class Selection(BaseModel):

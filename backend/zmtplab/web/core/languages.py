@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..i18n import DEFAULT, localize_event, pick_lang, text, translate
+from ...i18n import DEFAULT, localize_event, pick_lang, text, translate
 
 LOCALIZED_PREFIXES = ("/ws/sessions/", "/ws/live/")
 LOG_TEXTS = ("reason", "text")

@@ -11,9 +11,12 @@ from fastapi.responses import StreamingResponse
 
 from ...engine.events import WIRE_KINDS
 from ...i18n import translate
-from ..captures import CaptureNotFound
-from ..corpus import CorpusUnavailable, RunBusy, RunNotFound, RunNotReady
-from ..corpus_models import (
+from ..core.jsontext import json_bytes
+from ..core.limits import client_address
+from ..core.models import ErrorResponse
+from ..core.sse import event_stream
+from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
+from .models import (
     CorpusProgress,
     CorpusRun,
     CorpusRunCreated,
@@ -24,23 +27,14 @@ from ..corpus_models import (
     StoredCaptures,
     TablePage,
 )
-from ..corpus_report import report_csp, report_name
-from ..corpus_tables import FILTERS, TABLES, TableQuery
-from ..deps import CaptureStoreDep, CorpusRunsDep, LangDep, SettingsDep
-from ..jsontext import json_bytes
-from ..limits import client_address
-from ..models import ErrorResponse
-from ..sse import event_stream
+from .report import report_csp, report_name
+from .tables import FILTERS, TABLES, TableQuery
 
 router = APIRouter(prefix="/api/corpus", tags=["corpus"])
 
 RunId = Annotated[str, Path(description="the id `POST /api/corpus/runs` returned", max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no run has this id"}}
 NOT_READY = {409: {"model": ErrorResponse, "description": "the run is still running, or did not succeed"}}
-
-
-def _not_found(run_id: str) -> HTTPException:
-    return HTTPException(status.HTTP_404_NOT_FOUND, f"no corpus run with id {run_id!r}")
 
 
 @router.get("/status", response_model=CorpusStatus, summary="Whether corpus runs can start here")
@@ -54,10 +48,8 @@ async def corpus_status(runs: CorpusRunsDep, lang: LangDep) -> CorpusStatus:
 @router.get("/captures", response_model=StoredCaptures, summary="Captures this client uploaded")
 async def stored_captures(request: Request, store: CaptureStoreDep) -> StoredCaptures:
     """The uploads of this client address still on the server (newest first): what a run may take."""
-    client = client_address(request)
-    records = sorted((r for r in store.records.values() if r.client == client), key=lambda r: -r.created)
     return StoredCaptures(captures=[StoredCapture(id=r.id, name=r.name, size=r.size, created=r.created,
-                                                  state=r.state) for r in records])
+                                                  state=r.state) for r in store.for_client(client_address(request))])
 
 
 @router.post("/runs", status_code=status.HTTP_202_ACCEPTED, response_model=CorpusRunCreated,
@@ -78,16 +70,9 @@ async def start_run(body: CorpusRunRequest, request: Request, response: Response
     ids = list(dict.fromkeys(body.captures))  # the order given, duplicates once
     if len(ids) > settings.corpus_max_captures:
         raise HTTPException(422, f"a run takes at most {settings.corpus_max_captures} captures ({len(ids)} given)")
-    try:
-        records = [store.get(capture_id) for capture_id in ids]
-    except CaptureNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no capture with id {exc.args[0]!r}") from None
+    records = [store.get(capture_id) for capture_id in ids]
     try:
         record = await runs.create(records, client_address(request))
-    except CorpusUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
-    except RunBusy as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     except FileNotFoundError:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "a capture of the run was deleted meanwhile") from None
     except OSError as exc:
@@ -106,10 +91,7 @@ async def list_runs(request: Request, runs: CorpusRunsDep) -> Any:
 @router.get("/runs/{run_id}", response_model=CorpusRun, summary="A corpus run", responses=NOT_FOUND)
 async def get_run(run_id: RunId, runs: CorpusRunsDep) -> Any:
     """Its state and progress, its captures and, once done, what it found."""
-    try:
-        return runs.get(run_id).public()
-    except RunNotFound:
-        raise _not_found(run_id) from None
+    return runs.get(run_id).public()
 
 
 @router.get("/runs/{run_id}/progress", summary="Run progress (server-sent events)", response_class=StreamingResponse,
@@ -118,11 +100,7 @@ async def get_run(run_id: RunId, runs: CorpusRunsDep) -> Any:
                                             "detail}` until the run ends"}, **NOT_FOUND})
 async def run_progress(run_id: RunId, runs: CorpusRunsDep) -> StreamingResponse:
     """Streams the run's progress whenever it changes (at least every second) until done, error or cancelled."""
-    try:
-        return await event_stream(runs.progress(run_id),
-                                  lambda message: json_bytes(CorpusProgress(**message).model_dump()))
-    except RunNotFound:
-        raise _not_found(run_id) from None
+    return await event_stream(runs.progress(run_id), lambda message: json_bytes(CorpusProgress(**message).model_dump()))
 
 
 @router.post("/runs/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=CorpusRun,
@@ -130,22 +108,14 @@ async def run_progress(run_id: RunId, runs: CorpusRunsDep) -> StreamingResponse:
                                                                             "description": "the run is not running"}})
 async def cancel_run(run_id: RunId, runs: CorpusRunsDep) -> Any:
     """Stops the run's Spark jobs; the run ends `cancelled` (its partial tables removed), the record is kept."""
-    try:
-        return (await runs.cancel(run_id)).public()
-    except RunNotFound:
-        raise _not_found(run_id) from None
-    except RunNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    return (await runs.cancel(run_id)).public()
 
 
 @router.delete("/runs/{run_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a run",
                responses=NOT_FOUND)
 async def delete_run(run_id: RunId, runs: CorpusRunsDep) -> Response:
     """Deletes the run, its tables and report (cancelling it first when it runs)."""
-    try:
-        await runs.delete(run_id)
-    except RunNotFound:
-        raise _not_found(run_id) from None
+    await runs.delete(run_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -155,12 +125,7 @@ async def run_report(run_id: RunId, runs: CorpusRunsDep, lang: LangDep) -> Respo
     """The pipeline's report (inline SVG plots), sandboxed by a Content-Security-Policy of its own: no script,
     its style blocks allowed by hash, framed by this app's pages only; in the language asked for (`?lang=`,
     Accept-Language), English when the run has no report in it."""
-    try:
-        record = runs.ready(run_id)
-    except RunNotFound:
-        raise _not_found(run_id) from None
-    except RunNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    record = runs.ready(run_id)
     page = await asyncio.to_thread(_read, record.out_dir / report_name(lang))
     if page is None and lang != "en":
         page = await asyncio.to_thread(_read, record.out_dir / report_name("en"))
@@ -204,20 +169,15 @@ async def run_table(
         raise HTTPException(422, f"the {table} table has no {extra[0]!r} filter")
     if table == "events" and kind is not None and kind not in WIRE_KINDS:
         raise HTTPException(422, f"unknown kind {kind!r}; one of {', '.join(WIRE_KINDS)}")
-    try:
-        record = runs.ready(run_id)
-        value = None
-        if capture is not None:
-            value = record.capture_input(capture)
-            if value is None:
-                raise HTTPException(status.HTTP_404_NOT_FOUND, f"the run has no capture {capture!r}")
-        limit = min(limit, settings.events_max_limit)
-        query = TableQuery(table=table, offset=offset, limit=limit, capture=value, kind=kind, conn=conn, dir=dir,
-                           fields=fields and table == "events")
-        rows, total = await runs.page(run_id, query)
-    except RunNotFound:  # unknown, or deleted while the page was read
-        raise _not_found(run_id) from None
-    except RunNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    record = runs.ready(run_id)
+    value = None
+    if capture is not None:
+        value = record.capture_input(capture)
+        if value is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"the run has no capture {capture!r}")
+    limit = min(limit, settings.events_max_limit)
+    query = TableQuery(table=table, offset=offset, limit=limit, capture=value, kind=kind, conn=conn, dir=dir,
+                       fields=fields and table == "events")
+    rows, total = await runs.page(run_id, query)  # (RunNotFound too: deleted while the page was read)
     return Response(json_bytes({"rows": rows, "total": total, "offset": offset, "limit": limit}),
                     media_type="application/json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ..models import HealthResponse
+from .models import HealthResponse
 
 router = APIRouter(prefix="/api", tags=["health"])
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import shutil
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
@@ -15,27 +13,17 @@ from starlette.requests import ClientDisconnect
 from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
-from ...eventstore import EventStore
 from ...i18n import localize_analysis, localize_findings, translate
 from .. import illustrated
-from ..capture_events import EventQuery, SearchesBusy, event_body, event_page
-from ..captures import CaptureNotFound, CaptureNotReady, CaptureStore
+from ..core.jsontext import json_bytes
+from ..core.limits import client_address
+from ..core.models import ErrorResponse, Event
+from ..core.sse import event_stream
 from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
-from ..jsontext import json_bytes
-from ..limits import client_address
-from ..models import (
-    CaptureCreated,
-    CaptureSummary,
-    CurveCheck,
-    ErrorResponse,
-    Event,
-    EventPage,
-    PacketResponse,
-    Progress,
-)
-from ..packets import PacketDecodeError, PacketNotFound
-from ..sse import event_stream
-from ..uploads import check_declared_size, receive_capture
+from .events import EventQuery, SearchesBusy, event_body, event_page
+from .models import CaptureCreated, CaptureSummary, CurveCheck, EventPage, PacketResponse, Progress
+from .packets import PacketDecodeError, PacketNotFound
+from .uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
 log = logging.getLogger(__name__)
@@ -55,10 +43,6 @@ UPLOAD_BODY = {
 }
 
 
-def _not_found(capture_id: str) -> HTTPException:
-    return HTTPException(status.HTTP_404_NOT_FOUND, f"no capture with id {capture_id!r}")
-
-
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=CaptureCreated, summary="Upload a capture",
              openapi_extra=UPLOAD_BODY,
              responses={413: {"model": ErrorResponse, "description": "larger than the server accepts"},
@@ -76,53 +60,19 @@ async def upload_capture(request: Request, response: Response, store: CaptureSto
     connection).
     """
     client = client_address(request)
-    if store.count_for(client) >= settings.max_captures_per_client:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
-                            f"this address already has {settings.max_captures_per_client} captures on the server "
-                            "(the limit); delete one, or wait until they expire")
+    store.admit(client)
     check_declared_size(request, settings.max_upload_bytes)
     declared = request.headers.get("content-length", "")
-    needed = int(declared) if declared.isdigit() else 0
-    store.uploading[client] = store.uploading.get(client, 0) + 1  # before any await: concurrent uploads see it
-    directory = None
     try:
-        free = await asyncio.to_thread(_free_disk, store.root)
-        if free is not None and free - needed < settings.min_free_disk:
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, _disk_full(free))
-        capture_id, directory = await asyncio.to_thread(store.new_id)
-        result = await receive_capture(request, directory / "capture", settings.max_upload_bytes)
-        await store.add(capture_id, directory, result.filename or "capture", result.size, client)
-    except BaseException as exc:
-        if directory is not None:
-            await asyncio.to_thread(store.discard, directory)
-        if isinstance(exc, ClientDisconnect):  # (a line in the log, not a traceback: nothing went wrong here)
-            log.info("an upload from %s ended: the client went away before the end of its body", client)
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, "the upload ended before its body did") from None
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
-                                _disk_full(await asyncio.to_thread(_free_disk, store.root))) from None
-        raise
-    finally:
-        left = store.uploading.get(client, 1) - 1
-        if left > 0:
-            store.uploading[client] = left
-        else:
-            store.uploading.pop(client, None)
+        capture_id, result = await store.upload(
+            client, int(declared) if declared.isdigit() else 0,
+            lambda path: receive_capture(request, path, settings.max_upload_bytes))
+    except ClientDisconnect:  # (a line in the log, not a traceback: nothing went wrong here)
+        log.info("an upload from %s ended: the client went away before the end of its body", client)
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "the upload ended before its body did") from None
     if not result.complete:
         response.headers["Connection"] = "close"  # (what the client sent after the form's end is not read)
     return CaptureCreated(id=capture_id)
-
-
-def _free_disk(path: Any) -> int | None:
-    try:
-        return shutil.disk_usage(path).free
-    except OSError:
-        return None
-
-
-def _disk_full(free: int | None) -> str:
-    left = f" ({free} bytes free)" if free is not None else ""
-    return f"the server's disk has no room for this capture{left}; it was not stored. Try again later"
 
 
 @router.get("/{capture_id}/progress", summary="Dissection progress (server-sent events)",
@@ -133,12 +83,8 @@ def _disk_full(free: int | None) -> str:
 async def capture_progress(capture_id: CaptureId, store: CaptureStoreDep, lang: LangDep) -> StreamingResponse:
     """Streams `data: {"state", "percent", "detail"}` whenever the progress changes; ends on done or error
     (`detail` in the language asked for: `?lang=`, Accept-Language)."""
-    try:
-        return await event_stream(
-            store.progress(capture_id),
-            lambda message: json_bytes(Progress(**_localized_progress(message, lang)).model_dump()))
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
+    return await event_stream(store.progress(capture_id),
+                              lambda message: json_bytes(Progress(**_localized_progress(message, lang)).model_dump()))
 
 
 @router.get("/{capture_id}", response_model=CaptureSummary, summary="A capture's connections", responses=NOT_FOUND)
@@ -146,10 +92,7 @@ async def capture_summary(capture_id: CaptureId, store: CaptureStoreDep, lang: L
     """Its state and, once dissected, one summary per ZMTP connection: endpoints, versions, mechanism,
     socket types, identities, message and byte counts, expert counts, first and last time (`error` in the
     language asked for)."""
-    try:
-        summary = store.summary(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
+    summary = store.summary(capture_id)
     if isinstance(summary.get("error"), str):
         summary = {**summary, "error": translate(summary["error"], lang)}
     return summary
@@ -159,16 +102,6 @@ def _localized_progress(message: dict[str, Any], lang: str) -> dict[str, Any]:
     if not message.get("detail"):
         return message
     return {**message, "detail": translate(message["detail"], lang)}
-
-
-def _ready(store: CaptureStore, capture_id: str) -> EventStore:
-    """The capture's event store, once dissected: 404 for an unknown capture, 409 while it is dissected."""
-    try:
-        return store.ready(capture_id)[1]
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
-    except CaptureNotReady as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
 
 
 def _kinds(kind: str | None) -> list[str] | None:
@@ -211,7 +144,7 @@ async def capture_events(
     found so far. It is cancelled when the client goes away, and one client may run only a few at once.
     """
     kinds = _kinds(kind)
-    events_store = _ready(store, capture_id)
+    events_store = store.ready(capture_id)[1]
     if conn is not None and conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
     query = EventQuery(conn=conn, offset=offset, limit=min(limit, settings.events_max_limit), kinds=kinds, q=q,
@@ -237,7 +170,7 @@ async def capture_event(
                                                                  "capture has only one)")] = None,
 ) -> Response:
     """The event at `index` of connection `conn`, with its fields."""
-    events_store = _ready(store, capture_id)
+    events_store = store.ready(capture_id)[1]
     if conn is None:
         if len(events_store.conns) != 1:
             raise HTTPException(422, "say which connection: ?conn=")
@@ -255,7 +188,7 @@ async def capture_event(
 async def capture_analysis(capture_id: CaptureId, store: CaptureStoreDep, lang: LangDep) -> Response:
     """What `zmtplab analyze --json` says of the capture (without a CURVE check), kept as it was dissected;
     each event a finding cites also has its `index` in its connection (for `/events/{index}?conn=`)."""
-    events_store = _ready(store, capture_id)
+    events_store = store.ready(capture_id)[1]
     if events_store.analysis is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before analyses were kept: "
                                                       "upload it again")
@@ -269,7 +202,7 @@ async def capture_curve_check(capture_id: CaptureId, body: CurveCheck, store: Ca
     """`{"curve", "findings"}`: per CURVE connection whether its HELLO opens with the key(s) given (and then its
     WELCOME, with the server's short-term key), and a `curve-wrong-server-key` finding where it does not. The
     keys serve this request only: they are not stored, logged or echoed."""
-    events_store = _ready(store, capture_id)
+    events_store = store.ready(capture_id)[1]
     handshakes = (events_store.analysis or {}).get("curve_handshakes")
     if handshakes is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "this capture was dissected before its CURVE handshakes were "
@@ -298,7 +231,7 @@ async def capture_illustrated(
     """The connection's elements, each with its octet table, hex, fields, explanations and ABNF rules, an anchor
     per element and field, and the pyzmq script that reproduces the conversation: one file that needs no server
     and runs no script (what `zmtplab illustrate CAPTURE --conn N --from I --to J` writes)."""
-    events_store = _ready(store, capture_id)
+    events_store = store.ready(capture_id)[1]
     if conn not in events_store.conns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the capture has no connection {conn!r}")
     summary = store.summary(capture_id)
@@ -325,10 +258,7 @@ async def capture_packet(
 ) -> Any:
     """The frame, link (eth/sll), IP and TCP layers of packet `number` as tshark decodes them, TCP flags,
     sequence numbers and analysis flags (retransmission, ...) included."""
-    try:
-        record = store.get(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
+    record = store.get(capture_id)
     try:
         return await packets.packet(record.id, record.capture_path, number)
     except PacketNotFound:
@@ -341,10 +271,7 @@ async def capture_packet(
                responses=NOT_FOUND)
 async def delete_capture(capture_id: CaptureId, store: CaptureStoreDep, packets: PacketDecoderDep) -> Response:
     """Deletes the capture and its dissection (stopping it if it still runs)."""
-    try:
-        await store.delete(capture_id)
-    except CaptureNotFound:
-        raise _not_found(capture_id) from None
+    await store.delete(capture_id)
     packets.forget(capture_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

@@ -38,14 +38,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..capture.live import LiveCapture, check_interface, check_port, list_interfaces
-from ..capture.tap import TapProxy, parse_endpoint
-from ..engine.events import cut_bodies
-from ..engine.notation import format_address
-from .jsontext import json_text
-from .limits import TokenBucket
-from .settings import Settings
-from .wspump import Outbox
+from ...capture.live import LiveCapture, check_interface, check_port, list_interfaces
+from ...capture.tap import TapProxy, parse_endpoint
+from ...engine.events import cut_bodies
+from ...engine.notation import format_address
+from ..core.errors import Conflict, NotFound, TooMany, Unavailable, Unprocessable
+from ..core.jsontext import json_text
+from ..core.limits import TokenBucket
+from ..core.settings import Settings
+from ..wspump import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +57,24 @@ DRAIN_DELAY = 0.02  # seconds between an event's intake and its move to the view
 HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]{0,251}[A-Za-z0-9])?$")
 
 
-class LiveError(ValueError):
-    """A live source that cannot be started as asked (answered with 422)."""
+class LiveError(Unprocessable):
+    """A live source that cannot be started as asked."""
 
 
-class LiveUnavailable(RuntimeError):
-    """A live source that failed to start on this machine (tshark missing, no permission): 503."""
+class LiveUnavailable(Unavailable):
+    """A live source that failed to start on this machine (tshark missing, no permission)."""
 
 
-class LiveConflict(RuntimeError):
-    """The listen address is taken (409)."""
+class LiveConflict(Conflict):
+    """The listen address is taken."""
+
+
+class TooManyLiveSources(TooMany):
+    """The server runs as many live sources as it may."""
+
+
+class LiveNotFound(NotFound, KeyError):
+    """No live source has this id."""
 
 
 def check_tap_target(text: str, settings: Settings) -> tuple[str, int]:
@@ -340,15 +349,18 @@ class LiveSources:
         return list_interfaces()
 
     def get(self, source_id: str) -> LiveSource:
-        """The source with this id; KeyError otherwise."""
-        return self.sources[source_id]
+        """The source with this id; `LiveNotFound` otherwise."""
+        source = self.sources.get(source_id)
+        if source is None:
+            raise LiveNotFound(f"no live source with id {source_id!r}")
+        return source
 
     def running(self) -> int:
         return sum(1 for s in self.sources.values() if not s.ended)
 
     def _check_room(self) -> None:
         if self.running() >= self.settings.max_live_sources:
-            raise OverflowError(f"the server runs at most {self.settings.max_live_sources} live sources at once; "
+            raise TooManyLiveSources(f"the server runs at most {self.settings.max_live_sources} live sources at once; "
                                 "stop one first")
 
     async def create_capture(self, interface: str, port: int) -> LiveSource:

@@ -1,10 +1,10 @@
-"""What stored captures (`web.captures.CaptureStore`) and corpus runs (`web.corpus.CorpusRuns`) share: jobs under
-server-made ids, each in a directory of its own with a `meta.json`, changes that wake their progress
+"""What stored captures (`web.captures.store.CaptureStore`) and corpus runs (`web.corpus.runs.CorpusRuns`) share:
+jobs under server-made ids, each in a directory of its own with a `meta.json`, changes that wake their progress
 streams, eviction of the oldest when too many are kept or they take too much disk, and expiry.
 
-A store's records have `id`, `created` (epoch seconds), `directory`, `disk_bytes`, `changed` (an
-`asyncio.Event` replaced at each change), `meta()` (what `meta.json` holds) and `progress()` (one message
-of the progress stream, with its `state`).
+A store's records have `id`, `created` (epoch seconds), `client` (the address that made it), `directory`,
+`disk_bytes`, `changed` (an `asyncio.Event` replaced at each change), `meta()` (what `meta.json` holds) and
+`progress()` (one message of the progress stream, with its `state`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ ID_RE = re.compile(r"^[0-9a-f]{32}$")
 class JobRecord(Protocol):
     id: str
     created: float
+    client: str
     directory: Path
     disk_bytes: int
     changed: asyncio.Event
@@ -48,6 +49,7 @@ class JobStore(Generic[R]):
     noun = "job"  # what the log calls one, and several
     plural = "jobs"
     not_found: type[KeyError] = KeyError
+    missing = "no job with id {id!r}"  # the `not_found` error's text (a catalog's `api.*` id mirrors each store's)
     final_states: tuple[str, ...] = ()
 
     def __init__(self, root: Path) -> None:
@@ -82,11 +84,15 @@ class JobStore(Generic[R]):
     # ---- shared
 
     def get(self, job_id: str) -> R:
-        """The record with this id; the store's `not_found` otherwise."""
+        """The record with this id; the store's `not_found` otherwise (its text names the id)."""
         record = self.records.get(job_id) if ID_RE.match(job_id) else None
         if record is None:
-            raise self.not_found(job_id)
+            raise self.not_found(self.missing.format(id=job_id))
         return record
+
+    def for_client(self, client: str) -> list[R]:
+        """The records this client address made and the server still keeps, newest first."""
+        return sorted((r for r in self.records.values() if r.client == client), key=lambda r: -r.created)
 
     def update(self, record: R, **changes: Any) -> None:
         """Changes a record and wakes whoever waits for its progress."""

@@ -1,7 +1,7 @@
 """Settings of the web app, from the environment (prefix `ZMTPLAB_`), e.g. `ZMTPLAB_PORT=9000`.
 
 Presenter mode's class size is `ZMTPLAB_CLASS_MAX_STUDENTS` (1,000 by default: a lecture hall; the server's
-other classes, their rates and timeouts are `web.classrooms.ClassLimits`)."""
+other classes, their rates and timeouts are `web.classes.registry.ClassLimits`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .. import resources
-from ..sessions.limits import DEFAULTS as SESSIONS
-from ..sessions.limits import SessionLimits
+from ... import resources
+from ...sessions.limits import DEFAULTS as SESSIONS
+from ...sessions.limits import SessionLimits
 
 
 def default_data_dir() -> Path:
@@ -206,7 +206,7 @@ class Settings(BaseSettings):
                                      "the captures their steps play beside them (or among the shipped samples); "
                                      "`zmtplab lessons check DIR` checks them")
 
-    # Presenter mode (the other limits of classes are `web.classrooms.ClassLimits`).
+    # Presenter mode (the other limits of classes are `web.classes.registry.ClassLimits`).
     class_max_students: int = Field(1000, ge=1, description="students one class may have at once "
                                                             "(`ZMTPLAB_CLASS_MAX_STUDENTS`); more are refused "
                                                             "with close code 4429")

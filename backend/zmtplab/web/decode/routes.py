@@ -9,9 +9,10 @@ from fastapi import APIRouter, HTTPException, Response, status
 from ...decode import decode_to_dicts
 from ...engine.notation import parse_hex
 from ...i18n import localize_events
+from ..core.jsontext import json_bytes
+from ..core.models import ErrorResponse
 from ..deps import LangDep, SettingsDep
-from ..jsontext import json_bytes
-from ..models import DecodeRequest, DecodeResponse, ErrorResponse
+from .models import DecodeRequest, DecodeResponse
 
 router = APIRouter(prefix="/api", tags=["decode"])
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import multiprocessing
@@ -34,33 +35,55 @@ import shutil
 import time
 import unicodedata
 import uuid
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..capture.children import die_with_parent
-from ..eventstore import EventStore, analyze_file, ingest_capture, store_analysis, time_limit_message
-from .jobstore import ID_RE, JobStore
-from .limits import FairSlots, address_key
+from ...capture.children import die_with_parent
+from ...eventstore import (
+    AnalysisJob,
+    EventStore,
+    IngestJob,
+    IngestResult,
+    analyze_file,
+    ingest_capture,
+    store_analysis,
+    time_limit_message,
+)
+from ..core.errors import Conflict, NoRoom, NotFound, TooMany
+from ..core.jobstore import ID_RE, JobStore
+from ..core.limits import FairSlots, address_key
+from ..core.settings import Settings
 from .searches import ClientSlots
-from .settings import Settings
+from .uploads import UploadResult
 
 log = logging.getLogger(__name__)
+Job = TypeVar("Job")
+Outcome = TypeVar("Outcome")
 
 PREVIEW_EVENTS = 5000  # a capture's first events, dissected and served first while the rest is dissected
 EXPAND_FLOOR = 16 * 1024 * 1024  # octets any compressed capture may expand into, however small
-UPLOADED, DISSECTING, DONE, ERROR = "uploaded", "dissecting", "done", "error"
+UPLOADED, DISSECTING, DONE, ERROR, CANCELLED = "uploaded", "dissecting", "done", "error", "cancelled"
 STORE_TMP, PREVIEW_TMP = "events.sqlite.building", "preview.sqlite.building"  # (see eventstore.ingest_capture)
 
 
-class CaptureNotFound(KeyError):
+class CaptureNotFound(NotFound, KeyError):
     """No capture has this id."""
 
 
-class CaptureNotReady(RuntimeError):
+class CaptureNotReady(Conflict):
     """The capture is still being dissected (or its dissection failed)."""
+
+
+class TooManyCaptures(TooMany):
+    """This client address already stores (or is uploading) as many captures as one may."""
+
+
+class DiskFull(NoRoom):
+    """The server's disk has no room for the upload; nothing of it was kept."""
 
 
 def display_name(name: str | None) -> str:
@@ -124,7 +147,7 @@ class CaptureStore(JobStore[CaptureRecord]):
     """Every capture of this server; owned by the app's lifespan (`start()` / `stop()`)."""
 
     noun, plural = "capture", "captures"
-    not_found = CaptureNotFound
+    not_found, missing = CaptureNotFound, "no capture with id {id!r}"
     final_states = (DONE, ERROR)
 
     def __init__(self, settings: Settings) -> None:
@@ -244,6 +267,43 @@ class CaptureStore(JobStore[CaptureRecord]):
         """Captures this client address has stored or is uploading."""
         return sum(1 for r in self.records.values() if r.client == client) + self.uploading.get(client, 0)
 
+    def admit(self, client: str) -> None:
+        """`TooManyCaptures` when this client address may not upload another capture now."""
+        limit = self.settings.max_captures_per_client
+        if self.count_for(client) >= limit:
+            raise TooManyCaptures(f"this address already has {limit} captures on the server (the limit); delete "
+                                  "one, or wait until they expire")
+
+    async def upload(self, client: str, needed: int,
+                     receive: Callable[[Path], Awaitable[UploadResult]]) -> tuple[str, UploadResult]:
+        """Stores one upload of `client`'s: `receive(path)` writes its bytes at `path`, then the capture is
+        registered and its dissection queued. The upload counts towards the client's captures from the call on
+        (before the first await, so concurrent uploads see it). `DiskFull` when the disk would keep less than
+        `min_free_disk` beyond the `needed` octets, or fills up on the way; whatever fails, nothing of the upload
+        stays on disk. Returns the capture's id and what `receive` said."""
+        self.uploading[client] = self.uploading.get(client, 0) + 1
+        directory = None
+        try:
+            free = await asyncio.to_thread(_free_disk, self.root)
+            if free is not None and free - needed < self.settings.min_free_disk:
+                raise DiskFull(_disk_full(free))
+            capture_id, directory = await asyncio.to_thread(self.new_id)
+            result = await receive(directory / "capture")
+            await self.add(capture_id, directory, result.filename or "capture", result.size, client)
+        except BaseException as exc:
+            if directory is not None:
+                await asyncio.to_thread(self.discard, directory)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(_disk_full(await asyncio.to_thread(_free_disk, self.root))) from None
+            raise
+        finally:
+            left = self.uploading.get(client, 1) - 1
+            if left > 0:
+                self.uploading[client] = left
+            else:
+                self.uploading.pop(client, None)
+        return capture_id, result
+
     # ---- dissection
 
     def _schedule(self, record: CaptureRecord) -> None:
@@ -265,47 +325,46 @@ class CaptureStore(JobStore[CaptureRecord]):
             self.update(record, state=DISSECTING, percent=0.0, detail="")
             await asyncio.to_thread(self.write_meta, record)
             directory = record.directory
-            args = (str(record.capture_path), str(record.store_path), str(directory / "progress.json"),
-                    str(directory / "cancel"))
-            kwargs = {"store_max_body": s.store_max_body, "max_events": s.max_events_per_capture,
-                      "progress_interval": s.progress_interval, "max_seconds": s.dissect_max_seconds,
-                      "time_limit": s.dissect_max_seconds, "max_expanded": self.max_expanded(record),
-                      "min_free_disk": s.min_free_disk}
+            job = IngestJob(record.capture_path, record.store_path, directory / "progress.json", directory / "cancel",
+                            store_max_body=s.store_max_body, max_events=s.max_events_per_capture,
+                            progress_interval=s.progress_interval, max_seconds=s.dissect_max_seconds,
+                            time_limit=s.dissect_max_seconds, max_expanded=self.max_expanded(record),
+                            min_free_disk=s.min_free_disk)
             poller = asyncio.get_running_loop().create_task(self._poll_progress(record))
             started = time.monotonic()
+            transient = False  # failed because its worker died, not because of its bytes
             try:
-                result, more = await self._preview(record, args, kwargs)
+                result, more = await self._preview(record, job)
                 await preview_slot.aclose()
                 if more:  # more than the preview holds: now the whole capture
                     # in what is left of the time limit (it is the capture's, not each run's)
                     left = max(s.dissect_max_seconds - (time.monotonic() - started), 0.001)
                     preview = result
-                    result = await self._whole(record, args, {**kwargs, "max_seconds": left})
-                    if (result.get("partial") and record.store is not None
-                            and result.get("events", 0) < record.store.total):
+                    result = await self._whole(record, replace(job, max_seconds=left))
+                    if result.partial and record.store is not None and result.events < record.store.total:
                         # The whole run stopped before it passed the preview: what is kept is the preview.
                         await asyncio.to_thread(os.replace, record.directory / "preview.sqlite", record.store_path)
                         size = max(_file_size(record.capture_path), 1)
-                        result = {**result, "events": record.store.total,
-                                  "error": time_limit_message(s.dissect_max_seconds, preview.get("read", 0), size)}
+                        result = replace(result, events=record.store.total,
+                                         error=time_limit_message(s.dissect_max_seconds, preview.read, size))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the worker died: this capture fails, the others go on
                 log.exception("dissection of %s failed", record.id)
-                result = {"state": ERROR, "error": f"the dissection worker failed: {type(exc).__name__}",
-                          "transient": True}
+                result = IngestResult(ERROR, f"the dissection worker failed: {type(exc).__name__}")
+                transient = True
             finally:
                 poller.cancel()
         if record.id not in self.records:
             return
-        state = result.get("state")
-        if state == "cancelled":
+        state = result.state
+        if state == CANCELLED:
             return
         with contextlib.suppress(OSError):
             (record.directory / "progress.json").unlink(missing_ok=True)
         changes: dict[str, Any]
         preview = record.store  # the preview's store, served until now (None without a preview)
-        if state == DONE or (state == ERROR and result.get("partial")):
+        if state == DONE or (state == ERROR and result.partial):
             # A dissection stopped by a limit keeps what it read: the capture is `error`, its events readable.
             try:
                 store = await asyncio.to_thread(EventStore, record.store_path)
@@ -315,11 +374,11 @@ class CaptureStore(JobStore[CaptureRecord]):
                 record.store = store
                 record.summary = store.summary
                 record.store_bytes = _file_size(record.store_path)
-                changes = {"state": state, "error": result.get("error"), "percent": 100.0, "detail": ""}
+                changes = {"state": state, "error": result.error, "percent": 100.0, "detail": ""}
         else:
-            changes = {"state": ERROR, "error": result.get("error") or "dissection failed"}
+            changes = {"state": ERROR, "error": result.error or "dissection failed"}
         # A worker that died is not the capture's fault: the next start tries once more (if this was not that try).
-        changes["transient"] = bool(result.get("transient")) and not record.transient
+        changes["transient"] = transient and not record.transient
         for key, value in changes.items():
             setattr(record, key, value)
         if preview is not None and preview is not record.store:
@@ -328,19 +387,17 @@ class CaptureStore(JobStore[CaptureRecord]):
         self.update(record)
         await self.evict(keep=record.id)  # its event store counts towards the stored bytes too
 
-    async def _preview(self, record: CaptureRecord, args: tuple, kwargs: dict) -> tuple[dict[str, Any], bool]:
+    async def _preview(self, record: CaptureRecord, job: IngestJob) -> tuple[IngestResult, bool]:
         """Dissects the first `PREVIEW_EVENTS` events into a store of their own and serves it (the capture
         still `dissecting`) while the whole capture is dissected: a big capture shows its first elements
         within a second or two. Returns the preview's result and whether the capture holds more than it.
         The preview is a prefix of the full dissection, so element indexes stay valid when it is replaced."""
-        capture, store_path, progress, cancel = args
         limit = PREVIEW_EVENTS
         path = record.directory / "preview.sqlite"
-        result = await self._run((capture, str(path), progress, cancel), {**kwargs, "max_events": limit})
-        state = result.get("state")
-        if state != DONE or result.get("events", 0) < limit or kwargs.get("max_events", limit + 1) <= limit:
-            if path.exists() and (state == DONE or result.get("partial")):
-                await asyncio.to_thread(os.replace, path, store_path)  # all there is: the preview is the result
+        result = await self._run(replace(job, store=path, max_events=limit))
+        if result.state != DONE or result.events < limit or job.max_events <= limit:
+            if path.exists() and (result.state == DONE or result.partial):
+                await asyncio.to_thread(os.replace, path, job.store)  # all there is: the preview is the result
             return result, False
         try:
             store = await asyncio.to_thread(EventStore, path)
@@ -349,24 +406,21 @@ class CaptureStore(JobStore[CaptureRecord]):
             return result, True
         if record.id not in self.records or self._stopping:
             store.close()
-            return {"state": "cancelled", "error": "cancelled", "events": 0}, False
+            return IngestResult(CANCELLED, "cancelled"), False
         record.store = store
         record.summary = store.summary
         self.update(record, detail=f"showing the first {limit:,} elements")
         return result, True
 
-    async def _whole(self, record: CaptureRecord, args: tuple, kwargs: dict) -> dict[str, Any]:
+    async def _whole(self, record: CaptureRecord, job: IngestJob) -> IngestResult:
         """Dissects the whole capture into its store while another worker makes its analysis: the two passes
         share the cores. The store is served as soon as it is written (every element browsable and searchable,
         the capture still `dissecting`); the analysis joins it when made, and the capture is then `done`."""
-        capture, _store, _progress, cancel = args
-        analysis = asyncio.ensure_future(self._run_in_pool(analyze_file, (capture, cancel),
-                                                           {"max_seconds": kwargs["max_seconds"],
-                                                            "max_expanded": kwargs["max_expanded"]},
-                                                           key=record.client))
+        apart = AnalysisJob(job.capture, job.cancel, max_seconds=job.max_seconds, max_expanded=job.max_expanded)
+        analysis = asyncio.ensure_future(self._run_in_pool(analyze_file, apart, key=record.client))
         try:
-            result = await self._run(args, {**kwargs, "analysis": False}, key=record.client)
-            if result.get("state") == DONE and record.id in self.records and not self._stopping:
+            result = await self._run(replace(job, analysis=False), key=record.client)
+            if result.state == DONE and record.id in self.records and not self._stopping:
                 try:
                     store = await asyncio.to_thread(EventStore, record.store_path)
                 except Exception:
@@ -380,8 +434,8 @@ class CaptureStore(JobStore[CaptureRecord]):
         except BaseException:
             analysis.cancel()
             raise
-        if made.get("state") == DONE and result.get("state") == DONE:
-            await asyncio.to_thread(store_analysis, str(record.store_path), made["analysis"])
+        if made.state == DONE and result.state == DONE and made.analysis is not None:
+            await asyncio.to_thread(store_analysis, str(record.store_path), made.analysis)
         return result
 
     def _retire_preview(self, record: CaptureRecord, preview: EventStore) -> None:
@@ -390,25 +444,25 @@ class CaptureStore(JobStore[CaptureRecord]):
             (record.directory / "preview.sqlite").unlink(missing_ok=True)  # open handles keep reading
         asyncio.get_running_loop().call_later(10.0, preview.close)
 
-    async def _run(self, args: tuple, kwargs: dict, key: str | None = None) -> dict[str, Any]:
+    async def _run(self, job: IngestJob, key: str | None = None) -> IngestResult:
         """Runs one dissection in the pool (`_run_in_pool`)."""
-        return await self._run_in_pool(ingest_capture, args, kwargs, key=key)
+        return await self._run_in_pool(ingest_capture, job, key=key)
 
-    async def _run_in_pool(self, work: Any, args: tuple, kwargs: dict, key: str | None = None) -> dict[str, Any]:
-        """Runs `work(*args, **kwargs)` in the pool, in a slot of `key`'s when given (else in one already held).
-        When a worker process dies (killed, out of memory) every dissection it was running fails with
-        BrokenProcessPool: the pool is replaced and each of them is tried once more, so only a capture that kills
-        its worker twice ends in `error`."""
+    async def _run_in_pool(self, work: Callable[[Job], Outcome], job: Job, key: str | None = None) -> Outcome:
+        """Runs `work(job)` in the pool (a job and its outcome are frozen dataclasses a process pickles), in a slot
+        of `key`'s when given (else in one already held). When a worker process dies (killed, out of memory) every
+        dissection it was running fails with BrokenProcessPool: the pool is replaced and each of them is tried once
+        more, so only a capture that kills its worker twice ends in `error`."""
         if key is not None:
             async with self._slots.slot(key):
-                return await self._run_in_pool(work, args, kwargs)
+                return await self._run_in_pool(work, job)
         loop = asyncio.get_running_loop()
         for attempt in range(2):
             executor = self._executor
             if executor is None:
                 raise RuntimeError("the capture store is stopped")
             try:
-                future = executor.submit(work, *args, **kwargs)
+                future = executor.submit(work, job)
             except (BrokenProcessPool, RuntimeError):
                 if self._stopping:
                     raise
@@ -499,3 +553,15 @@ def _file_size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _free_disk(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _disk_full(free: int | None) -> str:
+    left = f" ({free} bytes free)" if free is not None else ""
+    return f"the server's disk has no room for this capture{left}; it was not stored. Try again later"

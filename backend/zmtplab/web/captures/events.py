@@ -15,13 +15,13 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ..eventstore import EventStore, SearchCancelled, SearchLimits, public
-from ..i18n import localize_event, localize_events
-from .captures import CaptureStore
-from .jsontext import json_bytes
-from .limits import client_address
+from ...eventstore import EventStore, SearchCancelled, SearchLimits, public
+from ...i18n import localize_event, localize_events
+from ..core.jsontext import json_bytes
+from ..core.limits import client_address
+from ..core.settings import Settings
 from .searches import run_until_disconnect
-from .settings import Settings
+from .store import CaptureStore
 
 
 class SearchesBusy(RuntimeError):

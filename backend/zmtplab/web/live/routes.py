@@ -1,28 +1,21 @@
 """Live routes: the interfaces, starting and stopping a live capture or a tap proxy, and its event stream
-(served by `web.live_socket`)."""
+(served by `web.live.socket`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Response, WebSocket, status
+from fastapi import APIRouter, Path, Response, WebSocket, status
 
+from ..core.models import ErrorResponse
 from ..deps import LiveSourcesDep
-from ..live_socket import serve as live_socket_serve
-from ..live_sources import LiveConflict, LiveError, LiveSource, LiveSources, LiveUnavailable
-from ..models import ErrorResponse, LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
+from .models import LiveCaptureCreate, LiveCreate, LiveCreated, LiveInterfaces, LiveStatus
+from .socket import serve as live_socket_serve
 
 router = APIRouter(tags=["live"])
 
 SourceId = Annotated[str, Path(max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no live source has this id"}}
-
-
-def _source(sources: LiveSources, source_id: str) -> LiveSource:
-    try:
-        return sources.get(source_id)
-    except KeyError:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no live source with id {source_id!r}") from None
 
 
 @router.get("/api/live/interfaces", response_model=LiveInterfaces, summary="Interfaces a live capture may use")
@@ -41,33 +34,24 @@ async def create_live(body: LiveCreate, sources: LiveSourcesDep) -> LiveCreated:
     """`{"source": "capture", "interface": "lo", "port": 5555}` captures `tcp port 5555` on `lo` (answers once
     dumpcap captures); `{"source": "tap", "target": "127.0.0.1:5555", "listen_port": 0}` starts a proxy:
     point clients at the returned `listen` address. Then open the websocket `/ws/live/{id}`."""
-    try:
-        if isinstance(body, LiveCaptureCreate):
-            source = await sources.create_capture(body.interface, body.port)
-        else:
-            source = await sources.create_tap(body.target, body.listen_port)
-    except LiveError as exc:
-        raise HTTPException(422, str(exc)) from None
-    except OverflowError as exc:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
-    except LiveConflict as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except LiveUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
+    if isinstance(body, LiveCaptureCreate):
+        source = await sources.create_capture(body.interface, body.port)
+    else:
+        source = await sources.create_tap(body.target, body.listen_port)
     return LiveCreated(id=source.id, state=source.state, listen=source.listen)
 
 
 @router.get("/api/live/{source_id}", response_model=LiveStatus, summary="A live source's state",
             responses=NOT_FOUND)
 async def live_status(source_id: SourceId, sources: LiveSourcesDep) -> LiveStatus:
-    return LiveStatus.model_validate(_source(sources, source_id).status())
+    return LiveStatus.model_validate(sources.get(source_id).status())
 
 
 @router.delete("/api/live/{source_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Stop a live source",
                responses=NOT_FOUND)
 async def delete_live(source_id: SourceId, sources: LiveSourcesDep) -> Response:
     """Stops capturing (tshark ends) or closes the proxy (its port is free again)."""
-    _source(sources, source_id)
+    sources.get(source_id)
     await sources.end(source_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -77,5 +61,5 @@ async def live_socket(websocket: WebSocket, source_id: str, sources: LiveSources
     """Server -> browser: `connection` (a TCP connection's endpoints), the recent `event`s, then each new one
     as it arrives, and `status` (state, packets, events, dropped). Closes (1000) when the source has stopped.
     With `?batch=1` a websocket message may hold a JSON array of such messages, in order (what the page uses).
-    Nothing is expected from the browser. `web.live_socket` serves it."""
+    Nothing is expected from the browser. `web.live.socket` serves it."""
     await live_socket_serve(websocket, sources, source_id, batch=batch)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 from fastapi import HTTPException, Request, status
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from ..capture.pcapfile import sniff_format
+from ...capture.pcapfile import sniff_format
 
 FIELD = "file"
 SNIFF_BYTES = 4096  # enough for sniff_format, gzip-compressed captures included

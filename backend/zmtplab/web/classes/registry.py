@@ -54,9 +54,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsontext import json_text
-from .limits import TokenBucket, address_key
-from .wspump import Outbox
+from ..core.jsontext import json_text
+from ..core.limits import TokenBucket, address_key
+from ..wspump import Outbox
 
 log = logging.getLogger(__name__)
 
