@@ -129,7 +129,7 @@ def _upload_target(data: bytes) -> None:
         from fastapi.testclient import TestClient
 
         from zmtplab.web.app import create_app
-        from zmtplab.web.settings import Settings
+        from zmtplab.web.core.settings import Settings
 
         settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="zmtplab-fuzz-")), max_upload_bytes=1 << 20,
                             dissect_executor="thread", max_captures=20)

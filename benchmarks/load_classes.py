@@ -21,7 +21,7 @@ The exit status is non-zero when a goal fails: no loss, p99 under `--p99-goal` m
 students left within `--rss-slack` MiB (20) of its idle level. `zmtplab serve` runs on glibc's
 allocator (PYTHONMALLOC=malloc; `--server-malloc pymalloc` to compare): CPython's own allocator keeps
 partly used 1 MiB arenas (a crowd's objects leave survivors scattered through them), glibc's heap gives its
-free pages back on the trim `web.memory` runs when a big class empties.
+free pages back on the trim `web.core.memory` runs when a big class empties.
 """
 
 from __future__ import annotations

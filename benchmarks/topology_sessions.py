@@ -31,10 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
 
-from zmtplab.web.models import SessionCreate, WsCommand
-from zmtplab.web.sessions import Session
-from zmtplab.web.sessions.simulated import SimulatedRuntime
-from zmtplab.web.settings import Settings
+from zmtplab.sessions import Session, SessionLimits
+from zmtplab.sessions.commands import Command
+from zmtplab.sessions.simulated import SimulatedRuntime
+from zmtplab.web.models import SessionCreate
+from zmtplab.web.session_socket import SESSION_OUTBOX
 
 TWO_PEER = {"server": {"type": "PUSH"}, "client": {"type": "PULL"}}
 PUSHES = [f"p{i}" for i in range(4)]
@@ -48,16 +49,15 @@ TOPOLOGY = {
 def command(raw: dict[str, Any]) -> Any:
     from pydantic import TypeAdapter
 
-    return TypeAdapter(WsCommand).validate_python(raw)
+    return TypeAdapter(Command).validate_python(raw)
 
 
 async def run_case(body: dict[str, Any], senders: list[str], rate: int, seconds: float) -> tuple[float, int, int]:
     """CPU microseconds per message, messages sent, events the session kept."""
-    settings = Settings(session_max_messages=10**9, session_max_sent_bytes=10**12, session_max_events=10**7)
-    create = SessionCreate.model_validate({"mode": "simulated", **body})
-    session = Session("bench", create, settings, lambda s: SimulatedRuntime(s, create, settings,
-                                                                           topology=create.topology))
-    sub = session.subscribe(logs=False, marks=True, fields=False)
+    limits = SessionLimits(session_max_messages=10**9, session_max_sent_bytes=10**12, session_max_events=10**7)
+    setup = SessionCreate.model_validate({"mode": "simulated", **body}).setup()
+    session = Session("bench", setup, limits, SimulatedRuntime)
+    sub = session.subscribe(SESSION_OUTBOX, logs=False, marks=True, fields=False).out
     await session.start()
     await session.command(command({"type": "speed", "value": 1000}))
     loop = asyncio.get_running_loop()

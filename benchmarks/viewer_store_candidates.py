@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from zmtplab.capture.dissect import dissect_capture
-from zmtplab.eventstore import EventStore, ingest_capture
+from zmtplab.eventstore import EventStore, IngestJob, ingest_capture
 
 
 def searchable(ev: dict) -> str:
@@ -56,11 +56,11 @@ def pages(fetch, total: int, n: int = 30) -> float:
 
 def ours(capture: Path, work: Path, needle: str) -> dict[str, float]:
     t = time.perf_counter()
-    r = ingest_capture(str(capture), str(work / "events.sqlite"), str(work / "p.json"), str(work / "cancel"),
-                       store_max_body=16 << 20, max_events=10**10, progress_interval=1.0, analysis=False)
+    r = ingest_capture(IngestJob(capture, work / "events.sqlite", work / "p.json", work / "cancel",
+                                 store_max_body=16 << 20, max_events=10**10, progress_interval=1.0, analysis=False))
     build = time.perf_counter() - t
     store = EventStore(work / "events.sqlite")
-    page = pages(lambda o: store.listing(None, o, 100).events, r["events"])
+    page = pages(lambda o: store.listing(None, o, 100).events, r.events)
     t = time.perf_counter()
     found = store.listing(None, 0, 100, q=needle)
     search = time.perf_counter() - t

@@ -1,4 +1,4 @@
-"""The settings reference of docs/operations.md, made from `zmtplab.web.settings.Settings`: every `ZMTPLAB_*`
+"""The settings reference of docs/operations.md, made from `zmtplab.web.core.settings.Settings`: every `ZMTPLAB_*`
 variable, its default and what it does; and `shown`, how a default is written wherever the docs give one (the
 README's limits are checked with it: tests/test_docs.py).
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from zmtplab.web.settings import Settings
+from zmtplab.web.core.settings import Settings
 
 OPERATIONS = Path(__file__).resolve().parent / "operations.md"
 BEGIN = "<!-- settings table: made by docs/settings_table.py -->"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from zmtplab.web.classrooms import ClassLimits
-from zmtplab.web.settings import Settings
+from zmtplab.web.classes.registry import ClassLimits
+from zmtplab.web.core.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

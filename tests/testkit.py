@@ -48,8 +48,8 @@ class LiveServer:
 
         self.app = app
         self.port = free_port()
+        from zmtplab.web.core.wsprotocol import CommandFrameProtocol
         from zmtplab.web.server import uvicorn_config
-        from zmtplab.web.wsprotocol import CommandFrameProtocol
 
         options = {"log_level": "warning", "lifespan": "on", **config}
         settings = getattr(getattr(app, "state", None), "settings", None)

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .engine.decoder import FAMILY_V1, StreamDecoder
 from .engine.events import Expert, WireEvent
 from .engine.framing import v1_stream_problem
-
-HEX_CLEAN = re.compile(r"(0x|\\x|[\s:,.-])", re.IGNORECASE)
-
-
-def parse_hex(text: str) -> bytes:
-    """Bytes from a hex string that may hold spaces, colons, commas and 0x/\\x prefixes.
-
-    Raises `ValueError` (with a readable message) when the text is not hex.
-    """
-    cleaned = HEX_CLEAN.sub("", text)
-    if len(cleaned) % 2:
-        raise ValueError("odd number of hex digits")
-    return bytes.fromhex(cleaned)
-
 
 VERSIONS = ("auto", "1.0", "2.0", "3")
 """What `decode_bytes` may be told the bytes are: `auto` detects, the others force that reading."""

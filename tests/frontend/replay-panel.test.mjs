@@ -1,7 +1,7 @@
 // The replay box's changes, as `zmtplab replay --set` takes them.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { changeText, REPLAY_OPTIONS } from '../../frontend/js/app/replay-panel.js';
+import { changeText, REPLAY_OPTIONS } from '../../frontend/js/app/playground/replay-panel.js';
 
 test('a change is NODE.OPTION=VALUE, its value trimmed', () => {
   assert.equal(changeText('sub2', 'connect_at', ' 0 '), 'sub2.connect_at=0');

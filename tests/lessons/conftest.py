@@ -16,7 +16,7 @@ with warnings.catch_warnings():
 from testkit import LiveServer
 from zmtplab.lessons import load_lessons, play_lesson
 from zmtplab.web import Settings, create_app
-from zmtplab.web.classrooms import ClassLimits, ClassRegistry
+from zmtplab.web.classes.registry import ClassLimits
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "lessons"
@@ -35,10 +35,9 @@ def played(lessons):
 
 
 def make_app(data_dir: Path, limits: ClassLimits | None = None):
-    app = create_app(Settings(data_dir=data_dir, frontend_dir=REPO / "frontend", reap_interval=0.5))
     # Every class of a test comes from one address: the per-address limit has its own test (test_hostile.py).
-    app.state.classrooms = ClassRegistry(limits or ClassLimits(max_classes_per_address=1000))
-    return app
+    return create_app(Settings(data_dir=data_dir, frontend_dir=REPO / "frontend", reap_interval=0.5),
+                      class_limits=limits or ClassLimits(max_classes_per_address=1000))
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from testkit import free_port
-from zmtplab.web.classrooms import ClassLimits, ClassRegistry
+from zmtplab.web.classes.registry import ClassLimits, ClassRegistry
 
 STUDENTS = 50
 
@@ -189,7 +189,7 @@ def test_refusals_and_limits(live_server):
 
 def test_a_slow_student_keeps_the_latest_state():
     """A student whose queue overflows loses stale messages, never the current state."""
-    from zmtplab.web.classrooms import Peer
+    from zmtplab.web.classes.registry import Peer
 
     registry = ClassRegistry(ClassLimits(queue=4))
     room = registry.create()
@@ -207,7 +207,7 @@ def test_a_slow_student_keeps_the_latest_state():
 
 def test_counts_follow_students_as_they_come_wander_and_go():
     """The teacher's counts are kept as students join, wander, follow again and leave (no pass over the class)."""
-    from zmtplab.web.classrooms import Peer
+    from zmtplab.web.classes.registry import Peer
 
     room = ClassRegistry(ClassLimits()).create()
     peers = [Peer("student", 8) for _ in range(5)]
@@ -236,7 +236,7 @@ def test_classes_expire():
     now[0] += 601  # nobody ever connected to either: idle
     assert registry.get(a.code) is None and registry.get(b.code) is None
     c = registry.create()
-    from zmtplab.web.classrooms import Peer
+    from zmtplab.web.classes.registry import Peer
 
     c.students.add(Peer("student", 8))
     now[0] += 3000

@@ -191,7 +191,8 @@ def busy_capture(path: str | Path, sources: list[str | Path], *, format: str = "
     extras: an interface described after packets were written, a second section in the other
     byte order, and pure ACKs in simple packet blocks. Returns the number of frames.
     """
-    from zmtplab.capture.pcapwriter import ACK, LINKTYPE_ETHERNET, LINKTYPE_RAW, RST, PcapngWriter
+    from zmtplab.capture.pcapfile import LINKTYPE_ETHERNET, LINKTYPE_RAW
+    from zmtplab.capture.pcapwriter import ACK, RST, PcapngWriter
 
     with open(path, "wb") as f:
         w = PcapngWriter(f, format=format, byteorder=byteorder, resolution="us", mss=mss)  # type: ignore[arg-type]

@@ -177,12 +177,13 @@ def test_readable_output_in_chinese() -> None:
 
 
 def test_the_playground_offers_the_cli_options() -> None:
-    """The replay box's option menu (frontend/js/app/replay-panel.js) names what `--set` takes, no more, no less."""
+    """The replay box's option menu (frontend/js/app/playground/replay-panel.js) names what `--set` takes, no more,
+    no less."""
     import re
 
     from zmtplab.replay import OPTIONS
 
-    text = (REPO / "frontend" / "js" / "app" / "replay-panel.js").read_text()
+    text = (REPO / "frontend" / "js" / "app" / "playground" / "replay-panel.js").read_text()
     listed = re.search(r"REPLAY_OPTIONS = \[(.*?)\];", text, re.S)
     assert listed is not None
     assert re.findall(r"'([a-z_]+)'", listed.group(1)) == list(OPTIONS)

@@ -25,10 +25,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "backend"))
 
-from zmtplab.web.models import SessionCreate, WsCommand  # noqa: E402
-from zmtplab.web.sessions import Session, Subscriber  # noqa: E402
-from zmtplab.web.sessions.simulated import SimulatedRuntime  # noqa: E402
-from zmtplab.web.settings import Settings  # noqa: E402
+from zmtplab.sessions import Session, SessionLimits  # noqa: E402
+from zmtplab.sessions.commands import Command  # noqa: E402
+from zmtplab.sessions.simulated import SimulatedRuntime  # noqa: E402
+from zmtplab.web.models import SessionCreate  # noqa: E402
+from zmtplab.web.session_socket import SESSION_OUTBOX  # noqa: E402
+from zmtplab.web.wspump import Outbox  # noqa: E402
 
 GOLDEN = HERE / "data" / "simulated_golden.json.gz"
 WALL0 = 1_700_000_000.0
@@ -119,11 +121,10 @@ async def _wait_idle(session: Session) -> None:
 async def run_scenario(name: str) -> dict[str, Any]:
     """Runs one scenario; returns `messages` (JSON texts), `export_json` and `pcapng` (base64)."""
     config, commands = SCENARIOS[name]
-    settings = Settings(sim_step_interval=0.3)
-    create = SessionCreate.model_validate({"mode": "simulated", **config})
-    session = Session("golden", create, settings, lambda s: SimulatedRuntime(s, create, settings))
+    setup = SessionCreate.model_validate({"mode": "simulated", **config}).setup()
+    session = Session("golden", setup, SessionLimits(sim_step_interval=0.3), SimulatedRuntime)
     session.wall0 = WALL0
-    sub: Subscriber = session.subscribe(logs=True)
+    sub: Outbox = session.subscribe(SESSION_OUTBOX, logs=True).out
     await session.start()
     await session.command(_command({"type": "speed", "value": 1000}))
     messages: list[str] = []
@@ -159,7 +160,7 @@ async def run_scenario(name: str) -> dict[str, Any]:
 def _command(raw: dict[str, Any]) -> Any:
     from pydantic import TypeAdapter
 
-    return TypeAdapter(WsCommand).validate_python(raw)
+    return TypeAdapter(Command).validate_python(raw)
 
 
 def run_all() -> dict[str, Any]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from webkit import SHARED
 
 from zmtplab.capture.dissect import dissect_capture
-from zmtplab.eventstore import EventStore, analyze_file, ingest_capture
+from zmtplab.eventstore import AnalysisJob, EventStore, IngestJob, analyze_file, ingest_capture
 from zmtplab.eventstore.layout import Finder, run_hits
 from zmtplab.eventstore.store import Matches
 
@@ -24,10 +24,10 @@ MAX_BODY = 16 << 20
 
 
 def build(capture: Path, directory: Path, **kwargs: Any) -> EventStore:
-    result = ingest_capture(str(capture), str(directory / "events.sqlite"), str(directory / "progress.json"),
-                            str(directory / "cancel"), store_max_body=MAX_BODY, max_events=10**9,
-                            progress_interval=1.0, **kwargs)
-    assert result["state"] == "done", result
+    result = ingest_capture(IngestJob(capture, directory / "events.sqlite", directory / "progress.json",
+                                      directory / "cancel", store_max_body=MAX_BODY, max_events=10**9,
+                                      progress_interval=1.0, **kwargs))
+    assert result.state == "done", result
     return EventStore(directory / "events.sqlite")
 
 
@@ -188,9 +188,9 @@ def test_the_analysis_made_apart_is_the_one_made_in_the_same_pass(tmp_path: Path
     (tmp_path / "one").mkdir()
     together = build(capture, tmp_path / "one")
     (tmp_path / "two").mkdir()
-    apart = analyze_file(str(capture), str(tmp_path / "two" / "cancel"))
-    assert apart["state"] == "done"
-    assert apart["analysis"] == together.analysis and together.analysis["findings"] is not None
+    apart = analyze_file(AnalysisJob(capture, tmp_path / "two" / "cancel"))
+    assert apart.state == "done"
+    assert apart.analysis == together.analysis and together.analysis["findings"] is not None
 
 
 def _brute_force(ev: dict[str, Any], q: str) -> bool:

@@ -35,7 +35,7 @@ from webkit import SHARED, make_settings, open_client, progress, ready, receive_
 
 from zmtplab.capture.tap import TapProxy
 from zmtplab.web import create_app
-from zmtplab.web.wsprotocol import CommandFrameProtocol
+from zmtplab.web.core.wsprotocol import CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,7 +19,7 @@ from webkit import REPO, TestClient, make_settings, upload
 
 from testkit import LiveServer
 from zmtplab.web import create_app
-from zmtplab.web.classrooms import ClassLimits, ClassRegistry, Peer
+from zmtplab.web.classes.registry import ClassLimits, ClassRegistry, Peer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -228,8 +228,8 @@ def test_one_address_cannot_take_every_class(tmp_path: Path) -> None:
 
 
 def test_the_last_classes_are_kept_for_new_teachers(tmp_path: Path) -> None:
-    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
-    app.state.classrooms = ClassRegistry(ClassLimits(max_classes=10, reserve=3, max_classes_per_address=4))
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"),
+                     class_limits=ClassLimits(max_classes=10, reserve=3, max_classes_per_address=4))
     with TestClient(app) as c:
         def create(address: str) -> int:
             return TestClient(app, client=(address, 40000)).post("/api/classes").status_code
@@ -298,8 +298,8 @@ def test_a_flooding_class_socket_is_closed(tmp_path: Path) -> None:
 
 
 def test_a_class_socket_over_the_rate_is_told(tmp_path: Path) -> None:
-    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
-    app.state.classrooms = ClassRegistry(ClassLimits(rate=5, burst=5, abuse_limit=1000))
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"),
+                     class_limits=ClassLimits(rate=5, burst=5, abuse_limit=1000))
     with TestClient(app) as c:
         code = c.post("/api/classes").json()["code"]
         with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:

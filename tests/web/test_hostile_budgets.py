@@ -36,10 +36,10 @@ from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
 from zmtplab.engine.framing import encode_frame
 from zmtplab.engine.greeting import encode_greeting
-from zmtplab.eventstore import ingest_capture
+from zmtplab.eventstore import IngestJob, ingest_capture
 from zmtplab.web import create_app
-from zmtplab.web.classrooms import ClassLimits, ClassRegistry
-from zmtplab.web.sessions.session import Subscriber
+from zmtplab.web.classes.registry import ClassLimits
+from zmtplab.web.session_socket import SESSION_OUTBOX
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,7 +148,7 @@ def test_a_send_is_counted_once_per_delivery(tmp_path: Path) -> None:
 
 
 def test_a_socket_that_falls_behind_in_octets_is_closed() -> None:
-    sub = Subscriber(limit=1000, max_bytes=MIB)
+    sub = SESSION_OUTBOX(1000, max_bytes=MIB)
     for _ in range(3):
         sub.put_text("z" * (400 * 1024))  # three messages, far under the count, over a MiB together
     assert sub.overflowed and sub.ended and sub.close_code == 1013 and not sub.items and sub.queued_bytes == 0
@@ -392,11 +392,11 @@ def test_a_compressed_capture_is_read_only_as_far_as_its_budget(tmp_path: Path) 
 
 def test_a_dissection_stops_at_the_disk_floor_keeping_what_it_read(tmp_path: Path) -> None:
     store = tmp_path / "events.sqlite"
-    result = ingest_capture(str(CAPTURE), str(store), str(tmp_path / "progress.json"), str(tmp_path / "cancel"),
-                            store_max_body=1 << 20, max_events=1000, progress_interval=0.0,
-                            min_free_disk=1 << 62)  # (no disk has that much: the floor is reached at once)
-    assert result["state"] == "error" and result.get("partial")
-    assert "disk is nearly full" in result["error"] and store.exists()
+    result = ingest_capture(IngestJob(CAPTURE, store, tmp_path / "progress.json", tmp_path / "cancel",
+                                      store_max_body=1 << 20, max_events=1000, progress_interval=0.0,
+                                      min_free_disk=1 << 62))  # (no disk has that much: the floor is reached at once)
+    assert result.state == "error" and result.partial
+    assert result.error is not None and "disk is nearly full" in result.error and store.exists()
 
 
 def test_one_address_uploads_delay_another_by_one_turn_at_most(tmp_path: Path) -> None:
@@ -483,8 +483,8 @@ def test_a_few_addresses_cannot_take_every_session(tmp_path: Path) -> None:
 
 
 def test_join_codes_cannot_be_guessed_at_speed(tmp_path: Path) -> None:
-    app = create_app(make_settings(tmp_path, dissect_executor="thread"))
-    app.state.classrooms = ClassRegistry(ClassLimits(guess_rate=0.01, guess_burst=60))  # (no refill meanwhile)
+    app = create_app(make_settings(tmp_path, dissect_executor="thread"),
+                     class_limits=ClassLimits(guess_rate=0.01, guess_burst=60))  # (no refill meanwhile)
     with TestClient(app) as c:
         code = c.post("/api/classes").json()["code"]
         guesser = TestClient(app, client=("192.0.2.66", 40000))

@@ -34,6 +34,7 @@ import json
 import socket
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from zmtplab.capture.live import LiveCapture, check_interface, check_port
 from zmtplab.web import create_app
-from zmtplab.web.limits import evictions
+from zmtplab.web.core.limits import evictions
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -174,12 +175,13 @@ def test_time_limit_keeps_the_preview_when_the_whole_run_read_less(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole-capture run starts from byte 0 in what is left of the limit: when it stops before it
     passes the preview the reader already browsed, the preview is what is kept, not the shorter run."""
-    from zmtplab.web.captures import PREVIEW_EVENTS, CaptureStore
+    from zmtplab.eventstore import IngestJob, IngestResult
+    from zmtplab.web.captures.store import PREVIEW_EVENTS, CaptureStore
 
     whole = CaptureStore._whole
 
-    async def starved_whole(self: CaptureStore, record: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
-        return await whole(self, record, args, {**kwargs, "max_seconds": 1e-6})  # a real run, out of time at once
+    async def starved_whole(self: CaptureStore, record: Any, job: IngestJob) -> IngestResult:
+        return await whole(self, record, replace(job, max_seconds=1e-6))  # a real run, out of time at once
 
     monkeypatch.setattr(CaptureStore, "_whole", starved_whole)
     with open_client(tmp_path, dissect_max_seconds=60, dissect_executor="thread") as c:
@@ -333,12 +335,13 @@ def test_only_validated_values_reach_a_command_line() -> None:
     # `zmtplab serve` restarting itself once on glibc's allocator (its own interpreter and command line, before
     # any request exists).
     starters = {k: v for k, v in _process_starters().items() if not k.startswith("zmtplab/pipeline/")}
-    assert set(starters) <= {"zmtplab/web/packets.py", "zmtplab/capture/live.py", "zmtplab/cli/serve.py"}, starters
+    allowed = {"zmtplab/web/captures/packets.py", "zmtplab/capture/live.py", "zmtplab/cli/serve.py"}
+    assert set(starters) <= allowed, starters
     assert starters.get("zmtplab/cli/serve.py", {"os.execv"}) == {"os.execv"}
     serve = (REPO / "backend/zmtplab/cli/serve.py").read_text()
     assert "os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])" in serve
-    assert "zmtplab/web/packets.py" in starters
-    packets = (REPO / "backend/zmtplab/web/packets.py").read_text()
+    assert "zmtplab/web/captures/packets.py" in starters
+    packets = (REPO / "backend/zmtplab/web/captures/packets.py").read_text()
     assert "number = int(number)" in packets
     live = (REPO / "backend/zmtplab/capture/live.py").read_text()
     assert "self.interface = check_interface(interface)" in live and "self.port = check_port(port)" in live

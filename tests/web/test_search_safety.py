@@ -20,7 +20,7 @@ from webkit import SHARED, make_settings
 from synthetic import copies
 from testkit import LiveServer, event_stream, upload
 from zmtplab.web import create_app
-from zmtplab.web.searches import ClientSlots
+from zmtplab.web.captures.searches import ClientSlots
 
 BULK = SHARED / "bulk.pcapng"
 COPIES = 10

@@ -12,7 +12,7 @@ from webkit import open_client
 
 from zmtplab.engine.events import refield
 from zmtplab.peers.simulation import Simulation
-from zmtplab.web.sessions import EventLog
+from zmtplab.sessions import EventLog
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,14 +15,16 @@ import pytest
 from pydantic import TypeAdapter
 from webkit import open_client
 
-from zmtplab.web.models import SessionCreate, WsCommand
-from zmtplab.web.sessions import EventLog, Session, WireChunk
-from zmtplab.web.sessions.simulated import SimulatedRuntime
-from zmtplab.web.settings import Settings
+from zmtplab.sessions import EventLog, Session, WireChunk
+from zmtplab.sessions.commands import Command
+from zmtplab.sessions.simulated import SimulatedRuntime
+from zmtplab.web.core.settings import Settings
+from zmtplab.web.models import SessionCreate
+from zmtplab.web.session_socket import SESSION_OUTBOX
 
 pytestmark = pytest.mark.timeout(60)
 
-COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
+COMMANDS: TypeAdapter[Any] = TypeAdapter(Command)
 PUSH_PULL = {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"}}
 
 
@@ -31,9 +33,8 @@ def command(raw: dict[str, Any]) -> Any:
 
 
 async def started_session(**settings: Any) -> Session:
-    config = SessionCreate.model_validate(PUSH_PULL)
-    s = Settings(**settings)
-    session = Session("test", config, s, lambda sess: SimulatedRuntime(sess, config, s))
+    setup = SessionCreate.model_validate(PUSH_PULL).setup()
+    session = Session("test", setup, Settings(**settings).session_limits(), SimulatedRuntime)
     await session.start()
     return session
 
@@ -76,15 +77,16 @@ def test_event_log_counts_across_blocks(first_block):
 
 
 def test_sessions_started_together_compress_at_different_events():
-    config = SessionCreate.model_validate(PUSH_PULL)
-    sizes = {Session(uuid.uuid4().hex, config, Settings(), lambda sess: None).events.first_block for _ in range(50)}
+    setup = SessionCreate.model_validate(PUSH_PULL).setup()
+    sizes = {Session(uuid.uuid4().hex, setup, Settings().session_limits(), lambda sess: None).events.first_block
+             for _ in range(50)}
     assert len(sizes) > 30 and all(1 <= n <= EventLog.BLOCK for n in sizes)
 
 
 def test_a_live_session_plays_a_send_within_the_command():
     async def run() -> None:
         session = await started_session()
-        sub = session.subscribe(logs=False)
+        sub = session.subscribe(SESSION_OUTBOX, logs=False).out
         await session.command(command({"type": "speed", "value": 1000}))
         await settle(session)
         before = len(session.events)
@@ -134,13 +136,13 @@ def test_what_a_busy_session_keeps_is_not_tracked_by_the_garbage_collector():
 def test_log_messages_go_only_to_sockets_that_want_them():
     async def run() -> None:
         session = await started_session()
-        quiet = session.subscribe(logs=False)
-        chatty = session.subscribe(logs=True)
+        quiet = session.subscribe(SESSION_OUTBOX, logs=False)
+        chatty = session.subscribe(SESSION_OUTBOX, logs=True)
         assert session.log_subscribers == 1
         await session.command(command({"type": "speed", "value": 1000}))
         await settle(session)
-        assert not any(t.startswith('{"type":"log"') for t in quiet.items)
-        assert any(t.startswith('{"type":"log"') for t in chatty.items)
+        assert not any(t.startswith('{"type":"log"') for t in quiet.out.items)
+        assert any(t.startswith('{"type":"log"') for t in chatty.out.items)
         session.unsubscribe(chatty)
         assert session.log_subscribers == 0
         await session.close()
@@ -227,7 +229,7 @@ def test_a_busy_session_sends_one_state_after_the_events_it_counts():
         session = await started_session()
         await session.command(command({"type": "speed", "value": 1000}))
         await settle(session)
-        sub = session.subscribe(logs=False)
+        sub = session.subscribe(SESSION_OUTBOX, logs=False).out
         sub.items.clear()
         assert sub.take_due() is None  # nothing changed since subscribing
         for i in range(20):

@@ -35,11 +35,9 @@ import pytest
 
 from zmtplab.peers.simulation import Simulation
 from zmtplab.peers.topology import PRESETS, Topology
-from zmtplab.web.models import PeerConfig, SessionCreate
-from zmtplab.web.sessions.session import Session
-from zmtplab.web.sessions.simulated import WINDOW
-from zmtplab.web.sessions.tcp import TcpRuntime
-from zmtplab.web.settings import Settings
+from zmtplab.sessions import Session, SessionLimits, SessionSetup
+from zmtplab.sessions.simulated import WINDOW
+from zmtplab.sessions.tcp import TcpRuntime
 
 Inbox = dict[str, list[tuple[bytes, ...]]]
 EXACT = ("load-balancing", "router-dealers", "pub-sub-topics", "extended-reqrep")
@@ -106,17 +104,15 @@ def run_real(topo: Topology, seconds: float, extra: list[tuple[float, str, list[
     longer, to see any extra read), or after `seconds` of script time (without `until`, or when it never comes
     to hold: a loaded machine runs the script late, so `seconds` is then only the bound)."""
     async def main() -> list[dict[str, Any]]:
-        settings = Settings()
-        config = SessionCreate(mode="tcp", server=PeerConfig(), client=PeerConfig())
         runtimes: list[TcpRuntime] = []
 
         def factory(session: Session) -> TcpRuntime:
-            runtime = TcpRuntime(session, config, settings, topology=topo)
+            runtime = TcpRuntime(session)
             runtime.plan.script.extend(extra)
             runtimes.append(runtime)
             return runtime
 
-        session = Session(uuid.uuid4().hex, config, settings, factory)
+        session = Session(uuid.uuid4().hex, SessionSetup("tcp", topo), SessionLimits(), factory)
         loop = asyncio.get_running_loop()
         await session.start()
         try:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from webkit import REPO, open_client
 
-from zmtplab.decode import decode_to_dicts, parse_hex
+from zmtplab.decode import decode_to_dicts
+from zmtplab.engine.notation import parse_hex
 from zmtplab.web import Settings, get_settings
 
 GREETING = "ff00000000000000017f 03 01 4e554c4c" + "00" * 16 + "00" + "00" * 31

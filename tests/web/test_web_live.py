@@ -21,8 +21,8 @@ from webkit import REPO, make_settings, open_client
 from testkit import chromium
 from zmtplab.engine.events import cut_bodies
 from zmtplab.web import create_app
-from zmtplab.web.live_sources import Viewer
-from zmtplab.web.wsprotocol import CommandFrameProtocol
+from zmtplab.web.core.wsprotocol import CommandFrameProtocol
+from zmtplab.web.live.sources import Viewer
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -450,7 +450,7 @@ def test_a_slow_viewer_loses_the_oldest_events_and_is_told():
 def test_the_capture_thread_hands_over_through_a_bounded_inbox(tmp_path):
     import asyncio
 
-    from zmtplab.web.live_sources import LiveSource
+    from zmtplab.web.live.sources import LiveSource
 
     async def run() -> tuple[LiveSource, Viewer]:
         settings = make_settings(tmp_path, live_queue=16, live_max_events=10)

@@ -18,7 +18,7 @@ from websockets.protocol import State
 from websockets.sync.client import connect
 
 from testkit import LiveServer
-from zmtplab.web.wsprotocol import PAUSE_AT, CommandFrameProtocol
+from zmtplab.web.core.wsprotocol import PAUSE_AT, CommandFrameProtocol
 
 pytestmark = pytest.mark.timeout(120)
 

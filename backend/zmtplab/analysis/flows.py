@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.fields import text_or_hex
+from ..engine.notation import format_address
 from ..peers.sockets import Socket
 from .facts import ConnFacts
 
@@ -63,11 +64,6 @@ def host(ip: str) -> str:
     if ip.startswith("::ffff:") and "." in ip:
         return ip[7:]
     return ip
-
-
-def endpoint(addr: Address) -> str:
-    ip, port = addr
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 Frames = tuple[Any, ...]  # frame bodies, a long one as (length, hash)
@@ -509,8 +505,8 @@ def _identity_readings(shown: str) -> set[bytes]:
 
 def _flow(path: list[Hop]) -> dict[str, Any]:
     msgs = [path[0].came] + [h.went for h in path]
-    hops = [{"conn": m.conn, "dir": m.dir, "ts": m.ts, "packets": list(m.packets), "from": endpoint(m.sender),
-             "to": endpoint(m.receiver), "frames": len(m.frames)} for m in msgs]
+    hops = [{"conn": m.conn, "dir": m.dir, "ts": m.ts, "packets": list(m.packets), "from": format_address(*m.sender),
+             "to": format_address(*m.receiver), "frames": len(m.frames)} for m in msgs]
     steps = []
     for hop in path:
         a, b = hop.came.frames, hop.went.frames

@@ -18,14 +18,14 @@ from typing import Any
 
 from ..capture.dissect import ConnectionInfo
 from ..engine.constants import is_valid_pair
+from ..engine.notation import format_address
 from .facts import DIRS, ConnFacts
 from .flows import host
 
 
 def endpoint(addr: tuple[str, int]) -> str:
     """`ip:port`, IPv6 in brackets (as the capture summary writes endpoints)."""
-    ip, port = addr
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+    return format_address(*addr)
 
 
 def role(d: str) -> str:

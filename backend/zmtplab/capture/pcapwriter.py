@@ -18,17 +18,20 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO, Literal
 
+from .pcapfile import (  # (the link types are the reader's: one list of what a capture's link layer may be)
+    LINKTYPE_ETHERNET,
+    LINKTYPE_IPV4,
+    LINKTYPE_IPV6,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+)
+
 __all__ = [
     "ACK",
     "FIN",
-    "LINKTYPE_ETHERNET",
-    "LINKTYPE_IPV4",
-    "LINKTYPE_IPV6",
-    "LINKTYPE_LINUX_SLL",
-    "LINKTYPE_LINUX_SLL2",
-    "LINKTYPE_LOOP",
-    "LINKTYPE_NULL",
-    "LINKTYPE_RAW",
     "PSH",
     "RST",
     "SYN",
@@ -40,15 +43,6 @@ __all__ = [
     "ipv6_packet",
     "tcp_segment",
 ]
-
-LINKTYPE_NULL = 0
-LINKTYPE_ETHERNET = 1
-LINKTYPE_RAW = 101
-LINKTYPE_LOOP = 108
-LINKTYPE_LINUX_SLL = 113
-LINKTYPE_IPV4 = 228
-LINKTYPE_IPV6 = 229
-LINKTYPE_LINUX_SLL2 = 276
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..engine.dissector import ConnectionDissector
+from ..engine.notation import parse_endpoint as parse_any_endpoint
 
 log = logging.getLogger(__name__)
 EventSink = Callable[[dict[str, Any]], None]
@@ -35,16 +36,13 @@ DISSECT_SLICE = 2048  # octets dissected at once: the thread's turns (and rests)
 
 def parse_endpoint(text: str, *, default_host: str = "127.0.0.1") -> tuple[str, int]:
     """(host, port) from `tcp://host:port`, `host:port` or `port`; raises ValueError when malformed."""
-    value = text.removeprefix("tcp://")
-    host, sep, port = value.rpartition(":")
-    if not sep:
-        host, port = default_host, value
-    host = host.strip("[]") or default_host
-    if host == "*":
-        host = "0.0.0.0"
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    try:
+        parsed = parse_any_endpoint(text, bind=True, default_host=default_host)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("", "tcp") or not parsed.port:
         raise ValueError(f"not a TCP endpoint: {text!r} (want host:port)")
-    return host, int(port)
+    return parsed.host, parsed.port
 
 
 class TapProxy:

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..decode import VERSIONS, decode_to_dicts, parse_hex
+from ..decode import VERSIONS, decode_to_dicts
+from ..engine.notation import parse_hex
 from .output import add_lang_option, field_note, localized, write_jsonl, write_line
 
 __all__ = ["register", "run"]

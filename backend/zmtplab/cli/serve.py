@@ -67,7 +67,7 @@ def use_glibc_malloc() -> None:
 
     Why: CPython's own allocator keeps a 1 MiB arena while any object in it lives, so after a crowd leaves
     (a class of 1,000 sockets) the survivors scattered through the arenas hold the peak's memory (44 MiB of
-    it, measured with benchmarks/load_classes.py); on glibc's heap, the trim `web.memory` runs when a big
+    it, measured with benchmarks/load_classes.py); on glibc's heap, the trim `web.core.memory` runs when a big
     class empties gives the free pages back (RSS back within 10 MiB of idle). The server's costs per
     message did not change; the engine's dissection is 10-20% slower on it, so dissection workers (spawned
     processes) keep CPython's allocator.

@@ -22,7 +22,7 @@ back for any consumer that wants objects. (Tests compare both forms byte for byt
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .events import Frame, Message, make_frame, make_message
 
@@ -60,21 +60,9 @@ class FrameRun:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(start={self.start}, end={self.end}, events={self.count})"
 
-    def frames(self):  # -> Iterator[tuple[int, int, int, int, int]]
+    def frames(self) -> Iterator[tuple[int, int, int, int, int]]:
         """(position, header length, flags, size, end) of every frame, positions within `data`."""
-        data = self.data
-        pos, n = 0, len(data)
-        while pos < n:
-            flags = data[pos]
-            if flags & 2:
-                size = int.from_bytes(data[pos + 1:pos + 9], "big")
-                hlen = 9
-            else:
-                size = data[pos + 1]
-                hlen = 2
-            end = pos + hlen + size
-            yield pos, hlen, flags, size, end
-            pos = end
+        return frame_heads(self.data)
 
     def events(self) -> list[Frame | Message]:
         """The batch as the `Frame` and `Message` events the decoder reports without batching."""
@@ -135,6 +123,23 @@ class FrameRun:
                 k += 1
                 first = None
         return out
+
+
+def frame_heads(data: bytes | bytearray) -> Iterator[tuple[int, int, int, int, int]]:
+    """(position, header length, flags, size, end) of every frame of a run's octets (what `scan_run` found): the
+    one reading of a run's frame headers, for `FrameRun` and the event store's stored runs."""
+    pos, n = 0, len(data)
+    while pos < n:
+        flags = data[pos]
+        if flags & 2:
+            size = int.from_bytes(data[pos + 1:pos + 9], "big")
+            hlen = 9
+        else:
+            size = data[pos + 1]
+            hlen = 2
+        end = pos + hlen + size
+        yield pos, hlen, flags, size, end
+        pos = end
 
 
 def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:

@@ -65,3 +65,19 @@ class StreamBuffer:
         self.base += len(self.data) + n
         self.data = bytearray()
         self.pos = 0
+
+
+class Buffered:
+    """Something that reads one direction through its `buffer`: where its reading stands in the stream."""
+
+    buffer: StreamBuffer
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the next byte not yet consumed."""
+        return self.buffer.offset
+
+    @property
+    def received(self) -> int:
+        """Stream offset just past the last byte received."""
+        return self.buffer.end

@@ -12,7 +12,7 @@ whole messages. It never touches a socket or a clock.
 from __future__ import annotations
 
 from .commands import cancel_body, error_body, ping_body, subscribe_body
-from .constants import MAX_PING_CONTEXT
+from .constants import MAX_PING_CONTEXT, VERSIONS, mechanism_problem
 from .decoder import FAMILY_V1, FAMILY_V2, FAMILY_V3, StreamDecoder
 from .errors import LocalProtocolError, RemoteProtocolError
 from .events import Command, Event, Greeting, Message
@@ -21,7 +21,6 @@ from .greeting import encode_v1_identity, encode_v2_tail, greeting_rest, signatu
 from .mechanisms import MESSAGE_FLAG_COMMAND, MESSAGE_FLAG_MORE, Mechanism
 from .strict_peer import CLOSED, GREETING, HANDSHAKE, READY, ConnectionState, StrictPeer
 
-VERSIONS = ("3.1", "3.0", "2.0", "1.0")
 __all__ = ["CLOSED", "GREETING", "HANDSHAKE", "READY", "VERSIONS", "Connection", "ConnectionState"]
 
 
@@ -45,8 +44,9 @@ class Connection(StrictPeer):
             raise LocalProtocolError(f"unsupported version {version!r}; one of {', '.join(VERSIONS)}")
         if strategy not in ("partial", "full"):
             raise LocalProtocolError("strategy is 'partial' or 'full'")
-        if version in ("2.0", "1.0") and self.mechanism.name != "NULL":
-            raise LocalProtocolError(f"ZMTP {version} has no security mechanisms; only NULL")
+        problem = mechanism_problem(version, self.mechanism.name)
+        if problem:
+            raise LocalProtocolError(problem)
         self.own_version = version
         self.strategy = strategy if version != "1.0" else "full"
         self._own_family = FAMILY_V3 if version.startswith("3") else version
@@ -81,10 +81,7 @@ class Connection(StrictPeer):
 
     def receive_data(self, data: bytes) -> None:
         """Feeds bytes from the peer; raises `RemoteProtocolError` when they break the protocol."""
-        if self.state == CLOSED:
-            return
-        if not data:
-            self._close("peer closed the connection", error=self.state != READY)
+        if not self._receiving(data):
             return
         try:
             try:

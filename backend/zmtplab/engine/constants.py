@@ -31,6 +31,15 @@ SOCKET_TYPE_NAMES_V2: dict[int, str] = {
 }
 
 MECHANISMS: tuple[str, ...] = ("NULL", "PLAIN", "CURVE")
+VERSIONS: tuple[str, ...] = ("3.1", "3.0", "2.0", "1.0")  # the ZMTP versions a peer may speak, newest first
+NO_MECHANISM_VERSIONS = frozenset({"2.0", "1.0"})  # security mechanisms came with 3.0 (23/ZMTP)
+
+
+def mechanism_problem(version: str, mechanism: str) -> str | None:
+    """Why a peer speaking ZMTP `version` cannot use `mechanism` (1.0 and 2.0 have only NULL), or None."""
+    if version in NO_MECHANISM_VERSIONS and mechanism != "NULL":
+        return f"ZMTP {version} has no security mechanisms; only NULL"
+    return None
 
 # Frame flags (23/ZMTP "Framing").
 FLAG_MORE = 0x01

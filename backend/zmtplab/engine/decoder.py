@@ -24,7 +24,7 @@ from dataclasses import replace
 from enum import Enum
 
 from .batch import FrameRun, RunScanner
-from .buffer import StreamBuffer
+from .buffer import Buffered, StreamBuffer
 from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
@@ -64,7 +64,7 @@ OVERSIZE_PREFIX = 4096  # octets of an over-budget frame's body its event keeps 
 FRAME_OVERHEAD = 128  # what a held frame costs beyond its octets (its object), counted against `max_held`
 
 
-class StreamDecoder:
+class StreamDecoder(Buffered):
     """Decodes one direction's byte stream into `WireEvent`s (see the module docstring)."""
 
     def __init__(
@@ -113,16 +113,6 @@ class StreamDecoder:
                        severity="note")
 
     # ------------------------------------------------------------------ public API
-
-    @property
-    def offset(self) -> int:
-        """Stream offset of the next byte not yet consumed."""
-        return self.buffer.offset
-
-    @property
-    def received(self) -> int:
-        """Stream offset just past the last byte received."""
-        return self.buffer.end
 
     @property
     def pending_start(self) -> int | None:

@@ -51,7 +51,7 @@ class ConnectionDissector:
         self.errors: dict[str, str] = {}
         # PING contexts awaiting their PONG (the latest MAX_PINGS: a peer that never answers cannot grow them)
         self._pings: dict[str, deque[str]] = {C2S: deque(maxlen=MAX_PINGS), S2C: deque(maxlen=MAX_PINGS)}
-        self._pair_checked = False
+        self._pair_check = PairCheck()
         self._closed = False
 
     @property
@@ -214,16 +214,9 @@ class ConnectionDissector:
                                            "version")))
 
     def _check_pair(self, direction: str, out: list) -> None:
-        if self._pair_checked:
-            return
-        ours, theirs = self.socket_types.get(C2S), self.socket_types.get(S2C)
-        if not ours or not theirs:
-            return
-        self._pair_checked = True
-        problem = pair_problem(ours, theirs)
-        if problem is not None:
-            out.append((direction, Expert(self.decoders[direction].offset, 0, severity="error", text=problem,
-                                          rule="socket-type")))
+        expert = self._pair_check(self.socket_types, self.decoders[direction].offset)
+        if expert is not None:
+            out.append((direction, expert))
 
     def _subscription_note(self, direction: str, message: Message, out: list) -> None:
         """A note for a message from a SUB/XSUB socket that is a 3.0/2.0-style (un)subscription."""
@@ -240,6 +233,26 @@ class ConnectionDissector:
             what = "subscribe" if body[0] == 1 else "cancel"
             out.append((direction, _expert(message, "note", f"{what} {text_or_hex(body[1:])!r} as a prefixed "
                                                             f"message ({version} style)", "subscribe")))
+
+
+class PairCheck:
+    """23/ZMTP's socket-pair rule, said once a connection: the first time both sides' types are known."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def __call__(self, socket_types: dict[str, str], offset: int) -> Expert | None:
+        """The error at `offset` when the pair announced in `socket_types` (direction -> type) is refused, once."""
+        if self.done:
+            return None
+        client, server = socket_types.get(C2S), socket_types.get(S2C)
+        if not client or not server:
+            return None
+        self.done = True
+        problem = pair_problem(client, server)
+        return None if problem is None else Expert(offset, 0, severity="error", text=problem, rule="socket-type")
 
 
 def pair_problem(client: str, server: str) -> str | None:

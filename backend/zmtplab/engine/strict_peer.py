@@ -179,6 +179,15 @@ class StrictPeer:
             return
         self._events.append(MessageReceived(frames=frames))
 
+    def _receiving(self, data: bytes) -> bool:
+        """Whether `receive_data(data)` has bytes to read: not once closed; b"" (the end of the stream) closes."""
+        if self.state == CLOSED:
+            return False
+        if not data:
+            self._close("peer closed the connection", error=self.state != READY)
+            return False
+        return True
+
     def _close(self, reason: str, *, error: bool) -> None:
         if self.state == CLOSED:
             return

@@ -97,10 +97,7 @@ class ZwsConnection(StrictPeer):
     def receive_data(self, data: bytes) -> None:
         """Feeds bytes from the peer (b"" at end of stream); raises `RemoteProtocolError` when they break the
         protocol (having queued what tells the peer: a rejection or a close frame)."""
-        if self.state == CLOSED:
-            return
-        if not data:
-            self._close("peer closed the connection", error=self.state != READY)
+        if not self._receiving(data):
             return
         try:
             self.ws.receive_data(data)

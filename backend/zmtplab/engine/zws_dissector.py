@@ -29,9 +29,9 @@ from enum import Enum
 
 import h11
 
-from .buffer import StreamBuffer
+from .buffer import Buffered, StreamBuffer
 from .commands import decode_command
-from .dissector import pair_problem
+from .dissector import PairCheck
 from .events import Command, Expert, Gap, Message, WireEvent, ZwsFrame, ZwsGreeting
 from .fields import Field, text_or_hex
 from .framing import body_field
@@ -94,7 +94,7 @@ class _State(Enum):
 _HEAD, _WAIT, _FRAMES, _LOST, _DONE, _CLOSED = _State
 
 
-class _Side:
+class _Side(Buffered):
     """One direction: its bytes, where its reading is, and what it has said so far."""
 
     def __init__(self, direction: str) -> None:
@@ -119,16 +119,6 @@ class _Side:
         self.pending_held = 0  # octets the frames of `pending` hold (against the budget)
 
     @property
-    def offset(self) -> int:
-        """Stream offset of the next byte not yet consumed."""
-        return self.buffer.offset
-
-    @property
-    def received(self) -> int:
-        """Stream offset just past the last byte received."""
-        return self.buffer.end
-
-    @property
     def pending_start(self) -> int | None:
         """Stream offset of the first element still being read (a held greeting, a fragment, a message's frame)."""
         if self.held:
@@ -150,7 +140,7 @@ class ZwsDissector:
         self.refused = False
         self.socket_types: dict[str, str] = {}
         self.errors: dict[str, str] = {}
-        self._pair_checked = False
+        self._pair_check = PairCheck()
         self._closed = False
 
     @property
@@ -666,16 +656,9 @@ class ZwsDissector:
         return side.ready
 
     def _check_pair(self, direction: str, out: list[Item]) -> None:
-        if self._pair_checked:
-            return
-        ours, theirs = self.socket_types.get(C2S), self.socket_types.get(S2C)
-        if not ours or not theirs:
-            return
-        self._pair_checked = True
-        problem = pair_problem(ours, theirs)
-        if problem is not None:
-            out.append((direction, Expert(self.sides[direction].offset, 0, severity="error", text=problem,
-                                          rule="socket-type")))
+        expert = self._pair_check(self.socket_types, self.sides[direction].offset)
+        if expert is not None:
+            out.append((direction, expert))
 
 
 def _position(spans: list[tuple[int, int]], index: int) -> int:

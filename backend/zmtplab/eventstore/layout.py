@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.batch import scan_run
+from ..engine.batch import frame_heads, scan_run
 from ..engine.events import WIRE_KINDS, Frame, Message, make_frame, make_message
 
 SEG = np.dtype([
@@ -147,16 +147,8 @@ class RunLayout:
         frames: list[tuple[int, int, int, int, int]] = []  # (position, header length, flags, size, end)
         events: list[tuple[int, int]] = []  # (first frame, last frame): a frame is (f, -1), a message (first, last)
         bodies: list[tuple[int, int, int, int]] = []  # (body start, body end, frame's event, its message's event)
-        pos, n, first = 0, len(data), 0
-        while pos < n:
-            flags = data[pos]
-            if flags & 2:
-                hlen = 9
-                size = int.from_bytes(data[pos + 1:pos + 9], "big")
-            else:
-                hlen = 2
-                size = data[pos + 1]
-            end = pos + hlen + size
+        first = 0
+        for pos, hlen, flags, size, end in frame_heads(data):
             f = len(frames)
             frames.append((pos, hlen, flags, size, end))
             bodies.append((pos + hlen, end, len(events), 0))
@@ -167,7 +159,6 @@ class RunLayout:
                     bodies[i] = (*bodies[i][:3], message)
                 events.append((first, f))
                 first = f + 1
-            pos = end
         self.frames = frames
         self.events = events
         self.bodies = bodies

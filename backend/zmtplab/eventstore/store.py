@@ -3,8 +3,8 @@ text search (bounded, cancellable, resumable), one event with its fields; `publi
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.events import cut_bodies
+from ..engine.notation import parse_hex
 from .layout import (
     DIRS,
     FRAME,
@@ -36,7 +37,6 @@ from .layout import (
     searchable,
 )
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
 
 
@@ -59,19 +59,16 @@ class TextQuery:
     hundred thousand events takes a fraction of a second.
     """
 
-    HEX = re.compile(r"^(?:0x)?[0-9a-fA-F\s:]+$")
-
     def __init__(self, q: str) -> None:
         self.q = q
         self.text = q.lower()
         variants = {q, q.lower(), q.upper(), q.capitalize()}
         self.needles = [v.encode("utf-8") for v in variants if v]
         self.hex_bytes: bytes | None = None
-        if self.HEX.match(q):
-            cleaned = re.sub(r"0x|[\s:]", "", q).lower()
-            if cleaned and len(cleaned) % 2 == 0:
-                self.hex_bytes = bytes.fromhex(cleaned)
-                self.needles.append(self.hex_bytes)
+        with contextlib.suppress(ValueError):  # (text that is also hex is searched as both)
+            self.hex_bytes = parse_hex(q) or None
+        if self.hex_bytes is not None:
+            self.needles.append(self.hex_bytes)
 
     def _in_body(self, hex_body: Any) -> bool:
         if not isinstance(hex_body, str) or not hex_body:

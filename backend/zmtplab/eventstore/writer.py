@@ -21,6 +21,8 @@ from ..analysis import Analyzer
 from ..capture.dissect import CaptureDissector, DissectResult, SourcedRun, dissect_capture_runs
 from ..capture.errors import CaptureFormatError, ExpansionLimit
 from ..engine.fields import text_or_hex
+from ..engine.notation import compact_json as _dumps
+from ..engine.notation import format_address
 from .layout import (
     CHUNK_OCTETS,
     CHUNK_RECORDS,
@@ -38,7 +40,6 @@ from .layout import (
 
 FRAMINGS = {"1.0": "1", "2.0": "2"}
 SEVERITIES = ("note", "warn", "error")
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class Cancelled(Exception):
@@ -132,11 +133,6 @@ class _ConnStats:
             self.first_ts = first
         if self.last_ts is None or last > self.last_ts:
             self.last_ts = last
-
-
-def _endpoint(addr: tuple[str, int]) -> str:
-    ip, port = addr
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 class StoreWriter:
@@ -250,7 +246,8 @@ class StoreWriter:
         for cid in ordered:
             st = self.conns[cid]
             info = infos.get(cid)
-            summary = st.summary(_endpoint(info.client) if info else None, _endpoint(info.server) if info else None)
+            client, server = (format_address(*info.client), format_address(*info.server)) if info else (None, None)
+            summary = st.summary(client, server)
             # False for a connection nothing could be read of as ZMTP (its events are only the `unreadable` note).
             summary["zmtp"] = bool(info.zmtp) if info is not None else True
             if info is not None:
@@ -319,52 +316,98 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, store_max_body: int,
-                   max_events: int, progress_interval: float, max_seconds: float | None = None,
-                   time_limit: float | None = None, analysis: bool = True, max_expanded: int | None = None,
-                   min_free_disk: int | None = None) -> dict[str, Any]:
-    """Dissects `capture` into a store at `store` (worker process or thread entry point).
+DONE, ERROR, CANCELLED = "done", "error", "cancelled"
 
-    Writes `{state, percent, detail}` to the `progress` file as it goes and stops when the
-    `cancel` file appears. Returns `{"state": "done"|"error", "error": str|None, "events": n, "read": bytes}`;
-    never raises for a bad capture (that is the "error" state). After `max_seconds` it stops
-    and returns `{"state": "error", "partial": True, ...}` with a store of what it read so far
-    (`time_limit`, the server's limit as its message names it, defaults to `max_seconds`); so it does when a
-    compressed capture decompresses past `max_expanded` octets, and when the store's disk has less than
-    `min_free_disk` octets left (looked at with the progress).
-    With `analysis` False the store keeps no analysis (`analyze_file` makes it, in another worker).
-    """
-    store_path, progress_path, cancel_path = Path(store), Path(progress), Path(cancel)
+
+@dataclass(frozen=True)
+class IngestJob:
+    """One dissection of a capture into a store, as a worker (process or thread) is given it.
+
+    The worker writes `{state, percent, detail}` to the `progress` file as it goes and stops when the `cancel` file
+    appears. After `max_seconds` it stops with a store of what it read so far (`time_limit`, the server's limit as
+    its message names it, defaults to `max_seconds`); so it does when a compressed capture decompresses past
+    `max_expanded` octets, and when the store's disk has less than `min_free_disk` octets left (looked at with the
+    progress). With `analysis` False the store keeps no analysis (`analyze_file` makes it, in another worker)."""
+
+    capture: Path
+    store: Path
+    progress: Path
+    cancel: Path
+    store_max_body: int
+    max_events: int
+    progress_interval: float
+    max_seconds: float | None = None
+    time_limit: float | None = None
+    analysis: bool = True
+    max_expanded: int | None = None
+    min_free_disk: int | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """How a dissection ended: `done`, `error` (`partial`: stopped by a limit, its store holding what it read) or
+    `cancelled`; the events stored and the capture's octets read."""
+
+    state: str
+    error: str | None = None
+    events: int = 0
+    read: int = 0
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class AnalysisJob:
+    """The capture's analysis made apart from its store, in a worker of its own (`analyze_file`)."""
+
+    capture: Path
+    cancel: Path
+    max_seconds: float | None = None
+    max_expanded: int | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """How an analysis ended: `done` with the `analysis`, or `error`/`cancelled` with why."""
+
+    state: str
+    error: str | None = None
+    analysis: dict[str, Any] | None = None
+
+
+def ingest_capture(job: IngestJob) -> IngestResult:
+    """Dissects `job.capture` into a store at `job.store` (a worker's entry point); never raises for a bad capture
+    (that is the `error` state)."""
+    capture, store_path, progress_path, cancel_path = job.capture, job.store, job.progress, job.cancel
     tmp_path = store_path.with_name(store_path.name + ".building")
     try:
         size = max(os.path.getsize(capture), 1)
         if os.path.exists(cancel_path):
             raise Cancelled()
-        writer = StoreWriter(tmp_path, store_max_body=store_max_body)
+        writer = StoreWriter(tmp_path, store_max_body=job.store_max_body)
     except Cancelled:
-        return {"state": "cancelled", "error": "cancelled", "events": 0}
+        return IngestResult(CANCELLED, "cancelled")
     except (OSError, sqlite3.Error) as exc:
         with contextlib.suppress(OSError):
             tmp_path.unlink(missing_ok=True)
         if os.path.exists(cancel_path) or not os.path.exists(capture):  # deleted before its turn came
-            return {"state": "cancelled", "error": "cancelled", "events": 0}
-        return {"state": "error", "error": f"storing the events failed: {_why(exc)}", "events": 0}
+            return IngestResult(CANCELLED, "cancelled")
+        return IngestResult(ERROR, f"storing the events failed: {_why(exc)}")
     result = DissectResult()
     # The capture-wide analysis (`zmtplab analyze`) follows the same events: one pass over the file for both.
-    dissector = CaptureDissector(with_fields=True, max_body=store_max_body, runs=True)
+    dissector = CaptureDissector(with_fields=True, max_body=job.store_max_body, runs=True)
 
     def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
         info = dissector.info(conn)
         return (info.client, info.server) if info is not None else None
 
-    analyzer = Analyzer(endpoints) if analysis else None
+    analyzer = Analyzer(endpoints) if job.analysis else None
     error: str | None = None
     last = 0.0
 
     def report(percent: float) -> None:
         _write_json(progress_path, {"state": "dissecting", "percent": round(percent, 1), "detail": ""})
 
-    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    deadline = time.monotonic() + job.max_seconds if job.max_seconds is not None else None
     timed_out = False
     try:
         report(0)
@@ -372,7 +415,7 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
             counting = _CountingReader(raw, deadline)
             try:
                 for n, item in enumerate(dissect_capture_runs(counting, dissector=dissector, result=result,
-                                                              max_expanded=max_expanded)):
+                                                              max_expanded=job.max_expanded)):
                     writer.add(item)
                     if analyzer is not None:
                         analyzer.add(item)
@@ -380,20 +423,20 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
                         now = time.monotonic()
                         if deadline is not None and now > deadline:
                             raise TimeLimit()
-                        if not n & 1023 and now - last >= progress_interval:
+                        if not n & 1023 and now - last >= job.progress_interval:
                             last = now
                             if os.path.exists(cancel_path):
                                 raise Cancelled()
                             free = _free_disk(tmp_path)
-                            if min_free_disk is not None and free is not None and free < min_free_disk:
+                            if job.min_free_disk is not None and free is not None and free < job.min_free_disk:
                                 raise Stopped(disk_low_message(free, counting.pos, size))
                             report(min(99.0, 100.0 * counting.pos / size))
-                    if writer.total >= max_events:
-                        error = f"stopped after {max_events} events (the server's limit per capture)"
+                    if writer.total >= job.max_events:
+                        error = f"stopped after {job.max_events} events (the server's limit per capture)"
                         break
             except TimeLimit:
                 timed_out = True
-                error = time_limit_message(time_limit or max_seconds, counting.pos, size)
+                error = time_limit_message(job.time_limit or job.max_seconds, counting.pos, size)
             except ExpansionLimit as exc:
                 timed_out = True
                 error = expansion_message(exc.limit, size)
@@ -406,24 +449,23 @@ def ingest_capture(capture: str, store: str, progress: str, cancel: str, *, stor
         os.replace(tmp_path, store_path)
     except Cancelled:
         writer.abort()
-        return {"state": "cancelled", "error": "cancelled", "events": writer.total}
+        return IngestResult(CANCELLED, "cancelled", writer.total)
     except CaptureFormatError as exc:
         writer.abort()
-        return {"state": "error", "error": str(exc), "events": 0}
+        return IngestResult(ERROR, str(exc))
     except (OSError, sqlite3.Error) as exc:
         writer.abort()
         if os.path.exists(cancel_path) or not os.path.exists(capture):
-            return {"state": "cancelled", "error": "cancelled", "events": writer.total}
-        return {"state": "error", "error": f"storing the events failed: {_why(exc)}", "events": 0}
+            return IngestResult(CANCELLED, "cancelled", writer.total)
+        return IngestResult(ERROR, f"storing the events failed: {_why(exc)}")
     except Exception as exc:  # a bug in the dissector must not take the server down
         writer.abort()
-        return {"state": "error", "error": f"dissection failed: {type(exc).__name__}: {exc}", "events": 0}
+        return IngestResult(ERROR, f"dissection failed: {type(exc).__name__}: {exc}")
     if timed_out:
-        return {"state": "error", "error": error, "events": summary["events"], "partial": True,
-                "read": counting.pos}
+        return IngestResult(ERROR, error, summary["events"], counting.pos, partial=True)
     if error and not summary["events"] and not result.connections:
-        return {"state": "error", "error": error, "events": 0}  # nothing readable at all
-    return {"state": "done", "error": error, "events": summary["events"], "read": counting.pos}
+        return IngestResult(ERROR, error)  # nothing readable at all
+    return IngestResult(DONE, error, summary["events"], counting.pos)
 
 
 def expansion_message(limit: int, size: int) -> str:
@@ -458,12 +500,12 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
-def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None,
-                 max_expanded: int | None = None) -> dict[str, Any]:
+def analyze_file(job: AnalysisJob) -> AnalysisResult:
     """The capture's analysis (`zmtplab analyze`'s) made apart from its store, in a worker of its own, so a big
-    capture's two passes share the machine's cores: `{"state": "done", "analysis": {...}}`, or `{"state":
-    "error"|"cancelled", "error": ...}` (the `cancel` file appeared, or `max_seconds` ran out). Each event a
-    finding cites gets the `index` the store gives it (the same dissection numbers events the same way)."""
+    capture's two passes share the machine's cores: `done` with the analysis, or `error`/`cancelled` (the `cancel`
+    file appeared, or `max_seconds` ran out). Each event a finding cites gets the `index` the store gives it (the
+    same dissection numbers events the same way)."""
+    capture, cancel = job.capture, job.cancel
     dissector = CaptureDissector(with_fields=False, runs=True)
 
     def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
@@ -473,11 +515,11 @@ def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None,
     analyzer = Analyzer(endpoints)
     result = DissectResult()
     counts: dict[str, int] = {}
-    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    deadline = time.monotonic() + job.max_seconds if job.max_seconds is not None else None
     try:
         with open(capture, "rb") as raw:
             for n, item in enumerate(dissect_capture_runs(_CountingReader(raw, deadline), dissector=dissector,
-                                                          result=result, max_expanded=max_expanded)):
+                                                          result=result, max_expanded=job.max_expanded)):
                 if isinstance(item, SourcedRun):
                     counts[item.conn] = counts.get(item.conn, 0) + len(item.run)
                 else:
@@ -486,14 +528,14 @@ def analyze_file(capture: str, cancel: str, *, max_seconds: float | None = None,
                     counts[conn] = item["index"] + 1
                 analyzer.add(item)
                 if not n & 1023 and os.path.exists(cancel):
-                    return {"state": "cancelled", "error": "cancelled"}
+                    return AnalysisResult(CANCELLED, "cancelled")
     except TimeLimit:
-        return {"state": "error", "error": "the analysis took longer than the server's limit"}
+        return AnalysisResult(ERROR, "the analysis took longer than the server's limit")
     except ExpansionLimit as exc:
-        return {"state": "error", "error": expansion_message(exc.limit, os.path.getsize(capture))}
+        return AnalysisResult(ERROR, expansion_message(exc.limit, os.path.getsize(capture)))
     except (OSError, CaptureFormatError) as exc:
-        return {"state": "error", "error": str(exc)}
-    return {"state": "done", "analysis": analyzer.finish(result.connections)}
+        return AnalysisResult(ERROR, str(exc))
+    return AnalysisResult(DONE, analysis=analyzer.finish(result.connections))
 
 
 def store_analysis(store: str, analysis: dict[str, Any]) -> None:

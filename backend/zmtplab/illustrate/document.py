@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..capture.dissect import DissectResult, dissect_capture
+from ..engine.notation import format_address
 
 # Elements drawn with octets; `expert` and `gap` are drawn as notes between them. `message` events
 # repeat their frames' bytes: the page leaves them out of the element list (the script uses them).
@@ -128,7 +129,7 @@ def from_capture(path: Path, *, conns: Iterable[str] | None = None, first: int |
     result = DissectResult()
     with open(path, "rb") as handle:
         events = [e for e in dissect_capture(handle, result=result) if wanted is None or e.get("conn") in wanted]
-    endpoints = {info.conn: (_endpoint(info.client), _endpoint(info.server)) for info in result.connections}
+    endpoints = {info.conn: (format_address(*info.client), format_address(*info.server)) for info in result.connections}
     if wanted and not events:
         raise SourceError(f"no ZMTP connection {', '.join(sorted(wanted))} in {path.name}")
     source = ("illustrate.source.capture", {"name": path.name})
@@ -173,9 +174,6 @@ def load(path: Path, *, conns: Iterable[str] | None = None, first: int | None = 
     return from_capture(path, conns=conns, first=first, last=last, max_elements=max_elements)
 
 
-def _endpoint(address: tuple[str, int]) -> str:
-    host, port = address
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _session_names(config: Mapping[str, Any]) -> tuple[str, str]:

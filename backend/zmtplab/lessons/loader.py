@@ -65,12 +65,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..engine.constants import SOCKET_TYPES
+from ..engine.notation import parse_hex
 from ..resources import lessons_dir
 from .problems import LessonError, invalid, validation_problems
 
 LESSON_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.pcapng?$")
-HEX_CLEAN = re.compile(r"(0x|\\x|[\s:,._-])", re.IGNORECASE)
 MAX_CHUNK = 1 << 20
 
 Side = Literal["client", "server"]
@@ -100,16 +100,17 @@ class Chunk(_Model):
         if (self.hex is None) == (self.text is None):
             raise invalid("lessons.error.chunk_one_of")
         if self.hex is not None:
-            cleaned = HEX_CLEAN.sub("", self.hex)
-            if len(cleaned) % 2 or not re.fullmatch(r"[0-9A-Fa-f]*", cleaned):
-                raise invalid("lessons.error.not_hex", value=repr(self.hex))
+            try:
+                parse_hex(self.hex)
+            except ValueError:
+                raise invalid("lessons.error.not_hex", value=repr(self.hex)) from None
         if len(self.raw_once()) * self.repeat > MAX_CHUNK:
             raise invalid("lessons.error.chunk_too_long", limit=MAX_CHUNK)
         return self
 
     def raw_once(self) -> bytes:
         if self.hex is not None:
-            return bytes.fromhex(HEX_CLEAN.sub("", self.hex))
+            return parse_hex(self.hex)
         return (self.text or "").encode("utf-8")
 
     def to_bytes(self) -> bytes:

@@ -25,7 +25,7 @@ turned on there if it had none); before the handshake it makes the handshake tim
 
 `SESSION_FAULTS` is the one table of the faults a playground session takes by name (the websocket's
 `{"type": "fault", "fault", "args"}`): which simulation fault each applies, and whether a real TCP
-session (`web.sessions.tcp`) can inject it too. The simulated runtime also takes every name of `FAULTS`.
+session (`sessions.tcp`) can inject it too. The simulated runtime also takes every name of `FAULTS`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..engine.constants import SOCKET_TYPES, VALID_PEERS
+from ..engine.constants import NO_MECHANISM_VERSIONS, SOCKET_TYPES, VALID_PEERS, VERSIONS
 from .simpeer import SimPeer
 from .wire import Link
 
@@ -201,10 +201,10 @@ def zmtp_version(sim: FaultTarget, peer: str | None = None, conn: str | None = N
                  version: str = "2.0") -> list[str]:
     """The peer speaks ZMTP 2.0 or 1.0 (only NULL exists there)."""
     target, _ = _target(sim, peer, conn)
-    if version not in ("3.1", "3.0", "2.0", "1.0"):
+    if version not in VERSIONS:
         raise ValueError("version is 3.1, 3.0, 2.0 or 1.0")
     target.overrides["version"] = version
-    if version in ("2.0", "1.0"):
+    if version in NO_MECHANISM_VERSIONS:
         target.overrides["mechanism"] = "NULL"
     sim.fault_event("zmtp_version", peer=target.name, version=version)
     return _reconnect(sim, target, f"{target.name} now speaks ZMTP {version}")

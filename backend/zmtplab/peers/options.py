@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import Connection, Mechanism, NullMechanism, PlainClient, PlainServer, ZwsConnection
-from ..engine.constants import SOCKET_TYPES
+from ..engine.constants import MECHANISMS, SOCKET_TYPES, VERSIONS, mechanism_problem
 
-MECHANISM_NAMES = ("NULL", "PLAIN", "CURVE")
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 
 
@@ -68,8 +67,8 @@ class PeerOptions:
         if self.socket_type not in SOCKET_TYPES:
             raise ValueError(f"unknown socket type {self.socket_type!r}; one of {', '.join(SOCKET_TYPES)}")
         self.mechanism = self.mechanism.upper()
-        if self.mechanism not in MECHANISM_NAMES:
-            raise ValueError(f"unknown mechanism {self.mechanism!r}; one of {', '.join(MECHANISM_NAMES)}")
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"unknown mechanism {self.mechanism!r}; one of {', '.join(MECHANISMS)}")
         self.identity = _as_bytes(self.identity) or b""
         if len(self.identity) > 255:
             raise ValueError("an identity has at most 255 octets")
@@ -80,10 +79,11 @@ class PeerOptions:
                 self._curve_server_key()
         if self.mechanism == "PLAIN" and not self.plain_server and (self.username is None or self.password is None):
             raise ValueError("a PLAIN client needs a username and a password")
-        if self.version not in ("3.1", "3.0", "2.0", "1.0"):
+        if self.version not in VERSIONS:
             raise ValueError(f"unsupported ZMTP version {self.version!r}")
-        if self.version in ("2.0", "1.0") and self.mechanism != "NULL":
-            raise ValueError(f"ZMTP {self.version} has no security mechanisms; only NULL")
+        problem = mechanism_problem(self.version, self.mechanism)
+        if problem:
+            raise ValueError(problem)
 
     # ------------------------------------------------------------------ derived
 

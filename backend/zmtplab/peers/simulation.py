@@ -86,6 +86,7 @@ from typing import Any, NamedTuple
 
 from ..engine.errors import LocalProtocolError
 from .faults import FAULTS
+from .node import socket_options
 from .options import PeerOptions
 from .simpeer import SimPeer
 from .sockets import Again, SocketStateError
@@ -94,26 +95,6 @@ from .tracking import RECV_DECISIONS, Tracker
 from .wire import SIDES, Chunk, Direction, Link, Wire
 
 DEFAULT_MAX_STEPS = 10_000
-GREETING_STRATEGY = {"libzmq": "partial", "full": "full"}  # a node's greeting choice -> the engine's strategy
-
-
-def socket_options(peer: Any, *, server: bool, **extra: Any) -> dict[str, Any]:
-    """The `add_peer` options of a topology's node or a two-peer session's side (anything with `version`,
-    `mechanism`, `identity`, `greeting`, `username` and `password`), as the side that binds (`server`: the
-    PLAIN or CURVE server) or connects; `extra` options go after its greeting's. The one place a node's
-    settings become a socket's options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
-    opts: dict[str, Any] = {"version": peer.version, "mechanism": peer.mechanism, "identity": peer.identity.encode(),
-                            "strategy": GREETING_STRATEGY[peer.greeting], **extra}
-    if peer.mechanism == "PLAIN":
-        if server:
-            opts["plain_server"] = True
-            if peer.username:
-                opts.update(username=peer.username, password=peer.password)
-        else:
-            opts.update(username=peer.username, password=peer.password)
-    elif peer.mechanism == "CURVE" and server:
-        opts["curve_server"] = True  # keys come from the seeded generator; the client learns the public one
-    return opts
 
 
 class ScriptEntry(NamedTuple):

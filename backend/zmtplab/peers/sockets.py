@@ -472,13 +472,7 @@ class Socket:
         if kind == "PUSH":
             return
         pipe.inq.append(frames)
-        if not pipe.in_fq:
-            pipe.in_fq = True
-            self._fq.append(pipe)
-        if len(pipe.inq) >= self.rcvhwm and not pipe.read_blocked:
-            pipe.read_blocked = True
-            if self.observer is not None:
-                self.observer("block", "rcvhwm", pipe, None, len(pipe.inq))
+        self._queued(pipe)
 
     def deliver_many(self, pipe: Pipe, messages: list[tuple[bytes, ...]]) -> None:
         """Several messages that arrived on `pipe` (the TCP fast path)."""
@@ -488,6 +482,11 @@ class Socket:
                 self.deliver(pipe, frames)
             return
         pipe.inq.extend(messages)
+        self._queued(pipe)
+
+    def _queued(self, pipe: Pipe) -> None:
+        """After messages joined `pipe`'s inbound queue: the pipe takes its turn in the fair queue, and a queue
+        at the RCVHWM stops the pipe's reading (libzmq's back-pressure)."""
         if not pipe.in_fq:
             pipe.in_fq = True
             self._fq.append(pipe)

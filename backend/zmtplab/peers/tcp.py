@@ -59,6 +59,8 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..engine.errors import LocalProtocolError
+from ..engine.notation import format_address
+from ..engine.notation import parse_endpoint as parse_any_endpoint
 from .options import PeerOptions
 from .session import PeerConnection, PeerCore
 from .sockets import Again, SocketStateError
@@ -73,30 +75,10 @@ EventCallback = Callable[[dict[str, Any]], None]
 def parse_endpoint(endpoint: str, *, bind: bool) -> tuple[str, int]:
     """(host, port) of `tcp://host:port` or `ws://host:port/path`; `*` as host (bind) is every interface, `*` or 0
     as port is any."""
-    scheme, sep, rest = endpoint.partition("://")
-    if not sep or scheme not in ("tcp", "ws"):
+    if "://" not in endpoint:
         raise ValueError(f"only tcp:// and ws:// endpoints are supported, not {endpoint!r}")
-    if scheme == "ws":
-        rest = rest.partition("/")[0]
-    host, sep, port_text = rest.rpartition(":")
-    if not sep or not host:
-        raise ValueError(f"endpoint {endpoint!r} has no host:port")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if host == "*":
-        if not bind:
-            raise ValueError("connect needs a host, not *")
-        host = "0.0.0.0"
-    if port_text == "*":
-        port = 0
-    else:
-        try:
-            port = int(port_text)
-        except ValueError:
-            raise ValueError(f"bad port in {endpoint!r}") from None
-    if not 0 <= port <= 65535 or (port == 0 and not bind):
-        raise ValueError(f"bad port in {endpoint!r}")
-    return host, port
+    parsed = parse_any_endpoint(endpoint, bind=bind)
+    return parsed.host, parsed.port
 
 
 def ws_target(endpoint: str) -> str | None:
@@ -269,8 +251,7 @@ class _ZmtpProtocol(asyncio.Protocol):
 
 def _addr(addr: Any) -> str | None:
     if isinstance(addr, tuple) and len(addr) >= 2:
-        host = addr[0]
-        return f"[{host}]:{addr[1]}" if ":" in str(host) else f"{host}:{addr[1]}"
+        return format_address(str(addr[0]), addr[1])
     return None
 
 

@@ -6,36 +6,36 @@ the page saves and shares (docs/architecture.md, "Topologies"). `Topology.from_d
 raises `TopologyError` naming the node or link at fault; `to_dict` gives it back normalised. Both
 runtimes build on it: the simulation (`peers.simulation`, through the web session) and the TCP mode.
 
-The model is plain frozen dataclasses (no framework), so peers, lessons and the web layer share it.
+A node is `peers.node.Node`, the one node spec (pydantic, with the limits); links, proxies and sends are
+plain frozen dataclasses checked here, and `validate` checks how they relate.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.constants import MECHANISMS, SOCKET_TYPES, is_valid_pair
+from pydantic import ValidationError
 
-MAX_NODES = 24
-MAX_LINKS = 32
-MAX_PROXIES = 12
-MAX_SCRIPT = 256
-MAX_SUBSCRIPTIONS = 16
-MAX_FRAMES = 16
-MAX_FRAME_TEXT = 4096
-MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
-MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
-VERSIONS = ("3.1", "3.0", "2.0", "1.0")
-GREETINGS = ("libzmq", "full")
-RECV_MODES = ("auto", "manual")
-SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
-ECHO_TYPES = frozenset({"REP", "ROUTER", "DEALER", "PAIR"})
+from ..engine.constants import is_valid_pair
+from ..engine.notation import parse_hex
+from .node import (
+    MAX_AT,
+    MAX_FRAME_TEXT,
+    MAX_FRAMES,
+    MAX_LINKS,
+    MAX_NODES,
+    MAX_PROXIES,
+    MAX_SCRIPT,
+    NODE_KEYS,
+    Node,
+    check_name,
+    check_number,
+    check_text,
+    node_problem,
+)
+
 NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
-NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
-NODE_KEYS = frozenset({"name", "type", "version", "mechanism", "identity", "username", "password", "libzmq",
-                       "greeting", "subscribe", "sndhwm", "rcvhwm", "sndbuf", "rcvbuf", "recv", "echo", "x", "y"})
 LINK_KEYS = frozenset({"connect", "bind", "at"})
 PROXY_KEYS = frozenset({"frontend", "backend"})
 SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
@@ -47,56 +47,6 @@ COPYING = frozenset({"PUB", "XPUB", "RADIO"})  # socket types that send each mes
 
 class TopologyError(ValueError):
     """A topology that cannot run; the text names the node, link or proxy at fault."""
-
-
-@dataclass(frozen=True)
-class Node:
-    """One node: a ZeroMQ socket with its options. `recv` is how its application reads: "auto" (every
-    message at once), "manual" (never by itself), or a number: one message every that many seconds (a
-    slow consumer). `echo`: the application sends back every message it receives (REP: its reply).
-    `sndbuf`/`rcvbuf`: the kernel's socket buffers in octets in real mode (ZMQ_SNDBUF/ZMQ_RCVBUF; 0: the
-    system's), which hold messages beyond the HWMs; the simulation models a small TCP window either way."""
-
-    name: str
-    type: str
-    version: str = "3.1"
-    mechanism: str = "NULL"
-    identity: str = ""
-    username: str = ""
-    password: str = ""
-    libzmq: bool = False
-    greeting: str = "libzmq"
-    subscribe: tuple[str, ...] = ()
-    sndhwm: int = 1000
-    rcvhwm: int = 1000
-    recv: str | float = "auto"
-    echo: bool = False
-    x: float | None = None
-    y: float | None = None
-    sndbuf: int = 0
-    rcvbuf: int = 0
-
-    @property
-    def recv_every(self) -> float | None:
-        """Seconds between the reads of a slow consumer, else None."""
-        return None if isinstance(self.recv, str) else float(self.recv)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "type": self.type, "version": self.version,
-                               "mechanism": self.mechanism, "identity": self.identity, "username": self.username,
-                               "password": self.password, "libzmq": self.libzmq, "greeting": self.greeting,
-                               "subscribe": list(self.subscribe), "sndhwm": self.sndhwm, "rcvhwm": self.rcvhwm,
-                               "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
-        if self.echo:
-            out["echo"] = True
-        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf)):
-            if value:  # (only when set: the saved topologies and presets stay as they were)
-                out[key] = value
-        if self.x is not None:
-            out["x"] = self.x
-        if self.y is not None:
-            out["y"] = self.y
-        return out
 
 
 @dataclass(frozen=True)
@@ -136,7 +86,7 @@ class ScriptSend:
     hex: bool = False
 
     def frame_bytes(self) -> tuple[bytes, ...]:
-        return tuple(bytes.fromhex(f) if self.hex else f.encode("utf-8") for f in self.frames)
+        return tuple(parse_hex(f) if self.hex else f.encode("utf-8") for f in self.frames)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"from": self.sender, "frames": list(self.frames), "at": self.at}
@@ -283,13 +233,17 @@ def validate(topo: Topology) -> Topology:
     return topo
 
 
-def two_peer(server: dict[str, Any], client: dict[str, Any]) -> Topology:
+def two_peer(server: dict[str, Any] | Node, client: dict[str, Any] | Node) -> Topology:
     """The two-peer body as a topology: nodes "server" and "client", one link, the client connecting.
     (The two-peer SUB subscribes to its one `subscribe` text: empty is the empty prefix, every message; None
     or absent, nothing at all, as a libzmq SUB that never subscribed.) Unlike a topology,
-    the two peers may be a pair 23/ZMTP refuses: the handshake then shows the refusal."""
+    the two peers may be a pair 23/ZMTP refuses: the handshake then shows the refusal. A side given as a
+    `Node` (`web.models.PeerConfig.node`) is taken as it is; a dict's keys other than a node's are left out."""
     nodes = []
     for i, (name, side) in enumerate((("server", server), ("client", client))):
+        if isinstance(side, Node):
+            nodes.append(side)
+            continue
         raw = {k: v for k, v in side.items() if k in NODE_KEYS}
         raw["name"] = name
         nodes.append(_node(i, raw))
@@ -308,99 +262,37 @@ def _obj(where: str, raw: Any, keys: frozenset[str]) -> dict[str, Any]:
     return raw
 
 
-def _text(where: str, value: Any, *, limit: int = 255) -> str:
-    if not isinstance(value, str):
-        raise TopologyError(f"{where} is text")
-    if len(value.encode("utf-8")) > limit:
-        raise TopologyError(f"{where} is longer than {limit} octets")
-    return value
-
-
 def _name(where: str, value: Any) -> str:
-    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
-        raise TopologyError(f"{where}: a node name is 1 to 32 of A-Z a-z 0-9 _ . - (got {value!r})")
-    return value
+    try:
+        return check_name(value)
+    except ValueError as exc:
+        raise TopologyError(f"{where}: {exc}") from None
 
 
 def _number(where: str, value: Any, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TopologyError(f"{where} is a number")
-    if not lo <= value <= hi:
-        raise TopologyError(f"{where} is between {lo:g} and {hi:g}")
-    return float(value)
+    try:
+        return check_number(where, value, lo, hi)
+    except ValueError as exc:
+        raise TopologyError(str(exc)) from None
 
 
-def _hwm(where: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
-        raise TopologyError(f"{where} is a whole number of messages, 0 (no limit) to 1000000")
-    return value
-
-
-def _buffer(where: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BUFFER:
-        raise TopologyError(f"{where} is a number of octets, 0 (the system's) to {MAX_BUFFER}")
-    return value
+def _text(where: str, value: Any, *, limit: int) -> str:
+    try:
+        return check_text(where, value, limit=limit)
+    except ValueError as exc:
+        raise TopologyError(str(exc)) from None
 
 
 def _node(i: int, raw: Any) -> Node:
-    where = f"node {i}"
-    raw = _obj(where, raw, NODE_KEYS)
-    name = _name(where, raw.get("name"))
-    where = f"node {name!r}"
-    kind = str(raw.get("type", "")).upper()
-    if kind not in SOCKET_TYPES:
-        raise TopologyError(f"{where}: type is one of {', '.join(SOCKET_TYPES)} (got {raw.get('type')!r})")
-    version = raw.get("version", "3.1")
-    if version not in VERSIONS:
-        raise TopologyError(f"{where}: version is one of {', '.join(VERSIONS)}")
-    mechanism = str(raw.get("mechanism", "NULL")).upper()
-    if mechanism not in MECHANISMS:
-        raise TopologyError(f"{where}: mechanism is one of {', '.join(MECHANISMS)}")
-    if version in ("2.0", "1.0") and mechanism != "NULL":
-        raise TopologyError(f"{where}: ZMTP {version} has no security mechanisms; only NULL")
-    greeting = raw.get("greeting", "libzmq")
-    if greeting not in GREETINGS:
-        raise TopologyError(f"{where}: greeting is 'libzmq' or 'full'")
-    libzmq = raw.get("libzmq", False)
-    if not isinstance(libzmq, bool):
-        raise TopologyError(f"{where}: libzmq is true or false")
-    subscribe_in = raw.get("subscribe")
-    if subscribe_in is None:
-        subscribe: tuple[str, ...] = ()  # as in libzmq: a SUB receives nothing until it subscribes
-    else:
-        items = [subscribe_in] if isinstance(subscribe_in, str) else subscribe_in
-        if not isinstance(items, list) or len(items) > MAX_SUBSCRIPTIONS:
-            raise TopologyError(f"{where}: subscribe is a topic prefix or a list of at most {MAX_SUBSCRIPTIONS}")
-        subscribe = tuple(_text(f"{where}: a subscription", t) for t in items)
-        if kind not in SUBSCRIBER_TYPES:
-            if any(subscribe):
-                raise TopologyError(f"{where}: only SUB and XSUB nodes subscribe (this one is a {kind})")
-            subscribe = ()
-    recv_in = raw.get("recv", "auto")
-    recv: str | float
-    if isinstance(recv_in, str):
-        if recv_in not in RECV_MODES:
-            raise TopologyError(f"{where}: recv is 'auto', 'manual' or {{\"every\": seconds}}")
-        recv = recv_in
-    elif isinstance(recv_in, dict) and set(recv_in) == {"every"}:
-        recv = _number(f"{where}: recv every", recv_in["every"], 0.001, 60.0)
-    else:
-        raise TopologyError(f"{where}: recv is 'auto', 'manual' or {{\"every\": seconds}}")
-    echo = raw.get("echo", False)
-    if not isinstance(echo, bool):
-        raise TopologyError(f"{where}: echo is true or false")
-    if echo and kind not in ECHO_TYPES:
-        raise TopologyError(f"{where}: only {', '.join(sorted(ECHO_TYPES))} nodes echo (this one is a {kind})")
-    xy = {k: _number(f"{where}: {k}", raw[k], 0.0, 1.0) for k in ("x", "y") if raw.get(k) is not None}
-    return Node(name=name, type=kind, version=version, mechanism=mechanism,
-                identity=_text(f"{where}: identity", raw.get("identity", "")),
-                username=_text(f"{where}: username", raw.get("username", "")),
-                password=_text(f"{where}: password", raw.get("password", "")),
-                libzmq=libzmq, greeting=greeting, subscribe=subscribe,
-                sndhwm=_hwm(f"{where}: sndhwm", raw.get("sndhwm", 1000)),
-                rcvhwm=_hwm(f"{where}: rcvhwm", raw.get("rcvhwm", 1000)),
-                recv=recv, echo=echo, sndbuf=_buffer(f"{where}: sndbuf", raw.get("sndbuf", 0)),
-                rcvbuf=_buffer(f"{where}: rcvbuf", raw.get("rcvbuf", 0)), **xy)
+    """A node of the topology (a `Node` given is taken as it is: its model checked it)."""
+    if isinstance(raw, Node):
+        return raw
+    if not isinstance(raw, dict):
+        raise TopologyError(f"node {i} is an object")
+    try:
+        return Node.model_validate(raw)
+    except ValidationError as exc:
+        raise TopologyError(node_problem(f"node {i}", raw, exc)) from None
 
 
 def _link(i: int, raw: Any) -> Link:
@@ -431,7 +323,7 @@ def _send(i: int, raw: Any) -> ScriptSend:
     if as_hex:
         for f in texts:
             try:
-                bytes.fromhex(f)
+                parse_hex(f)
             except ValueError:
                 raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
@@ -561,5 +453,5 @@ def preset(pid: str) -> Preset:
         raise TopologyError(f"no preset {pid!r}; one of {', '.join(PRESETS)}") from None
 
 
-__all__ = ["MAX_LINKS", "MAX_NODES", "PRESETS", "Link", "Node", "Preset", "Proxy", "ScriptSend", "Topology",
-           "TopologyError", "preset", "two_peer", "validate"]
+__all__ = ["MAX_LINKS", "MAX_NODES", "MAX_PROXIES", "MAX_SCRIPT", "PRESETS", "Link", "Node", "Preset", "Proxy",
+           "ScriptSend", "Topology", "TopologyError", "preset", "two_peer", "validate"]

@@ -27,14 +27,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..engine.notation import compact_json_any
 from .runs import runs_to_batches
 from .schemas import FIELD_TYPE, PIPELINE_COLUMNS, SCALAR_COLUMNS, STAGE_SCHEMA, STR_MAP
 
 _INT = (int,)  # (SCALAR_COLUMNS' python types of an integer column)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def field_value_text(value: Any) -> str | None:
@@ -46,7 +43,7 @@ def field_value_text(value: Any) -> str | None:
         return str(value)
     if value is None:
         return None
-    return _json(value)
+    return compact_json_any(value)
 
 
 MAX_RUN_OCTETS = 64 << 20  # runs of ordinary frames up to this size are laid out as columns (pipeline.runs)
@@ -236,7 +233,7 @@ def _to_extra(key: str, vals: Iterable[Any], extras: list[Any]) -> None:
     for i, v in enumerate(vals):
         if extras[i] is None:
             extras[i] = {}
-        extras[i][key] = _json(v)
+        extras[i][key] = compact_json_any(v)
 
 
 def _fields_array(lists: tuple[Any, ...]) -> pa.Array:
@@ -279,7 +276,7 @@ def _scalar_array(name: str, values: list[Any], atype: pa.DataType, pytypes: tup
         else:
             kept.append(None)
             extras[i] = extras[i] or {}
-            extras[i][name] = _json(v)
+            extras[i][name] = compact_json_any(v)
     return pa.array(kept, atype)
 
 

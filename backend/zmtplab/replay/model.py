@@ -32,20 +32,8 @@ from typing import Any, BinaryIO
 
 from ..analysis import analyze_with_facts
 from ..analysis.facts import ConnFacts
-from ..peers.topology import (
-    MAX_AT,
-    MAX_FRAME_TEXT,
-    MAX_FRAMES,
-    MAX_LINKS,
-    MAX_NODES,
-    MAX_SCRIPT,
-    NAME_RE,
-    Link,
-    Node,
-    Proxy,
-    ScriptSend,
-    Topology,
-)
+from ..peers.node import MAX_AT, MAX_FRAME_TEXT, MAX_FRAMES, MAX_LINKS, MAX_NODES, MAX_SCRIPT, NAME_RE, Node
+from ..peers.topology import Link, Proxy, ScriptSend, Topology
 
 MAX_MESSAGES = 20_000  # messages of the capture the replay takes (the rest: a note)
 MAX_BODY = 1 << 20  # octets of a frame the replay keeps

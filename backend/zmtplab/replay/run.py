@@ -17,8 +17,9 @@ from typing import Any
 
 from ..analysis import analyze_capture
 from ..capture.pcapwriter import PcapngWriter
-from ..peers.simulation import Simulation, socket_options
-from ..peers.topology import VERSIONS
+from ..engine.constants import VERSIONS
+from ..peers.node import socket_options
+from ..peers.simulation import Simulation
 from .model import ReplayError, ReplayModel
 
 WINDOW = 32  # octets in flight once a reader stops: a topology session's simulated TCP window

@@ -1,6 +1,6 @@
 """The web app: REST routes, websocket sessions, uploads, and the static frontend."""
 
 from .app import create_app
-from .settings import Settings, get_settings
+from .core.settings import Settings, get_settings
 
 __all__ = ["Settings", "create_app", "get_settings"]

@@ -32,15 +32,25 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..eventstore import StoreClosed
 from ..i18n import DEFAULT, pick_lang, translate
-from .captures import CaptureStore
-from .classrooms import ClassLimits, ClassRegistry
-from .corpus import CorpusRuns
-from .languages import LocalizedSockets, localize_validation, localized_http_exception, scope_lang
-from .live_sources import LiveSources
-from .packets import PacketDecoder
-from .routes import ROUTERS
-from .sessions import SessionManager
-from .settings import Settings, get_settings
+from ..sessions import SessionManager
+from .captures import routes as captures_routes
+from .captures.packets import PacketDecoder
+from .captures.store import CaptureStore
+from .classes import routes as classes_routes
+from .classes.registry import ClassLimits, ClassRegistry
+from .core import routes as core_routes
+from .core.errors import Refused, refused_response
+from .core.languages import LocalizedSockets, localize_validation, localized_http_exception, scope_lang
+from .core.memory import release_soon
+from .core.settings import Settings, get_settings
+from .corpus import routes as corpus_routes
+from .corpus.runs import CorpusRuns
+from .decode import routes as decode_routes
+from .lessons import routes as lessons_routes
+from .lessons.library import LessonLibrary
+from .live import routes as live_routes
+from .live.sources import LiveSources
+from .routes import sessions as sessions_routes
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +65,8 @@ CDN = "https://cdn.jsdelivr.net"
 UPLOAD_PATH = "/api/captures"
 SWITCH_INTERVAL = 0.001  # seconds a busy thread holds the interpreter while the event loop waits for it
 CATCH_ALL = "/api/{rest:path}"
+ROUTERS = [core_routes.router, decode_routes.router, captures_routes.router, sessions_routes.router,
+           lessons_routes.router, classes_routes.router, live_routes.router, corpus_routes.router]
 
 
 def _docs_page(openapi_url: str, title: str) -> tuple[bytes, str]:
@@ -155,9 +167,11 @@ class ZmtpLabApp(FastAPI):
                                self.zmtplab_body_idle)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The web app for these settings (the environment's when None)."""
+def create_app(settings: Settings | None = None, *, class_limits: ClassLimits | None = None) -> FastAPI:
+    """The web app for these settings (the environment's when None); `class_limits` replaces presenter mode's
+    (the settings' `class_max_students`, the other limits `ClassLimits`'s own)."""
     settings = settings or get_settings()
+    class_limits = class_limits or ClassLimits(max_students=settings.class_max_students)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -167,7 +181,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # making every other client wait.
         sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         captures = CaptureStore(settings)
-        sessions = SessionManager(settings)
+        # What an ended session held goes back to the system (a moment later, once for sessions ending together):
+        # freed objects stay in CPython's arenas and glibc's heap otherwise, and rounds of sessions took the server
+        # from 83 MB to 2 GB.
+        sessions = SessionManager(settings.session_limits(), on_end=release_soon)
         app.state.settings = settings
         app.state.captures = captures
         app.state.sessions = sessions
@@ -177,10 +194,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.live = live
         corpus = CorpusRuns(settings)
         app.state.corpus = corpus
-        if getattr(app.state, "classrooms", None) is None:  # (tests may bring their own)
-            app.state.classrooms = ClassRegistry(ClassLimits(max_students=settings.class_max_students),
-                                                 path=settings.data_dir / "classes.json")
-        classrooms = app.state.classrooms
+        classrooms = ClassRegistry(class_limits, path=settings.data_dir / "classes.json")
+        app.state.classrooms = classrooms
+        app.state.lessons = LessonLibrary(captures_dir=settings.sample_captures_dir, extra=settings.lessons_dir)
         await captures.start()
         await sessions.start()
         await live.start()
@@ -212,6 +228,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
 
     app.exception_handler(StarletteHTTPException)(localized_http_exception)  # (typed for any handler's signature)
+    app.exception_handler(Refused)(refused_response)  # (the services' domain errors)
 
     @app.exception_handler(StoreClosed)
     async def store_closed(request: Request, exc: StoreClosed) -> JSONResponse:

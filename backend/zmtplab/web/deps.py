@@ -12,12 +12,14 @@ from fastapi import Depends, Query
 from starlette.requests import HTTPConnection
 
 from ..i18n import pick_lang
-from .captures import CaptureStore
-from .corpus import CorpusRuns
-from .live_sources import LiveSources
-from .packets import PacketDecoder
-from .sessions import SessionManager
-from .settings import Settings
+from ..sessions import SessionManager
+from .captures.packets import PacketDecoder
+from .captures.store import CaptureStore
+from .classes.registry import ClassRegistry
+from .core.settings import Settings
+from .corpus.runs import CorpusRuns
+from .lessons.library import LessonLibrary
+from .live.sources import LiveSources
 
 
 def get_app_settings(conn: HTTPConnection) -> Settings:
@@ -50,6 +52,16 @@ def get_live_sources(conn: HTTPConnection) -> LiveSources:
     return conn.app.state.live
 
 
+def get_class_registry(conn: HTTPConnection) -> ClassRegistry:
+    """The app's classes (presenter mode)."""
+    return conn.app.state.classrooms
+
+
+def get_lesson_library(conn: HTTPConnection) -> LessonLibrary:
+    """The app's lessons (the shipped ones and a teacher's own, each played once)."""
+    return conn.app.state.lessons
+
+
 def get_lang(conn: HTTPConnection,
              lang: Annotated[str | None, Query(max_length=16, description="`en` or `zh-CN` (else the "
                                                                           "Accept-Language header's choice)")] = None
@@ -64,4 +76,6 @@ PacketDecoderDep = Annotated[PacketDecoder, Depends(get_packet_decoder)]
 SessionManagerDep = Annotated[SessionManager, Depends(get_session_manager)]
 LiveSourcesDep = Annotated[LiveSources, Depends(get_live_sources)]
 CorpusRunsDep = Annotated[CorpusRuns, Depends(get_corpus_runs)]
+ClassRegistryDep = Annotated[ClassRegistry, Depends(get_class_registry)]
+LessonLibraryDep = Annotated[LessonLibrary, Depends(get_lesson_library)]
 LangDep = Annotated[str, Depends(get_lang)]

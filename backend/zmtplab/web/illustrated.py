@@ -18,7 +18,7 @@ from ..illustrate.document import LessonStep, SourceError
 from ..lessons import markdown
 from ..lessons.loader import ExerciseCheck, Lesson
 from ..lessons.player import StepScene
-from .sessions import Session
+from ..sessions import Session
 
 # The most elements one page holds: a page is read, printed and mailed, not a capture's whole archive.
 PAGE_MOST = 2000

@@ -29,9 +29,9 @@ import uvicorn
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .limits import address_key
-from .settings import Settings
-from .wsprotocol import CommandFrameProtocol
+from .core.limits import address_key
+from .core.settings import Settings
+from .core.wsprotocol import CommandFrameProtocol
 
 FILE_RESERVE = 128  # file descriptors kept for what is not a connection (stores, pipes, workers) by default
 

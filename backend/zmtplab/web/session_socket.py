@@ -3,7 +3,8 @@
 `serve(websocket, manager, settings, session_id, ...)` is what `/ws/sessions/{id}` runs (`web.routes.sessions`
 only routes). Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and `log`)
 messages, sent by the websocket pump (`web.wspump`); browser -> server: the commands of
-`web.models.WsCommand`, carried out by the session (`web.sessions`). docs/architecture.md lists the messages.
+`sessions.commands.Command`, carried out by the session (`zmtplab.sessions`). docs/architecture.md lists the
+messages.
 
 Commands are rate-limited per socket (a token bucket: `ws_rate` a second, bursts of `ws_burst`); one over
 the limit is dropped and answered with `{"type": "error", "detail": "rate limit: ..."}`. A socket whose
@@ -15,19 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import TypeAdapter, ValidationError
 
-from .limits import AbuseWindow, TokenBucket
-from .models import WsCommand
-from .sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
-from .settings import Settings
-from .wspump import error_text, pump
+from ..sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
+from ..sessions.commands import COMMAND_TYPES, Command
+from .core.limits import AbuseWindow, TokenBucket
+from .core.settings import Settings
+from .wspump import Outbox, error_text, pump
 
-COMMANDS: TypeAdapter[Any] = TypeAdapter(WsCommand)
-COMMAND_TYPES = ("send", "play", "pause", "step", "step_back", "speed", "reset", "fault", "recv")
+COMMANDS: TypeAdapter[Any] = TypeAdapter(Command)
+SESSION_OUTBOX = functools.partial(Outbox, overflow="close")  # a session's socket is given up when it falls behind
 
 
 def _not_json(exc: ValidationError) -> bool:
@@ -56,8 +58,8 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
         await websocket.send_text(error_text(f"no session with id {session_id!r}"))
         await websocket.close(code=4404)
         return
-    sub = session.subscribe(logs=log, marks=marks, topology=topology, fields=fields)
-    sender = asyncio.create_task(pump(websocket, sub, "array" if batch else "one"))
+    sub = session.subscribe(SESSION_OUTBOX, logs=log, marks=marks, topology=topology, fields=fields)
+    sender = asyncio.create_task(pump(websocket, sub.out, "array" if batch else "one"))
     # The commands are read in a task of their own: this handler runs some twenty coroutines deep (the
     # middleware), and every wake-up of the task that waits for the next command goes through all of
     # them; a busy socket wakes once per command.

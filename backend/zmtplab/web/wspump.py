@@ -30,13 +30,15 @@ from typing import Literal
 import orjson
 from starlette.websockets import WebSocket, WebSocketState
 
+from ..sessions.session import BACKLOG_BYTES as SESSION_BACKLOG_BYTES
+
 Overflow = Literal["close", "drop-oldest", "latest"]
 Mode = Literal["one", "array", "burst"]
 
 BATCH_MOST = 512  # messages in one websocket message (with ?batch=1)
 BATCH_WINDOW = 0.025  # a batching socket that sent less than this ago waits for the next tick to send again
 BACKLOG_STEP = 1024  # most backlog messages taken at once (a backlog is read as the socket sends it)
-BACKLOG_BYTES = 1 << 20  # octets of backlog messages after which a take stops reading it
+BACKLOG_BYTES = SESSION_BACKLOG_BYTES  # octets of backlog messages after which a take stops reading it
 SLICE = 0.005  # seconds a sending pump works before it lets the event loop's other work run
 
 Backlog = Iterable[str] | Callable[[int], list[str]]

@@ -1,6 +1,6 @@
 // Presenter mode, DOM-free: the class websocket, what a student follows, what a
 // teacher sends. The server relays the teacher's state to every student
-// (backend/zmtplab/web/classrooms.py):
+// (backend/zmtplab/web/classes/registry.py):
 //
 //   server -> teacher: {type: "hello", role, code, state, count, following}, {type: "students", count, following},
 //                      {type: "error", detail}, {type: "ended", reason}

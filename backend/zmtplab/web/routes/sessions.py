@@ -13,11 +13,12 @@ from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket
 from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
+from ...sessions import Session, SessionConfigError, SessionManager
 from .. import authoring, illustrated
+from ..core.limits import client_address
+from ..core.models import ErrorResponse
 from ..deps import LangDep, SessionManagerDep, SettingsDep
-from ..limits import client_address
 from ..models import (
-    ErrorResponse,
     SessionCreate,
     SessionCreated,
     SessionFaultInfo,
@@ -26,7 +27,6 @@ from ..models import (
     SessionPresets,
 )
 from ..session_socket import serve as session_socket_serve
-from ..sessions import Session, SessionConfigError, SessionManager
 
 router = APIRouter(tags=["sessions"])
 
@@ -57,7 +57,7 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
     Then open the websocket `/ws/sessions/{id}`.
     """
     try:
-        session = await manager.create(body, client_address(request))
+        session = await manager.create(body.setup(), client_address(request))
     except SessionConfigError as exc:
         raise HTTPException(422, str(exc)) from None
     except OverflowError as exc:
@@ -92,7 +92,7 @@ def _credentials(session: Session) -> dict[str, str]:
 
     A protocol tool shows the wire as it was, so HELLO events (and a capture's bytes) keep the password; what
     the export says is that it does."""
-    return {"X-ZMTPLab-Credentials": "PLAIN"} if "PLAIN" in session.config.mechanisms() else {}
+    return {"X-ZMTPLab-Credentials": "PLAIN"} if "PLAIN" in session.setup.mechanisms() else {}
 
 
 @router.get("/api/sessions/{session_id}/export.pcapng", summary="The session as a capture", responses={

@@ -1,0 +1,1 @@
+"""Presenter mode: the classes, the class websocket, the routes."""

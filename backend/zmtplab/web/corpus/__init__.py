@@ -1,0 +1,1 @@
+"""Corpus runs: the Spark pipeline over uploaded captures, its report and tables, the routes."""

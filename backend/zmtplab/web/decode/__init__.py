@@ -1,0 +1,1 @@
+"""`POST /api/decode`: one direction's bytes, given as hex, to annotated events."""
