@@ -37,6 +37,20 @@ def test_push_round_robin_and_blocking() -> None:
         push.recv()
 
 
+def test_push_round_robin_goes_on_from_the_first_pipe_when_one_joins() -> None:
+    """libzmq's lb takes its next pipe modulo the pipes there now: after 20 messages to two pipes the next goes to
+    the first again, and a pipe that joins waits its turn (captures/push_late_pull.pcapng: task 20 went to the first
+    PULL, task 22 to the late one)."""
+    push = Socket("PUSH")
+    a, b = up(push, "a"), up(push, "b")
+    for i in range(20):
+        push.send([b"%d" % i])
+    c = up(push, "c")
+    for i in range(20, 23):
+        push.send([b"%d" % i])
+    assert drain(a)[-1] == (b"20",) and drain(b)[-1] == (b"21",) and drain(c) == [(b"22",)]
+
+
 def test_connect_side_pipe_queues_before_it_is_up() -> None:
     push = Socket("PUSH")
     pipe = push.add_pipe("c", connect_side=True)

@@ -27,24 +27,24 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
-from .facts import Collector, Endpoints
+from .facts import Collector, ConnFacts, Endpoints
 from .findings import Context, Publications, Sends, check_curve, curve_handshakes, diagnose
 from .flows import RelayLog
-from .script import Script
+from .script import MAX_BODY, Script
 from .topology import connection_row, nodes, refused, refused_groups
 
-__all__ = ["Analyzer", "analyze_capture", "check_curve"]
+__all__ = ["Analyzer", "analyze_capture", "analyze_with_facts", "check_curve"]
 
 
 class Analyzer:
     """One capture's analysis, fed event by event; `endpoints(conn)` gives a connection's (client, server)."""
 
     def __init__(self, endpoints: Endpoints, *, curve_secrets: list[bytes] | None = None,
-                 flow_window: float = 1.0, script: int = 0) -> None:
+                 flow_window: float = 1.0, script: int = 0, script_body: int = MAX_BODY) -> None:
         self.relays = RelayLog(window=flow_window)
         self.publications = Publications()
         self.sends = Sends()
-        self.script = Script(script) if script > 0 else None
+        self.script = Script(script, script_body) if script > 0 else None
         handlers = [self.relays, self.publications, *([self.script] if self.script is not None else [])]
         self.collector = Collector(endpoints, on_message=handlers,
                                    on_subscription=[self.publications.subscribed], on_count=[self.sends],
@@ -83,14 +83,23 @@ class Analyzer:
 def analyze_capture(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes] | None = None,
                     result: DissectResult | None = None, script: int = 0) -> dict[str, Any]:
     """Dissects a capture file and analyses it (`Analyzer`). Raises like `dissect_capture()`."""
+    return analyze_with_facts(source, curve_secrets=curve_secrets, result=result, script=script)[0]
+
+
+def analyze_with_facts(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes] | None = None,
+                       result: DissectResult | None = None, script: int = 0,
+                       script_body: int = MAX_BODY) -> tuple[dict[str, Any], dict[str, ConnFacts]]:
+    """`analyze_capture`, and beside it each connection's `ConnFacts` (its PINGs and PONGs among them): what a
+    replay of the capture reads besides the analysis; `script_body`, how many octets of each frame the script
+    keeps."""
     dissector = CaptureDissector(with_fields=False, runs=True)
 
     def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
         info = dissector.info(conn)
         return (info.client, info.server) if info is not None else None
 
-    analyzer = Analyzer(endpoints, curve_secrets=curve_secrets, script=script)
+    analyzer = Analyzer(endpoints, curve_secrets=curve_secrets, script=script, script_body=script_body)
     result = result if result is not None else DissectResult()
     for item in dissect_capture_runs(source, dissector=dissector, result=result):
         analyzer.add(item)
-    return analyzer.finish(result.connections)
+    return analyzer.finish(result.connections), analyzer.collector.conns

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "decode": "decode",
     "dissect": "dissect",
     "analyze": "analyze",
+    "replay": "replay",
     "illustrate": "illustrate",
     "lessons": "lessons",
     "tap": "tap",

@@ -17,7 +17,8 @@ LANGS = ("en", "zh-CN")
 DEFAULT = "en"
 CATALOG_DIR = Path(__file__).with_name("catalogs")
 PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.", "lessons.log.", "lessons.play.", "api.")
+TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.", "lessons.log.", "lessons.play.", "api.",
+                       "replay.")
 """Ids whose English is written by code as the contract has it (the engine imports nothing of ours): `translate`
 recognises their texts; every other id is rendered by `text` from its id."""
 
@@ -206,4 +207,26 @@ def localize_analysis(analysis: dict[str, Any], lang: str) -> dict[str, Any]:
     if isinstance(analysis.get("flows"), list):
         out["flows"] = [{**f, "why": translate(f["why"], lang)} if isinstance(f.get("why"), str) else f
                         for f in analysis["flows"]]
+    return out
+
+
+def localize_replay(result: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A replay (`zmtplab replay --json`'s object) with its notes, the fidelity check's reasons, the diff's summary
+    and the findings in `lang` (itself for English)."""
+    if lang == DEFAULT:
+        return result
+    out = {**result}
+    out["notes"] = [{**n, "text": translate(n["text"], lang)} for n in result.get("notes", [])]
+    if isinstance(result.get("fidelity"), dict):
+        rows = [{**r, "why": [translate(w, lang) for w in r["why"]]} if "why" in r else r
+                for r in result["fidelity"]["connections"]]
+        out["fidelity"] = {**result["fidelity"], "connections": rows}
+    if isinstance(result.get("findings"), list):
+        out["findings"] = localize_findings(result["findings"], lang)
+    if isinstance(result.get("diff"), dict):
+        diff = result["diff"]
+        found = diff["findings"]
+        out["diff"] = {**diff, "summary": [translate(line, lang) for line in diff["summary"]],
+                       "findings": {"appear": localize_findings(found["appear"], lang),
+                                    "go": localize_findings(found["go"], lang)}}
     return out

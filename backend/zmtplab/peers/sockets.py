@@ -274,7 +274,7 @@ class Socket:
         hwm = self.sndhwm
         for _ in range(n):
             i = self._lb_next % n
-            self._lb_next = i + 1
+            self._lb_next = (i + 1) % n  # (libzmq's lb: modulo the pipes there now, so a new one waits its turn)
             pipe = pipes[i]
             if len(pipe.out) < hwm:
                 return pipe

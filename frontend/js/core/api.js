@@ -187,6 +187,10 @@ export function createApi(host) {
     captureCurveCheck(id, secrets) {
       return request('POST', `/api/captures/${seg(id)}/curve-check`, { secrets });
     },
+    /** The capture replayed as a topology with `changes` (NODE.OPTION=VALUE): fidelity, diff, and its `topology`. */
+    captureReplay(id, changes = []) {
+      return request('POST', `/api/captures/${seg(id)}/replay`, { set: changes });
+    },
     capturePacket(id, number) {
       return request('GET', `/api/captures/${seg(id)}/packets/${seg(number)}`);
     },

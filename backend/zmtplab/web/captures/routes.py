@@ -14,6 +14,7 @@ from ...analysis import check_curve
 from ...engine.curve import key_from_text
 from ...engine.events import WIRE_KINDS
 from ...i18n import localize_analysis, localize_findings, translate
+from ...replay import ReplayError
 from .. import illustrated
 from ..core.jsontext import json_bytes
 from ..core.limits import client_address
@@ -23,6 +24,7 @@ from ..deps import CaptureStoreDep, LangDep, PacketDecoderDep, SettingsDep
 from .events import EventQuery, SearchesBusy, event_body, event_page
 from .models import CaptureCreated, CaptureSummary, CurveCheck, EventPage, PacketResponse, Progress
 from .packets import PacketDecodeError, PacketNotFound
+from .replays import ReplayRequest, ReplayTooLarge, replay_capture
 from .uploads import check_declared_size, receive_capture
 
 router = APIRouter(prefix="/api/captures", tags=["captures"])
@@ -275,3 +277,24 @@ async def delete_capture(capture_id: CaptureId, store: CaptureStoreDep, packets:
     packets.forget(capture_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
+
+@router.post("/{capture_id}/replay", tags=["replay"],
+             summary="The capture replayed as a topology, with one thing changed",
+             responses={404: {"model": ErrorResponse, "description": "no capture has this id"},
+                        409: {"model": ErrorResponse, "description": "the capture is still being dissected"},
+                        413: {"model": ErrorResponse, "description": "the capture is too large to replay here"},
+                        422: {"model": ErrorResponse, "description": "a bad change, or nothing to replay"},
+                        429: {"model": ErrorResponse, "description": "too many replays at once"}})
+async def capture_replay(capture_id: CaptureId, body: ReplayRequest, store: CaptureStoreDep,
+                         lang: LangDep) -> Response:
+    """What `zmtplab replay --json` prints for the capture with `set`'s changes (`nodes`, `links`, `proxies`,
+    `notes`, `fidelity`, `delivered`, `findings`, `diff`), and for the playground `topology` (the body
+    `POST /api/sessions` takes), `topology_notes` and `playground` (why a session cannot take it; empty: it can)."""
+    record = store.ready(capture_id)[0]  # (no such capture: 404; still being dissected: 409)
+    try:  # (too many replays at once: 429, a `TooMany`)
+        result = await asyncio.to_thread(replay_capture, record.capture_path, body.set, lang)
+    except ReplayTooLarge as exc:
+        raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, str(exc)) from None
+    except ReplayError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return Response(json_bytes(result), media_type="application/json")

@@ -2,6 +2,7 @@
 // Overview (topology, findings, flows, drawn by views/overview.js from the server's analysis, asked for
 // once per capture).
 
+import { buildLink } from '../../core/links.js';
 import { OverviewView } from '../../views/overview.js';
 
 export class CaptureViews {
@@ -34,6 +35,16 @@ export class CaptureViews {
   /** A summary came: the analysis asked for belongs to another capture, or to a dissection not done. */
   summaryChanged(summary) {
     if (this.analysis?.id !== summary.id || summary.state === 'dissecting') this.analysis = null;
+    this.showReplayLink(summary);
+  }
+
+  /** Open in playground (issue 35): the capture replayed as a topology session, offered on the Overview once the
+   *  capture is dissected. */
+  showReplayLink(summary = this.file.summary) {
+    const { $ } = this;
+    const id = this.file.id;
+    $('replay-open').hidden = this.view !== 'overview' || !id || summary?.state !== 'done';
+    if (id) $('open-playground').setAttribute('href', `index.html${buildLink({ replay: id })}`);
   }
 
   /** Another language: the analysis (its findings are sentences) is asked for again when shown. */
@@ -52,6 +63,7 @@ export class CaptureViews {
     }
     const any = (this.file.summary?.connections || []).length > 0;
     $('overview').hidden = !over;
+    this.showReplayLink();
     $('workbench').hidden = over || !any;
     $('connections').hidden = over || !any;
     if (over) this.load();

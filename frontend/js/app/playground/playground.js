@@ -18,6 +18,7 @@ import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
 import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
+import { ReplayPanel } from './replay-panel.js';
 import { ClassroomClient } from '../shared/classroom-client.js';
 import { createLessonsApi } from '../../lessons/api.js';
 import { ExerciseBox } from '../../lessons/exercise.js';
@@ -94,12 +95,13 @@ class PlaygroundPage {
     this.setup = new TopologySetup(host, $('topology-form'), {
       api: this.api,
       status: this.status,
-      start: async (request) => {
-        await this.sessions.start(request);
-        if (!this.exercise) $('topology-setup').open = false; // (an exercise's task and check stay in view)
-      },
+      start: (request) => this.startSession(request),
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
+    this.startSession = async (request) => {
+      await this.sessions.start(request);
+      if (!this.exercise) $('topology-setup').open = false; // (an exercise's task and check stay in view)
+    };
     this.classroom = this.presenterMode(host);
     win.addEventListener('keydown', (e) => this.onKey(e));
     // Another language: the lifelines' names are words (the views redraw themselves), and the notes and
@@ -284,6 +286,7 @@ class PlaygroundPage {
       if (cls.role === 'student') delete params.session; // (the class says which session a student watches)
     }
     if (this.exercise) Object.assign(params, { exercise: this.exercise.lessonId, step: this.exercise.step }); // (a reload keeps it)
+    if (this.replay) params.replay = this.replay.captureId; // (a reload keeps the replay box; the session goes on)
     const url = `${win.location.pathname}${buildLink(params)}${this.active === 'paste' ? '#paste' : ''}`;
     win.history.replaceState(null, '', url);
   }
@@ -354,6 +357,32 @@ class PlaygroundPage {
     }
     this.classroom.resume(link);
     if (link.exercise) this.openExercise(link.exercise, Number.parseInt(link.step, 10) || 1);
+    if (link.replay) this.openReplay(link.replay, { start: !link.session });
+  }
+
+  /**
+   * A capture replayed (?replay=CAPTURE_ID, the capture viewer's "Open in playground"): the replay box beside the
+   * diagram, its topology started as a session (and put in the topology box), re-run with the changes it is given.
+   */
+  openReplay(captureId, { start }) {
+    const doc = this.host.document;
+    const box = doc.getElementById('replay-box');
+    box.hidden = false;
+    box.open = true;
+    doc.getElementById('session-setup').open = false;
+    this.replay = new ReplayPanel(doc, doc.getElementById('replay-slot'), captureId, {
+      i18n: this.i18n,
+      api: this.api,
+      start: async (topology) => {
+        this.setup.editor.setTopology(topology);
+        await this.startSession({ mode: 'simulated', ...topology, autoplay: false });
+        this.updateUrl();
+        this.replay.sessionStarted();
+      },
+      saveTopology: (topology) => this.setup.save(topology),
+      lessonUrl: () => (this.sessions.id !== null ? this.api.sessionExportUrl(this.sessions.id, 'lesson') : null),
+    });
+    this.replay.load({ start });
   }
 
   /**
