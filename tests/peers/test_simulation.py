@@ -304,7 +304,7 @@ def test_open_links_and_idle_agree_with_the_links_through_reconnections() -> Non
     sim = ready_push_pull(server={"heartbeat_ivl": 0.5, "heartbeat_timeout": 1.0})
 
     def check() -> None:
-        assert sim._open_links == tuple(link for link in sim.links.values() if not link.closed)
+        assert sim.wire.open_links == tuple(link for link in sim.links.values() if not link.closed)
         assert sim.idle() == (sim._next_item() is None)
 
     sim.inject("close", conn="1", side="server")

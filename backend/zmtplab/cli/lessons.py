@@ -21,29 +21,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "plays every step through the engine, as the server does: each problem is named "
                                    "with its file and step. Exit 0 when every lesson "
                                    "holds, 1 otherwise.")
-    p.add_argument("action", choices=["check"], help="what to do (check)")
-    p.add_argument("directory", type=Path, nargs="?", default=None,
-                   help="the lessons' directory (default: the shipped lessons)")
-    p.set_defaults(func=run)
+    # `check` is a subcommand of its own, so that options go before or after DIR alike
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = actions.add_parser("check", help="check the lessons of DIR as the server would load and play them")
+    check.add_argument("directory", type=Path, nargs="?", default=None,
+                       help="the lessons' directory (default: the shipped lessons)")
+    check.add_argument("--lang", choices=LANGS, default="en", help="say the problems in this language (en or zh-CN)")
+    check.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Checks the lessons; returns the exit status."""
     directory = args.directory or default_lessons_dir()
     loaded = load_lesson_dirs([directory])
-    problems = [error for _, error in loaded.problems]
+    problems = [error.render(args.lang) for _, error in loaded.problems]
     for lesson_id, lesson in loaded.lessons.items():
         try:
             play_lesson(lesson, own_dir=directory)
         except LessonPlayError as exc:
-            problems.append(str(exc))
+            problems.append(exc.render(args.lang))
             continue
         languages = [lang for lang in LANGS if lang != "en" and translation_path(lesson_id, lang, directory).exists()]
         for lang in languages:
             try:
                 localize_lesson(lesson, lang, directory)
             except LessonError as exc:
-                problems.append(f"{lesson_id} ({lang}): {exc}")
+                problems.append(exc.render(args.lang))
         print(f"ok    {lesson_id}: {len(lesson.steps)} steps" + (f", in {', '.join(['en', *languages])}"
                                                                   if languages else ""))
     for problem in problems:

@@ -17,7 +17,7 @@ LANGS = ("en", "zh-CN")
 DEFAULT = "en"
 CATALOG_DIR = Path(__file__).with_name("catalogs")
 PLACEHOLDER = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.", "lessons.log.", "api.")
+TRANSLATED_PREFIXES = ("engine.", "capture.", "analysis.", "peers.", "lessons.log.", "lessons.play.", "api.")
 """Ids whose English is written by code as the contract has it (the engine imports nothing of ours): `translate`
 recognises their texts; every other id is rendered by `text` from its id."""
 

@@ -66,6 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..engine.constants import SOCKET_TYPES
 from ..resources import lessons_dir
+from .problems import LessonError, invalid, validation_problems
 
 LESSON_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.pcapng?$")
@@ -78,10 +79,6 @@ Kind = Literal["greeting", "command", "frame", "message", "expert", "gap", "sock
 NODE_NAME = r"^[A-Za-z0-9_.-]{1,32}$"
 # A node of a session or wire source: its two sides. (A topology names its own nodes.)
 NodeName = Annotated[str, Field(pattern=NODE_NAME)]
-
-
-class LessonError(ValueError):
-    """A lesson file that cannot be used; the text names the file and the step."""
 
 
 class _Model(BaseModel):
@@ -101,13 +98,13 @@ class Chunk(_Model):
     @model_validator(mode="after")
     def _one(self) -> Chunk:
         if (self.hex is None) == (self.text is None):
-            raise ValueError("a chunk has exactly one of `hex` and `text`")
+            raise invalid("lessons.error.chunk_one_of")
         if self.hex is not None:
             cleaned = HEX_CLEAN.sub("", self.hex)
             if len(cleaned) % 2 or not re.fullmatch(r"[0-9A-Fa-f]*", cleaned):
-                raise ValueError(f"not hex: {self.hex!r}")
+                raise invalid("lessons.error.not_hex", value=repr(self.hex))
         if len(self.raw_once()) * self.repeat > MAX_CHUNK:
-            raise ValueError(f"a chunk is at most {MAX_CHUNK} octets")
+            raise invalid("lessons.error.chunk_too_long", limit=MAX_CHUNK)
         return self
 
     def raw_once(self) -> bytes:
@@ -152,7 +149,7 @@ class PeerSpec(_Model):
     def _type(cls, value: str) -> str:
         value = value.upper()
         if value not in SOCKET_TYPES:
-            raise ValueError(f"unknown socket type {value!r}; one of {', '.join(SOCKET_TYPES)}")
+            raise invalid("lessons.error.socket_type", value=repr(value), types=", ".join(SOCKET_TYPES))
         return value
 
     @field_validator("mechanism", mode="before")
@@ -195,7 +192,7 @@ class SessionSource(_Model):
             try:
                 getattr(self, side).options()
             except ValueError as exc:
-                raise ValueError(f"{side}: {exc}") from None
+                raise invalid("lessons.error.peer", side=side, text_error=str(exc)) from None
         return self
 
 
@@ -217,7 +214,7 @@ class TopologySource(_Model):
     @model_validator(mode="after")
     def _check(self) -> TopologySource:
         if (self.preset is None) == (not self.nodes):
-            raise ValueError("a topology is a `preset` or `nodes` (with `links`), not both")
+            raise invalid("lessons.error.topology_one_of")
         self.topology()  # a ValueError names the node or link at fault
         return self
 
@@ -251,7 +248,7 @@ class CaptureSource(_Model):
     @classmethod
     def _file(cls, value: str) -> str:
         if not CAPTURE_NAME.match(value):
-            raise ValueError(f"{value!r} is not a capture file name (name.pcap or name.pcapng, no directories)")
+            raise invalid("lessons.error.capture_name", value=repr(value))
         return value
 
 
@@ -356,7 +353,7 @@ class Action(_Model):
         if value == "run":
             return {"run": True}
         if isinstance(value, dict) and len(value) != 1:
-            raise ValueError(f"an action has exactly one key, not {sorted(value)}")
+            raise invalid("lessons.error.action_keys", keys=str(sorted(value)))
         return value
 
     @property
@@ -397,9 +394,9 @@ class Answer(_Model):
     def _one(self) -> Answer:
         given = [k for k in ("field", "byte", "choice") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("an answer has exactly one of `field`, `byte` and `choice`")
+            raise invalid("lessons.error.answer_one_of")
         if self.value is not None and self.field is None:
-            raise ValueError("`value` goes with a `field` answer")
+            raise invalid("lessons.error.answer_value")
         return self
 
     @property
@@ -418,9 +415,9 @@ class Question(_Model):
     def _check(self) -> Question:
         if self.answer.choice is not None:
             if not self.choices or self.answer.choice not in self.choices:
-                raise ValueError("a choice answer must be one of `choices`")
+                raise invalid("lessons.error.choice_answer")
         elif self.choices:
-            raise ValueError("`choices` go with a `choice` answer")
+            raise invalid("lessons.error.choices_without_answer")
         return self
 
 
@@ -449,7 +446,8 @@ class ExerciseCheck(_Model):
     def _types(cls, value: dict[str, str]) -> dict[str, str]:
         for name, kind in value.items():
             if kind.upper() not in SOCKET_TYPES:
-                raise ValueError(f"node {name}: unknown socket type {kind!r}; one of {', '.join(SOCKET_TYPES)}")
+                raise invalid("lessons.error.node_socket_type", name=name, value=repr(kind),
+                              types=", ".join(SOCKET_TYPES))
         return {name: kind.upper() for name, kind in value.items()}
 
     @field_validator("inbox", mode="before")
@@ -462,14 +460,14 @@ class ExerciseCheck(_Model):
         names = list(self.nodes)
         for action in self.do:
             if action.name not in TOPOLOGY_ACTIONS:
-                raise ValueError(f"a topology takes no `{action.name}` action")
+                raise invalid("lessons.error.topology_action", action=action.name)
             for name in _action_nodes(action):
                 if name not in names:
-                    raise ValueError(f"`{action.name}` names {name!r}, which is not one of `nodes` "
-                                     f"({', '.join(names)})")
+                    raise invalid("lessons.error.action_node", action=action.name, name=repr(name),
+                                  names=", ".join(names))
         for name in [*self.received, *self.inbox]:
             if name not in names:
-                raise ValueError(f"{name!r} is not one of `nodes` ({', '.join(names)})")
+                raise invalid("lessons.error.not_a_node", name=repr(name), names=", ".join(names))
         return self
 
 
@@ -489,9 +487,9 @@ class Exercise(_Model):
     @model_validator(mode="after")
     def _one(self) -> Exercise:
         if (self.accept is None) == (self.check is None):
-            raise ValueError("an exercise has exactly one of `accept` (a typed answer) and `check` (a topology)")
+            raise invalid("lessons.error.exercise_one_of")
         if self.start is not None and self.check is None:
-            raise ValueError("`start` goes with a topology exercise (`check`)")
+            raise invalid("lessons.error.exercise_start")
         return self
 
     @property
@@ -558,13 +556,13 @@ class Step(_Model):
     def _check(self) -> Step:
         sources = [k for k in SOURCE_KINDS if getattr(self, k) is not None]
         if len(sources) > 1:
-            raise ValueError(f"a step has at most one source, not {' and '.join(sources)}")
+            raise invalid("lessons.error.sources", sources=" and ".join(sources))
         if self.highlight and self.element is None:
-            raise ValueError("`highlight` needs an `element`")
+            raise invalid("lessons.error.highlight_element")
         if self.question is not None and self.question.answer.kind != "choice" and self.element is None:
-            raise ValueError("a field or byte question needs an `element`")
+            raise invalid("lessons.error.question_element")
         if self.question is not None and self.exercise is not None:
-            raise ValueError("a step asks a `question` or sets an `exercise`, not both")
+            raise invalid("lessons.error.question_and_exercise")
         return self
 
     @property
@@ -588,27 +586,30 @@ def _action_nodes(action: Action) -> list[str]:
     return named
 
 
-def _node_problem(step: Step, kind: str | None, names: list[str]) -> str | None:
-    """What is wrong with the nodes a step names (None when nothing): an action or an expectation must name a
-    node of the step's source, topology actions go with a topology, and socket decisions come from one only."""
+def _node_problem(step: Step, kind: str | None, names: list[str]) -> tuple[str, dict[str, str]] | None:
+    """What is wrong with the nodes a step names (None when nothing), as a catalog id and its values: an action
+    or an expectation must name a node of the step's source, topology actions go with a topology, and socket
+    decisions come from one only."""
+    listed = ", ".join(names)
     for action in step.do:
         if kind == "topology" and action.name not in TOPOLOGY_ACTIONS:
-            return f"a topology takes no `{action.name}` action (it takes {', '.join(sorted(TOPOLOGY_ACTIONS))})"
+            return "lessons.error.topology_takes", {"action": action.name,
+                                                    "actions": ", ".join(sorted(TOPOLOGY_ACTIONS))}
         if kind != "topology" and action.name in ("connect", "recv"):
-            return f"`{action.name}` acts on a topology's nodes; this step's source is a {kind}"
+            return "lessons.error.topology_only", {"action": action.name, "kind": str(kind)}
         for name in _action_nodes(action):
             if name not in names:
-                return f"`{action.name}` names {name!r}, which is not a node here ({', '.join(names)})"
+                return "lessons.error.action_not_here", {"action": action.name, "name": repr(name), "names": listed}
     expect = step.expect
     wanted = [r.peer for r in expect.received] + list(expect.inbox) if expect is not None else []
     for name in wanted:
         if name not in names:
-            return f"`expect` names {name!r}, which is not a node here ({', '.join(names)})"
+            return "lessons.error.expect_not_here", {"name": repr(name), "names": listed}
     decisions = list(step.decisions) + (list(expect.decisions) if expect is not None else [])
     if decisions and kind != "topology":
-        return "socket decisions (`decisions`) come from a topology source"
+        return "lessons.error.decisions_source", {}
     if expect is not None and expect.inbox and kind != "topology":
-        return "`inbox` goes with a topology source"
+        return "lessons.error.inbox_source", {}
     return None
 
 
@@ -630,26 +631,26 @@ class Lesson(_Model):
     @classmethod
     def _id(cls, value: str) -> str:
         if not LESSON_ID.match(value):
-            raise ValueError(f"lesson id {value!r} must be lower-case letters, digits and dashes")
+            raise invalid("lessons.error.lesson_id", value=repr(value))
         return value
 
     @model_validator(mode="after")
     def _first_source(self) -> Lesson:
         if self.steps[0].source_kind is None:
-            raise ValueError("the first step needs a source (session, wire, capture or topology)")
+            raise invalid("lessons.error.first_source")
         kind = None
         names: list[str] = []
         for number, step in enumerate(self.steps, 1):
             kind = step.source_kind or kind
             if step.do and kind == "capture":
-                raise ValueError(f"step {number}: a capture takes no actions (`do`)")
+                raise invalid("lessons.error.capture_actions", step=number)
             if step.topology is not None:
                 names = step.topology.node_names()
             elif step.source_kind is not None:
                 names = list(SIDES)
             problem = _node_problem(step, kind, names)
             if problem:
-                raise ValueError(f"step {number} ({step.title!r}): {problem}")
+                raise invalid(problem[0], step=number, title=step.title, **problem[1])
         return self
 
     def summary_dict(self) -> dict[str, Any]:
@@ -665,43 +666,23 @@ def default_lessons_dir() -> Path:
     return lessons_dir()
 
 
-def _format_errors(path: Path, data: Any, exc: ValidationError) -> str:
-    steps = data.get("steps") if isinstance(data, dict) else None
-    lines = []
-    for err in exc.errors():
-        loc = list(err.get("loc", ()))
-        where = ""
-        if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
-            n = loc[1]
-            title = ""
-            if isinstance(steps, list) and n < len(steps) and isinstance(steps[n], dict):
-                title = f" ({steps[n].get('title')!r})" if steps[n].get("title") else ""
-            where = f"step {n + 1}{title}"
-            loc = loc[2:]
-        path_text = ".".join(str(x) for x in loc if not str(x).startswith("function-"))
-        parts = [p for p in (where, path_text) if p]
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        lines.append(f"{path.name}: {': '.join(parts) or 'lesson'}: {msg}")
-    return "\n".join(lines)
-
-
 def load_lesson_file(path: Path) -> Lesson:
     """One lesson; `LessonError` names the file and the step when it is not valid."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise LessonError(f"{path.name}: cannot read: {exc}") from None
+        raise LessonError.at(path.name, "lessons.error.cannot_read", text_error=str(exc)) from None
     if not isinstance(data, dict):
-        raise LessonError(f"{path.name}: a lesson file is a mapping with title, summary and steps")
+        raise LessonError.at(path.name, "lessons.error.not_mapping")
     data = dict(data)
     stem = path.stem
     if "id" in data and data["id"] != stem:
-        raise LessonError(f"{path.name}: id {data['id']!r} does not match the file name")
+        raise LessonError.at(path.name, "lessons.error.id_mismatch", value=repr(data["id"]))
     data.setdefault("id", stem)
     try:
         return Lesson.model_validate(data)
     except ValidationError as exc:
-        raise LessonError(_format_errors(path, data, exc)) from None
+        raise LessonError(*validation_problems(path.name, data, exc)) from None
 
 
 def load_lessons(directory: Path | None = None) -> dict[str, Lesson]:
@@ -715,11 +696,11 @@ def load_lessons(directory: Path | None = None) -> dict[str, Lesson]:
 @dataclass(frozen=True)
 class LoadedLessons:
     """Lessons of several directories: each lesson and the directory it came from (its translations are there),
-    and the files that could not be loaded, each with what is wrong (`LessonError`'s text: the file, the step)."""
+    and the files that could not be loaded, each with what is wrong (a `LessonError`: the file, the step)."""
 
     lessons: dict[str, Lesson]
     directories: dict[str, Path]
-    problems: list[tuple[Path, str]]
+    problems: list[tuple[Path, LessonError]]
 
 
 def load_lesson_dirs(directories: list[Path]) -> LoadedLessons:
@@ -727,16 +708,16 @@ def load_lesson_dirs(directories: list[Path]) -> LoadedLessons:
     id (a teacher's own version of a shipped lesson). A file that is not a valid lesson does not stop the others:
     it is listed in `problems`. A directory that does not exist is a problem too."""
     found: dict[str, tuple[Lesson, Path]] = {}
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[Path, LessonError]] = []
     for directory in directories:
         if not directory.is_dir():
-            problems.append((directory, f"{directory}: no such directory of lessons"))
+            problems.append((directory, LessonError.at(str(directory), "lessons.error.no_directory")))
             continue
         for path in sorted(directory.glob("*.yaml")):
             try:
                 lesson = load_lesson_file(path)
             except LessonError as exc:
-                problems.append((path, str(exc)))
+                problems.append((path, exc))
                 continue
             found[lesson.id] = (lesson, directory)
     ordered = sorted(found.values(), key=lambda item: (item[0].order, item[0].id))

@@ -49,7 +49,7 @@ from ..engine.events import (
     SubscriptionChanged,
 )
 from ..engine.fields import text_or_hex
-from ..i18n import text
+from ..i18n import DEFAULT, text, translate
 from ..peers.simulation import Simulation
 from ..peers.topology import Link, Topology, two_peer, validate
 from ..resources import sample_captures_dir
@@ -81,7 +81,22 @@ PEER_NOTES = frozenset({"handshake", "closed", "ping-sent", "ping", "pong", "sub
 
 
 class LessonPlayError(Exception):
-    """A step that cannot be played or resolved; the text names the lesson and the step."""
+    """A step that cannot be played or resolved; the text names the lesson and the step (once `play_lesson` has
+    said which: `lesson`, `step`, `title`), and `render` says it in another language."""
+
+    def __init__(self, problem: str, *, lesson: str | None = None, step: int | None = None,
+                 title: str | None = None) -> None:
+        self.problem, self.lesson, self.step, self.title = problem, lesson, step, title
+        where = "" if lesson is None else f"lesson {lesson}: step {step} ({title!r}): "
+        super().__init__(where + problem)
+
+    def render(self, lang: str = DEFAULT) -> str:
+        """The text in `lang`."""
+        problem = translate(self.problem, lang)
+        if self.lesson is None:
+            return problem
+        return text("lessons.where.play", lang, lesson=self.lesson, number=self.step, title=repr(self.title),
+                    problem=problem)
 
 
 # ---------------------------------------------------------------- scenes
@@ -372,7 +387,9 @@ class _SimulationSource(_Source):
             try:
                 (sim.subscribe if name == "subscribe" else sim.unsubscribe)(topic.from_, topic.topic.encode("utf-8"))
             except ValueError as exc:
-                raise LessonPlayError(f"{name} from {topic.from_}: {exc}") from None
+                if name == "subscribe":  # (two texts, so that each can be said in another language)
+                    raise LessonPlayError(f"subscribe from {topic.from_}: {exc}") from None
+                raise LessonPlayError(f"unsubscribe from {topic.from_}: {exc}") from None
         elif name == "wait":
             target = sim.t + (action.wait or 0.0)
             sim.run(until_t=target, max_steps=MAX_WAIT_STEPS)
@@ -562,10 +579,11 @@ def _resolve_highlight(ev: dict[str, Any], hl: Highlight) -> dict[str, Any]:
     found = _field_candidates(ev, hl.field, hl.value)
     if len(found) <= hl.index:
         names = sorted({f["name"] for f in ev.get("fields") or []})
-        what = f"field {hl.field!r}" + (f" with value {hl.value!r}" if hl.value is not None else "")
-        if hl.index:
-            what += f" (index {hl.index})"
-        raise LessonPlayError(f"{what} is not in the {ev.get('kind')} element; its fields: {', '.join(names)}")
+        kind, listed = ev.get("kind"), ", ".join(names)
+        if hl.value is None and not hl.index:
+            raise LessonPlayError(f"field {hl.field!r} is not in the {kind} element; its fields: {listed}")
+        raise LessonPlayError(f"field {hl.field!r} with value {hl.value!r} (index {hl.index}) is not in the {kind} "
+                              f"element; its fields: {listed}")
     i = found[hl.index]
     f = ev["fields"][i]
     return {"field": i, "name": f["name"], "offset": f["offset"], "length": f["length"], "value": f["value"],
@@ -688,7 +706,7 @@ def play_lesson(lesson: Lesson, *, captures_dir: Path | None = None, own_dir: Pa
             assert src is not None  # the loader insists the first step has a source
             scenes.append(_play_step(lesson, number, step, src))
         except (LessonPlayError, ValueError, LocalProtocolError) as exc:
-            raise LessonPlayError(f"lesson {lesson.id}: step {number} ({step.title!r}): {exc}") from None
+            raise LessonPlayError(str(exc), lesson=lesson.id, step=number, title=step.title) from None
     return scenes
 
 

@@ -30,6 +30,7 @@ A file that does not mirror its lesson is a `LessonError` naming the file and th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ import yaml
 
 from ..i18n import DEFAULT, localize_events, text, translate
 from . import markdown
-from .loader import Lesson, LessonError, Step, default_lessons_dir
+from .loader import Lesson, Step, default_lessons_dir
+from .problems import LessonError, MissingTranslation, Problem
 
 
 def translation_path(lesson_id: str, lang: str, directory: Path | None = None) -> Path:
@@ -45,92 +47,106 @@ def translation_path(lesson_id: str, lang: str, directory: Path | None = None) -
     return (directory or default_lessons_dir()) / lang / f"{lesson_id}.yaml"
 
 
-def _str(value: Any, where: str, *, optional: bool = False) -> str | None:
+@dataclass(frozen=True)
+class _Where:
+    """Where in a translation file a text is: the file, and the step (from 1, with the lesson's title)."""
+
+    file: str
+    step: int | None = None
+    title: str | None = None
+
+    def error(self, msg_id: str, key: str = "", **params: Any) -> LessonError:
+        return LessonError(Problem(self.file, msg_id, params, step=self.step, title=self.title, key=key))
+
+
+def _str(value: Any, where: _Where, key: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise LessonError(f"{where}: a non-empty text is needed")
+        raise where.error("lessons.error.text_needed", key)
     return value
 
 
-def _localize_step(step: Step, data: Any, where: str) -> Step:
+def _localize_step(step: Step, data: Any, where: _Where) -> Step:
     if not isinstance(data, dict):
-        raise LessonError(f"{where}: a mapping with title and narration is needed")
+        raise where.error("lessons.error.step_mapping")
     unknown = set(data) - {"title", "narration", "labels", "question", "exercise"}
     if unknown:
-        raise LessonError(f"{where}: unknown keys {sorted(unknown)}")
-    update: dict[str, Any] = {"title": _str(data.get("title"), f"{where} title"),
-                              "narration": _str(data.get("narration"), f"{where} narration")}
+        raise where.error("lessons.error.unknown_keys", keys=str(sorted(unknown)))
+    update: dict[str, Any] = {"title": _str(data.get("title"), where, "title"),
+                              "narration": _str(data.get("narration"), where, "narration")}
     labelled = [i for i, h in enumerate(step.highlight) if h.label]
     labels = data.get("labels") or []
     if len(labels) != len(labelled):
-        raise LessonError(f"{where}: {len(labelled)} highlight label(s) in the lesson, {len(labels)} here")
+        raise where.error("lessons.error.labels", count=len(labelled), given=len(labels))
     if labelled:
         highlight = list(step.highlight)
         for i, label in zip(labelled, labels, strict=True):
-            highlight[i] = highlight[i].model_copy(update={"label": _str(label, f"{where} label")})
+            highlight[i] = highlight[i].model_copy(update={"label": _str(label, where, "labels")})
         update["highlight"] = highlight
     q, tq = step.question, data.get("question")
     if (q is None) != (tq is None):
-        raise LessonError(f"{where}: the question is in one language only")
+        raise where.error("lessons.error.question_one_language")
     if q is not None:
         if not isinstance(tq, dict) or set(tq) - {"prompt", "choices", "hint", "explain"}:
-            raise LessonError(f"{where}: a question has prompt, choices, hint and explain only")
-        qu: dict[str, Any] = {"prompt": _str(tq.get("prompt"), f"{where} prompt")}
+            raise where.error("lessons.error.question_keys")
+        qu: dict[str, Any] = {"prompt": _str(tq.get("prompt"), where, "question.prompt")}
         for key, english in (("hint", q.hint), ("explain", q.explain)):
             if (english is None) != (tq.get(key) is None):
-                raise LessonError(f"{where}: the question's {key} is in one language only")
-            qu[key] = _str(tq.get(key), f"{where} {key}", optional=True)
+                raise where.error("lessons.error.question_part_one_language", part=key)
+            qu[key] = _str(tq.get(key), where, f"question.{key}", optional=True)
         choices = tq.get("choices")
         if (q.choices is None) != (choices is None) or (choices is not None and len(choices) != len(q.choices or [])):
-            raise LessonError(f"{where}: the choices differ from the lesson's ({len(q.choices or [])})")
+            raise where.error("lessons.error.choices_differ", count=len(q.choices or []))
         if choices is not None:
-            qu["choices"] = [_str(c, f"{where} choice") for c in choices]
+            qu["choices"] = [_str(c, where, "question.choices") for c in choices]
             answer = choices[(q.choices or []).index(q.answer.choice)]
             qu["answer"] = q.answer.model_copy(update={"choice": answer})
         update["question"] = q.model_copy(update=qu)
     e, te = step.exercise, data.get("exercise")
     if (e is None) != (te is None):
-        raise LessonError(f"{where}: the exercise is in one language only")
+        raise where.error("lessons.error.exercise_one_language")
     if e is not None:
         if not isinstance(te, dict) or set(te) - {"task", "accept", "hint", "explain"}:
-            raise LessonError(f"{where}: an exercise has task, accept, hint and explain only")
-        eu: dict[str, Any] = {"task": _str(te.get("task"), f"{where} task")}
+            raise where.error("lessons.error.exercise_keys")
+        eu: dict[str, Any] = {"task": _str(te.get("task"), where, "exercise.task")}
         for key, english in (("hint", e.hint), ("explain", e.explain)):
             if (english is None) != (te.get(key) is None):
-                raise LessonError(f"{where}: the exercise's {key} is in one language only")
-            eu[key] = _str(te.get(key), f"{where} {key}", optional=True)
+                raise where.error("lessons.error.exercise_part_one_language", part=key)
+            eu[key] = _str(te.get(key), where, f"exercise.{key}", optional=True)
         accept = te.get("accept")
         if accept is not None:
             if e.accept is None or not isinstance(accept, list):
-                raise LessonError(f"{where}: `accept` goes with an exercise answered by typing, as a list")
-            eu["accept"] = [*e.accept, *(_str(a, f"{where} accept") for a in accept)]
+                raise where.error("lessons.error.accept_list")
+            eu["accept"] = [*e.accept, *(_str(a, where, "exercise.accept") for a in accept)]
         update["exercise"] = e.model_copy(update=eu)
     return step.model_copy(update=update)
 
 
 def localize_lesson(lesson: Lesson, lang: str, directory: Path | None = None) -> Lesson:
-    """The lesson with its texts in `lang` (the lesson itself for English); `LessonError` when its file is missing
-    or does not mirror the lesson."""
+    """The lesson with its texts in `lang` (the lesson itself for English); `MissingTranslation` when it has no
+    file in `lang`, `LessonError` when that file does not mirror the lesson."""
     if lang == DEFAULT:
         return lesson
     path = translation_path(lesson.id, lang, directory)
+    where = _Where(f"{lang}/{path.name}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise LessonError(f"{path.name}: lesson {lesson.id!r} has no {lang} translation") from None
+        raise MissingTranslation(Problem(where.file, "lessons.error.no_translation",
+                                         {"lesson": repr(lesson.id), "lang": lang})) from None
     except yaml.YAMLError as exc:
-        raise LessonError(f"{path}: not YAML: {exc}") from None
+        raise where.error("lessons.error.not_yaml", text_error=str(exc)) from None
     if not isinstance(data, dict) or set(data) - {"title", "summary", "steps"}:
-        raise LessonError(f"{path}: title, summary and steps are needed, nothing else")
+        raise where.error("lessons.error.translation_keys")
     steps = data.get("steps")
     if not isinstance(steps, list) or len(steps) != len(lesson.steps):
-        raise LessonError(f"{path}: the lesson has {len(lesson.steps)} steps, this file "
-                          f"{len(steps) if isinstance(steps, list) else 0}")
-    localized = [_localize_step(step, tstep, f"{path.name} step {n} ({step.title!r})")
+        raise where.error("lessons.error.step_count", count=len(lesson.steps),
+                          given=len(steps) if isinstance(steps, list) else 0)
+    localized = [_localize_step(step, tstep, _Where(where.file, n, step.title))
                  for n, (step, tstep) in enumerate(zip(lesson.steps, steps, strict=True), 1)]
-    return lesson.model_copy(update={"title": _str(data.get("title"), f"{path.name} title"),
-                                     "summary": _str(data.get("summary"), f"{path.name} summary"),
+    return lesson.model_copy(update={"title": _str(data.get("title"), where, "title"),
+                                     "summary": _str(data.get("summary"), where, "summary"),
                                      "steps": localized})
 
 

@@ -30,14 +30,37 @@ session (`web.sessions.tcp`) can inject it too. The simulated runtime also takes
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..engine.constants import SOCKET_TYPES, VALID_PEERS
+from .simpeer import SimPeer
+from .wire import Link
 
-if TYPE_CHECKING:
-    from .simulation import Link, SimPeer, Simulation
+
+class FaultTarget(Protocol):
+    """What a fault acts on: the public fault API of `peers.simulation.Simulation` (which imports this module,
+    so that this one cannot import it)."""
+
+    rng: random.Random
+    links: dict[str, Link]
+
+    @property
+    def t(self) -> float: ...
+
+    def link(self, conn: str | None = None) -> Link: ...
+
+    def peer(self, name: str) -> SimPeer: ...
+
+    def write(self, link: Link, side: str, data: bytes) -> None: ...
+
+    def close_side(self, link: Link, side: str, reason: str) -> None: ...
+
+    def reopen(self, link: Link, why: str) -> str | None: ...
+
+    def fault_event(self, fault: str, **data: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -59,14 +82,14 @@ def _direction(name: str) -> str:
     return name
 
 
-def _target(sim: Simulation, peer: str | None, conn: str | None) -> tuple[SimPeer, Link | None]:
+def _target(sim: FaultTarget, peer: str | None, conn: str | None) -> tuple[SimPeer, Link | None]:
     if peer is not None:
         return sim.peer(peer), (sim.link(conn) if conn is not None else None)
     link = sim.link(conn)
     return link.peers["client"], link
 
 
-def _partner(sim: Simulation, target: SimPeer, link: Link | None) -> SimPeer | None:
+def _partner(sim: FaultTarget, target: SimPeer, link: Link | None) -> SimPeer | None:
     if link is not None:
         return link.partner_of(target)
     for candidate in reversed(sim.links.values()):
@@ -75,7 +98,7 @@ def _partner(sim: Simulation, target: SimPeer, link: Link | None) -> SimPeer | N
     return None
 
 
-def _reconnect(sim: Simulation, target: SimPeer, why: str) -> list[str]:
+def _reconnect(sim: FaultTarget, target: SimPeer, why: str) -> list[str]:
     """Closes the target's open connections and opens new ones at once (with its new settings)."""
     new_ids = []
     for link in [lk for lk in sim.links.values() if not lk.closed]:
@@ -89,7 +112,7 @@ def _reconnect(sim: Simulation, target: SimPeer, why: str) -> list[str]:
 # ---------------------------------------------------------------- transport faults
 
 
-def split(sim: Simulation, conn: str | None = None, dir: str = "c2s", at: list[int] | int = 0) -> None:
+def split(sim: FaultTarget, conn: str | None = None, dir: str = "c2s", at: list[int] | int = 0) -> None:
     """Cuts the direction's stream into separate writes at the given absolute offsets."""
     link = sim.link(conn)
     offsets = sorted({int(o) for o in ([at] if isinstance(at, int) else at)})
@@ -97,7 +120,7 @@ def split(sim: Simulation, conn: str | None = None, dir: str = "c2s", at: list[i
     sim.fault_event("split", conn=link.id, dir=dir, at=offsets)
 
 
-def delay(sim: Simulation, conn: str | None = None, dir: str = "c2s", seconds: float = 0.1) -> None:
+def delay(sim: FaultTarget, conn: str | None = None, dir: str = "c2s", seconds: float = 0.1) -> None:
     """Holds the direction: nothing arrives before now + `seconds`."""
     link = sim.link(conn)
     d = link.dirs[_direction(dir)]
@@ -105,7 +128,7 @@ def delay(sim: Simulation, conn: str | None = None, dir: str = "c2s", seconds: f
     sim.fault_event("delay", conn=link.id, dir=dir, until=round(d.hold_until, 9))
 
 
-def close(sim: Simulation, conn: str | None = None, side: str = "client") -> None:
+def close(sim: FaultTarget, conn: str | None = None, side: str = "client") -> None:
     """That side closes its TCP connection."""
     link = sim.link(conn)
     if side not in ("client", "server"):
@@ -114,7 +137,7 @@ def close(sim: Simulation, conn: str | None = None, side: str = "client") -> Non
     sim.close_side(link, side, "connection closed (fault)")
 
 
-def corrupt(sim: Simulation, conn: str | None = None, dir: str = "c2s", offset: int | None = None,
+def corrupt(sim: FaultTarget, conn: str | None = None, dir: str = "c2s", offset: int | None = None,
             xor: int = 0xFF) -> int:
     """Flips bits (XOR `xor`) of the byte at `offset` of the direction's stream; returns the offset."""
     link = sim.link(conn)
@@ -127,7 +150,7 @@ def corrupt(sim: Simulation, conn: str | None = None, dir: str = "c2s", offset: 
     return offset
 
 
-def garbage(sim: Simulation, conn: str | None = None, dir: str = "c2s", data: str | bytes = "") -> None:
+def garbage(sim: FaultTarget, conn: str | None = None, dir: str = "c2s", data: str | bytes = "") -> None:
     """The writer of the direction writes raw bytes (hex text or bytes) into its stream."""
     link = sim.link(conn)
     raw = bytes.fromhex(data) if isinstance(data, str) else bytes(data)
@@ -141,7 +164,7 @@ def garbage(sim: Simulation, conn: str | None = None, dir: str = "c2s", data: st
 # ---------------------------------------------------------------- peer faults
 
 
-def wrong_mechanism(sim: Simulation, peer: str | None = None, conn: str | None = None,
+def wrong_mechanism(sim: FaultTarget, peer: str | None = None, conn: str | None = None,
                     mechanism: str | None = None) -> list[str]:
     """The peer announces another mechanism than its partner uses; returns the new connection ids."""
     target, _ = _target(sim, peer, conn)
@@ -156,7 +179,7 @@ def wrong_mechanism(sim: Simulation, peer: str | None = None, conn: str | None =
     return _reconnect(sim, target, f"{target.name} now announces {mechanism}")
 
 
-def invalid_socket_pair(sim: Simulation, peer: str | None = None, conn: str | None = None,
+def invalid_socket_pair(sim: FaultTarget, peer: str | None = None, conn: str | None = None,
                         socket_type: str | None = None) -> list[str]:
     """The peer announces a socket type its partner cannot talk to (23/ZMTP's table)."""
     target, link = _target(sim, peer, conn)
@@ -174,7 +197,7 @@ def invalid_socket_pair(sim: Simulation, peer: str | None = None, conn: str | No
     return _reconnect(sim, target, f"{target.name} now announces {socket_type}")
 
 
-def zmtp_version(sim: Simulation, peer: str | None = None, conn: str | None = None,
+def zmtp_version(sim: FaultTarget, peer: str | None = None, conn: str | None = None,
                  version: str = "2.0") -> list[str]:
     """The peer speaks ZMTP 2.0 or 1.0 (only NULL exists there)."""
     target, _ = _target(sim, peer, conn)
@@ -187,7 +210,7 @@ def zmtp_version(sim: Simulation, peer: str | None = None, conn: str | None = No
     return _reconnect(sim, target, f"{target.name} now speaks ZMTP {version}")
 
 
-def bad_password(sim: Simulation, peer: str | None = None, conn: str | None = None) -> list[str]:
+def bad_password(sim: FaultTarget, peer: str | None = None, conn: str | None = None) -> list[str]:
     """A PLAIN client sends a wrong password; a server that accepted everyone now checks its accounts."""
     target, link = _target(sim, peer, conn)
     opts = target.options
@@ -202,7 +225,7 @@ def bad_password(sim: Simulation, peer: str | None = None, conn: str | None = No
     return _reconnect(sim, target, f"{target.name} now sends a wrong password")
 
 
-def stop_answering(sim: Simulation, peer: str | None = None, conn: str | None = None) -> str:
+def stop_answering(sim: FaultTarget, peer: str | None = None, conn: str | None = None) -> str:
     """The peer hangs on one connection: it writes nothing more (no PONG); the other side times out."""
     target, link = _target(sim, peer, conn)
     if link is None:

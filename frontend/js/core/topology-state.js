@@ -22,7 +22,7 @@ export function pipeKey(node, peer, inbound = false) {
   return `${node}${inbound ? '<' : '>'}${peer ?? '*'}`;
 }
 
-// Decisions about what a node reads report its inbound queue and RCVHWM (peers/simulation.py).
+// Decisions about what a node reads report its inbound queue and RCVHWM (peers/tracking.py).
 const INBOUND_RULES = new Set(['rcvhwm', 'fair-queue', 'delimiter', 'local-prefix-match']);
 
 /** Whether a socket event's depth/hwm are the node's inbound queue from its peer. */

@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 from ...lessons import markdown
 from ...lessons.loader import Exercise, Lesson, LessonError, LoadedLessons, default_lessons_dir, load_lesson_dirs
 from ...lessons.player import LessonPlayError, StepScene, check_answer, check_exercise, exercise_start, play_lesson
+from ...lessons.problems import MissingTranslation
 from ...lessons.translations import english_submission, localize_answer, localize_lesson, localize_scene
 from .. import illustrated
 from ..deps import LangDep
@@ -47,6 +48,7 @@ class LessonLibrary:
         self.captures_dir = captures_dir
         self._loaded: LoadedLessons | None = None
         self._localized: dict[tuple[str, str], Lesson] = {}
+        self._untranslated: dict[tuple[str, str], LessonError] = {}  # (lesson, lang): why it shows in English
         self._scenes: dict[str, list[StepScene]] = {}
         self._lock = threading.RLock()  # (reentrant: a lesson in another language loads the lessons first)
 
@@ -64,9 +66,16 @@ class LessonLibrary:
         return self._load().lessons
 
     @property
-    def problems(self) -> list[tuple[Path, str]]:
+    def problems(self) -> list[tuple[Path, LessonError]]:
         """The lesson files that could not be loaded, each with what is wrong (the file, the step)."""
         return self._load().problems
+
+    def untranslated(self, lang: str) -> list[tuple[str, LessonError]]:
+        """The lessons shown in English on a `lang` page because their translation would not load (those asked
+        for so far), each with what is wrong in it."""
+        with self._lock:
+            return [(lesson_id, error) for (lesson_id, in_lang), error in self._untranslated.items()
+                    if in_lang == lang]
 
     def lesson(self, lesson_id: str, lang: str = "en") -> Lesson:
         """The lesson, with its texts in `lang` (English where a translation is missing or broken: logged)."""
@@ -81,13 +90,17 @@ class LessonLibrary:
             if localized is None:
                 try:
                     localized = localize_lesson(lesson, lang, self._load().directories.get(lesson_id))
+                except MissingTranslation:
+                    localized = lesson
                 except LessonError as exc:
                     log.warning("lesson %s in %s: %s", lesson_id, lang, exc)
+                    self._untranslated[key] = exc
                     localized = lesson
                 self._localized[key] = localized
         return localized
 
-    def scene(self, lesson_id: str, number: int) -> StepScene:
+    def scene(self, lesson_id: str, number: int, lang: str = "en") -> StepScene:
+        """Step `number`'s scene (a 422 in `lang` naming the step when the lesson cannot be played)."""
         lesson = self.lesson(lesson_id)
         if not 1 <= number <= len(lesson.steps):
             raise HTTPException(status.HTTP_404_NOT_FOUND,
@@ -99,7 +112,7 @@ class LessonLibrary:
                     scenes = self._scenes[lesson_id] = play_lesson(
                         lesson, captures_dir=self.captures_dir, own_dir=self._load().directories.get(lesson_id))
                 except LessonPlayError as exc:  # (a teacher's lesson that loads but cannot be played: say why)
-                    raise HTTPException(422, str(exc)) from None
+                    raise HTTPException(422, exc.render(lang)) from None
         return scenes[number - 1]
 
 
@@ -133,7 +146,9 @@ class LessonProblem(BaseModel):
 class LessonList(BaseModel):
     lessons: list[LessonSummary]
     problems: list[LessonProblem] = Field(default_factory=list, description="lesson files that could not be "
-                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), each with its error")
+                                          "loaded (a teacher's own, `ZMTPLAB_LESSONS_DIR`), and translations in "
+                                          "the language asked for that would not (the lesson then shows in "
+                                          "English), each with its error in that language")
 
 
 class ReferenceOut(BaseModel):
@@ -261,9 +276,11 @@ def _question(step_question) -> QuestionOut | None:
 def list_lessons(conn: HTTPConnection, lang: LangDep) -> LessonList:
     """The lessons in teaching order: id, title, summary, level and step count (`?lang=` or Accept-Language)."""
     library = get_library(conn)
-    return LessonList(lessons=[LessonSummary(**library.lesson(lesson_id, lang).summary_dict())
-                               for lesson_id in library.lessons],
-                      problems=[LessonProblem(file=path.name, error=error) for path, error in library.problems])
+    lessons = [LessonSummary(**library.lesson(lesson_id, lang).summary_dict()) for lesson_id in library.lessons]
+    problems = [LessonProblem(file=path.name, error=error.render(lang)) for path, error in library.problems]
+    problems += [LessonProblem(file=f"{lang}/{lesson_id}.yaml", error=error.render(lang))
+                 for lesson_id, error in library.untranslated(lang)]
+    return LessonList(lessons=lessons, problems=problems)
 
 
 @router.get("/{lesson_id}", response_model=LessonOut, responses=NOT_FOUND, summary="One lesson and its steps")
@@ -286,7 +303,7 @@ def get_lesson(lesson_id: LessonId, conn: HTTPConnection, lang: LangDep) -> Less
 def get_step(lesson_id: LessonId, number: StepNumber, conn: HTTPConnection, lang: LangDep) -> dict[str, Any]:
     """The step's scene: events (with fields), the element it points at, highlighted fields, writes, log."""
     library = get_library(conn)
-    scene = library.scene(lesson_id, number)
+    scene = library.scene(lesson_id, number, lang)
     out = scene.public()
     out["narration_tree"] = markdown.parse(library.lesson(lesson_id).steps[number - 1].narration)
     step = library.lesson(lesson_id, lang).steps[number - 1]
