@@ -24,12 +24,16 @@ from zmtplab.web.searches import ClientSlots
 
 BULK = SHARED / "bulk.pcapng"
 COPIES = 10
+SEARCH_SECONDS = 600.0
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
     assert BULK.is_file(), f"the shared captures are missing: {BULK}"
-    settings = make_settings(tmp_path_factory.mktemp("search"), max_searches_per_client=1, search_max_seconds=60.0)
+    # A whole search answers within SEARCH_SECONDS however loaded the machine (at load 25-45 a search of the
+    # 4.2 million elements outlasted 60 s and answered partial); the tests that check the bound set their own.
+    settings = make_settings(tmp_path_factory.mktemp("search"), max_searches_per_client=1,
+                             search_max_seconds=SEARCH_SECONDS)
     with LiveServer(create_app(settings), name="search-test-server") as srv:
         yield srv, settings
 
@@ -61,7 +65,7 @@ def search_in_background(base: str, capture_id: str, q: str) -> tuple[threading.
     out: dict[str, Any] = {}
 
     def run() -> None:
-        with httpx.Client(base_url=base, timeout=120) as http:
+        with httpx.Client(base_url=base, timeout=300) as http:
             out["response"] = http.get(events_url(capture_id), params={"q": q, "limit": 5})
 
     thread = threading.Thread(target=run, daemon=True)
@@ -101,7 +105,7 @@ def test_paging_answers_while_a_search_runs_and_a_second_search_is_refused(serve
         assert [e["index"] for e in page.json()["events"]] == list(range(300_000, 300_100))
         assert one.json()["index"] == 123456 and one.json()["fields"]
         assert thread.is_alive(), "the search ended before the pages were asked for: make it longer"
-    thread.join(120)
+    thread.join(300)
     body = out["response"].json()
     assert out["response"].status_code == 200
     assert body["total"] == COPIES * 38_666 and body["partial"] is False
@@ -126,7 +130,7 @@ def test_a_search_stops_when_its_client_goes(server, bulk):
         # It stopped part way, not at the end of its seconds of work: what it had found is kept and searched on
         # from there, for 0.05 s. (Had it gone on after its client had gone, the kept search would be whole.)
         assert body["partial"] is True and 0 < body["searched"] < body["elements"], body
-        settings.search_max_seconds = 60.0
+        settings.search_max_seconds = SEARCH_SECONDS
         r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5, "more": 1}).json()
         assert r["partial"] is False and r["searched"] == elements(srv.base, bulk) and r["total"] == COPIES * 360_000
 
@@ -162,7 +166,7 @@ def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk)
             assert [(e["conn"], e["kind"]) for e in page["events"]] == [(last, "frame"), (last, "message")]
             assert page["events"][0]["index"] < page["events"][1]["index"]
     finally:
-        settings.search_max_seconds = 60.0
+        settings.search_max_seconds = SEARCH_SECONDS
 
 
 def test_a_text_most_elements_hold_shows_its_first_page_at_once(server, bulk):
