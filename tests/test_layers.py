@@ -627,9 +627,15 @@ def test_no_frontend_module_breaks_the_layer_rules() -> None:
 
 @pytest.mark.parametrize(("path", "source", "expected"), [
     ("js/core/fake.js", "import { drawTree } from '../views/tree.js';\n", "core may not import views"),
-    ("js/core/fake.js", "import {\n  startCapture,\n} from '../app/capture.js';\n", "core may not import app"),
+    ("js/core/fake.js", "import {\n  startCapture,\n} from '../app/capture/capture.js';\n",
+     "core may not import app-capture"),
     ("js/views/fake.js", "export { x } from '../lessons/views.js';\n", "views may not import lessons"),
-    ("js/lessons/fake.js", "const m = await import('../app/lessons.js');\n", "lessons may not import app"),
+    ("js/lessons/fake.js", "const m = await import('../app/lessons/lessons.js');\n",
+     "lessons may not import app-lessons"),
+    ("js/app/capture/fake.js", "import { Dataset } from '../playground/playground.js';\n",
+     "app-capture may not import app-playground"),
+    ("js/app/shared/fake.js", "import { startCorpus } from '../corpus/corpus.js';\n",
+     "app-shared may not import app-corpus"),
 ])
 def test_the_frontend_check_reports_an_upward_import(path: str, source: str, expected: str) -> None:
     found = frontend_problems(path, source, read_frontend_rules(DOC.read_text()))
@@ -640,7 +646,10 @@ def test_the_frontend_check_lets_downward_imports_pass() -> None:
     rules = read_frontend_rules(DOC.read_text())
     source = "import { a } from '../core/bytes.js';\nimport { b } from './tree.js';\n// from '../app/x.js'\n"
     assert frontend_problems("js/views/fake.js", source, rules) == []
-    assert frontend_problems("js/main-fake.js", "import { startCapture } from './app/capture.js';\n", rules) == []
+    source = "import { startCapture } from './app/capture/capture.js';\n"
+    assert frontend_problems("js/main-fake.js", source, rules) == []
+    source = "import { a } from '../shared/workbench.js';\nimport { b } from './capture-file.js';\n"
+    assert frontend_problems("js/app/capture/fake.js", source, rules) == []
 
 
 # ---- the graph, for people

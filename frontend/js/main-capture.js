@@ -1,9 +1,11 @@
 // Entry point of capture.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startCapture } from './app/capture.js';
-import { initLanguage } from './app/language.js';
+import { startCapture } from './app/capture/capture.js';
+import { initLanguage } from './app/shared/language.js';
+import { I18n } from './core/i18n.js';
 
 const host = {
+  i18n: new I18n(), // the page's language: its words reach the API clients and views through the host
   document,
   window,
   fetch: window.fetch.bind(window),

@@ -1,11 +1,13 @@
 // Entry point of glossary.html: the one place that reads the browser's globals,
 // handed to the app as its host (Netron-style injection).
-import { startGlossary } from './app/glossary.js';
-import { initLanguage } from './app/language.js';
+import { startGlossary } from './app/glossary/glossary.js';
+import { initLanguage } from './app/shared/language.js';
+import { I18n } from './core/i18n.js';
 
 const g = globalThis;
 
 const host = {
+  i18n: new I18n(), // the page's language: its words reach the API clients and views through the host
   document: g.document,
   window: g,
   fetch: g.fetch.bind(g),

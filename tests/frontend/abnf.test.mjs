@@ -1,6 +1,6 @@
 // The ABNF tables (frontend/js/core/abnf.js) are generated from the specs' text by
 // scripts/abnf-tables.mjs: the extraction's rules, and the committed file equal to what the specs make.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';

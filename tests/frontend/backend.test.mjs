@@ -1,6 +1,6 @@
 // The pages' side of the backend contract: HTTP routes, the session websocket,
 // deep links — over fake fetch / WebSocket / XMLHttpRequest / EventSource.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createApi, ApiError, detailText } from '../../frontend/js/core/api.js';
@@ -19,7 +19,7 @@ test('HTTP routes and their errors', async () => {
     if (url === '/api/captures/bad') return [422, { detail: [{ loc: ['query', 'conn'], msg: 'field required' }] }];
     return [500, undefined];
   });
-  const api = createApi({ fetch });
+  const api = createApi({ i18n: en, fetch });
   const req = sessionRequest('simulated', { type: 'PUSH', version: '3.1', mechanism: 'NULL' }, { type: 'PULL', version: '3.0', mechanism: 'PLAIN', username: 'u', password: 'p', libzmq: true });
   assert.deepEqual(await api.createSession(req), { id: 's1' });
   assert.deepEqual(calls[0], {
@@ -48,7 +48,7 @@ test('HTTP routes and their errors', async () => {
   assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
   assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
   assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
-  assert.equal(detailText(null, 413), 'the file is too large');
+  assert.equal(detailText(en, null, 413), 'the file is too large');
 });
 
 test('capture upload reports progress and the server’s refusal', async () => {
@@ -83,7 +83,7 @@ test('capture upload reports progress and the server’s refusal', async () => {
       this.parts.push(a);
     }
   }
-  const api = createApi({ XMLHttpRequest: FakeXHR, FormData: FakeForm });
+  const api = createApi({ i18n: en, XMLHttpRequest: FakeXHR, FormData: FakeForm });
   const file = { name: 'x.pcapng', size: 100 };
   const progress = [];
   FakeXHR.status = 201;
@@ -106,7 +106,7 @@ test('capture upload reports progress and the server’s refusal', async () => {
 
 test('dissection progress over server-sent events closes itself when done', () => {
   const { EventSource, sources: made } = fakeEventSource();
-  const api = createApi({ EventSource });
+  const api = createApi({ i18n: en, EventSource });
   const seen = [];
   api.captureProgress('c1', (m) => seen.push(m));
   const es = made[0];
@@ -122,6 +122,7 @@ test('the session websocket: messages in, commands out (queued until open)', () 
   const { WebSocket, sockets } = fakeWebSocket();
   const got = { events: [], states: [], errors: [], resets: 0 };
   const s = openSession({
+    i18n: en,
     WebSocket,
     url: 'ws://h/ws/sessions/s1',
     onEvent: (e) => got.events.push(e),

@@ -1,7 +1,7 @@
 // The Corpus page's DOM-free modules (its routes, the table columns, the
 // progress line) and its views rendered into the fake DOM with hostile table
 // values: `<img src=x onerror=alert(1)>` must stay characters.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';
@@ -23,7 +23,7 @@ test('corpus routes, their errors and the progress stream', async () => {
     return [404, { detail: 'no corpus run' }];
   });
   const { EventSource, sources } = fakeEventSource();
-  const api = createCorpusApi({ fetch, EventSource });
+  const api = createCorpusApi({ i18n: en, fetch, EventSource });
   await assert.rejects(api.startRun(['a', 'b']), (e) => e.status === 409 && /in progress/.test(e.message));
   assert.deepEqual(calls[0], { url: '/api/corpus/runs', method: 'POST', body: { captures: ['a', 'b'] } });
   assert.deepEqual(await api.runs(), { runs: [] });
@@ -51,33 +51,33 @@ test('corpus routes, their errors and the progress stream', async () => {
 test('table columns, cells and progress as text', () => {
   const names = new Map([['c1', 'dealer_router.pcapng']]);
   const ready = { capture: 'c1', conn: '0', seq: 3, dir: 'c2s', kind: 'command', offset: 64, length: 51, ts: 1795327759.1670804, packets: [13], name: 'READY', properties: { 'Socket-Type': 'DEALER', Identity: 'client-1' }, topic: null, reason: null };
-  const text = Object.fromEntries(columns('events').map((c) => [c.key, c.text(ready, { names })]));
+  const text = Object.fromEntries(columns(en, 'events').map((c) => [c.key, c.text(ready, { names })]));
   assert.deepEqual(text, {
     capture: 'dealer_router.pcapng', conn: '0', seq: '3', dir: 'C→S', kind: 'command', offset: '64', length: '51',
     ts: '06:09:19.167080', packets: '13', info: 'READY Socket-Type=DEALER Identity=client-1',
   });
   const conn = { capture: 'c9', conn: '2', client_ip: '::1', client_port: 4000, server_ip: '127.0.0.1', server_port: 5555, zmtp: true, version_c2s: '3.1', version_s2c: '3.0', mechanism: 'NULL', socket_type_client: 'DEALER', socket_type_server: null, packets: 12, messages: 1500, message_bytes: 2048, events: 9, experts: 1, expert_errors: 0, close_reason: 'fin' };
-  const ctext = Object.fromEntries(columns('connections').map((c) => [c.key, c.text(conn, { names })]));
+  const ctext = Object.fromEntries(columns(en, 'connections').map((c) => [c.key, c.text(conn, { names })]));
   assert.equal(ctext.capture, 'c9'); // a capture the run does not name shows its id
   assert.equal(ctext.client, '[::1]:4000');
   assert.equal(ctext.zmtp, '3.1 / 3.0');
   assert.equal(ctext.sockets, 'DEALER → ?');
   assert.equal(ctext.messages, '1,500');
   assert.equal(ctext.experts, '1 (0)');
-  assert.deepEqual(columns('errors').map((c) => c.key), ['capture', 'kind', 'message', 'offset', 'frame']);
+  assert.deepEqual(columns(en, 'errors').map((c) => c.key), ['capture', 'kind', 'message', 'offset', 'frame']);
   assert.deepEqual(TABLES, ['events', 'connections', 'errors']);
-  assert.throws(() => columns('secrets'));
+  assert.throws(() => columns(en, 'secrets'));
 
-  assert.equal(cellText(null), '–');
-  assert.equal(cellText(false), 'no');
-  assert.equal(cellText([1, 2]), '1, 2');
-  assert.equal(cellText({ a: EVIL }), JSON.stringify({ a: EVIL }));
+  assert.equal(cellText(en, null), '–');
+  assert.equal(cellText(en, false), 'no');
+  assert.equal(cellText(en, [1, 2]), '1, 2');
+  assert.equal(cellText(en, { a: EVIL }), JSON.stringify({ a: EVIL }));
   assert.equal(timeText(undefined), '–');
-  assert.equal(pageText(50, 50, 1234), '51–100 of 1,234');
-  assert.equal(pageText(0, 0, 0), 'no rows');
-  assert.equal(progressText({ state: 'running', phase: 'events', fraction: 0.456, tasks_done: 12, tasks_total: 24, elapsed: 8.24, detail: '' }), 'events · 46% · 12/24 tasks · 8.2 s');
-  assert.equal(progressText({ state: 'error', phase: 'plan', fraction: 0.1, tasks_total: 3, elapsed: 1, detail: 'boom' }), 'error · 10% · 1.0 s · boom');
-  assert.equal(runFacts({ captures: [{}, {}], summary: { events: 31, connections: 3, errors: 1 } }), '2 captures · 31 events · 3 connections · 1 damaged');
+  assert.equal(pageText(en, 50, 50, 1234), '51–100 of 1,234');
+  assert.equal(pageText(en, 0, 0, 0), 'no rows');
+  assert.equal(progressText(en, { state: 'running', phase: 'events', fraction: 0.456, tasks_done: 12, tasks_total: 24, elapsed: 8.24, detail: '' }), 'events · 46% · 12/24 tasks · 8.2 s');
+  assert.equal(progressText(en, { state: 'error', phase: 'plan', fraction: 0.1, tasks_total: 3, elapsed: 1, detail: 'boom' }), 'error · 10% · 1.0 s · boom');
+  assert.equal(runFacts(en, { captures: [{}, {}], summary: { events: 31, connections: 3, errors: 1 } }), '2 captures · 31 events · 3 connections · 1 damaged');
 });
 
 function assertInert(doc, root) {
@@ -93,7 +93,7 @@ test('picker, run list, run head and table keep hostile values as text', () => {
   const [pickC, runsC, headC, tableC] = [slot(), slot(), slot(), slot()];
 
   const started = [];
-  const picker = new CapturePicker(pickC, { onUpload: () => {}, onStart: (ids) => started.push(ids) });
+  const picker = new CapturePicker(pickC, { i18n: en, onUpload: () => {}, onStart: (ids) => started.push(ids) });
   picker.setCaptures([{ id: 'c1', name: EVIL, size: 3100 }, { id: 'c2', name: 'b.pcapng', size: 10 }], new Set(['c2']));
   assert.deepEqual(picker.selected(), ['c2']);
   picker.checkAll(true);
@@ -104,14 +104,14 @@ test('picker, run list, run head and table keep hostile values as text', () => {
   assertInert(doc, pickC);
 
   const opened = [];
-  const runs = new RunList(runsC, { onOpen: (id) => opened.push(id) });
+  const runs = new RunList(runsC, { i18n: en, onOpen: (id) => opened.push(id) });
   const run = { id: 'r1', state: 'done', created: 0, captures: [{ id: 'c1', name: EVIL, size: 1 }], summary: { events: 1, connections: 1, errors: 0 } };
   runs.setRuns([run], 'r1');
   walk(runsC).find((el) => el.tagName === 'LI').click();
   assert.deepEqual(opened, ['r1']);
   assertInert(doc, runsC);
 
-  const head = new RunHead(headC, { onCancel: () => {}, onDelete: () => {} });
+  const head = new RunHead(headC, { i18n: en, onCancel: () => {}, onDelete: () => {} });
   head.setRun({ ...run, state: 'running', phase: 'events', fraction: 0.5, tasks_done: 1, tasks_total: 2, elapsed: 3, detail: '' });
   assert.equal(head.bar.value, 50);
   assert.ok(!head.cancel.hidden);
@@ -120,7 +120,7 @@ test('picker, run list, run head and table keep hostile values as text', () => {
   assertInert(doc, headC);
 
   const queries = [];
-  const table = new TableView(tableC, { onQuery: (q) => queries.push(q) });
+  const table = new TableView(tableC, { i18n: en, onQuery: (q) => queries.push(q) });
   table.configure('events', run.captures, { capture: '', kind: 'command' });
   const row = { capture: 'c1', conn: '0', seq: 0, dir: 'c2s', kind: 'command', offset: 64, length: 51, name: 'READY', properties: { Identity: EVIL } };
   const message = { capture: 'c1', conn: '0', seq: 1, dir: 'c2s', kind: 'message', offset: 115, length: 40, frames: [EVIL_HEX] };

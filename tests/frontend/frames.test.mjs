@@ -1,15 +1,18 @@
 // Drawing at a thousand messages a second (issue 19): the page's one frame queue (core/frames.js), and the
 // sequence view drawing what arrived since the last frame without reading the layout and without making
 // again the rows that still show what they showed.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en, pageI18n } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createFrameQueue, frameQueue } from '../../frontend/js/core/frames.js';
+import { createHighlighter } from '../../frontend/js/lessons/highlights.js';
 import { createDocument, walk } from './fake-dom.mjs';
 import { SequenceView } from '../../frontend/js/views/sequence.js';
 import { ArraySource } from '../../frontend/js/core/source.js';
 import { EventLog } from '../../frontend/js/core/eventlog.js';
-import { i18n } from '../../frontend/js/core/i18n.js';
 
 /** A queue over frames the test runs by hand: frame() runs the one callback asked for, if any. */
 function manualFrames() {
@@ -92,6 +95,32 @@ test('one queue per window, shared by every view of the page', () => {
   assert.notEqual(frameQueue(win), frameQueue({ requestAnimationFrame: () => 1 }));
 });
 
+test("a lesson's highlights are lit in the page's one frame, after the views' redraws (no frame of their own)", () => {
+  const asked = [];
+  const win = { requestAnimationFrame: (run) => asked.push(run) };
+  const ran = [];
+  const octets = { querySelectorAll: () => (ran.push('highlights'), []) };
+  const selection = { get: () => ({ index: 3, event: {} }), subscribe: () => {} };
+  const highlighter = createHighlighter({ win, slots: { octets }, selection, hex: null });
+  const redraw = frameQueue(win).throttle(() => ran.push('view'));
+  redraw();
+  highlighter.set(3, [{ field: 0, offset: 0, length: 1, dir: 'c2s' }], 'c2s');
+  assert.equal(asked.length, 1, 'one frame asked for, the views\' and the highlights\' together');
+  asked.shift()(0);
+  assert.deepEqual(ran, ['view', 'highlights']);
+});
+
+test('no module but core/frames.js asks the browser for a frame: every deferred redraw goes through it', () => {
+  const root = fileURLToPath(new URL('../../frontend/js/', import.meta.url));
+  const own = [];
+  for (const file of fs.readdirSync(root, { recursive: true })) {
+    if (!String(file).endsWith('.js') || path.normalize(String(file)) === path.normalize('core/frames.js')) continue;
+    const text = fs.readFileSync(path.join(root, String(file)), 'utf8');
+    if (/requestAnimationFrame/.test(text)) own.push(String(file));
+  }
+  assert.deepEqual(own, []);
+});
+
 // ---- the sequence view on the fake DOM -------------------------------------------------------------------
 
 /** A document whose window has a ResizeObserver (reporting once, as a browser does after layout) and whose
@@ -146,7 +175,7 @@ test('the sequence follows a busy tail: one frame draws all that arrived, readin
   const events = [];
   const source = new ArraySource(events);
   // The viewport is 300 px tall (10 rows of 30); the test counts what the view reads of it.
-  const view = new SequenceView(box, { source: null, rowHeight: 30 });
+  const view = new SequenceView(box, { i18n: en, source: null, rowHeight: 30 });
   const viewport = view.viewport;
   watch(viewport, { clientHeight: 300, spacer: () => view.spacer });
   // The resize report (after layout) tells the view its height; from here on, no layout read.
@@ -181,7 +210,7 @@ test('rows that still show what they showed are kept: a selection makes two rows
   const doc = createDocument();
   const box = doc.createElement('div');
   const events = Array.from({ length: 200 }, (_, i) => event(i));
-  const view = new SequenceView(box, { source: new ArraySource(events), rowHeight: 30 });
+  const view = new SequenceView(box, { i18n: en, source: new ArraySource(events), rowHeight: 30 });
   view.viewport.clientHeight = 300;
   doc.flush();
   const rowsBefore = walk(view.rows).filter((el) => el.classList.contains('seq-row'));
@@ -244,7 +273,7 @@ test('a flooded tail is drawn at most 20 times a second, a slow one every frame;
   const box = doc.createElement('div');
   const events = [];
   const source = new ArraySource(events);
-  const view = new SequenceView(box, { source, rowHeight: 30 });
+  const view = new SequenceView(box, { i18n: en, source, rowHeight: 30 });
   view.viewport.clientHeight = 300; // (10 rows)
   view.setFollowTail(true);
   frame();
@@ -312,7 +341,7 @@ test('a flooded tail waits a frame when the frame is full already (at most twice
   };
   const events = [];
   const source = new ArraySource(events);
-  const view = new SequenceView(doc.createElement('div'), { source, rowHeight: 30 });
+  const view = new SequenceView(doc.createElement('div'), { i18n: en, source, rowHeight: 30 });
   view.viewport.clientHeight = 300;
   view.setFollowTail(true);
   frame();
@@ -344,9 +373,10 @@ test('a flooded tail waits a frame when the frame is full already (at most twice
 });
 
 test('another language redraws the kept rows and the count', () => {
+  const i18n = pageI18n('en'); // (its own: this test switches it)
   const doc = createDocument();
   const events = Array.from({ length: 20 }, (_, i) => event(i));
-  const view = new SequenceView(doc.createElement('div'), { source: new ArraySource(events), rowHeight: 30 });
+  const view = new SequenceView(doc.createElement('div'), { i18n, source: new ArraySource(events), rowHeight: 30 });
   view.viewport.clientHeight = 300;
   doc.flush();
   const english = walk(view.rows).filter((el) => el.classList.contains('seq-row')).map((r) => r.textContent);

@@ -1,5 +1,5 @@
 // Pasted hex: plain hex and Wireshark's Follow TCP Stream hex dump.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { parseHexInput, parsePlainHex, isFollowStream, interleaveBySegments } from '../../frontend/js/core/hexparse.js';
@@ -8,7 +8,7 @@ import { bytesToHex } from '../../frontend/js/core/bytes.js';
 
 test('plain hex with spaces, newlines, colons, commas and 0x prefixes', () => {
   for (const text of ['ff 00 00 7f', 'ff:00:00:7f', 'FF00\n007F', '0xff, 0x00, 0x00, 0x7f', '  ff00 007f  \n']) {
-    const r = parseHexInput(text);
+    const r = parseHexInput(en, text);
     assert.equal(r.format, 'plain', text);
     assert.equal(r.directions.length, 1);
     assert.equal(r.directions[0].dir, 'c2s');
@@ -17,9 +17,9 @@ test('plain hex with spaces, newlines, colons, commas and 0x prefixes', () => {
 });
 
 test('plain hex errors name the problem', () => {
-  assert.throws(() => parsePlainHex('ff 0'), /odd number of hex digits/);
-  assert.throws(() => parsePlainHex('ff\nzz'), /line 2, column 1: "z" is not a hex digit/);
-  assert.throws(() => parseHexInput('   '), /nothing to decode/);
+  assert.throws(() => parsePlainHex(en, 'ff 0'), /odd number of hex digits/);
+  assert.throws(() => parsePlainHex(en, 'ff\nzz'), /line 2, column 1: "z" is not a hex digit/);
+  assert.throws(() => parseHexInput(en, '   '), /nothing to decode/);
 });
 
 // As Wireshark's Follow TCP Stream "Hex Dump" shows a 3.1 NULL greeting from each side,
@@ -39,7 +39,7 @@ const WIRESHARK = `00000000  ff 00 00 00 00 00 00 00  01 7f 03 01 4e 55 4c 4c   
 
 test('a Follow TCP Stream hex dump gives both directions and their order', () => {
   assert.ok(isFollowStream(WIRESHARK));
-  const r = parseHexInput(WIRESHARK);
+  const r = parseHexInput(en, WIRESHARK);
   assert.equal(r.format, 'follow');
   const [c2s, s2c] = r.directions;
   assert.equal(c2s.dir, 'c2s');
@@ -71,7 +71,7 @@ test("tshark's follow output: header lines skipped, tab-indented second directio
     '0000000A  03                                                .',
     '===================================================================',
   ].join('\n');
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.format, 'follow');
   assert.equal(r.directions[0].hex, 'ff000000000000000' + '97f03');
   assert.equal(r.directions[1].hex, 'ff00000000000000017f');
@@ -80,7 +80,7 @@ test("tshark's follow output: header lines skipped, tab-indented second directio
 
 test('offsets that do not follow on are reported; repeated lines are dropped', () => {
   const text = '00000000  01 02\n00000000  01 02\n00000004  03\n';
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.directions[0].hex, '010203');
   assert.equal(r.warnings.length, 2);
   assert.match(r.warnings[0], /offset 00000000 but 2 c2s octets so far/);
@@ -95,14 +95,14 @@ test('a dump written by the hex view parses back to the same bytes', () => {
     { dir: 'c2s', kind: 'frame', offset: 64, length: 3, hex: '000141' },
   ];
   const chunks = buildChunks(events.map((event, index) => ({ index, event })));
-  const r = parseHexInput(toFollowText(chunks));
+  const r = parseHexInput(en, toFollowText(chunks));
   assert.equal(r.format, 'follow');
   assert.equal(bytesToHex(r.directions[0].bytes), greeting + '000141');
   assert.equal(bytesToHex(r.directions[1].bytes), greeting + '000a4d79204d657373616765');
 });
 
 test('decoded events of two directions are interleaved as the paste spoke', () => {
-  const r = parseHexInput(WIRESHARK);
+  const r = parseHexInput(en, WIRESHARK);
   const ev = (dir, offset, kind) => ({ dir, offset, kind });
   const ordered = interleaveBySegments(
     {
@@ -128,7 +128,7 @@ const wire = (name) => dump(name).replace(/\s+/g, '');
 test('xxd output: offsets, 2-octet groups and the ASCII column left out', () => {
   const text = dump('dealer_router.c2s.xxd');
   assert.equal(dumpKind(text), 'xxd');
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.format, 'dump');
   assert.equal(r.label, 'xxd dump');
   assert.equal(r.directions[0].hex, wire('dealer_router.c2s.hex'));
@@ -138,7 +138,7 @@ test('xxd output: offsets, 2-octet groups and the ASCII column left out', () => 
 test('hexdump -C output: `*` lines stand for the repeated line, the last offset is the length', () => {
   const text = dump('dealer_router.c2s.hexdump');
   assert.ok(text.split('\n').includes('*'));
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.format, 'dump');
   assert.equal(r.label, 'hexdump -C dump');
   assert.equal(r.directions[0].hex, wire('dealer_router.c2s.hex'));
@@ -148,7 +148,7 @@ test('hexdump -C output: `*` lines stand for the repeated line, the last offset 
 test("tshark -x (Wireshark's Copy as Hex Dump): each packet's TCP payload, both directions in order", () => {
   const text = dump('dealer_router.tshark-x.txt');
   assert.equal(dumpKind(text), 'packets');
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.format, 'packets');
   const byDir = Object.fromEntries(r.directions.map((d) => [d.dir, d.hex]));
   assert.equal(byDir.c2s, wire('dealer_router.c2s.hex'));
@@ -163,7 +163,7 @@ test('packet dumps: a retransmission is taken once, padding and labelled reassem
   // Packet 4 again (a retransmission), with Wireshark's "Frame (n bytes):" labels and a reassembly block.
   const labelled = [...blocks.slice(0, 5), blocks[3], ...blocks.slice(5)].map((b) => `Frame (1 bytes):\n${b}`);
   labelled.splice(2, 0, 'Reassembled TCP (2 bytes):\n0000  ff 00                                             ..');
-  const r = parseHexInput(labelled.join('\n\n'));
+  const r = parseHexInput(en, labelled.join('\n\n'));
   const byDir = Object.fromEntries(r.directions.map((d) => [d.dir, d.hex]));
   assert.equal(byDir.c2s, wire('dealer_router.c2s.hex'));
   assert.equal(byDir.s2c, wire('dealer_router.s2c.hex'));
@@ -201,7 +201,7 @@ test('a dump that is not a packet, with the ASCII column looking like hex, keeps
     '00000030: 0000 0000 0000 0000 0000 0000 0000 0000  ................',
     '00000040: 6361 6665 6361 6665 6361 6665 6361 6665  cafecafecafecafe',
   ].join('\n');
-  const r = parseHexInput(text);
+  const r = parseHexInput(en, text);
   assert.equal(r.directions[0].bytes.length, 80);
   assert.equal(r.directions[0].hex.slice(128), '63616665'.repeat(4));
 });

@@ -4,8 +4,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { I18n, chooseLanguage, negotiate, matchLanguage, format, placeholders, useLanguage, catalogUrl } from '../../frontend/js/core/i18n.js';
-import { readCatalog } from './i18n-setup.mjs';
-import { i18n, messages, Message } from '../../frontend/js/core/i18n.js';
+import { readCatalog, pageI18n } from './i18n-setup.mjs';
+import { messages, Message } from '../../frontend/js/core/i18n.js';
 import { h, relabel } from '../../frontend/js/views/dom.js';
 import { createDocument } from './fake-dom.mjs';
 
@@ -75,13 +75,13 @@ test('useLanguage fetches English (the fallback) and the chosen catalog through 
     return { ok: true, status: 200, json: async () => catalogs[lang] };
   };
   const i = new I18n();
-  assert.equal(await useLanguage(fetch, 'zh-CN', { instance: i }), 'zh-CN');
+  assert.equal(await useLanguage(i, fetch, 'zh-CN'), 'zh-CN');
   assert.deepEqual(asked.sort(), [catalogUrl('en'), catalogUrl('zh-CN')]);
   assert.equal(i.t('only.en'), 'English only');
-  await useLanguage(fetch, 'en', { instance: i });
+  await useLanguage(i, fetch, 'en');
   assert.equal(asked.length, 2, 'a loaded catalog is not fetched again');
   const broken = async () => ({ ok: false, status: 404 });
-  await assert.rejects(useLanguage(broken, 'zh-CN', { instance: new I18n() }), /zh-CN catalog did not load \(HTTP 404\)|en catalog/);
+  await assert.rejects(useLanguage(new I18n(), broken, 'zh-CN'), /zh-CN catalog did not load \(HTTP 404\)|en catalog/);
 });
 
 test("the frontend's catalogs: the same ids and the same placeholders in both languages", () => {
@@ -95,12 +95,13 @@ test("the frontend's catalogs: the same ids and the same placeholders in both la
 });
 
 test('what h() writes from the catalogs is rewritten in place when the language changes', () => {
+  const i18n = pageI18n('en');
   const doc = createDocument();
-  const words = messages({ start: 'ui.form.start', session: ['ui.session.title'], file: 'topology.json' });
+  const words = messages(i18n, { start: 'ui.form.start', session: ['ui.session.title'], file: 'topology.json' });
   const root = h(doc, 'div', {},
-    h(doc, 'button', { t: 'ui.form.start', tTitle: 'ui.player.play.title' }),
-    h(doc, 'span', { t: ['ui.session.title', { id: 7 }] }),
-    h(doc, 'input', { tPlaceholder: 'ui.form.optional', tLabel: 'ui.form.identity' }),
+    h(doc, 'button', { t: i18n.message('ui.form.start'), tTitle: i18n.message('ui.player.play.title') }),
+    h(doc, 'span', { t: i18n.message('ui.session.title', { id: 7 }) }),
+    h(doc, 'input', { tPlaceholder: i18n.message('ui.form.optional'), tLabel: i18n.message('ui.form.identity') }),
     h(doc, 'b', { text: words.session({ id: 8 }) }),
     h(doc, 'i', { text: words.start, attrs: { 'aria-label': words.start } }),
   );
@@ -111,7 +112,7 @@ test('what h() writes from the catalogs is rewritten in place when the language 
   assert.equal(words.file, 'topology.json');
   try {
     i18n.setLanguage('zh-CN');
-    relabel(root);
+    relabel(root, i18n);
     assert.equal(button.textContent, '开始会话');
     assert.equal(button.getAttribute('title'), '播放 / 暂停（空格）');
     assert.equal(span.textContent, '会话 7');
@@ -124,4 +125,20 @@ test('what h() writes from the catalogs is rewritten in place when the language 
   } finally {
     i18n.setLanguage('en');
   }
+});
+
+test('two pages, two languages: nothing of the language is held by a module (it comes with each page\'s host)', () => {
+  const english = pageI18n('en');
+  const chinese = pageI18n('zh-CN');
+  const doc = createDocument();
+  const a = h(doc, 'button', { t: english.message('ui.form.start') });
+  const b = h(doc, 'button', { t: chinese.message('ui.form.start') });
+  assert.equal(a.textContent, 'Start session');
+  assert.equal(b.textContent, '开始会话');
+  chinese.setLanguage('en');
+  relabel(b, chinese);
+  relabel(a, english);
+  assert.equal(a.textContent, 'Start session', 'one page switching leaves the other as it was');
+  assert.equal(b.textContent, 'Start session');
+  assert.throws(() => h(doc, 'span', { t: 'ui.form.start' }), /takes a Message/, 'a bare id has no language to be said in');
 });

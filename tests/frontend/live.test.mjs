@@ -1,6 +1,6 @@
 // The Live tab's pieces: the request from the form, the websocket, the per-connection
 // model (what the connection list shows), the routes, and the panel in a fake DOM.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';
@@ -12,24 +12,24 @@ import { fakeFetch, fakeWebSocket } from './fakes.mjs';
 const EVIL = '<img src=x onerror=alert(1)>';
 
 test('the request comes from the form, or an error saying what is wrong', () => {
-  assert.deepEqual(liveRequest({ source: 'capture', interface: 'lo', port: ' 5555 ' }), { source: 'capture', interface: 'lo', port: 5555 });
-  assert.match(liveRequest({ source: 'capture', interface: '', port: '5555' }).error, /interface/);
-  for (const port of ['0', '65536', '55a', '-1', '', '5555.0', '1e3']) assert.match(liveRequest({ source: 'capture', interface: 'lo', port }).error, /Port/, port);
-  assert.deepEqual(liveRequest({ source: 'tap', target: '127.0.0.1:5555', listenPort: '' }), { source: 'tap', target: '127.0.0.1:5555', listen_port: 0 });
-  assert.deepEqual(liveRequest({ source: 'tap', target: ' localhost:6000 ', listenPort: '7000' }), { source: 'tap', target: 'localhost:6000', listen_port: 7000 });
-  assert.match(liveRequest({ source: 'tap', target: '127.0.0.1', listenPort: '' }).error, /Target/);
-  assert.match(liveRequest({ source: 'tap', target: 'a b:5555', listenPort: '' }).error, /Target/);
-  assert.match(liveRequest({ source: 'tap', target: 'h:70000', listenPort: '' }).error, /Target/);
-  assert.match(liveRequest({ source: 'tap', target: 'h:5555', listenPort: '99999' }).error, /Listen/);
+  assert.deepEqual(liveRequest(en, { source: 'capture', interface: 'lo', port: ' 5555 ' }), { source: 'capture', interface: 'lo', port: 5555 });
+  assert.match(liveRequest(en, { source: 'capture', interface: '', port: '5555' }).error, /interface/);
+  for (const port of ['0', '65536', '55a', '-1', '', '5555.0', '1e3']) assert.match(liveRequest(en, { source: 'capture', interface: 'lo', port }).error, /Port/, port);
+  assert.deepEqual(liveRequest(en, { source: 'tap', target: '127.0.0.1:5555', listenPort: '' }), { source: 'tap', target: '127.0.0.1:5555', listen_port: 0 });
+  assert.deepEqual(liveRequest(en, { source: 'tap', target: ' localhost:6000 ', listenPort: '7000' }), { source: 'tap', target: 'localhost:6000', listen_port: 7000 });
+  assert.match(liveRequest(en, { source: 'tap', target: '127.0.0.1', listenPort: '' }).error, /Target/);
+  assert.match(liveRequest(en, { source: 'tap', target: 'a b:5555', listenPort: '' }).error, /Target/);
+  assert.match(liveRequest(en, { source: 'tap', target: 'h:70000', listenPort: '' }).error, /Target/);
+  assert.match(liveRequest(en, { source: 'tap', target: 'h:5555', listenPort: '99999' }).error, /Listen/);
   assert.equal(parsePort('0', { allowZero: true }), 0);
   assert.equal(parsePort('0'), null);
 });
 
 test('status line and source description', () => {
-  assert.equal(statusText({ state: 'capturing', packets: 1, events: 12, connections: 1, dropped: 0 }), 'capturing · 1 packet · 12 events · 1 connection · 0 dropped');
-  assert.equal(statusText({ state: 'stopped', packets: null, events: 0, connections: 2, dropped: 3 }), 'stopped · 0 events · 2 connections · 3 dropped');
-  assert.equal(describeSource({ kind: 'capture', interface: 'lo', port: 5555 }), 'live capture of tcp port 5555 on lo');
-  assert.equal(describeSource({ kind: 'tap', listen: '127.0.0.1:6000', target: '127.0.0.1:5555' }), 'tap proxy 127.0.0.1:6000 → 127.0.0.1:5555');
+  assert.equal(statusText(en, { state: 'capturing', packets: 1, events: 12, connections: 1, dropped: 0 }), 'capturing · 1 packet · 12 events · 1 connection · 0 dropped');
+  assert.equal(statusText(en, { state: 'stopped', packets: null, events: 0, connections: 2, dropped: 3 }), 'stopped · 0 events · 2 connections · 3 dropped');
+  assert.equal(describeSource(en, { kind: 'capture', interface: 'lo', port: 5555 }), 'live capture of tcp port 5555 on lo');
+  assert.equal(describeSource(en, { kind: 'tap', listen: '127.0.0.1:6000', target: '127.0.0.1:5555' }), 'tap proxy 127.0.0.1:6000 → 127.0.0.1:5555');
 });
 
 test('live routes', async () => {
@@ -38,7 +38,7 @@ test('live routes', async () => {
     if (url === '/api/live' && init.method === 'POST') return [422, { detail: "no such interface: 'x'" }];
     return [204, undefined];
   });
-  const api = createApi({ fetch });
+  const api = createApi({ i18n: en, fetch });
   assert.deepEqual(await api.liveInterfaces(), { interfaces: ['any', 'lo'] });
   await assert.rejects(api.createLive({ source: 'capture', interface: 'x', port: 1 }), (e) => e.status === 422 && /no such interface/.test(e.message));
   assert.equal(await api.stopLive('a b'), null);
@@ -50,6 +50,7 @@ test('the websocket hands over connections, events and status', () => {
   const { WebSocket, sockets } = fakeWebSocket();
   const got = [];
   const socket = openLive({
+    i18n: en,
     WebSocket,
     url: 'ws://x/ws/live/1',
     onEvent: (ev) => got.push(['event', ev.kind]),
@@ -99,7 +100,7 @@ test('the panel offers only the given interfaces and shows server text as text',
   const container = doc.createElement('div');
   const started = [];
   let stopped = 0;
-  const panel = new LivePanel(container, { onStart: (f) => started.push(f), onStop: () => stopped++ });
+  const panel = new LivePanel(container, { i18n: en, onStart: (f) => started.push(f), onStop: () => stopped++ });
   panel.setInterfaces(['any', 'eth0', 'lo', EVIL]);
   const options = walk(container).filter((el) => el.tagName === 'OPTION');
   assert.deepEqual(options.map((o) => o.value), ['any', 'eth0', 'lo', EVIL]);

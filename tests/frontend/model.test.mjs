@@ -1,6 +1,6 @@
 // Virtual-scroll maths, the selection store, element sources, the event log,
 // the hex-dump model and the composer.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { visibleRange, scrollToReveal, contentHeight, atBottom, pagesFor, MAX_SCROLL_PX } from '../../frontend/js/core/virtual.js';
@@ -131,8 +131,8 @@ test('the session log: seq replaces, step_back trims, peers are read from greeti
   assert.equal(log.truncate(3), false);
   assert.deepEqual(log.peer('c2s'), { version: '3.1', mechanism: 'NULL', socketType: 'DEALER', identity: 'client-1' });
   assert.deepEqual(log.context('s2c'), { version: '3.1', mechanism: 'NULL' });
-  assert.equal(peerLabel('client', log.peer('c2s')), 'client DEALER "client-1" · 3.1 NULL');
-  assert.equal(peerLabel('server', {}), 'server');
+  assert.equal(peerLabel(en, 'client', log.peer('c2s')), 'client DEALER "client-1" · 3.1 NULL');
+  assert.equal(peerLabel(en, 'server', {}), 'server');
 });
 
 test('hex dump: element-aligned lines per direction, overlaps shown once, cuts and gaps marked', () => {
@@ -174,17 +174,17 @@ test('hex dump: element-aligned lines per direction, overlaps shown once, cuts a
 test('the composer: sizes, LONG above 255 octets, MORE on all but the last; text or hex on the wire', () => {
   const frames = [newFrame('', 'text'), newFrame('a'.repeat(256)), newFrame('de ad:be ef', 'hex')];
   assert.deepEqual(
-    describeFrames(frames).map((f) => [f.size, f.long, f.more, f.error]),
+    describeFrames(en, frames).map((f) => [f.size, f.long, f.more, f.error]),
     [
       [0, false, true, null],
       [256, true, true, null],
       [4, false, false, null],
     ],
   );
-  assert.deepEqual(buildSendCommand('client', [newFrame('Hello'), newFrame('World')]), { type: 'send', from: 'client', frames: ['Hello', 'World'], hex: false });
-  assert.deepEqual(buildSendCommand('server', [newFrame('é'), newFrame('0x01 02', 'hex')]), { type: 'send', from: 'server', frames: ['c3a9', '0102'], hex: true });
-  assert.throws(() => buildSendCommand('server', [newFrame('zz', 'hex')]), /frame 1: .*not a hex digit/);
-  assert.match(describeFrames([newFrame('abc', 'hex')])[0].error, /odd number/);
+  assert.deepEqual(buildSendCommand(en, 'client', [newFrame('Hello'), newFrame('World')]), { type: 'send', from: 'client', frames: ['Hello', 'World'], hex: false });
+  assert.deepEqual(buildSendCommand(en, 'server', [newFrame('é'), newFrame('0x01 02', 'hex')]), { type: 'send', from: 'server', frames: ['c3a9', '0102'], hex: true });
+  assert.throws(() => buildSendCommand(en, 'server', [newFrame('zz', 'hex')]), /frame 1: .*not a hex digit/);
+  assert.match(describeFrames(en, [newFrame('abc', 'hex')])[0].error, /odd number/);
 });
 
 test('a hex line holds what its pane shows: 16, 8 or 4 octets (64, 32, 16 characters of text)', () => {

@@ -1,5 +1,5 @@
 // The octet-table layout against 23/ZMTP's worked example.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { layoutOctets, rangeLabel, literalText, fieldAt } from '../../frontend/js/core/octets.js';
@@ -37,7 +37,7 @@ const READY = {
 const rows = (layout) => layout.rows.map((r) => r.boxes.map((b) => [b.text, b.label]));
 
 test('the READY command: the spec worked example, octet by octet', () => {
-  const layout = layoutOctets(READY, { expand: true });
+  const layout = layoutOctets(en, READY, { expand: true });
   // Exactly the spec's boxes and offset labels, row by row
   // (the spec writes the name-size octet as %x05 there and as 11 and 8 below: we write all three as numbers).
   const chars = (s, from) => [...s].map((c, i) => [c, String(from + i)]);
@@ -61,7 +61,7 @@ test('the READY command: the spec worked example, octet by octet', () => {
 });
 
 test('the READY command: one box per field, ranges as the spec writes them', () => {
-  const layout = layoutOctets(READY);
+  const layout = layoutOctets(en, READY);
   assert.deepEqual(rows(layout), [
     [['%x04', '0'], ['41', '1']],
     [['5', '2'], ['"READY"', '3 - 7']],
@@ -99,7 +99,7 @@ test('the greeting: the spec drawing of signature, padding, version, mechanism, 
       g('filler', 'filler', 33, 31, '00'.repeat(31)),
     ],
   };
-  const boxes = layoutOctets(ev, { maxRowChars: 200 }).rows.flatMap((r) => r.boxes.map((b) => [b.text, b.label]));
+  const boxes = layoutOctets(en, ev, { maxRowChars: 200 }).rows.flatMap((r) => r.boxes.map((b) => [b.text, b.label]));
   assert.deepEqual(boxes, [
     ['%xFF', '0'],
     ['%x00...%x00', '1 - 8'],
@@ -128,7 +128,7 @@ test('a 1 MiB body: the first octets, then "… N more octets"', () => {
       { name: 'body', rule: 'message-body', offset: 109, length: size, value: bodyHex },
     ],
   };
-  const layout = layoutOctets(ev, { maxShownOctets: 64, maxBoxChars: 24 });
+  const layout = layoutOctets(en, ev, { maxShownOctets: 64, maxBoxChars: 24 });
   const body = layout.rows.flatMap((r) => r.boxes).filter((b) => b.field === 2);
   // 8 octets per hex box (24 characters), 64 octets shown, then the rest in one box.
   assert.equal(body.length, 9);
@@ -159,7 +159,7 @@ test('a text body longer than a box wraps as quoted text chunks', () => {
       { name: 'body', rule: 'message-body', offset: 9, length: 256, value: text },
     ],
   };
-  const body = layoutOctets(ev, { maxShownOctets: 44, maxBoxChars: 24 })
+  const body = layoutOctets(en, ev, { maxShownOctets: 44, maxBoxChars: 24 })
     .rows.flatMap((r) => r.boxes)
     .filter((b) => b.field === 2);
   assert.deepEqual(
@@ -187,7 +187,7 @@ test('a hostile body is laid out as characters, not markup', () => {
       { name: 'body', rule: 'message-body', offset: 2, length: payload.length, value: payload },
     ],
   };
-  const text = layoutOctets(ev, { maxBoxChars: 40 }).rows.flatMap((r) => r.boxes.map((b) => b.text)).join('');
+  const text = layoutOctets(en, ev, { maxBoxChars: 40 }).rows.flatMap((r) => r.boxes.map((b) => b.text)).join('');
   assert.ok(text.includes(payload));
 });
 
@@ -199,13 +199,13 @@ test('bytes the backend did not send: the value is shown instead', () => {
     length: 12,
     fields: [{ name: 'body', rule: 'message-body', offset: 2, length: 10, value: 'My Message' }],
   };
-  const [box] = layoutOctets(ev).rows[0].boxes;
+  const [box] = layoutOctets(en, ev).rows[0].boxes;
   assert.equal(box.text, 'My Message');
   assert.equal(box.label, '2 - 11');
 });
 
 test('an element with raw octets and no fields gets one "octets" field', () => {
-  const layout = layoutOctets({ dir: 'c2s', kind: 'frame', offset: 5, length: 3, hex: '000100' });
+  const layout = layoutOctets(en, { dir: 'c2s', kind: 'frame', offset: 5, length: 3, hex: '000100' });
   assert.deepEqual(rows(layout), [[['00 01 00', '0 - 2']]]);
 });
 
@@ -235,11 +235,11 @@ test('a client\'s WebSocket frame (ZWS): the boxes show its octets unmasked, as 
       F('body', 'message-body', 272, 7, 'request'),
     ],
   };
-  const texts = layoutOctets(frame).rows.flatMap((r) => r.boxes.map((b) => b.text));
+  const texts = layoutOctets(en, frame).rows.flatMap((r) => r.boxes.map((b) => b.text));
   assert.ok(texts.includes('"request"'), texts.join(' | '));
   assert.ok(texts.includes('%x00'), texts.join(' | '));
   // Without `unmasked` (a server's frame, never masked) the octets are `hex` itself.
   const { unmasked, ...wire } = frame;
   assert.ok(unmasked);
-  assert.ok(!layoutOctets(wire).rows.flatMap((r) => r.boxes.map((b) => b.text)).includes('"request"'));
+  assert.ok(!layoutOctets(en, wire).rows.flatMap((r) => r.boxes.map((b) => b.text)).includes('"request"'));
 });

@@ -1,7 +1,7 @@
 // The capture Overview: the topology layout (protocol-free core) and its view, on what
 // `zmtplab analyze --json` says of two recorded libzmq captures (tests/frontend/data; the Python
 // suite checks those files still equal the analysis).
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,7 +16,7 @@ const load = (name) => JSON.parse(fs.readFileSync(path.join(DATA, `${name}.analy
 const text = (el) => walk(el).filter((n) => n.nodeType === 3 || n.textContent !== undefined).map((n) => n.textContent).join('');
 
 test('a broker stands in the middle, its clients left and its workers right', () => {
-  const layout = layoutTopology(load('broker'), { width: 900 });
+  const layout = layoutTopology(en, load('broker'), { width: 900 });
   const byColumn = [0, 1, 2].map((c) => layout.nodes.filter((n) => n.column === c));
   assert.deepEqual(byColumn[1].map((n) => [n.label, n.broker]), [['127.0.0.1:15643+15644', true]]);
   assert.deepEqual(byColumn[0].map((n) => n.sockets.join()), ['REQ', 'REQ', 'REQ']);
@@ -34,7 +34,7 @@ test('findings colour their connections, the worst severity wins', () => {
   assert.equal(worse('error', 'note'), 'error');
   const sev = findingsByConn([{ conns: ['0', '1'], severity: 'warn' }, { conns: ['1'], severity: 'error' }]);
   assert.deepEqual([...sev.entries()], [['0', 'warn'], ['1', 'error']]);
-  const layout = layoutTopology(load('pub_late_sub'));
+  const layout = layoutTopology(en, load('pub_late_sub'));
   assert.deepEqual(layout.edges.map((e) => e.severity), ['warn', 'warn']);
 });
 
@@ -42,7 +42,7 @@ test('the view lists findings with their events and draws a picked flow', () => 
   const doc = createDocument();
   const container = doc.createElement('div');
   const opened = [];
-  const view = new OverviewView(container, { onOpenEvent: (conn, index) => opened.push([conn, index]) });
+  const view = new OverviewView(container, { i18n: en, onOpenEvent: (conn, index) => opened.push([conn, index]) });
   view.setAnalysis(load('pub_late_sub'));
   const [finding] = byClass(container, 'finding');
   assert.match(text(finding), /late-subscriber/);
@@ -65,7 +65,7 @@ test('the view lists findings with their events and draws a picked flow', () => 
 test('an empty analysis says so', () => {
   const doc = createDocument();
   const container = doc.createElement('div');
-  const view = new OverviewView(container);
+  const view = new OverviewView(container, { i18n: en });
   view.setAnalysis({ nodes: [], connections: [], flows: [], flows_total: 0, findings: [], curve: {} });
   assert.match(text(container), /No TCP connection with payload/);
   assert.match(text(container), /No findings/);
@@ -76,7 +76,7 @@ test('an empty analysis says so', () => {
 test('refused connects are counted under the graph, and an ambiguous flow says why', () => {
   const doc = createDocument();
   const container = doc.createElement('div');
-  const view = new OverviewView(container);
+  const view = new OverviewView(container, { i18n: en });
   const analysis = load('broker');
   const flows = [{ ...analysis.flows[0], ambiguous: true, why: 'routing id 00aa fits connection 2 and connection 3 alike' }];
   view.setAnalysis({ ...analysis, flows, flows_total: 1,

@@ -9,7 +9,7 @@
 // conventional floor for categorical palettes. Before this palette (hue per rule at 90% lightness) 31 of the
 // 43 neighbouring pairs fell below it for at least one vision (deuteranopia's worst: 0.2, size against body).
 
-import './i18n-setup.mjs';
+import { en } from './i18n-setup.mjs';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -99,8 +99,8 @@ test('colour is never the only cue: the octet table and the details tree write e
   const doc = createDocument();
   const selection = createSelection();
   const [octC, treeC] = [doc.createElement('div'), doc.createElement('div')];
-  new OctetView(octC, { selection });
-  new TreeView(treeC, { selection });
+  new OctetView(octC, { i18n: en, selection });
+  new TreeView(treeC, { i18n: en, selection });
   const ready = { conn: '0', dir: 's2c', ...DATA.ready };
   selection.selectElement(0, ready);
   doc.flush();

@@ -1,6 +1,6 @@
 // Issue 16's DOM-free pieces: sequence marks (connection boundaries, faults), UTF-8 previews and the
 // UTF-8 text dump, a ROUTER's routing id in the composer, the faults each session mode offers.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Marker, MarkedSource } from '../../frontend/js/core/marks.js';
@@ -13,7 +13,7 @@ import { infoLabel } from '../../frontend/js/core/labels.js';
 const link = (what, extra = {}) => ({ kind: 'link', what, ...extra });
 
 test('marks say who closed a connection and why, where the next opens, and where a fault was injected', () => {
-  const m = new Marker();
+  const m = new Marker(en);
   assert.equal(m.take(link('open', { conn: '0' }), 0), null); // the first connection needs no mark
   assert.equal(m.take(link('bytes', { conn: '0' }), 1), null);
   m.take(link('half-closed', { conn: '0', side: 'client', reason: 'heartbeat timeout: no traffic within 1 s of a PING' }), 5);
@@ -31,7 +31,7 @@ test('marks say who closed a connection and why, where the next opens, and where
 });
 
 test('a connection that ends with ERROR says so', () => {
-  const m = new Marker();
+  const m = new Marker(en);
   const events = [
     { conn: '0', kind: 'command', name: 'HELLO' },
     { conn: '0', kind: 'command', name: 'ERROR', reason: 'Invalid username or password' },
@@ -45,7 +45,7 @@ test('a connection that ends with ERROR says so', () => {
 
 test('a marked source interleaves marks with the elements and maps rows to elements and back', () => {
   const events = new ArraySource([0, 1, 2, 3, 4, 5, 6].map((seq) => ({ kind: 'frame', seq })));
-  const m = new Marker();
+  const m = new Marker(en);
   m.take(link('half-closed', { conn: '0', side: 'server', reason: 'ERROR "no"' }), 4);
   m.take(link('closed', { conn: '0' }), 4);
   m.take(link('open', { conn: '1' }), 4);
@@ -75,8 +75,8 @@ test('UTF-8 bodies preview as text; other bytes keep their escapes', () => {
   assert.equal(previewHex('e4bd'), '"\\xe4\\xbd"'); // a character cut short is not text
   assert.equal(previewHex(bytesToHex(utf8Encode('plain ascii'))), '"plain ascii"');
   assert.equal(utf8Text(utf8Encode('abc')), null); // plain ASCII keeps the escaping preview
-  assert.equal(infoLabel({ kind: 'frame', size: 15, body: hello }), 'Frame size=15 "你好，世界"');
-  assert.equal(infoLabel({ kind: 'message', frames: [hello] }), 'Message [1 frame] "你好，世界"');
+  assert.equal(infoLabel(en, { kind: 'frame', size: 15, body: hello }), 'Frame size=15 "你好，世界"');
+  assert.equal(infoLabel(en, { kind: 'message', frames: [hello] }), 'Message [1 frame] "你好，世界"');
 });
 
 test('the UTF-8 text dump puts each character in its first octet and keeps one cell per octet', () => {
@@ -87,9 +87,9 @@ test('the UTF-8 text dump puts each character in its first octet and keeps one c
 
 test('a ROUTER sends its routing id as frame 1: it is described, and counted off the wire', () => {
   const frames = [newFrame('client-1'), newFrame('hi')];
-  const plain = describeFrames(frames);
+  const plain = describeFrames(en, frames);
   assert.deepEqual(wireTotals(plain), { frames: 2, octets: 14 });
-  const routed = describeFrames(frames, { routing: true });
+  const routed = describeFrames(en, frames, { routing: true });
   assert.deepEqual(routed.map((f) => [f.routing, f.wire, f.size, f.more]), [[true, false, 8, false], [false, true, 2, false]]);
   assert.deepEqual(wireTotals(routed), { frames: 1, octets: 4 });
 });
@@ -102,11 +102,11 @@ test('each session mode offers only the faults the server says it can inject, in
     { fault: 'kill', modes: ['tcp'] }, { fault: 'wrong_mechanism', modes: ['simulated'] },
     { fault: 'stop_pong', modes: ['simulated'] }, { fault: 'teleport', modes: ['simulated'] },
   ];
-  const names = (mode) => faultsFor(mode, table.slice(0, 7)).map((f) => f.fault);
+  const names = (mode) => faultsFor(en, mode, table.slice(0, 7)).map((f) => f.fault);
   assert.deepEqual(names('simulated'), ['corrupt_byte', 'split_writes', 'delay', 'wrong_mechanism', 'stop_pong', 'close']);
   assert.deepEqual(names('tcp'), ['corrupt_byte', 'split_writes', 'delay', 'close', 'kill']);
-  assert.deepEqual(faultsFor('simulated', null), []); // before the server answers
-  const unknown = faultsFor('simulated', table).at(-1); // a fault the page has no words for: its name
+  assert.deepEqual(faultsFor(en, 'simulated', null), []); // before the server answers
+  const unknown = faultsFor(en, 'simulated', table).at(-1); // a fault the page has no words for: its name
   assert.deepEqual([unknown.fault, unknown.label], ['teleport', 'teleport']);
-  assert.equal(faultsFor('tcp', table)[0].label, 'Corrupt a byte');
+  assert.equal(faultsFor(en, 'tcp', table)[0].label, 'Corrupt a byte');
 });

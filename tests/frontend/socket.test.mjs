@@ -1,6 +1,6 @@
 // The one websocket wrapper under the pages' sockets (core/socket.js): JSON both ways, sends queued until
 // open behind an optional first message, unreadable text reported apart, and who closed the socket.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { openJsonSocket } from '../../frontend/js/core/socket.js';

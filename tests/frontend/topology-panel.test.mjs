@@ -1,11 +1,11 @@
 // The playground's topology part (app/topology-panel.js) on the fake DOM: a picked message's path stays marked in
 // the sequence when one of its elements is fetched with its fields (the log then holds a new copy of it).
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk } from './fake-dom.mjs';
 import { SequenceView } from '../../frontend/js/views/sequence.js';
-import { TopologyPanel } from '../../frontend/js/app/topology-panel.js';
+import { TopologyPanel } from '../../frontend/js/app/shared/topology-panel.js';
 import { EventLog } from '../../frontend/js/core/eventlog.js';
 import { ArraySource } from '../../frontend/js/core/source.js';
 
@@ -37,10 +37,10 @@ test("a message's path stays marked when its wire element is fetched again with 
   const log = new EventLog();
   log.addAll(events());
   const source = new ArraySource(log.events);
-  const sequence = new SequenceView(doc.createElement('div'), { source, rowHeight: 30 });
+  const sequence = new SequenceView(doc.createElement('div'), { i18n: en, source, rowHeight: 30 });
   sequence.viewport.clientHeight = 600;
   const picked = [];
-  const panel = new TopologyPanel(doc.createElement('div'), { sequence, onPick: (i) => picked.push(i) });
+  const panel = new TopologyPanel(doc.createElement('div'), { i18n: en, sequence, onPick: (i) => picked.push(i) });
   panel.setTopology(TOPOLOGY);
   panel.sync(log.events);
   panel.pickMessage(2);
@@ -62,7 +62,7 @@ async function fedDiagram(eventsOf) {
   const { TopologyView } = await import('../../frontend/js/views/topology.js');
   const { TopologyState } = await import('../../frontend/js/core/topology-state.js');
   const box = createDocument().createElement('div');
-  const view = new TopologyView(box);
+  const view = new TopologyView(box, { i18n: en });
   const state = new TopologyState();
   state.setTopology(TOPOLOGY);
   view.setTopology(TOPOLOGY, state);

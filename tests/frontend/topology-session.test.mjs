@@ -1,7 +1,7 @@
 // Issue 19's protocol-free cores: a topology session's layout, its state from the event stream (who
 // received which message, pipe depth against HWM, drops and blocks, a message's path through every
 // hop, step back), the lifelines of the sequence view, and the topology file and link.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { layoutSession, linkFlow, messageWays } from '../../frontend/js/core/topology.js';
@@ -260,29 +260,29 @@ test('the editor adds, renames and removes nodes and links', () => {
 
 test('save and load a topology as a small JSON file, share it in a link', () => {
   const t = { ...BROKER, mode: 'simulated', nodes: BROKER.nodes.map((n) => ({ ...n, sndhwm: 5, subscribe: ['a', 'b'], recv: { every: 0.5 } })) };
-  const file = topologyFile(t);
-  assert.deepEqual(parseTopologyFile(file), checkTopology(t));
-  assert.equal(parseTopologyFile(file).nodes[0].recv.every, 0.5);
-  const frag = topologyFragment(t);
+  const file = topologyFile(en, t);
+  assert.deepEqual(parseTopologyFile(en, file), checkTopology(en, t));
+  assert.equal(parseTopologyFile(en, file).nodes[0].recv.every, 0.5);
+  const frag = topologyFragment(en, t);
   assert.match(frag, /^#topology=[A-Za-z0-9_-]+$/);
-  assert.deepEqual(parseTopologyFragment(frag), checkTopology(t));
-  assert.equal(parseTopologyFragment('#paste'), null);
+  assert.deepEqual(parseTopologyFragment(en, frag), checkTopology(en, t));
+  assert.equal(parseTopologyFragment(en, '#paste'), null);
   // Non-ASCII names are refused by the name rule, but a UTF-8 identity travels.
   const u = { nodes: [{ name: 'a', type: 'DEALER', identity: 'ünï' }, { name: 'b', type: 'ROUTER' }], links: [{ connect: 'a', bind: 'b' }] };
-  assert.equal(parseTopologyFragment(topologyFragment(u)).nodes[0].identity, 'ünï');
+  assert.equal(parseTopologyFragment(en, topologyFragment(en, u)).nodes[0].identity, 'ünï');
 });
 
 test('a file or link that is not a topology gets a clear error', () => {
-  assert.throws(() => parseTopologyFile('{nope'), /not JSON/);
-  assert.throws(() => parseTopologyFile('{"nodes": 3}'), /not a topology/);
-  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a b", "type": "PUSH"}], "links": []}'), /node 1: a name/);
-  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "SOCK"}], "links": []}'), /SOCK is not a socket type/);
-  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "PUSH"}, {"name": "a", "type": "PULL"}], "links": []}'), /node a appears twice/);
-  assert.throws(() => parseTopologyFile('{"nodes": [{"name": "a", "type": "PUSH"}], "links": [{"connect": "a", "bind": "zz"}]}'), /link 1/);
-  assert.throws(() => parseTopologyFragment('#topology=%%%'), /no readable topology/);
-  assert.throws(() => parseTopologyFragment(`#topology=${Buffer.from('[1]').toString('base64url')}`), /not a topology/);
+  assert.throws(() => parseTopologyFile(en, '{nope'), /not JSON/);
+  assert.throws(() => parseTopologyFile(en, '{"nodes": 3}'), /not a topology/);
+  assert.throws(() => parseTopologyFile(en, '{"nodes": [{"name": "a b", "type": "PUSH"}], "links": []}'), /node 1: a name/);
+  assert.throws(() => parseTopologyFile(en, '{"nodes": [{"name": "a", "type": "SOCK"}], "links": []}'), /SOCK is not a socket type/);
+  assert.throws(() => parseTopologyFile(en, '{"nodes": [{"name": "a", "type": "PUSH"}, {"name": "a", "type": "PULL"}], "links": []}'), /node a appears twice/);
+  assert.throws(() => parseTopologyFile(en, '{"nodes": [{"name": "a", "type": "PUSH"}], "links": [{"connect": "a", "bind": "zz"}]}'), /link 1/);
+  assert.throws(() => parseTopologyFragment(en, '#topology=%%%'), /no readable topology/);
+  assert.throws(() => parseTopologyFragment(en, `#topology=${Buffer.from('[1]').toString('base64url')}`), /not a topology/);
   const many = { nodes: Array.from({ length: 25 }, (_, i) => ({ name: `n${i}`, type: 'PAIR' })), links: [] };
-  assert.throws(() => checkTopology(many), /at most 24 nodes/);
+  assert.throws(() => checkTopology(en, many), /at most 24 nodes/);
 });
 
 // ---- the views, on the fake DOM ------------------------------------------------------------------
@@ -298,7 +298,7 @@ test('the diagram draws nodes, arrows, queue bars, markers, dots and who got wha
   const doc = createDocument();
   const box = doc.createElement('div');
   const picked = [];
-  const view = new TopologyView(box, { onPickMessage: (m) => picked.push(m) });
+  const view = new TopologyView(box, { i18n: en, onPickMessage: (m) => picked.push(m) });
   const state = new TopologyState();
   state.setTopology(LOAD);
   const events = loadEvents();
@@ -354,7 +354,7 @@ test('the sequence draws N lifelines: arrows between two nodes, decisions and re
   const doc = createDocument();
   const box = doc.createElement('div');
   const events = loadEvents();
-  const seq = new SequenceView(box, { source: new ArraySource(events) });
+  const seq = new SequenceView(box, { i18n: en, source: new ArraySource(events) });
   seq.viewport.clientHeight = 2000;
   const state = new TopologyState();
   state.setTopology(LOAD);

@@ -2,7 +2,7 @@
 // must show as those characters. Checked two ways: a static scan of every
 // frontend file, and the views rendered into a fake DOM that throws on any
 // HTML parsing. Also: the pages are CSP-clean and fetch nothing from outside.
-import './i18n-setup.mjs'; // English words, as the page has them
+import { en, pageI18n } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -120,7 +120,7 @@ test('the sequence view renders a hostile payload as text, virtually', () => {
   const events = hostileEvents();
   const many = Array.from({ length: 250_000 }, (_, i) => events[i % events.length]);
   const picked = [];
-  const view = new SequenceView(container, { source: new ArraySource(many), onSelect: (i) => picked.push(i) });
+  const view = new SequenceView(container, { i18n: en, source: new ArraySource(many), onSelect: (i) => picked.push(i) });
   doc.flush();
   const rows = byClass(container, 'seq-row');
   assert.ok(rows.length > 0 && rows.length < 60, `only the visible rows exist (${rows.length})`);
@@ -139,11 +139,11 @@ test('octet table, tree, explanation and hex dump: one selection, payload as tex
   const selection = createSelection();
   const slot = () => doc.createElement('div');
   const [octC, treeC, explC, hexC] = [slot(), slot(), slot(), slot()];
-  new OctetView(octC, { selection });
-  new TreeView(treeC, { selection });
-  new ExplainView(explC, { selection, context: () => ({ version: '3.1' }) });
+  new OctetView(octC, { i18n: en, selection });
+  new TreeView(treeC, { i18n: en, selection });
+  new ExplainView(explC, { i18n: en, selection, context: () => ({ version: '3.1' }) });
   const picks = [];
-  const hex = new HexView(hexC, { selection, onPick: (...a) => picks.push(a) });
+  const hex = new HexView(hexC, { i18n: en, selection, onPick: (...a) => picks.push(a) });
   const events = hostileEvents();
   hex.setChunks(buildChunks(events.map((event, index) => ({ index, event }))));
   selection.selectElement(1, events[1]);
@@ -182,7 +182,7 @@ test('expert list, connections, packets and composer keep data as text', () => {
   const events = hostileEvents();
   const jumps = [];
   const expertC = doc.createElement('div');
-  const expert = new ExpertView(expertC, { onJump: (i) => jumps.push(i) });
+  const expert = new ExpertView(expertC, { i18n: en, onJump: (i) => jumps.push(i) });
   expert.setItems([
     { index: 3, event: events[3] },
     { index: 9, event: { kind: 'expert', severity: 'warn', text: 'reserved bits', dir: 'c2s', offset: 0 } },
@@ -196,7 +196,7 @@ test('expert list, connections, packets and composer keep data as text', () => {
 
   const connC = doc.createElement('div');
   const opened = [];
-  new ConnectionsView(connC, { onSelect: (c) => opened.push(c) }).setConnections(
+  new ConnectionsView(connC, { i18n: en, onSelect: (c) => opened.push(c) }).setConnections(
     [{ conn: '0', client: EVIL, server: '127.0.0.1:5555', versions: { c2s: '3.1', s2c: '3.1' }, mechanism: 'NULL', socket_types: { c2s: EVIL, s2c: 'ROUTER' }, messages: { c2s: 1, s2c: 2 }, bytes: { c2s: 100, s2c: 2048 }, expert: { error: 1 } }],
     '0',
   );
@@ -205,14 +205,14 @@ test('expert list, connections, packets and composer keep data as text', () => {
   assert.deepEqual(opened, ['0']);
 
   const pktC = doc.createElement('div');
-  const packets = new PacketsView(pktC, { onPacket() {} });
+  const packets = new PacketsView(pktC, { i18n: en, onPacket() {} });
   packets.setPackets([12, 13], 12);
   packets.setLayers({ layers: [{ name: 'tcp', fields: [{ name: 'Payload', value: EVIL }] }] }, 12);
   assertInert(doc, pktC);
 
   const compC = doc.createElement('div');
   const sent = [];
-  const composer = new Composer(compC, { onSend: (c) => sent.push(c) });
+  const composer = new Composer(compC, { i18n: en, onSend: (c) => sent.push(c) });
   composer.frames = [{ text: EVIL, mode: 'text' }, { text: 'a'.repeat(300), mode: 'text' }];
   composer.renderFrames();
   assert.match(compC.textContent, /28 octets · short \(1-octet size\) · MORE/);
@@ -222,15 +222,15 @@ test('expert list, connections, packets and composer keep data as text', () => {
 });
 
 test('the octet table names the whole signature, and what is ours is said in the page language (issue 32.6)', async () => {
-  const { i18n } = await import('../../frontend/js/core/i18n.js');
+  const i18n = pageI18n('en'); // (its own: this test switches it)
   const doc = createDocument();
   const selection = createSelection();
   const octC = doc.createElement('div');
   const treeC = doc.createElement('div');
   const explC = doc.createElement('div');
-  new OctetView(octC, { selection });
-  new TreeView(treeC, { selection });
-  new ExplainView(explC, { selection, context: () => ({ version: '3.1' }) });
+  new OctetView(octC, { i18n, selection });
+  new TreeView(treeC, { i18n, selection });
+  new ExplainView(explC, { i18n, selection, context: () => ({ version: '3.1' }) });
   const field = (name, rule, offset, length, value = '') => ({ name, rule, offset, length, value, note: '' });
   const greeting = {
     kind: 'greeting', conn: '0', dir: 'c2s', offset: 0, length: 64, version: '3.1', mechanism: 'NULL',

@@ -1,7 +1,7 @@
 // The lesson page's DOM-free modules and views under node: narration trees become
 // text nodes (links only to rfc.zeromq.org), a student follows or wanders, a
 // teacher's states are coalesced, and the views keep lesson data as text.
-import '../frontend/i18n-setup.mjs'; // English words, as the page has them
+import { en } from '../frontend/i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument, walk, byClass } from '../frontend/fake-dom.mjs';
@@ -112,7 +112,7 @@ test('highlight ranges per direction', () => {
 test('lesson views keep lesson data and payloads as text', () => {
   const doc = createDocument();
   const calls = [];
-  const handlers = new Proxy({}, { get: (_, name) => (...args) => calls.push([name, ...args]) });
+  const handlers = new Proxy({}, { get: (_, name) => (name === 'i18n' ? en : (...args) => calls.push([name, ...args])) });
   const panelEl = doc.createElement('div');
   const panel = new LessonPanel(panelEl, handlers);
   panel.setLesson({
@@ -159,7 +159,7 @@ test('lesson views keep lesson data and payloads as text', () => {
 test("a topology step's panel lists its socket decisions and names the nodes of each write", () => {
   const doc = createDocument();
   const calls = [];
-  const handlers = new Proxy({}, { get: (_, name) => (...args) => calls.push([name, ...args]) });
+  const handlers = new Proxy({}, { get: (_, name) => (name === 'i18n' ? en : (...args) => calls.push([name, ...args])) });
   const panelEl = doc.createElement('div');
   const panel = new LessonPanel(panelEl, handlers);
   panel.setLesson({ id: 'x', title: 't', steps: [{ number: 1, title: 'one', narration_tree: [] }], references: [] });
@@ -192,7 +192,7 @@ test("a topology step's panel lists its socket decisions and names the nodes of 
 
 test('the lessons API client caches GETs and reports errors', async () => {
   const { fetch, calls } = fakeFetch((url) => (url.split('?')[0].endsWith('/nope') ? [404, { detail: "no lesson 'nope'" }] : [200, { lessons: [] }]));
-  const api = createLessonsApi({ fetch });
+  const api = createLessonsApi({ i18n: en, fetch });
   await api.lessons();
   await api.lessons();
   await assert.rejects(api.lesson('nope'), /no lesson 'nope'/);

@@ -1,5 +1,6 @@
 // The backend's HTTP routes, over an injected environment. DOM-free:
-// host = { fetch, XMLHttpRequest, EventSource, base } (base: URL prefix, '' by default).
+// host = { i18n, fetch, XMLHttpRequest, EventSource, base } (i18n: the page's language, which the server's
+// answers come in; base: URL prefix, '' by default).
 //
 // Routes used (all JSON unless stated):
 //   POST /api/sessions                       {mode, server, client} -> 201 {id}
@@ -24,7 +25,6 @@
 //   DELETE /api/live/{id}                    -> 204
 //   WS   /ws/live/{id}?batch=1               (see live.js)
 
-import { i18n } from './i18n.js';
 
 export class ApiError extends Error {
   constructor(status, detail) {
@@ -35,7 +35,7 @@ export class ApiError extends Error {
 }
 
 /** FastAPI's `detail` may be a string or a list of validation errors. */
-export function detailText(body, status) {
+export function detailText(i18n, body, status) {
   const d = body && typeof body === 'object' ? body.detail : null;
   if (typeof d === 'string') return d;
   if (Array.isArray(d)) return d.map((e) => (e && e.msg ? `${(e.loc || []).join('.')}: ${e.msg}` : JSON.stringify(e))).join('; ');
@@ -65,7 +65,7 @@ export function jsonRequester(host) {
   const base = host.base || '';
   return async function request(method, path, body) {
     // The page's language: the server's `detail` messages, notes and findings come in it.
-    const init = { method, headers: { Accept: 'application/json', 'Accept-Language': i18n.lang } };
+    const init = { method, headers: { Accept: 'application/json', 'Accept-Language': host.i18n.lang } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -80,7 +80,7 @@ export function jsonRequester(host) {
         data = { detail: text.slice(0, 300) };
       }
     }
-    if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
+    if (!res.ok) throw new ApiError(res.status, detailText(host.i18n, data, res.status));
     return data;
   };
 }
@@ -131,13 +131,13 @@ export function createApi(host) {
     },
     sessionExportUrl(id, format) {
       // The illustrated page is written in the page's language (a download sends no Accept-Language of ours).
-      if (format === 'html') return `${base}/api/sessions/${seg(id)}/export.html${query({ lang: i18n.lang })}`;
+      if (format === 'html') return `${base}/api/sessions/${seg(id)}/export.html${query({ lang: host.i18n.lang })}`;
       if (format === 'lesson') return `${base}/api/sessions/${seg(id)}/lesson.yaml`;
       return `${base}/api/sessions/${seg(id)}/export.${format === 'json' || format === 'py' ? format : 'pcapng'}`;
     },
     /** The illustrated page of a capture's connection, elements `from` to `to` (indexes, inclusive). */
     captureIllustratedUrl(id, conn, from, to) {
-      return `${base}/api/captures/${seg(id)}/illustrated${query({ conn, from, to, lang: i18n.lang })}`;
+      return `${base}/api/captures/${seg(id)}/illustrated${query({ conn, from, to, lang: host.i18n.lang })}`;
     },
     /**
      * ws:// or wss:// URL for a session, from the page's location {protocol, host}.
@@ -148,7 +148,7 @@ export function createApi(host) {
     sessionSocketUrl(location, id, { watch = false } = {}) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
       // (`watch`: a student following a presented session: the socket takes no command)
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1' : ''}&lang=${encodeURIComponent(i18n.lang)}`;
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1' : ''}&lang=${encodeURIComponent(host.i18n.lang)}`;
     },
     /** One event of a session with its fields, by its `seq`. */
     sessionEvent(id, seq) {
@@ -168,7 +168,7 @@ export function createApi(host) {
     },
     liveSocketUrl(location, id) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}?batch=1&lang=${encodeURIComponent(i18n.lang)}`;
+      return `${scheme}//${location.host}${base}/ws/live/${seg(id)}?batch=1&lang=${encodeURIComponent(host.i18n.lang)}`;
     },
     capture(id) {
       return request('GET', `/api/captures/${seg(id)}`);
@@ -209,7 +209,7 @@ export function createApi(host) {
       const promise = new Promise((resolve, reject) => {
         xhr.open('POST', `${base}/api/captures`);
         xhr.setRequestHeader('Accept', 'application/json');
-        xhr.setRequestHeader('Accept-Language', i18n.lang);
+        xhr.setRequestHeader('Accept-Language', host.i18n.lang);
         xhr.upload.onprogress = (e) => {
           if (onProgress) onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
         };
@@ -221,10 +221,10 @@ export function createApi(host) {
             data = null;
           }
           if (xhr.status >= 200 && xhr.status < 300 && data && data.id !== undefined) resolve(data);
-          else reject(new ApiError(xhr.status, detailText(data, xhr.status)));
+          else reject(new ApiError(xhr.status, detailText(host.i18n, data, xhr.status)));
         };
-        xhr.onerror = () => reject(new ApiError(0, i18n.t('ui.http.network')));
-        xhr.onabort = () => reject(new ApiError(0, i18n.t('ui.http.cancelled')));
+        xhr.onerror = () => reject(new ApiError(0, host.i18n.t('ui.http.network')));
+        xhr.onabort = () => reject(new ApiError(0, host.i18n.t('ui.http.cancelled')));
         const form = new host.FormData();
         form.append('file', file, file.name);
         xhr.send(form);

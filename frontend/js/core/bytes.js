@@ -1,7 +1,7 @@
 // Byte helpers shared by every module: hex <-> bytes, printable previews.
 // DOM-free.
 
-import { t, tn } from './i18n.js';
+import { MessageError } from './i18n.js';
 
 const HEX = '0123456789abcdef';
 
@@ -15,15 +15,15 @@ export function bytesToHex(bytes, sep = '') {
   return parts.join(sep);
 }
 
-/** Hex string (no separators, even length) -> Uint8Array. Throws on bad input. */
+/** Hex string (no separators, even length) -> Uint8Array. Throws a MessageError on bad input. */
 export function hexToBytes(hex) {
   if (typeof hex !== 'string') return new Uint8Array(0);
-  if (hex.length % 2 !== 0) throw new Error(t('ui.bytes.odd', { n: hex.length }));
+  if (hex.length % 2 !== 0) throw new MessageError('ui.bytes.odd', { n: hex.length });
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) {
     const hi = hexValue(hex.charCodeAt(2 * i));
     const lo = hexValue(hex.charCodeAt(2 * i + 1));
-    if (hi < 0 || lo < 0) throw new Error(t('ui.bytes.notHex', { at: 2 * i + (hi < 0 ? 0 : 1) }));
+    if (hi < 0 || lo < 0) throw new MessageError('ui.bytes.notHex', { at: 2 * i + (hi < 0 ? 0 : 1) });
     out[i] = (hi << 4) | lo;
   }
   return out;
@@ -161,8 +161,8 @@ export function utf8Encode(text) {
 }
 
 /** Byte count in words: "1 octet", "41 octets", "1,048,576 octets". */
-export function octets(n) {
-  return tn('ui.octets', n, { n: formatCount(n) });
+export function octets(i18n, n) {
+  return i18n.tn('ui.octets', n, { n: formatCount(n) });
 }
 
 const COUNT_FORMAT = new Intl.NumberFormat('en-US'); // (made once: toLocaleString makes one per call)

@@ -5,7 +5,6 @@
 //   DELETE /api/captures/{id}                     -> 204
 //   GET    /api/corpus/captures                   -> {captures: [{id, name, size, created, state}]} (this client's)
 
-import { i18n, t } from './i18n.js';
 import { ApiError, detailText, jsonRequester, query } from './api.js';
 
 const seg = (s) => encodeURIComponent(String(s));
@@ -22,7 +21,7 @@ export function createCaptureSearchApi(host) {
     async events(id, { conn, offset = 0, limit = 200, kind, q, more } = {}, signal = undefined) {
       const path = `/api/captures/${seg(id)}/events${query({ conn, offset, limit, kind, q, more: more ? 1 : undefined, fields: 0 })}`;
       if (!signal) return request('GET', path);
-      const res = await host.fetch(base + path, { method: 'GET', headers: { Accept: 'application/json', 'Accept-Language': i18n.lang }, signal });
+      const res = await host.fetch(base + path, { method: 'GET', headers: { Accept: 'application/json', 'Accept-Language': host.i18n.lang }, signal });
       const text = await res.text();
       let data = null;
       try {
@@ -30,7 +29,7 @@ export function createCaptureSearchApi(host) {
       } catch {
         data = { detail: text.slice(0, 300) };
       }
-      if (!res.ok) throw new ApiError(res.status, detailText(data, res.status));
+      if (!res.ok) throw new ApiError(res.status, detailText(host.i18n, data, res.status));
       return data;
     },
     deleteCapture(id) {
@@ -47,8 +46,9 @@ export function createCaptureSearchApi(host) {
  * What the filter bar says about a filtered list: `total` matches, where, and how far a time-limited
  * search got. res: the first page's {total, searched, elements, partial}; scope: 'all' | 'conn'.
  */
-export function matchText(res, { scope = 'all', conn = null, connections = 0 } = {}) {
+export function matchText(i18n, res, { scope = 'all', conn = null, connections = 0 } = {}) {
   const n = Number(res && res.total) || 0;
+  const { t } = i18n;
   const where = scope === 'conn' ? t('ui.search.inConn', { conn }) : connections === 1 ? t('ui.search.inTheConn') : t('ui.search.inAll', { n: connections });
   const fmt = (x) => Number(x).toLocaleString('en-US');
   if (res && res.partial && typeof res.searched === 'number' && typeof res.elements === 'number') {

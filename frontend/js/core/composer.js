@@ -13,11 +13,11 @@ export function newFrame(text = '', mode = 'text') {
 }
 
 /** Bytes of one frame, or { error } when its hex does not parse. */
-export function frameBytes(frame) {
+export function frameBytes(i18n, frame) {
   if (frame.mode === 'hex') {
     if (!frame.text.trim()) return { bytes: new Uint8Array(0) };
     try {
-      return { bytes: parsePlainHex(frame.text).directions[0].bytes };
+      return { bytes: parsePlainHex(i18n, frame.text).directions[0].bytes };
     } catch (err) {
       return { error: err.message };
     }
@@ -31,9 +31,9 @@ export function frameBytes(frame) {
  * needs the 8-octet size field, `more` on every frame but the last. With `routing` (a
  * ROUTER sends) the first frame is the routing id: `wire` false, no header.
  */
-export function describeFrames(frames, { routing = false } = {}) {
+export function describeFrames(i18n, frames, { routing = false } = {}) {
   return frames.map((f, i) => {
-    const { bytes, error } = frameBytes(f);
+    const { bytes, error } = frameBytes(i18n, f);
     const size = bytes ? bytes.length : 0;
     if (routing && i === 0) {
       // A ROUTER's first frame names the connection to send on: the socket takes it off, it never goes on the wire.
@@ -55,12 +55,12 @@ export function wireTotals(desc) {
  * is sent as hex (text frames UTF-8 encoded) with `hex: true`.
  * Throws when a frame's hex is invalid or there are no frames.
  */
-export function buildSendCommand(from, frames) {
+export function buildSendCommand(i18n, from, frames) {
   if (!frames.length) throw new Error('a message has at least one frame');
   const anyHex = frames.some((f) => f.mode === 'hex');
   if (!anyHex) return { type: 'send', from, frames: frames.map((f) => f.text), hex: false };
   const out = frames.map((f, i) => {
-    const { bytes, error } = frameBytes(f);
+    const { bytes, error } = frameBytes(i18n, f);
     if (error) throw new Error(`frame ${i + 1}: ${error}`);
     return bytesToHex(bytes);
   });

@@ -1,5 +1,5 @@
 // The corpus routes of the backend, over an injected environment. DOM-free:
-// host = { fetch, EventSource, base } (base: URL prefix, '' by default).
+// host = { i18n, fetch, EventSource, base } (i18n: the page's language, the report's; base: URL prefix, '' by default).
 //
 // Routes used (all JSON unless stated):
 //   GET    /api/corpus/status                        -> {available, problem} (problem: what to install)
@@ -14,7 +14,6 @@
 //   GET    /api/corpus/runs/{id}/report              text/html (its own CSP: shown in a sandboxed iframe)
 //   GET    /api/corpus/runs/{id}/tables/{table}?offset=&limit=&capture=&kind=&conn=&dir= -> {rows, total, offset, limit}
 
-import { i18n } from './i18n.js';
 import { followEvents, jsonRequester, query } from './api.js';
 
 export const FINAL_STATES = ['done', 'error', 'cancelled'];
@@ -50,7 +49,7 @@ export function createCorpusApi(host) {
     },
     reportUrl(id) {
       // (a frame sends the browser's own Accept-Language: the page's language goes in the URL)
-      return `${base}/api/corpus/runs/${seg(id)}/report?lang=${encodeURIComponent(i18n.lang)}`;
+      return `${base}/api/corpus/runs/${seg(id)}/report?lang=${encodeURIComponent(host.i18n.lang)}`;
     },
     /** One page of a table: params = { offset, limit, capture, kind, conn, dir } (empty ones left out). */
     table(id, table, params = {}) {

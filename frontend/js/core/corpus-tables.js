@@ -4,7 +4,6 @@
 
 import { infoLabel } from './labels.js';
 import { formatCount, humanSize } from './bytes.js';
-import { t, tn } from './i18n.js';
 
 export const TABLES = ['events', 'connections', 'errors'];
 export const EVENT_KINDS = ['greeting', 'command', 'frame', 'message', 'expert', 'gap'];
@@ -24,21 +23,21 @@ const STATE_IDS = { running: 'ui.run.state.running', done: 'ui.run.state.done', 
 const PHASE_IDS = { 'starting Spark': 'ui.run.phase.starting', start: 'ui.run.phase.start', plan: 'ui.run.phase.plan', connections: 'ui.run.phase.connections', events: 'ui.run.phase.events', tables: 'ui.run.phase.tables', report: 'ui.run.phase.report' };
 
 /** A run state's name in the page's language (an unknown one as it is). */
-export function stateText(state) {
-  return STATE_IDS[state] ? t(STATE_IDS[state]) : String(state ?? '');
+export function stateText(i18n, state) {
+  return STATE_IDS[state] ? i18n.t(STATE_IDS[state]) : String(state ?? '');
 }
 
 /** A pipeline phase's name in the page's language (an unknown one as it is). */
-export function phaseText(phase) {
-  return PHASE_IDS[phase] ? t(PHASE_IDS[phase]) : String(phase ?? '');
+export function phaseText(i18n, phase) {
+  return PHASE_IDS[phase] ? i18n.t(PHASE_IDS[phase]) : String(phase ?? '');
 }
 
 /** Any cell value as text: '–' for none, yes/no, lists joined, objects as JSON. */
-export function cellText(value) {
+export function cellText(i18n, value) {
   if (value === null || value === undefined || value === '') return '–';
-  if (typeof value === 'boolean') return t(value ? 'ui.yes' : 'ui.no');
+  if (typeof value === 'boolean') return i18n.t(value ? 'ui.yes' : 'ui.no');
   if (typeof value === 'number') return Number.isInteger(value) ? formatCount(value) : String(value);
-  if (Array.isArray(value)) return value.map(cellText).join(', ');
+  if (Array.isArray(value)) return value.map((v) => cellText(i18n, v)).join(', ');
   if (typeof value === 'object') return JSON.stringify(value);
   return String(value);
 }
@@ -62,50 +61,49 @@ function pair(a, b, sep = ' / ') {
   return `${a || '?'}${sep}${b || '?'}`;
 }
 
-const captureName = (row, ctx) => (ctx && ctx.names && ctx.names.get(row.capture)) || cellText(row.capture);
-
 /**
  * The columns of a table: [{ key, label, cls, text(row, ctx) }]; ctx.names maps
  * capture ids to the run's capture names.
  */
-export function columns(table) {
+export function columns(i18n, table) {
+  const captureName = (row, ctx) => (ctx && ctx.names && ctx.names.get(row.capture)) || cellText(i18n, row.capture);
   switch (table) {
     case 'events':
       return [
-        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
-        { key: 'conn', label: t('ui.col.conn'), cls: 'num', text: (r) => cellText(r.conn) },
-        { key: 'seq', label: '#', cls: 'num', text: (r) => cellText(r.seq) },
-        { key: 'dir', label: t('ui.col.dir'), text: (r) => DIRS[r.dir] || cellText(r.dir) },
-        { key: 'kind', label: t('ui.col.kind'), text: (r) => cellText(r.kind) },
-        { key: 'offset', label: t('ui.col.offset'), cls: 'num', text: (r) => cellText(r.offset) },
-        { key: 'length', label: t('ui.col.length'), cls: 'num', text: (r) => cellText(r.length) },
-        { key: 'ts', label: t('ui.col.time'), cls: 'mono', text: (r) => timeText(r.ts) },
-        { key: 'packets', label: t('ui.col.packets'), cls: 'num', text: (r) => (Array.isArray(r.packets) ? r.packets.join(',') : '–') },
-        { key: 'info', label: t('ui.col.info'), cls: 'c-info mono', text: (r) => infoLabel(r) },
+        { key: 'capture', label: i18n.t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'conn', label: i18n.t('ui.col.conn'), cls: 'num', text: (r) => cellText(i18n, r.conn) },
+        { key: 'seq', label: '#', cls: 'num', text: (r) => cellText(i18n, r.seq) },
+        { key: 'dir', label: i18n.t('ui.col.dir'), text: (r) => DIRS[r.dir] || cellText(i18n, r.dir) },
+        { key: 'kind', label: i18n.t('ui.col.kind'), text: (r) => cellText(i18n, r.kind) },
+        { key: 'offset', label: i18n.t('ui.col.offset'), cls: 'num', text: (r) => cellText(i18n, r.offset) },
+        { key: 'length', label: i18n.t('ui.col.length'), cls: 'num', text: (r) => cellText(i18n, r.length) },
+        { key: 'ts', label: i18n.t('ui.col.time'), cls: 'mono', text: (r) => timeText(r.ts) },
+        { key: 'packets', label: i18n.t('ui.col.packets'), cls: 'num', text: (r) => (Array.isArray(r.packets) ? r.packets.join(',') : '–') },
+        { key: 'info', label: i18n.t('ui.col.info'), cls: 'c-info mono', text: (r) => infoLabel(i18n, r) },
       ];
     case 'connections':
       return [
-        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
-        { key: 'conn', label: t('ui.col.conn'), cls: 'num', text: (r) => cellText(r.conn) },
-        { key: 'client', label: t('ui.col.client'), cls: 'mono', text: (r) => endpoint(r.client_ip, r.client_port) },
-        { key: 'server', label: t('ui.col.server'), cls: 'mono', text: (r) => endpoint(r.server_ip, r.server_port) },
-        { key: 'zmtp', label: 'ZMTP', text: (r) => (r.zmtp ? pair(r.version_c2s, r.version_s2c) : t('ui.no')) },
-        { key: 'mechanism', label: t('ui.col.mechanism'), text: (r) => cellText(r.mechanism) },
-        { key: 'sockets', label: t('ui.col.sockets'), text: (r) => pair(r.socket_type_client, r.socket_type_server, ' → ') },
-        { key: 'packets', label: t('ui.col.packets'), cls: 'num', text: (r) => cellText(r.packets) },
-        { key: 'messages', label: t('ui.col.messages'), cls: 'num', text: (r) => cellText(r.messages) },
-        { key: 'message_bytes', label: t('ui.col.messageOctets'), cls: 'num', text: (r) => cellText(r.message_bytes) },
-        { key: 'events', label: t('ui.col.events'), cls: 'num', text: (r) => cellText(r.events) },
-        { key: 'experts', label: t('ui.col.experts'), cls: 'num', text: (r) => `${cellText(r.experts)} (${cellText(r.expert_errors)})` },
-        { key: 'close_reason', label: t('ui.col.endedBy'), text: (r) => cellText(r.close_reason) },
+        { key: 'capture', label: i18n.t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'conn', label: i18n.t('ui.col.conn'), cls: 'num', text: (r) => cellText(i18n, r.conn) },
+        { key: 'client', label: i18n.t('ui.col.client'), cls: 'mono', text: (r) => endpoint(r.client_ip, r.client_port) },
+        { key: 'server', label: i18n.t('ui.col.server'), cls: 'mono', text: (r) => endpoint(r.server_ip, r.server_port) },
+        { key: 'zmtp', label: 'ZMTP', text: (r) => (r.zmtp ? pair(r.version_c2s, r.version_s2c) : i18n.t('ui.no')) },
+        { key: 'mechanism', label: i18n.t('ui.col.mechanism'), text: (r) => cellText(i18n, r.mechanism) },
+        { key: 'sockets', label: i18n.t('ui.col.sockets'), text: (r) => pair(r.socket_type_client, r.socket_type_server, ' → ') },
+        { key: 'packets', label: i18n.t('ui.col.packets'), cls: 'num', text: (r) => cellText(i18n, r.packets) },
+        { key: 'messages', label: i18n.t('ui.col.messages'), cls: 'num', text: (r) => cellText(i18n, r.messages) },
+        { key: 'message_bytes', label: i18n.t('ui.col.messageOctets'), cls: 'num', text: (r) => cellText(i18n, r.message_bytes) },
+        { key: 'events', label: i18n.t('ui.col.events'), cls: 'num', text: (r) => cellText(i18n, r.events) },
+        { key: 'experts', label: i18n.t('ui.col.experts'), cls: 'num', text: (r) => `${cellText(i18n, r.experts)} (${cellText(i18n, r.expert_errors)})` },
+        { key: 'close_reason', label: i18n.t('ui.col.endedBy'), text: (r) => cellText(i18n, r.close_reason) },
       ];
     case 'errors':
       return [
-        { key: 'capture', label: t('ui.col.capture'), cls: 'c-capture', text: captureName },
-        { key: 'kind', label: t('ui.col.kind'), text: (r) => cellText(r.kind) },
-        { key: 'message', label: t('ui.col.message'), cls: 'c-info', text: (r) => cellText(r.message) },
-        { key: 'offset', label: t('ui.col.offset'), cls: 'num', text: (r) => cellText(r.offset) },
-        { key: 'frame', label: t('ui.col.afterFrame'), cls: 'num', text: (r) => cellText(r.frame) },
+        { key: 'capture', label: i18n.t('ui.col.capture'), cls: 'c-capture', text: captureName },
+        { key: 'kind', label: i18n.t('ui.col.kind'), text: (r) => cellText(i18n, r.kind) },
+        { key: 'message', label: i18n.t('ui.col.message'), cls: 'c-info', text: (r) => cellText(i18n, r.message) },
+        { key: 'offset', label: i18n.t('ui.col.offset'), cls: 'num', text: (r) => cellText(i18n, r.offset) },
+        { key: 'frame', label: i18n.t('ui.col.afterFrame'), cls: 'num', text: (r) => cellText(i18n, r.frame) },
       ];
     default:
       throw new Error(`no table ${table}`);
@@ -113,30 +111,30 @@ export function columns(table) {
 }
 
 /** "51–100 of 1,234", or "no rows". */
-export function pageText(offset, count, total) {
-  if (!total || !count) return total ? t('ui.page.noneHere', { total: formatCount(total) }) : t('ui.page.noRows');
-  return t('ui.page.range', { from: formatCount(offset + 1), to: formatCount(offset + count), total: formatCount(total) });
+export function pageText(i18n, offset, count, total) {
+  if (!total || !count) return total ? i18n.t('ui.page.noneHere', { total: formatCount(total) }) : i18n.t('ui.page.noRows');
+  return i18n.t('ui.page.range', { from: formatCount(offset + 1), to: formatCount(offset + count), total: formatCount(total) });
 }
 
 /** The progress line of a run: "events · 45% · 12/24 tasks · 8.2 s". */
-export function progressText(msg) {
+export function progressText(i18n, msg) {
   if (!msg) return '';
   const pct = Math.round(100 * Math.max(0, Math.min(1, Number(msg.fraction) || 0)));
-  const parts = [msg.state === 'running' ? (msg.phase ? phaseText(msg.phase) : stateText('running')) : stateText(msg.state), `${pct}%`];
-  if (msg.state === 'running' && msg.tasks_total) parts.push(t('ui.run.tasks', { done: msg.tasks_done, total: msg.tasks_total }));
-  if (typeof msg.elapsed === 'number') parts.push(t('ui.tree.seconds', { s: msg.elapsed.toFixed(1) }));
+  const parts = [msg.state === 'running' ? (msg.phase ? phaseText(i18n, msg.phase) : stateText(i18n, 'running')) : stateText(i18n, msg.state), `${pct}%`];
+  if (msg.state === 'running' && msg.tasks_total) parts.push(i18n.t('ui.run.tasks', { done: msg.tasks_done, total: msg.tasks_total }));
+  if (typeof msg.elapsed === 'number') parts.push(i18n.t('ui.tree.seconds', { s: msg.elapsed.toFixed(1) }));
   if (msg.detail) parts.push(msg.detail);
   return parts.join(' · ');
 }
 
 /** One line about a run for the run list: "3 captures · 31 events · 1 error". */
-export function runFacts(run) {
+export function runFacts(i18n, run) {
   const n = Array.isArray(run.captures) ? run.captures.length : 0;
-  const parts = [tn('ui.run.captures', n)];
+  const parts = [i18n.tn('ui.run.captures', n)];
   const s = run.summary;
   if (s) {
-    parts.push(t('ui.run.events', { n: formatCount(s.events) }), t('ui.run.connections', { n: formatCount(s.connections) }));
-    if (s.errors) parts.push(t('ui.run.damaged', { n: formatCount(s.errors) }));
+    parts.push(i18n.t('ui.run.events', { n: formatCount(s.events) }), i18n.t('ui.run.connections', { n: formatCount(s.connections) }));
+    if (s.errors) parts.push(i18n.t('ui.run.damaged', { n: formatCount(s.errors) }));
   }
   return parts.join(' · ');
 }

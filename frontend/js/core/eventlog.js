@@ -3,7 +3,6 @@
 // again with a known seq replaces the old copy, and a state message whose
 // `position` is below some seqs (after step_back) trims the list to it.
 
-import { t } from './i18n.js';
 
 export class EventLog {
   constructor() {
@@ -118,8 +117,8 @@ export function peerFrom(events, dir, scan = 200) {
 }
 
 /** Lifeline label: "client DEALER \"client-1\" · 3.1 NULL". */
-export function peerLabel(role, peer) {
-  const parts = [role === 'client' || role === 'server' ? t(role === 'client' ? 'ui.peer.client' : 'ui.peer.server') : role];
+export function peerLabel(i18n, role, peer) {
+  const parts = [role === 'client' || role === 'server' ? i18n.t(role === 'client' ? 'ui.peer.client' : 'ui.peer.server') : role];
   if (peer.socketType) parts.push(peer.socketType);
   if (peer.identity) parts.push(JSON.stringify(peer.identity));
   const proto = [peer.version, peer.mechanism].filter(Boolean).join(' ');

@@ -20,7 +20,6 @@
 //   the side that sent the SYN, else the first sender). Blocks that are not
 //   TCP packets are taken as they are (format 'dump').
 
-import { t as say, tn as sayn } from './i18n.js';
 import { bytesToHex, hexValue } from './bytes.js';
 
 const FOLLOW_LINE = /^([ \t]*)([0-9a-fA-F]{8})[ \t]{1,2}([0-9a-fA-F]{2})(?=[ \t]|$)/;
@@ -42,11 +41,11 @@ export function isFollowStream(text) {
  * so decoded events can be interleaved as on the wire.
  * Throws Error with a message naming the line/position on malformed input.
  */
-export function parseHexInput(text) {
-  if (typeof text !== 'string' || !text.trim()) throw new Error(say('ui.hexparse.nothing'));
+export function parseHexInput(i18n, text) {
+  if (typeof text !== 'string' || !text.trim()) throw new Error(i18n.t('ui.hexparse.nothing'));
   const kind = dumpKind(text);
-  if (kind) return parseOffsetDump(text, kind);
-  return isFollowStream(text) ? parseFollowStream(text) : parsePlainHex(text);
+  if (kind) return parseOffsetDump(i18n, text, kind);
+  return isFollowStream(text) ? parseFollowStream(i18n, text) : parsePlainHex(i18n, text);
 }
 
 const XXD_LINE = /^[0-9a-fA-F]{8}: [0-9a-fA-F]{2}/;
@@ -84,7 +83,7 @@ function dumpLineBytes(rest, max) {
  * The blocks of an offset dump: each a run of lines from offset 0 on (`*` lines repeated until the next
  * offset); `label` is tshark's "Frame (74 bytes):"-style line before it, if any.
  */
-function dumpBlocks(text, warnings) {
+function dumpBlocks(i18n, text, warnings) {
   const lines = text.split(/\r?\n/);
   const rows = []; // {n, offset, rest} | {n, star: true} | {n, label} | {n, blank: true}
   lines.forEach((line, n) => {
@@ -96,7 +95,7 @@ function dumpBlocks(text, warnings) {
       const label = /^(.+) \((\d+) bytes?\):$/.exec(t);
       if (m) rows.push({ n, offset: parseInt(m[1], 16), rest: m[3] || '' });
       else if (label) rows.push({ n, label: label[1] });
-      else warnings.push(say('ui.hexparse.ignored', { line: n + 1 }));
+      else warnings.push(i18n.t('ui.hexparse.ignored', { line: n + 1 }));
     }
   });
   // Bytes per line: the usual step between one offset and the next (16 unless the dump says otherwise).
@@ -127,7 +126,7 @@ function dumpBlocks(text, warnings) {
       continue;
     }
     if (!block || (row.offset === 0 && block.bytes.length > 0)) {
-      if (row.offset !== 0) warnings.push(say('ui.hexparse.startsAt', { line: row.n + 1, offset: row.offset.toString(16) }));
+      if (row.offset !== 0) warnings.push(i18n.t('ui.hexparse.startsAt', { line: row.n + 1, offset: row.offset.toString(16) }));
       block = { label, bytes: [], line: row.n + 1 };
       blocks.push(block);
       label = null;
@@ -142,8 +141,8 @@ function dumpBlocks(text, warnings) {
     const max = next && next.offset !== undefined && next.offset > row.offset ? Math.min(width, next.offset - row.offset) : width;
     const bytes = dumpLineBytes(row.rest, max);
     if (row.offset !== block.bytes.length) {
-      if (!bytes.length && row.offset > block.bytes.length) warnings.push(say('ui.hexparse.endsAt', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
-      else if (bytes.length) warnings.push(say('ui.hexparse.offsetSoFar', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
+      if (!bytes.length && row.offset > block.bytes.length) warnings.push(i18n.t('ui.hexparse.endsAt', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
+      else if (bytes.length) warnings.push(i18n.t('ui.hexparse.offsetSoFar', { line: row.n + 1, offset: row.offset.toString(16), n: block.bytes.length }));
       if (row.offset < block.bytes.length) continue; // a repeated line: keep the first copy
     }
     block.bytes.push(...bytes);
@@ -152,22 +151,22 @@ function dumpBlocks(text, warnings) {
 }
 
 /** An xxd, hexdump -C or packet hex dump; see the top of this module. */
-export function parseOffsetDump(text, kind = dumpKind(text) || 'xxd') {
+export function parseOffsetDump(i18n, text, kind = dumpKind(text) || 'xxd') {
   const warnings = [];
-  let blocks = dumpBlocks(text, warnings);
+  let blocks = dumpBlocks(i18n, text, warnings);
   const extra = blocks.filter((b) => b.label && !/^frame$/i.test(b.label));
   if (extra.length) {
-    warnings.push(sayn('ui.hexparse.leftOut', extra.length, { label: extra[0].label }));
+    warnings.push(i18n.tn('ui.hexparse.leftOut', extra.length, { label: extra[0].label }));
     blocks = blocks.filter((b) => !extra.includes(b));
   }
-  if (!blocks.length) throw new Error(say('ui.hexparse.noOctets'));
+  if (!blocks.length) throw new Error(i18n.t('ui.hexparse.noOctets'));
   const packets = blocks.map((b) => tcpSegment(b.bytes));
-  if (packets.every((p) => p !== null)) return fromPackets(packets, warnings);
-  if (kind === 'packets' && blocks.length > 1) warnings.push(say('ui.hexparse.notTcp', { block: packets.findIndex((p) => p === null) + 1 }));
+  if (packets.every((p) => p !== null)) return fromPackets(i18n, packets, warnings);
+  if (kind === 'packets' && blocks.length > 1) warnings.push(i18n.t('ui.hexparse.notTcp', { block: packets.findIndex((p) => p === null) + 1 }));
   const bytes = Uint8Array.from(blocks.flatMap((b) => b.bytes));
   return {
     format: 'dump',
-    label: say(DUMP_NAMES[kind] || 'ui.hexparse.dump'),
+    label: i18n.t(DUMP_NAMES[kind] || 'ui.hexparse.dump'),
     directions: [{ dir: 'c2s', bytes, hex: bytesToHex(bytes) }],
     segments: [{ dir: 'c2s', start: 0, end: bytes.length }],
     warnings,
@@ -219,11 +218,11 @@ export function tcpSegment(b) {
 }
 
 /** Both directions' bytes from TCP segments: retransmitted octets once, missing ones reported. */
-function fromPackets(packets, warnings) {
+function fromPackets(i18n, packets, warnings) {
   const opener = packets.find((p) => p.syn && !p.ack);
   const client = opener ? opener.src : packets[0].src;
   const ends = new Set(packets.flatMap((p) => [p.src, p.dst]));
-  if (ends.size > 2) warnings.push(say('ui.hexparse.manyConnections', { n: ends.size, client }));
+  if (ends.size > 2) warnings.push(i18n.t('ui.hexparse.manyConnections', { n: ends.size, client }));
   const streams = { c2s: [], s2c: [] };
   const next = { c2s: null, s2c: null };
   const segments = [];
@@ -234,12 +233,12 @@ function fromPackets(packets, warnings) {
     if (next[dir] !== null && data.length) {
       const behind = (next[dir] - seq) | 0; // octets of this segment already taken (32-bit wrap)
       if (behind >= data.length) {
-        warnings.push(say('ui.hexparse.retransmission', { packet: k + 1 }));
+        warnings.push(i18n.t('ui.hexparse.retransmission', { packet: k + 1 }));
         data = [];
       } else if (behind > 0) {
         data = data.slice(behind);
         seq = next[dir];
-      } else if (behind < 0) warnings.push(say('ui.hexparse.missing', { packet: k + 1, n: -behind, dir }));
+      } else if (behind < 0) warnings.push(i18n.t('ui.hexparse.missing', { packet: k + 1, n: -behind, dir }));
     }
     if (p.syn || data.length || next[dir] === null) next[dir] = (seq + data.length) >>> 0;
     if (!data.length) return;
@@ -256,11 +255,11 @@ function fromPackets(packets, warnings) {
       directions.push({ dir, bytes, hex: bytesToHex(bytes) });
     }
   }
-  if (!directions.length) throw new Error(sayn('ui.hexparse.noPayload', packets.length));
-  return { format: 'packets', label: say('ui.hexparse.packets'), directions, segments, warnings };
+  if (!directions.length) throw new Error(i18n.tn('ui.hexparse.noPayload', packets.length));
+  return { format: 'packets', label: i18n.t('ui.hexparse.packets'), directions, segments, warnings };
 }
 
-export function parsePlainHex(text) {
+export function parsePlainHex(i18n, text) {
   const digits = [];
   let i = 0;
   let line = 1;
@@ -283,13 +282,13 @@ export function parsePlainHex(text) {
       col += 1;
       continue;
     }
-    if (hexValue(c.charCodeAt(0)) < 0) throw new Error(say('ui.hexparse.notHex', { line, col, c }));
+    if (hexValue(c.charCodeAt(0)) < 0) throw new Error(i18n.t('ui.hexparse.notHex', { line, col, c }));
     digits.push(c);
     i += 1;
     col += 1;
   }
-  if (digits.length === 0) throw new Error(say('ui.hexparse.noDigits'));
-  if (digits.length % 2) throw new Error(say('ui.hexparse.odd', { n: digits.length }));
+  if (digits.length === 0) throw new Error(i18n.t('ui.hexparse.noDigits'));
+  if (digits.length % 2) throw new Error(i18n.t('ui.hexparse.odd', { n: digits.length }));
   const bytes = new Uint8Array(digits.length / 2);
   for (let k = 0; k < bytes.length; k++) bytes[k] = (hexValue(digits[2 * k].charCodeAt(0)) << 4) | hexValue(digits[2 * k + 1].charCodeAt(0));
   return {
@@ -322,7 +321,7 @@ function lineBytes(rest) {
   return out;
 }
 
-export function parseFollowStream(text) {
+export function parseFollowStream(i18n, text) {
   const streams = { c2s: [], s2c: [] };
   const segments = [];
   const warnings = [];
@@ -330,19 +329,19 @@ export function parseFollowStream(text) {
   lines.forEach((line, n) => {
     const m = /^([ \t]*)([0-9a-fA-F]{8})(.*)$/.exec(line);
     if (!m) {
-      if (line.trim() && !/^(=+|Follow:|Filter:|Node \d:)/.test(line.trim())) warnings.push(say('ui.hexparse.ignored', { line: n + 1 }));
+      if (line.trim() && !/^(=+|Follow:|Filter:|Node \d:)/.test(line.trim())) warnings.push(i18n.t('ui.hexparse.ignored', { line: n + 1 }));
       return;
     }
     const dir = m[1].length > 0 ? 's2c' : 'c2s';
     const offset = parseInt(m[2], 16);
     const bytes = lineBytes(m[3]);
     if (bytes.length === 0) {
-      warnings.push(say('ui.hexparse.noBytes', { line: n + 1 }));
+      warnings.push(i18n.t('ui.hexparse.noBytes', { line: n + 1 }));
       return;
     }
     const stream = streams[dir];
     if (offset !== stream.length) {
-      warnings.push(say('ui.hexparse.offsetDirSoFar', { line: n + 1, offset: m[2], n: stream.length, dir }));
+      warnings.push(i18n.t('ui.hexparse.offsetDirSoFar', { line: n + 1, offset: m[2], n: stream.length, dir }));
       if (offset < stream.length) return; // a repeated line: keep the first copy
     }
     const last = segments[segments.length - 1];
@@ -357,7 +356,7 @@ export function parseFollowStream(text) {
       directions.push({ dir, bytes, hex: bytesToHex(bytes) });
     }
   }
-  if (!directions.length) throw new Error(say('ui.hexparse.noLines'));
+  if (!directions.length) throw new Error(i18n.t('ui.hexparse.noLines'));
   return { format: 'follow', directions, segments, warnings };
 }
 

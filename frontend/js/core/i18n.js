@@ -65,12 +65,19 @@ export function placeholders(text) {
   return [...new Set([...String(text).replace(/\{\{|\}\}/g, "").matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]))].sort();
 }
 
+/**
+ * A page's language: its catalogs, the language in force, and who listens for a change. There is no
+ * module-level instance: each page's entry module makes one and hands it to the page's app in its host
+ * (`host.i18n`), and the app hands it on to its API clients and views (Netron-style injection).
+ */
 export class I18n {
   /** catalogs: { lang: { id: text } }, English at least (the fallback). */
   constructor({ catalogs = {}, lang = DEFAULT_LANGUAGE } = {}) {
     this.catalogs = { ...catalogs };
     this.lang = this.catalogs[lang] ? lang : DEFAULT_LANGUAGE;
     this.listeners = new Set();
+    this.t = this.t.bind(this); // (handed on alone: `const { t, tn } = i18n`)
+    this.tn = this.tn.bind(this);
   }
 
   /** The message `id` in the page's language (English when it has none there, the id when nobody has it). */
@@ -84,6 +91,16 @@ export class I18n {
   /** A counted message: `<id>.one` when count is 1, else `<id>.other`; {count} is the count. */
   tn(id, count, params = {}) {
     return this.t(`${id}.${count === 1 ? 'one' : 'other'}`, { count, ...params });
+  }
+
+  /** The message `id` as a `Message`: text now, and the id and params that write it again in another language. */
+  message(id, params) {
+    return new Message(this.t(id, params), id, params);
+  }
+
+  /** A number as the page's language writes it (1,234 in both of ours). */
+  number(n) {
+    return typeof n === 'number' ? n.toLocaleString(this.lang === 'zh-CN' ? 'zh-CN' : 'en-US') : String(n);
   }
 
   /** Adds (or replaces) a language's catalog. */
@@ -106,41 +123,44 @@ export class I18n {
   }
 }
 
-/** The page's one instance: views and labels read their words from it. */
-export const i18n = new I18n();
-export const t = (id, params) => i18n.t(id, params);
-export const tn = (id, count, params) => i18n.tn(id, count, params);
-
 /**
  * A catalog message as a string, in the language in force when it was made, that remembers its id and
- * parameters: views/dom.js h() writes it so that a change of language rewrites it in place.
+ * parameters: views/dom.js h() writes it so that a change of language rewrites it in place. Made by
+ * `I18n.message()`.
  */
 export class Message extends String {
-  constructor(id, params) {
-    super(i18n.t(id, params));
+  constructor(text, id, params) {
+    super(text);
     this.id = id;
     this.params = params;
   }
 }
 
 /**
- * A table of words whose entries read the catalog when used: { key: 'ui.id' } gives a Message, { key: ['ui.id'] }
+ * A table of words whose entries read `i18n`'s catalog when used: { key: 'ui.id' } gives a Message, { key: ['ui.id'] }
  * a function (params) -> Message, a nested object a nested table; anything else (a file name) stays as it is.
  */
-export function messages(table) {
+export function messages(i18n, table) {
   const out = {};
   for (const [key, value] of Object.entries(table)) {
-    if (typeof value === 'string' && value.startsWith('ui.')) Object.defineProperty(out, key, { get: () => new Message(value), enumerable: true });
-    else if (Array.isArray(value)) out[key] = (params) => new Message(value[0], params);
-    else if (value && typeof value === 'object') out[key] = messages(value);
+    if (typeof value === 'string' && value.startsWith('ui.')) Object.defineProperty(out, key, { get: () => i18n.message(value), enumerable: true });
+    else if (Array.isArray(value)) out[key] = (params) => i18n.message(value[0], params);
+    else if (value && typeof value === 'object') out[key] = messages(i18n, value);
     else out[key] = value;
   }
   return out;
 }
 
-/** A number as the page's language writes it (1,234 in both of ours). */
-export function number(n) {
-  return typeof n === 'number' ? n.toLocaleString(i18n.lang === 'zh-CN' ? 'zh-CN' : 'en-US') : String(n);
+/**
+ * An error said in words of the catalog: its message is the id (for a console), `id` and `params` what a page
+ * shows in its language (`i18n.t(err.id, err.params)`). Code below the views throws it where it has no language.
+ */
+export class MessageError extends Error {
+  constructor(id, params) {
+    super(id);
+    this.id = id;
+    this.params = params;
+  }
 }
 
 /** The address of a language's catalog, relative to the pages. */
@@ -156,14 +176,14 @@ export async function fetchCatalog(fetch, lang, base = '') {
 }
 
 /**
- * Makes `lang` the page's language, fetching its catalog (and English's, the fallback) first when
+ * Makes `lang` the language of `i18n`, fetching its catalog (and English's, the fallback) first when
  * they are not loaded yet. Resolves the language in force.
  */
-export async function useLanguage(fetch, lang, { base = '', instance = i18n } = {}) {
+export async function useLanguage(i18n, fetch, lang, { base = '' } = {}) {
   const want = LANGUAGES.includes(lang) ? lang : DEFAULT_LANGUAGE;
-  const needed = [...new Set([DEFAULT_LANGUAGE, want])].filter((l) => !instance.catalogs[l]);
+  const needed = [...new Set([DEFAULT_LANGUAGE, want])].filter((l) => !i18n.catalogs[l]);
   const loaded = await Promise.all(needed.map((l) => fetchCatalog(fetch, l, base)));
-  needed.forEach((l, k) => instance.addCatalog(l, loaded[k]));
-  instance.setLanguage(want);
-  return instance.lang;
+  needed.forEach((l, k) => i18n.addCatalog(l, loaded[k]));
+  i18n.setLanguage(want);
+  return i18n.lang;
 }

@@ -11,7 +11,6 @@
 //   {type: "error", detail}
 // The socket closes (1000) once the source has stopped.
 
-import { t, tn } from './i18n.js';
 import { EventLog, peerFrom } from './eventlog.js';
 import { openJsonSocket } from './socket.js';
 
@@ -29,48 +28,48 @@ export function parsePort(value, { allowZero = false } = {}) {
  * The body of POST /api/live from the form's values, or { error } when a value is wrong.
  * form: { source: 'capture'|'tap', interface, port, target, listenPort }
  */
-export function liveRequest(form) {
+export function liveRequest(i18n, form) {
   if (form.source === 'tap') {
     const target = String(form.target || '').trim();
     if (!/^[^\s]+:\d{1,5}$/.test(target) || parsePort(target.slice(target.lastIndexOf(':') + 1)) === null) {
-      return { error: t('ui.live.badTarget') };
+      return { error: i18n.t('ui.live.badTarget') };
     }
     const listen = String(form.listenPort ?? '').trim() === '' ? 0 : parsePort(form.listenPort, { allowZero: true });
-    if (listen === null) return { error: t('ui.live.badListen') };
+    if (listen === null) return { error: i18n.t('ui.live.badListen') };
     return { source: 'tap', target, listen_port: listen };
   }
   const iface = String(form.interface || '');
-  if (!iface) return { error: t('ui.live.noIface') };
+  if (!iface) return { error: i18n.t('ui.live.noIface') };
   const port = parsePort(form.port);
-  if (port === null) return { error: t('ui.live.badPort') };
+  if (port === null) return { error: i18n.t('ui.live.badPort') };
   return { source: 'capture', interface: iface, port };
 }
 
 // A live source's states (web/live_sources.py), by name.
 const STATE_IDS = { starting: 'ui.live.state.starting', capturing: 'ui.live.state.capturing', stopped: 'ui.live.state.stopped', error: 'ui.run.state.error' };
-const liveState = (state) => (STATE_IDS[state] ? t(STATE_IDS[state]) : String(state || ''));
+const liveState = (i18n, state) => (STATE_IDS[state] ? i18n.t(STATE_IDS[state]) : String(state || ''));
 
 /** One line for the status: "capturing · 12 packets · 30 events · 1 connection · 2 dropped". */
-export function statusText(s) {
+export function statusText(i18n, s) {
   if (!s) return '';
-  const parts = [liveState(s.state)];
-  if (typeof s.packets === 'number') parts.push(tn('ui.live.packets', s.packets));
-  if (typeof s.events === 'number') parts.push(tn('ui.live.events', s.events));
-  if (typeof s.connections === 'number') parts.push(tn('ui.live.connections', s.connections));
-  parts.push(t('ui.live.dropped', { n: Number(s.dropped) || 0 }));
+  const parts = [liveState(i18n, s.state)];
+  if (typeof s.packets === 'number') parts.push(i18n.tn('ui.live.packets', s.packets));
+  if (typeof s.events === 'number') parts.push(i18n.tn('ui.live.events', s.events));
+  if (typeof s.connections === 'number') parts.push(i18n.tn('ui.live.connections', s.connections));
+  parts.push(i18n.t('ui.live.dropped', { n: Number(s.dropped) || 0 }));
   return parts.join(' · ');
 }
 
 /** What a source is, in a few words: "tcp port 5555 on lo", "tap 127.0.0.1:6000 → 127.0.0.1:5555". */
-export function describeSource(src) {
+export function describeSource(i18n, src) {
   if (!src || typeof src !== 'object') return '';
-  if (src.kind === 'capture') return t('ui.live.describeCapture', { port: src.port, iface: src.interface });
-  if (src.kind === 'tap') return t('ui.live.describeTap', { listen: src.listen || '?', target: src.target || '?' });
+  if (src.kind === 'capture') return i18n.t('ui.live.describeCapture', { port: src.port, iface: src.interface });
+  if (src.kind === 'tap') return i18n.t('ui.live.describeTap', { listen: src.listen || '?', target: src.target || '?' });
   return '';
 }
 
 /** The live websocket over an injected WebSocket constructor (server -> browser only). Returns { close(), isOpen }. */
-export function openLive({ WebSocket, url, onEvent, onConnection, onStatus, onError, onOpen, onClose }) {
+export function openLive({ i18n, WebSocket, url, onEvent, onConnection, onStatus, onError, onOpen, onClose }) {
   const dispatch = (msg) => {
     switch (msg && msg.type) {
       case 'event':
@@ -95,9 +94,9 @@ export function openLive({ WebSocket, url, onEvent, onConnection, onStatus, onEr
     onOpen,
     // (?batch=1: a websocket message may hold an array of messages, in order)
     onMessage: (msg) => (Array.isArray(msg) ? msg.forEach(dispatch) : dispatch(msg)),
-    onUnreadable: () => onError && onError(t('ui.socket.unreadable')),
+    onUnreadable: () => onError && onError(i18n.t('ui.socket.unreadable')),
     onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
-    onError: () => onError && onError(t('ui.socket.error')),
+    onError: () => onError && onError(i18n.t('ui.socket.error')),
   });
   return {
     close: () => socket.close(),

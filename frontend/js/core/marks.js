@@ -6,7 +6,6 @@
 // after it (`at`, an element index). MarkedSource shows marks as rows of their own among the
 // elements; rowOf/eventOf translate between row and element indexes.
 
-import { t } from './i18n.js';
 
 // Each fault's sentence (an unknown fault: ui.mark.fault.other).
 const FAULT_IDS = {
@@ -26,8 +25,8 @@ const FAULT_IDS = {
 const DIR_IDS = { c2s: 'ui.dir.c2s', s2c: 'ui.dir.s2c' };
 const SIDE_IDS = { client: 'ui.peer.client', server: 'ui.peer.server' };
 
-const dirText = (dir) => (DIR_IDS[dir] ? t(DIR_IDS[dir]) : String(dir));
-const sideText = (side) => (SIDE_IDS[side] ? t(SIDE_IDS[side]) : String(side ?? ''));
+const dirText = (i18n, dir) => (DIR_IDS[dir] ? i18n.t(DIR_IDS[dir]) : String(dir));
+const sideText = (i18n, side) => (SIDE_IDS[side] ? i18n.t(SIDE_IDS[side]) : String(side ?? ''));
 
 /** A fault mark's message: [id, params] (directions and sides are named when drawn). */
 function faultMessage(entry, conn) {
@@ -38,11 +37,13 @@ function faultMessage(entry, conn) {
 }
 
 /**
- * Turns `log` entries into marks: new Marker(); .take(entry, at) -> mark | null ; .truncate(count) ; .clear()
+ * Turns `log` entries into marks: new Marker(i18n); .take(entry, at) -> mark | null ; .truncate(count) ; .clear()
  * A mark: { kind: 'mark', mark: 'open' | 'closed' | 'fault', conn, text, at }.
  */
 export class Marker {
-  constructor() {
+  /** i18n: the page's language, which a mark's text is read in when drawn. */
+  constructor(i18n) {
+    this.i18n = i18n;
     this.clear();
   }
 
@@ -77,13 +78,14 @@ export class Marker {
     if (!mark) return null;
     // The text is read when drawn, so a change of language rewrites the marks already there.
     const [id, params] = mark.message;
+    const { i18n } = this;
     const full = {
       kind: 'mark',
       mark: mark.mark,
       conn,
       at,
       get text() {
-        return t(id, { ...params, way: dirText(params.dir), peer: sideText(params.peer), side: sideText(params.side) });
+        return i18n.t(id, { ...params, way: dirText(i18n, params.dir), peer: sideText(i18n, params.peer), side: sideText(i18n, params.side) });
       },
     };
     this.marks.push(full);

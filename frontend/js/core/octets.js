@@ -16,7 +16,6 @@
 
 import { hexToBytes, allPrintable, byteHex, isPrintable } from './bytes.js';
 import { isLiteralRule } from './rules.js';
-import { tn, number } from './i18n.js';
 
 export const DEFAULTS = {
   expand: false,
@@ -85,7 +84,7 @@ function box(fieldIndex, field, rel, start, length, text, extra = {}) {
 }
 
 /** Boxes for a field value shown as chunks of text or hex, capped, then a "more" box. */
-function chunkBoxes(fi, field, rel, bytes, opts, asText) {
+function chunkBoxes(i18n, fi, field, rel, bytes, opts, asText) {
   const out = [];
   const per = asText ? Math.max(1, opts.maxBoxChars - 2) : Math.max(1, Math.floor((opts.maxBoxChars + 1) / 3));
   const shown = Math.min(bytes.length, opts.maxShownOctets);
@@ -95,12 +94,12 @@ function chunkBoxes(fi, field, rel, bytes, opts, asText) {
     out.push(box(fi, field, rel, at, piece.length, text, { format: asText ? 'text' : 'hex' }));
   }
   const rest = field.length - shown;
-  if (rest > 0) out.push(box(fi, field, rel, shown, rest, tn('ui.octets.moreOctets', rest, { n: number(rest) }), { more: true, format: 'more' }));
+  if (rest > 0) out.push(box(fi, field, rel, shown, rest, i18n.tn('ui.octets.moreOctets', rest, { n: i18n.number(rest) }), { more: true, format: 'more' }));
   return out;
 }
 
 /** Boxes for one field. */
-export function fieldBoxes(fi, field, event, raw, opts) {
+export function fieldBoxes(i18n, fi, field, event, raw, opts) {
   const rel = field.offset - event.offset;
   const len = Math.max(0, field.length | 0);
   const bytes = fieldBytes(event, field, raw);
@@ -135,7 +134,7 @@ export function fieldBoxes(fi, field, event, raw, opts) {
   if (bytes.length && complete && allPrintable(bytes)) {
     if (expandable) return Array.from(bytes, (b, k) => box(fi, field, rel, k, 1, String.fromCharCode(b), { format: 'char' }));
     if (len + 2 <= opts.maxBoxChars) return [box(fi, field, rel, 0, len, `"${latin1(bytes)}"`, { format: 'text' })];
-    return chunkBoxes(fi, field, rel, bytes, opts, true);
+    return chunkBoxes(i18n, fi, field, rel, bytes, opts, true);
   }
   if (bytes.length && complete && str && latin1(bytes).replace(/\0+$/, '') === str) {
     // Null-padded text such as the greeting's mechanism: "NULL" over 20 octets.
@@ -146,7 +145,7 @@ export function fieldBoxes(fi, field, event, raw, opts) {
   if (bytes.length) {
     if (expandable) return Array.from(bytes, (b, k) => box(fi, field, rel, k, 1, isPrintable(b) ? String.fromCharCode(b) : literalText([b]), { format: 'char' }));
     const textual = allPrintable(bytes);
-    return chunkBoxes(fi, field, rel, bytes, opts, textual);
+    return chunkBoxes(i18n, fi, field, rel, bytes, opts, textual);
   }
   // No octets available (e.g. a body beyond what the backend sent): show the value.
   const text = str.length > opts.maxBoxChars ? str.slice(0, opts.maxBoxChars - 1) + '…' : str;
@@ -177,7 +176,7 @@ function isLengthPrefix(fields, i) {
  * and each group { field, name, rule, first, count, continued } spans the boxes
  * of one field within a row (the caption under them).
  */
-export function layoutOctets(event, options = {}) {
+export function layoutOctets(i18n, event, options = {}) {
   const opts = { ...DEFAULTS, ...options };
   let fields = Array.isArray(event?.fields) ? event.fields : [];
   if (!fields.length && typeof event?.hex === 'string' && event.hex.length) {
@@ -194,7 +193,7 @@ export function layoutOctets(event, options = {}) {
   };
   newRow();
   fields.forEach((field, fi) => {
-    const boxes = fieldBoxes(fi, field, event, raw, opts);
+    const boxes = fieldBoxes(i18n, fi, field, event, raw, opts);
     const total = groupWidth(boxes);
     const prefixBreak = row.fields >= 2 && isLengthPrefix(fields, fi);
     const widthBreak = width + total > opts.maxRowChars && total <= opts.maxRowChars;

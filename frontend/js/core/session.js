@@ -11,7 +11,6 @@
 //   "manual" reads one message).
 
 import { openJsonSocket } from './socket.js';
-import { t } from './i18n.js';
 
 // The words of the fault menu (catalog ids), in its order. Which faults exist and which session modes (simulated: a
 // virtual wire; tcp: real peers through a tap) can inject each come from the server's one table
@@ -31,17 +30,17 @@ export const FAULT_TEXT = {
  * The faults a session of this mode can inject, in the menu's order: `table` is the server's list
  * ({fault, modes} each; none yet: no fault). A fault the page has no words for shows its name.
  */
-export function faultsFor(mode, table) {
+export function faultsFor(i18n, mode, table) {
   const order = Object.keys(FAULT_TEXT);
   const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
   return (table || [])
     .filter((f) => Array.isArray(f.modes) && f.modes.includes(mode))
-    .map((f) => ({ fault: f.fault, modes: f.modes, ...(FAULT_TEXT[f.fault] ? { label: t(FAULT_TEXT[f.fault].label), help: t(FAULT_TEXT[f.fault].help) } : { label: f.fault, help: '' }) }))
+    .map((f) => ({ fault: f.fault, modes: f.modes, ...(FAULT_TEXT[f.fault] ? { label: i18n.t(FAULT_TEXT[f.fault].label), help: i18n.t(FAULT_TEXT[f.fault].help) } : { label: f.fault, help: '' }) }))
     .sort((a, b) => rank(a.fault) - rank(b.fault));
 }
 
 /** A session's websocket: its messages to the callbacks, its commands as methods. */
-export function openSession({ WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose, onLog, onTopology }) {
+export function openSession({ i18n, WebSocket, url, onEvent, onState, onError, onReset, onOpen, onClose, onLog, onTopology }) {
   function dispatch(msg) {
     switch (msg && msg.type) {
       case 'event':
@@ -75,9 +74,9 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
       if (Array.isArray(msg)) for (const m of msg) dispatch(m);
       else dispatch(msg);
     },
-    onUnreadable: () => onError && onError(t('ui.socket.unreadable')),
+    onUnreadable: () => onError && onError(i18n.t('ui.socket.unreadable')),
     onClose: (code, reason, mine) => !mine && onClose && onClose(code, reason),
-    onError: () => onError && onError(t('ui.socket.error')),
+    onError: () => onError && onError(i18n.t('ui.socket.error')),
   });
   const send = (cmd) => socket.send(cmd);
 
@@ -103,14 +102,14 @@ export function openSession({ WebSocket, url, onEvent, onState, onError, onReset
  * topology } (topology: a topology session's, with its connections; null for two peers). Throws an Error that says
  * what the text is not.
  */
-export function parseSessionExport(text) {
+export function parseSessionExport(i18n, text) {
   let data;
   try {
     data = JSON.parse(String(text));
   } catch {
-    throw new Error(t('ui.export.notJson'));
+    throw new Error(i18n.t('ui.export.notJson'));
   }
-  if (!data || typeof data !== 'object' || !Array.isArray(data.events) || !data.config || typeof data.config !== 'object') throw new Error(t('ui.export.notExport'));
+  if (!data || typeof data !== 'object' || !Array.isArray(data.events) || !data.config || typeof data.config !== 'object') throw new Error(i18n.t('ui.export.notExport'));
   const events = data.events.filter((ev) => ev && typeof ev === 'object' && typeof ev.kind === 'string');
   const topo = data.config.topology;
   const topology = topo && typeof topo === 'object' && Array.isArray(topo.nodes) ? topo : null;

@@ -16,7 +16,7 @@ export const FRAGMENT_KEY = 'topology';
 // Options a node may carry, with the editor's defaults (libzmq's), and the words of errors.
 export const NODE_DEFAULTS = { version: '3.1', mechanism: 'NULL', identity: '', sndhwm: 1000, rcvhwm: 1000, recv: 'auto' };
 
-export const EDIT_TEXT = messages({
+const EDIT_TEXT = {
   notJson: 'ui.topoEdit.notJson',
   notTopology: 'ui.topoEdit.notTopology',
   badNode: ['ui.topoEdit.badNode'],
@@ -25,7 +25,7 @@ export const EDIT_TEXT = messages({
   badLink: ['ui.topoEdit.badLink'],
   tooMany: ['ui.topoEdit.tooMany'],
   badLinkText: 'ui.topoEdit.badLinkText',
-});
+};
 
 /** An empty topology. */
 export function emptyTopology(mode = 'simulated') {
@@ -81,15 +81,16 @@ export function removeLink(topology, index) {
  * A topology from untrusted JSON (a file, a link): the known keys only, checked for shape.
  * Throws an Error whose message says what is wrong (the caller shows it and keeps what it had).
  */
-export function checkTopology(value) {
-  if (!value || typeof value !== 'object' || !Array.isArray(value.nodes) || !Array.isArray(value.links)) throw new Error(EDIT_TEXT.notTopology);
-  if (value.nodes.length > MAX_NODES || value.links.length > MAX_LINKS) throw new Error(EDIT_TEXT.tooMany({ nodes: MAX_NODES, links: MAX_LINKS }));
+export function checkTopology(i18n, value) {
+  const words = messages(i18n, EDIT_TEXT);
+  if (!value || typeof value !== 'object' || !Array.isArray(value.nodes) || !Array.isArray(value.links)) throw new Error(words.notTopology);
+  if (value.nodes.length > MAX_NODES || value.links.length > MAX_LINKS) throw new Error(words.tooMany({ nodes: MAX_NODES, links: MAX_LINKS }));
   const names = new Set();
   const nodes = value.nodes.map((n, i) => {
-    if (!n || typeof n !== 'object' || typeof n.name !== 'string' || !NAME.test(n.name) || typeof n.type !== 'string') throw new Error(EDIT_TEXT.badNode({ i: i + 1 }));
+    if (!n || typeof n !== 'object' || typeof n.name !== 'string' || !NAME.test(n.name) || typeof n.type !== 'string') throw new Error(words.badNode({ i: i + 1 }));
     const type = n.type.toUpperCase();
-    if (!SOCKET_TYPES.includes(type)) throw new Error(EDIT_TEXT.badType({ name: n.name, type: n.type }));
-    if (names.has(n.name)) throw new Error(EDIT_TEXT.duplicate({ name: n.name }));
+    if (!SOCKET_TYPES.includes(type)) throw new Error(words.badType({ name: n.name, type: n.type }));
+    if (names.has(n.name)) throw new Error(words.duplicate({ name: n.name }));
     names.add(n.name);
     const out = { name: n.name, type };
     for (const [k, v] of Object.entries(n)) {
@@ -100,11 +101,11 @@ export function checkTopology(value) {
   });
   const pair = (a, b) => typeof a === 'string' && typeof b === 'string' && a !== b && names.has(a) && names.has(b);
   const links = value.links.map((l, i) => {
-    if (!l || !pair(l.connect, l.bind)) throw new Error(EDIT_TEXT.badLink({ i: i + 1 }));
+    if (!l || !pair(l.connect, l.bind)) throw new Error(words.badLink({ i: i + 1 }));
     return typeof l.at === 'number' && l.at >= 0 ? { connect: l.connect, bind: l.bind, at: l.at } : { connect: l.connect, bind: l.bind };
   });
   const proxies = (Array.isArray(value.proxies) ? value.proxies : []).map((p, i) => {
-    if (!p || !pair(p.frontend, p.backend)) throw new Error(EDIT_TEXT.badLink({ i: i + 1 }));
+    if (!p || !pair(p.frontend, p.backend)) throw new Error(words.badLink({ i: i + 1 }));
     return { frontend: p.frontend, backend: p.backend };
   });
   const out = { mode: value.mode === 'tcp' ? 'tcp' : 'simulated', nodes, links, proxies };
@@ -117,24 +118,25 @@ export function checkTopology(value) {
 }
 
 /** The file a Save writes: the topology as indented JSON. */
-export function topologyFile(topology) {
-  return `${JSON.stringify(checkTopology(topology), null, 2)}\n`;
+export function topologyFile(i18n, topology) {
+  return `${JSON.stringify(checkTopology(i18n, topology), null, 2)}\n`;
 }
 
 /**
  * A file's text to a topology (throws with a clear message, see checkTopology): a topology file, or a topology
  * session's export.json (its `config.topology`, and the messages its preset or script sent).
  */
-export function parseTopologyFile(text) {
+export function parseTopologyFile(i18n, text) {
+  const words = messages(i18n, EDIT_TEXT);
   let value;
   try {
     value = JSON.parse(String(text));
   } catch {
-    throw new Error(EDIT_TEXT.notJson);
+    throw new Error(words.notJson);
   }
   const exported = value && typeof value === 'object' && Array.isArray(value.events) && value.config && value.config.topology;
   if (exported) value = { ...value.config.topology, mode: value.config.mode };
-  return checkTopology(value);
+  return checkTopology(i18n, value);
 }
 
 function toBase64Url(text) {
@@ -150,12 +152,13 @@ function fromBase64Url(text) {
 }
 
 /** The URL fragment that carries a topology: "#topology=<base64url of its JSON>". */
-export function topologyFragment(topology) {
-  return `#${FRAGMENT_KEY}=${toBase64Url(JSON.stringify(checkTopology(topology)))}`;
+export function topologyFragment(i18n, topology) {
+  return `#${FRAGMENT_KEY}=${toBase64Url(JSON.stringify(checkTopology(i18n, topology)))}`;
 }
 
 /** The topology a location's hash carries, null when it carries none; throws when it is unreadable. */
-export function parseTopologyFragment(hash) {
+export function parseTopologyFragment(i18n, hash) {
+  const words = messages(i18n, EDIT_TEXT);
   const text = String(hash || '').replace(/^#/, '');
   const prefix = `${FRAGMENT_KEY}=`;
   if (!text.startsWith(prefix)) return null;
@@ -163,7 +166,7 @@ export function parseTopologyFragment(hash) {
   try {
     json = fromBase64Url(text.slice(prefix.length));
   } catch {
-    throw new Error(EDIT_TEXT.badLinkText);
+    throw new Error(words.badLinkText);
   }
-  return parseTopologyFile(json);
+  return parseTopologyFile(i18n, json);
 }

@@ -1,6 +1,6 @@
 // The capture's topology laid out for drawing: protocol-free, no DOM.
 //
-// layoutTopology(analysis, { width, rowHeight }) -> { width, height, nodes, edges }
+// layoutTopology(i18n, analysis, { width, rowHeight }) -> { width, height, nodes, edges }
 //   analysis: GET /api/captures/{id}/analysis (zmtplab analyze --json)
 //   nodes: [{ id, x, y, column, label, sockets, broker, severity }]
 //   edges: [{ conn, from, to, x1, y1, x2, y2, label, valid, severity }]
@@ -11,7 +11,6 @@
 // flowConns(flow) -> the connection ids of a flow's hops, in path order.
 // findingsByConn(findings) -> Map conn -> the most severe finding's severity.
 
-import { t } from './i18n.js';
 
 const RANK = { error: 3, warn: 2, note: 1 };
 
@@ -29,7 +28,7 @@ export function flowConns(flow) {
   return (flow.hops || []).map((hop) => String(hop.conn));
 }
 
-export function layoutTopology(analysis, { width = 900, rowHeight = 64, margin = 60 } = {}) {
+export function layoutTopology(i18n, analysis, { width = 900, rowHeight = 64, margin = 60 } = {}) {
   const nodes = analysis.nodes || [];
   const conns = analysis.connections || [];
   const bySeverity = findingsByConn(analysis.findings);
@@ -79,7 +78,7 @@ export function layoutTopology(analysis, { width = 900, rowHeight = 64, margin =
       y1: from?.y ?? 0,
       x2: to?.x ?? 0,
       y2: to?.y ?? 0,
-      label: c.zmtp === false ? t('ui.overview.notZmtp', { conn: c.conn }) : `#${c.conn} ${types} ${c.messages?.c2s ?? 0}/${c.messages?.s2c ?? 0}`,
+      label: c.zmtp === false ? i18n.t('ui.overview.notZmtp', { conn: c.conn }) : `#${c.conn} ${types} ${c.messages?.c2s ?? 0}/${c.messages?.s2c ?? 0}`,
       valid: c.valid_pair !== false,
       severity: bySeverity.get(String(c.conn)),
     };

@@ -11,7 +11,6 @@
 //        in its first message, never in the URL, where logs and history would keep it)
 
 import { jsonRequester } from '../core/api.js';
-import { i18n } from '../core/i18n.js';
 
 const seg = (s) => encodeURIComponent(String(s));
 
@@ -32,7 +31,7 @@ export function createLessonsApi(host) {
   }
 
   // Lessons, scenes and answers come in the page's language (?lang=; cached per language).
-  const lang = () => `?lang=${encodeURIComponent(i18n.lang)}`;
+  const lang = () => `?lang=${encodeURIComponent(host.i18n.lang)}`;
 
   return {
     lessons: () => cached(`/api/lessons${lang()}`),

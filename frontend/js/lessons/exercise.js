@@ -4,7 +4,6 @@
 // (POST /api/lessons/{id}/steps/{n}/exercise): nothing here knows the answer.
 
 import { h, setChildren } from '../views/dom.js';
-import { t } from '../core/i18n.js';
 import { buildLink } from '../core/links.js';
 import { parseTopologyFile } from '../core/topology-edit.js';
 import { renderNarration } from './narration.js';
@@ -20,35 +19,36 @@ export class ExerciseBox {
    * (the playground: the topology being edited; absent on the lessons page), link (the lessons page: where the
    * playground opens the exercise), header (extra nodes above the task: the playground's way back) }.
    */
-  constructor(doc, exercise, { check, topology = null, link = null, header = null }) {
+  constructor(doc, exercise, { i18n, check, topology = null, link = null, header = null }) {
+    this.i18n = i18n;
     this.doc = doc;
     this.exercise = exercise;
     this.check = check;
     const d = doc;
     this.result = h(d, 'div', { class: 'exercise-result', hidden: true, attrs: { 'aria-live': 'polite' } });
-    const parts = [h(d, 'h3', { t: 'ui.exercise.title' }), header, h(d, 'div', { class: 'exercise-task' }, ...renderNarration(d, exercise.task_tree))];
+    const parts = [h(d, 'h3', { t: this.i18n.message('ui.exercise.title') }), header, h(d, 'div', { class: 'exercise-task' }, ...renderNarration(d, exercise.task_tree))];
     if (exercise.kind === 'answer') {
-      this.input = h(d, 'input', { type: 'text', class: 'exercise-answer', maxLength: 200, tLabel: 'ui.exercise.answer', tPlaceholder: 'ui.exercise.answer' });
+      this.input = h(d, 'input', { type: 'text', class: 'exercise-answer', maxLength: 200, tLabel: this.i18n.message('ui.exercise.answer'), tPlaceholder: this.i18n.message('ui.exercise.answer') });
       this.input.addEventListener('keydown', (e) => {
         if (e.key === 'Enter') this.submitAnswer();
       });
-      parts.push(h(d, 'div', { class: 'check-row' }, this.input, h(d, 'button', { type: 'button', class: 'primary exercise-check', t: 'ui.lesson.check', on: { click: () => this.submitAnswer() } })));
+      parts.push(h(d, 'div', { class: 'check-row' }, this.input, h(d, 'button', { type: 'button', class: 'primary exercise-check', t: this.i18n.message('ui.lesson.check'), on: { click: () => this.submitAnswer() } })));
     } else {
       const nodes = Object.entries(exercise.nodes || {}).map(([name, type]) => `${name} (${type})`).join(', ');
-      parts.push(h(d, 'p', { class: 'hint exercise-nodes', t: ['ui.exercise.nodes', { nodes }] }));
+      parts.push(h(d, 'p', { class: 'hint exercise-nodes', t: this.i18n.message('ui.exercise.nodes', { nodes }) }));
       const row = h(d, 'div', { class: 'check-row' });
       if (topology) {
-        row.appendChild(h(d, 'button', { type: 'button', class: 'primary exercise-check', t: 'ui.exercise.checkTopology', on: { click: () => this.submit({ topology: topology() }) } }));
+        row.appendChild(h(d, 'button', { type: 'button', class: 'primary exercise-check', t: this.i18n.message('ui.exercise.checkTopology'), on: { click: () => this.submit({ topology: topology() }) } }));
       }
       if (link) {
-        row.appendChild(h(d, 'a', { class: 'button exercise-open', href: link, target: '_blank', rel: 'noopener', t: 'ui.exercise.open', tTitle: 'ui.exercise.open.title' }));
+        row.appendChild(h(d, 'a', { class: 'button exercise-open', href: link, target: '_blank', rel: 'noopener', t: this.i18n.message('ui.exercise.open'), tTitle: this.i18n.message('ui.exercise.open.title') }));
         this.file = h(d, 'input', { type: 'file', accept: '.json,application/json', hidden: true });
         this.file.addEventListener('change', () => {
           const f = this.file.files && this.file.files[0];
           if (f) this.submitFile(f);
           this.file.value = '';
         });
-        row.append(h(d, 'button', { type: 'button', class: 'exercise-file', t: 'ui.exercise.file', tTitle: 'ui.exercise.file.title', on: { click: () => this.file.click() } }), this.file);
+        row.append(h(d, 'button', { type: 'button', class: 'exercise-file', t: this.i18n.message('ui.exercise.file'), tTitle: this.i18n.message('ui.exercise.file.title'), on: { click: () => this.file.click() } }), this.file);
       }
       parts.push(row);
     }
@@ -59,16 +59,16 @@ export class ExerciseBox {
 
   submitAnswer() {
     const answer = this.input.value.trim();
-    if (!answer) return this.show({ correct: false, message: t('ui.exercise.empty'), problems: [], explain: [] });
+    if (!answer) return this.show({ correct: false, message: this.i18n.t('ui.exercise.empty'), problems: [], explain: [] });
     return this.submit({ answer });
   }
 
   async submitFile(file) {
     let topology;
     try {
-      topology = parseTopologyFile(await file.text());
+      topology = parseTopologyFile(this.i18n, await file.text());
     } catch (err) {
-      return this.show({ correct: false, message: t('ui.exercise.badFile', { name: file.name, error: err.message }), problems: [], explain: [] });
+      return this.show({ correct: false, message: this.i18n.t('ui.exercise.badFile', { name: file.name, error: err.message }), problems: [], explain: [] });
     }
     return this.submit({ topology });
   }

@@ -8,6 +8,8 @@
 //   .set(index, fields)   fields: [{field, offset, length, dir}] of element `index`
 //   .clear()
 
+import { frameQueue } from '../core/frames.js';
+
 export const HL = 'lesson-hl';
 
 /** Byte ranges per direction of highlighted fields: {c2s: [[start, end], ...], s2c: [...]} */
@@ -27,8 +29,8 @@ export function inRanges(list, offset) {
 
 export function createHighlighter({ win, slots, selection, hex }) {
   let active = null; // { index, fieldSet: Set<number>, ranges }
-  let queued = false;
-  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  // (in the page's one frame, after the views' redraws it lights up: core/frames.js)
+  const schedule = frameQueue(win).throttle(apply);
 
   function toggleAll(root, selector, on) {
     if (!root) return;
@@ -36,7 +38,6 @@ export function createHighlighter({ win, slots, selection, hex }) {
   }
 
   function apply() {
-    queued = false;
     const sel = selection.get();
     const live = active && sel.index === active.index && sel.event;
     const fieldOn = (el) => !!live && active.fieldSet.has(Number(el.dataset.field));
@@ -51,12 +52,6 @@ export function createHighlighter({ win, slots, selection, hex }) {
         b.classList.toggle(HL, list.length > 0 && inRanges(list, line.offset + Number(b.dataset.k)));
       }
     }
-  }
-
-  function schedule() {
-    if (queued) return;
-    queued = true;
-    raf(apply);
   }
 
   const observer = win && win.MutationObserver ? new win.MutationObserver(schedule) : null;

@@ -4,7 +4,6 @@
 import { h, clear, setChildren, panel, tr } from './dom.js';
 import { KINDS } from '../core/links.js';
 import { humanSize, formatCount } from '../core/bytes.js';
-import { t, i18n } from '../core/i18n.js';
 import { severityName } from '../core/labels.js';
 
 /**
@@ -12,7 +11,8 @@ import { severityName } from '../core/labels.js';
  *   .setUpload(loaded, total) .setDissect(percent, state, detail) .setError(text) .reset()
  */
 export class UploadView {
-  constructor(container, { onFile }) {
+  constructor(container, { i18n, onFile }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onFile = onFile;
     this.input = h(d, 'input', { type: 'file', accept: '.pcap,.pcapng,.cap,application/vnd.tcpdump.pcap', class: 'visually-hidden', attrs: { id: 'capture-file' } });
@@ -25,8 +25,8 @@ export class UploadView {
       d,
       'div',
       { class: 'drop-zone', tabIndex: 0, attrs: { role: 'button' } }, // (named by its text: what a reader sees is what is read)
-      h(d, 'p', { class: 'drop-title', t: 'ui.upload.drop' }),
-      h(d, 'p', { class: 'hint' }, h(d, 'span', { t: 'ui.upload.or' }), h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, t: 'ui.upload.file' }), h(d, 'span', { t: 'ui.upload.anyPort' })),
+      h(d, 'p', { class: 'drop-title', t: this.i18n.message('ui.upload.drop') }),
+      h(d, 'p', { class: 'hint' }, h(d, 'span', { t: this.i18n.message('ui.upload.or') }), h(d, 'label', { class: 'link', attrs: { for: 'capture-file' }, t: this.i18n.message('ui.upload.file') }), h(d, 'span', { t: this.i18n.message('ui.upload.anyPort') })),
     );
     this.zone.addEventListener('click', (e) => {
       if (e.target === this.zone || (e.target.tagName && e.target.tagName.toUpperCase() === 'P')) this.input.click();
@@ -50,8 +50,8 @@ export class UploadView {
       const f = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
       if (f) this.onFile(f);
     });
-    this.uploadBar = progress(d, 'ui.upload.upload');
-    this.dissectBar = progress(d, 'ui.upload.dissection');
+    this.uploadBar = progress(d, this.i18n.message('ui.upload.upload'));
+    this.dissectBar = progress(d, this.i18n.message('ui.upload.dissection'));
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
     clear(container);
     container.appendChild(h(d, 'div', { class: 'upload' }, this.zone, this.input, this.uploadBar.root, this.dissectBar.root, this.error));
@@ -67,13 +67,13 @@ export class UploadView {
   setUpload(loaded, total) {
     this.uploadBar.root.hidden = false;
     const pct = total ? Math.min(100, (100 * loaded) / total) : 0;
-    this.uploadBar.set(pct, t('ui.upload.of', { loaded: humanSize(loaded), total: humanSize(total || 0) }));
+    this.uploadBar.set(pct, this.i18n.t('ui.upload.of', { loaded: humanSize(loaded), total: humanSize(total || 0) }));
   }
 
   setDissect(percent, state, detail) {
     this.dissectBar.root.hidden = false;
     const pct = Math.max(0, Math.min(100, Number(percent) || 0));
-    this.dissectBar.set(pct, `${t(state === 'done' ? 'ui.upload.done' : state === 'error' ? 'ui.upload.stopped' : 'ui.upload.dissecting')} ${pct.toFixed(0)}%${detail ? ' — ' + detail : ''}`);
+    this.dissectBar.set(pct, `${this.i18n.t(state === 'done' ? 'ui.upload.done' : state === 'error' ? 'ui.upload.stopped' : 'ui.upload.dissecting')} ${pct.toFixed(0)}%${detail ? ' — ' + detail : ''}`);
   }
 
   setError(text) {
@@ -104,17 +104,18 @@ const CONNECTION_COLUMNS = ['ui.col.client', 'ui.col.server', 'ui.conns.zmtp', '
 
 // A stored capture's states (the server's summary `state`).
 const CAPTURE_STATES = { dissecting: 'ui.upload.dissecting', done: 'ui.upload.done', error: 'ui.run.state.error' };
-const captureState = (state) => (CAPTURE_STATES[state] ? t(CAPTURE_STATES[state]) : String(state || ''));
+const captureState = (i18n, state) => (CAPTURE_STATES[state] ? i18n.t(CAPTURE_STATES[state]) : String(state || ''));
 
 /**
  * The connections of a capture, one row each; click to open.
  * new ConnectionsView(container, { onSelect(conn) }) ; .setConnections(list, selected)
  */
 export class ConnectionsView {
-  constructor(container, { onSelect }) {
+  constructor(container, { i18n, onSelect }) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.onSelect = onSelect;
-    const p = panel(this.doc, 'ui.panel.connections', 'connections-panel');
+    const p = panel(this.doc, this.i18n.message('ui.panel.connections'), 'connections-panel');
     this.body = p.body;
     clear(container);
     container.appendChild(p.root);
@@ -123,7 +124,7 @@ export class ConnectionsView {
   setConnections(list, selected) {
     const d = this.doc;
     const pair = (o, fmt = (x) => x) => (o && typeof o === 'object' ? `${fmt(o.c2s ?? '–')} / ${fmt(o.s2c ?? '–')}` : '–');
-    const head = h(d, 'tr', {}, h(d, 'th', { text: '#' }), ...CONNECTION_COLUMNS.map((id) => h(d, 'th', { t: id })));
+    const head = h(d, 'tr', {}, h(d, 'th', { text: '#' }), ...CONNECTION_COLUMNS.map((id) => h(d, 'th', { t: this.i18n.message(id) })));
     const rows = list.map((c) => {
       const ex = c.expert || {};
       const tr = h(
@@ -134,13 +135,13 @@ export class ConnectionsView {
         h(d, 'td', { class: 'mono', text: c.client || '–' }),
         h(d, 'td', { class: 'mono', text: c.server || '–' }),
         // A connection nothing could be read of as ZMTP: its expert note (rule `unreadable`) says why.
-        h(d, 'td', c.zmtp === false ? { class: 'not-zmtp', t: 'ui.conns.notZmtp' } : { text: pair(c.versions) }),
+        h(d, 'td', c.zmtp === false ? { class: 'not-zmtp', t: this.i18n.message('ui.conns.notZmtp') } : { text: pair(c.versions) }),
         h(d, 'td', { text: c.mechanism || '–' }),
         h(d, 'td', { text: pair(c.socket_types) }),
         h(d, 'td', { class: 'mono', text: pair(c.identities, (x) => (x === '' ? '""' : x)) }),
         h(d, 'td', { text: pair(c.messages, formatCount) }),
         h(d, 'td', { text: pair(c.bytes, (n) => (typeof n === 'number' ? humanSize(n) : n)) }),
-        h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${severityName(s)}` }))),
+        h(d, 'td', {}, ...['error', 'warn', 'note'].filter((s) => ex[s]).map((s) => h(d, 'span', { class: `sev-badge sev-${s}`, text: `${ex[s]} ${severityName(this.i18n, s)}` }))),
       );
       tr.addEventListener('click', () => this.onSelect(String(c.conn)));
       tr.addEventListener('keydown', (e) => {
@@ -161,14 +162,15 @@ export class ConnectionsView {
  * (text: a string, or a function that says it in the page's language: said again on a language switch)
  */
 export class FilterBar {
-  constructor(container, { onChange, onMore = () => {} }) {
+  constructor(container, { i18n, onChange, onMore = () => {} }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', { tLabel: 'ui.filter.kind' }, h(d, 'option', { value: '', t: 'ui.filter.allKinds' }), ...KINDS.map((k) => h(d, 'option', KIND_IDS[k] ? { value: k, t: KIND_IDS[k] } : { value: k, text: k })));
-    this.q = h(d, 'input', { type: 'search', tPlaceholder: 'ui.filter.placeholder', tLabel: 'ui.filter.text' });
+    this.kind = h(d, 'select', { tLabel: this.i18n.message('ui.filter.kind') }, h(d, 'option', { value: '', t: this.i18n.message('ui.filter.allKinds') }), ...KINDS.map((k) => h(d, 'option', KIND_IDS[k] ? { value: k, t: this.i18n.message(KIND_IDS[k]) } : { value: k, text: k })));
+    this.q = h(d, 'input', { type: 'search', tPlaceholder: this.i18n.message('ui.filter.placeholder'), tLabel: this.i18n.message('ui.filter.text') });
     this.scope = h(d, 'input', { type: 'checkbox', attrs: { id: 'filter-this-conn' } });
-    const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' ', h(d, 'span', { t: 'ui.filter.thisConn' }));
+    const scopeLabel = h(d, 'label', { class: 'filter-scope', attrs: { for: 'filter-this-conn' } }, this.scope, ' ', h(d, 'span', { t: this.i18n.message('ui.filter.thisConn') }));
     this.count = h(d, 'span', { class: 'filter-count', attrs: { role: 'status' } });
-    this.more = h(d, 'button', { type: 'button', class: 'small', t: 'ui.filter.further', hidden: true, on: { click: () => onMore() } });
+    this.more = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.filter.further'), hidden: true, on: { click: () => onMore() } });
     const fire = () => onChange({ kind: this.kind.value, q: this.q.value.trim(), scope: this.scope.checked ? 'conn' : 'all' });
     this.kind.addEventListener('change', fire);
     this.scope.addEventListener('change', fire);
@@ -186,7 +188,7 @@ export class FilterBar {
     clear(container);
     container.appendChild(h(d, 'form', { class: 'filter-bar', on: { submit: (e) => e.preventDefault() } }, this.kind, this.q, scopeLabel, this.count, this.more));
     this.countText = () => '';
-    i18n.onChange(() => {
+    this.i18n.onChange(() => {
       this.count.textContent = this.countText();
     });
   }
@@ -209,20 +211,21 @@ export class FilterBar {
  * new CaptureListView(container, { onOpen(id), onDelete(id, name) }) ; .setCaptures(list, current) ; .setError(text)
  */
 export class CaptureListView {
-  constructor(container, { onOpen, onDelete }) {
+  constructor(container, { i18n, onOpen, onDelete }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onOpen = onOpen;
     this.onDelete = onDelete;
     this.list = h(d, 'ul', { class: 'capture-list' });
     this.note = h(d, 'p', { class: 'hint' });
     clear(container);
-    container.append(h(d, 'h2', { t: 'ui.captures.title' }), this.note, this.list);
+    container.append(h(d, 'h2', { t: this.i18n.message('ui.captures.title') }), this.note, this.list);
     this.setCaptures([]);
   }
 
   setCaptures(list, current = null) {
     const d = this.doc;
-    tr(this.note, list.length ? ['ui.captures.count', { n: list.length }] : 'ui.captures.none');
+    tr(this.note, list.length ? this.i18n.message('ui.captures.count', { n: list.length }) : this.i18n.message('ui.captures.none'));
     setChildren(
       this.list,
       list.map((c) =>
@@ -230,9 +233,9 @@ export class CaptureListView {
           d,
           'li',
           { class: String(c.id) === String(current) ? 'current' : '' },
-          h(d, 'button', { type: 'button', class: 'link capture-open', text: c.name || c.id, tTitle: ['ui.captures.open', { name: c.name || c.id }], on: { click: () => this.onOpen(String(c.id)) } }),
-          h(d, 'span', { class: 'muted', text: ` ${humanSize(c.size || 0)} · ${captureState(c.state)}` }),
-          h(d, 'button', { type: 'button', class: 'small danger capture-delete', t: 'ui.picker.delete', tLabel: ['ui.picker.delete.label', { name: c.name || c.id }], on: { click: () => this.onDelete(String(c.id), c.name || c.id) } }),
+          h(d, 'button', { type: 'button', class: 'link capture-open', text: c.name || c.id, tTitle: this.i18n.message('ui.captures.open', { name: c.name || c.id }), on: { click: () => this.onOpen(String(c.id)) } }),
+          h(d, 'span', { class: 'muted', text: ` ${humanSize(c.size || 0)} · ${captureState(this.i18n, c.state)}` }),
+          h(d, 'button', { type: 'button', class: 'small danger capture-delete', t: this.i18n.message('ui.picker.delete'), tLabel: this.i18n.message('ui.picker.delete.label', { name: c.name || c.id }), on: { click: () => this.onDelete(String(c.id), c.name || c.id) } }),
         ),
       ),
     );
@@ -244,10 +247,11 @@ export class CaptureListView {
  * new PacketsView(container, { onPacket(number) }) ; .setPackets(numbers) ; .setLayers(layers | {error} | null, number)
  */
 export class PacketsView {
-  constructor(container, { onPacket }) {
+  constructor(container, { i18n, onPacket }) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.onPacket = onPacket;
-    const p = panel(this.doc, 'ui.panel.packets', 'packets-panel');
+    const p = panel(this.doc, this.i18n.message('ui.panel.packets'), 'packets-panel');
     this.list = h(this.doc, 'div', { class: 'packet-list' });
     this.layers = h(this.doc, 'div', { class: 'layers' });
     p.body.append(this.list, this.layers);
@@ -259,13 +263,13 @@ export class PacketsView {
   setPackets(numbers, current = null) {
     const d = this.doc;
     if (!numbers || !numbers.length) {
-      setChildren(this.list, h(d, 'p', { class: 'hint', t: 'ui.packets.select' }));
+      setChildren(this.list, h(d, 'p', { class: 'hint', t: this.i18n.message('ui.packets.select') }));
       clear(this.layers);
       return;
     }
     setChildren(
       this.list,
-      h(d, 'span', { class: 'muted', t: numbers.length === 1 ? 'ui.packets.carried.one' : 'ui.packets.carried.other' }),
+      h(d, 'span', { class: 'muted', t: this.i18n.message(numbers.length === 1 ? 'ui.packets.carried.one' : 'ui.packets.carried.other') }),
       numbers.map((n) => h(d, 'button', { type: 'button', class: `small packet${n === current ? ' on' : ''}`, text: `#${n}`, on: { click: () => this.onPacket(n) } })),
     );
   }
@@ -273,7 +277,7 @@ export class PacketsView {
   setLayers(result, number) {
     const d = this.doc;
     if (!result) {
-      setChildren(this.layers, h(d, 'p', { class: 'hint', text: t('ui.packets.loading', { number }) }));
+      setChildren(this.layers, h(d, 'p', { class: 'hint', text: this.i18n.t('ui.packets.loading', { number }) }));
       return;
     }
     if (result.error) {
@@ -286,11 +290,11 @@ export class PacketsView {
         d,
         'details',
         { class: 'tree-node', open: i === layers.length - 1 },
-        h(d, 'summary', { text: layerTitle(layer) }),
-        (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: f.name }) }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
+        h(d, 'summary', { text: layerTitle(this.i18n, layer) }),
+        (layer.fields || []).map((f) => h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: this.i18n.t('ui.tree.name', { name: f.name }) }), h(d, 'span', { class: 'tf-value', text: String(f.value) }))),
       ),
     );
-    setChildren(this.layers, h(d, 'p', { class: 'muted', text: t('ui.packets.frame', { number }) }), nodes);
+    setChildren(this.layers, h(d, 'p', { class: 'muted', text: this.i18n.t('ui.packets.frame', { number }) }), nodes);
     // Scroll the panel to the open (TCP) layer: in a short panel the collapsed layers above would hide it.
     const open = nodes[nodes.length - 1];
     const body = this.layers.parentNode;
@@ -302,7 +306,7 @@ export class PacketsView {
 
 const LAYER_NAMES = { eth: 'Ethernet II', ip: 'Internet Protocol', ipv6: 'Internet Protocol Version 6', tcp: 'Transmission Control Protocol', sll: 'Linux cooked capture' };
 
-function layerTitle(layer) {
-  if (layer.name === 'frame') return t('ui.packets.layerFrame');
+function layerTitle(i18n, layer) {
+  if (layer.name === 'frame') return i18n.t('ui.packets.layerFrame');
   return LAYER_NAMES[layer.name] || String(layer.name || 'layer');
 }

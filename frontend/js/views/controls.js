@@ -5,9 +5,9 @@ import { h, clear, setChildren, tr } from './dom.js';
 import { SOCKET_TYPES, VERSIONS, MECHANISMS, GREETINGS, sessionRequest } from '../core/links.js';
 import { newFrame, describeFrames, wireTotals, buildSendCommand } from '../core/composer.js';
 import { faultsFor } from '../core/session.js';
-import { i18n, t, tn } from '../core/i18n.js';
+import { Message, messages } from '../core/i18n.js';
 
-/** A select of `options` (shown as they are, or as the catalog message labels[o] says). */
+/** A select of `options` (shown as they are, or as the Message labels[o] says). */
 function select(d, options, value, props = {}, labels = null) {
   const sel = h(d, 'select', props);
   for (const o of options) sel.appendChild(h(d, 'option', labels && labels[o] ? { value: o, t: labels[o] } : { value: o, text: o }));
@@ -18,9 +18,9 @@ function select(d, options, value, props = {}, labels = null) {
 const PEER_LABELS = { server: 'ui.peer.server', client: 'ui.peer.client' };
 const GREETING_LABELS = { libzmq: 'ui.form.greeting.libzmq', full: 'ui.form.greeting.full' };
 
-/** A labelled control; label: a catalog message (id or [id, params]), or { text } for a wire name. */
+/** A labelled control; label: a Message, or { text } for a wire name. */
 function field(d, label, control, className = '') {
-  const name = label && label.text !== undefined ? { text: label.text } : { t: label };
+  const name = label instanceof Message ? { t: label } : { text: label.text };
   return h(d, 'label', { class: `field ${className}`.trim() }, h(d, 'span', { class: 'field-label', ...name }), control);
 }
 
@@ -29,14 +29,15 @@ function field(d, label, control, className = '') {
  * new SessionForm(container, { onCreate(request) }) ; .setBusy(bool) ; .setError(text)
  */
 export class SessionForm {
-  constructor(container, { onCreate, onOpenExport = null }) {
+  constructor(container, { i18n, onCreate, onOpenExport = null }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onCreate = onCreate;
     this.mode = { simulated: h(d, 'input', { type: 'radio', name: 'mode', value: 'simulated', checked: true }), tcp: h(d, 'input', { type: 'radio', name: 'mode', value: 'tcp' }) };
     this.peers = { server: this.peerFields('server', 'PUSH'), client: this.peerFields('client', 'PULL') };
     this.autoplay = h(d, 'input', { type: 'checkbox', name: 'autoplay' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.submit = h(d, 'button', { type: 'submit', class: 'primary', t: 'ui.form.start' });
+    this.submit = h(d, 'button', { type: 'submit', class: 'primary', t: this.i18n.message('ui.form.start') });
     const form = h(
       d,
       'form',
@@ -45,13 +46,13 @@ export class SessionForm {
         d,
         'fieldset',
         { class: 'mode' },
-        h(d, 'legend', { t: 'ui.form.peers' }),
-        h(d, 'label', { class: 'check', tTitle: 'ui.form.simulated.title' }, this.mode.simulated, ' ', h(d, 'span', { t: 'ui.form.simulated' })),
-        h(d, 'label', { class: 'check', tTitle: 'ui.form.tcp.title' }, this.mode.tcp, ' ', h(d, 'span', { t: 'ui.form.tcp' })),
+        h(d, 'legend', { t: this.i18n.message('ui.form.peers') }),
+        h(d, 'label', { class: 'check', tTitle: this.i18n.message('ui.form.simulated.title') }, this.mode.simulated, ' ', h(d, 'span', { t: this.i18n.message('ui.form.simulated') })),
+        h(d, 'label', { class: 'check', tTitle: this.i18n.message('ui.form.tcp.title') }, this.mode.tcp, ' ', h(d, 'span', { t: this.i18n.message('ui.form.tcp') })),
       ),
       this.peers.server.root,
       this.peers.client.root,
-      h(d, 'label', { class: 'check autoplay' }, this.autoplay, ' ', h(d, 'span', { t: 'ui.form.autoplay' })),
+      h(d, 'label', { class: 'check autoplay' }, this.autoplay, ' ', h(d, 'span', { t: this.i18n.message('ui.form.autoplay') })),
       this.error,
       this.submit,
     );
@@ -66,7 +67,7 @@ export class SessionForm {
         file.value = '';
       });
       container.appendChild(h(d, 'p', { class: 'open-export' },
-        h(d, 'button', { type: 'button', class: 'small', t: 'ui.export.open', tTitle: 'ui.export.open.title', on: { click: () => file.click() } }), file));
+        h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.export.open'), tTitle: this.i18n.message('ui.export.open.title'), on: { click: () => file.click() } }), file));
     }
     for (const radio of Object.values(this.mode)) radio.addEventListener('change', () => this.syncMode());
     this.syncMode();
@@ -84,21 +85,21 @@ export class SessionForm {
       type: select(d, SOCKET_TYPES, type),
       version: select(d, VERSIONS, '3.1'),
       mechanism: select(d, MECHANISMS, 'NULL'),
-      identity: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.optional', autocomplete: 'off' }),
-      username: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.plainOnly', autocomplete: 'off' }),
-      password: h(d, 'input', { type: 'text', tPlaceholder: 'ui.form.plainOnly', autocomplete: 'off' }),
+      identity: h(d, 'input', { type: 'text', tPlaceholder: this.i18n.message('ui.form.optional'), autocomplete: 'off' }),
+      username: h(d, 'input', { type: 'text', tPlaceholder: this.i18n.message('ui.form.plainOnly'), autocomplete: 'off' }),
+      password: h(d, 'input', { type: 'text', tPlaceholder: this.i18n.message('ui.form.plainOnly'), autocomplete: 'off' }),
       libzmq: h(d, 'input', { type: 'checkbox', name: `${role}-libzmq` }),
-      greeting: h(d, 'select', { name: `${role}-greeting`, tTitle: 'ui.form.greeting.help' }),
-      subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, tPlaceholder: 'ui.form.topic.hint', autocomplete: 'off' }),
+      greeting: h(d, 'select', { name: `${role}-greeting`, tTitle: this.i18n.message('ui.form.greeting.help') }),
+      subscribe: h(d, 'input', { type: 'text', name: `${role}-subscribe`, tPlaceholder: this.i18n.message('ui.form.topic.hint'), autocomplete: 'off' }),
       // The empty prefix, every message: on by default (the playground's PUB/SUB shows its messages); off with no
       // topic, the SUB subscribes to nothing and receives nothing, as a libzmq SUB that never subscribed.
       every: h(d, 'input', { type: 'checkbox', name: `${role}-subscribe-every`, checked: true }),
     };
-    for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, t: GREETING_LABELS[g] || g }));
+    for (const g of GREETINGS) c.greeting.appendChild(h(d, 'option', { value: g, t: this.i18n.message(GREETING_LABELS[g]) }));
     c.greeting.value = 'libzmq';
-    const none = h(d, 'p', { class: 'hint topic-none', t: 'ui.form.topic.none' });
-    const topic = h(d, 'div', { class: 'topic' }, field(d, 'ui.form.topic', c.subscribe),
-      h(d, 'label', { class: 'check' }, c.every, ' ', h(d, 'span', { t: 'ui.form.topic.every' })), none);
+    const none = h(d, 'p', { class: 'hint topic-none', t: this.i18n.message('ui.form.topic.none') });
+    const topic = h(d, 'div', { class: 'topic' }, field(d, this.i18n.message('ui.form.topic'), c.subscribe),
+      h(d, 'label', { class: 'check' }, c.every, ' ', h(d, 'span', { t: this.i18n.message('ui.form.topic.every') })), none);
     const syncType = () => {
       topic.hidden = c.type.value !== 'SUB';
       none.hidden = c.every.checked || !!c.subscribe.value;
@@ -113,7 +114,7 @@ export class SessionForm {
       syncType();
     });
     syncType();
-    const creds = h(d, 'div', { class: 'creds' }, field(d, 'ui.form.username', c.username), field(d, 'ui.form.password', c.password));
+    const creds = h(d, 'div', { class: 'creds' }, field(d, this.i18n.message('ui.form.username'), c.username), field(d, this.i18n.message('ui.form.password'), c.password));
     const sync = () => {
       creds.hidden = c.mechanism.value !== 'PLAIN';
     };
@@ -123,13 +124,13 @@ export class SessionForm {
       d,
       'fieldset',
       { class: `peer peer-${role}` },
-      h(d, 'legend', { t: role === 'server' ? 'ui.form.server' : 'ui.form.client' }),
-      h(d, 'div', { class: 'row3' }, field(d, 'ui.form.socket', c.type), field(d, { text: 'ZMTP' }, c.version), field(d, 'ui.form.mechanism', c.mechanism)),
-      field(d, 'ui.form.identity', c.identity),
+      h(d, 'legend', { t: this.i18n.message(role === 'server' ? 'ui.form.server' : 'ui.form.client') }),
+      h(d, 'div', { class: 'row3' }, field(d, this.i18n.message('ui.form.socket'), c.type), field(d, { text: 'ZMTP' }, c.version), field(d, this.i18n.message('ui.form.mechanism'), c.mechanism)),
+      field(d, this.i18n.message('ui.form.identity'), c.identity),
       topic,
       creds,
-      field(d, 'ui.form.greeting', c.greeting),
-      (c.libzmqField = h(d, 'label', { class: 'check', tTitle: 'ui.form.libzmq.help' }, c.libzmq, ' ', h(d, 'span', { t: 'ui.form.libzmq' }))),
+      field(d, this.i18n.message('ui.form.greeting'), c.greeting),
+      (c.libzmqField = h(d, 'label', { class: 'check', tTitle: this.i18n.message('ui.form.libzmq.help') }, c.libzmq, ' ', h(d, 'span', { t: this.i18n.message('ui.form.libzmq') }))),
     );
     return c;
   }
@@ -146,7 +147,7 @@ export class SessionForm {
 
   setBusy(busy) {
     this.submit.disabled = !!busy;
-    tr(this.submit, busy ? 'ui.form.starting' : 'ui.form.start');
+    tr(this.submit, this.i18n.message(busy ? 'ui.form.starting' : 'ui.form.start'));
   }
 
   setError(text) {
@@ -158,7 +159,7 @@ export class SessionForm {
   describe() {
     const s = this.values(this.peers.server);
     const c = this.values(this.peers.client);
-    return { server: `${t('ui.peer.server')} ${s.type}${s.identity ? ' "' + s.identity + '"' : ''}`, client: `${t('ui.peer.client')} ${c.type}${c.identity ? ' "' + c.identity + '"' : ''}` };
+    return { server: `${this.i18n.t('ui.peer.server')} ${s.type}${s.identity ? ' "' + s.identity + '"' : ''}`, client: `${this.i18n.t('ui.peer.client')} ${c.type}${c.identity ? ' "' + c.identity + '"' : ''}` };
   }
 }
 
@@ -169,24 +170,25 @@ const SPEEDS = [0.25, 0.5, 1, 2, 4, 8, 16];
  * new PlayControls(container, { onCommand(name, value) }) ; .setState(state) ; .setEnabled(bool)
  */
 export class PlayControls {
-  constructor(container, { onCommand }) {
+  constructor(container, { i18n, onCommand }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onCommand = onCommand;
     this.playing = false;
-    const btn = (text, title, cmd) => h(d, 'button', { type: 'button', class: 'ctl', t: text, tTitle: title, on: { click: () => this.onCommand(cmd) } });
+    const btn = (text, title, cmd) => h(d, 'button', { type: 'button', class: 'ctl', t: this.i18n.message(text), tTitle: this.i18n.message(title), on: { click: () => this.onCommand(cmd) } });
     this.back = btn('ui.player.back', 'ui.player.back.title', 'step_back');
-    this.play = h(d, 'button', { type: 'button', class: 'ctl primary', t: 'ui.player.play', tTitle: 'ui.player.play.title', on: { click: () => this.onCommand(this.playing ? 'pause' : 'play') } });
+    this.play = h(d, 'button', { type: 'button', class: 'ctl primary', t: this.i18n.message('ui.player.play'), tTitle: this.i18n.message('ui.player.play.title'), on: { click: () => this.onCommand(this.playing ? 'pause' : 'play') } });
     this.fwd = btn('ui.player.step', 'ui.player.step.title', 'step');
     this.reset = btn('ui.player.reset', 'ui.player.reset.title', 'reset');
-    this.speed = h(d, 'input', { type: 'range', min: 0, max: SPEEDS.length - 1, step: 1, value: 2, tTitle: 'ui.player.speed.title' });
+    this.speed = h(d, 'input', { type: 'range', min: 0, max: SPEEDS.length - 1, step: 1, value: 2, tTitle: this.i18n.message('ui.player.speed.title') });
     this.speedText = h(d, 'span', { class: 'speed-text', text: '1×' });
     this.speed.addEventListener('input', () => {
       const v = SPEEDS[Number(this.speed.value)];
       this.speedText.textContent = `${v}×`;
     });
     this.speed.addEventListener('change', () => this.onCommand('speed', SPEEDS[Number(this.speed.value)]));
-    this.status = h(d, 'div', { class: 'play-status', attrs: { 'aria-live': 'polite' }, t: 'ui.player.noSession' });
-    const root = h(d, 'div', { class: 'controls' }, h(d, 'div', { class: 'ctl-row' }, this.back, this.play, this.fwd, this.reset), h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.player.speed' }), this.speed, this.speedText)), this.status);
+    this.status = h(d, 'div', { class: 'play-status', attrs: { 'aria-live': 'polite' }, t: this.i18n.message('ui.player.noSession') });
+    const root = h(d, 'div', { class: 'controls' }, h(d, 'div', { class: 'ctl-row' }, this.back, this.play, this.fwd, this.reset), h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.player.speed') }), this.speed, this.speedText)), this.status);
     clear(container);
     container.appendChild(root);
     this.setEnabled(false);
@@ -204,7 +206,7 @@ export class PlayControls {
     this.back.disabled = !this.enabled || s.mode === 'tcp' || s.can_step_back === false;
     const end = !!s.at_end && !s.closed;
     this.play.classList.toggle('primary', !end);
-    tr(this.play, this.playing ? 'ui.player.pause' : 'ui.player.play');
+    tr(this.play, this.i18n.message(this.playing ? 'ui.player.pause' : 'ui.player.play'));
     if (typeof s.speed === 'number') {
       const k = SPEEDS.indexOf(s.speed);
       if (k >= 0) this.speed.value = String(k);
@@ -213,10 +215,10 @@ export class PlayControls {
     const pos = typeof s.position === 'number' ? s.position : '?';
     const total = typeof s.total === 'number' ? s.total : '?';
     const id = s.closed ? 'ui.player.state.closed' : end ? 'ui.player.state.end' : 'ui.player.state';
-    tr(this.status, [id, { state: t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }]);
+    tr(this.status, this.i18n.message(id, { state: this.i18n.t(this.playing ? 'ui.player.playing' : 'ui.player.paused'), pos, total }));
   }
 
-  /** The line under the player: a catalog message (id or [id, params]). */
+  /** The line under the player: a Message. */
   setStatus(message) {
     tr(this.status, message);
   }
@@ -227,24 +229,25 @@ export class PlayControls {
  * new Composer(container, { onSend(command) }) ; .setEnabled(bool) ; .setError(text)
  */
 export class Composer {
-  constructor(container, { onSend }) {
+  constructor(container, { i18n, onSend }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onSend = onSend;
     this.frames = [newFrame('My Message')];
     this.types = { server: '', client: '' };
-    this.from = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
+    this.from = select(d, ['server', 'client'], 'server', {}, messages(this.i18n, PEER_LABELS));
     this.from.addEventListener('change', () => this.describe());
     this.note = h(d, 'p', { class: 'composer-note', attrs: { 'aria-live': 'polite' }, hidden: true });
     this.list = h(d, 'ol', { class: 'composer-frames' });
     this.summary = h(d, 'p', { class: 'composer-summary' });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.send = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.composer.send', on: { click: () => this.doSend() } });
-    const add = h(d, 'button', { type: 'button', t: 'ui.composer.add', on: { click: () => this.addFrame() } });
-    const root = h(d, 'div', { class: 'composer' }, field(d, 'ui.composer.from', this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.note, this.summary, this.error);
+    this.send = h(d, 'button', { type: 'button', class: 'primary', t: this.i18n.message('ui.composer.send'), on: { click: () => this.doSend() } });
+    const add = h(d, 'button', { type: 'button', t: this.i18n.message('ui.composer.add'), on: { click: () => this.addFrame() } });
+    const root = h(d, 'div', { class: 'composer' }, field(d, this.i18n.message('ui.composer.from'), this.from, 'inline'), this.list, h(d, 'div', { class: 'ctl-row' }, add, this.send), this.note, this.summary, this.error);
     clear(container);
     container.appendChild(root);
     this.renderFrames();
-    i18n.onChange(() => this.describe());
+    this.i18n.onChange(() => this.describe());
   }
 
   addFrame() {
@@ -264,8 +267,8 @@ export class Composer {
     setChildren(
       this.list,
       this.frames.map((f, i) => {
-        const text = h(d, 'textarea', { rows: 1, value: f.text, spellcheck: false, tLabel: ['ui.composer.frame', { n: i + 1 }] });
-        const mode = select(d, ['text', 'hex'], f.mode, { tLabel: ['ui.composer.encoding', { n: i + 1 }] }, { text: 'ui.composer.text', hex: 'ui.composer.hex' });
+        const text = h(d, 'textarea', { rows: 1, value: f.text, spellcheck: false, tLabel: this.i18n.message('ui.composer.frame', { n: i + 1 }) });
+        const mode = select(d, ['text', 'hex'], f.mode, { tLabel: this.i18n.message('ui.composer.encoding', { n: i + 1 }) }, messages(this.i18n, { text: 'ui.composer.text', hex: 'ui.composer.hex' }));
         const info = h(d, 'span', { class: 'frame-info' });
         this.infos.push(info);
         text.addEventListener('input', () => {
@@ -276,7 +279,7 @@ export class Composer {
           f.mode = mode.value;
           this.describe();
         });
-        const remove = h(d, 'button', { type: 'button', class: 'small', text: '✕', tTitle: 'ui.composer.remove', on: { click: () => this.removeFrame(i) } });
+        const remove = h(d, 'button', { type: 'button', class: 'small', text: '✕', tTitle: this.i18n.message('ui.composer.remove'), on: { click: () => this.removeFrame(i) } });
         return h(d, 'li', { class: 'composer-frame' }, h(d, 'div', { class: 'frame-edit' }, text, mode, remove), info);
       }),
     );
@@ -306,15 +309,15 @@ export class Composer {
 
   describe() {
     const routing = this.routing();
-    const desc = describeFrames(this.frames, { routing });
+    const desc = describeFrames(this.i18n, this.frames, { routing });
     desc.forEach((f, i) => {
       const info = this.infos[i];
       info.classList.toggle('bad', !!f.error);
       info.classList.toggle('routing', !!f.routing);
-      info.textContent = f.error ? f.error : f.routing ? tn('ui.composer.routingId', f.size) : t(f.more ? 'ui.composer.frameInfo.more' : 'ui.composer.frameInfo.last', { octets: tn('ui.octets', f.size, { n: f.size }), size: t(f.long ? 'ui.composer.long' : 'ui.composer.short') });
+      info.textContent = f.error ? f.error : f.routing ? this.i18n.tn('ui.composer.routingId', f.size) : this.i18n.t(f.more ? 'ui.composer.frameInfo.more' : 'ui.composer.frameInfo.last', { octets: this.i18n.tn('ui.octets', f.size, { n: f.size }), size: this.i18n.t(f.long ? 'ui.composer.long' : 'ui.composer.short') });
     });
     const totals = wireTotals(desc);
-    this.summary.textContent = tn(routing ? 'ui.composer.summaryRouter' : 'ui.composer.summary', totals.frames, { octets: totals.octets });
+    this.summary.textContent = this.i18n.tn(routing ? 'ui.composer.summaryRouter' : 'ui.composer.summary', totals.frames, { octets: totals.octets });
   }
 
   /** A line under the Send button (e.g. that the message waits for the next step); '' hides it. */
@@ -325,7 +328,7 @@ export class Composer {
 
   doSend() {
     try {
-      const cmd = buildSendCommand(this.from.value, this.frames);
+      const cmd = buildSendCommand(this.i18n, this.from.value, this.frames);
       this.setError('');
       this.onSend(cmd);
     } catch (err) {
@@ -349,26 +352,27 @@ export class Composer {
  * .setMode(mode) ; .setEnabled(bool)
  */
 export class FaultMenu {
-  constructor(container, { onFault }) {
+  constructor(container, { i18n, onFault }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
-    this.kind = h(d, 'select', { tLabel: 'ui.fault.fault' });
-    this.peer = select(d, ['server', 'client'], 'server', {}, PEER_LABELS);
+    this.kind = h(d, 'select', { tLabel: this.i18n.message('ui.fault.fault') });
+    this.peer = select(d, ['server', 'client'], 'server', {}, messages(this.i18n, PEER_LABELS));
     // In a topology the peer is a node, and the connection one of its links (by default its newest open one).
-    this.conn = h(d, 'select', { tLabel: 'ui.fault.conn' });
-    this.connField = field(d, 'ui.fault.conn', this.conn, 'inline');
+    this.conn = h(d, 'select', { tLabel: this.i18n.message('ui.fault.conn') });
+    this.connField = field(d, this.i18n.message('ui.fault.conn'), this.conn, 'inline');
     this.connField.hidden = true;
     this.topology = null;
     this.peer.addEventListener('change', () => this.syncConns());
     this.seconds = h(d, 'input', { type: 'number', min: 0, max: 60, step: 0.5, value: 2 });
-    this.secondsField = field(d, 'ui.fault.seconds', this.seconds, 'inline');
+    this.secondsField = field(d, this.i18n.message('ui.fault.seconds'), this.seconds, 'inline');
     this.help = h(d, 'p', { class: 'hint' });
-    this.inject = h(d, 'button', { type: 'button', t: 'ui.fault.inject', on: { click: () => onFault(this.kind.value, this.args()) } });
+    this.inject = h(d, 'button', { type: 'button', t: this.i18n.message('ui.fault.inject'), on: { click: () => onFault(this.kind.value, this.args()) } });
     this.kind.addEventListener('change', () => this.sync());
     this.table = null; // the server's faults, once known
     this.setMode('simulated');
-    i18n.onChange(() => this.setMode(this.mode));
+    this.i18n.onChange(() => this.setMode(this.mode));
     clear(container);
-    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, 'ui.fault.fault', this.kind, 'inline'), field(d, 'ui.fault.peer', this.peer, 'inline')), this.connField, this.secondsField, this.help, this.inject));
+    container.appendChild(h(d, 'div', { class: 'faults' }, h(d, 'div', { class: 'ctl-row' }, field(d, this.i18n.message('ui.fault.fault'), this.kind, 'inline'), field(d, this.i18n.message('ui.fault.peer'), this.peer, 'inline')), this.connField, this.secondsField, this.help, this.inject));
   }
 
   /**
@@ -383,7 +387,7 @@ export class FaultMenu {
     const was = this.peer.value;
     clear(this.peer);
     if (twoPeer) {
-      for (const p of ['server', 'client']) this.peer.appendChild(h(d, 'option', { value: p, t: PEER_LABELS[p] }));
+      for (const p of ['server', 'client']) this.peer.appendChild(h(d, 'option', { value: p, t: this.i18n.message(PEER_LABELS[p]) }));
     } else for (const name of nodes) this.peer.appendChild(h(d, 'option', { value: name, text: name }));
     const names = [...this.peer.options].map((o) => o.value);
     this.peer.value = names.includes(was) ? was : names[0] || '';
@@ -399,10 +403,10 @@ export class FaultMenu {
     const node = this.peer.value;
     const was = this.conn.value;
     clear(this.conn);
-    this.conn.appendChild(h(d, 'option', { value: '', t: 'ui.fault.conn.newest' }));
+    this.conn.appendChild(h(d, 'option', { value: '', t: this.i18n.message('ui.fault.conn.newest') }));
     for (const c of topo.conns || []) {
       if (c.client !== node && c.server !== node) continue;
-      this.conn.appendChild(h(d, 'option', { value: String(c.conn), t: ['ui.fault.conn.one', { conn: c.conn, client: c.client, server: c.server }] }));
+      this.conn.appendChild(h(d, 'option', { value: String(c.conn), t: this.i18n.message('ui.fault.conn.one', { conn: c.conn, client: c.client, server: c.server }) }));
     }
     if ([...this.conn.options].some((o) => o.value === was)) this.conn.value = was;
   }
@@ -418,7 +422,7 @@ export class FaultMenu {
     const d = this.doc;
     const was = this.kind.value;
     this.mode = mode;
-    this.faults = faultsFor(mode, this.table);
+    this.faults = faultsFor(this.i18n, mode, this.table);
     clear(this.kind);
     for (const f of this.faults) this.kind.appendChild(h(d, 'option', { value: f.fault, text: f.label, title: f.help || undefined }));
     if (this.faults.some((f) => f.fault === was)) this.kind.value = was;

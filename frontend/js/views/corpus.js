@@ -4,7 +4,6 @@
 
 import { h, clear, setChildren, tr } from './dom.js';
 import { columns, pageText, progressText, runFacts, captureText, startedText, stateText, phaseText, EVENT_KINDS, TABLE_FILTERS, PAGE_SIZE } from '../core/corpus-tables.js';
-import { t } from '../core/i18n.js';
 
 // The kinds the events table's filter offers, as a reader names them (lower case, as the kind key).
 const KIND_IDS = { greeting: 'ui.filter.greeting', command: 'ui.filter.command', frame: 'ui.filter.frame', message: 'ui.filter.message', expert: 'ui.filter.expert', gap: 'ui.filter.gap' };
@@ -17,7 +16,8 @@ const KIND_IDS = { greeting: 'ui.filter.greeting', command: 'ui.filter.command',
  *   .setUnavailable(text|null): the server cannot run Spark (text says why and what to install): no start
  */
 export class CapturePicker {
-  constructor(container, { onUpload, onStart, onDelete = () => {} }) {
+  constructor(container, { i18n, onUpload, onStart, onDelete = () => {} }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onDelete = onDelete;
     this.input = h(d, 'input', { type: 'file', multiple: true, accept: '.pcap,.pcapng,.cap,application/vnd.tcpdump.pcap', class: 'visually-hidden', attrs: { id: 'corpus-file' } });
@@ -26,21 +26,21 @@ export class CapturePicker {
       this.input.value = '';
       if (files.length) onUpload(files);
     });
-    this.list = h(d, 'ul', { class: 'pick-list', tLabel: 'ui.picker.label' });
+    this.list = h(d, 'ul', { class: 'pick-list', tLabel: this.i18n.message('ui.picker.label') });
     this.note = h(d, 'p', { class: 'hint pick-note', attrs: { role: 'status' } });
     this.unavailable = h(d, 'p', { class: 'hint pick-unavailable', attrs: { id: 'corpus-unavailable' }, hidden: true });
-    this.start = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.picker.start', attrs: { id: 'start-run' }, disabled: true });
+    this.start = h(d, 'button', { type: 'button', class: 'primary', t: this.i18n.message('ui.picker.start'), attrs: { id: 'start-run' }, disabled: true });
     this.start.addEventListener('click', () => onStart(this.selected()));
-    const all = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.all', on: { click: () => this.checkAll(true) } });
-    const none = h(d, 'button', { type: 'button', class: 'small', t: 'ui.picker.none', on: { click: () => this.checkAll(false) } });
+    const all = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.picker.all'), on: { click: () => this.checkAll(true) } });
+    const none = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.picker.none'), on: { click: () => this.checkAll(false) } });
     clear(container);
     container.appendChild(
       h(
         d,
         'section',
         { class: 'box picker', attrs: { 'aria-labelledby': 'picker-title' } },
-        h(d, 'div', { class: 'box-head' }, h(d, 'h2', { t: 'ui.picker.title', attrs: { id: 'picker-title' } }), h(d, 'label', { class: 'button-like', attrs: { for: 'corpus-file' }, t: 'ui.picker.upload' }), this.input),
-        h(d, 'p', { class: 'hint', t: 'ui.picker.hint' }),
+        h(d, 'div', { class: 'box-head' }, h(d, 'h2', { t: this.i18n.message('ui.picker.title'), attrs: { id: 'picker-title' } }), h(d, 'label', { class: 'button-like', attrs: { for: 'corpus-file' }, t: this.i18n.message('ui.picker.upload') }), this.input),
+        h(d, 'p', { class: 'hint', t: this.i18n.message('ui.picker.hint') }),
         this.unavailable,
         this.list,
         h(d, 'div', { class: 'ctl-row' }, all, none, h(d, 'span', { class: 'spacer' }), this.start),
@@ -58,7 +58,7 @@ export class CapturePicker {
       box.addEventListener('change', () => this.update());
       return box;
     });
-    if (!list.length) setChildren(this.list, h(d, 'li', { class: 'muted', t: 'ui.picker.empty' }));
+    if (!list.length) setChildren(this.list, h(d, 'li', { class: 'muted', t: this.i18n.message('ui.picker.empty') }));
     else {
       setChildren(
         this.list,
@@ -68,8 +68,8 @@ export class CapturePicker {
             'li',
             { class: 'pick-item' },
             h(d, 'label', { class: 'check' }, this.boxes[i], h(d, 'span', { text: captureText(c) })),
-            h(d, 'a', { class: 'small', href: `capture.html?id=${encodeURIComponent(String(c.id))}`, t: 'ui.picker.view', tTitle: ['ui.picker.view.title', { name: c.name || c.id }] }),
-            h(d, 'button', { type: 'button', class: 'small danger pick-delete', t: 'ui.picker.delete', tLabel: ['ui.picker.delete.label', { name: c.name || c.id }], on: { click: () => this.onDelete(String(c.id), c.name || String(c.id)) } }),
+            h(d, 'a', { class: 'small', href: `capture.html?id=${encodeURIComponent(String(c.id))}`, t: this.i18n.message('ui.picker.view'), tTitle: this.i18n.message('ui.picker.view.title', { name: c.name || c.id }) }),
+            h(d, 'button', { type: 'button', class: 'small danger pick-delete', t: this.i18n.message('ui.picker.delete'), tLabel: this.i18n.message('ui.picker.delete.label', { name: c.name || c.id }), on: { click: () => this.onDelete(String(c.id), c.name || String(c.id)) } }),
           ),
         ),
       );
@@ -100,7 +100,7 @@ export class CapturePicker {
   update() {
     const n = this.selected().length;
     this.start.disabled = this.busy || n === 0 || !this.unavailable.hidden;
-    tr(this.start, n > 1 ? ['ui.picker.startN', { n }] : 'ui.picker.start');
+    tr(this.start, n > 1 ? this.i18n.message('ui.picker.startN', { n }) : this.i18n.message('ui.picker.start'));
   }
 
   setNote(text, kind = 'info') {
@@ -114,18 +114,19 @@ export class CapturePicker {
  * new RunList(container, { onOpen(id) }) ; .setRuns(runs, currentId)
  */
 export class RunList {
-  constructor(container, { onOpen }) {
+  constructor(container, { i18n, onOpen }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onOpen = onOpen;
-    this.list = h(d, 'ul', { class: 'run-list', tLabel: 'ui.runs.title' });
+    this.list = h(d, 'ul', { class: 'run-list', tLabel: this.i18n.message('ui.runs.title') });
     clear(container);
-    container.appendChild(h(d, 'section', { class: 'box runs' }, h(d, 'h2', { t: 'ui.runs.title' }), this.list));
+    container.appendChild(h(d, 'section', { class: 'box runs' }, h(d, 'h2', { t: this.i18n.message('ui.runs.title') }), this.list));
   }
 
   setRuns(runs, current) {
     const d = this.doc;
     if (!runs.length) {
-      setChildren(this.list, h(d, 'li', { class: 'muted', t: 'ui.runs.empty' }));
+      setChildren(this.list, h(d, 'li', { class: 'muted', t: this.i18n.message('ui.runs.empty') }));
       return;
     }
     setChildren(
@@ -136,9 +137,9 @@ export class RunList {
           d,
           'li',
           { class: `run-item${r.id === current ? ' selected' : ''}`, tabIndex: 0, attrs: { 'data-run': r.id, 'aria-current': r.id === current ? 'true' : null } },
-          h(d, 'div', { class: 'run-line' }, h(d, 'span', { class: `state-badge state-${r.state}`, text: stateText(r.state) }), h(d, 'span', { class: 'muted', text: startedText(r.created) })),
+          h(d, 'div', { class: 'run-line' }, h(d, 'span', { class: `state-badge state-${r.state}`, text: stateText(this.i18n, r.state) }), h(d, 'span', { class: 'muted', text: startedText(r.created) })),
           h(d, 'div', { class: 'run-names', text: names, title: names }),
-          h(d, 'div', { class: 'muted run-facts', text: runFacts(r) }),
+          h(d, 'div', { class: 'muted run-facts', text: runFacts(this.i18n, r) }),
         );
         item.addEventListener('click', () => this.onOpen(r.id));
         item.addEventListener('keydown', (e) => {
@@ -158,15 +159,16 @@ export class RunList {
  * new RunHead(container, { onCancel(), onDelete() }) ; .setRun(run) .setProgress(msg)
  */
 export class RunHead {
-  constructor(container, { onCancel, onDelete }) {
+  constructor(container, { i18n, onCancel, onDelete }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.title = h(d, 'h1', { attrs: { id: 'run-title' } });
     this.facts = h(d, 'p', { class: 'muted run-head-facts' });
-    this.bar = h(d, 'progress', { max: 100, value: 0, tLabel: 'ui.run.progress', attrs: { id: 'run-progress' } });
+    this.bar = h(d, 'progress', { max: 100, value: 0, tLabel: this.i18n.message('ui.run.progress'), attrs: { id: 'run-progress' } });
     this.text = h(d, 'span', { class: 'progress-text', attrs: { id: 'run-progress-text' } });
     this.phase = h(d, 'span', { class: 'progress-label', attrs: { id: 'run-phase' } });
-    this.cancel = h(d, 'button', { type: 'button', t: 'ui.run.cancel', attrs: { id: 'cancel-run' }, on: { click: () => onCancel() } });
-    this.remove = h(d, 'button', { type: 'button', t: 'ui.run.delete', attrs: { id: 'delete-run' }, on: { click: () => onDelete() } });
+    this.cancel = h(d, 'button', { type: 'button', t: this.i18n.message('ui.run.cancel'), attrs: { id: 'cancel-run' }, on: { click: () => onCancel() } });
+    this.remove = h(d, 'button', { type: 'button', t: this.i18n.message('ui.run.delete'), attrs: { id: 'delete-run' }, on: { click: () => onDelete() } });
     this.error = h(d, 'p', { class: 'banner error', hidden: true, attrs: { role: 'alert' } });
     clear(container);
     container.appendChild(
@@ -184,8 +186,8 @@ export class RunHead {
 
   setRun(run) {
     const names = (run.captures || []).map((c) => c.name).join(', ');
-    tr(this.title, ['ui.run.title', { id: String(run.id).slice(0, 8) }]);
-    this.facts.textContent = `${runFacts(run)} — ${names}`;
+    tr(this.title, this.i18n.message('ui.run.title', { id: String(run.id).slice(0, 8) }));
+    this.facts.textContent = `${runFacts(this.i18n, run)} — ${names}`;
     this.setProgress(run);
   }
 
@@ -194,12 +196,12 @@ export class RunHead {
     const pct = Math.round(100 * Math.max(0, Math.min(1, Number(msg.fraction) || 0)));
     this.bar.value = msg.state === 'done' ? 100 : pct;
     this.bar.className = `state-${msg.state}`;
-    this.phase.textContent = running ? phaseText(msg.phase) : stateText(msg.state);
-    this.text.textContent = progressText(msg);
+    this.phase.textContent = running ? phaseText(this.i18n, msg.phase) : stateText(this.i18n, msg.state);
+    this.text.textContent = progressText(this.i18n, msg);
     this.cancel.hidden = !running;
     this.cancel.disabled = msg.detail === 'cancelling';
     this.error.hidden = !(msg.state === 'error' && msg.detail);
-    this.error.textContent = msg.state === 'error' ? t('ui.run.failed', { detail: msg.detail }) : '';
+    this.error.textContent = msg.state === 'error' ? this.i18n.t('ui.run.failed', { detail: msg.detail }) : '';
   }
 }
 
@@ -208,10 +210,11 @@ export class RunHead {
  * new ReportView(container) ; .show(url) .clear()
  */
 export class ReportView {
-  constructor(container) {
+  constructor(container, { i18n }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.container = container;
-    this.link = h(d, 'a', { t: 'ui.report.open', attrs: { target: '_blank', rel: 'noopener' } });
+    this.link = h(d, 'a', { t: this.i18n.message('ui.report.open'), attrs: { target: '_blank', rel: 'noopener' } });
     this.frameSlot = h(d, 'div', { class: 'report-slot' });
     clear(container);
     container.appendChild(h(d, 'div', { class: 'report-view' }, h(d, 'p', { class: 'hint' }, this.link), this.frameSlot));
@@ -223,7 +226,7 @@ export class ReportView {
     this.url = url;
     this.link.href = url;
     // sandbox="" : no script, an origin of its own; the report needs neither.
-    const frame = h(this.doc, 'iframe', { class: 'report-frame', tTitle: 'ui.report.title', attrs: { sandbox: '', src: url, id: 'report-frame' } });
+    const frame = h(this.doc, 'iframe', { class: 'report-frame', tTitle: this.i18n.message('ui.report.title'), attrs: { sandbox: '', src: url, id: 'report-frame' } });
     setChildren(this.frameSlot, frame);
   }
 
@@ -240,7 +243,8 @@ export class ReportView {
  * onQuery gets { capture?, kind?, dir?, conn?, offset? } changes.
  */
 export class TableView {
-  constructor(container, { onQuery }) {
+  constructor(container, { i18n, onQuery }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onQuery = onQuery;
     const select = (id, label) => {
@@ -248,20 +252,20 @@ export class TableView {
       el.addEventListener('change', () => this.onQuery({ [id.replace('filter-', '')]: el.value, offset: 0 }));
       return el;
     };
-    this.capture = select('filter-capture', 'ui.col.capture');
-    this.kind = select('filter-kind', 'ui.col.kind');
-    this.dir = select('filter-dir', 'ui.tree.direction');
-    this.conn = h(d, 'input', { type: 'text', tPlaceholder: 'ui.filter.conn', tLabel: 'ui.filter.connection', attrs: { id: 'filter-conn', inputmode: 'numeric', size: 5 } });
+    this.capture = select('filter-capture', this.i18n.message('ui.col.capture'));
+    this.kind = select('filter-kind', this.i18n.message('ui.col.kind'));
+    this.dir = select('filter-dir', this.i18n.message('ui.tree.direction'));
+    this.conn = h(d, 'input', { type: 'text', tPlaceholder: this.i18n.message('ui.filter.conn'), tLabel: this.i18n.message('ui.filter.connection'), attrs: { id: 'filter-conn', inputmode: 'numeric', size: 5 } });
     this.conn.addEventListener('change', () => this.onQuery({ conn: this.conn.value.trim(), offset: 0 }));
     this.fields = {
-      capture: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.capture' }), this.capture),
-      kind: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.kind' }), this.kind),
-      dir: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.tree.direction' }), this.dir),
-      conn: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.col.conn' }), this.conn),
+      capture: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.col.capture') }), this.capture),
+      kind: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.col.kind') }), this.kind),
+      dir: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.tree.direction') }), this.dir),
+      conn: h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.col.conn') }), this.conn),
     };
-    this.first = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.first', on: { click: () => this.onQuery({ offset: 0 }) } });
-    this.prev = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.prev', attrs: { id: 'page-prev' }, on: { click: () => this.onQuery({ offset: Math.max(0, this.offset - PAGE_SIZE) }) } });
-    this.next = h(d, 'button', { type: 'button', class: 'small', t: 'ui.page.next', attrs: { id: 'page-next' }, on: { click: () => this.onQuery({ offset: this.offset + PAGE_SIZE }) } });
+    this.first = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.page.first'), on: { click: () => this.onQuery({ offset: 0 }) } });
+    this.prev = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.page.prev'), attrs: { id: 'page-prev' }, on: { click: () => this.onQuery({ offset: Math.max(0, this.offset - PAGE_SIZE) }) } });
+    this.next = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.page.next'), attrs: { id: 'page-next' }, on: { click: () => this.onQuery({ offset: this.offset + PAGE_SIZE }) } });
     this.range = h(d, 'span', { class: 'page-range', attrs: { id: 'page-range', 'aria-live': 'polite' } });
     this.table = h(d, 'table', { class: 'data-table', attrs: { id: 'data-table' } });
     this.detail = h(d, 'pre', { class: 'row-detail', hidden: true, attrs: { id: 'row-detail' } });
@@ -288,9 +292,9 @@ export class TableView {
     const allowed = TABLE_FILTERS[table] || [];
     for (const [name, el] of Object.entries(this.fields)) el.hidden = !allowed.includes(name);
     const option = (value, text, selected) => h(d, 'option', { value, text, selected });
-    setChildren(this.capture, option('', t('ui.filter.all'), !query.capture), captures.map((c) => option(c.id, c.name, c.id === query.capture)));
-    setChildren(this.kind, option('', t('ui.filter.all'), !query.kind), EVENT_KINDS.map((k) => option(k, KIND_IDS[k] ? t(KIND_IDS[k]) : k, k === query.kind)));
-    setChildren(this.dir, option('', t('ui.filter.both'), !query.dir), option('c2s', 'C→S', query.dir === 'c2s'), option('s2c', 'S→C', query.dir === 's2c'));
+    setChildren(this.capture, option('', this.i18n.t('ui.filter.all'), !query.capture), captures.map((c) => option(c.id, c.name, c.id === query.capture)));
+    setChildren(this.kind, option('', this.i18n.t('ui.filter.all'), !query.kind), EVENT_KINDS.map((k) => option(k, KIND_IDS[k] ? this.i18n.t(KIND_IDS[k]) : k, k === query.kind)));
+    setChildren(this.dir, option('', this.i18n.t('ui.filter.both'), !query.dir), option('c2s', 'C→S', query.dir === 'c2s'), option('s2c', 'S→C', query.dir === 's2c'));
     this.conn.value = query.conn || '';
     this.detail.hidden = true;
   }
@@ -298,7 +302,7 @@ export class TableView {
   /** Shows one page: { rows, total, offset } of `table`; ctx.names maps capture ids to names. */
   setPage(table, page, ctx) {
     const d = this.doc;
-    const cols = columns(table);
+    const cols = columns(this.i18n, table);
     this.offset = page.offset;
     this.error.hidden = true;
     const head = h(d, 'thead', {}, h(d, 'tr', {}, cols.map((c) => h(d, 'th', { class: c.cls || null, text: c.label }))));
@@ -312,10 +316,10 @@ export class TableView {
         return tr;
       }),
     );
-    if (!page.rows.length) body.appendChild(h(d, 'tr', {}, h(d, 'td', { class: 'muted', t: 'ui.page.noMatch', attrs: { colspan: cols.length } })));
+    if (!page.rows.length) body.appendChild(h(d, 'tr', {}, h(d, 'td', { class: 'muted', t: this.i18n.message('ui.page.noMatch'), attrs: { colspan: cols.length } })));
     setChildren(this.table, head, body);
     this.selectedRow = null;
-    this.range.textContent = pageText(page.offset, page.rows.length, page.total);
+    this.range.textContent = pageText(this.i18n, page.offset, page.rows.length, page.total);
     this.first.disabled = this.prev.disabled = page.offset === 0;
     this.next.disabled = page.offset + page.rows.length >= page.total;
     this.detail.hidden = true;

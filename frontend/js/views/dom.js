@@ -3,11 +3,12 @@
 //
 // h(doc, 'div', { class: 'x', text: 'hello', title: '...', attrs: {...}, on: {click}, style: {...} }, ...children)
 // Children may be nodes, strings (become text nodes), arrays, or null/false (skipped).
-// Words from the catalogs (core/i18n.js): { t: id | [id, params] } for the text, and tTitle,
-// tPlaceholder, tLabel (aria-label) for attributes; the element remembers the id, so relabel()
-// rewrites it in place when the language changes.
+// Words from the catalogs (core/i18n.js): { t: message } for the text, and tTitle, tPlaceholder,
+// tLabel (aria-label) for attributes, each a Message of the page's i18n (`i18n.message(id, params)`,
+// or a `messages()` table's entry); a Message given as text, title or placeholder is the same. The
+// element remembers the id, so relabel(root, i18n) rewrites it in place when the language changes.
 
-import { t as translate, Message } from '../core/i18n.js';
+import { Message } from '../core/i18n.js';
 import { frameQueue } from '../core/frames.js';
 
 export function h(doc, tag, props = {}, ...children) {
@@ -19,15 +20,15 @@ export function h(doc, tag, props = {}, ...children) {
         el.className = value;
         break;
       case 'text':
-        if (value instanceof Message) tr(el, [value.id, value.params]);
+        if (value instanceof Message) tr(el, value);
         else el.textContent = String(value);
         break;
       case 'title':
-        if (value instanceof Message) tr(el, [value.id, value.params], 'title');
+        if (value instanceof Message) tr(el, value, 'title');
         else el.setAttribute('title', String(value));
         break;
       case 'placeholder':
-        if (value instanceof Message) tr(el, [value.id, value.params], 'placeholder');
+        if (value instanceof Message) tr(el, value, 'placeholder');
         else el.placeholder = value;
         break;
       case 't':
@@ -38,7 +39,7 @@ export function h(doc, tag, props = {}, ...children) {
         break;
       case 'attrs':
         for (const [a, v] of Object.entries(value)) {
-          if (v instanceof Message && I18N_ATTR[a]) tr(el, [v.id, v.params], a);
+          if (v instanceof Message && I18N_ATTR[a]) tr(el, v, a);
           else if (v !== undefined && v !== null && v !== false) el.setAttribute(a, v === true ? '' : String(v));
         }
         break;
@@ -76,20 +77,21 @@ function write(el, target, text) {
 }
 
 /**
- * Writes catalog message `message` (an id, or [id, params]) into el's text or attribute `target`
- * ('text', 'title', 'placeholder', 'aria-label') and remembers it for relabel().
+ * Writes `message` (a Message: `i18n.message(id, params)`) into el's text or attribute `target`
+ * ('text', 'title', 'placeholder', 'aria-label') and remembers its id and params for relabel().
  */
 export function tr(el, message, target = 'text') {
-  const [id, params] = Array.isArray(message) ? message : [message, undefined];
+  if (!(message instanceof Message)) throw new TypeError(`tr() takes a Message (i18n.message(id)), not ${JSON.stringify(message)}`);
+  const { id, params } = message;
   el.setAttribute(I18N_ATTR[target], id);
   if (params && Object.keys(params).length) el.setAttribute(`${I18N_ATTR[target]}-args`, JSON.stringify(params));
   else el.removeAttribute(`${I18N_ATTR[target]}-args`);
-  write(el, target, translate(id, params));
+  write(el, target, String(message));
   return el;
 }
 
-/** Rewrites every remembered message under `root` (root included) in the language now in force. */
-export function relabel(root) {
+/** Rewrites every remembered message under `root` (root included) in the language now in force in `i18n`. */
+export function relabel(root, i18n) {
   const all = root.querySelectorAll ? [root, ...root.querySelectorAll('[data-i18n],[data-i18n-title],[data-i18n-placeholder],[data-i18n-label]')] : elements(root);
   for (const el of all) {
     if (!el.getAttribute) continue;
@@ -97,7 +99,7 @@ export function relabel(root) {
       const id = el.getAttribute(attr);
       if (!id) continue;
       const args = el.getAttribute(`${attr}-args`);
-      write(el, target, translate(id, args ? JSON.parse(args) : undefined));
+      write(el, target, i18n.t(id, args ? JSON.parse(args) : undefined));
     }
   }
 }
@@ -144,7 +146,7 @@ export function s(doc, tag, attrs = {}, ...children) {
 
 let panels = 0;
 
-/** A titled panel (title: a catalog message, id or [id, params]): returns { root, body, tools }.
+/** A titled panel (title: a Message): returns { root, body, tools }.
  * The body scrolls, so it takes the keyboard focus (arrows and page keys scroll it) and is named by its title. */
 export function panel(doc, title, className = '') {
   const titleId = `panel-title-${++panels}`;

@@ -7,14 +7,14 @@
 import { h, clear, panel } from './dom.js';
 import { safeClass } from './sequence.js';
 import { severityName } from '../core/labels.js';
-import { i18n, t, tn } from '../core/i18n.js';
 
 const SEVERITY_IDS = { error: 'ui.severity.error', warn: 'ui.severity.warn', note: 'ui.severity.note' };
 
 export const SEVERITIES = ['error', 'warn', 'note'];
 
 export class ExpertView {
-  constructor(container, { onJump = () => {} } = {}) {
+  constructor(container, { i18n, onJump = () => {} } = {}) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.onJump = onJump;
     this.items = [];
@@ -22,17 +22,17 @@ export class ExpertView {
     this.counts = null;
     this.show = { error: true, warn: true, note: true };
     const d = this.doc;
-    const p = panel(d, 'ui.panel.expert', 'expert-panel');
+    const p = panel(d, this.i18n.message('ui.panel.expert'), 'expert-panel');
     this.body = p.body;
     this.checks = {};
     for (const sev of SEVERITIES) {
       const box = h(d, 'input', { type: 'checkbox', checked: true, on: { change: () => this.toggle(sev, box.checked) } });
       this.checks[sev] = { box, count: h(d, 'span', { class: 'count' }) };
-      p.tools.append(h(d, 'label', { class: `check sev-${sev}` }, box, ' ', h(d, 'span', { t: SEVERITY_IDS[sev] }), ' ', this.checks[sev].count));
+      p.tools.append(h(d, 'label', { class: `check sev-${sev}` }, box, ' ', h(d, 'span', { t: this.i18n.message(SEVERITY_IDS[sev]) }), ' ', this.checks[sev].count));
     }
     clear(container);
     container.appendChild(p.root);
-    i18n.onChange(() => this.render());
+    this.i18n.onChange(() => this.render());
     this.render();
   }
 
@@ -57,7 +57,7 @@ export class ExpertView {
     clear(this.body);
     const shown = this.items.filter(({ event }) => this.show[event.severity in this.show ? event.severity : 'note']);
     if (!this.items.length) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.expert.none') }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t('ui.expert.none') }));
       return;
     }
     const list = h(d, 'ul', { class: 'expert-list' });
@@ -66,8 +66,8 @@ export class ExpertView {
       const li = h(
         d,
         'li',
-        { class: `expert-item sev-${sev}`, tabIndex: 0, title: t('ui.expert.jump') },
-        h(d, 'span', { class: 'sev-badge', text: severityName(sev) }),
+        { class: `expert-item sev-${sev}`, tabIndex: 0, title: this.i18n.t('ui.expert.jump') },
+        h(d, 'span', { class: 'sev-badge', text: severityName(this.i18n, sev) }),
         h(d, 'span', { class: 'expert-msg', text: event.text || '' }),
         h(d, 'span', { class: 'expert-where', text: `${event.dir} @${event.offset}` }),
       );
@@ -80,8 +80,8 @@ export class ExpertView {
     this.body.appendChild(list);
     if (!shown.length) {
       const n = this.items.length;
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: tn('ui.expert.hidden', n) }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.tn('ui.expert.hidden', n) }));
     }
-    if (this.total > this.items.length) this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.expert.first', { shown: this.items.length, total: this.total }) }));
+    if (this.total > this.items.length) this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t('ui.expert.first', { shown: this.items.length, total: this.total }) }));
   }
 }

@@ -9,7 +9,6 @@
 //   .setChunks(chunks, note)   chunks from core/hexdump.js buildChunks()
 
 import { h, clear, panel, frameThrottle, onResize, tr } from './dom.js';
-import { i18n, t } from '../core/i18n.js';
 import { formatCount } from '../core/bytes.js';
 import { layoutLines, toFollowText, fittingBytesPerLine, BYTES_PER_LINE } from '../core/hexdump.js';
 import { visibleRange, contentHeight, scrollToReveal } from '../core/virtual.js';
@@ -18,7 +17,8 @@ import { byteHex, isPrintable, utf8Cells } from '../core/bytes.js';
 const LINE_HEIGHT = 20;
 
 export class HexView {
-  constructor(container, { selection, onPick = () => {}, copyText = null, title = 'ui.panel.hex' }) {
+  constructor(container, { i18n, selection, onPick = () => {}, copyText = null, title = 'ui.panel.hex' }) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.selection = selection;
@@ -30,15 +30,15 @@ export class HexView {
     this.perLine = BYTES_PER_LINE;
     this.lines = layoutLines([], this.perLine);
     const d = this.doc;
-    const p = panel(d, title, 'hex-panel');
+    const p = panel(d, this.i18n.message(title), 'hex-panel');
     this.noteEl = h(d, 'span', { class: 'panel-note' });
     this.modeButtons = {
       hex: h(d, 'button', { type: 'button', class: 'small toggle on', text: 'Hex', on: { click: () => this.setMode('hex') } }),
       ascii: h(d, 'button', { type: 'button', class: 'small toggle', text: 'ASCII', on: { click: () => this.setMode('ascii') } }),
-      utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', tTitle: 'ui.hex.utf8.title', on: { click: () => this.setMode('utf8') } }),
+      utf8: h(d, 'button', { type: 'button', class: 'small toggle', text: 'UTF-8', tTitle: this.i18n.message('ui.hex.utf8.title'), on: { click: () => this.setMode('utf8') } }),
     };
     this.connEl = h(d, 'span', { class: 'hex-conn', hidden: true });
-    this.legends = { c2s: h(d, 'span', { class: 'legend c2s', t: 'ui.dir.c2s' }), s2c: h(d, 'span', { class: 'legend s2c', t: 'ui.dir.s2c' }) };
+    this.legends = { c2s: h(d, 'span', { class: 'legend c2s', t: this.i18n.message('ui.dir.c2s') }), s2c: h(d, 'span', { class: 'legend s2c', t: this.i18n.message('ui.dir.s2c') }) };
     p.tools.append(
       this.noteEl,
       this.connEl,
@@ -49,7 +49,7 @@ export class HexView {
       this.modeButtons.utf8,
     );
     if (copyText) {
-      p.tools.append(h(d, 'button', { type: 'button', class: 'small', t: 'ui.hex.copy', tTitle: 'ui.hex.copy.title', on: { click: () => this.copy() } }));
+      p.tools.append(h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.hex.copy'), tTitle: this.i18n.message('ui.hex.copy.title'), on: { click: () => this.copy() } }));
     }
     this.spacer = h(d, 'div', { class: 'hex-spacer' });
     this.linesEl = h(d, 'div', { class: 'hex-lines' });
@@ -59,7 +59,7 @@ export class HexView {
     this.top = 0;
     this.height = null;
     this.viewport = h(d, 'div', { class: 'hex-viewport', tabIndex: 0, on: { scroll: () => this.onScroll() } }, this.spacer, this.linesEl, this.probe);
-    this.empty = h(d, 'p', { class: 'hint', t: 'ui.hex.empty' });
+    this.empty = h(d, 'p', { class: 'hint', t: this.i18n.message('ui.hex.empty') });
     p.body.append(this.empty, this.viewport);
     clear(container);
     container.appendChild(p.root);
@@ -74,7 +74,7 @@ export class HexView {
       else this.schedule();
     });
     this.linesEl.addEventListener('click', (e) => this.onClick(e));
-    i18n.onChange(() => {
+    this.i18n.onChange(() => {
       this.drawn = null; // (the marker lines' words)
       this.schedule();
     });
@@ -105,12 +105,12 @@ export class HexView {
   setEnds(ends) {
     this.connEl.hidden = !ends;
     if (ends) {
-      tr(this.connEl, ['ui.hex.conn', { conn: ends.conn }]);
-      tr(this.legends.c2s, ['ui.hex.way', { from: ends.client, to: ends.server }]);
-      tr(this.legends.s2c, ['ui.hex.way', { from: ends.server, to: ends.client }]);
+      tr(this.connEl, this.i18n.message('ui.hex.conn', { conn: ends.conn }));
+      tr(this.legends.c2s, this.i18n.message('ui.hex.way', { from: ends.client, to: ends.server }));
+      tr(this.legends.s2c, this.i18n.message('ui.hex.way', { from: ends.server, to: ends.client }));
     } else {
-      tr(this.legends.c2s, 'ui.dir.c2s');
-      tr(this.legends.s2c, 'ui.dir.s2c');
+      tr(this.legends.c2s, this.i18n.message('ui.dir.c2s'));
+      tr(this.legends.s2c, this.i18n.message('ui.dir.s2c'));
     }
   }
 
@@ -200,7 +200,7 @@ export class HexView {
       div.dataset.line = String(i);
       if (line.kind !== 'bytes') {
         div.classList.add('marker-line');
-        const what = t(line.kind === 'gap' ? 'ui.hex.gap' : 'ui.hex.notLoaded', { n: formatCount(line.count) });
+        const what = this.i18n.t(line.kind === 'gap' ? 'ui.hex.gap' : 'ui.hex.notLoaded', { n: formatCount(line.count) });
         div.append(h(d, 'span', { class: 'hex-off', text: hex8(line.offset) }), h(d, 'span', { class: 'hex-missing', text: what }));
         this.linesEl.appendChild(div);
         continue;

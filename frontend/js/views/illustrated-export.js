@@ -5,20 +5,21 @@
 import { h } from './dom.js';
 
 /**
- * new IllustratedExport(container, { url(from, to) }) ; .setRange(count) ; .hide()
+ * new IllustratedExport(container, { i18n, url(from, to) }) ; .setRange(count) ; .hide()
  * url: the page's address for elements `from` to `to` (indexes, inclusive).
  */
 export class IllustratedExport {
-  constructor(container, { url }) {
+  constructor(container, { i18n, url }) {
+    this.i18n = i18n;
     const d = container.ownerDocument;
     this.url = url;
-    const number = (label) => h(d, 'input', { type: 'number', min: '1', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
-    this.from = number('ui.illustrated.first');
-    this.to = number('ui.illustrated.last');
+    const indexInput = (label) => h(d, 'input', { type: 'number', min: '1', step: '1', class: 'illustrated-index', tLabel: label, on: { input: () => this.update() } });
+    this.from = indexInput(this.i18n.message('ui.illustrated.first'));
+    this.to = indexInput(this.i18n.message('ui.illustrated.last'));
     // (the address is made again on a click: the page's language may have changed since)
-    this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: 'ui.illustrated.export', tTitle: 'ui.illustrated.title', on: { click: () => this.update() } });
+    this.link = h(d, 'a', { class: 'button small', attrs: { download: '' }, t: this.i18n.message('ui.illustrated.export'), tTitle: this.i18n.message('ui.illustrated.title'), on: { click: () => this.update() } });
     this.root = h(d, 'span', { class: 'illustrated-export', hidden: true },
-      this.link, h(d, 'span', { class: 'muted', t: 'ui.illustrated.from' }), this.from, h(d, 'span', { class: 'muted', t: 'ui.illustrated.to' }), this.to);
+      this.link, h(d, 'span', { class: 'muted', t: this.i18n.message('ui.illustrated.from') }), this.from, h(d, 'span', { class: 'muted', t: this.i18n.message('ui.illustrated.to') }), this.to);
     container.append(this.root);
   }
 

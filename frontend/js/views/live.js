@@ -7,7 +7,6 @@
 //   .setInterfaces(names) .setRunning(bool) .setBusy(bool) .setListen(address|null)
 //   .setStatus(statusMessage|null, text) .setError(text) .setSource(source) .values()
 
-import { t } from '../core/i18n.js';
 import { h, clear, tr } from './dom.js';
 
 /** A labelled control (label: a catalog id). */
@@ -16,34 +15,35 @@ function field(d, label, control, className = '') {
 }
 
 export class LivePanel {
-  constructor(container, { onStart, onStop }) {
+  constructor(container, { i18n, onStart, onStop }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.kind = {
       capture: h(d, 'input', { type: 'radio', name: 'live-source', value: 'capture', checked: true, attrs: { id: 'live-kind-capture' } }),
       tap: h(d, 'input', { type: 'radio', name: 'live-source', value: 'tap', attrs: { id: 'live-kind-tap' } }),
     };
-    this.iface = h(d, 'select', { tLabel: 'ui.live.iface', attrs: { id: 'live-interface' } });
+    this.iface = h(d, 'select', { tLabel: this.i18n.message('ui.live.iface'), attrs: { id: 'live-interface' } });
     this.port = h(d, 'input', { type: 'text', value: '5555', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-port', size: 6 } });
     this.target = h(d, 'input', { type: 'text', value: '127.0.0.1:5555', autocomplete: 'off', attrs: { id: 'live-target', size: 22 } });
-    this.listenPort = h(d, 'input', { type: 'text', tPlaceholder: 'ui.live.any', inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-listen-port', size: 6 } });
+    this.listenPort = h(d, 'input', { type: 'text', tPlaceholder: this.i18n.message('ui.live.any'), inputMode: 'numeric', autocomplete: 'off', attrs: { id: 'live-listen-port', size: 6 } });
     this.captureFields = h(
       d,
       'div',
       { class: 'live-fields' },
-      field(d, 'ui.live.iface', this.iface),
-      field(d, 'ui.live.port', this.port),
-      h(d, 'p', { class: 'hint', t: 'ui.live.captureHint' }),
+      field(d, this.i18n.message('ui.live.iface'), this.iface),
+      field(d, this.i18n.message('ui.live.port'), this.port),
+      h(d, 'p', { class: 'hint', t: this.i18n.message('ui.live.captureHint') }),
     );
     this.tapFields = h(
       d,
       'div',
       { class: 'live-fields', hidden: true },
-      field(d, 'ui.live.target', this.target),
-      field(d, 'ui.live.listenPort', this.listenPort),
-      h(d, 'p', { class: 'hint', t: 'ui.live.tapHint' }),
+      field(d, this.i18n.message('ui.live.target'), this.target),
+      field(d, this.i18n.message('ui.live.listenPort'), this.listenPort),
+      h(d, 'p', { class: 'hint', t: this.i18n.message('ui.live.tapHint') }),
     );
-    this.start = h(d, 'button', { type: 'submit', class: 'primary', t: 'ui.live.start', attrs: { id: 'live-start' } });
-    this.stop = h(d, 'button', { type: 'button', t: 'ui.live.stop', disabled: true, attrs: { id: 'live-stop' }, on: { click: () => onStop() } });
+    this.start = h(d, 'button', { type: 'submit', class: 'primary', t: this.i18n.message('ui.live.start'), attrs: { id: 'live-start' } });
+    this.stop = h(d, 'button', { type: 'button', t: this.i18n.message('ui.live.stop'), disabled: true, attrs: { id: 'live-stop' }, on: { click: () => onStop() } });
     this.listen = h(d, 'p', { class: 'live-listen', hidden: true, attrs: { id: 'live-listen' } });
     this.state = h(d, 'span', { class: 'live-state', attrs: { id: 'live-state' } });
     this.detail = h(d, 'span', { class: 'muted', attrs: { id: 'live-detail' } });
@@ -65,9 +65,9 @@ export class LivePanel {
         d,
         'fieldset',
         { class: 'live-kind' },
-        h(d, 'legend', { t: 'ui.live.source' }),
-        h(d, 'label', { class: 'check' }, this.kind.capture, ' ', h(d, 'span', { t: 'ui.live.kindCapture' })),
-        h(d, 'label', { class: 'check' }, this.kind.tap, ' ', h(d, 'span', { t: 'ui.live.kindTap' })),
+        h(d, 'legend', { t: this.i18n.message('ui.live.source') }),
+        h(d, 'label', { class: 'check' }, this.kind.capture, ' ', h(d, 'span', { t: this.i18n.message('ui.live.kindCapture') })),
+        h(d, 'label', { class: 'check' }, this.kind.tap, ' ', h(d, 'span', { t: this.i18n.message('ui.live.kindTap') })),
       ),
       this.captureFields,
       this.tapFields,
@@ -77,7 +77,7 @@ export class LivePanel {
     container.appendChild(
       h(d, 'div', { class: 'live-panel' }, form, h(d, 'div', { class: 'live-info' }, this.listen, h(d, 'p', { class: 'live-status', attrs: { role: 'status' } }, this.state, ' ', this.detail), this.error)),
     );
-    this.setStatus(null, t('ui.live.notStarted'));
+    this.setStatus(null, this.i18n.t('ui.live.notStarted'));
   }
 
   showKind() {
@@ -125,7 +125,7 @@ export class LivePanel {
   setRunning(on) {
     this.running = !!on;
     this.stop.disabled = !on;
-    tr(this.start, on ? 'ui.live.restart' : 'ui.live.start');
+    tr(this.start, this.i18n.message(on ? 'ui.live.restart' : 'ui.live.start'));
   }
 
   setBusy(on) {
@@ -133,7 +133,7 @@ export class LivePanel {
   }
 
   setListen(address) {
-    this.listen.textContent = address ? t('ui.live.pointAt', { address }) : '';
+    this.listen.textContent = address ? this.i18n.t('ui.live.pointAt', { address }) : '';
     this.listen.hidden = !address;
   }
 

@@ -10,20 +10,20 @@ import { ruleColor } from '../core/rules.js';
 import { elementTitle, infoLabel, fieldValueText, tableName } from '../core/labels.js';
 import { previewHex } from '../core/bytes.js';
 import { octets } from '../core/bytes.js';
-import { i18n, t, tn } from '../core/i18n.js';
 
 export class OctetView {
-  constructor(container, { selection }) {
+  constructor(container, { i18n, selection }) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.selection = selection;
     this.expand = false;
     this.maxShownOctets = 64;
     const d = this.doc;
-    const p = panel(d, 'ui.panel.octets', 'octets-panel');
+    const p = panel(d, this.i18n.message('ui.panel.octets'), 'octets-panel');
     this.body = p.body;
     this.expandBox = h(d, 'input', { type: 'checkbox', on: { change: () => this.setExpand(this.expandBox.checked) } });
-    this.moreButton = h(d, 'button', { type: 'button', class: 'small', t: 'ui.octets.more', on: { click: () => this.showMore() } });
-    p.tools.append(h(d, 'label', { class: 'check', tTitle: 'ui.octets.expand.title' }, this.expandBox, ' ', h(d, 'span', { t: 'ui.octets.expand' })), this.moreButton);
+    this.moreButton = h(d, 'button', { type: 'button', class: 'small', t: this.i18n.message('ui.octets.more'), on: { click: () => this.showMore() } });
+    p.tools.append(h(d, 'label', { class: 'check', tTitle: this.i18n.message('ui.octets.expand.title') }, this.expandBox, ' ', h(d, 'span', { t: this.i18n.message('ui.octets.expand') })), this.moreButton);
     clear(container);
     container.appendChild(p.root);
     this.body.addEventListener('click', (e) => {
@@ -39,7 +39,7 @@ export class OctetView {
         this.render();
       }
     });
-    i18n.onChange(() => this.render());
+    this.i18n.onChange(() => this.render());
     selection.subscribe((state, prev) => {
       if (state.event !== prev.event || state.index !== prev.index) this.render();
       else if (state.field !== prev.field) this.highlight();
@@ -67,14 +67,14 @@ export class OctetView {
     this.cells = [];
     this.moreButton.hidden = true;
     if (!event) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: t(index === null ? 'ui.octets.select' : 'ui.octets.loadingElement') }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t(index === null ? 'ui.octets.select' : 'ui.octets.loadingElement') }));
       return;
     }
-    this.body.appendChild(h(d, 'div', { class: 'octets-title', text: elementTitle(event) }));
+    this.body.appendChild(h(d, 'div', { class: 'octets-title', text: elementTitle(this.i18n, event) }));
     if (event.kind === 'message') {
       // A message's fields are its frame bodies (elsewhere in the stream): draw them, else list the frames.
       const n = Array.isArray(event.frames) ? event.frames.length : 0;
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: tn('ui.octets.message', n) }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.tn('ui.octets.message', n) }));
       if (!Array.isArray(event.fields) || !event.fields.length) {
         this.body.appendChild(this.renderMessage(event));
         return;
@@ -86,18 +86,18 @@ export class OctetView {
     }
     if (event.kind === 'socket' || event.kind === 'peer') {
       // A topology's socket decision or application receive: not octets on the wire; its sequence row says it.
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: infoLabel(event) }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: infoLabel(this.i18n, event) }));
       return;
     }
     if (event.kind === 'gap') {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.octets.gap', { octets: octets(event.length || 0) }) }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t('ui.octets.gap', { octets: octets(this.i18n, event.length || 0) }) }));
       return;
     }
     if (!Array.isArray(event.fields) && !event.hex) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: t('ui.loadingFields') }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t('ui.loadingFields') }));
       return;
     }
-    const layout = layoutOctets(event, { expand: this.expand, maxShownOctets: this.maxShownOctets, maxRowChars: this.rowChars() });
+    const layout = layoutOctets(this.i18n, event, { expand: this.expand, maxShownOctets: this.maxShownOctets, maxRowChars: this.rowChars() });
     for (const row of layout.rows) this.body.appendChild(this.renderRow(row));
     // The tables are drawn for eyes (values, offsets and names in three rows); a screen reader gets the same
     // fields as one list, each with its name, value and octets, in order.
@@ -113,7 +113,7 @@ export class OctetView {
     const names = h(d, 'tr', { class: 'oct-names' });
     for (const b of row.boxes) {
       const color = ruleColor(b.rule);
-      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: t(b.label ? 'ui.octets.box.at' : 'ui.octets.box', { name: this.nameOf(b), rule: b.rule || t('ui.octets.noRule'), range: b.label }) });
+      const td = h(d, 'td', { class: `oct-box fmt-${b.format}${b.empty ? ' empty' : ''}`, title: this.i18n.t(b.label ? 'ui.octets.box.at' : 'ui.octets.box', { name: this.nameOf(b), rule: b.rule || this.i18n.t('ui.octets.noRule'), range: b.label }) });
       td.dataset.field = String(b.field);
       td.style.backgroundColor = color.fill;
       td.style.borderColor = color.stroke;
@@ -127,7 +127,7 @@ export class OctetView {
     }
     for (const g of row.groups) {
       const name = this.nameOf(g);
-      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? t('ui.octets.continued', { name }) : name, colSpan: g.count });
+      const td = h(d, 'td', { class: 'oct-name', text: g.continued ? this.i18n.t('ui.octets.continued', { name }) : name, colSpan: g.count });
       td.dataset.field = String(g.field);
       td.style.color = ruleColor(g.rule).stroke;
       names.appendChild(td);
@@ -140,13 +140,13 @@ export class OctetView {
   nameOf(b) {
     const ev = this.lastEvent;
     const fields = ev && Array.isArray(ev.fields) ? ev.fields : [];
-    return fields[b.field] ? tableName(ev, fields[b.field]) : b.name;
+    return fields[b.field] ? tableName(this.i18n, ev, fields[b.field]) : b.name;
   }
 
   /** The element's fields as text a screen reader reads in order: "name: value, octets 1 - 5". */
   renderFieldList(event, layout) {
     const d = this.doc;
-    const list = h(d, 'ol', { class: 'visually-hidden octets-fields', attrs: { 'aria-label': t('ui.octets.sr.list', { title: elementTitle(event) }) } });
+    const list = h(d, 'ol', { class: 'visually-hidden octets-fields', attrs: { 'aria-label': this.i18n.t('ui.octets.sr.list', { title: elementTitle(this.i18n, event) }) } });
     const boxesOf = new Map();
     for (const row of layout.rows) for (const b of row.boxes) if (!boxesOf.has(b.field)) boxesOf.set(b.field, b);
     const fields = Array.isArray(event.fields) && event.fields.length ? event.fields : [];
@@ -155,12 +155,12 @@ export class OctetView {
       const length = Number(f.length) || 0;
       const rel = typeof f.offset === 'number' && typeof event.offset === 'number' ? f.offset - event.offset : at;
       at = rel + length;
-      const value = fieldValueText(f, 64) || (boxesOf.get(i) ? boxesOf.get(i).text : '');
-      const name = tableName(event, f) || f.rule || '?';
-      const text = length ? t(length === 1 ? 'ui.octets.sr.octet' : 'ui.octets.sr.field', { name, value, range: rangeLabel(rel, length) }) : t('ui.octets.sr.empty', { name });
+      const value = fieldValueText(this.i18n, f, 64) || (boxesOf.get(i) ? boxesOf.get(i).text : '');
+      const name = tableName(this.i18n, event, f) || f.rule || '?';
+      const text = length ? this.i18n.t(length === 1 ? 'ui.octets.sr.octet' : 'ui.octets.sr.field', { name, value, range: rangeLabel(rel, length) }) : this.i18n.t('ui.octets.sr.empty', { name });
       list.appendChild(h(d, 'li', { text }));
     });
-    if (!fields.length) for (const b of boxesOf.values()) list.appendChild(h(d, 'li', { text: t('ui.octets.sr.field', { name: b.name, value: b.text, range: b.label }) }));
+    if (!fields.length) for (const b of boxesOf.values()) list.appendChild(h(d, 'li', { text: this.i18n.t('ui.octets.sr.field', { name: b.name, value: b.text, range: b.label }) }));
     return list;
   }
 
@@ -170,7 +170,7 @@ export class OctetView {
     const list = h(d, 'ol', { class: 'message-frames' });
     frames.forEach((f, i) => {
       const size = typeof f === 'string' ? f.length / 2 : 0;
-      list.appendChild(h(d, 'li', {}, h(d, 'span', { class: 'frame-size', text: `${octets(size)}${i < frames.length - 1 ? ', MORE' : ''}` }), ' ', h(d, 'code', { text: previewHex(f, 64) })));
+      list.appendChild(h(d, 'li', {}, h(d, 'span', { class: 'frame-size', text: `${octets(this.i18n, size)}${i < frames.length - 1 ? ', MORE' : ''}` }), ' ', h(d, 'code', { text: previewHex(f, 64) })));
     });
     return list;
   }

@@ -3,12 +3,11 @@
 // pasted, and a Decode button.
 //
 // new PasteView(container, { onDecode(parsed), onInvalid(message) }) ; .setBusy(bool) ; .setError(text) ; .setText(text)
-//   parsed: core/hexparse.js parseHexInput() result (plain pastes and one-direction
+//   parsed: core/hexparse.js parseHexInput(this.i18n) result (plain pastes and one-direction
 //   dumps take the direction chosen in the form). onInvalid: Decode was pressed on
 //   text that does not parse (what was decoded before no longer stands).
 
 import { h, clear, tr } from './dom.js';
-import { i18n, t, tn } from '../core/i18n.js';
 import { parseHexInput } from '../core/hexparse.js';
 import { toFollowText } from '../core/hexdump.js';
 import { hexToBytes } from '../core/bytes.js';
@@ -28,7 +27,8 @@ const EXAMPLE = toFollowText([
 ].map((c) => ({ ...c, bytes: hexToBytes(c.hex) })));
 
 export class PasteView {
-  constructor(container, { onDecode, onInvalid = () => {} }) {
+  constructor(container, { i18n, onDecode, onInvalid = () => {} }) {
+    this.i18n = i18n;
     const d = (this.doc = container.ownerDocument);
     this.onDecode = onDecode;
     this.onInvalid = onInvalid;
@@ -36,16 +36,16 @@ export class PasteView {
       class: 'paste-text',
       rows: 12,
       spellcheck: false,
-      tPlaceholder: 'ui.paste.placeholder',
-      tLabel: 'ui.paste.label',
+      tPlaceholder: this.i18n.message('ui.paste.placeholder'),
+      tLabel: this.i18n.message('ui.paste.label'),
       attrs: { wrap: 'off' },
     });
-    this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', t: 'ui.paste.byClient' }), h(d, 'option', { value: 's2c', t: 'ui.paste.byServer' }));
-    this.dirField = h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: 'ui.paste.sentBy' }), this.dir);
+    this.dir = h(d, 'select', {}, h(d, 'option', { value: 'c2s', t: this.i18n.message('ui.paste.byClient') }), h(d, 'option', { value: 's2c', t: this.i18n.message('ui.paste.byServer') }));
+    this.dirField = h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', t: this.i18n.message('ui.paste.sentBy') }), this.dir);
     this.reading = h(d, 'p', { class: 'paste-reading', attrs: { 'aria-live': 'polite' } });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
-    this.button = h(d, 'button', { type: 'button', class: 'primary', t: 'ui.paste.decode', on: { click: () => this.decode() } });
-    const example = h(d, 'button', { type: 'button', t: 'ui.paste.example', tTitle: 'ui.paste.example.title', on: { click: () => this.setText(EXAMPLE) } });
+    this.button = h(d, 'button', { type: 'button', class: 'primary', t: this.i18n.message('ui.paste.decode'), on: { click: () => this.decode() } });
+    const example = h(d, 'button', { type: 'button', t: this.i18n.message('ui.paste.example'), tTitle: this.i18n.message('ui.paste.example.title'), on: { click: () => this.setText(EXAMPLE) } });
     this.text.addEventListener('input', () => this.read());
     clear(container);
     container.appendChild(
@@ -53,7 +53,7 @@ export class PasteView {
         d,
         'div',
         { class: 'paste' },
-        h(d, 'p', { class: 'hint', t: 'ui.paste.hint' }),
+        h(d, 'p', { class: 'hint', t: this.i18n.message('ui.paste.hint') }),
         this.text,
         this.dirField,
         this.reading,
@@ -62,11 +62,11 @@ export class PasteView {
       ),
     );
     this.read();
-    i18n.onChange(() => this.read());
+    this.i18n.onChange(() => this.read());
   }
 
   parse() {
-    const parsed = parseHexInput(this.text.value);
+    const parsed = parseHexInput(this.i18n, this.text.value);
     if (parsed.format === 'plain' || parsed.format === 'dump') {
       const dir = this.dir.value === 's2c' ? 's2c' : 'c2s';
       parsed.directions[0].dir = dir;
@@ -85,11 +85,11 @@ export class PasteView {
     try {
       const parsed = this.parse();
       this.dirField.hidden = parsed.format !== 'plain' && parsed.format !== 'dump';
-      const dirs = parsed.directions.map((x) => t('ui.paste.dirOctets', { n: x.bytes.length, dir: x.dir })).join(t('ui.list.comma'));
-      const what = parsed.format === 'follow' ? t('ui.paste.follow') : parsed.format === 'plain' ? t('ui.paste.plain') : parsed.label || t('ui.paste.dump');
+      const dirs = parsed.directions.map((x) => this.i18n.t('ui.paste.dirOctets', { n: x.bytes.length, dir: x.dir })).join(this.i18n.t('ui.list.comma'));
+      const what = parsed.format === 'follow' ? this.i18n.t('ui.paste.follow') : parsed.format === 'plain' ? this.i18n.t('ui.paste.plain') : parsed.label || this.i18n.t('ui.paste.dump');
       const n = parsed.warnings.length;
-      const reading = t('ui.paste.reading', { what: `${what.charAt(0).toUpperCase()}${what.slice(1)}`, dirs });
-      this.reading.textContent = n ? `${reading}${tn('ui.paste.warnings', n, { list: parsed.warnings.slice(0, 3).join(t('ui.list.semicolon')) })}` : reading;
+      const reading = this.i18n.t('ui.paste.reading', { what: `${what.charAt(0).toUpperCase()}${what.slice(1)}`, dirs });
+      this.reading.textContent = n ? `${reading}${this.i18n.tn('ui.paste.warnings', n, { list: parsed.warnings.slice(0, 3).join(this.i18n.t('ui.list.semicolon')) })}` : reading;
       this.setError('');
       return parsed;
     } catch (err) {
@@ -102,7 +102,7 @@ export class PasteView {
   decode() {
     const parsed = this.read();
     if (parsed) this.onDecode(parsed);
-    else this.onInvalid(this.error.textContent || t('ui.hexparse.nothing'));
+    else this.onInvalid(this.error.textContent || this.i18n.t('ui.hexparse.nothing'));
   }
 
   setText(text) {
@@ -112,7 +112,7 @@ export class PasteView {
 
   setBusy(busy) {
     this.button.disabled = !!busy;
-    tr(this.button, busy ? 'ui.paste.decoding' : 'ui.paste.decode');
+    tr(this.button, this.i18n.message(busy ? 'ui.paste.decoding' : 'ui.paste.decode'));
   }
 
   setError(text) {

@@ -15,13 +15,13 @@ import { frameQueue } from '../core/frames.js';
 import { visibleRange, contentHeight, scrollToReveal, atBottom } from '../core/virtual.js';
 import { infoLabel } from '../core/labels.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
-import { i18n, t, tn } from '../core/i18n.js';
 import { formatCount, octets } from '../core/bytes.js';
 
 let views = 0; // ids of this page's sequence views' rows (aria-activedescendant)
 
 export class SequenceView {
-  constructor(container, { source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
+  constructor(container, { i18n, source = null, onSelect = () => {}, rowHeight = 30, timeBase = null } = {}) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.onSelect = onSelect;
@@ -51,7 +51,7 @@ export class SequenceView {
     this.header = h(d, 'div', { class: 'seq-header' }, h(d, 'div', { class: 'seq-gutter' }, this.countEl), this.heads);
     this.spacer = h(d, 'div', { class: 'seq-spacer' });
     this.rows = h(d, 'div', { class: 'seq-rows' });
-    this.empty = h(d, 'div', { class: 'seq-empty', t: 'ui.seq.empty' });
+    this.empty = h(d, 'div', { class: 'seq-empty', t: this.i18n.message('ui.seq.empty') });
     this.viewport = h(
       d,
       'div',
@@ -59,7 +59,7 @@ export class SequenceView {
         class: 'seq-viewport',
         tabIndex: 0,
         attrs: { role: 'listbox' },
-        tLabel: 'ui.seq.label',
+        tLabel: this.i18n.message('ui.seq.label'),
         on: { scroll: () => this.onScroll(), keydown: (e) => this.onKey(e) },
       },
       this.spacer,
@@ -88,7 +88,7 @@ export class SequenceView {
     this.setLabels(this.labels);
     this.setSource(source);
     // Another language: the count, the rows' labels and the default lifeline names are words.
-    i18n.onChange(() => {
+    this.i18n.onChange(() => {
       this.setLabels(this.given || {});
       this.countShown = null;
       this.version++;
@@ -140,7 +140,7 @@ export class SequenceView {
 
   setLabels({ client, server }) {
     this.given = { client, server };
-    this.labels = { client: client || t('ui.peer.client'), server: server || t('ui.peer.server') };
+    this.labels = { client: client || this.i18n.t('ui.peer.client'), server: server || this.i18n.t('ui.peer.server') };
     if (this.clientHead.textContent !== this.labels.client || this.serverHead.textContent !== this.labels.server) {
       this.clientHead.textContent = this.labels.client;
       this.serverHead.textContent = this.labels.server;
@@ -222,7 +222,7 @@ export class SequenceView {
     const elements = this.source && typeof this.source.elementCount === 'number' ? this.source.elementCount : total; // (marks are not elements)
     if (elements !== this.countShown) {
       this.countShown = elements;
-      this.countEl.textContent = tn('ui.seq.count', elements, { n: formatCount(elements) });
+      this.countEl.textContent = this.i18n.tn('ui.seq.count', elements, { n: formatCount(elements) });
     }
     this.empty.hidden = total > 0;
     // Following the tail: scrolled to the end when the rows are drawn (the last write of the frame).
@@ -321,7 +321,7 @@ export class SequenceView {
     }
     if (i === this.selected) row.classList.add('selected');
     row.classList.add(`kind-${safeClass(ev.kind)}`, ev.dir === 's2c' ? 's2c' : 'c2s');
-    const label = infoLabel(ev);
+    const label = infoLabel(this.i18n, ev);
     row.setAttribute('title', label);
     const speech = this.rowSpeech(i, ev, label);
     const lane = h(d, 'div', { class: 'seq-lane' });
@@ -385,16 +385,16 @@ export class SequenceView {
     const parts = [label];
     const ends = this.lanes ? this.endsOf(ev) : null;
     const lane = (k) => (this.lanes[k] ? this.lanes[k].label : '?');
-    if (ends && typeof ends.at === 'number') parts.push(t('ui.seq.row.at', { lane: lane(ends.at) }));
-    else if (ends) parts.push(t('ui.seq.row.dir', { from: lane(ends.from), to: lane(ends.to) }));
+    if (ends && typeof ends.at === 'number') parts.push(this.i18n.t('ui.seq.row.at', { lane: lane(ends.at) }));
+    else if (ends) parts.push(this.i18n.t('ui.seq.row.dir', { from: lane(ends.from), to: lane(ends.to) }));
     else if (!this.lanes && (ev.dir === 'c2s' || ev.dir === 's2c')) {
       const [from, to] = ev.dir === 'c2s' ? [this.labels.client, this.labels.server] : [this.labels.server, this.labels.client];
-      parts.push(t('ui.seq.row.dir', { from, to }));
+      parts.push(this.i18n.t('ui.seq.row.dir', { from, to }));
     }
-    if (typeof ev.length === 'number' && ev.kind !== 'expert') parts.push(octets(ev.length));
+    if (typeof ev.length === 'number' && ev.kind !== 'expert') parts.push(octets(this.i18n, ev.length));
     const time = this.timeText(ev);
-    if (time) parts.push(t('ui.seq.row.time', { time }));
-    const sep = t('ui.seq.row.sep');
+    if (time) parts.push(this.i18n.t('ui.seq.row.time', { time }));
+    const sep = this.i18n.t('ui.seq.row.sep');
     return { before: `${this.rowNumber ? this.rowNumber(i, ev) : this.elementOf(i) + 1}. `, after: parts.length > 1 ? sep + parts.slice(1).join(sep) : '' };
   }
 

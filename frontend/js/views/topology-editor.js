@@ -11,7 +11,7 @@ import { SOCKET_TYPES } from '../core/links.js';
 import { addNode, addLink, removeNode, removeLink, setNode, emptyTopology } from '../core/topology-edit.js';
 
 // The words of this box, in one place (for the catalogs of issue 21).
-export const EDITOR_TEXT = messages({
+const EDITOR_IDS = {
   preset: 'ui.topoEditor.preset',
   presetNone: 'ui.topoEditor.presetNone',
   startPreset: 'ui.topoEditor.startPreset',
@@ -49,7 +49,7 @@ export const EDITOR_TEXT = messages({
   load: 'ui.topoEditor.load',
   share: 'ui.topoEditor.share',
   starting: 'ui.form.starting',
-});
+};
 
 const SLOW = 0.5;
 const ECHO_TYPES = ['REP', 'ROUTER', 'DEALER', 'PAIR']; // the sockets whose application may echo (peers.topology)
@@ -68,11 +68,13 @@ function recvMode(node) {
 }
 
 export class TopologyEditor {
-  constructor(container, { onStartPreset = () => {}, onStart = () => {}, onSave = () => {}, onLoad = () => {}, onShare = () => {} } = {}) {
+  constructor(container, { i18n, onStartPreset = () => {}, onStart = () => {}, onSave = () => {}, onLoad = () => {}, onShare = () => {} } = {}) {
+    this.i18n = i18n;
+    this.T = messages(i18n, EDITOR_IDS); // (its words, read when used: in the language in force)
     const d = (this.doc = container.ownerDocument);
     this.presets = [];
     this.topo = emptyTopology();
-    const T = EDITOR_TEXT;
+    const { T } = this;
     this.menu = h(d, 'select', { id: 'preset-menu', attrs: { 'aria-label': T.preset } });
     this.menu.addEventListener('change', () => this.describePreset());
     this.about = h(d, 'p', { class: 'hint preset-about' });
@@ -90,7 +92,7 @@ export class TopologyEditor {
     });
     this.error = h(d, 'p', { class: 'error', hidden: true, attrs: { role: 'alert' } });
     this.note = h(d, 'p', { class: 'hint topo-note', hidden: true, attrs: { 'aria-live': 'polite' } });
-    this.shareUrl = h(d, 'input', { type: 'text', id: 'share-url', readOnly: true, hidden: true, attrs: { 'aria-label': EDITOR_TEXT.share } });
+    this.shareUrl = h(d, 'input', { type: 'text', id: 'share-url', readOnly: true, hidden: true, attrs: { 'aria-label': this.T.share } });
     this.start = h(d, 'button', { type: 'button', class: 'primary', id: 'start-topology', text: T.start, on: { click: () => onStart(this.topology, this.options()) } });
     this.custom = h(d, 'details', { class: 'topo-editor' },
       h(d, 'summary', { text: T.custom }),
@@ -137,7 +139,7 @@ export class TopologyEditor {
     const d = this.doc;
     this.presets = Array.isArray(presets) ? presets : [];
     clear(this.menu);
-    if (!this.presets.length) this.menu.appendChild(h(d, 'option', { value: '', text: EDITOR_TEXT.presetNone }));
+    if (!this.presets.length) this.menu.appendChild(h(d, 'option', { value: '', text: this.T.presetNone }));
     for (const p of this.presets) this.menu.appendChild(h(d, 'option', { value: p.id, text: p.title || p.id }));
     this.startPreset.disabled = !this.presets.length;
     this.describePreset();
@@ -186,7 +188,7 @@ export class TopologyEditor {
 
   render() {
     const d = this.doc;
-    const T = EDITOR_TEXT;
+    const { T } = this;
     const names = this.topo.nodes.map((n) => n.name);
     if (!this.topo.nodes.length) setChildren(this.nodeList, h(d, 'p', { class: 'muted', text: T.noNodes }));
     else {
@@ -219,7 +221,7 @@ export class TopologyEditor {
 
   nodeRow(n) {
     const d = this.doc;
-    const T = EDITOR_TEXT;
+    const { T } = this;
     let name = n.name;
     const set = (patch) => {
       this.topo = setNode(this.topo, name, patch);

@@ -12,7 +12,7 @@
 //   .setPath({ msg, conns, nodes } | null)
 //   .setSpeed(x)                    // the player's speed: dots move faster
 
-import { i18n, messages } from '../core/i18n.js';
+import { messages } from '../core/i18n.js';
 import { h, s, tr, clear, setChildren, onResize, frameThrottle } from './dom.js';
 import { frameQueue } from '../core/frames.js';
 import { layoutSession } from '../core/topology.js';
@@ -20,7 +20,7 @@ import { pipeKey } from '../core/topology-state.js';
 import { previewHex } from '../core/bytes.js';
 
 // The words of this view, in one place (for the catalogs of issue 21).
-export const TOPOLOGY_TEXT = messages({
+const TOPOLOGY_IDS = {
   title: 'ui.panel.topology',
   legend: 'ui.topo.legend',
   empty: 'ui.topo.empty',
@@ -53,7 +53,7 @@ export const TOPOLOGY_TEXT = messages({
   srLink: ['ui.topo.sr.link'],
   srLinkConn: ['ui.topo.sr.linkConn'],
   srSep: 'ui.topo.sr.sep',
-});
+};
 
 const W = 640;
 const NODE_W = 140;
@@ -72,7 +72,9 @@ const BIND_R = 5; // the ring at a link's binding end
 const NOTES = 3; // drops and blocks told in words under the diagram
 
 export class TopologyView {
-  constructor(container, { onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
+  constructor(container, { i18n, onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
+    this.i18n = i18n;
+    this.T = messages(i18n, TOPOLOGY_IDS); // (its words, read when used: in the language in force)
     this.doc = container.ownerDocument;
     this.win = this.doc.defaultView;
     this.onPickMessage = onPickMessage;
@@ -95,15 +97,15 @@ export class TopologyView {
     // The latest drops and blocks in words (why a send went nowhere: a counter alone does not say).
     this.notes = h(d, 'ul', { class: 'topo-notes', attrs: { 'aria-live': 'polite' } });
     this.root = h(d, 'div', { class: 'topo' },
-      h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: TOPOLOGY_TEXT.title }), this.tools),
+      h(d, 'div', { class: 'topo-head' }, h(d, 'h2', { text: this.T.title }), this.tools),
       this.svgSlot,
       this.notes,
-      h(d, 'p', { class: 'muted topo-legend', text: TOPOLOGY_TEXT.legend }),
-      h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: TOPOLOGY_TEXT.got }), this.got));
+      h(d, 'p', { class: 'muted topo-legend', text: this.T.legend }),
+      h(d, 'div', { class: 'topo-got' }, h(d, 'h3', { text: this.T.got }), this.got));
     clear(container);
     container.appendChild(this.root);
-    setChildren(this.svgSlot, h(d, 'p', { class: 'muted empty', text: TOPOLOGY_TEXT.empty }));
-    i18n.onChange(() => this.update({ now: true })); // (the nodes' spoken names are rebuilt there)
+    setChildren(this.svgSlot, h(d, 'p', { class: 'muted empty', text: this.T.empty }));
+    this.i18n.onChange(() => this.update({ now: true })); // (the nodes' spoken names are rebuilt there)
   }
 
   setSpeed(x) {
@@ -141,10 +143,10 @@ export class TopologyView {
       const nx = -(by - y1) / len;
       const ny = (bx - x1) / len;
       const side = ny > 0 ? -1 : 1; // (above a level line)
-      const label = e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? `#${e.conn}` : '';
+      const label = e.proxy ? this.T.proxy : e.conn !== null ? `#${e.conn}` : '';
       const g = s(d, 'g', { class: `topo-edge${e.proxy ? ' proxy' : ''}`, 'data-link': e.link, 'data-conn': e.conn ?? '', 'data-from': e.from, 'data-to': e.to,
         'data-ways': e.proxy ? 'proxy' : ways.forward && ways.back ? 'both' : ways.forward ? 'forward' : 'back',
-        role: 'img', 'aria-label': e.proxy ? TOPOLOGY_TEXT.proxy : e.conn !== null ? TOPOLOGY_TEXT.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : TOPOLOGY_TEXT.srLink({ from: e.from, to: e.to }) },
+        role: 'img', 'aria-label': e.proxy ? this.T.proxy : e.conn !== null ? this.T.srLinkConn({ from: e.from, to: e.to, conn: e.conn }) : this.T.srLink({ from: e.from, to: e.to }) },
         s(d, 'line', { x1, y1, x2, y2, 'marker-end': !e.proxy && ways.forward ? arrow : null, 'marker-start': !e.proxy && ways.back ? arrow : null }),
         e.proxy ? null : s(d, 'circle', { cx: bx - ((bx - x1) / len) * BIND_R, cy: by - ((by - y1) / len) * BIND_R, r: BIND_R, class: 'topo-bind' }),
         s(d, 'text', { x: x1 + (bx - x1) * 0.5 + side * nx * 11, y: y1 + (by - y1) * 0.5 + side * ny * 11 + 4, 'text-anchor': 'middle', class: 'edge-label' }, label));
@@ -163,7 +165,7 @@ export class TopologyView {
       const badges = s(d, 'text', { y: -NODE_H / 2 - 6, 'text-anchor': 'middle', class: 'topo-badges' });
       // (named by the words it shows; update() describes it further)
       const name = s(d, 'text', { y: -9, 'text-anchor': 'middle', class: 'node-types' }, p.id);
-      const label = nodeLabel(s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id));
+      const label = nodeLabel(this.i18n, s(d, 'text', { y: 7, 'text-anchor': 'middle', class: 'node-label' }), p.type, libzmq.has(p.id), proxied.has(p.id));
       const g = s(d, 'g', { class: 'topo-node', 'data-node': p.id, 'data-type': p.type, transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
       s(d, 'rect', { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }),
       name, label, stats, badges);
@@ -183,7 +185,7 @@ export class TopologyView {
       s(d, 'path', { d: 'M0,0 L10,5 L0,10 z' })));
     // A group, not an image: an image's children are hidden from screen readers, and its nodes are buttons.
     this.svg = s(d, 'svg', { class: 'topology session-topology', viewBox: `0 0 ${L.width} ${L.height}`, role: 'group',
-      'aria-label': TOPOLOGY_TEXT.srDiagram({ nodes: L.nodes.length, links: L.edges.length }) }, defs, ...edges, ...nodes, this.pipeLayer);
+      'aria-label': this.T.srDiagram({ nodes: L.nodes.length, links: L.edges.length }) }, defs, ...edges, ...nodes, this.pipeLayer);
     this.dots = [];
     this.freeDots = [];
     setChildren(this.svgSlot, this.svg, this.dotLayer);
@@ -200,8 +202,8 @@ export class TopologyView {
       const chips = h(d, 'span', { class: 'topo-chips', on: { click: (ev) => this.pickChip(ev) } });
       const count = h(d, 'span', { class: 'topo-got-count muted' });
       const read = this.onRead && manual.has(p.id)
-        ? h(d, 'button', { type: 'button', class: 'topo-read small', text: TOPOLOGY_TEXT.readOne,
-          title: TOPOLOGY_TEXT.readOneHelp({ node: p.id }), on: { click: () => this.onRead(p.id) } })
+        ? h(d, 'button', { type: 'button', class: 'topo-read small', text: this.T.readOne,
+          title: this.T.readOneHelp({ node: p.id }), on: { click: () => this.onRead(p.id) } })
         : null;
       const row = h(d, 'div', { class: 'topo-got-row', attrs: { 'data-node': p.id } }, h(d, 'span', { class: 'topo-got-name', text: p.id }), count, read, chips);
       this.gotRows.set(p.id, { row, chips, count, shown: -1 });
@@ -270,16 +272,16 @@ export class TopologyView {
     for (const [name, el] of this.nodeEls) {
       const n = st.node(name);
       const parts = [];
-      if (n.sent) parts.push(TOPOLOGY_TEXT.sent({ count: n.sent }));
+      if (n.sent) parts.push(this.T.sent({ count: n.sent }));
       // A proxy's end has no application of its own: what the proxy read from it, not "got 0".
-      parts.push(n.proxied ? TOPOLOGY_TEXT.read({ count: n.relayed }) : TOPOLOGY_TEXT.received({ count: n.received.length }));
-      if (n.filtered) parts.push(TOPOLOGY_TEXT.filtered({ count: n.filtered }));
+      parts.push(n.proxied ? this.T.read({ count: n.relayed }) : this.T.received({ count: n.received.length }));
+      if (n.filtered) parts.push(this.T.filtered({ count: n.filtered }));
       if (setText(el.stats, parts.join(' · '))) this.fit(el.stats, NODE_W - 8);
       const badges = [];
-      if (n.drops) badges.push(TOPOLOGY_TEXT.drops({ count: n.drops }));
-      if (n.blocked) badges.push(TOPOLOGY_TEXT.blocked);
-      else if (n.blocks) badges.push(TOPOLOGY_TEXT.blocks({ count: n.blocks }));
-      if (n.stalled) badges.push(TOPOLOGY_TEXT.stalled);
+      if (n.drops) badges.push(this.T.drops({ count: n.drops }));
+      if (n.blocked) badges.push(this.T.blocked);
+      else if (n.blocks) badges.push(this.T.blocks({ count: n.blocks }));
+      if (n.stalled) badges.push(this.T.stalled);
       if (setText(el.badges, badges.join('  '))) this.fit(el.badges, NODE_W + 30);
       this.speak(name, el);
       el.g.classList.toggle('dropping', n.drops > 0);
@@ -348,13 +350,13 @@ export class TopologyView {
    */
   speak(name, el) {
     const ends = this.ends.get(name) || {};
-    const role = ends.binds && ends.connects ? TOPOLOGY_TEXT.srBoth : ends.binds ? TOPOLOGY_TEXT.srBinds : ends.connects ? TOPOLOGY_TEXT.srConnects : '';
+    const role = ends.binds && ends.connects ? this.T.srBoth : ends.binds ? this.T.srBinds : ends.connects ? this.T.srConnects : '';
     const parts = [role];
     for (const pipe of this.state.pipes.values()) {
       if (pipe.node !== name || (pipe.inbound && !pipe.depth)) continue;
-      parts.push(TOPOLOGY_TEXT[pipe.inbound ? 'srIn' : 'srOut']({ peer: pipe.peer ?? '*', depth: pipe.depth, hwm: pipe.hwm || '?' }));
+      parts.push(this.T[pipe.inbound ? 'srIn' : 'srOut']({ peer: pipe.peer ?? '*', depth: pipe.depth, hwm: pipe.hwm || '?' }));
     }
-    const label = parts.filter((x) => String(x)).join(String(TOPOLOGY_TEXT.srSep));
+    const label = parts.filter((x) => String(x)).join(String(this.T.srSep));
     if (el.g.getAttribute('aria-description') !== label) el.g.setAttribute('aria-description', label);
   }
 
@@ -365,9 +367,9 @@ export class TopologyView {
     row.shown = seen;
     const d = this.doc;
     if (n.proxied) {
-      const read = TOPOLOGY_TEXT.relayed({ count: n.relayed });
-      tr(row.count, [read.id, read.params]);
-    } else row.count.textContent = n.received.length ? `${n.received.length}` : TOPOLOGY_TEXT.gotNone;
+      const read = this.T.relayed({ count: n.relayed });
+      tr(row.count, read);
+    } else row.count.textContent = n.received.length ? `${n.received.length}` : this.T.gotNone;
     row.row.dataset.count = String(n.received.length);
     const last = n.received.slice(-MAX_CHIPS);
     // The row's buttons are kept and rewritten (a busy node's last messages change many times a second).
@@ -380,8 +382,8 @@ export class TopologyView {
       chip.received = r;
       chip.textContent = r.frames.map((f) => previewHex(f, 24)).join(' | ');
       if (r.msg !== null) {
-        const title = TOPOLOGY_TEXT.message({ msg: r.msg });
-        tr(chip, [title.id, title.params], 'title');
+        const title = this.T.message({ msg: r.msg });
+        tr(chip, title, 'title');
         chip.dataset.msg = String(r.msg);
       } else {
         chip.removeAttribute('title');
@@ -444,7 +446,7 @@ export class TopologyView {
     el.g.classList.toggle('idle', pipe.depth === 0 && !(hwm > 0 && hwm <= SMALL_HWM));
     // A queue's figures when it holds something or its HWM is small enough to matter; else just the bar.
     el.text.textContent = pipe.depth > 0 || (hwm > 0 && hwm <= SMALL_HWM) ? `${pipe.depth}/${hwm || '?'}` : '';
-    el.title.textContent = TOPOLOGY_TEXT[pipe.inbound ? 'depthIn' : 'depth']({ node: pipe.node, peer: pipe.peer ?? '*', depth: pipe.depth, hwm: hwm || '?' });
+    el.title.textContent = this.T[pipe.inbound ? 'depthIn' : 'depth']({ node: pipe.node, peer: pipe.peer ?? '*', depth: pipe.depth, hwm: hwm || '?' });
   }
 
   /** A dot from one node to another (a wire message crossing its link), leaving after `queued` others that
@@ -539,9 +541,9 @@ function latestPerLink(moves) {
 }
 
 /** A node's second line (`el`): its socket type, and whether it is libzmq's and a proxy's end. */
-function nodeLabel(el, type, libzmq, proxied) {
+function nodeLabel(i18n, el, type, libzmq, proxied) {
   const label = libzmq ? `${type} · libzmq` : type;
-  if (proxied) tr(el, ['ui.topo.proxyEnd', { type: label }]);
+  if (proxied) tr(el, i18n.message('ui.topo.proxyEnd', { type: label }));
   else el.textContent = label;
   return el;
 }

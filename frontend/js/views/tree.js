@@ -7,7 +7,6 @@ import { h, clear, panel, revealInPane } from './dom.js';
 import { elementTitle, fieldValueText } from '../core/labels.js';
 import { ruleColor } from '../core/rules.js';
 import { absoluteTime, relativeTime } from '../core/times.js';
-import { i18n, t } from '../core/i18n.js';
 import { previewHex, octets } from '../core/bytes.js';
 import { dirName, fieldName } from '../core/labels.js';
 
@@ -27,29 +26,30 @@ const KEY_IDS = {
   node: 'ui.key.node', what: 'ui.key.what', peer: 'ui.key.peer', msg: 'ui.key.msg', reply_to: 'ui.key.replyTo',
   depth: 'ui.key.depth', hwm: 'ui.key.hwm', args: 'ui.key.args', libzmq: 'ui.key.libzmq',
 };
-const keyName = (k) => (KEY_IDS[k] ? t(KEY_IDS[k]) : k);
+const keyName = (i18n, k) => (KEY_IDS[k] ? i18n.t(KEY_IDS[k]) : k);
 
-function summaryValue(key, value) {
-  if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${octets(value.length / 2)})`;
-  if (key === 'ttl' && typeof value === 'number') return t('ui.tree.ttl', { value, seconds: (value / 10).toFixed(1) });
+function summaryValue(i18n, key, value) {
+  if (HEX_KEYS.has(key) && typeof value === 'string') return `${previewHex(value, 48)} (${octets(i18n, value.length / 2)})`;
+  if (key === 'ttl' && typeof value === 'number') return i18n.t('ui.tree.ttl', { value, seconds: (value / 10).toFixed(1) });
   if (Array.isArray(value)) return `[${value.length}]`;
-  if (typeof value === 'boolean') return t(value ? 'ui.tree.true' : 'ui.tree.false'); // (more: true; 是 in Chinese)
+  if (typeof value === 'boolean') return i18n.t(value ? 'ui.tree.true' : 'ui.tree.false'); // (more: true; 是 in Chinese)
   if (value && typeof value === 'object') return '';
   return String(value);
 }
 
 export class TreeView {
-  constructor(container, { selection }) {
+  constructor(container, { i18n, selection }) {
+    this.i18n = i18n;
     this.doc = container.ownerDocument;
     this.selection = selection;
-    const p = panel(this.doc, 'ui.panel.details', 'tree-panel');
+    const p = panel(this.doc, this.i18n.message('ui.panel.details'), 'tree-panel');
     this.body = p.body;
     this.open = { summary: true, fields: true };
     clear(container);
     container.appendChild(p.root);
     this.rows = [];
     this.timeBase = null;
-    i18n.onChange(() => this.render());
+    this.i18n.onChange(() => this.render());
     selection.subscribe((state, prev) => {
       if (state.event !== prev.event || state.index !== prev.index) this.render();
       else if (state.field !== prev.field) this.highlight(true);
@@ -78,44 +78,44 @@ export class TreeView {
     clear(this.body);
     this.rows = [];
     if (!event) {
-      this.body.appendChild(h(d, 'p', { class: 'hint', text: t(index === null ? 'ui.tree.select' : 'ui.loading') }));
+      this.body.appendChild(h(d, 'p', { class: 'hint', text: this.i18n.t(index === null ? 'ui.tree.select' : 'ui.loading') }));
       return;
     }
     // (A topology's socket decision or application receive has no direction, offset or length: not on the wire.)
     const info = typeof event.offset !== 'number' ? [] : [
-      leaf(d, t('ui.tree.direction'), `${dirName(event.dir)} (${event.dir === 's2c' ? 's2c' : 'c2s'})`),
-      leaf(d, t('ui.tree.offset'), String(event.offset)),
-      leaf(d, t('ui.tree.length'), octets(event.length)),
+      leaf(this.i18n, d, this.i18n.t('ui.tree.direction'), `${dirName(this.i18n, event.dir)} (${event.dir === 's2c' ? 's2c' : 'c2s'})`),
+      leaf(this.i18n, d, this.i18n.t('ui.tree.offset'), String(event.offset)),
+      leaf(this.i18n, d, this.i18n.t('ui.tree.length'), octets(this.i18n, event.length)),
     ];
     if (typeof event.ts === 'number') {
       // As the sequence shows it: seconds since the first packet; the UTC time on hover.
-      const time = leaf(d, t('ui.tree.time'), this.timeBase !== null ? t('ui.tree.seconds', { s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
-      time.setAttribute('title', this.timeBase !== null ? t('ui.tree.timeAfter', { time: absoluteTime(event.ts), s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
+      const time = leaf(this.i18n, d, this.i18n.t('ui.tree.time'), this.timeBase !== null ? this.i18n.t('ui.tree.seconds', { s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
+      time.setAttribute('title', this.timeBase !== null ? this.i18n.t('ui.tree.timeAfter', { time: absoluteTime(event.ts), s: relativeTime(event.ts, this.timeBase) }) : absoluteTime(event.ts));
       info.push(time);
     }
-    if (typeof event.t === 'number') info.push(leaf(d, t('ui.tree.time'), t('ui.tree.seconds', { s: event.t.toFixed(3) })));
-    if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(d, t('ui.tree.packets'), event.packets.join(', ')));
-    if (typeof event.seq === 'number') info.push(leaf(d, t('ui.tree.seq'), String(event.seq)));
+    if (typeof event.t === 'number') info.push(leaf(this.i18n, d, this.i18n.t('ui.tree.time'), this.i18n.t('ui.tree.seconds', { s: event.t.toFixed(3) })));
+    if (Array.isArray(event.packets) && event.packets.length) info.push(leaf(this.i18n, d, this.i18n.t('ui.tree.packets'), event.packets.join(', ')));
+    if (typeof event.seq === 'number') info.push(leaf(this.i18n, d, this.i18n.t('ui.tree.seq'), String(event.seq)));
     const summary = [];
     for (const [k, v] of Object.entries(event)) {
       if (SKIP.has(k)) continue;
       if (v && typeof v === 'object' && !Array.isArray(v)) {
-        summary.push(this.node(keyName(k), `sum-${k}`, Object.entries(v).map(([pk, pv]) => leaf(d, pk, String(pv)))));
+        summary.push(this.node(keyName(this.i18n, k), `sum-${k}`, Object.entries(v).map(([pk, pv]) => leaf(this.i18n, d, pk, String(pv)))));
       } else if (Array.isArray(v)) {
-        summary.push(this.node(`${keyName(k)} [${v.length}]`, `sum-${k}`, v.map((item, i) => leaf(d, `${i + 1}`, typeof item === 'string' ? previewHex(item, 64) : String(item)))));
-      } else summary.push(leaf(d, keyName(k), summaryValue(k, v)));
+        summary.push(this.node(`${keyName(this.i18n, k)} [${v.length}]`, `sum-${k}`, v.map((item, i) => leaf(this.i18n, d, `${i + 1}`, typeof item === 'string' ? previewHex(item, 64) : String(item)))));
+      } else summary.push(leaf(this.i18n, d, keyName(this.i18n, k), summaryValue(this.i18n, k, v)));
     }
-    const root = [this.node(elementTitle(event), 'element', info)];
-    if (summary.length) root.push(this.node(t('ui.tree.summary'), 'summary', summary));
+    const root = [this.node(elementTitle(this.i18n, event), 'element', info)];
+    if (summary.length) root.push(this.node(this.i18n.t('ui.tree.summary'), 'summary', summary));
     if (Array.isArray(event.fields)) {
       const fields = event.fields.map((f, i) => {
         const row = h(d, 'div', { class: 'tree-field', tabIndex: 0 });
         row.dataset.field = String(i);
         row.append(
           h(d, 'span', { class: 'swatch', style: { backgroundColor: ruleColor(f.rule).strong } }),
-          h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name: fieldName(f) }) }),
-          h(d, 'span', { class: 'tf-value', text: fieldValueText(f) }),
-          h(d, 'span', { class: 'tf-where', text: t('ui.tree.where', { offset: f.offset - event.offset, octets: octets(f.length) }) }),
+          h(d, 'span', { class: 'tf-name', text: this.i18n.t('ui.tree.name', { name: fieldName(this.i18n, f) }) }),
+          h(d, 'span', { class: 'tf-value', text: fieldValueText(this.i18n, f) }),
+          h(d, 'span', { class: 'tf-where', text: this.i18n.t('ui.tree.where', { offset: f.offset - event.offset, octets: octets(this.i18n, f.length) }) }),
         );
         row.setAttribute('title', `${f.rule || ''}${f.note ? ' — ' + f.note : ''}`);
         row.addEventListener('click', () => this.selection.selectField(i));
@@ -128,9 +128,9 @@ export class TreeView {
         this.rows.push(row);
         return row;
       });
-      root.push(this.node(t('ui.tree.fields', { n: fields.length }), 'fields', fields));
+      root.push(this.node(this.i18n.t('ui.tree.fields', { n: fields.length }), 'fields', fields));
     } else if (!['message', 'expert', 'gap', 'socket', 'peer'].includes(event.kind)) {
-      root.push(h(d, 'p', { class: 'hint', text: t('ui.loadingFields') }));
+      root.push(h(d, 'p', { class: 'hint', text: this.i18n.t('ui.loadingFields') }));
     }
     this.body.append(...root);
     this.highlight(false);
@@ -146,6 +146,6 @@ export class TreeView {
   }
 }
 
-function leaf(d, name, value) {
-  return h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: t('ui.tree.name', { name }) }), h(d, 'span', { class: 'tf-value', text: value }));
+function leaf(i18n, d, name, value) {
+  return h(d, 'div', { class: 'tree-leaf' }, h(d, 'span', { class: 'tf-name', text: i18n.t('ui.tree.name', { name }) }), h(d, 'span', { class: 'tf-value', text: value }));
 }

@@ -1,5 +1,5 @@
 // The playground page (index.html): create a session and watch it, or paste hex.
-// host = { document, window, fetch, WebSocket, XMLHttpRequest, EventSource, FormData, clipboard }
+// host = { i18n, document, window, fetch, WebSocket, XMLHttpRequest, EventSource, FormData, clipboard }
 // — the only place the environment comes from (see main-playground.js).
 //
 // The page is a few parts with one job each: a Dataset per tab (dataset.js), the Session tab
@@ -7,22 +7,21 @@
 // (topology-panel.js) and the topology box (topology-setup.js: presets, editor, file, link), and here
 // the workbench they share: which tab is shown, redraws, the selection, the URL and the keyboard.
 
-import { createApi } from '../core/api.js';
-import { peerLabel } from '../core/eventlog.js';
-import { parseLink, buildLink } from '../core/links.js';
-import { fieldAt } from '../core/octets.js';
-import { frameThrottle, isTyping } from '../views/dom.js';
-import { i18n, t } from '../core/i18n.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
-import { Dataset } from './dataset.js';
+import { createApi } from '../../core/api.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { fieldAt } from '../../core/octets.js';
+import { frameThrottle, isTyping } from '../../views/dom.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
+import { Dataset } from '../shared/dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
-import { TopologyPanel } from './topology-panel.js';
+import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
-import { ClassroomClient } from './classroom-client.js';
-import { createLessonsApi } from '../lessons/api.js';
-import { ExerciseBox } from '../lessons/exercise.js';
-import { h } from '../views/dom.js';
+import { ClassroomClient } from '../shared/classroom-client.js';
+import { createLessonsApi } from '../../lessons/api.js';
+import { ExerciseBox } from '../../lessons/exercise.js';
+import { h } from '../../views/dom.js';
 
 class PlaygroundPage {
   constructor(host) {
@@ -30,10 +29,11 @@ class PlaygroundPage {
     const win = host.window;
     const $ = (id) => doc.getElementById(id);
     this.host = host;
+    this.i18n = host.i18n;
     this.win = win;
     this.api = createApi(host);
     this.status = statusLine(doc);
-    this.data = { session: new Dataset({ marks: true }), paste: new Dataset() };
+    this.data = { session: new Dataset({ i18n: host.i18n, marks: true }), paste: new Dataset({ i18n: host.i18n }) };
     this.active = 'session';
     this.pendingLink = null; // { el, field } from the URL, applied when that element arrives
     this.dirty = false;
@@ -45,6 +45,7 @@ class PlaygroundPage {
     const wb = createWorkbench(
       { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
       {
+        i18n: host.i18n,
         onSelect: (row) => {
           const index = this.ds.eventOfRow(row);
           if (index !== null) this.select(index);
@@ -56,7 +57,7 @@ class PlaygroundPage {
       },
     );
     this.wb = wb;
-    this.topo = new TopologyPanel($('topology'), { sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }),
+    this.topo = new TopologyPanel($('topology'), { i18n: this.i18n, sequence: wb.sequence, onPick: (index) => this.select(index, { keepPath: true }),
       onRead: (node) => this.sessions.socket && this.sessions.socket.recv(node),
       // (the projector view gives a topology's diagram a row of its own)
       onShown: (on) => $('topology').parentElement.parentElement.classList.toggle('has-topology', on) });
@@ -75,6 +76,7 @@ class PlaygroundPage {
 
     // What the tabs may do to the page around them.
     const page = {
+      i18n: host.i18n,
       api: this.api,
       status: this.status,
       reset: (d) => this.reset(d),
@@ -103,7 +105,7 @@ class PlaygroundPage {
     // Another language: the lifelines' names are words (the views redraw themselves), and the notes and
     // expert texts come from the server in the language asked for: the session's socket is opened again (the
     // session goes on on the server; the element and field shown stay) and pasted hex is decoded again.
-    i18n.onChange(() => {
+    this.i18n.onChange(() => {
       this.expertsShown = null; // (its words)
       this.markDirty();
       const id = this.sessions.id;
@@ -125,7 +127,6 @@ class PlaygroundPage {
     const win = this.win;
     const classroom = new ClassroomClient(host, createLessonsApi(host), {
       status: this.status,
-      raf: win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16),
       teacherState: () => {
         const id = this.sessions.id;
         if (id === null || this.sessions.watching) return null;
@@ -141,12 +142,12 @@ class PlaygroundPage {
         if (Number.isInteger(element)) this.pendingLink = { el: element, field: state.selection.field ?? undefined };
         if (this.sessions.id !== state.session) {
           this.sessions.connect(state.session, undefined, { watch: true });
-          this.status(t('ui.class.watching', { id: state.session.slice(0, 8) }));
+          this.status(this.i18n.t('ui.class.watching', { id: state.session.slice(0, 8) }));
         } else this.applyPendingLink();
       },
       hasLesson: () => this.sessions.id !== null,
       hintOpenLesson: () => {
-        if (this.sessions.id === null) this.status(t('ui.class.startSession'));
+        if (this.sessions.id === null) this.status(this.i18n.t('ui.class.startSession'));
         else classroom.broadcast();
       },
       urlChanged: () => this.updateUrl(),
@@ -181,7 +182,7 @@ class PlaygroundPage {
     }
     const server = d.log.peer('s2c');
     const client = d.log.peer('c2s');
-    wb.sequence.setLabels({ client: peerLabel('client', client), server: peerLabel('server', server) });
+    wb.sequence.setLabels({ client: peerLabel(this.i18n, 'client', client), server: peerLabel(this.i18n, 'server', server) });
     if (d === this.data.session) this.sessions.peersSeen(server, client);
     const sel = wb.selection.get();
     if (sel.index !== null && d.log.events[sel.index] !== sel.event) {
@@ -249,7 +250,7 @@ class PlaygroundPage {
     try {
       full = await this.sessions.withFields(ev);
     } catch (err) {
-      this.status(t('ui.capture.elementFailed', { index, error: err.message }), 'error');
+      this.status(this.i18n.t('ui.capture.elementFailed', { index, error: err.message }), 'error');
       return;
     }
     const { wb } = this;
@@ -331,8 +332,8 @@ class PlaygroundPage {
     const clipboard = this.host.clipboard;
     if (clipboard && clipboard.writeText) {
       clipboard.writeText(text).then(
-        () => this.status(t('ui.hex.copied')),
-        () => this.status(t('ui.hex.clipboardRefused'), 'error'),
+        () => this.status(this.i18n.t('ui.hex.copied')),
+        () => this.status(this.i18n.t('ui.hex.clipboardRefused'), 'error'),
       );
     }
   }
@@ -361,23 +362,23 @@ class PlaygroundPage {
    */
   async openExercise(lessonId, step) {
     const doc = this.host.document;
-    if (!this.exercise) i18n.onChange(() => this.openExercise(this.exercise.lessonId, this.exercise.step)); // (its words come again)
+    if (!this.exercise) this.i18n.onChange(() => this.openExercise(this.exercise.lessonId, this.exercise.step)); // (its words come again)
     this.exercise = { lessonId, step };
     const api = createLessonsApi(this.host);
     try {
       const [lesson, scene] = await Promise.all([api.lesson(lessonId), api.step(lessonId, step)]);
       const exercise = scene.exercise;
-      if (!exercise || exercise.kind !== 'topology') throw new Error(t('ui.exercise.none'));
+      if (!exercise || exercise.kind !== 'topology') throw new Error(this.i18n.t('ui.exercise.none'));
       const back = h(doc, 'p', { class: 'hint' },
-        h(doc, 'a', { href: `lessons.html${buildLink({ lesson: lessonId, step })}`, text: t('ui.exercise.from', { lesson: lesson.title, n: step }) }));
-      const box = new ExerciseBox(doc, exercise, { check: (body) => api.exercise(lessonId, step, body), topology: () => this.setup.editor.topology, header: back });
+        h(doc, 'a', { href: `lessons.html${buildLink({ lesson: lessonId, step })}`, text: this.i18n.t('ui.exercise.from', { lesson: lesson.title, n: step }) }));
+      const box = new ExerciseBox(doc, exercise, { i18n: this.i18n, check: (body) => api.exercise(lessonId, step, body), topology: () => this.setup.editor.topology, header: back });
       doc.getElementById('exercise-slot').replaceChildren(box.root);
       if (exercise.start && !this.exerciseStarted) this.setup.editor.setTopology(exercise.start); // (once: not over the student's work)
       if (!this.exerciseStarted) doc.getElementById('session-setup').open = false; // (the two-peer form would push the task below the fold)
       this.exerciseStarted = true;
       doc.getElementById('topology-setup').open = true;
     } catch (err) {
-      this.status(t('ui.exercise.failed', { error: err.message }), 'error');
+      this.status(this.i18n.t('ui.exercise.failed', { error: err.message }), 'error');
     }
   }
 }

@@ -2,9 +2,8 @@
 // its head, its progress followed while it runs (polling when the stream breaks), cancel and delete.
 // What a finished run shows (the report, the tables) is corpus-tabs.js's.
 
-import { FINAL_STATES } from '../core/corpus-api.js';
-import { RunList, RunHead } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { FINAL_STATES } from '../../core/corpus-api.js';
+import { RunList, RunHead } from '../../views/corpus.js';
 
 export class RunsPanel {
   /**
@@ -12,14 +11,15 @@ export class RunsPanel {
    * status line; picker: the CapturePicker (busy while a run runs); tabs: the RunTabs; gen: the page's
    * generation counter (stale replies are dropped).
    */
-  constructor(doc, { corpus, status, picker, tabs, gen }) {
+  constructor(doc, { i18n, corpus, status, picker, tabs, gen }) {
+    this.i18n = i18n;
     this.doc = doc;
     Object.assign(this, { corpus, status, picker, tabs, gen });
     this.runs = [];
     this.run = null; // the open run
     this.stopProgress = null;
-    this.list = new RunList(doc.getElementById('runs'), { onOpen: (id) => this.open(id) });
-    this.head = new RunHead(doc.getElementById('run-head'), { onCancel: () => this.cancel(), onDelete: () => this.delete() });
+    this.list = new RunList(doc.getElementById('runs'), { i18n: this.i18n, onOpen: (id) => this.open(id) });
+    this.head = new RunHead(doc.getElementById('run-head'), { i18n: this.i18n, onCancel: () => this.cancel(), onDelete: () => this.delete() });
   }
 
   /** Another language: the run's head and the list are words. */
@@ -32,7 +32,7 @@ export class RunsPanel {
     try {
       this.runs = (await this.corpus.runs()).runs;
     } catch (err) {
-      this.status(t('ui.corpus.listRunsFailed', { error: err.message }), 'error');
+      this.status(this.i18n.t('ui.corpus.listRunsFailed', { error: err.message }), 'error');
       return;
     }
     this.list.setRuns(this.runs, this.run && this.run.id);
@@ -48,7 +48,7 @@ export class RunsPanel {
     try {
       res = await this.corpus.startRun(ids);
     } catch (err) {
-      picker.setNote(t('ui.corpus.startFailed', { error: err.message }), 'error');
+      picker.setNote(this.i18n.t('ui.corpus.startFailed', { error: err.message }), 'error');
       picker.setBusy(false);
       return;
     }
@@ -68,7 +68,7 @@ export class RunsPanel {
       run = await this.corpus.run(id);
     } catch (err) {
       if (!this.gen.is(gen)) return;
-      this.status(err.status === 404 ? t('ui.corpus.runGone') : t('ui.corpus.openFailed', { error: err.message }), 'error');
+      this.status(err.status === 404 ? this.i18n.t('ui.corpus.runGone') : this.i18n.t('ui.corpus.openFailed', { error: err.message }), 'error');
       this.show(null);
       return;
     }
@@ -95,7 +95,7 @@ export class RunsPanel {
         onMessage(run);
         if (FINAL_STATES.includes(run.state)) return;
       } catch (err) {
-        this.status(t('ui.corpus.progressLost', { error: err.message }), 'error');
+        this.status(this.i18n.t('ui.corpus.progressLost', { error: err.message }), 'error');
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -128,7 +128,7 @@ export class RunsPanel {
     try {
       this.head.setProgress(await this.corpus.cancelRun(this.run.id));
     } catch (err) {
-      this.status(t('ui.corpus.cancelFailed', { error: err.message }), 'error');
+      this.status(this.i18n.t('ui.corpus.cancelFailed', { error: err.message }), 'error');
     }
   }
 
@@ -141,12 +141,12 @@ export class RunsPanel {
       await this.corpus.deleteRun(id);
     } catch (err) {
       if (err.status !== 404) {
-        this.status(t('ui.corpus.deleteFailed', { error: err.message }), 'error');
+        this.status(this.i18n.t('ui.corpus.deleteFailed', { error: err.message }), 'error');
         return;
       }
     }
     this.show(null);
-    this.status(t('ui.corpus.deleted'));
+    this.status(this.i18n.t('ui.corpus.deleted'));
     await this.load();
   }
 }

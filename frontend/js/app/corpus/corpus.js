@@ -1,7 +1,7 @@
 // The Corpus page (corpus.html): pick uploaded captures (or upload more), start
 // a Spark pipeline run over them, watch its progress, cancel it, then browse
 // its report and its events / connections / errors tables a page at a time.
-// host = { document, window, fetch, XMLHttpRequest, EventSource, FormData }
+// host = { i18n, document, window, fetch, XMLHttpRequest, EventSource, FormData }
 //
 // The page is a few parts with one job each: the captures (corpus-captures.js), the runs list and the
 // run opened with its progress (corpus-runs.js), a finished run's tabs, report and URL (corpus-tabs.js)
@@ -9,17 +9,17 @@
 //
 // URL: corpus.html?run=<id>&tab=report|events|connections|errors
 
-import { createApi } from '../core/api.js';
-import { createCorpusApi } from '../core/corpus-api.js';
-import { initShell, statusLine } from './workbench.js';
-import { createCaptureSearchApi } from '../core/capture-search.js';
+import { createApi } from '../../core/api.js';
+import { createCorpusApi } from '../../core/corpus-api.js';
+import { initShell, statusLine } from '../shared/workbench.js';
+import { createCaptureSearchApi } from '../../core/capture-search.js';
 import { CaptureShelf } from './corpus-captures.js';
 import { RunsPanel } from './corpus-runs.js';
 import { RunTabs } from './corpus-tabs.js';
 import { RunTables } from './corpus-table.js';
-import { i18n, t } from '../core/i18n.js';
 
 export function startCorpus(host) {
+  const { i18n } = host;
   const doc = host.document;
   const win = host.window;
   const $ = (id) => doc.getElementById(id);
@@ -40,10 +40,10 @@ export function startCorpus(host) {
     },
   };
 
-  const shelf = new CaptureShelf($('picker'), { api, corpus, searchApi, onStart: (ids) => runs.start(ids) });
-  const tables = new RunTables($('pane-table'), { corpus, gen, current: () => ({ run: tabs.run, table: tabs.tab }) });
-  const tabs = new RunTabs(doc, win, { corpus, tables });
-  const runs = new RunsPanel(doc, { corpus, status, picker: shelf.picker, tabs, gen });
+  const shelf = new CaptureShelf($('picker'), { i18n, api, corpus, searchApi, onStart: (ids) => runs.start(ids) });
+  const tables = new RunTables($('pane-table'), { i18n, corpus, gen, current: () => ({ run: tabs.run, table: tabs.tab }) });
+  const tabs = new RunTabs(doc, win, { i18n, corpus, tables });
+  const runs = new RunsPanel(doc, { i18n, corpus, status, picker: shelf.picker, tabs, gen });
   // Whether this server can run Spark at all (pyspark, Java): said before anyone ticks a capture, with what
   // to install (in the page's language); a start could only fail.
   async function checkSpark() {
@@ -53,7 +53,7 @@ export function startCorpus(host) {
     } catch {
       return; // (a start says what is wrong then)
     }
-    shelf.picker.setUnavailable(answer.available ? null : t('ui.corpus.unavailable', { problem: answer.problem }));
+    shelf.picker.setUnavailable(answer.available ? null : i18n.t('ui.corpus.unavailable', { problem: answer.problem }));
   }
 
   // Another language: the run's head and the table's headers and filters are words (the rest relabels).

@@ -1,10 +1,9 @@
 // The playground's Session tab: the new-session form, the player, the composer and the fault menu, and
 // the session's websocket that feeds the session's Dataset.
 
-import { openSession, parseSessionExport } from '../core/session.js';
-import { t } from '../core/i18n.js';
-import { tr, frameThrottle } from '../views/dom.js';
-import { SessionForm, PlayControls, Composer, FaultMenu } from '../views/controls.js';
+import { openSession, parseSessionExport } from '../../core/session.js';
+import { tr, frameThrottle } from '../../views/dom.js';
+import { SessionForm, PlayControls, Composer, FaultMenu } from '../../views/controls.js';
 
 export class SessionPanel {
   /**
@@ -13,6 +12,7 @@ export class SessionPanel {
    * page around it (topology: the session's topology message, null for none yet; speed: the player's).
    */
   constructor(host, data, page) {
+    this.i18n = host.i18n;
     this.host = host;
     this.data = data;
     this.page = page;
@@ -32,8 +32,9 @@ export class SessionPanel {
       this.stateToShow = null;
     });
 
-    this.form = new SessionForm($('session-form'), { onCreate: (request) => this.create(request), onOpenExport: (file) => this.openExport(file) });
+    this.form = new SessionForm($('session-form'), { i18n: this.i18n, onCreate: (request) => this.create(request), onOpenExport: (file) => this.openExport(file) });
     this.controls = new PlayControls($('player'), {
+      i18n: this.i18n,
       onCommand: (cmd, value) => {
         if (!this.session) return;
         const s = this.session.socket;
@@ -46,19 +47,20 @@ export class SessionPanel {
       },
     });
     this.composer = new Composer($('composer'), {
+      i18n: this.i18n,
       onSend: (cmd) => {
         if (!this.session) return;
         this.session.socket.send(cmd);
         // Paused, the message waits in the sending peer: say so until the session moves on.
         this.queuedAt = this.playing ? null : data.log.length;
-        this.composer.setNote(this.playing ? '' : t('ui.composer.queued'));
+        this.composer.setNote(this.playing ? '' : this.i18n.t('ui.composer.queued'));
       },
     });
-    this.faults = new FaultMenu($('faults'), { onFault: (fault, args) => this.session && this.session.socket.fault(fault, args) });
+    this.faults = new FaultMenu($('faults'), { i18n: this.i18n, onFault: (fault, args) => this.session && this.session.socket.fault(fault, args) });
     // Which faults exist and which session modes take each: the server's one table (peers.faults).
     page.api.sessionFaults().then(
       (res) => this.faults.setTable(res.faults),
-      (err) => page.status(t('ui.fault.noMenu', { error: err.message }), 'error'),
+      (err) => page.status(this.i18n.t('ui.fault.noMenu', { error: err.message }), 'error'),
     );
     this.composer.setEnabled(false);
     this.faults.setEnabled(false);
@@ -108,9 +110,9 @@ export class SessionPanel {
   async openExport(file) {
     let data;
     try {
-      data = parseSessionExport(await file.text());
+      data = parseSessionExport(this.i18n, await file.text());
     } catch (err) {
-      this.form.setError(t('ui.export.badFile', { name: file.name, error: err.message }));
+      this.form.setError(this.i18n.t('ui.export.badFile', { name: file.name, error: err.message }));
       return;
     }
     this.form.setError('');
@@ -127,8 +129,8 @@ export class SessionPanel {
     for (const ev of data.events) d.log.add(ev);
     page.redraw();
     for (const fmt of ['pcapng', 'json', 'html', 'py', 'lesson']) this.$(`export-${fmt}`).hidden = true;
-    tr(this.$('session-id'), ['ui.export.title', { id: data.id }]);
-    this.controls.setStatus(['ui.export.opened', { name: file.name, n: data.events.length }]);
+    tr(this.$('session-id'), this.i18n.message('ui.export.title', { id: data.id }));
+    this.controls.setStatus(this.i18n.message('ui.export.opened', { name: file.name, n: data.events.length }));
     this.$('session-setup').open = false;
     page.urlChanged();
   }
@@ -185,12 +187,13 @@ export class SessionPanel {
     if (sessionMode) this.setMode(sessionMode);
     page.showSession();
     const socket = openSession({
+      i18n: this.i18n,
       WebSocket: this.host.WebSocket,
       url: page.api.sessionSocketUrl(this.host.window.location, id, { watch: this.watching }),
       onOpen: () => {
         this.setConnected(true);
         this.stateToShow = null;
-        controls.setStatus(['ui.session.connected', { id }]);
+        controls.setStatus(this.i18n.message('ui.session.connected', { id }));
       },
       onEvent: (ev) => {
         if (this.at !== null && d.log.length >= this.at) return; // (the session as it was at that step)
@@ -202,7 +205,7 @@ export class SessionPanel {
         this.canStepBack = s.can_step_back !== false && s.mode !== 'tcp';
         if (typeof s.position === 'number') this.linkAt(id, s.position);
         if (this.at !== null) {
-          controls.setStatus(['ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }]);
+          controls.setStatus(this.i18n.message('ui.session.atStep', { n: Math.min(this.at, s.position ?? this.at), total: s.total ?? '?' }));
           return;
         }
         this.stateToShow = s;
@@ -227,8 +230,8 @@ export class SessionPanel {
         // 1000: the session ended; 1008: too many refused commands; 1013: this page fell behind; 4404: no session.
         const why = code && code !== 1000 ? ['ui.session.disconnectedWhy', { id, code, reason: reason ? `: ${reason}` : '' }] : ['ui.session.disconnected', { id }];
         this.stateToShow = null; // (the last word is the disconnection's)
-        controls.setStatus(why);
-        if (code && code !== 1000) page.status(t(...why), 'error');
+        controls.setStatus(this.i18n.message(...why));
+        if (code && code !== 1000) page.status(this.i18n.t(...why), 'error');
       },
     });
     this.session = { id, socket };
@@ -240,7 +243,7 @@ export class SessionPanel {
       };
       a.hidden = false;
     }
-    tr(this.$('session-id'), ['ui.session.title', { id }]);
+    tr(this.$('session-id'), this.i18n.message('ui.session.title', { id }));
     page.urlChanged();
   }
 
@@ -251,7 +254,7 @@ export class SessionPanel {
     if (!a) return;
     const loc = this.host.window.location;
     a.href = `${loc.pathname}?session=${encodeURIComponent(id)}&at=${position}`;
-    tr(a, ['ui.session.linkAt', { n: position }]);
+    tr(a, this.i18n.message('ui.session.linkAt', { n: position }));
     a.hidden = false;
   }
 

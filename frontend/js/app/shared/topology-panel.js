@@ -2,17 +2,17 @@
 // lifelines (one per node, or per connection end), and a picked message's path through every hop, in
 // the diagram and the sequence. Two-peer sessions (nodes server and client) keep the classic view.
 
-import { messages } from '../core/i18n.js';
-import { TopologyState, lifelines } from '../core/topology-state.js';
-import { h } from '../views/dom.js';
-import { TopologyView } from '../views/topology.js';
+import { messages } from '../../core/i18n.js';
+import { TopologyState, lifelines } from '../../core/topology-state.js';
+import { h } from '../../views/dom.js';
+import { TopologyView } from '../../views/topology.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
-export const PANEL_TEXT = messages({
+const PANEL_IDS = {
   lifelines: 'ui.topoPanel.lifelines',
   byNode: 'ui.topoPanel.byNode',
   byConn: 'ui.topoPanel.byConn',
-});
+};
 
 /** A two-peer session's topology: its view stays the classic one (two lifelines, no diagram). */
 export function isTwoPeer(topology) {
@@ -32,7 +32,9 @@ export class TopologyPanel {
    * onRead(node): a node whose recv is "manual" reads one message (its "read one" button; none without).
    * onShown(on): the diagram appeared or went (the page's grid gives it a row of its own in the projector view).
    */
-  constructor(container, { sequence, onPick, onRead = null, onShown = () => {} }) {
+  constructor(container, { i18n, sequence, onPick, onRead = null, onShown = () => {} }) {
+    this.i18n = i18n;
+    this.T = messages(i18n, PANEL_IDS); // (its words, read when used: in the language in force)
     this.container = container;
     this.onShown = onShown;
     this.sequence = sequence;
@@ -45,16 +47,17 @@ export class TopologyPanel {
     this.events = [];
     this.path = null;
     this.view = new TopologyView(container, {
+      i18n,
       onPickMessage: (msg) => this.pickMessage(msg),
       onRead,
     });
     const d = container.ownerDocument;
     this.switches = {};
     for (const by of ['node', 'conn']) {
-      this.switches[by] = h(d, 'button', { type: 'button', class: `small lanes-${by}`, text: by === 'node' ? PANEL_TEXT.byNode : PANEL_TEXT.byConn,
+      this.switches[by] = h(d, 'button', { type: 'button', class: `small lanes-${by}`, text: by === 'node' ? this.T.byNode : this.T.byConn,
         attrs: { 'aria-pressed': by === this.by ? 'true' : 'false' }, on: { click: () => this.setBy(by) } });
     }
-    this.view.tools.append(h(d, 'span', { class: 'muted', text: PANEL_TEXT.lifelines }), this.switches.node, this.switches.conn);
+    this.view.tools.append(h(d, 'span', { class: 'muted', text: this.T.lifelines }), this.switches.node, this.switches.conn);
     container.hidden = true;
   }
 

@@ -8,15 +8,15 @@
 // capture.js routes the workbench's callbacks here while the tab is active.
 // The source itself (the form, the server's source, its socket) is live-source.js's; this module shows it.
 
-import { t } from '../core/i18n.js';
-import { ArraySource } from '../core/source.js';
-import { createChunker } from '../core/hexdump.js';
-import { peerLabel } from '../core/eventlog.js';
-import { LiveModel, describeSource } from '../core/live.js';
-import { setChildren, h } from '../views/dom.js';
+import { ArraySource } from '../../core/source.js';
+import { createChunker } from '../../core/hexdump.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { LiveModel, describeSource } from '../../core/live.js';
+import { setChildren, h, frameThrottle } from '../../views/dom.js';
 import { LiveSource } from './live-source.js';
 
 export function createLive(host, { api, wb, connections, status, onUrl = () => {} }) {
+  const { i18n } = host;
   const doc = host.document;
   const win = host.window;
   const $ = (id) => doc.getElementById(id);
@@ -49,22 +49,20 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     },
     changed: () => markDirty(),
     statusSeen(s) {
-      if (st.active) $('capture-facts').textContent = describeSource(s.source);
+      if (st.active) $('capture-facts').textContent = describeSource(i18n, s.source);
     },
   });
 
   // ---- redraws, at most once a frame -------------------------------------------------
-  let dirty = false;
   let lastHex = 0;
-  const raf = win && win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  let hexLater = null;
+  // (in the page's one frame, with the views' redraws: core/frames.js)
+  const flushSoon = frameThrottle(win, () => flush());
   function markDirty() {
-    if (dirty || !st.active) return;
-    dirty = true;
-    raf(flush);
+    if (st.active) flushSoon();
   }
 
   function flush() {
-    dirty = false;
     if (!st.active) return;
     const list = model.summaries();
     if (st.conn === null && list.length) openConnection(list[0].conn, { auto: true });
@@ -76,8 +74,8 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
     const s = model.summary(st.conn);
     wb.sequence.setLabels({
-      client: `${peerLabel('client', log.peer('c2s'))}${s.client ? ' · ' + s.client : ''}`,
-      server: `${peerLabel('server', log.peer('s2c'))}${s.server ? ' · ' + s.server : ''}`,
+      client: `${peerLabel(i18n, 'client', log.peer('c2s'))}${s.client ? ' · ' + s.client : ''}`,
+      server: `${peerLabel(i18n, 'server', log.peer('s2c'))}${s.server ? ' · ' + s.server : ''}`,
     });
     if (typeof s.first_ts === 'number' && s.first_ts !== wb.tree.timeBase) {
       wb.sequence.setTimeBase(s.first_ts);
@@ -91,7 +89,13 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
       lastHex = now;
       for (; st.chunked < log.length; st.chunked++) st.chunker.add(st.chunked, log.events[st.chunked]);
       wb.hex.setChunks(st.chunker.chunks);
-    } else setTimeout(markDirty, 260);
+    } else if (!hexLater) {
+      // (one pending redraw, not one per frame)
+      hexLater = win.setTimeout(() => {
+        hexLater = null;
+        markDirty();
+      }, 260);
+    }
   }
 
   function showViewer(hasData) {
@@ -99,7 +103,7 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('workbench').hidden = !hasData;
     $('connections').hidden = !hasData;
     const running = live.id !== null;
-    const text = hasData ? '' : t(running ? 'ui.live.waiting' : 'ui.live.startAbove');
+    const text = hasData ? '' : i18n.t(running ? 'ui.live.waiting' : 'ui.live.startAbove');
     setChildren($('notices'), text ? h(doc, 'p', { class: 'banner', text }) : null);
   }
 
@@ -139,8 +143,8 @@ export function createLive(host, { api, wb, connections, status, onUrl = () => {
     $('live-section').hidden = false;
     $('filter').hidden = true;
     $('packets').hidden = true;
-    $('capture-title').textContent = t('ui.capture.tab.live');
-    $('capture-facts').textContent = live.lastStatus ? describeSource(live.lastStatus.source) : '';
+    $('capture-title').textContent = i18n.t('ui.capture.tab.live');
+    $('capture-facts').textContent = live.lastStatus ? describeSource(i18n, live.lastStatus.source) : '';
     live.loadInterfaces();
     if (st.conn !== null) openConnection(st.conn, { auto: !st.picked });
     else {

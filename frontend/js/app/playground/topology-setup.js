@@ -1,12 +1,12 @@
 // The playground's topology box (issue 19.2): the preset menu from the server, the custom topology
 // editor, and its file (Save, Load) and link (Share: the topology in the URL's fragment).
 
-import { messages } from '../core/i18n.js';
-import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../core/topology-edit.js';
-import { TopologyEditor } from '../views/topology-editor.js';
+import { messages } from '../../core/i18n.js';
+import { checkTopology, parseTopologyFile, topologyFile, topologyFragment, parseTopologyFragment } from '../../core/topology-edit.js';
+import { TopologyEditor } from '../../views/topology-editor.js';
 
 // The words of this part, in one place (for the catalogs of issue 21).
-export const SETUP_TEXT = messages({
+const SETUP_IDS = {
   noPresets: ['ui.topoSetup.noPresets'],
   loaded: ['ui.topoSetup.loaded'],
   badFile: ['ui.topoSetup.badFile'],
@@ -16,7 +16,7 @@ export const SETUP_TEXT = messages({
   sharedNoClipboard: 'ui.topoSetup.sharedNoClipboard',
   saved: ['ui.topoSetup.saved'],
   fileName: 'topology.json',
-});
+};
 
 export class TopologySetup {
   /**
@@ -24,10 +24,13 @@ export class TopologySetup {
    * page: { api, status(text, kind), start(request, ui) -> Promise }: start creates the session and shows it.
    */
   constructor(host, container, page) {
+    this.i18n = host.i18n;
+    this.T = messages(this.i18n, SETUP_IDS); // (its words, read when used: in the language in force)
     this.host = host;
     this.win = host.window;
     this.page = page;
     this.editor = new TopologyEditor(container, {
+      i18n: this.i18n,
       onStartPreset: (id, o) => this.start({ preset: id, mode: o.mode, autoplay: o.autoplay }),
       onStart: (topology, o) => this.startTopology(topology, o),
       onSave: (topology) => this.save(topology),
@@ -38,7 +41,7 @@ export class TopologySetup {
       (res) => this.editor.setPresets(res && res.presets),
       (err) => {
         this.editor.setPresets([]);
-        page.status(SETUP_TEXT.noPresets({ error: err.message }), 'error');
+        page.status(this.T.noPresets({ error: err.message }), 'error');
       },
     );
   }
@@ -58,7 +61,7 @@ export class TopologySetup {
   startTopology(topology, { mode, autoplay }) {
     let body;
     try {
-      body = checkTopology(topology);
+      body = checkTopology(this.i18n, topology);
     } catch (err) {
       this.editor.setError(err.message);
       return;
@@ -69,7 +72,7 @@ export class TopologySetup {
   save(topology) {
     let text;
     try {
-      text = topologyFile(topology);
+      text = topologyFile(this.i18n, topology);
     } catch (err) {
       this.editor.setError(err.message);
       return;
@@ -78,24 +81,24 @@ export class TopologySetup {
     const url = win.URL.createObjectURL(new win.Blob([text], { type: 'application/json' }));
     const a = win.document.createElement('a');
     a.href = url;
-    a.download = SETUP_TEXT.fileName;
+    a.download = this.T.fileName;
     win.document.body.appendChild(a);
     a.click();
     a.remove();
     win.setTimeout(() => win.URL.revokeObjectURL(url), 1000);
     this.editor.setError('');
-    this.editor.setNote(SETUP_TEXT.saved({ name: SETUP_TEXT.fileName }));
+    this.editor.setNote(this.T.saved({ name: this.T.fileName }));
   }
 
   async load(file) {
     try {
-      const topology = parseTopologyFile(await file.text());
+      const topology = parseTopologyFile(this.i18n, await file.text());
       this.editor.setTopology(topology);
       this.editor.setError('');
-      this.editor.setNote(SETUP_TEXT.loaded({ name: file.name, nodes: topology.nodes.length }));
+      this.editor.setNote(this.T.loaded({ name: file.name, nodes: topology.nodes.length }));
     } catch (err) {
       // What the editor had stays.
-      this.editor.setError(SETUP_TEXT.badFile({ name: file.name, error: err.message }));
+      this.editor.setError(this.T.badFile({ name: file.name, error: err.message }));
     }
   }
 
@@ -103,7 +106,7 @@ export class TopologySetup {
     let url;
     try {
       const loc = this.win.location;
-      url = `${loc.origin}${loc.pathname}${topologyFragment(topology)}`;
+      url = `${loc.origin}${loc.pathname}${topologyFragment(this.i18n, topology)}`;
     } catch (err) {
       this.editor.setError(err.message);
       return;
@@ -113,22 +116,22 @@ export class TopologySetup {
     const clipboard = this.host.clipboard;
     if (clipboard && clipboard.writeText) {
       clipboard.writeText(url).then(
-        () => this.editor.setNote(SETUP_TEXT.shared),
-        () => this.editor.setNote(SETUP_TEXT.sharedNoClipboard),
+        () => this.editor.setNote(this.T.shared),
+        () => this.editor.setNote(this.T.sharedNoClipboard),
       );
-    } else this.editor.setNote(SETUP_TEXT.sharedNoClipboard);
+    } else this.editor.setNote(this.T.sharedNoClipboard);
   }
 
   /** A shared link's topology (the URL's `#topology=`) into the editor; true when the hash held one. */
   fromHash(hash) {
     try {
-      const topology = parseTopologyFragment(hash);
+      const topology = parseTopologyFragment(this.i18n, hash);
       if (!topology) return false;
       this.editor.setTopology(topology);
-      this.editor.setNote(SETUP_TEXT.fromLink({ nodes: topology.nodes.length }));
+      this.editor.setNote(this.T.fromLink({ nodes: topology.nodes.length }));
       return true;
     } catch (err) {
-      this.editor.setError(SETUP_TEXT.badLink({ error: err.message }));
+      this.editor.setError(this.T.badLink({ error: err.message }));
       return true;
     }
   }

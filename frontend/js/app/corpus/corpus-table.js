@@ -1,9 +1,8 @@
 // The Corpus page's tables: the events, connections or errors table of a finished run, a page at a time,
 // each with its own query (offset and filters), the stale pages dropped.
 
-import { PAGE_SIZE, TABLES } from '../core/corpus-tables.js';
-import { TableView } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { PAGE_SIZE, TABLES } from '../../core/corpus-tables.js';
+import { TableView } from '../../views/corpus.js';
 
 const TABLE_ERROR_IDS = { events: 'ui.corpus.tableFailed.events', connections: 'ui.corpus.tableFailed.connections', errors: 'ui.corpus.tableFailed.errors' };
 const EMPTY_QUERY = { offset: 0, capture: '', kind: '', dir: '', conn: '' };
@@ -13,12 +12,13 @@ export class RunTables {
    * container: the table's pane; corpus: the corpus API client; gen: the page's generation counter;
    * current(): { run, table } shown now (a page asked for another is dropped).
    */
-  constructor(container, { corpus, gen, current }) {
+  constructor(container, { i18n, corpus, gen, current }) {
+    this.i18n = i18n;
     this.corpus = corpus;
     this.gen = gen;
     this.current = current;
     this.queries = Object.fromEntries(TABLES.map((name) => [name, { ...EMPTY_QUERY }]));
-    this.view = new TableView(container, { onQuery: (changes) => this.change(changes) });
+    this.view = new TableView(container, { i18n: this.i18n, onQuery: (changes) => this.change(changes) });
   }
 
   /** Every table back to its first page, unfiltered. */
@@ -48,7 +48,7 @@ export class RunTables {
       const names = new Map(run.captures.map((c) => [c.id, c.name]));
       this.view.setPage(table, page, { names });
     } catch (err) {
-      if (this.gen.is(gen)) this.view.setError(t(TABLE_ERROR_IDS[table], { error: err.message }));
+      if (this.gen.is(gen)) this.view.setError(this.i18n.t(TABLE_ERROR_IDS[table], { error: err.message }));
     }
   }
 }

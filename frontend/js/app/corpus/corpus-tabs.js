@@ -3,24 +3,25 @@
 //
 // URL: corpus.html?run=<id>&tab=report|events|connections|errors
 
-import { TABLES } from '../core/corpus-tables.js';
-import { ReportView } from '../views/corpus.js';
-import { formatCount } from '../core/bytes.js';
-import { tr } from '../views/dom.js';
+import { TABLES } from '../../core/corpus-tables.js';
+import { ReportView } from '../../views/corpus.js';
+import { formatCount } from '../../core/bytes.js';
+import { tr } from '../../views/dom.js';
 
 const TABS = ['report', ...TABLES];
 const TAB_IDS = { events: 'ui.corpus.tab.eventsN', connections: 'ui.corpus.tab.connectionsN', errors: 'ui.corpus.tab.errorsN' };
 
 export class RunTabs {
   /** doc: the document (#run-tabs, #tab-*, #pane-report, #pane-table); win: the window (its URL); corpus: the corpus API client; tables: the RunTables. */
-  constructor(doc, win, { corpus, tables }) {
+  constructor(doc, win, { i18n, corpus, tables }) {
+    this.i18n = i18n;
     this.doc = doc;
     this.win = win;
     this.corpus = corpus;
     this.tables = tables;
     this.run = null; // the run shown
     this.tab = 'report';
-    this.report = new ReportView(doc.getElementById('pane-report'));
+    this.report = new ReportView(doc.getElementById('pane-report'), { i18n: this.i18n });
     for (const tab of TABS) doc.getElementById(`tab-${tab}`).addEventListener('click', () => this.setTab(tab));
   }
 
@@ -50,7 +51,7 @@ export class RunTabs {
     if (done) {
       const s = run.summary || {};
       const counts = { events: s.events, connections: s.connections, errors: s.errors };
-      for (const name of TABLES) tr($(`tab-${name}`), [TAB_IDS[name], { n: formatCount(Number(counts[name] || 0)) }]);
+      for (const name of TABLES) tr($(`tab-${name}`), this.i18n.message(TAB_IDS[name], { n: formatCount(Number(counts[name] || 0)) }));
       this.setTab(TABS.includes(tab) ? tab : 'report');
     } else {
       this.setUrl({ run: run.id });

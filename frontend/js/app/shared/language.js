@@ -1,20 +1,12 @@
 // The page's language (issue 21): chosen before the page's app starts (?lang=, the remembered
 // choice, the browser's languages), and the header's switch, which changes the page in place:
 // every remembered message is rewritten and the views that compose text redraw (they listen to
-// i18n.onChange), so a running session, a lesson or an open capture goes on as it was.
-// host: { document, window, fetch, languages }
+// the host's i18n.onChange), so a running session, a lesson or an open capture goes on as it was.
+// host: { i18n, document, window, fetch, languages }
 
-import { i18n, chooseLanguage, useLanguage, LANGUAGES, LANGUAGE_NAMES, STORAGE_KEY } from '../core/i18n.js';
-import { h, relabel } from '../views/dom.js';
-
-function storage(win) {
-  try {
-    const s = win.localStorage;
-    return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v) };
-  } catch {
-    return { get: () => null, set: () => {} };
-  }
-}
+import { chooseLanguage, useLanguage, LANGUAGES, LANGUAGE_NAMES, STORAGE_KEY } from '../../core/i18n.js';
+import { h, relabel } from '../../views/dom.js';
+import { safeStorage } from './workbench.js';
 
 /** The URL of the page with its ?lang= (if it has one) set to `lang`. */
 function withLanguage(location, lang) {
@@ -24,9 +16,10 @@ function withLanguage(location, lang) {
   return `${location.pathname}${next}${location.hash || ''}`;
 }
 
-function show(doc, lang) {
+function show(doc, i18n) {
+  const lang = i18n.lang;
   doc.documentElement.setAttribute('lang', lang);
-  relabel(doc.documentElement);
+  relabel(doc.documentElement, i18n);
   const select = doc.getElementById('lang-switch');
   if (select) select.value = lang;
 }
@@ -36,18 +29,19 @@ function show(doc, lang) {
  * does not load leaves the page in English (the one the HTML is written in) and says so.
  */
 export async function initLanguage(host) {
+  const { i18n } = host;
   const doc = host.document;
   const win = host.window;
-  const store = storage(win);
+  const store = safeStorage(win);
   const fetch = host.fetch;
   const wanted = chooseLanguage({ search: win.location ? win.location.search : '', stored: store.get(STORAGE_KEY), languages: host.languages || [] });
   try {
-    await useLanguage(fetch, wanted);
+    await useLanguage(i18n, fetch, wanted);
     if (/[?&]lang=/.test(win.location.search || '')) store.set(STORAGE_KEY, i18n.lang);
   } catch (err) {
     if (win.console) win.console.error(`ZMTP Lab: ${err.message}`);
   }
-  show(doc, i18n.lang);
+  show(doc, i18n);
   const select = doc.getElementById('lang-switch');
   if (select) {
     if (!select.options.length) for (const lang of LANGUAGES) select.appendChild(h(doc, 'option', { value: lang, text: LANGUAGE_NAMES[lang] }));
@@ -55,7 +49,7 @@ export async function initLanguage(host) {
     select.addEventListener('change', async () => {
       const lang = select.value;
       try {
-        await useLanguage(fetch, lang);
+        await useLanguage(i18n, fetch, lang);
       } catch (err) {
         select.value = i18n.lang;
         if (win.console) win.console.error(`ZMTP Lab: ${err.message}`);
@@ -64,7 +58,7 @@ export async function initLanguage(host) {
       store.set(STORAGE_KEY, i18n.lang);
       const url = withLanguage(win.location, i18n.lang);
       if (url && win.history && win.history.replaceState) win.history.replaceState(win.history.state, '', url);
-      show(doc, i18n.lang);
+      show(doc, i18n);
     });
   }
   return i18n.lang;

@@ -2,12 +2,11 @@
 // id, following its dissection (the progress stream, else polling), this client's list of captures and
 // deleting one. What a loaded capture shows is the page's (capture.js).
 
-import { UploadView, CaptureListView } from '../views/capture.js';
-import { t } from '../core/i18n.js';
+import { UploadView, CaptureListView } from '../../views/capture.js';
 
 /** The banner and notice text while a capture is still being dissected. */
-export function dissectingText(percent) {
-  return t('ui.capture.dissecting', { pct: Math.round(Number(percent) || 0) });
+export function dissectingText(i18n, percent) {
+  return i18n.t('ui.capture.dissecting', { pct: Math.round(Number(percent) || 0) });
 }
 
 const hasConnections = (s) => Array.isArray(s.connections) && s.connections.length > 0;
@@ -18,13 +17,14 @@ export class CaptureFile {
    *         shownLink(): what the user looks at now, as a link, closed(id): the open capture was deleted }
    */
   constructor(doc, page) {
+    this.i18n = page.i18n;
     this.$ = (id) => doc.getElementById(id);
     this.page = page;
     this.id = null;
     this.summary = null;
     this.stopProgress = null;
-    this.upload = new UploadView(this.$('upload'), { onFile: (f) => this.uploadFile(f) });
-    this.list = new CaptureListView(this.$('my-captures'), { onOpen: (id) => this.open(id), onDelete: (id, name) => this.delete(id, name) });
+    this.upload = new UploadView(this.$('upload'), { i18n: this.i18n, onFile: (f) => this.uploadFile(f) });
+    this.list = new CaptureListView(this.$('my-captures'), { i18n: this.i18n, onOpen: (id) => this.open(id), onDelete: (id, name) => this.delete(id, name) });
   }
 
   /** Stops following a dissection (another capture, or the live tab, takes the page). */
@@ -46,7 +46,7 @@ export class CaptureFile {
       this.list.setCaptures(Array.isArray(res?.captures) ? res.captures : [], this.id);
     } catch (err) {
       this.list.setCaptures([]);
-      this.page.status(t('ui.capture.listFailed', { error: err.message }), 'error');
+      this.page.status(this.i18n.t('ui.capture.listFailed', { error: err.message }), 'error');
     }
   }
 
@@ -56,11 +56,11 @@ export class CaptureFile {
       await page.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
-        page.status(t('ui.capture.deleteFailed', { name, error: err.message }), 'error');
+        page.status(this.i18n.t('ui.capture.deleteFailed', { name, error: err.message }), 'error');
         return;
       }
     }
-    page.status(t('ui.capture.deleted', { name }));
+    page.status(this.i18n.t('ui.capture.deleted', { name }));
     if (this.id === id) {
       this.stopFollowing();
       page.closed(id);
@@ -82,7 +82,7 @@ export class CaptureFile {
       const res = await promise;
       await this.open(String(res.id));
     } catch (err) {
-      upload.setError(t('ui.capture.uploadFailed', { error: err.message }));
+      upload.setError(this.i18n.t('ui.capture.uploadFailed', { error: err.message }));
     }
   }
 
@@ -97,7 +97,7 @@ export class CaptureFile {
       summary = await page.api.capture(id);
     } catch (err) {
       this.showUpload(true);
-      upload.setError(err.status === 404 ? t('ui.capture.noSuch', { id }) : t('ui.capture.loadFailed', { id, error: err.message }));
+      upload.setError(err.status === 404 ? this.i18n.t('ui.capture.noSuch', { id }) : this.i18n.t('ui.capture.loadFailed', { id, error: err.message }));
       return;
     }
     if (summary.state === 'done' || summary.state === 'error') {
@@ -149,7 +149,7 @@ export class CaptureFile {
     const onProgress = (msg) => {
       upload.setDissect(msg.percent, msg.state, msg.detail);
       const notice = this.$('dissect-notice');
-      if (notice) notice.textContent = dissectingText(msg.percent);
+      if (notice) notice.textContent = dissectingText(this.i18n, msg.percent);
       if (msg.state === 'done' || msg.state === 'error') finish();
       else tryEarly();
     };
@@ -163,7 +163,7 @@ export class CaptureFile {
       try {
         summary = await this.page.api.capture(id);
       } catch (err) {
-        this.upload.setError(t('ui.capture.followFailed', { error: err.message }));
+        this.upload.setError(this.i18n.t('ui.capture.followFailed', { error: err.message }));
         return;
       }
       onProgress({ state: summary.state, percent: summary.percent, detail: '' });

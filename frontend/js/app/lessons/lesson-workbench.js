@@ -2,22 +2,23 @@
 // details, hex dump, expert list) and, for a topology step, the playground's diagram above the sequence
 // (one lifeline per node, a message's path); and the element (and field) selected in them.
 
-import { peerLabel } from '../core/eventlog.js';
-import { Dataset } from './dataset.js';
-import { TopologyPanel } from './topology-panel.js';
-import { revealInPane } from '../views/dom.js';
+import { peerLabel } from '../../core/eventlog.js';
+import { Dataset } from '../shared/dataset.js';
+import { TopologyPanel } from '../shared/topology-panel.js';
+import { revealInPane } from '../../views/dom.js';
 
 export class LessonWorkbench {
   /** wb: the workbench; topologyEl: the diagram's container; octetsEl: the octet table; onPick(index): a message picked in the diagram. */
-  constructor(wb, topologyEl, octetsEl, { onPick }) {
+  constructor(wb, topologyEl, octetsEl, { i18n, onPick }) {
+    this.i18n = i18n;
     this.wb = wb;
     this.octetsEl = octetsEl;
-    this.data = new Dataset(); // the scene's elements
+    this.data = new Dataset({ i18n }); // the scene's elements
     this.log = this.data.log;
     wb.sequence.setSource(this.data.source);
     // (the page's grid knows when a topology is shown: the projector view gives the diagram a row of its own)
     const grid = topologyEl.parentElement && topologyEl.parentElement.parentElement;
-    this.topo = new TopologyPanel(topologyEl, { sequence: wb.sequence, onPick, onShown: (on) => grid && grid.classList.toggle('has-topology', on) });
+    this.topo = new TopologyPanel(topologyEl, { i18n, sequence: wb.sequence, onPick, onShown: (on) => grid && grid.classList.toggle('has-topology', on) });
   }
 
   /** The element at `index` of the scene shown, or null. */
@@ -40,7 +41,7 @@ export class LessonWorkbench {
     wb.hex.setEnds(topo.connEnds(data.chunkConn));
     wb.hex.setChunks(data.chunks());
     wb.expert.setItems(log.experts.map((i) => ({ index: i, event: log.events[i] })));
-    wb.sequence.setLabels({ client: peerLabel('client', log.peer('c2s')), server: peerLabel('server', log.peer('s2c')) });
+    wb.sequence.setLabels({ client: peerLabel(this.i18n, 'client', log.peer('c2s')), server: peerLabel(this.i18n, 'server', log.peer('s2c')) });
     // Captures carry absolute timestamps: count from the first one.
     const first = log.events.find((ev) => typeof ev.ts === 'number');
     wb.sequence.setTimeBase(first ? first.ts : null);

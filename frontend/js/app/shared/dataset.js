@@ -1,17 +1,17 @@
 // What a workbench shows (a playground tab's session or pasted hex, a lesson's scene): the elements, the
 // sequence's rows (with connection and fault marks for a session) and the hex dump's chunks.
 
-import { EventLog } from '../core/eventlog.js';
-import { ArraySource } from '../core/source.js';
-import { Marker, MarkedSource } from '../core/marks.js';
-import { createChunker } from '../core/hexdump.js';
+import { EventLog } from '../../core/eventlog.js';
+import { ArraySource } from '../../core/source.js';
+import { Marker, MarkedSource } from '../../core/marks.js';
+import { createChunker } from '../../core/hexdump.js';
 
 export class Dataset {
-  /** marks: show connection boundaries and faults as rows of their own (core/marks.js). */
-  constructor({ marks = false } = {}) {
+  /** marks: show connection boundaries and faults as rows of their own (core/marks.js), said in `i18n`. */
+  constructor({ i18n = null, marks = false } = {}) {
     this.log = new EventLog();
     this.source = new ArraySource(this.log.events);
-    this.marker = new Marker();
+    this.marker = new Marker(i18n);
     this.rows = marks ? new MarkedSource(this.source, this.marker.marks) : this.source;
     this.chunkConn = null; // a topology session's hex dump follows one connection (null: every element)
     this.rebuildChunks();

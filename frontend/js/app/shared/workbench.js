@@ -1,31 +1,34 @@
 // The views both pages share, wired to one selection store, plus the page shell
 // (large-font toggle). Everything from the environment arrives in `host`.
 
-import { createSelection } from '../core/store.js';
-import { fieldAt } from '../core/octets.js';
-import { SequenceView } from '../views/sequence.js';
-import { OctetView } from '../views/octets.js';
-import { ExplainView } from '../views/explain.js';
-import { TreeView } from '../views/tree.js';
-import { HexView } from '../views/hexview.js';
-import { ExpertView } from '../views/expert.js';
+import { createSelection } from '../../core/store.js';
+import { fieldAt } from '../../core/octets.js';
+import { SequenceView } from '../../views/sequence.js';
+import { OctetView } from '../../views/octets.js';
+import { ExplainView } from '../../views/explain.js';
+import { TreeView } from '../../views/tree.js';
+import { HexView } from '../../views/hexview.js';
+import { ExpertView } from '../../views/expert.js';
 
 const SIZES = { normal: { row: 30, line: 20 }, large: { row: 40, line: 28 } };
 
 /**
  * slots: { sequence, octets, explain, tree, hex, expert } container elements.
- * opts: { onSelect(row), onPick(index, dir, offset), onJump(index, event), context(event), copyText(text) }
+ * opts: { i18n, onSelect(row), onPick(index, dir, offset), onJump(index, event), context(event), copyText(text) }
+ *   i18n: the page's language (the host's), which every view says its words in
  *   onSelect gets a row of the sequence list; onPick (a byte clicked in the hex
  *   dump) and onJump (an expert item) get the element's index in the
  *   connection's unfiltered element list, which is what selection.index holds.
  */
 export function createWorkbench(slots, opts) {
+  const { i18n } = opts;
   const selection = createSelection();
-  const sequence = new SequenceView(slots.sequence, { onSelect: opts.onSelect, rowHeight: SIZES.normal.row });
-  const octets = new OctetView(slots.octets, { selection });
-  const explain = new ExplainView(slots.explain, { selection, context: opts.context });
-  const tree = new TreeView(slots.tree, { selection });
+  const sequence = new SequenceView(slots.sequence, { i18n, onSelect: opts.onSelect, rowHeight: SIZES.normal.row });
+  const octets = new OctetView(slots.octets, { i18n, selection });
+  const explain = new ExplainView(slots.explain, { i18n, selection, context: opts.context });
+  const tree = new TreeView(slots.tree, { i18n, selection });
   const hex = new HexView(slots.hex, {
+    i18n,
     selection,
     copyText: opts.copyText,
     title: 'ui.panel.hex',
@@ -39,7 +42,7 @@ export function createWorkbench(slots, opts) {
       }
     },
   });
-  const expert = new ExpertView(slots.expert, { onJump: opts.onJump });
+  const expert = new ExpertView(slots.expert, { i18n, onJump: opts.onJump });
   return {
     selection,
     sequence,
@@ -96,7 +99,8 @@ export function initShell(host, onLarge) {
   }
 }
 
-function safeStorage(win) {
+/** The window's localStorage as { get, set }, or one that keeps nothing where storage is refused. */
+export function safeStorage(win) {
   try {
     const s = win.localStorage;
     return { get: (k) => s.getItem(k), set: (k, v) => s.setItem(k, v) };

@@ -1,8 +1,7 @@
 // The lessons page's questions: what is selected, in words (down to the byte clicked in the hex dump),
 // and the answer the selection gives, checked by the server.
 
-import { t } from '../core/i18n.js';
-import { tableName } from '../core/labels.js';
+import { tableName } from '../../core/labels.js';
 
 export class AnswerChecker {
   /**
@@ -11,7 +10,8 @@ export class AnswerChecker {
    * answer's field (the scene never selects it beforehand: that would give it away); answered(lesson, step, body):
    * every answer given, as it goes to the lessons API.
    */
-  constructor(hexEl, { wb, panel, api, where, reveal = () => {}, answered = () => {} }) {
+  constructor(hexEl, { i18n, wb, panel, api, where, reveal = () => {}, answered = () => {} }) {
+    this.i18n = i18n;
     this.reveal = reveal;
     this.answered = answered; // (a student's answer goes to the class too: presenter mode counts them)
     this.wb = wb;
@@ -57,12 +57,12 @@ export class AnswerChecker {
   updateSelectedText() {
     const s = this.wb.selection.get();
     const f = this.wb.selection.fieldObject();
-    if (!s.event) return this.panel.setSelectedText(t('ui.answer.nothing'));
+    if (!s.event) return this.panel.setSelectedText(this.i18n.t('ui.answer.nothing'));
     const byte = this.byteInSelection();
     const rel = (o) => o - s.event.offset;
-    const name = f && tableName(s.event, f);
-    let text = !f ? t('ui.answer.element') : f.length > 1 ? t('ui.answer.octets', { name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : t('ui.answer.octet', { name, at: rel(f.offset) });
-    if (byte !== null && (!f || f.length > 1)) text += t('ui.answer.byte', { at: rel(byte) });
+    const name = f && tableName(this.i18n, s.event, f);
+    let text = !f ? this.i18n.t('ui.answer.element') : f.length > 1 ? this.i18n.t('ui.answer.octets', { name, from: rel(f.offset), to: rel(f.offset) + f.length - 1 }) : this.i18n.t('ui.answer.octet', { name, at: rel(f.offset) });
+    if (byte !== null && (!f || f.length > 1)) text += this.i18n.t('ui.answer.byte', { at: rel(byte) });
     this.panel.setSelectedText(text);
   }
 
@@ -84,7 +84,7 @@ export class AnswerChecker {
   /** The selection as the answer: an element, its field, the byte clicked. */
   check() {
     const s = this.wb.selection.get();
-    if (s.index === null) return this.panel.setResult({ correct: false, message: t('ui.answer.selectFirst'), explain: [] });
+    if (s.index === null) return this.panel.setResult({ correct: false, message: this.i18n.t('ui.answer.selectFirst'), explain: [] });
     const body = { index: s.index };
     if (Number.isInteger(s.field)) body.field = s.field;
     const byte = this.byteInSelection();

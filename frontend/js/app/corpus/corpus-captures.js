@@ -1,21 +1,21 @@
 // The Corpus page's captures: this client's uploads in the picker (which ones are ticked), uploading
 // more and deleting one. Starting a run over the ticked ones is the page's (corpus.js).
 
-import { CapturePicker } from '../views/corpus.js';
-import { t } from '../core/i18n.js';
+import { CapturePicker } from '../../views/corpus.js';
 
 export class CaptureShelf {
   /**
    * api: the page's API client (uploads); corpus: the corpus API client (the list); searchApi: deletes.
    * onStart(ids): start a run over these captures.
    */
-  constructor(container, { api, corpus, searchApi, onStart }) {
+  constructor(container, { i18n, api, corpus, searchApi, onStart }) {
+    this.i18n = i18n;
     this.api = api;
     this.corpus = corpus;
     this.searchApi = searchApi;
     this.captures = [];
     this.checked = new Set();
-    this.picker = new CapturePicker(container, { onUpload: (files) => this.upload(files), onStart, onDelete: (id, name) => this.delete(id, name) });
+    this.picker = new CapturePicker(container, { i18n: this.i18n, onUpload: (files) => this.upload(files), onStart, onDelete: (id, name) => this.delete(id, name) });
   }
 
   async load() {
@@ -23,7 +23,7 @@ export class CaptureShelf {
     try {
       this.captures = (await this.corpus.captures()).captures;
     } catch (err) {
-      picker.setNote(t('ui.shelf.listFailed', { error: err.message }), 'error');
+      picker.setNote(this.i18n.t('ui.shelf.listFailed', { error: err.message }), 'error');
       return;
     }
     const ids = new Set(this.captures.map((c) => c.id));
@@ -37,12 +37,12 @@ export class CaptureShelf {
       await this.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
-        this.picker.setNote(t('ui.shelf.deleteFailed', { name, error: err.message }), 'error');
+        this.picker.setNote(this.i18n.t('ui.shelf.deleteFailed', { name, error: err.message }), 'error');
         return;
       }
     }
     this.checked.delete(id);
-    this.picker.setNote(t('ui.shelf.deleted', { name }));
+    this.picker.setNote(this.i18n.t('ui.shelf.deleted', { name }));
     await this.load();
   }
 
@@ -50,22 +50,22 @@ export class CaptureShelf {
     const { picker } = this;
     this.checked = new Set(picker.selected());
     for (const [i, file] of files.entries()) {
-      const which = files.length > 1 ? t('ui.shelf.which', { i: i + 1, n: files.length }) : '';
-      picker.setNote(t('ui.shelf.uploading', { name: file.name, which }));
+      const which = files.length > 1 ? this.i18n.t('ui.shelf.which', { i: i + 1, n: files.length }) : '';
+      picker.setNote(this.i18n.t('ui.shelf.uploading', { name: file.name, which }));
       try {
         const { promise } = this.api.uploadCapture(file, (loaded, total) => {
           const pct = total ? Math.round((100 * loaded) / total) : 0;
-          picker.setNote(t('ui.shelf.uploadingPct', { name: file.name, which, pct }));
+          picker.setNote(this.i18n.t('ui.shelf.uploadingPct', { name: file.name, which, pct }));
         });
         const res = await promise;
         this.checked.add(String(res.id));
       } catch (err) {
-        picker.setNote(t('ui.shelf.notStored', { name: file.name, error: err.message }), 'error');
+        picker.setNote(this.i18n.t('ui.shelf.notStored', { name: file.name, error: err.message }), 'error');
         await this.load();
         return;
       }
     }
-    picker.setNote(files.length > 1 ? t('ui.shelf.uploadedN', { n: files.length }) : t('ui.shelf.uploaded', { name: files[0].name }));
+    picker.setNote(files.length > 1 ? this.i18n.t('ui.shelf.uploadedN', { n: files.length }) : this.i18n.t('ui.shelf.uploaded', { name: files[0].name }));
     await this.load();
   }
 }

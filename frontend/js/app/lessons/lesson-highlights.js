@@ -2,7 +2,7 @@
 // teacher's, the chips the user clicked), whether highlights are on, and drawing them over the
 // octet table, the details and the hex dump.
 
-import { createHighlighter } from '../lessons/highlights.js';
+import { createHighlighter } from '../../lessons/highlights.js';
 
 export class LessonHighlights {
   /** win: the window; slots: { octets, tree, hex } elements; wb: the workbench; panel: the LessonPanel (its chips). */

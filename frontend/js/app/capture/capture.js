@@ -1,7 +1,7 @@
 // The capture viewer page (capture.html): upload a capture, follow its
 // dissection, browse connections and their elements (fetched in pages),
 // inspect an element (fields fetched on demand) and the packets under it.
-// host = { document, window, fetch, XMLHttpRequest, EventSource, FormData, clipboard }
+// host = { i18n, document, window, fetch, XMLHttpRequest, EventSource, FormData, clipboard }
 //
 // The page is a few parts with one job each: the file (capture-file.js: upload, open, follow the
 // dissection, the list of captures, delete), the open connection (capture-connection.js: pages, filter,
@@ -9,22 +9,22 @@
 // (live.js); here the workbench they share, which source tab is shown, a loaded capture's summary, the URL
 // and the keyboard.
 
-import { createApi } from '../core/api.js';
-import { parseLink, buildLink } from '../core/links.js';
-import { isTyping, h, setChildren } from '../views/dom.js';
-import { ConnectionsView } from '../views/capture.js';
-import { createCaptureSearchApi } from '../core/capture-search.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
+import { createApi } from '../../core/api.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { isTyping, h, setChildren } from '../../views/dom.js';
+import { ConnectionsView } from '../../views/capture.js';
+import { createCaptureSearchApi } from '../../core/capture-search.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
 import { createLive } from './live.js';
 import { CaptureFile, dissectingText } from './capture-file.js';
 import { ConnectionBrowser } from './capture-connection.js';
 import { CaptureViews } from './capture-overview.js';
-import { i18n, t, tn } from '../core/i18n.js';
 
 class CapturePage {
   constructor(host) {
     const doc = host.document;
     const win = host.window;
+    this.i18n = host.i18n;
     const $ = (id) => doc.getElementById(id);
     this.$ = $;
     this.doc = doc;
@@ -33,18 +33,19 @@ class CapturePage {
     const searchApi = createCaptureSearchApi(host);
     const status = statusLine(doc);
     this.status = status;
-    this.live = null; // the Live tab (app/live.js); while active, the workbench's callbacks go there
+    this.live = null; // the Live tab (live.js); while active, the workbench's callbacks go there
     const isLive = () => this.isLive();
 
     const wb = createWorkbench(
       { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
       {
+        i18n: host.i18n,
         onSelect: (row) => (isLive() ? this.live.selectRow(row) : this.conn.selectRow(row)),
         onPick: (index, dir, offset) => (isLive() ? this.live.selectIndex(index) : this.conn.selectElement(index, { pick: { dir, offset } })),
         onJump: (index, ev) => (isLive() ? this.live.selectIndex(index) : this.conn.selectElement(typeof ev.index === 'number' ? ev.index : index, { hint: ev })),
         context: (ev) => (isLive() ? this.live.context(ev.dir) : this.conn.context(ev.dir)),
         copyText: (text) => {
-          if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status(t('ui.hex.copied')));
+          if (host.clipboard && host.clipboard.writeText) host.clipboard.writeText(text).then(() => status(this.i18n.t('ui.hex.copied')));
         },
       },
     );
@@ -56,6 +57,7 @@ class CapturePage {
 
     const updateUrl = () => this.updateUrl();
     this.file = new CaptureFile(doc, {
+      i18n: host.i18n,
       api,
       searchApi,
       status,
@@ -64,9 +66,10 @@ class CapturePage {
       shownLink: () => this.shownLink(),
       closed: () => this.conn.abort(),
     });
-    const connections = new ConnectionsView($('connections'), { onSelect: (conn) => (isLive() ? this.live.openConnection(conn) : this.conn.open(conn)) });
+    const connections = new ConnectionsView($('connections'), { i18n: host.i18n, onSelect: (conn) => (isLive() ? this.live.openConnection(conn) : this.conn.open(conn)) });
     this.connections = connections;
     this.conn = new ConnectionBrowser(doc, this.file, connections, {
+      i18n: host.i18n,
       api,
       searchApi,
       wb,
@@ -80,6 +83,7 @@ class CapturePage {
     $('delete-capture').addEventListener('click', () => this.file.id && this.file.delete(this.file.id, this.file.summary?.name || this.file.id));
     $('open-another').addEventListener('click', () => this.file.showUpload(true));
     this.views = new CaptureViews(doc, this.file, {
+      i18n: host.i18n,
       api,
       updateUrl,
       open: (conn, index) => this.conn.open(conn, typeof index === 'number' ? { el: index } : {}),
@@ -90,7 +94,7 @@ class CapturePage {
     win.addEventListener('keydown', (e) => this.onKey(e));
     // Another language: the open capture's elements, notes, experts and overview come again in it
     // (the server translates them), at the same element and field.
-    i18n.onChange(() => {
+    this.i18n.onChange(() => {
       if (this.isLive() || !this.file.summary) return;
       this.views.languageChanged();
       this.showSummary(this.file.summary, { ...this.shownLink(), view: this.views.overviewShown ? 'overview' : undefined });
@@ -137,23 +141,23 @@ class CapturePage {
     $('capture-section').hidden = false;
     const list = Array.isArray(summary.connections) ? summary.connections : [];
     const ex = summary.expert_total || {};
-    $('capture-title').textContent = summary.name || t('ui.capture.title', { id: summary.id });
+    $('capture-title').textContent = summary.name || this.i18n.t('ui.capture.title', { id: summary.id });
     const zmtp = list.filter((c) => c.zmtp !== false).length;
-    const other = list.length - zmtp ? t('ui.capture.other', { n: list.length - zmtp }) : '';
-    $('capture-facts').textContent = t('ui.capture.facts', { zmtp: tn('ui.capture.zmtp', zmtp), other, error: ex.error || 0, warn: ex.warn || 0, note: ex.note || 0 });
+    const other = list.length - zmtp ? this.i18n.t('ui.capture.other', { n: list.length - zmtp }) : '';
+    $('capture-facts').textContent = this.i18n.t('ui.capture.facts', { zmtp: this.i18n.tn('ui.capture.zmtp', zmtp), other, error: ex.error || 0, warn: ex.warn || 0, note: ex.note || 0 });
     const notices = [];
     if (summary.state === 'dissecting') {
-      notices.push(h(doc, 'p', { class: 'banner', attrs: { id: 'dissect-notice', role: 'status' }, text: dissectingText(summary.percent) }));
+      notices.push(h(doc, 'p', { class: 'banner', attrs: { id: 'dissect-notice', role: 'status' }, text: dissectingText(this.i18n, summary.percent) }));
     }
     const failed = summary.state === 'error' || !!summary.error;
     if (failed) {
       // With nothing read before the error there is nothing below, and "no ZMTP found" would mislead.
-      const after = t(list.length ? 'ui.capture.after' : 'ui.capture.nothingBefore');
-      notices.push(h(doc, 'p', { class: 'banner error', attrs: { role: 'alert' }, text: t('ui.capture.stopped', { error: String(summary.error || t('ui.capture.unknownError')).replace(/\.+$/, ''), after }) }));
+      const after = this.i18n.t(list.length ? 'ui.capture.after' : 'ui.capture.nothingBefore');
+      notices.push(h(doc, 'p', { class: 'banner error', attrs: { role: 'alert' }, text: this.i18n.t('ui.capture.stopped', { error: String(summary.error || this.i18n.t('ui.capture.unknownError')).replace(/\.+$/, ''), after }) }));
     }
     if (!list.length && !failed) {
       notices.push(
-        h(doc, 'p', { class: 'banner', t: 'ui.capture.noZmtp' }),
+        h(doc, 'p', { class: 'banner', t: this.i18n.message('ui.capture.noZmtp') }),
       );
     }
     setChildren($('notices'), notices);

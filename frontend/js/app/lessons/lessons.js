@@ -8,34 +8,37 @@
 // keyboard and the URL (lesson-navigation.js), the questions (lesson-answers.js) and presenter mode
 // (classroom-client.js); here they are wired, with the user's own actions and the start.
 //
-// host = { document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
+// host = { i18n, document, window, fetch, WebSocket, clipboard } — the only place the environment comes from
 // (main-lessons.js).
 
-import { parseLink, buildLink } from '../core/links.js';
-import { createWorkbench, initShell, statusLine } from './workbench.js';
-import { createLessonsApi } from '../lessons/api.js';
-import { LessonList, LessonPanel } from '../lessons/views.js';
-import { teacherState } from '../lessons/classroom.js';
-import { ClassroomClient } from './classroom-client.js';
+import { parseLink, buildLink } from '../../core/links.js';
+import { frameThrottle } from '../../views/dom.js';
+import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
+import { createLessonsApi } from '../../lessons/api.js';
+import { LessonList, LessonPanel } from '../../lessons/views.js';
+import { teacherState } from '../../lessons/classroom.js';
+import { ClassroomClient } from '../shared/classroom-client.js';
 import { AnswerChecker } from './lesson-answers.js';
 import { LessonWorkbench } from './lesson-workbench.js';
 import { LessonHighlights } from './lesson-highlights.js';
 import { LessonPlayer } from './lesson-player.js';
 import { LessonNavigation } from './lesson-navigation.js';
-import { i18n, t } from '../core/i18n.js';
 
 export function startLessons(host) {
+  const { i18n } = host;
   const doc = host.document;
   const win = host.window;
   const $ = (id) => doc.getElementById(id);
   const api = createLessonsApi(host);
   const status = statusLine(doc);
-  const raf = win.requestAnimationFrame ? (f) => win.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  // (the selected field is scrolled to in the page's one frame, after the views drew it: core/frames.js)
+  const revealSoon = frameThrottle(win, () => bench.revealField());
 
   // ---- the parts ------------------------------------------------------------------------------
   const wb = createWorkbench(
     { sequence: $('sequence'), octets: $('octets'), explain: $('explain'), tree: $('tree'), hex: $('hex'), expert: $('expert') },
     {
+      i18n,
       onSelect: (index) => userSelect(index),
       onPick: (index) => userSelect(index),
       onJump: (index) => userSelect(index),
@@ -44,10 +47,11 @@ export function startLessons(host) {
     },
   );
   initShell(host, (on) => wb.setLarge(on));
-  const bench = new LessonWorkbench(wb, $('topology'), $('octets'), { onPick: (index) => userSelect(index) });
+  const bench = new LessonWorkbench(wb, $('topology'), $('octets'), { i18n, onPick: (index) => userSelect(index) });
 
-  const list = new LessonList($('lesson-list'), { onOpen: (id) => userNav(() => player.show(id, 1)) });
+  const list = new LessonList($('lesson-list'), { i18n, onOpen: (id) => userNav(() => player.show(id, 1)) });
   const panel = new LessonPanel($('lesson-panel'), {
+    i18n,
     onBack: () => player.showList(true),
     onStep: (n) => userNav(() => player.show(player.lessonId, n)),
     onChip: (field) => focusField(field),
@@ -83,11 +87,12 @@ export function startLessons(host) {
       panel.setSelectedDecision(s.index);
       answers.updateSelectedText();
       broadcast();
-      raf(() => bench.revealField());
+      revealSoon();
     }
   });
 
   const answers = new AnswerChecker($('hex'), {
+    i18n,
     wb,
     panel,
     api,
@@ -110,7 +115,6 @@ export function startLessons(host) {
   // ---- presenter mode (classroom-client.js) ---------------------------------------------------
   const classroom = new ClassroomClient(host, api, {
     status,
-    raf,
     teacherState: () => {
       if (!player.lessonId || player.applying) return null;
       const s = wb.selection.get();
@@ -125,7 +129,7 @@ export function startLessons(host) {
     },
     hasLesson: () => !!player.lesson,
     hintOpenLesson() {
-      if (!player.lessonId) player.hintOpenLesson(t('ui.class.openLesson'));
+      if (!player.lessonId) player.hintOpenLesson(i18n.t('ui.class.openLesson'));
     },
     urlChanged: () => nav.updateUrl(),
     showList: () => userNav(() => player.showList(true)),
@@ -174,7 +178,7 @@ export function startLessons(host) {
         list.setLessons(res.lessons || []);
         list.setProblems(res.problems || []);
       },
-      (err) => status(t('ui.lesson.listFailed', { error: err.message }), 'error'),
+      (err) => status(i18n.t('ui.lesson.listFailed', { error: err.message }), 'error'),
     );
   }
   loadList();

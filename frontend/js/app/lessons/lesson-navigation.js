@@ -5,8 +5,8 @@
 //       lessons.html?join=CODE                join a class as a student
 //       lessons.html?present=CODE&lesson=...  (set by the page) a teacher's class, resumed after a reload
 
-import { buildLink } from '../core/links.js';
-import { isTyping } from '../views/dom.js';
+import { buildLink } from '../../core/links.js';
+import { isTyping } from '../../views/dom.js';
 
 export class LessonNavigation {
   /**

@@ -8,14 +8,13 @@
 // every connection unless "this connection only" is ticked, each numbered
 // with its connection and index; opening one opens its connection.
 
-import { t, tn } from '../core/i18n.js';
-import { PagedSource } from '../core/source.js';
-import { buildChunks } from '../core/hexdump.js';
-import { fieldAt } from '../core/octets.js';
-import { formatCount } from '../core/bytes.js';
-import { matchText } from '../core/capture-search.js';
-import { FilterBar, PacketsView } from '../views/capture.js';
-import { IllustratedExport } from '../views/illustrated-export.js';
+import { PagedSource } from '../../core/source.js';
+import { buildChunks } from '../../core/hexdump.js';
+import { fieldAt } from '../../core/octets.js';
+import { formatCount } from '../../core/bytes.js';
+import { matchText } from '../../core/capture-search.js';
+import { FilterBar, PacketsView } from '../../views/capture.js';
+import { IllustratedExport } from '../../views/illustrated-export.js';
 
 const PAGE = 200;
 const HEX_WINDOW = 150; // elements either side of the selection in the follow-stream view
@@ -28,6 +27,7 @@ export class ConnectionBrowser {
    * page: { api, searchApi, wb, status(text, kind), updateUrl(), abortController(): a new AbortController, or null }
    */
   constructor(doc, file, connections, page) {
+    this.i18n = page.i18n;
     const $ = (id) => doc.getElementById(id);
     this.file = file;
     this.connections = connections;
@@ -38,9 +38,9 @@ export class ConnectionBrowser {
     this.stream = null; // PagedSource of the whole connection (the list itself when unfiltered)
     this.full = new Map(); // element index -> event with fields (small LRU)
     this.gen = 0; // bumps when the connection or filter changes; stale replies are dropped
-    this.filterBar = new FilterBar($('filter'), { onChange: (f) => this.setFilter(f), onMore: () => this.searchFurther() });
-    this.packets = new PacketsView($('packets'), { onPacket: (n) => this.showPacket(n) });
-    this.export = new IllustratedExport($('illustrated-export'), { url: (from, to) => page.api.captureIllustratedUrl(file.id, this.conn, from, to) });
+    this.filterBar = new FilterBar($('filter'), { i18n: this.i18n, onChange: (f) => this.setFilter(f), onMore: () => this.searchFurther() });
+    this.packets = new PacketsView($('packets'), { i18n: this.i18n, onPacket: (n) => this.showPacket(n) });
+    this.export = new IllustratedExport($('illustrated-export'), { i18n: this.i18n, url: (from, to) => page.api.captureIllustratedUrl(file.id, this.conn, from, to) });
   }
 
   /** The open connection's entry in the capture's summary, or null. */
@@ -81,7 +81,7 @@ export class ConnectionBrowser {
     this.export.setRange(c ? c.events : 0);
     this.connections.setConnections(summary.connections, conn);
     const types = c && c.socket_types ? c.socket_types : {};
-    wb.sequence.setLabels({ client: `${t('ui.peer.client')} ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `${t('ui.peer.server')} ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
+    wb.sequence.setLabels({ client: `${this.i18n.t('ui.peer.client')} ${c?.client || ''}${types.c2s ? ' · ' + types.c2s : ''}`, server: `${this.i18n.t('ui.peer.server')} ${c?.server || ''}${types.s2c ? ' · ' + types.s2c : ''}` });
     // Times count from the capture's first packet (as Wireshark's do): the same on every connection, so
     // a list of matches from several connections and the details of one agree.
     const firsts = (summary.connections || []).map((x) => x.first_ts).filter((t) => typeof t === 'number');
@@ -149,7 +149,7 @@ export class ConnectionBrowser {
     const list = this.list;
     wb.sequence.setSource(list);
     wb.sequence.setRowNumbers(filtered ? (row, ev) => this.rowNumber(row, ev) : null);
-    bar.setCount(() => (filtered && q ? t('ui.search.searching') : ''));
+    bar.setCount(() => (filtered && q ? this.i18n.t('ui.search.searching') : ''));
     list.load().then(
       () => {
         if (gen !== this.gen) return;
@@ -157,13 +157,13 @@ export class ConnectionBrowser {
           const res = list.search || { total: list.length };
           const { conn } = this;
           const connections = (this.file.summary?.connections || []).length;
-          bar.setCount(() => matchText(res, { scope, conn, connections }), { more: !!res.partial });
-        } else bar.setCount(() => tn('ui.seq.count', list.length, { n: formatCount(list.length) }));
+          bar.setCount(() => matchText(this.i18n, res, { scope, conn, connections }), { more: !!res.partial });
+        } else bar.setCount(() => this.i18n.tn('ui.seq.count', list.length, { n: formatCount(list.length) }));
         const sel = wb.selection.get().index;
         if (sel !== null) wb.sequence.setSelected(this.rowOf(sel));
       },
       (err) => {
-        if (gen === this.gen) bar.setCount(() => t('ui.search.failed', { error: err.message }));
+        if (gen === this.gen) bar.setCount(() => this.i18n.t('ui.search.failed', { error: err.message }));
       },
     );
   }
@@ -198,7 +198,7 @@ export class ConnectionBrowser {
         { total: typeof res.total === 'number' ? res.total : events.length, counts },
       );
     } catch (err) {
-      this.page.status(t('ui.capture.expertFailed', { error: err.message }), 'error');
+      this.page.status(this.i18n.t('ui.capture.expertFailed', { error: err.message }), 'error');
     }
   }
 
@@ -244,7 +244,7 @@ export class ConnectionBrowser {
         const res = await this.page.api.captureEvent(id, index, conn);
         full = res && res.event && typeof res.event === 'object' ? res.event : res;
       } catch (err) {
-        this.page.status(t('ui.capture.elementFailed', { index, error: err.message }), 'error');
+        this.page.status(this.i18n.t('ui.capture.elementFailed', { index, error: err.message }), 'error');
         return;
       }
       if (this.file.id !== id || this.conn !== conn) return;
@@ -268,7 +268,7 @@ export class ConnectionBrowser {
       if (stream !== this.stream) return;
       const last = Math.min(end, stream.length);
       const note = stream.length > last - start
-        ? t('ui.hex.window', { from: formatCount(start + 1), to: formatCount(last), n: formatCount(stream.length) })
+        ? this.i18n.t('ui.hex.window', { from: formatCount(start + 1), to: formatCount(last), n: formatCount(stream.length) })
         : '';
       this.page.wb.hex.setChunks(buildChunks(stream.slice(start, last).map(({ index: i, event }) => ({ index: typeof event.index === 'number' ? event.index : i, event }))), note);
     };
@@ -283,7 +283,7 @@ export class ConnectionBrowser {
       const res = await this.page.api.capturePacket(id, n);
       if (this.file.id === id) packets.setLayers(res, n);
     } catch (err) {
-      packets.setLayers({ error: t('ui.packets.failed', { number: n, error: err.message }) }, n);
+      packets.setLayers({ error: this.i18n.t('ui.packets.failed', { number: n, error: err.message }) }, n);
     }
   }
 }

@@ -1,10 +1,10 @@
 // The lessons page's presenter mode: a teacher's class or a student's seat in one, over the class
 // websocket (lessons/classroom.js), with reconnects. The lesson player around it is `page`.
 
-import { t } from '../core/i18n.js';
-import { tr } from '../views/dom.js';
-import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../lessons/classroom.js';
-import { ClassBar } from '../lessons/views.js';
+import { tr } from '../../views/dom.js';
+import { frameQueue } from '../../core/frames.js';
+import { openClassSocket, authMessage, createFollower, createBroadcaster, normalizeCode, FINAL_CLOSE } from '../../lessons/classroom.js';
+import { ClassBar } from '../../lessons/views.js';
 
 // The teacher's token lives in this tab's sessionStorage (a reload resumes the class) and goes to the
 // server only as the socket's first message: never in a URL, where logs and history would keep it.
@@ -15,14 +15,15 @@ const CLASS_PAGES = new Set(['lessons.html', 'index.html']);
 
 export class ClassroomClient {
   /**
-   * host: { document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
-   * page: { status(text, kind), raf(fn), teacherState() -> state | null (null: nothing to show the class),
+   * host: { i18n, document, window, WebSocket, sessionStorage through window }; api: the lessons API client.
+   * page: { status(text, kind), teacherState() -> state | null (null: nothing to show the class),
    *         follow(state) -> Promise (show the teacher's state), hasLesson(), hintOpenLesson(), urlChanged(),
    *         showList() (the lesson list, for this page's own link in the header),
    *         answers(msg, teacher) (the class's answers to a question: the socket's `answers` message) }
    */
   constructor(host, api, page) {
     this.host = host;
+    this.i18n = host.i18n;
     this.win = host.window;
     this.api = api;
     this.page = page;
@@ -36,13 +37,15 @@ export class ClassroomClient {
     this.counts = { count: 0, following: 0 };
     this.applyChain = Promise.resolve();
     this.bar = new ClassBar(host.document.getElementById('class-bar'), {
+      i18n: host.i18n,
       onPresent: () => this.present(),
       onEnd: () => this.endClass(),
       onJoin: (code) => this.join(code),
       onFollow: () => this.follower && this.follower.follow(),
       onLeave: () => this.leave(),
     });
-    this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), (fn) => page.raf(fn));
+    this.broadcaster = createBroadcaster((state) => this.socket && this.socket.send(state), frameQueue(host.window).schedule);
+    // (the state goes once a frame, in the page's one frame, after the views it describes: core/frames.js)
     this.navLinks = [...host.document.querySelectorAll('header.topbar a[href]')];
     for (const a of this.navLinks) {
       a.addEventListener('click', (ev) => {
@@ -72,12 +75,12 @@ export class ClassroomClient {
       if (this.role && classPage && !own) {
         a.setAttribute('href', `${plain}?${param}=${encodeURIComponent(this.classCode)}`);
         a.removeAttribute('target');
-        tr(a, 'ui.class.takeAlong', 'title');
+        tr(a, this.i18n.message('ui.class.takeAlong'), 'title');
       } else if (this.role && !own) {
         a.setAttribute('href', plain);
         a.target = '_blank';
         a.rel = 'noopener';
-        tr(a, 'ui.class.newTab', 'title');
+        tr(a, this.i18n.message('ui.class.newTab'), 'title');
       } else {
         a.setAttribute('href', plain);
         a.removeAttribute('target');
@@ -159,7 +162,7 @@ export class ClassroomClient {
       this.connectTeacher(made.code, made.teacher_token);
       this.page.hintOpenLesson();
     } catch (err) {
-      this.bar.idle(t('ui.class.startFailed', { error: err.message }));
+      this.bar.idle(this.i18n.t('ui.class.startFailed', { error: err.message }));
     }
   }
 
@@ -185,13 +188,13 @@ export class ClassroomClient {
           this.counts.following = msg.following || 0;
           this.teacherBar(true);
         } else if (msg.type === 'ended') {
-          this.finish(t('ui.class.endedWhy', { reason: msg.reason || '' }));
+          this.finish(this.i18n.t('ui.class.endedWhy', { reason: msg.reason || '' }));
         } else if (msg.type === 'answers') this.page.answers(msg, true);
-        else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
+        else if (msg.type === 'error') this.page.status(msg.detail || this.i18n.t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'teacher') return;
-        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? t('ui.class.ended') : t('ui.class.closed', { reason: reason || closeCode }));
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? this.i18n.t('ui.class.ended') : this.i18n.t('ui.class.closed', { reason: reason || closeCode }));
         else this.reconnect(() => this.connectTeacher(code, token));
       },
     });
@@ -199,15 +202,15 @@ export class ClassroomClient {
 
   endClass() {
     if (this.socket) this.socket.send({ type: 'end' });
-    this.finish(t('ui.class.youEnded'));
+    this.finish(this.i18n.t('ui.class.youEnded'));
   }
 
   join(text) {
     const code = normalizeCode(text);
-    if (code.length < 4) return this.bar.idle(t('ui.class.typeCode'));
+    if (code.length < 4) return this.bar.idle(this.i18n.t('ui.class.typeCode'));
     this.api.classInfo(code).then(
       () => this.connectStudent(code),
-      (err) => this.bar.idle(err.status === 404 ? t('ui.class.noClass', { code }) : err.message),
+      (err) => this.bar.idle(err.status === 404 ? this.i18n.t('ui.class.noClass', { code }) : err.message),
     );
   }
 
@@ -244,19 +247,19 @@ export class ClassroomClient {
           teacherPresent = !!msg.teacher;
           render();
           if (msg.state) this.follower.receive(msg.state);
-          else if (!this.page.hasLesson()) this.page.status(t('ui.class.waiting'));
+          else if (!this.page.hasLesson()) this.page.status(this.i18n.t('ui.class.waiting'));
         } else if (msg.type === 'state') this.follower.receive(msg);
         else if (msg.type === 'teacher') {
           teacherPresent = !!msg.present;
           render();
-        } else if (msg.type === 'ended') this.finish(t('ui.class.ended'));
+        } else if (msg.type === 'ended') this.finish(this.i18n.t('ui.class.ended'));
         else if (msg.type === 'answers') this.page.answers(msg, false);
-        else if (msg.type === 'error') this.page.status(msg.detail || t('ui.severity.error'), 'error');
+        else if (msg.type === 'error') this.page.status(msg.detail || this.i18n.t('ui.severity.error'), 'error');
       },
       onClose: (closeCode, reason, mine) => {
         if (mine || this.role !== 'student') return;
         connected = false;
-        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? t('ui.class.ended') : reason || t('ui.class.joinFailed', { code: closeCode }));
+        if (FINAL_CLOSE.has(closeCode)) this.finish(closeCode === 1000 ? this.i18n.t('ui.class.ended') : reason || this.i18n.t('ui.class.joinFailed', { code: closeCode }));
         else {
           render();
           this.reconnect(() => this.connectStudent(code));

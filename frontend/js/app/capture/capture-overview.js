@@ -2,8 +2,7 @@
 // Overview (topology, findings, flows, drawn by views/overview.js from the server's analysis, asked for
 // once per capture).
 
-import { t } from '../core/i18n.js';
-import { OverviewView } from '../views/overview.js';
+import { OverviewView } from '../../views/overview.js';
 
 export class CaptureViews {
   /**
@@ -11,6 +10,7 @@ export class CaptureViews {
    * page: { api, updateUrl(), open(conn, index): show an element (or a connection) in the Elements view }
    */
   constructor(doc, file, page) {
+    this.i18n = page.i18n;
     const $ = (id) => doc.getElementById(id);
     this.$ = $;
     this.file = file;
@@ -18,6 +18,7 @@ export class CaptureViews {
     this.view = 'elements'; // or 'overview': the capture as a whole
     this.analysis = null; // { id, promise } of the analysis asked for
     this.overview = new OverviewView($('overview'), {
+      i18n: this.i18n,
       onOpenEvent: (conn, index) => this.openFrom(conn, index),
       onOpenConnection: (conn) => this.openFrom(conn),
       onCurveCheck: (secret) => page.api.captureCurveCheck(file.id, [secret]),
@@ -62,11 +63,11 @@ export class CaptureViews {
     const id = file.id;
     if (!id || !file.summary) return;
     if (file.summary.state === 'dissecting') {
-      overview.setMessage(t('ui.overview.wait'));
+      overview.setMessage(this.i18n.t('ui.overview.wait'));
       return;
     }
     if (this.analysis?.id !== id) {
-      overview.setMessage(t('ui.overview.loading'));
+      overview.setMessage(this.i18n.t('ui.overview.loading'));
       this.analysis = { id, promise: this.page.api.captureAnalysis(id) };
     }
     try {
@@ -74,7 +75,7 @@ export class CaptureViews {
       if (file.id === id) overview.setAnalysis(analysis);
     } catch (err) {
       this.analysis = null;
-      if (file.id === id) overview.setMessage(t('ui.overview.failed', { error: err.message }));
+      if (file.id === id) overview.setMessage(this.i18n.t('ui.overview.failed', { error: err.message }));
     }
   }
 

@@ -1,15 +1,15 @@
 // The playground's Paste hex tab: a hex dump decoded by the server into the paste Dataset.
 
-import { interleaveBySegments } from '../core/hexparse.js';
-import { PasteView } from '../views/paste.js';
-import { tn } from '../core/i18n.js';
+import { interleaveBySegments } from '../../core/hexparse.js';
+import { PasteView } from '../../views/paste.js';
 
 export class PastePanel {
   /** data: the paste's Dataset. page: { api, status(text, kind), reset(data), redraw(), select(index) }. */
   constructor(container, data, page) {
+    this.i18n = page.i18n;
     this.data = data;
     this.page = page;
-    this.view = new PasteView(container, { onDecode: (parsed) => this.decode(parsed), onInvalid: () => this.clear() });
+    this.view = new PasteView(container, { i18n: this.i18n, onDecode: (parsed) => this.decode(parsed), onInvalid: () => this.clear() });
   }
 
   async decode(parsed) {
@@ -27,7 +27,7 @@ export class PastePanel {
       page.reset(d);
       d.log.addAll(interleaveBySegments(byDir, parsed.segments));
       page.redraw();
-      page.status(tn('ui.paste.decoded', d.log.length));
+      page.status(this.i18n.tn('ui.paste.decoded', d.log.length));
       // Show the first protocol element, not a note such as "no greeting" that comes before it.
       const first = d.log.events.findIndex((ev) => ev.kind !== 'expert' && ev.kind !== 'gap');
       if (d.log.length) page.select(first >= 0 ? first : 0);

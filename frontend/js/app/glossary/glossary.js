@@ -1,11 +1,10 @@
 // The glossary page (glossary.html): docs/glossary.md's terms in English and Simplified Chinese
 // (i18n/glossary.json, which scripts/glossary.mjs writes), filtered as the reader types. ?q= finds a term.
 //
-// host = { document, window, fetch } — the only place the environment comes from (main-glossary.js).
+// host = { i18n, document, window, fetch } — the only place the environment comes from (main-glossary.js).
 
-import { t } from '../core/i18n.js';
-import { h, setChildren } from '../views/dom.js';
-import { initShell, statusLine } from './workbench.js';
+import { h, setChildren } from '../../views/dom.js';
+import { initShell, statusLine } from '../shared/workbench.js';
 
 /** The terms whose English, Chinese or remark holds `query` (any case). */
 export function findTerms(terms, query) {
@@ -15,6 +14,7 @@ export function findTerms(terms, query) {
 }
 
 export async function startGlossary(host) {
+  const { i18n } = host;
   const doc = host.document;
   const status = statusLine(doc);
   initShell(host, () => {});
@@ -30,7 +30,7 @@ export async function startGlossary(host) {
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     terms = (await res.json()).terms || [];
   } catch (err) {
-    status(t('ui.glossary.failed', { error: err.message }), 'error');
+    status(i18n.t('ui.glossary.failed', { error: err.message }), 'error');
   }
   render();
 }
