@@ -14,10 +14,12 @@ STAMPS := $(VENV)/.stamps
 run: setup
 	$(BIN)/zmtplab serve
 
+# pytest on one pytest-xdist worker per core: a module's tests on one worker, the Spark modules together, the
+# longest first (tests/conftest.py).
 test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/ tests/lessons/
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 # The container image, built with docker or podman (podman and, where no registry serves Debian's base image,
 # debootstrap are installed from Debian when needed) and checked as users run it: scripts/image-test.sh.

@@ -1,10 +1,108 @@
-"""What the whole suite shares: Hypothesis's settings."""
+"""What the whole suite shares: Hypothesis's settings, and how pytest-xdist shares the tests out.
+
+`make test` runs the suite on one pytest-xdist worker per core (`-n auto --dist loadgroup`). Each test module is
+one unit of work, so its module fixtures (a server, a browser, a dissected capture) are made once; the modules in
+`SHARED_UNITS` go to one worker together, so the session fixture they share (the Spark session: a JVM, seconds to
+start and 2 GB of heap) starts once. The units are handed out longest first (`WEIGHTS`), so no long unit starts
+last while the other worker idles. (xdist's own loadgroup reads `xdist_group` marks into node ids, which pytest 9
+no longer lets a plugin change: the units are made here, from the node ids.)"""
 
 from __future__ import annotations
 
+import os
+import warnings
+from typing import Any
+
+import pytest
 from hypothesis import settings
 
 # Hypothesis times each example against a deadline (200 ms by default): on a loaded machine a slow example is no
 # bug, and the suite must pass there. A test that bounds an example's time sets its own deadline.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
+
+# Modules that share an expensive session fixture: one unit of work each fixture (checked at collection).
+SHARED_UNITS = {
+    "tests/pipeline/test_spark_pipeline.py": "spark",
+    "tests/pipeline/test_standalone_cluster.py": "spark",
+}
+SHARED_FIXTURES = frozenset(SHARED_UNITS.values())
+
+# Seconds each unit's tests took in one run of the suite on two workers (2 cores, load 15-45 from other work: the
+# figures are relative); a unit not named counts WEIGHT_UNNAMED. Only the order comes from these: a stale figure
+# costs minutes, never a check.
+WEIGHT_UNNAMED = 30.0
+WEIGHTS: dict[str, float] = {
+    "spark": 1061,
+    "tests/web/test_crash_recovery.py": 798,
+    "tests/install/test_wheel.py": 341,
+    "tests/web/test_web_corpus.py": 306,
+    "tests/web/test_search_safety.py": 279,
+    "tests/capture/test_damaged_captures.py": 242,
+    "tests/web/test_event_store.py": 240,
+    "tests/capture/test_dissect_output.py": 226,
+    "tests/web/test_hostile_budgets.py": 196,
+    "tests/browser/test_projector_browser.py": 179,
+    "tests/browser/test_capture_browser.py": 125,
+    "tests/browser/test_playground_teacher_browser.py": 115,
+    "tests/browser/test_i18n_browser.py": 111,
+    "tests/browser/test_capture_viewer_issue16.py": 103,
+    "tests/peers/test_cli_peer.py": 100,
+    "tests/browser/test_topology_browser.py": 98,
+    "tests/web/test_web_captures.py": 96,
+    "tests/browser/test_corpus_browser.py": 94,
+    "tests/browser/test_illustrate_browser.py": 89,
+    "tests/engine/test_libzmq_captures.py": 87,
+    "tests/browser/test_teaching_browser.py": 84,
+    "tests/lessons/test_exercises.py": 83,
+    "tests/pipeline/test_ranges.py": 78,
+    "tests/browser/test_capture_overview_browser.py": 75,
+    "tests/analysis/test_incidents.py": 69,
+    "tests/web/test_languages_api.py": 68,
+    "tests/capture/test_pcapfile.py": 62,
+    "tests/web/test_wsprotocol.py": 61,
+    "tests/analysis/test_analyze.py": 53,
+    "tests/test_sample_captures.py": 48,
+    "tests/capture/test_pcapwriter.py": 48,
+}
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work of the test `nodeid`: its module, or the shared unit its module belongs to."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(module, module)
+
+
+def weight(nodeid: str) -> float:
+    return WEIGHTS.get(unit_of(nodeid), WEIGHT_UNNAMED)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadgroup`: xdist's scope scheduling over this file's units, in the order the workers
+    collected them (longest first), rather than by test count."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return UnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker: the tests ordered by their unit's weight, longest first (each unit's tests kept
+    together and in their order), which is the order the units are handed out in."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return
+    unlisted = {item.nodeid.split("::", 1)[0] for item in items
+                if SHARED_FIXTURES.intersection(getattr(item, "fixturenames", ())) - {unit_of(item.nodeid)}}
+    for module in sorted(unlisted):
+        warnings.warn(f"{module} uses a session fixture of {sorted(SHARED_FIXTURES)}: name it in tests/conftest.py's "
+                      "SHARED_UNITS, or a second worker starts that session too", stacklevel=1)
+    first: dict[str, int] = {}
+    for n, item in enumerate(items):
+        first.setdefault(unit_of(item.nodeid), n)
+    items.sort(key=lambda item: (-weight(item.nodeid), first[unit_of(item.nodeid)]))

@@ -42,8 +42,10 @@ def signature(events: list[dict[str, Any]], direction: str) -> list[tuple]:
     return out
 
 
-async def through_tap(script: Path) -> tuple[list[dict[str, Any]], str]:
-    """Runs the script with its client connecting through a tap; the tap's events and the script's output."""
+async def through_tap(script: Path, expected: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Runs the script with its client connecting through a tap; the tap's events and the script's output, once
+    the tap has reported as many elements each way as `expected` holds (it reports the last bytes after the
+    script has closed; 30 s bound that wait, on a loaded machine)."""
     events: list[dict[str, Any]] = []
     target = free_port()
     tap = TapProxy(("127.0.0.1", 0), ("127.0.0.1", target), events.append)
@@ -54,7 +56,11 @@ async def through_tap(script: Path) -> tuple[list[dict[str, Any]], str]:
             "--connect", f"tcp://127.0.0.1:{tap.port}", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode == 0, out.decode()
-        await asyncio.sleep(0.2)  # the tap reports the last bytes after the script closed
+        deadline = asyncio.get_running_loop().time() + 30
+        while any(len(signature(events, d)) < len(signature(expected, d)) for d in ("c2s", "s2c")):
+            if asyncio.get_running_loop().time() > deadline:
+                break  # (the comparison says what is missing)
+            await asyncio.sleep(0.02)
     finally:
         await tap.close()
     return events, out.decode()
@@ -66,7 +72,7 @@ def test_the_script_makes_the_same_elements(name: str, tmp_path: Path) -> None:
     section = doc.sections[0]  # (the broker capture: its first connection, a REQ and the ROUTER frontend)
     script = tmp_path / "repro.py"
     script.write_text(reproduce_script(section, title=name))
-    events, output = asyncio.run(through_tap(script))
+    events, output = asyncio.run(through_tap(script, section.events))
     assert output.count("received") == len(conversation(section).messages) > 0
     for direction in ("c2s", "s2c"):
         assert signature(events, direction) == signature(section.events, direction), (direction, output)
@@ -77,7 +83,7 @@ def test_the_comparison_sees_a_changed_message(tmp_path: Path) -> None:
     section = from_capture(CAPTURES / "req_rep.pcapng").sections[0]
     script = tmp_path / "repro.py"
     script.write_text(reproduce_script(section).replace("b'Hello'", "b'Hello!'", 1))
-    events, _ = asyncio.run(through_tap(script))
+    events, _ = asyncio.run(through_tap(script, section.events))
     assert signature(events, "c2s") != signature(section.events, "c2s")
 
 

@@ -46,17 +46,32 @@ def exchange(port: int, data: bytes, *, timeout: float = 10.0) -> bytes:
 
 
 def read_all(s: socket.socket, timeout: float) -> bytes:
+    return read_until_closed(s, timeout)[0]
+
+
+def read_until_closed(s: socket.socket, timeout: float) -> tuple[bytes, bool]:
+    """What the server sent, and whether it closed the connection (end of stream or a reset) before `timeout`."""
     out = b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         s.settimeout(max(0.01, deadline - time.monotonic()))
         try:
             chunk = s.recv(65536)
-        except (TimeoutError, ConnectionResetError):
+        except TimeoutError:
             break
+        except ConnectionResetError:
+            return out, True
         if not chunk:
-            break
+            return out, True
         out += chunk
+    return out, False
+
+
+def closed_answer(s: socket.socket) -> bytes:
+    """What the server sent before it closed the connection itself; the test fails if it kept it open (60 s: a
+    bound for a loaded machine, far beyond the server's 1 s deadlines, which the answers name)."""
+    out, closed = read_until_closed(s, 60)
+    assert closed, f"the server kept the connection open; it sent {out[:200]!r}"
     return out
 
 
@@ -114,12 +129,10 @@ def test_unfinished_heads_are_cut_off(server: LiveServer) -> None:
 def test_slow_heads_and_silent_connections_are_ended(server: LiveServer) -> None:
     sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(20)]
     try:
-        started = time.monotonic()
         for n, s in enumerate(sockets):
             if n % 2:  # half of them start a head and stall; the others send nothing at all
                 s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
-        answers = [read_all(s, 10) for s in sockets]
-        assert time.monotonic() - started < 8
+        answers = [closed_answer(s) for s in sockets]  # the server ends them: the client does not give up
     finally:
         for s in sockets:
             s.close()
@@ -147,11 +160,9 @@ def stalled_upload(port: int, declared: int = 100_000) -> socket.socket:
 def test_stalled_bodies_time_out_and_free_their_upload_slots(server: LiveServer) -> None:
     sockets = [stalled_upload(server.port) for _ in range(20)]
     try:
-        started = time.monotonic()
-        statuses = [status_of(read_all(s, 10)) for s in sockets]
+        statuses = [status_of(closed_answer(s)) for s in sockets]
         # The first three take the address's slots and are ended at the 1 s deadline; the others find no slot.
         assert statuses.count(408) == 3 and statuses.count(429) == 17, statuses
-        assert time.monotonic() - started < 8
     finally:
         for s in sockets:
             s.close()
@@ -214,9 +225,7 @@ def test_a_wrong_method_is_405_with_allow(tmp_path: Path) -> None:
 def test_one_address_cannot_take_every_class(tmp_path: Path) -> None:
     app = create_app(make_settings(tmp_path, dissect_executor="thread"))
     with TestClient(app, client=("192.0.2.10", 40000)) as script:
-        started = time.monotonic()
         statuses = [script.post("/api/classes").status_code for _ in range(250)]
-        assert time.monotonic() - started < 30
         assert statuses.count(201) == 4 and statuses.count(429) == 246, statuses[:10]
         assert "at most 4" in script.post("/api/classes").json()["detail"]
         # Another teacher starts a class as usual, and so does one elsewhere in the same IPv6 /64... once it is its
@@ -280,7 +289,6 @@ def test_a_flooding_class_socket_is_closed(tmp_path: Path) -> None:
         code = c.post("/api/classes").json()["code"]
         with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:
             assert ws.receive_json()["type"] == "hello"
-            started = time.monotonic()
             sent = 0
             with pytest.raises(WebSocketDisconnect) as closed:
                 for _ in range(10_000):
@@ -289,7 +297,6 @@ def test_a_flooding_class_socket_is_closed(tmp_path: Path) -> None:
                 for _ in range(10_000):
                     ws.receive_json()
             assert closed.value.code == 1008
-            assert time.monotonic() - started < 30
         # Others are not affected.
         with c.websocket_connect(f"/ws/classes/{code}?role=student") as ws:
             assert ws.receive_json()["type"] == "hello"

@@ -24,12 +24,16 @@ from zmtplab.web.captures.searches import ClientSlots
 
 BULK = SHARED / "bulk.pcapng"
 COPIES = 10
+SEARCH_SECONDS = 600.0
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
     assert BULK.is_file(), f"the shared captures are missing: {BULK}"
-    settings = make_settings(tmp_path_factory.mktemp("search"), max_searches_per_client=1, search_max_seconds=60.0)
+    # A whole search answers within SEARCH_SECONDS however loaded the machine (at load 25-45 a search of the
+    # 4.2 million elements outlasted 60 s and answered partial); the tests that check the bound set their own.
+    settings = make_settings(tmp_path_factory.mktemp("search"), max_searches_per_client=1,
+                             search_max_seconds=SEARCH_SECONDS)
     with LiveServer(create_app(settings), name="search-test-server") as srv:
         yield srv, settings
 
@@ -61,10 +65,8 @@ def search_in_background(base: str, capture_id: str, q: str) -> tuple[threading.
     out: dict[str, Any] = {}
 
     def run() -> None:
-        t0 = time.monotonic()
-        with httpx.Client(base_url=base, timeout=120) as http:
+        with httpx.Client(base_url=base, timeout=300) as http:
             out["response"] = http.get(events_url(capture_id), params={"q": q, "limit": 5})
-        out["seconds"] = time.monotonic() - t0
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -87,25 +89,23 @@ def test_paging_answers_while_a_search_runs_and_a_second_search_is_refused(serve
     with httpx.Client(base_url=srv.base, timeout=30) as http:
         wait_until_searching(srv)
         # The same client's second search: 429, at once.
-        t0 = time.monotonic()
         r = http.get(events_url(bulk), params={"q": "topic.3"})
         assert r.status_code == 429, r.text
         assert "searches" in r.json()["detail"]
-        # A page far into the capture, and one event with its fields: they do not wait for the search.
-        t0 = time.monotonic()
+        # A page far into the capture, and one event with its fields: they do not wait for the search, which
+        # still holds its slot once they are answered. (Before, a page waited for the whole search: the store's
+        # lock was held throughout.)
         page = http.get(events_url(bulk), params={"offset": 300_000, "limit": 100})
         one = http.get(f"{events_url(bulk)}/123456", params={"conn": "0"})
         kinds = http.get(events_url(bulk), params={"kind": "greeting,command"})  # a filter of every connection
-        waited = time.monotonic() - t0
+        assert srv.app.state.captures.searches.busy, "the search ended before the pages were answered: make it longer"
         assert page.status_code == 200 and one.status_code == 200 and kinds.status_code == 200
         assert [(e["kind"], e["index"]) for e in kinds.json()["events"]] == \
             [("greeting", 0), ("greeting", 1), ("command", 2), ("command", 3)] * COPIES
         assert [e["index"] for e in page.json()["events"]] == list(range(300_000, 300_100))
         assert one.json()["index"] == 123456 and one.json()["fields"]
         assert thread.is_alive(), "the search ended before the pages were asked for: make it longer"
-    thread.join(120)
-    # (Before, a page waited for the whole search: the store's lock was held throughout.)
-    assert waited < 2.0 and waited < out["seconds"] / 2, (waited, out["seconds"])
+    thread.join(300)
     body = out["response"].json()
     assert out["response"].status_code == 200
     assert body["total"] == COPIES * 38_666 and body["partial"] is False
@@ -119,21 +119,18 @@ def test_a_search_stops_when_its_client_goes(server, bulk):
         sock.sendall(f"GET {events_url(bulk)}?q=MSG&limit=5 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
         with httpx.Client(base_url=srv.base, timeout=30) as http:
             wait_until_searching(srv)
-    gone = time.monotonic()  # the socket is closed: the client went away
+    # The socket is closed: the client went away.
     with httpx.Client(base_url=srv.base, timeout=300) as http:  # (the last search goes to the end: long if busy)
-        # Its slot is free again within a fraction of a second: the search (seconds of work) stopped.
-        while True:
-            settings.search_max_seconds = 0.05
-            r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5})
-            if r.status_code != 429:
-                break
-            assert time.monotonic() - gone < 1.0, "the search went on after its client had gone"
+        # Its slot is free again once the search has stopped (the slot bounds the wait, not a time).
+        settings.search_max_seconds = 0.05
+        while (r := http.get(events_url(bulk), params={"q": "MSG", "limit": 5})).status_code == 429:
             time.sleep(0.02)
         assert r.status_code == 200, r.text
         body = r.json()
-        # It stopped part way (what it had found is kept and searched on from there).
+        # It stopped part way, not at the end of its seconds of work: what it had found is kept and searched on
+        # from there, for 0.05 s. (Had it gone on after its client had gone, the kept search would be whole.)
         assert body["partial"] is True and 0 < body["searched"] < body["elements"], body
-        settings.search_max_seconds = 60.0
+        settings.search_max_seconds = SEARCH_SECONDS
         r = http.get(events_url(bulk), params={"q": "MSG", "limit": 5, "more": 1}).json()
         assert r["partial"] is False and r["searched"] == elements(srv.base, bulk) and r["total"] == COPIES * 360_000
 
@@ -169,7 +166,7 @@ def test_the_time_bound_gives_partial_results_and_more_searches_on(server, bulk)
             assert [(e["conn"], e["kind"]) for e in page["events"]] == [(last, "frame"), (last, "message")]
             assert page["events"][0]["index"] < page["events"][1]["index"]
     finally:
-        settings.search_max_seconds = 60.0
+        settings.search_max_seconds = SEARCH_SECONDS
 
 
 def test_a_text_most_elements_hold_shows_its_first_page_at_once(server, bulk):
@@ -179,11 +176,9 @@ def test_a_text_most_elements_hold_shows_its_first_page_at_once(server, bulk):
     settings.search_first_seconds = 0.05
     try:
         with httpx.Client(base_url=srv.base, timeout=30) as http:
-            t0 = time.monotonic()
             first = http.get(events_url(bulk), params={"q": "msg 1", "limit": 100}).json()
-            took = time.monotonic() - t0
             assert first["partial"] is True and 0 < first["searched"] < first["elements"], first
-            assert len(first["events"]) == 100 and first["total"] >= 100 and took < 10, took
+            assert len(first["events"]) == 100 and first["total"] >= 100
             rare = http.get(events_url(bulk), params={"q": "msg 199999", "limit": 100}).json()
             assert (rare["partial"], rare["total"]) == (False, COPIES * 2)  # (a message and its frame a copy)
             rest = http.get(events_url(bulk), params={"q": "msg 1", "limit": 100, "more": 1}).json()

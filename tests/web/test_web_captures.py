@@ -42,7 +42,7 @@ def all_events(client, capture_id: str, conn: str, **params: Any) -> tuple[list[
     return events, total
 
 
-# bulk.pcapng is compared in test_bulk_capture_pages_quickly.
+# bulk.pcapng is compared in test_bulk_capture_pages_anywhere_and_keeps_its_searches.
 @pytest.mark.parametrize("path", [p for p in capture_files() if p.name != "bulk.pcapng"],
                          ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_sample_capture(client, path: Path):
@@ -116,10 +116,9 @@ def test_large_bodies_are_cut_in_lists_not_in_fields(client):
     assert body_field["length"] == 1 << 20 and body_field["offset"] == one["offset"] + 9
 
 
-def test_bulk_capture_pages_quickly(client):
+def test_bulk_capture_pages_anywhere_and_keeps_its_searches(client):
     path = SHARED / "bulk.pcapng"
     assert path.exists(), f"missing {path}"
-    started = time.monotonic()
     r = upload(client, path, "bulk.pcapng")
     capture_id = r.json()["id"]
     # Still being dissected: events are not there yet.
@@ -128,7 +127,6 @@ def test_bulk_capture_pages_quickly(client):
     messages = progress(client, capture_id)
     assert messages[-1] == {"state": "done", "percent": 100.0, "detail": ""}
     assert any(0 < m["percent"] < 100 for m in messages), messages
-    took = time.monotonic() - started
     expected_total = 0
     msg_1999 = 0  # frames whose body holds "msg 1999"
     for ev in dissect_capture(path, with_fields=False):
@@ -140,15 +138,12 @@ def test_bulk_capture_pages_quickly(client):
     (conn,) = summary["connections"]
     assert conn["messages"]["s2c"] == 200_000
 
-    timings = []
+    # Pages anywhere (how fast is benchmarks/viewer_bigcapture.py's to measure: "a page anywhere").
     for offset in (0, 210_000, expected_total - 1000, expected_total - 1):
-        t = time.monotonic()
         r = client.get(f"/api/captures/{capture_id}/events", params={"conn": "0", "offset": offset, "limit": 1000})
-        timings.append(time.monotonic() - t)
         page = r.json()
         assert page["total"] == expected_total
         assert [e["index"] for e in page["events"]] == list(range(offset, min(offset + 1000, expected_total)))
-    assert max(timings) < 0.5, timings
     # The limit is capped; without conn the capture order is used.
     r = client.get(f"/api/captures/{capture_id}/events", params={"offset": 5, "limit": 100_000}).json()
     assert len(r["events"]) == 1000 and r["events"][0]["index"] == 5
@@ -159,10 +154,19 @@ def test_bulk_capture_pages_quickly(client):
                                                                  "limit": 10}).json()
     assert r["total"] == len(range(30, 200_000, 70))  # every 10th message, i % 7 == 3
     assert bytes.fromhex(r["events"][0]["frames"][0]) == b"topic.3"
-    t = time.monotonic()
-    again = client.get(f"/api/captures/{capture_id}/events", params={"conn": "0", "kind": "message",
-                                                                     "q": "topic.3", "offset": 100, "limit": 10})
-    assert time.monotonic() - t < 0.2 and again.json()["total"] == r["total"]
+    # The next page of the same search comes from the kept result: with no time left for searching, a search made
+    # anew stops after its first chunk (partial), the kept one answers whole.
+    settings = client.app.state.settings
+    bound, settings.search_max_seconds = settings.search_max_seconds, 1e-9
+    try:
+        again = client.get(f"/api/captures/{capture_id}/events", params={"conn": "0", "kind": "message",
+                                                                         "q": "topic.3", "offset": 100, "limit": 10})
+        anew = client.get(f"/api/captures/{capture_id}/events", params={"conn": "0", "kind": "message",
+                                                                        "q": "topic.4", "limit": 10}).json()
+    finally:
+        settings.search_max_seconds = bound
+    assert (again.json()["partial"], again.json()["total"]) == (False, r["total"])
+    assert anew["partial"] is True and anew["searched"] < anew["elements"], anew
     r = client.get(f"/api/captures/{capture_id}/events", params={"q": "READY"}).json()
     # Only the two READY commands (the retransmission note's text was worded not to hold "ready").
     assert r["total"] == 2 and {e["dir"] for e in r["events"]} == {"c2s", "s2c"}
@@ -176,7 +180,6 @@ def test_bulk_capture_pages_quickly(client):
     # One event with fields, deep inside.
     one = client.get(f"/api/captures/{capture_id}/events/400000", params={"conn": "0"}).json()
     assert one["index"] == 400_000 and one["fields"]
-    assert took < 60
 
 
 def test_query_validation(client):
@@ -408,10 +411,11 @@ def test_packet_layers_from_tshark(client):
     assert tcp["tcp.flags_syn"] == "Set" and tcp["tcp.flags_ack"] == "Not set"
     assert "tcp.seq" in tcp and "tcp.ack" in tcp and "tcp.srcport" in tcp
     assert _fields(layers[0])["frame.number"] == "1"
-    # Cached: the second answer does not run tshark again.
-    t = time.monotonic()
-    assert client.get(f"/api/captures/{capture_id}/packets/1").json() == r.json()
-    assert time.monotonic() - t < 0.2
+    # Cached: the second answer does not run tshark again (it is the decoder's cached entry, marked here).
+    cache = client.app.state.packets.cache
+    assert cache[(capture_id, 1)] == r.json()
+    cache[(capture_id, 1)] = {**r.json(), "layers": layers[:1]}
+    assert client.get(f"/api/captures/{capture_id}/packets/1").json()["layers"] == layers[:1]
     assert client.get(f"/api/captures/{capture_id}/packets/99999").status_code == 404
     assert client.get(f"/api/captures/{capture_id}/packets/0").status_code == 422
     assert client.get(f"/api/captures/{capture_id}/packets/1;rm").status_code == 422
