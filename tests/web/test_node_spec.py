@@ -52,3 +52,13 @@ def test_a_nodes_problems_are_the_models_in_the_language_asked_for(client: TestC
     assert r.status_code == 422, r.text
     [problem] = r.json()["detail"]
     assert problem["loc"] == ["body", "nodes", 0, "colour"] and problem["msg"] == "不允许此项"
+
+
+@pytest.mark.parametrize("mode", ["simulated", "tcp"])
+def test_a_two_peer_side_no_node_may_be_is_refused_by_its_side(client: TestClient, mode: str):
+    """PLAIN on ZMTP 2.0 is no node (the spec refuses it): a two-peer body answers 422 naming the side, not 500."""
+    body = {"mode": mode, "server": {"type": "REP", "version": "2.0", "mechanism": "PLAIN"},
+            "client": {"type": "REQ"}}
+    r = client.post("/api/sessions", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == "server: ZMTP 2.0 has no security mechanisms; only NULL"

@@ -93,16 +93,10 @@ class SessionCreate(BaseModel):
         """The topology of a `nodes`/`links` or `preset` body (checked); None for the two-peer body."""
         return self._topology
 
-    def as_topology(self) -> Topology:
-        """The session as a topology: the two-peer body is nodes `server` and `client` and one link."""
-        if self._topology is not None:
-            return self._topology
-        assert self.server is not None and self.client is not None
-        return two_peer(self.server.node("server"), self.client.node("client"))
-
     def setup(self) -> SessionSetup:
-        """What the session runs (`sessions.SessionSetup`): the two-peer body turned into its topology here, once;
-        `SessionConfigError` (422) for a pair no topology can hold."""
+        """What the session runs (`sessions.SessionSetup`): the two-peer body turned into its topology here, once
+        (nodes `server` and `client` and one link); `SessionConfigError` (422), naming the side, for a peer no node
+        may be or a pair no topology can hold."""
         if self._topology is not None:
             return SessionSetup(self.mode, self._topology, autoplay=self.autoplay, preset=self.preset)
         assert self.server is not None and self.client is not None
