@@ -197,7 +197,7 @@ HOSTILE = {  # what a hostile program sends, and what the error event says of it
 @pytest.fixture(scope="module")
 def strict_client(tmp_path_factory):
     """An app that gives an external program 1 s to finish its handshake."""
-    with open_client(tmp_path_factory.mktemp("external-strict"), session_external_handshake=1.0) as c:
+    with open_client(tmp_path_factory.mktemp("external-strict"), session_external_handshake_timeout=1.0) as c:
         yield c
 
 

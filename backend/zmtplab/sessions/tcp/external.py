@@ -10,7 +10,7 @@ node connects through the link's tap, which forwards to that address (allowed ho
 
 Each of these connections is dissected as every link's, and held to more: an element the dissector calls an error,
 or one over `session_external_max_held`, from the program's side ends it, as does a handshake not done within
-`session_external_handshake` seconds; its dissection takes at most `session_external_cpu_share` of a core.
+`session_external_handshake_timeout` seconds; its dissection takes at most `session_external_cpu_share` of a core.
 """
 
 from __future__ import annotations

@@ -439,7 +439,7 @@ class Taps:
     async def _handshake_deadline(self, link: Link) -> None:
         """An external connection that has not finished its greeting and handshake in time (counted while the
         session plays: paused, the tap holds its bytes) is refused: a never-ending greeting, a slowloris."""
-        limit = self.state.limits.session_external_handshake
+        limit = self.state.limits.session_external_handshake_timeout
         waited = 0.0
         while waited < limit and not link.closed:
             await asyncio.sleep(0.1)
