@@ -9,8 +9,12 @@ import sys
 from typing import Any
 
 import httpx
+import pytest
+from test_zws_browser import ZWS_PAGE
 
 from testkit import LiveServer
+
+pytestmark = pytest.mark.browser
 
 TOPOLOGY = {"mode": "tcp", "nodes": [{"name": "router", "type": "ROUTER", "echo": True},
                                      {"name": "you", "type": "DEALER", "external": True}],
@@ -43,28 +47,6 @@ def test_the_page_shows_an_external_nodes_endpoint_and_what_to_run(page: Any, li
     assert page.inner_text("#external-box .external-copy >> nth=0") == "复制"
 
 
-# Chromium's own WebSocket on the app's ZWS URL (same origin as the page: its CSP lets it), no library: its
-# routing id (empty), then it collects what comes back until `expect` messages arrived.
-ZWS_PULL = """async ([url, expect]) => {
-  const ws = new WebSocket(url, ['ZWS2.0']);
-  ws.binaryType = 'arraybuffer';
-  const got = [];
-  const protocol = await new Promise((resolve) => {
-    ws.onopen = () => resolve(ws.protocol);
-    ws.onclose = (e) => resolve('closed ' + e.code);
-  });
-  if (protocol.startsWith('closed')) return { protocol, got };
-  const done = new Promise((resolve) => {
-    ws.onmessage = (e) => { got.push(new TextDecoder().decode(e.data)); if (got.length >= expect) resolve(); };
-    ws.onclose = () => resolve();
-  });
-  ws.send(new Uint8Array([0]));
-  await done;
-  ws.close(1000, 'done');
-  return { protocol, got };
-}"""
-
-
 def test_a_browser_is_a_pull_on_an_external_node_over_zws(page: Any, live_server: LiveServer) -> None:
     """A page's `new WebSocket(zws, ['ZWS2.0'])` is the external PULL: the app accepts ZWS2.0, the lab's PUSH
     gives it its routing id and the script's two messages (each a flag octet, then the body), and the session
@@ -76,8 +58,8 @@ def test_a_browser_is_a_pull_on_an_external_node_over_zws(page: Any, live_server
     session_id = httpx.post(f"{live_server.base}/api/sessions", json=body).json()["id"]
     page.goto(f"{live_server.base}/index.html?session={session_id}")
     zws = page.wait_for_selector("#external-box:not([hidden]) .external-zws .external-value").inner_text()
-    result = page.evaluate(ZWS_PULL, [zws, 3])
-    assert result == {"protocol": "ZWS2.0", "got": ["\x00", "\x00one", "\x00two"]}
+    result = page.evaluate(ZWS_PAGE, [zws, [], 3])  # (the app's own page: its CSP lets it reach the app)
+    assert result == {"protocol": "ZWS2.0", "got": [[0], [0, *b"one"], [0, *b"two"]]}
     events = httpx.get(f"{live_server.base}/api/sessions/{session_id}/export.json").json()["events"]
     zws_events = [e for e in events if e.get("transport") == "zws"]
     assert {e["protocol"] for e in zws_events if e["kind"] == "greeting" and "protocol" in e} == {"ZWS2.0"}
