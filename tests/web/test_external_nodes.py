@@ -20,7 +20,7 @@ import zmq
 from webkit import events_of, make_settings, open_client, receive_until
 from websockets.sync.client import connect as ws_connect
 
-from testkit import LiveServer
+from testkit import LiveServer, free_port
 from zmtplab.web.app import create_app
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.interop]
@@ -249,23 +249,29 @@ def test_the_endpoint_takes_max_connections_and_closes_with_its_session(client):
 
 
 def test_the_lab_connects_to_an_external_node_with_an_endpoint(client):
-    """An external node with an `endpoint`: the lab's PUSH connects to a real pyzmq PULL bound there, and sends
-    to it; a host outside `live_tap_targets` is refused with 422, as external nodes in a simulated session are."""
-    with zmq_socket(zmq.PULL) as pull:
-        port = pull.bind_to_random_port("tcp://127.0.0.1")
-        body = {**PUSH_TOPOLOGY, "nodes": [{"name": "push", "type": "PUSH"},
-                                           {"name": "you", "type": "PULL", "external": True,
-                                            "endpoint": f"tcp://127.0.0.1:{port}"}]}
-        session_id = create(client, body)
-        with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
-            first = ws.receive_json()
-            assert external_node(first, "you")["endpoint"] == f"tcp://127.0.0.1:{port}"
+    """An external node with an `endpoint`: the lab's PUSH connects there, and again while nothing listens (said
+    once), until a real pyzmq PULL binds it, then sends to it; a host outside
+    `live_tap_targets` is refused with 422, as external nodes in a simulated session are."""
+    port = free_port()
+    body = {**PUSH_TOPOLOGY, "nodes": [{"name": "push", "type": "PUSH"},
+                                       {"name": "you", "type": "PULL", "external": True,
+                                        "endpoint": f"tcp://127.0.0.1:{port}"}]}
+    session_id = create(client, body)
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        first = ws.receive_json()
+        assert external_node(first, "you")["endpoint"] == f"tcp://127.0.0.1:{port}"
+        seen = [first]
+        with zmq_socket(zmq.PULL) as pull:
+            pull.bind(f"tcp://127.0.0.1:{port}")
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"].get("name") == "READY"
+                                  and m["event"]["dir"] == "s2c")  # (the PULL's: our PUSH has its pipe)
             pushes_two(ws)
             assert [pull.recv(), pull.recv()] == [b"one", b"two"]
-            seen = [first, *receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
-                                          and m["event"]["frames"] == [b"two".hex()])]
-            conns = [m for m in seen if m["type"] == "topology"][-1]["topology"]["conns"]
-            assert conns == [{"conn": "0", "link": 0, "client": "push", "server": "you"}]
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
+                                  and m["event"]["frames"] == [b"two".hex()])
+        assert [m for m in seen if m["type"] == "error"] == []  # (said once, before this socket came)
+        conns = [m for m in seen if m["type"] == "topology"][-1]["topology"]["conns"]
+        assert conns == [{"conn": "0", "link": 0, "client": "push", "server": "you"}]
     far = {**body, "nodes": [body["nodes"][0], {**body["nodes"][1], "endpoint": "tcp://192.0.2.7:5555"}]}
     r = client.post("/api/sessions", json=far)
     assert r.status_code == 422 and "ZMTPLAB_LIVE_TAP_TARGETS" in r.json()["detail"]

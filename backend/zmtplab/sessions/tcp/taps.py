@@ -49,6 +49,7 @@ class Tap:
     lost: bool = False
     up: asyncio.Event = field(default_factory=asyncio.Event)  # a connection's handshake (and subscriptions) done
     zws: bool = False  # an external node's ZWS connections, bridged in by the app (`Taps.adopt`): no listener
+    failing: bool = False  # the lab cannot reach an external node's endpoint (said once, until it can)
     host: str = "127.0.0.1"  # where it listens
 
     @property
@@ -153,16 +154,15 @@ class Taps:
                 asyncio.open_connection(*tap.target, limit=buffer or 1 << 16), SEND_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             if tap.spec.outbound:  # (the program may not be up yet: our node connects again, as a socket does)
-                if not tap.lost:
+                if not tap.failing:
                     self.state.session.error(f"could not reach external node {tap.external} at {tap.target[0]}:"
                                              f"{tap.target[1]} ({str(exc) or type(exc).__name__}); trying again")
-                    tap.lost = True
+                    tap.failing = True
             else:
                 self._lose_target(tap, str(exc) or type(exc).__name__)
             writer.transport.abort()
             return
-        if tap.spec.outbound:
-            tap.lost = False
+        tap.failing = False
         if buffer:
             for w in (writer, up_writer):
                 small_buffers(w, buffer)
