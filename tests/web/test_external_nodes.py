@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 import zmq
+from starlette.websockets import WebSocketDisconnect
 from webkit import events_of, make_settings, open_client, receive_until
 from websockets.sync.client import connect as ws_connect
 
@@ -301,3 +302,34 @@ def test_the_lab_connects_to_an_external_node_with_an_endpoint(client):
 def test_external_nodes_the_lab_cannot_run_are_refused_naming_them(client, change, words):
     r = client.post("/api/sessions", json={"mode": "tcp", **change})
     assert r.status_code == 422 and words in r.json()["detail"][0]["msg"], r.text
+
+
+def test_a_hostile_zws_peer_is_closed_and_the_route_refuses_what_it_cannot_bridge(client):
+    """Over the app's ZWS route: a frame with reserved flag bits set makes the lab's node end the connection,
+    which the session says (an `expert` error naming the dissector's warning) and the peer's websocket closes with
+    1008; no such node is 4404, a subprotocol the node cannot speak 1002, a second peer beyond max_connections
+    4429."""
+    session_id = create(client, PUSH_TOPOLOGY)
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        ws.receive_json()
+        with client.websocket_connect(f"/zws-{session_id}-you", subprotocols=["ZWS2.0"]) as peer:
+            assert peer.accepted_subprotocol == "ZWS2.0"
+            peer.send_bytes(b"\x00")
+            assert peer.receive_bytes() == b"\x00"  # (the lab PUSH's routing id)
+            assert refusal(client, f"/zws-{session_id}-you", ["ZWS2.0"]) == 4429
+            peer.send_bytes(b"\xfcgarbage")
+            assert peer.receive() == {"type": "websocket.close", "code": 1008, "reason": ""}
+        seen = receive_until(ws, lambda m: m["type"] == "error")
+        assert seen[-1]["detail"] == ("external node you: the lab's node closed the connection after this: reserved "
+                                      "flag bits set: 0xfc; the connection was closed")
+        assert [e["rule"] for e in events_of(seen) if e["kind"] == "expert"] == ["flags", "external"]
+    assert refusal(client, f"/zws-{session_id}-nobody", ["ZWS2.0"]) == 4404
+    assert refusal(client, f"/zws-{session_id}-you", ["chat"]) == 1002
+    assert refusal(client, "/zws-0123-you", ["ZWS2.0"]) == 4404
+
+
+def refusal(client: Any, path: str, offer: list[str]) -> int:
+    """The close code the ZWS route answers a peer offering `offer` on `path` with, before any message."""
+    with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect(path, subprotocols=offer) as peer:
+        peer.receive_bytes()
+    return refused.value.code

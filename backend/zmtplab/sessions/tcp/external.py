@@ -65,17 +65,21 @@ def advertised(limits: SessionLimits, origin_host: str) -> str:
     return origin_host or "127.0.0.1"
 
 
-def refusal(spec: LinkSpec, direction: str, pairs: list[tuple[str, Any]]) -> str | None:
-    """Why an external connection must end, from what its program's side just sent (None: it may go on)."""
+def refusal(spec: LinkSpec, direction: str, pairs: list[tuple[str, Any]]) -> tuple[str | None, str]:
+    """Why an external connection must end, from what its program's side just sent (None: it may go on), and the
+    last warning of it (the likely reason if the lab's node ends it)."""
     theirs = "c2s" if spec.client == spec.external else "s2c"
+    doubt = ""
     if direction != theirs:
-        return None
+        return None, doubt
     for d, event in pairs:
         if d != theirs or event.kind != "expert":
             continue
         if event.severity == "error" or event.rule == "budget":
-            return event.text
-    return None
+            return event.text, doubt
+        if event.severity == "warn":
+            doubt = event.text
+    return None, doubt
 
 
 def endpoints(session_id: str, taps: list[Any], limits: SessionLimits, origin: str) -> dict[str, dict[str, Any]]:

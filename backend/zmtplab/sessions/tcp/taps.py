@@ -75,6 +75,7 @@ class Link:
     subscriptions: int = 0  # SUBSCRIBE elements seen from a SUB end
     ports: tuple[int, int] = (0, 0)  # the client's own port, the tap's port towards the server
     tagged: dict[str, set[int]] = field(default_factory=lambda: {"c2s": set(), "s2c": set()})  # message ids seen
+    doubt: str = ""  # the last warning the dissector gave of an external program's bytes
 
 
 class Taps:
@@ -285,7 +286,8 @@ class Taps:
             # An external program is nobody's to trust: what the dissector calls an error (or an element over its
             # budget) from its side ends the connection before a byte of it reaches our node, and its dissection
             # takes at most its share of a core (beyond it the reader rests: a flood slows that connection only).
-            problem = external.refusal(link.tap.spec, direction, pairs)
+            problem, doubt = external.refusal(link.tap.spec, direction, pairs)
+            link.doubt = doubt or link.doubt
             if problem is not None:
                 await self.refuse(link, problem)
                 return
@@ -457,10 +459,14 @@ class Taps:
         link.eof.add(direction)
         if link.tap is not None and link.tap.external is not None:
             lab = "s2c" if link.tap.spec.client == link.tap.external else "c2s"
-            if direction == lab and not link.ready >= {"c2s", "s2c"}:
-                await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
-                                  "could not read what the program sent as the ZMTP it speaks)")
-                return
+            if direction == lab and not self.state.closed and len(link.eof) == 1:  # (our node ended it first)
+                if not link.ready >= {"c2s", "s2c"}:
+                    await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
+                                      "could not read what the program sent as the ZMTP it speaks)")
+                    return
+                if link.doubt:  # (what the dissector found wrong in the program's bytes is why, most likely)
+                    await self.refuse(link, f"the lab's node closed the connection after this: {link.doubt}")
+                    return
             await self.close_link(link)  # (half a connection to a program outside is no use to anyone: both go)
             return
         writer = link.writers[direction]
