@@ -21,12 +21,14 @@ from .session import (
     SIM_SERVER_PORT,
     ConnEndpoints,
     EventLog,
+    EventNotFound,
     Output,
     OutputFactory,
     Runtime,
     Session,
     SessionConfigError,
     SessionError,
+    SessionNotFound,
     SessionNotice,
     Subscriber,
     TooManySessions,
@@ -37,8 +39,8 @@ from .session import (
 from .setup import SessionSetup
 
 __all__ = [
-    "CLIENT_IP", "SERVER_IP", "SIM_CLIENT_PORT", "SIM_SERVER_PORT", "ConnEndpoints", "EventLog", "Output",
-    "OutputFactory", "Runtime", "Session", "SessionConfigError", "SessionError", "SessionLimits", "SessionManager",
-    "SessionNotice", "SessionSetup", "Subscriber", "TooManySessions", "WireChunk", "dumps", "is_mark",
-    "runtime_factory",
+    "CLIENT_IP", "SERVER_IP", "SIM_CLIENT_PORT", "SIM_SERVER_PORT", "ConnEndpoints", "EventLog", "EventNotFound",
+    "Output", "OutputFactory", "Runtime", "Session", "SessionConfigError", "SessionError", "SessionLimits",
+    "SessionManager", "SessionNotFound", "SessionNotice", "SessionSetup", "Subscriber", "TooManySessions", "WireChunk",
+    "dumps", "is_mark", "runtime_factory",
 ]
