@@ -128,6 +128,12 @@ def test_the_driver_carries_commands_out_as_the_websocket_does() -> None:
         driver.command(COMMAND.validate_python({"type": "recv", "node": "nobody"}))
     driver.command(COMMAND.validate_python({"type": "step_back"}))
     assert len(driver.session.events) < len([t for t in texts if '"type":"event"' in t])
+    driver.command(COMMAND.validate_python({"type": "reset"}))  # (a new runtime, started without an event loop)
+    assert '{"type":"reset"}' in texts and len(driver.session.events) == 0
+    after = len(texts)
+    assert driver.run() > 0 and driver.at_end() and not json.loads(texts[-1])["playing"]
+    again = [json.loads(t)["event"] for t in texts[after:] if '"type":"event"' in t]
+    assert again[0]["seq"] == 0 and again[-1]["seq"] == len(driver.session.events) - 1
     driver.close()
     assert driver.session.ended
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from ..peers.simulation import Simulation
 from .commands import Command
 from .limits import DEFAULTS, SessionLimits
 from .session import Session, SessionConfigError, Subscriber
@@ -82,19 +83,19 @@ class SessionDriver:
             raise SessionConfigError("only a simulated session runs here: a real (tcp) session's nodes run in the "
                                      "server (zmtplab serve)")
         SimulatedRuntime.check(setup)
-        runtimes: list[SimulatedRuntime] = []
-
-        def make_runtime(session: Session) -> SimulatedRuntime:
-            runtime = SimulatedRuntime(session, seed=seed, simulation=simulation, peers=peers)
-            runtimes.append(runtime)
-            return runtime
-
-        self.session = Session(session_id, setup, limits, make_runtime)
-        self.runtime = runtimes[-1]
+        self.session = Session(session_id, setup, limits, lambda session: SimulatedRuntime(
+            session, seed=seed, simulation=simulation, peers=peers, player=False))
         self.writers: list[Writer] = []
 
     @property
-    def sim(self) -> Any:
+    def runtime(self) -> SimulatedRuntime:
+        """The session's runtime (a new one after a `reset`)."""
+        runtime = self.session.runtime
+        assert isinstance(runtime, SimulatedRuntime)
+        return runtime
+
+    @property
+    def sim(self) -> Simulation:
         """The runtime's `peers.Simulation`: what a lesson does that no command does (a PING, a subscription, a link
         added, the clock run on) acts on it, then `absorb` passes what that logged to the session."""
         return self.runtime.sim
@@ -116,8 +117,10 @@ class SessionDriver:
         """Sets the peers up (their first entries reach the subscribers). Nothing plays by itself here: the session
         moves when it is stepped, as after the websocket's `step`."""
         self.runtime.playing = False
-        self.runtime.begin()
-        self.flush()
+        try:
+            run_now(self.session.start())
+        finally:
+            self.flush()
 
     def step(self) -> int:
         """One element forward (as the websocket's `step`, without pausing anything); the elements it added, 0 when
@@ -143,10 +146,12 @@ class SessionDriver:
         return self.runtime.at_end()
 
     def command(self, command: Command) -> None:
-        """Carries a command out as the websocket does (`SessionError` for what it refuses)."""
+        """Carries a command out as the websocket does (`SessionError` for what it refuses). `play` and `speed` change
+        nothing here: the session moves when it is stepped."""
         try:
             run_now(self.session.command(command))
         finally:
+            self.runtime.playing = False  # (after a `reset` too: its new runtime would say it plays)
             self.flush()
 
     def deliver(self) -> bool:

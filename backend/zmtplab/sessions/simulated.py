@@ -63,11 +63,13 @@ class SimulatedRuntime:
     """Drives a `simulated` session (see the module docstring)."""
 
     def __init__(self, session: Session, *, seed: int = 0, simulation: dict[str, Any] | None = None,
-                 peers: dict[str, dict[str, Any]] | None = None) -> None:
+                 peers: dict[str, dict[str, Any]] | None = None, player: bool = True) -> None:
         """`simulation`: options of the `Simulation` beyond a session's (a lesson's latency, window, fields);
         `peers`: a two-peer body's peers' `add_peer` options when the caller says more than a node holds (a lesson's
-        heartbeats, properties), in place of the nodes' `socket_options`."""
+        heartbeats, properties), in place of the nodes' `socket_options`; `player`: whether `start` starts the
+        asyncio task that plays the session (not when a synchronous driver steps it, `sessions.driver`)."""
         self.session = session
+        self.has_player = player
         setup = session.setup
         self.limits = session.limits
         self.topology = session.topology  # None: the two-peer body
@@ -111,11 +113,11 @@ class SimulatedRuntime:
     # ---- setup
 
     async def start(self) -> None:
-        self.begin()
-        self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+        self._set_up()
+        if self.has_player:
+            self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
 
-    def begin(self) -> None:
-        """Sets the peers up (the player is the asyncio driver's: `start`; a synchronous driver calls this)."""
+    def _set_up(self) -> None:
         if self.topology is not None:
             try:
                 self.sim.add_topology(self.topology)
