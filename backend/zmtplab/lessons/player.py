@@ -246,7 +246,7 @@ class _SimulationSource(_Source):
                         for conn, (client, server) in self.conns.items()]
         return out
 
-    # ---- the simulation's log, as a scene shows it
+    # ---- the session's stream, as a scene shows it
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
         write: dict[str, Any] = {"conn": _scene_conn(conn)} if self.as_topology else {}
