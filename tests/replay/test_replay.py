@@ -237,3 +237,24 @@ def test_any_change_text_is_applied_or_refused_with_replay_error() -> None:
             apply_changes(m, [parse_change(text)])
 
     check()
+
+
+@pytest.mark.parametrize(("name", "rounds"), [("curve.pcapng", 1), ("incidents/curve_messages.pcapng", 3)])
+def test_curve_without_keys_replays_as_null_with_what_the_boxes_tell(name: str, rounds: int) -> None:
+    """Issue 35: the socket types and messages are in the boxes; who connected, when, and each box's size and
+    time are not. REQ/REP from the strict turns and the empty first frame, stand-ins of the captured sizes."""
+    result = run(CAPTURES / name)
+    assert [(n["type"], n["mechanism"]) for n in result["nodes"]] == [("REP", "NULL"), ("REQ", "NULL")]
+    assert [n["what"] for n in result["notes"]] == ["curve", "curve-types"]
+    assert "REQ and REP" in result["notes"][1]["text"]
+    assert result["fidelity"]["same"] and result["fidelity"]["directions"] == 2
+    # "Hello" and "World" are five octets each: so are their stand-ins
+    assert result["delivered"] == {"rep": [f"m{k} .." for k in range(1, rounds + 1)],
+                                   "req": [f"m{k} .." for k in range(1, rounds + 1)]}
+
+
+def test_curve_that_never_carried_a_message_says_nothing_tells_its_types() -> None:
+    result = run(CAPTURES / "curve_wrong_key.pcapng")
+    assert [n["type"] for n in result["nodes"]] == ["ROUTER", "DEALER"]
+    assert "no message crossed" in result["notes"][1]["text"]
+    assert result["fidelity"]["directions"] == 0

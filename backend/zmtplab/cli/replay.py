@@ -35,16 +35,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topology", metavar="FILE", type=Path,
                    help="also write the replay (with the --set changes) as a topology file, the playground's Save/Load "
                         "format (a topology has no heartbeats, later subscriptions or closes: the notes say which)")
+    p.add_argument("--curve-keylog", type=Path, metavar="FILE",
+                   help="a CURVE key log (CURVE_SESSION_KEY lines, as `zmtplab dissect --curve-keylog` takes): the "
+                        "connections it has keys of are replayed with their real socket types and messages (without "
+                        "it a CURVE connection is replayed as NULL with stand-ins, the notes say which)")
     add_lang_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Replays and prints."""
+    keys = None
+    if args.curve_keylog is not None:
+        from ..engine.curve import parse_keylog  # (only a replay with a key log loads the cryptography)
+
+        try:
+            keys = parse_keylog(args.curve_keylog.read_text(encoding="ascii", errors="replace"))
+        except (OSError, ValueError) as exc:
+            print(f"zmtplab replay: --curve-keylog: {exc}", file=sys.stderr)
+            return 2
     try:
         changes = [parse_change(text) for text in args.changes]
         with open(args.capture, "rb") as handle:
-            model = ReplayModel.from_capture(handle)
+            model = ReplayModel.from_capture(handle, curve_keys=keys)
         result = replay(model, changes)
     except ReplayError as exc:
         print(f"zmtplab replay: {exc}", file=sys.stderr)

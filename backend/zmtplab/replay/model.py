@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -34,6 +35,7 @@ from ..analysis import analyze_with_facts
 from ..analysis.facts import ConnFacts
 from ..peers.node import MAX_AT, MAX_FRAME_TEXT, MAX_FRAMES, MAX_LINKS, MAX_NODES, MAX_SCRIPT, NAME_RE, Node
 from ..peers.topology import Link, Proxy, ScriptSend, Topology
+from .curve import infer as infer_curve
 
 MAX_MESSAGES = 20_000  # messages of the capture the replay takes (the rest: a note)
 MAX_BODY = 1 << 20  # octets of a frame the replay keeps
@@ -177,19 +179,22 @@ class ReplayModel:
     # ---------------------------------------------------------------- building
 
     @classmethod
-    def from_capture(cls, source: str | bytes | BinaryIO, *, max_messages: int = MAX_MESSAGES) -> ReplayModel:
-        """Reads the capture and builds its replay; `ReplayError` when nothing in it can be replayed."""
-        analysis, facts = analyze_with_facts(source, script=max_messages, script_body=MAX_BODY)
+    def from_capture(cls, source: str | bytes | BinaryIO, *, max_messages: int = MAX_MESSAGES,
+                     curve_keys: Mapping[bytes, bytes] | None = None) -> ReplayModel:
+        """Reads the capture and builds its replay; `ReplayError` when nothing in it can be replayed. `curve_keys`:
+        a CURVE key log (`engine.curve.parse_keylog`), which opens the boxes of the connections it has keys of."""
+        analysis, facts = analyze_with_facts(source, script=max_messages, script_body=MAX_BODY, curve_keys=curve_keys)
         return cls.from_analysis(analysis, facts, max_messages=max_messages)
 
     @classmethod
     def from_analysis(cls, analysis: dict[str, Any], facts: dict[str, ConnFacts], *,
                       max_messages: int = MAX_MESSAGES) -> ReplayModel:
         notes: list[dict[str, Any]] = []
+        inferred = infer_curve(analysis, facts)
         rows = [c for c in analysis["connections"] if c["zmtp"] and c["client_type"] and c["server_type"]]
         if not rows:
             raise ReplayError("the capture holds no ZeroMQ connection whose two socket types are known")
-        script = analysis.get("script") or []
+        script = (analysis.get("script") or [])[:max_messages]
         if len(script) >= max_messages:
             notes.append(note("cut", f"the replay takes the capture's first {max_messages} messages",
                               limit=max_messages))
@@ -250,7 +255,7 @@ class ReplayModel:
         conn_ends: dict[str, tuple[str, str]] = {}
         endpoints: dict[str, tuple[str, str]] = {}
         moments: list[float] = []
-        curve = False
+        curved = False
         plain = False
         for c in rows:
             client, server = ep_socket.get(c["client"]), ep_socket.get(c["server"])
@@ -278,7 +283,7 @@ class ReplayModel:
                     sock.identity = ident
             mech = c.get("mechanism") or "NULL"
             if mech == "CURVE":
-                curve = True
+                curved = True
             elif mech == "PLAIN":
                 plain = True
                 for sock in (client, server):
@@ -301,9 +306,16 @@ class ReplayModel:
                         moments.append(s["ts"])
         if not links:
             raise ReplayError("the capture holds no connection between two sockets the replay can tell apart")
-        if curve:
-            notes.append(note("curve", "CURVE connections are replayed as NULL: the capture's boxes cannot be "
-                              "opened without the session keys, which never leave libzmq"))
+        if inferred:
+            notes.append(note("curve", "CURVE connections without their session keys are replayed as NULL: their "
+                              "socket types and messages are inside boxes, so the replay takes who connected when "
+                              "and each box's time and size, with stand-in payloads of the captured sizes (a key "
+                              "log gives the real ones)"))
+            notes.extend(note("curve-types", f"the CURVE connections to {server}: {why}", server=server)
+                         for server, why in inferred)
+        if curved and any(not c.get("inferred") for c in rows if c.get("mechanism") == "CURVE"):
+            notes.append(note("curve-keylog", "CURVE connections opened with the key log are replayed as NULL, with "
+                              "the socket types and messages inside their boxes"))
         if plain:
             notes.append(note("plain", "PLAIN's credentials are not kept by the analysis: the replay's clients "
                               "say 'user'/'password' and its servers accept every client"))
