@@ -258,3 +258,20 @@ def test_curve_that_never_carried_a_message_says_nothing_tells_its_types() -> No
     assert [n["type"] for n in result["nodes"]] == ["ROUTER", "DEALER"]
     assert "no message crossed" in result["notes"][1]["text"]
     assert result["fidelity"]["directions"] == 0
+
+
+@pytest.mark.parametrize(("name", "reader"), [("push_slow_pull.pcapng", "pull"), ("incidents/slow_reader.pcapng",
+                                                                                    "pull")])
+def test_a_reader_whose_window_closed_reads_at_its_captured_pace(name: str, reader: str) -> None:
+    """Issue 35: how fast each node reads comes from the capture: the back-pressure (zero windows) and the
+    deliveries' span give the slow reader's pace, the default `recv_every`; the fidelity check shows it."""
+    result = run(CAPTURES / name)
+    every = result["fidelity"]["read_speed"][reader]
+    assert 0.02 < every < 0.06
+    assert next(n for n in result["nodes"] if n["name"] == reader)["recv_every"] == every
+    assert next(n for n in result["notes"] if n["what"] == "read-speed")["details"] == {"socket": reader,
+                                                                                        "recv_every": every}
+    assert result["fidelity"]["same"]
+    fast = run(CAPTURES / "push_3pull.pcapng")
+    assert fast["fidelity"]["read_speed"] == {"pull1": None, "pull2": None, "pull3": None}
+    assert not [n for n in fast["notes"] if n["what"] == "read-speed"]

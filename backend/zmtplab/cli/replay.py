@@ -114,6 +114,11 @@ def write_text(result: dict[str, Any], out: Any) -> None:
                       f"{_message(row.get('replayed_message', '-'))}\n")
             for why in row["why"]:
                 out.write(f"      {why}\n")
+    speeds = fid.get("read_speed") or {}
+    slow = [f"{name} one message every {every:g} s" for name, every in speeds.items() if every]
+    if speeds:
+        out.write(f"  read speed: {'; '.join(slow) or 'every socket as fast as it can'}"
+                  f"{'; the others as fast as they can' if slow and len(slow) < len(speeds) else ''}\n")
     rules = fid["findings"]
     out.write(f"  findings: captured {', '.join(rules['captured']) or 'none'}; replayed "
               f"{', '.join(rules['replayed']) or 'none'}\n")

@@ -357,6 +357,7 @@ class ReplayModel:
                 link.closed_at = time.of(link.closed_at)
         for s in sockets:
             s.subscriptions = [(time.of(ts), topic, on) for ts, topic, on in s.subscriptions]
+        notes.extend(_read_speeds(script, conn_ends, facts, by_name))
         gaps = {(conn, d): f.gaps[d][1] for conn, f in facts.items() for d in f.gaps if f.gaps[d][1]}
         for (conn, d), octets in sorted(gaps.items()):
             notes.append(note("capture-loss", f"the capture lacks {octets} octets of connection {conn} ({d}): the "
@@ -408,6 +409,47 @@ class ReplayModel:
 def note(what: str, text: str, **details: Any) -> dict[str, Any]:
     """One note of the replay: `what` it is about, its `text`, its numbers or names."""
     return {"what": what, "text": text, **({"details": details} if details else {})}
+
+
+def _read_speeds(script: list[dict[str, Any]], conn_ends: dict[str, tuple[str, str]], facts: dict[str, ConnFacts],
+                 by_name: dict[str, Socket]) -> list[dict[str, Any]]:
+    """How fast each application read, as the capture shows it, set as its socket's `recv_every`; the notes.
+
+    A reader that keeps up leaves no trace (its reads are as fast as the deliveries): it reads as fast as it can. A
+    reader that does not fills its socket and then its TCP window, which closes (the receiver's zero windows, the
+    analysis's back-pressure): then what it read, it read over the time the deliveries to it took, and its pace
+    is that time over the messages less one."""
+    times: dict[str, list[float]] = {}
+    zeros: dict[str, int] = {}
+    for conn, (client, server) in conn_ends.items():
+        f = facts.get(conn)
+        if f is None:
+            continue
+        for d, reader in (("c2s", server), ("s2c", client)):
+            closed = sum(1 for r in f.zero_windows.values() if r.dir != d)  # (a window the reader advertised)
+            if closed and not by_name[reader].proxied:
+                zeros[reader] = zeros.get(reader, 0) + closed
+                times.setdefault(reader, [])
+    for entry in script:
+        ends = conn_ends.get(entry["conn"])
+        if ends is not None:
+            reader = ends[1] if entry["dir"] == "c2s" else ends[0]
+            if reader in times:
+                times[reader].append(entry["ts"])
+    out = []
+    for reader, ts in times.items():
+        if len(ts) < 2:
+            continue
+        span = max(ts) - min(ts)
+        every = round(span / (len(ts) - 1), 3)
+        if every <= 0:
+            continue
+        by_name[reader].recv_every = every
+        out.append(note("read-speed", f"{reader} read about one message every {every:g} s: its TCP window closed "
+                        f"{zeros[reader]} times (back-pressure) and it took {len(ts)} messages over {span:.3f} s; the "
+                        "replay reads at that pace (recv_every), the other sockets as fast as they can",
+                        socket=reader, recv_every=every))
+    return out
 
 
 def _heartbeat(sock: Socket, facts: ConnFacts, d: str) -> None:
