@@ -116,9 +116,9 @@ def write_text(result: dict[str, Any], out: Any) -> None:
                 out.write(f"      {why}\n")
     speeds = fid.get("read_speed") or {}
     slow = [f"{name} one message every {every:g} s" for name, every in speeds.items() if every]
-    if speeds:
-        out.write(f"  read speed: {'; '.join(slow) or 'every socket as fast as it can'}"
-                  f"{'; the others as fast as they can' if slow and len(slow) < len(speeds) else ''}\n")
+    if slow:  # (a capture whose readers all kept up says nothing of their speed)
+        others = "; the others as fast as they can" if len(slow) < len(speeds) else ""
+        out.write(f"  read speed: {'; '.join(slow)}{others}\n")
     rules = fid["findings"]
     out.write(f"  findings: captured {', '.join(rules['captured']) or 'none'}; replayed "
               f"{', '.join(rules['replayed']) or 'none'}\n")
