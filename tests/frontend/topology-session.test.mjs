@@ -272,6 +272,16 @@ test('save and load a topology as a small JSON file, share it in a link', () => 
   assert.equal(parseTopologyFragment(en, topologyFragment(en, u)).nodes[0].identity, 'ünï');
 });
 
+test("a replayed capture's topology keeps its closes, later subscriptions and heartbeats when saved", () => {
+  const t = { nodes: [{ name: 'pub', type: 'PUB' }, { name: 'sub', type: 'SUB', subscribe: ['a'], heartbeat_ivl: 0.1, heartbeat_ttl: 2 }],
+    links: [{ connect: 'sub', bind: 'pub', at: 0.5, close_at: 1.5 }],
+    subscriptions: [{ node: 'sub', topic: 'b', at: 0.7 }, { node: 'sub', topic: 'a', at: 1, cancel: true }, { node: 'nobody', topic: '', at: 1 }] };
+  const back = parseTopologyFile(en, topologyFile(en, t));
+  assert.deepEqual(back.links, [{ connect: 'sub', bind: 'pub', at: 0.5, close_at: 1.5 }]);
+  assert.deepEqual(back.subscriptions, [{ node: 'sub', topic: 'b', at: 0.7 }, { node: 'sub', topic: 'a', at: 1, cancel: true }]);
+  assert.equal(back.nodes[1].heartbeat_ttl, 2);
+});
+
 test('a file or link that is not a topology gets a clear error', () => {
   assert.throws(() => parseTopologyFile(en, '{nope'), /not JSON/);
   assert.throws(() => parseTopologyFile(en, '{"nodes": 3}'), /not a topology/);

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from webkit import dissected, receive_until
 
 from zmtplab.peers.topology import Topology
@@ -125,3 +126,60 @@ def test_curve_with_the_key_log_replays_the_real_types_and_messages(client, tmp_
     refused = subprocess.run([sys.executable, "-m", "zmtplab.cli", "replay", str(capture), "--curve-keylog", str(bad)],
                              capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "--curve-keylog" in refused.stderr
+
+
+def run_session(client, topology: dict, *, until) -> list[dict]:
+    """Starts `topology` as a simulated session at full speed and gives its events until `until(events)`."""
+    session = client.post("/api/sessions", json={"mode": "simulated", **topology, "autoplay": True})
+    assert session.status_code == 201, session.text
+    sid = session.json()["id"]
+    events: list[dict] = []
+
+    def seen(m) -> bool:
+        if m["type"] == "event":
+            events.append(m["event"])
+        return until(events)
+
+    try:
+        with client.websocket_connect(f"/ws/sessions/{sid}?batch=0") as ws:
+            ws.send_json({"type": "speed", "value": 1000})
+            receive_until(ws, seen, limit=50000)
+    finally:
+        client.delete(f"/api/sessions/{sid}")
+    return events
+
+
+def reads(events: list[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for ev in events:
+        if ev.get("kind") == "peer" and ev.get("what") == "recv":
+            out[ev["peer"]] = out.get(ev["peer"], 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("name", ["incidents/push_worker_leaves.pcapng", "incidents/xpub_xsub_proxy.pcapng",
+                                  "sub_zmtp30.pcapng"])
+def test_the_session_of_a_replay_closes_and_subscribes_when_the_capture_did(client, name):
+    """Issue 35: the replay's topology carries the clients' closes and the later subscriptions (and cancels), so
+    the session reads what `zmtplab replay` reads, socket by socket."""
+    capture_id, _ = dissected(client, CAPTURES / name)
+    body = client.post(f"/api/captures/{capture_id}/replay", json={}).json()
+    assert body["topology_notes"] == []
+    assert body["topology"].get("subscriptions") or any("close_at" in lk for lk in body["topology"]["links"])
+    expected = {k: len(v) for k, v in body["delivered"].items() if v}
+    events = run_session(client, body["topology"], until=lambda evs: sum(reads(evs).values()) >= sum(expected.values()))
+    assert reads(events) == expected
+
+
+def test_the_session_of_a_replay_sends_the_captured_heartbeats(client):
+    capture_id, _ = dissected(client, CAPTURES / "heartbeat_ttl.pcapng")
+    body = client.post(f"/api/captures/{capture_id}/replay", json={}).json()
+    dealer = next(n for n in body["topology"]["nodes"] if n["name"] == "dealer")
+    assert (dealer["heartbeat_ivl"], dealer["heartbeat_ttl"]) == (0.1, 2.0)
+
+    def pinged(evs) -> bool:
+        return any(e.get("kind") == "command" and e.get("name") == "PONG" for e in evs)
+
+    events = run_session(client, body["topology"], until=pinged)
+    ping = next(e for e in events if e.get("kind") == "command" and e.get("name") == "PING")
+    assert ping["dir"] == "c2s" and ping["ttl"] == 20  # 2 s in deciseconds, as the capture's PINGs say

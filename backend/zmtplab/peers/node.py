@@ -28,6 +28,7 @@ MAX_TEXT = 255  # octets: an identity, a username, a password, a subscription
 MAX_HWM = 1_000_000
 MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
+MAX_HEARTBEAT = 6553.5  # seconds: a heartbeat's interval, TTL or timeout (the TTL's 16 bits of deciseconds)
 GREETINGS = ("libzmq", "full")
 RECV_MODES = ("auto", "manual")
 SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
@@ -79,7 +80,8 @@ class Node(BaseModel):
     receives (REP: its reply). `sndbuf`/`rcvbuf`: the kernel's socket buffers in octets in real mode
     (ZMQ_SNDBUF/ZMQ_RCVBUF; 0: the system's), which hold messages beyond the HWMs; the simulation models
     a small TCP window either way. `subscribe`: a SUB's or XSUB's topic prefixes (none: it receives
-    nothing, as in libzmq)."""
+    nothing, as in libzmq). `heartbeat_ivl`, `heartbeat_ttl`, `heartbeat_timeout`: ZMQ_HEARTBEAT_IVL, _TTL and
+    _TIMEOUT in seconds (0: none; a timeout of 0 is the interval, as in libzmq)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -101,6 +103,9 @@ class Node(BaseModel):
     y: float | None = None
     sndbuf: int = 0
     rcvbuf: int = 0
+    heartbeat_ivl: float = 0.0
+    heartbeat_ttl: float = 0.0
+    heartbeat_timeout: float = 0.0
 
     # ---- each field's rule (mode="before": the JSON value as given, so the words fit what was typed)
 
@@ -185,6 +190,11 @@ class Node(BaseModel):
             return check_number("recv every", value, 0.001, 60.0)
         raise ValueError("recv is 'auto', 'manual' or {\"every\": seconds}")
 
+    @field_validator("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout", mode="before")
+    @classmethod
+    def _heartbeat(cls, value: Any, info: ValidationInfo) -> float:
+        return check_number(str(info.field_name), value, 0.0, MAX_HEARTBEAT)
+
     @field_validator("x", "y", mode="before")
     @classmethod
     def _place(cls, value: Any, info: ValidationInfo) -> float | None:
@@ -215,7 +225,8 @@ class Node(BaseModel):
                                "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
         if self.echo:
             out["echo"] = True
-        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf)):
+        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf), ("heartbeat_ivl", self.heartbeat_ivl),
+                           ("heartbeat_ttl", self.heartbeat_ttl), ("heartbeat_timeout", self.heartbeat_timeout)):
             if value:  # (only when set: the saved topologies and presets stay as they were)
                 out[key] = value
         if self.x is not None:
@@ -249,7 +260,14 @@ def socket_options(node: Node, *, server: bool, **extra: Any) -> dict[str, Any]:
     connects; `extra` options go after its greeting's. The one place a node's settings become a socket's
     options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
     opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism, "identity": node.identity.encode(),
-                            "strategy": GREETING_STRATEGY[node.greeting], **extra}
+                            "strategy": GREETING_STRATEGY[node.greeting]}
+    if node.heartbeat_ivl:
+        opts["heartbeat_ivl"] = node.heartbeat_ivl
+    if node.heartbeat_ttl:
+        opts["heartbeat_ttl"] = node.heartbeat_ttl
+    if node.heartbeat_timeout:
+        opts["heartbeat_timeout"] = node.heartbeat_timeout
+    opts.update(extra)
     if node.mechanism == "PLAIN":
         if server:
             opts["plain_server"] = True

@@ -412,8 +412,8 @@ class Simulation:
         self._settle()
 
     def add_topology(self, topology: Any, *, script: bool = True) -> None:
-        """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`),
-        proxies and, with `script`, its scripted sends."""
+        """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`, closes
+        at their `close_at`), proxies, later subscriptions and, with `script`, its scripted sends."""
         for node in topology.nodes:
             opts = socket_options(node, server=topology.binds(node.name), sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
             if node.recv_every:
@@ -431,6 +431,11 @@ class Simulation:
                 self.schedule(link.at, "connect", client_name=link.connect, server_name=link.bind)
             else:
                 self.connect(link.connect, link.bind)
+            if link.close_at is not None:
+                self.schedule(link.close_at, "disconnect", client_name=link.connect, server_name=link.bind)
+        for sub in topology.subscriptions:
+            self.schedule(sub.at, "subscribe", peer_name=sub.node, topic=sub.topic.encode("utf-8"),
+                          subscribe=sub.subscribe)
         if script:
             for send in topology.script:
                 self.schedule(send.at, "send", peer_name=send.sender, frames=send.frame_bytes())

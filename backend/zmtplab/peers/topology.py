@@ -27,6 +27,7 @@ from .node import (
     MAX_NODES,
     MAX_PROXIES,
     MAX_SCRIPT,
+    MAX_TEXT,
     NODE_KEYS,
     Node,
     check_name,
@@ -36,10 +37,12 @@ from .node import (
 )
 
 NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
-LINK_KEYS = frozenset({"connect", "bind", "at"})
+LINK_KEYS = frozenset({"connect", "bind", "at", "close_at"})
 PROXY_KEYS = frozenset({"frontend", "backend"})
 SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
-TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script"})
+SUBSCRIPTION_KEYS = frozenset({"node", "topic", "at", "cancel"})
+TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script", "subscriptions"})
+SUBSCRIBERS = frozenset({"SUB", "XSUB"})
 
 
 COPYING = frozenset({"PUB", "XPUB", "RADIO"})  # socket types that send each message to every peer
@@ -52,16 +55,20 @@ class TopologyError(ValueError):
 @dataclass(frozen=True)
 class Link:
     """One TCP connection: `connect` is the client (zmq_connect), `bind` the server (zmq_bind). `at`: when
-    the connect happens (seconds; > 0 is a late joiner)."""
+    the connect happens (seconds; > 0 is a late joiner); `close_at`: when the client closes it for good (its
+    socket disconnects: no reconnect), None: never."""
 
     connect: str
     bind: str
     at: float = 0.0
+    close_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"connect": self.connect, "bind": self.bind}
         if self.at:
             out["at"] = self.at
+        if self.close_at is not None:
+            out["close_at"] = self.close_at
         return out
 
 
@@ -96,6 +103,23 @@ class ScriptSend:
 
 
 @dataclass(frozen=True)
+class Subscription:
+    """A subscription made (or, with `subscribe` false, cancelled) by a SUB's or XSUB's application at `at` s, after
+    the start (a node's `subscribe` topics are made before it connects)."""
+
+    node: str
+    topic: str
+    at: float
+    subscribe: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"node": self.node, "topic": self.topic, "at": self.at}
+        if not self.subscribe:
+            out["cancel"] = True
+        return out
+
+
+@dataclass(frozen=True)
 class Topology:
     """Nodes, links, proxies and a script (see the module docstring)."""
 
@@ -103,6 +127,7 @@ class Topology:
     links: tuple[Link, ...]
     proxies: tuple[Proxy, ...] = ()
     script: tuple[ScriptSend, ...] = ()
+    subscriptions: tuple[Subscription, ...] = ()
     names: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,6 +171,8 @@ class Topology:
             out["proxies"] = [p.to_dict() for p in self.proxies]
         if self.script:
             out["script"] = [s.to_dict() for s in self.script]
+        if self.subscriptions:
+            out["subscriptions"] = [s.to_dict() for s in self.subscriptions]
         return out
 
     @classmethod
@@ -173,7 +200,11 @@ class Topology:
             raise TopologyError(f"'script' is a list of at most {MAX_SCRIPT} sends")
         proxies = tuple(_proxy(i, raw) for i, raw in enumerate(proxies_in))
         script = tuple(_send(i, raw) for i, raw in enumerate(script_in))
-        return validate(cls(nodes, links, proxies, script))
+        subs_in = data.get("subscriptions") or []
+        if not isinstance(subs_in, list) or len(subs_in) > MAX_SCRIPT:
+            raise TopologyError(f"'subscriptions' is a list of at most {MAX_SCRIPT}")
+        subscriptions = tuple(_subscription(i, raw) for i, raw in enumerate(subs_in))
+        return validate(cls(nodes, links, proxies, script, subscriptions))
 
 
 def validate(topo: Topology) -> Topology:
@@ -230,6 +261,12 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"script send {i}: a {kind} ({send.sender}) cannot send")
         if send.sender in proxied:
             raise TopologyError(f"script send {i}: {send.sender!r} is driven by a proxy")
+    for i, sub in enumerate(topo.subscriptions):
+        if sub.node not in names:
+            raise TopologyError(f"subscription {i}: no node named {sub.node!r}")
+        if names[sub.node].type not in SUBSCRIBERS:
+            raise TopologyError(f"subscription {i}: only SUB and XSUB nodes subscribe ({sub.node} is a "
+                                f"{names[sub.node].type})")
     return topo
 
 
@@ -299,8 +336,20 @@ def _link(i: int, raw: Any) -> Link:
     where = f"link {i}"
     raw = _obj(where, raw, LINK_KEYS)
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
+    close_at = _number(f"{where}: close_at", raw["close_at"], at, MAX_AT) if raw.get("close_at") is not None else None
     return Link(connect=_name(f"{where}: connect", raw.get("connect")),
-                bind=_name(f"{where}: bind", raw.get("bind")), at=at)
+                bind=_name(f"{where}: bind", raw.get("bind")), at=at, close_at=close_at)
+
+
+def _subscription(i: int, raw: Any) -> Subscription:
+    where = f"subscription {i}"
+    raw = _obj(where, raw, SUBSCRIPTION_KEYS)
+    cancel = raw.get("cancel", False)
+    if not isinstance(cancel, bool):
+        raise TopologyError(f"{where}: cancel is true or false")
+    return Subscription(node=_name(f"{where}: node", raw.get("node")),
+                        topic=_text(f"{where}: topic", raw.get("topic", ""), limit=MAX_TEXT),
+                        at=_number(f"{where}: at", raw.get("at"), 0.0, MAX_AT), subscribe=not cancel)
 
 
 def _proxy(i: int, raw: Any) -> Proxy:
@@ -454,4 +503,4 @@ def preset(pid: str) -> Preset:
 
 
 __all__ = ["MAX_LINKS", "MAX_NODES", "MAX_PROXIES", "MAX_SCRIPT", "PRESETS", "Link", "Node", "Preset", "Proxy",
-           "ScriptSend", "Topology", "TopologyError", "preset", "two_peer", "validate"]
+           "ScriptSend", "Subscription", "Topology", "TopologyError", "preset", "two_peer", "validate"]

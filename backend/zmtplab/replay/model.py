@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 from ..analysis import analyze_with_facts
 from ..analysis.facts import ConnFacts
 from ..peers.node import MAX_AT, MAX_FRAME_TEXT, MAX_FRAMES, MAX_LINKS, MAX_NODES, MAX_SCRIPT, NAME_RE, Node
-from ..peers.topology import Link, Proxy, ScriptSend, Topology
+from ..peers.topology import Link, Proxy, ScriptSend, Subscription, Topology
 from .curve import infer as infer_curve
 
 MAX_MESSAGES = 20_000  # messages of the capture the replay takes (the rest: a note)
@@ -371,36 +371,30 @@ class ReplayModel:
     # ---------------------------------------------------------------- views
 
     def topology(self) -> Topology:
-        """The replay as a topology of the playground (`POST /api/sessions`): nodes, links at their times, the
-        proxies and each application's sends as the script. What a topology cannot say (heartbeats, a
-        subscription made later, a client's close) the session does not play; `topology_notes` says which."""
+        """The replay as a topology of the playground (`POST /api/sessions`): nodes with their heartbeats, links at
+        their times (and the clients' closes), the proxies, each application's sends as the script and the
+        subscriptions made later: what `simulate` plays, as a session plays it."""
         nodes = tuple(Node(name=s.name, type=s.type, version=s.version, mechanism=s.mechanism,
                            identity=s.identity, username=s.username, password=s.password, libzmq=False,
                            subscribe=tuple(s.subscribe) if s.type in ("SUB", "XSUB") else (),
                            sndhwm=s.sndhwm, rcvhwm=s.rcvhwm,
-                           recv=s.recv_every if s.recv_every else "auto")
+                           recv=max(round(s.recv_every, 3), 0.001) if s.recv_every else "auto",
+                           heartbeat_ivl=s.heartbeat_ivl, heartbeat_ttl=s.heartbeat_ttl,
+                           heartbeat_timeout=s.heartbeat_timeout or 0.0)
                       for s in self.sockets.values())
-        links = tuple(Link(connect=lk.client, bind=lk.server, at=round(lk.at, 6)) for lk in self.links)
+        links = tuple(Link(connect=lk.client, bind=lk.server, at=round(lk.at, 6),
+                           close_at=None if lk.closed_at is None else round(max(lk.closed_at, lk.at), 6))
+                      for lk in self.links)
         proxies = tuple(Proxy(frontend=f, backend=b) for f, b in self.proxies)
         script = tuple(_script_send(s) for s in self.sends)
-        return Topology(nodes, links, proxies, script)
+        subscriptions = tuple(Subscription(s.name, topic, round(at, 6), on) for s in self.sockets.values()
+                              for at, topic, on in s.subscriptions)
+        return Topology(nodes, links, proxies, script, subscriptions)
 
     def topology_notes(self) -> list[dict[str, Any]]:
-        """What the playground's topology leaves out of this replay."""
-        out = []
-        beats = [s.name for s in self.sockets.values() if s.heartbeat_ivl or s.heartbeat_ttl]
-        if beats:
-            out.append(note("topology-heartbeat", f"the playground's topology has no heartbeats: {', '.join(beats)} "
-                            "send no PINGs there (zmtplab replay plays them)", sockets=beats))
-        later = [s.name for s in self.sockets.values() if s.subscriptions]
-        if later:
-            out.append(note("topology-subscribe-at", f"the playground's topology subscribes at the start: "
-                            f"{', '.join(later)} subscribed later in the capture", sockets=later))
-        closes = [f"{lk.client}-{lk.server}" for lk in self.links if lk.closed_at is not None]
-        if closes:
-            out.append(note("topology-close", "the playground's topology keeps every connection open: the capture's "
-                            f"clients closed {', '.join(closes)}", links=closes))
-        return out
+        """What the playground's topology leaves out of this replay: nothing today (its heartbeats, later
+        subscriptions and clients' closes are the topology's too); the list stays for what a session cannot play."""
+        return []
 
     def nodes(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.sockets.values()]

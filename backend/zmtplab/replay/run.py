@@ -150,9 +150,7 @@ def simulate(model: ReplayModel) -> Outcome:
     servers = {lk.server for lk in model.links}
     try:
         for s in model.sockets.values():
-            opts = socket_options(s, server=s.name in servers, sndhwm=s.sndhwm, rcvhwm=s.rcvhwm,
-                                  heartbeat_ivl=s.heartbeat_ivl, heartbeat_ttl=s.heartbeat_ttl,
-                                  heartbeat_timeout=s.heartbeat_timeout)
+            opts = socket_options(s, server=s.name in servers, sndhwm=s.sndhwm, rcvhwm=s.rcvhwm)
             if s.recv_every:
                 opts["recv_every"] = s.recv_every
             sim.add_peer(s.name, s.type, **opts)

@@ -16,7 +16,8 @@ from ..lessons.loader import LessonError, load_lesson_file
 
 NARRATION = ("Write here what this step shows, then point `element` at the element to select "
              "(backend/zmtplab/lessons/README.md).")
-NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y")
+NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "heartbeat_ivl",
+             "heartbeat_ttl", "heartbeat_timeout", "x", "y")
 PEER_KEYS = ("type", "identity", "version", "mechanism")
 
 
