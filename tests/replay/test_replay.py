@@ -275,3 +275,19 @@ def test_a_reader_whose_window_closed_reads_at_its_captured_pace(name: str, read
     fast = run(CAPTURES / "push_3pull.pcapng")
     assert fast["fidelity"]["read_speed"] == {"pull1": None, "pull2": None, "pull3": None}
     assert not [n for n in fast["notes"] if n["what"] == "read-speed"]
+
+
+def test_replies_follow_their_requests_when_a_change_moves_them() -> None:
+    """Issue 35: a REP's reply (and a REQ's next request) is sent in reaction to what its application read, after
+    the captured think time: connected 2 s late, the REQ still gets both replies, where replies replayed at their
+    captured times came before their requests (the REP refused them)."""
+    late = run(CAPTURES / "req_rep.pcapng", "req.connect_at=2")
+    assert counts(late) == {"rep": 2, "req": 2} and "errors" not in late
+    assert late["diff"]["summary"] == ["nothing changes: every socket reads the same messages and the findings are "
+                                       "the same"]
+    # Through the broker: the second worker joins late, so the first answers every request, and every reply
+    # goes back through the proxy to the client that asked.
+    broker = run(CAPTURES / "broker.pcapng", "rep2.connect_at=5")
+    assert counts(broker) == {"rep1": 6, "rep2": 0, "req1": 2, "req2": 2, "req3": 2} and "errors" not in broker
+    assert broker["delivered"]["req2"] == ["reply c-1.0", "reply c-1.1"]
+    assert "rep1 receives 6 of 6 messages instead of 3" in broker["diff"]["summary"]

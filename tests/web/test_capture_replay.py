@@ -183,3 +183,18 @@ def test_the_session_of_a_replay_sends_the_captured_heartbeats(client):
     events = run_session(client, body["topology"], until=pinged)
     ping = next(e for e in events if e.get("kind") == "command" and e.get("name") == "PING")
     assert ping["dir"] == "c2s" and ping["ttl"] == 20  # 2 s in deciseconds, as the capture's PINGs say
+
+
+def test_the_session_of_a_changed_replay_answers_each_request_when_it_comes(client):
+    """Issue 35: the replies are reactions in the playground too (`script`'s `after`): with the second worker
+    connected late, the first answers every request, and each client gets its replies through the broker."""
+    capture_id, _ = dissected(client, CAPTURES / "broker.pcapng")
+    body = client.post(f"/api/captures/{capture_id}/replay", json={"set": ["rep2.connect_at=5"]}).json()
+    replies = [s for s in body["topology"]["script"] if "after" in s]
+    assert len(replies) == 9  # six replies, and each REQ's second request after its first reply
+    assert all(s["after"]["by"] == ["rep1", "rep2"] for s in replies if s["from"].startswith("rep"))
+    expected = {"rep1": 6, "req1": 2, "req2": 2, "req3": 2}
+    assert {k: len(v) for k, v in body["delivered"].items() if v} == expected
+    events = run_session(client, body["topology"], until=lambda evs: sum(reads(evs).values()) >= 12)
+    assert reads(events) == expected
+    assert not [e for e in events if e.get("kind") == "peer" and e.get("what") == "error"]

@@ -28,6 +28,7 @@ MAX_TEXT = 255  # octets: an identity, a username, a password, a subscription
 MAX_HWM = 1_000_000
 MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
+HEARTBEAT = ("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout")  # a node's options, seconds (0: none)
 MAX_HEARTBEAT = 6553.5  # seconds: a heartbeat's interval, TTL or timeout (the TTL's 16 bits of deciseconds)
 GREETINGS = ("libzmq", "full")
 RECV_MODES = ("auto", "manual")
@@ -225,9 +226,8 @@ class Node(BaseModel):
                                "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
         if self.echo:
             out["echo"] = True
-        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf), ("heartbeat_ivl", self.heartbeat_ivl),
-                           ("heartbeat_ttl", self.heartbeat_ttl), ("heartbeat_timeout", self.heartbeat_timeout)):
-            if value:  # (only when set: the saved topologies and presets stay as they were)
+        for key in ("sndbuf", "rcvbuf", *HEARTBEAT):
+            if value := getattr(self, key):  # (only when set: the saved topologies and presets stay as they were)
                 out[key] = value
         if self.x is not None:
             out["x"] = self.x
@@ -261,12 +261,7 @@ def socket_options(node: Node, *, server: bool, **extra: Any) -> dict[str, Any]:
     options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
     opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism, "identity": node.identity.encode(),
                             "strategy": GREETING_STRATEGY[node.greeting]}
-    if node.heartbeat_ivl:
-        opts["heartbeat_ivl"] = node.heartbeat_ivl
-    if node.heartbeat_ttl:
-        opts["heartbeat_ttl"] = node.heartbeat_ttl
-    if node.heartbeat_timeout:
-        opts["heartbeat_timeout"] = node.heartbeat_timeout
+    opts.update({k: getattr(node, k) for k in HEARTBEAT if getattr(node, k)})  # (0 or None: no heartbeat)
     opts.update(extra)
     if node.mechanism == "PLAIN":
         if server:

@@ -39,7 +39,8 @@ from .node import (
 NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
 LINK_KEYS = frozenset({"connect", "bind", "at", "close_at"})
 PROXY_KEYS = frozenset({"frontend", "backend"})
-SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
+SEND_KEYS = frozenset({"from", "frames", "at", "hex", "after"})
+AFTER_KEYS = frozenset({"by", "read", "n", "think"})
 SUBSCRIPTION_KEYS = frozenset({"node", "topic", "at", "cancel"})
 TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script", "subscriptions"})
 SUBSCRIBERS = frozenset({"SUB", "XSUB"})
@@ -84,13 +85,30 @@ class Proxy:
 
 
 @dataclass(frozen=True)
+class After:
+    """What a reply waits for: the applications of nodes `by` (one, or a pool of workers that answer alike) having
+    read the message `read` (hex frames) `n` times; the one that read it sends `think` seconds later."""
+
+    by: tuple[str, ...]
+    read: tuple[str, ...]
+    n: int = 1
+    think: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by": list(self.by), "read": list(self.read), "n": self.n, "think": self.think}
+
+
+@dataclass(frozen=True)
 class ScriptSend:
-    """One scripted send: node `sender`'s application sends `frames` (text, or hex with `hex`) at `at` s."""
+    """One scripted send: node `sender`'s application sends `frames` (text, or hex with `hex`) at `at` s; with
+    `after`, in reaction to a message read instead (a replayed reply; `at` is when it was captured, what real
+    mode keeps)."""
 
     sender: str
     frames: tuple[str, ...]
     at: float = 0.0
     hex: bool = False
+    after: After | None = None
 
     def frame_bytes(self) -> tuple[bytes, ...]:
         return tuple(parse_hex(f) if self.hex else f.encode("utf-8") for f in self.frames)
@@ -99,6 +117,8 @@ class ScriptSend:
         out: dict[str, Any] = {"from": self.sender, "frames": list(self.frames), "at": self.at}
         if self.hex:
             out["hex"] = True
+        if self.after is not None:
+            out["after"] = self.after.to_dict()
         return out
 
 
@@ -261,6 +281,10 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"script send {i}: a {kind} ({send.sender}) cannot send")
         if send.sender in proxied:
             raise TopologyError(f"script send {i}: {send.sender!r} is driven by a proxy")
+        if send.after is not None:
+            unknown = [b for b in send.after.by if b not in names]
+            if unknown:
+                raise TopologyError(f"script send {i}: after: no node named {unknown[0]!r}")
     for i, sub in enumerate(topo.subscriptions):
         if sub.node not in names:
             raise TopologyError(f"subscription {i}: no node named {sub.node!r}")
@@ -376,7 +400,28 @@ def _send(i: int, raw: Any) -> ScriptSend:
             except ValueError:
                 raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
-    return ScriptSend(sender=_name(f"{where}: from", raw.get("from")), frames=texts, at=at, hex=as_hex)
+    after = _after(f"{where}: after", raw["after"]) if raw.get("after") is not None else None
+    return ScriptSend(sender=_name(f"{where}: from", raw.get("from")), frames=texts, at=at, hex=as_hex, after=after)
+
+
+def _after(where: str, raw: Any) -> After:
+    raw = _obj(where, raw, AFTER_KEYS)
+    by, read = raw.get("by"), raw.get("read")
+    if not isinstance(by, list) or not 1 <= len(by) <= MAX_NODES:
+        raise TopologyError(f"{where}: by is a list of 1 to {MAX_NODES} node names")
+    if not isinstance(read, list) or not 1 <= len(read) <= MAX_FRAMES + 1:
+        raise TopologyError(f"{where}: read is a list of 1 to {MAX_FRAMES + 1} hex frames")
+    frames = tuple(_text(f"{where}: a frame", f, limit=MAX_FRAME_TEXT) for f in read)
+    for f in frames:
+        try:
+            parse_hex(f)
+        except ValueError:
+            raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
+    n = raw.get("n", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+        raise TopologyError(f"{where}: n is a whole number from 1")
+    think = _number(f"{where}: think", raw.get("think", 0.0), 0.0, MAX_AT)
+    return After(tuple(_name(f"{where}: by", b) for b in by), frames, n, think)
 
 
 def _peers_of(kind: str) -> str:
@@ -502,5 +547,22 @@ def preset(pid: str) -> Preset:
         raise TopologyError(f"no preset {pid!r}; one of {', '.join(PRESETS)}") from None
 
 
-__all__ = ["MAX_LINKS", "MAX_NODES", "MAX_PROXIES", "MAX_SCRIPT", "PRESETS", "Link", "Node", "Preset", "Proxy",
-           "ScriptSend", "Subscription", "Topology", "TopologyError", "preset", "two_peer", "validate"]
+__all__ = [
+    "MAX_LINKS",
+    "MAX_NODES",
+    "MAX_PROXIES",
+    "MAX_SCRIPT",
+    "PRESETS",
+    "After",
+    "Link",
+    "Node",
+    "Preset",
+    "Proxy",
+    "ScriptSend",
+    "Subscription",
+    "Topology",
+    "TopologyError",
+    "preset",
+    "two_peer",
+    "validate",
+]

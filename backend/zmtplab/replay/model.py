@@ -28,13 +28,13 @@ import bisect
 import itertools
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
 from ..analysis import analyze_with_facts
 from ..analysis.facts import ConnFacts
 from ..peers.node import MAX_AT, MAX_FRAME_TEXT, MAX_FRAMES, MAX_LINKS, MAX_NODES, MAX_SCRIPT, NAME_RE, Node
-from ..peers.topology import Link, Proxy, ScriptSend, Subscription, Topology
+from ..peers.topology import After, Link, Proxy, ScriptSend, Subscription, Topology
 from .curve import infer as infer_curve
 
 MAX_MESSAGES = 20_000  # messages of the capture the replay takes (the rest: a note)
@@ -48,6 +48,7 @@ PROXY_PAIRS = {frozenset({"ROUTER", "DEALER"}), frozenset({"XSUB", "XPUB"}), fro
 DEALT = frozenset({"PUSH", "DEALER"})  # sockets that deal their sends round robin over their pipes
 BURST = 0.002  # seconds: sends of one load-balancing socket closer than this went out as one batch
 FANOUT_WINDOW = 1.0  # seconds: copies of one PUB send reach its subscribers within this
+HOP = 0.001  # seconds: the simulator's link latency (a request is read that long after the capture shows it)
 
 
 class ReplayError(ValueError):
@@ -107,11 +108,16 @@ class ReplayLink:
 
 @dataclass(frozen=True)
 class Send:
-    """An application's send: `frames` handed to socket `sender` at `at`."""
+    """An application's send: `frames` handed to socket `sender` at `at`. A reply (`after`: the sockets whose
+    applications answer alike, the message one of them read, and which time they read that message) is sent
+    `think` seconds after that read instead, by the one that read it: `at` is when the capture shows it, what the
+    replay does when the request comes as captured."""
 
     sender: str
     frames: tuple[bytes, ...]
     at: float
+    after: tuple[tuple[str, ...], tuple[bytes, ...], int] | None = None
+    think: float = 0.0
 
 
 class TimeMap:
@@ -350,7 +356,9 @@ class ReplayModel:
             if link.closed_at is not None and (last_message is None or link.closed_at >= last_message):
                 link.closed_at = None
         time = TimeMap(start, moments)
+        brokers = {name for n in notes if n["what"] == "broker" for name in n["details"]["sockets"]}
         sends = _application_sends(raw_sends, conn_ends, by_name, time)
+        _as_replies(sends, script, conn_ends, by_name, time, brokers)
         for link in links:
             link.at = time.of(link.at)
             if link.closed_at is not None:
@@ -489,6 +497,67 @@ def _application_sends(raw: list[tuple[float, Socket, tuple[bytes, ...], str]],
     return out
 
 
+REPLIERS = frozenset({"REP", "ROUTER", "REQ"})  # sockets whose sends answer what they read (a REQ's next request
+# follows the reply to its last one)
+
+
+def _as_replies(sends: list[Send], script: list[dict[str, Any]], conn_ends: dict[str, tuple[str, str]],
+                by_name: dict[str, Socket], time: TimeMap, brokers: set[str]) -> None:
+    """Marks each REP's and ROUTER's send that answers a request as a reply to it (`Send.after`, `Send.think`):
+    the earliest request of that peer the socket had not answered, when it came before (a ROUTER's send with
+    none is its own, and stays at its time; a broker's, whose logic the capture does not hold, too); and a REQ's
+    next request as following the reply it read. A REP or REQ reads a message without its envelope, a ROUTER
+    with the peer's routing id first. REPs with the same peers are workers of one pool (behind one DEALER):
+    whichever reads a request answers it as the capture shows it answered."""
+    partners: dict[str, set[str]] = {}
+    for client, server in conn_ends.values():
+        partners.setdefault(client, set()).add(server)
+        partners.setdefault(server, set()).add(client)
+    pools: dict[str, tuple[str, ...]] = {}
+    for name, sock in by_name.items():
+        same = [n for n, s in by_name.items() if s.type == "REP" and partners.get(n) == partners.get(name)]
+        pools[name] = tuple(same) if sock.type == "REP" else (name,)
+    incoming: dict[str, list[tuple[float, str, tuple[bytes, ...]]]] = {}  # socket -> (ts, conn, what it read)
+    for entry in script:
+        ends = conn_ends.get(entry["conn"])
+        if ends is None:
+            continue
+        client, server = ends
+        sender, receiver = (client, server) if entry["dir"] == "c2s" else (server, client)
+        sock = by_name[receiver]
+        if sock.type not in REPLIERS or sock.proxied or receiver in brokers:
+            continue
+        frames = tuple(bytes.fromhex(f) for f in entry["frames"])
+        if sock.type in ("REP", "REQ"):
+            read = frames[frames.index(b"") + 1:] if b"" in frames else frames
+        else:
+            read = (by_name[sender].identity.encode("utf-8"), *frames)
+        incoming.setdefault(receiver, []).append((entry["ts"], sender, read))
+    occurrences: dict[tuple[tuple[str, ...], tuple[bytes, ...]], list[float]] = {}  # (pool, read) -> times read
+    for name in sorted(incoming, key=lambda n: pools[n]):
+        for ts, _, read in incoming[name]:
+            occurrences.setdefault((pools[name], read), []).append(ts)
+    for name, requests in incoming.items():
+        pool = pools[name]
+        numbered = []
+        for ts, peer, read in requests:
+            times = sorted(occurrences[(pool, read)])
+            numbered.append((time.of(ts), peer, read, bisect.bisect_left(times, ts) + 1))
+        sock = by_name[name]
+        answered = [False] * len(numbered)
+        for j, send in enumerate(sends):
+            if send.sender != name:
+                continue
+            to = send.frames[0].decode("utf-8", "replace") if sock.type == "ROUTER" and send.frames else None
+            k = next((i for i, (at, peer, _, _) in enumerate(numbered) if not answered[i] and at <= send.at
+                      and (to is None or by_name[peer].identity == to)), None)
+            if k is None:
+                continue
+            answered[k] = True
+            at, _, read, occurrence = numbered[k]
+            sends[j] = replace(send, after=(pool, read, occurrence), think=max(send.at - at - HOP, 0.0))
+
+
 def _in_send_order(raw: list[tuple[float, Socket, tuple[bytes, ...], str]]
                    ) -> list[tuple[float, Socket, tuple[bytes, ...], str]]:
     """The wire's messages in the order their applications sent them. The capture gives each connection's in
@@ -529,14 +598,19 @@ def _in_send_order(raw: list[tuple[float, Socket, tuple[bytes, ...], str]]
 
 
 def _script_send(send: Send) -> ScriptSend:
-    """A send as the topology's script has it: text frames where every frame is UTF-8 text, else hex."""
+    """A send as the topology's script has it: text frames where every frame is UTF-8 text, else hex; a reply
+    with what it waits for."""
+    after = None
+    if send.after is not None:
+        by, read, n = send.after
+        after = After(by, tuple(f.hex() for f in read), n, round(send.think, 6))
     try:
         texts = tuple(f.decode("utf-8") for f in send.frames)
         if any(not t.isprintable() for t in texts):
             raise ValueError
-        return ScriptSend(send.sender, texts, round(send.at, 6))
+        return ScriptSend(send.sender, texts, round(send.at, 6), after=after)
     except ValueError:
-        return ScriptSend(send.sender, tuple(f.hex() for f in send.frames), round(send.at, 6), hex=True)
+        return ScriptSend(send.sender, tuple(f.hex() for f in send.frames), round(send.at, 6), hex=True, after=after)
 
 
 def fits_topology(model: ReplayModel) -> list[str]:

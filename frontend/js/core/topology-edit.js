@@ -115,7 +115,7 @@ export function checkTopology(i18n, value) {
   // The messages a preset sends when played ({from, frames, at, hex}); the server checks them further.
   if (Array.isArray(value.script)) {
     out.script = value.script.filter((x) => x && typeof x === 'object' && names.has(x.from) && Array.isArray(x.frames) && x.frames.every((f) => typeof f === 'string'))
-      .map((x) => ({ from: x.from, frames: [...x.frames], ...(typeof x.at === 'number' ? { at: x.at } : {}), ...(x.hex === true ? { hex: true } : {}) }));
+      .map((x) => ({ from: x.from, frames: [...x.frames], ...(typeof x.at === 'number' ? { at: x.at } : {}), ...(x.hex === true ? { hex: true } : {}), ...replyAfter(x.after, names) }));
   }
   // Subscriptions a SUB or XSUB makes later ({node, topic, at, cancel}: a replayed capture's); the server checks them.
   if (Array.isArray(value.subscriptions)) {
@@ -123,6 +123,13 @@ export function checkTopology(i18n, value) {
       .map((x) => ({ node: x.node, topic: x.topic, at: x.at, ...(x.cancel === true ? { cancel: true } : {}) }));
   }
   return out;
+}
+
+/** A reply's `after` ({by, read, n, think}: sent when one of `by` has read `read` the n-th time), when well formed. */
+function replyAfter(after, names) {
+  if (!after || typeof after !== 'object' || !Array.isArray(after.by) || !after.by.every((b) => names.has(b))
+      || !Array.isArray(after.read) || !after.read.every((f) => typeof f === 'string')) return {};
+  return { after: { by: [...after.by], read: [...after.read], n: Number.isInteger(after.n) ? after.n : 1, think: typeof after.think === 'number' ? after.think : 0 } };
 }
 
 /** The file a Save writes: the topology as indented JSON. */
