@@ -291,3 +291,20 @@ def test_replies_follow_their_requests_when_a_change_moves_them() -> None:
     assert counts(broker) == {"rep1": 6, "rep2": 0, "req1": 2, "req2": 2, "req3": 2} and "errors" not in broker
     assert broker["delivered"]["req2"] == ["reply c-1.0", "reply c-1.1"]
     assert "rep1 receives 6 of 6 messages instead of 3" in broker["diff"]["summary"]
+
+
+def test_the_text_is_all_in_chinese_under_lang_zh_cn() -> None:
+    """Issue 35: the CLI's headings and notes follow --lang, not only the findings and the diff."""
+    out = cli(CAPTURES / "push_late_pull.pcapng", "--lang", "zh-CN", "--set", "pull3.connect_at=0")
+    assert out.returncode == 0, out.stderr
+    headings = ("套接字（4）", "连接（3）；应用程序发送 32 次", "保真度：3 个方向中有 3 个与抓包一致",  # noqa: RUF001
+                "抓到 4 条，回放 4 条  一致", "改为 pull3.connect_at=0 时", "送达", "发现（0）", "  无")  # noqa: RUF001
+    for heading in headings:
+        assert heading in out.stdout
+    for english in ("Sockets", "Links", "Fidelity", "captured", "replayed", "With ", "Delivered", "Findings",
+                    "none", "note:", "receives"):
+        assert english not in out.stdout, english
+    slow = cli(CAPTURES / "incidents" / "slow_reader.pcapng", "--lang", "zh-CN")
+    assert "注：pull 大约每 0.041 秒读取一条消息" in slow.stdout  # noqa: RUF001
+    assert "读取速度：pull 每 0.041 秒读取一条消息" in slow.stdout  # noqa: RUF001
+    assert "note:" not in slow.stdout and "read speed" not in slow.stdout
