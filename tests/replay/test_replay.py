@@ -297,7 +297,7 @@ def test_the_text_is_all_in_chinese_under_lang_zh_cn() -> None:
     """Issue 35: the CLI's headings and notes follow --lang, not only the findings and the diff."""
     out = cli(CAPTURES / "push_late_pull.pcapng", "--lang", "zh-CN", "--set", "pull3.connect_at=0")
     assert out.returncode == 0, out.stderr
-    headings = ("套接字（4）", "连接（3）；应用程序发送 32 次", "保真度：3 个方向中有 3 个与抓包一致",  # noqa: RUF001
+    headings = ("套接字（4）", "链路（3）；应用程序发送 32 次", "保真度：3 个方向中有 3 个与抓包一致",  # noqa: RUF001
                 "抓到 4 条，回放 4 条  一致", "改为 pull3.connect_at=0 时", "送达", "发现（0）", "  无")  # noqa: RUF001
     for heading in headings:
         assert heading in out.stdout
