@@ -16,6 +16,7 @@ import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
 import { Dataset } from '../shared/dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
+import { ExternalPanel } from './external-panel.js';
 import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
 import { ReplayPanel } from './replay-panel.js';
@@ -88,9 +89,14 @@ class PlaygroundPage {
         this.updateUrl();
         if (this.classroom) this.classroom.broadcast(); // (another session shown: the class watches it)
       },
-      topology: (topo) => (topo ? this.topo.setTopology(topo) : this.topo.forget()),
+      topology: (topo) => {
+        if (topo) this.topo.setTopology(topo);
+        else this.topo.forget();
+        this.external.setTopology(topo); // (where programs outside join, and what to run there)
+      },
       speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
+    this.external = new ExternalPanel(doc, $('external-box'), $('external-slot'), { i18n: host.i18n, copy: (text) => this.copy(text) });
     this.sessions = new SessionPanel(host, this.data.session, page);
     this.setup = new TopologySetup(host, $('topology-form'), {
       api: this.api,
