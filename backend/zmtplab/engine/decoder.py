@@ -29,8 +29,8 @@ from .commands import decode_command
 from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
 from .errors import RemoteProtocolError
 from .events import Command, Expert, Frame, Gap, Greeting, WireEvent, make_frame, make_message
-from .framing import SHORT_HEADERS, U64
-from .greeting import V1_LONG_HEADER, mechanism_of, v1_fields, v2_fields, v3_fields, v3_problems
+from .framing import SHORT_HEADERS, frame_head
+from .greeting import mechanism_of, v1_fields, v2_fields, v3_fields, v3_problems
 
 # Version families a direction can be detected as; the other direction's family decides
 # how an ambiguous greeting continues (see `peer_family`).
@@ -254,24 +254,11 @@ class StreamDecoder(Buffered):
         if self._state != _FRAMES or self._discard:
             return None
         buf, pos = self.buffer.data, self.buffer.pos
-        avail = len(buf) - pos
-        if self.framing == "1":
-            if avail < 2:
-                return None
-            if buf[pos] == 0xFF:
-                if avail < 10:
-                    return None
-                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
-                return bytes(buf[pos:pos + 10]), flags, max(length - 1, 0)
-            return bytes(buf[pos:pos + 2]), buf[pos + 1], max(buf[pos] - 1, 0)
-        if avail < 2:
+        head = frame_head(buf, pos, self.framing or "3")
+        if head is None:
             return None
-        flags = buf[pos]
-        if flags & FLAG_LONG:
-            if avail < 9:
-                return None
-            return bytes(buf[pos:pos + 9]), flags, U64.unpack_from(buf, pos + 1)[0]
-        return bytes(buf[pos:pos + 2]), flags, buf[pos + 1]
+        hlen, flags, size = head
+        return bytes(buf[pos:pos + hlen]), flags, max(size, 0)
 
     def _parse(self) -> None:
         while True:
@@ -325,9 +312,7 @@ class StreamDecoder(Buffered):
         offset, header, prefix, flags, budget = self._truncated_frame
         self._truncated_frame = None
         self._prefix_wanted = 0
-        size = U64.unpack_from(header, 1)[0] if len(header) == 9 else header[-1]
-        if self.framing == "1":
-            size = (U64.unpack_from(header, 1)[0] if len(header) == 10 else header[0]) - 1
+        _hlen, _flags, size = frame_head(header, 0, self.framing or "3") or (0, 0, 0)
         end = self.offset
         if self.framing != "1" and flags & FLAG_COMMAND:
             if budget is None:
@@ -450,23 +435,15 @@ class StreamDecoder(Buffered):
 
     def _greeting_v1(self, peer: str | None) -> bool:
         buf, pos = self.buffer.data, self.buffer.pos
+        read = frame_head(buf, pos, "1")
+        if read is None:
+            return False
+        head, _flags, body_size = read
         avail = len(buf) - pos
-        if buf[pos] == 0xFF:
-            if avail < 10:
-                return False
-            length = U64.unpack_from(buf, pos + 1)[0]
-            head = 10
-        else:
-            length = buf[pos]
-            head = 2
-            if avail < 2:
-                return False
-        if length == 0:
-            self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")
-            if not self.strict:
-                self.buffer.consume(1)
-                return True
-        body_size = max(length - 1, 0)
+        if body_size < 0:
+            self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")  # (strict: raises)
+            self.buffer.consume(1)
+            return True
         if self.max_held is not None and head + body_size > self.max_held:
             self._expert(self.offset, head + body_size, "warn", f"1.0 identity of {body_size} octets is larger than "
                          f"the {self.max_held} octets the dissector holds for one element", "budget")
@@ -524,16 +501,8 @@ class StreamDecoder(Buffered):
         held = self.max_held
         commands = framing == "3"  # 2.0 framing has no COMMAND bit
         curve = commands and self.mechanism == "CURVE"
-        while n - pos >= 2:
-            flags = buf[pos]
-            if flags & FLAG_LONG:
-                if n - pos < 9:
-                    break
-                size = int.from_bytes(buf[pos + 1:pos + 9], "big")
-                hlen = 9
-            else:
-                size = buf[pos + 1]
-                hlen = 2
+        while (head := frame_head(buf, pos, framing)) is not None:
+            hlen, flags, size = head
             if max_size is not None and size > max_size:
                 buffer.pos = pos
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
@@ -573,22 +542,14 @@ class StreamDecoder(Buffered):
         pos = buffer.pos
         n = len(buf)
         base = buffer.base
-        while n - pos >= 2:
-            if buf[pos] == 0xFF:
-                if n - pos < 10:
-                    break
-                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
-                hlen = 10
-            else:
-                length, flags = buf[pos], buf[pos + 1]
-                hlen = 2
-            if length == 0:
+        while (head := frame_head(buf, pos, "1")) is not None:
+            hlen, flags, size = head
+            if size < 0:
                 # 13/ZMTP: a zero length is invalid and such frames are discarded.
                 self._problem(base + pos, 1, "warn", "1.0 frame with length 0 discarded", "length")
                 pos += 1
                 buffer.pos = pos
                 continue
-            size = length - 1
             if self.max_frame_size is not None and size > self.max_frame_size:
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {self.max_frame_size}",
                                           offset=base + pos, rule="length")
@@ -596,7 +557,7 @@ class StreamDecoder(Buffered):
                 buffer.pos = pos
                 self._oversize(base + pos, hlen, flags, size, False)
                 return
-            end = pos + hlen - 1 + length
+            end = pos + hlen + size
             if end > n:
                 break
             header = bytes(buf[pos:pos + hlen])
@@ -680,7 +641,7 @@ class StreamDecoder(Buffered):
         end = buffer.end
         keep: list[int] = []
         for cand in self._candidates:
-            verdict = self._chain_verdict(cand - buffer.base, len(buffer.data))
+            verdict = self._chain_verdict(cand - buffer.base)
             if verdict is True:
                 skipped = cand - self._lost_since
                 if skipped:
@@ -701,49 +662,36 @@ class StreamDecoder(Buffered):
             buffer.commit()
         return False
 
-    def _chain_verdict(self, start: int, stop: int) -> bool | None:
-        """Whether frames parse from `start` to exactly `stop`: True, False, or None (undecided yet)."""
+    def _chain_verdict(self, start: int) -> bool | None:
+        """Whether frames parse from `start` to exactly the end of the data: True, False, or None (undecided yet)."""
         buf = self.buffer.data
+        stop = len(buf)
         framing = self.framing or "3"
         reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
+        too_large = (1 << 40) - (framing == "1")  # a size no capture holds (a 1.0 length counts its flags octet)
         pos = start
         frames = 0
         total = 0
         while pos < stop:
             if stop - pos < 2:
                 return None
-            flags = buf[pos]
+            if framing != "1" and buf[pos] & reserved:
+                return False  # (before the header is all there: it cannot start a frame)
+            head = frame_head(buf, pos, framing)
+            if head is None:
+                return None
+            hlen, flags, size = head
+            if size > too_large:
+                return False
+            end = pos + hlen + size
             if framing == "1":
-                if flags == 0xFF:
-                    if stop - pos < 10:
-                        return None
-                    length = U64.unpack_from(buf, pos + 1)[0]
-                    hlen = 10
-                    if length > 1 << 40:
-                        return False
-                else:
-                    length, hlen = flags, 2
-                if length == 0 or buf[pos + hlen - 1] & 0xFE:
+                if size < 0 or flags & 0xFE:
                     return False
-                end = pos + hlen - 1 + length
-            else:
-                if flags & reserved:
+            elif flags & FLAG_COMMAND:
+                if flags & FLAG_MORE:
                     return False
-                if flags & FLAG_LONG:
-                    if stop - pos < 9:
-                        return None
-                    size = U64.unpack_from(buf, pos + 1)[0]
-                    if size > 1 << 40:
-                        return False
-                    hlen = 9
-                else:
-                    size, hlen = buf[pos + 1], 2
-                end = pos + hlen + size
-                if flags & FLAG_COMMAND:
-                    if flags & FLAG_MORE:
-                        return False
-                    if end <= stop and not _plausible_command(buf, pos + hlen, size):
-                        return False
+                if end <= stop and not _plausible_command(buf, pos + hlen, size):
+                    return False
             if end > stop:
                 return None
             frames += 1
