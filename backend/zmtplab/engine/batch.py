@@ -10,7 +10,8 @@ ordinary frames over in one piece, each a `FrameRun` (or a subclass the scanner 
 * `capture.jsonlines.json_runs` also writes each event's JSON text from those frame starts, for
   `zmtplab dissect --jsonl` with or without fields.
 
-Both find the run with `scan_run`, the one frame-header scan of the project's hot paths. It takes
+Both find the run with `scan_run`, the frame-header scan of the project's hot paths (the layout
+`framing.frame_head` reads, in one loop: a call per frame would cost more than the frame). It takes
 only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
 above 255, whole messages only -- and stops at anything else: a command, a reserved bit, a LONG
 size that deserves a note, a frame or message not complete yet. The decoder then goes on with its
