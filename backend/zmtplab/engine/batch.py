@@ -151,28 +151,26 @@ def scan_run(buf: bytes | bytearray | memoryview, pos: int, max_size: int = 1 <<
     messages = done = 0  # messages seen, and up to the end of the last whole one
     starts: list[int] = []
     keep = starts.append
-    try:
-        while True:
-            flags = buf[pos]
-            if flags < 2:
-                end = pos + 2 + buf[pos + 1]
-            elif flags < 4 and n - pos >= 9 and 256 <= (size := int.from_bytes(buf[pos + 1:pos + 9], "big")) \
-                    <= max_size:
-                end = pos + 9 + size
-            else:
-                break  # COMMAND, a reserved bit, a LONG header not all here, LONG for a short frame (noted), too large
-            if end > n:
-                break
-            keep(pos - origin)
-            if not flags & 1:
-                messages += 1
-                done_pos, done = end, messages
-            pos = end
-    except IndexError:  # fewer than 2 octets left
-        pass
+    while n - pos >= 2:  # (a test per frame costs less than the exception a scan to the end would raise)
+        flags = buf[pos]
+        if flags < 2:
+            end = pos + 2 + buf[pos + 1]
+        elif flags < 4 and n - pos >= 9 and 256 <= (size := int.from_bytes(buf[pos + 1:pos + 9], "big")) \
+                <= max_size:
+            end = pos + 9 + size
+        else:
+            break  # COMMAND, a reserved bit, a LONG header not all here, LONG for a short frame (noted), too large
+        if end > n:
+            break
+        keep(pos - origin)
+        if not flags & 1:
+            messages += 1
+            done_pos, done = end, messages
+        pos = end
     if not done:
         return origin, 0, []
-    del starts[bisect_left(starts, done_pos - origin):]  # the frames of an unfinished message
+    if done_pos != pos:
+        del starts[bisect_left(starts, done_pos - origin):]  # the frames of an unfinished message
     return done_pos, len(starts) + done, starts
 
 

@@ -102,9 +102,10 @@ class FastPath:
                     parts = None
             # (The decoder is idle: what it still holds it consumed before the fast path took over.)
             self._dec.buffer.skip(done)
-        if len(data) - done > TAIL_LIMIT or self._unusual(data, done):
+        rest = len(data) - done
+        if rest and (rest > TAIL_LIMIT or self._unusual(data, done)):
             self._to_slow(data[done:])
-        elif done < len(data):
+        elif rest:
             self._tail = data[done:]
         return messages
 
