@@ -200,6 +200,19 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"{where}: duplicates link {seen[pair]} (one connection per pair of nodes)")
         seen[pair] = i
     for node in topo.nodes:
+        if node.external:
+            ends = [lk for lk in topo.links if node.name in (lk.connect, lk.bind)]
+            if len(ends) != 1:
+                raise TopologyError(f"node {node.name!r}: an external node has one link (its endpoint is that "
+                                    f"link's; this one has {len(ends)})")
+            other = names[ends[0].bind if ends[0].connect == node.name else ends[0].connect]
+            if other.external:
+                raise TopologyError(f"node {node.name!r}: two external nodes cannot be linked (the lab runs "
+                                    "neither end)")
+            if "PAIR" in (other.type, node.type) and node.max_connections > 1:
+                raise TopologyError(f"node {node.name!r}: a PAIR takes one connection: max_connections is 1")
+            if ends[0].at:
+                raise TopologyError(f"node {node.name!r}: an external node connects when its program does (no 'at')")
         if node.mechanism != "NULL":
             binds = topo.binds(node.name)
             connects = any(lk.connect == node.name for lk in topo.links)
@@ -219,6 +232,8 @@ def validate(topo: Topology) -> Topology:
                                     "send/receive order); use ROUTER and DEALER, as zmq_proxy's brokers do")
             if names[end].echo:
                 raise TopologyError(f"{where}: node {end!r} echoes; a proxy's node has no application of its own")
+            if names[end].external:
+                raise TopologyError(f"{where}: node {end!r} is external; a proxy's ends are the lab's sockets")
         if proxy.frontend == proxy.backend:
             raise TopologyError(f"{where}: a proxy joins two different nodes")
         proxied.update((proxy.frontend, proxy.backend))
@@ -230,6 +245,8 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"script send {i}: a {kind} ({send.sender}) cannot send")
         if send.sender in proxied:
             raise TopologyError(f"script send {i}: {send.sender!r} is driven by a proxy")
+        if names[send.sender].external:
+            raise TopologyError(f"script send {i}: {send.sender!r} is external; its own program sends")
     return topo
 
 

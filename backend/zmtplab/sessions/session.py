@@ -509,12 +509,15 @@ class Session:
         return sub
 
     def topology_message(self) -> dict[str, Any]:
-        """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden), and the
-        connections so far (`conns`: conn, link, client, server)."""
+        """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden; an external
+        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server)."""
         topo = self.setup.topology.to_dict()
+        reached = getattr(self.runtime, "external_endpoints", None)
+        endpoints = reached() if reached is not None else {}
         for node in topo["nodes"]:
             if node.get("password"):
                 node["password"] = "***"
+            node.update(endpoints.get(node["name"], ()))  # (an external node's: where its program connects)
         conns = getattr(self.runtime, "conns", None)
         return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": list(conns or [])}}
 

@@ -90,12 +90,15 @@ class SimulatedRuntime:
 
     @staticmethod
     def check(setup: SessionSetup) -> None:
-        """Refuses setups a simulation cannot run (libzmq's nodes are real sockets)."""
+        """Refuses setups a simulation cannot run (libzmq's nodes are real sockets, external ones real programs)."""
         for node in setup.topology.nodes:
             if node.libzmq:
                 raise SessionConfigError(f"{node.name}: libzmq peers need a real session (mode 'tcp')"
                                          if setup.two_peer else
                                          f"node {node.name!r}: libzmq nodes need a real session (mode 'tcp')")
+            if node.external:  # (a program outside the lab cannot live on the virtual clock)
+                raise SessionConfigError(f"node {node.name!r}: external nodes need a real session (mode 'tcp'): a "
+                                         "program outside the lab runs in real time, not on the simulation's clock")
         if setup.two_peer:  # (a topology's nodes are checked as they are made)
             for node in setup.topology.nodes:
                 problem = mechanism_problem(node.version, node.mechanism)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Annotated
 
@@ -57,7 +58,9 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
     Then open the websocket `/ws/sessions/{id}`.
     """
     try:
-        session = await manager.create(body.setup(), client_address(request))
+        # (origin: the app as the page reached it, where an external node's ZWS URL points)
+        setup = dataclasses.replace(body.setup(), origin=str(request.base_url).rstrip("/"))
+        session = await manager.create(setup, client_address(request))
     except SessionConfigError as exc:
         raise HTTPException(422, str(exc)) from None
     except OverflowError as exc:
