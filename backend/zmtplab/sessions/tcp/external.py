@@ -25,7 +25,7 @@ from .nodes import RealNode
 from .plan import LinkSpec
 
 WILDCARDS = frozenset({"", "0.0.0.0", "::"})
-ZWS_PATH = "/zws/sessions/{session}/{node}"  # the app's route bridging a ZWS peer in as an external node
+ZWS_PATH = "/zws-{session}-{node}"  # the app's route bridging a ZWS peer in as an external node
 
 
 def target(spec: LinkSpec, nodes: dict[str, RealNode], limits: SessionLimits) -> tuple[str, int]:

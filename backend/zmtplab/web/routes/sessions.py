@@ -28,6 +28,7 @@ from ..models import (
     SessionPresets,
 )
 from ..session_socket import serve as session_socket_serve
+from ..zws_bridge import serve as zws_bridge_serve
 
 router = APIRouter(tags=["sessions"])
 
@@ -226,3 +227,14 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
                                topology=topology, fields=fields, watch=watch)
+
+
+@router.websocket("/zws-{key}")
+async def zws_socket(websocket: WebSocket, key: str, manager: SessionManagerDep) -> None:
+    """An external node's ZWS endpoint (45/ZWS 2.0), `/zws-{session_id}-{node}` (one path segment: libzmq 4.3's
+    ws:// client asks for the last segment of its endpoint's path only): a browser (subprotocol `ZWS2.0`) or libzmq
+    over ws:// (`ZWS2.0/NULL,ZWS2.0`) joins the real topology session as one connection of external node `node`,
+    dissected like a TCP one. The topology message gives each external node's URL (`zws`). `web.zws_bridge`
+    serves it."""
+    session_id, _, node = key.partition("-")  # (a session id is hex: the node's name is all after its first -)
+    await zws_bridge_serve(websocket, manager, session_id, node)
