@@ -44,3 +44,12 @@ def test_decode_and_analyze_with_lang(capsys):
     assert "invalid-socket-pair [conn 0]: 无效的套接字组合：客户端 PUSH 不能与服务器 PUSH 通信" in chinese
     assert run(capsys, "analyze", str(CAPTURE), "--json", "--lang", "zh-CN") == run(capsys, "analyze", str(CAPTURE),
                                                                                       "--json")
+
+
+def test_decode_says_bad_hex_in_the_language_asked(capsys):
+    assert main(["decode", "--hex", "ff zz", "--lang", "zh-CN"]) == 2
+    assert capsys.readouterr().err == "zmtplab decode: 'z' 不是十六进制数字\n"
+    assert main(["decode", "--hex", "abc", "--lang", "zh-CN"]) == 2
+    assert capsys.readouterr().err == "zmtplab decode: 十六进制数字的个数是奇数\n"
+    assert main(["decode", "--hex", "ff zz"]) == 2
+    assert capsys.readouterr().err == "zmtplab decode: 'z' is not a hex digit\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..decode import VERSIONS, decode_to_dicts
 from ..engine.notation import parse_hex
+from ..i18n import translate
 from .output import add_lang_option, field_note, localized, write_jsonl, write_line
 
 __all__ = ["register", "run"]
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             data = args.file.read_bytes()
     except (ValueError, OSError) as exc:
-        print(f"zmtplab decode: {exc}", file=sys.stderr)
+        # the hex grammar's problems are catalog texts: said in the reader's language like the notes
+        print(f"zmtplab decode: {translate(str(exc), args.lang or 'en')}", file=sys.stderr)
         return 2
     out = sys.stdout
     for as_dict in decode_to_dicts(data, with_fields=not args.no_fields, max_body=args.max_body,

@@ -85,7 +85,7 @@ NUMBERS = frozenset({
     "count", "size", "offset", "length", "n", "number", "frames", "blen", "incl", "near", "bytes", "start", "end",
     "stop", "missing", "claimed", "present", "expected", "minimum", "maximum", "limit", "seconds", "ttl", "depth",
     "hwm", "pos", "index", "total", "sent", "before", "missed", "held", "quiet", "after", "major", "minor", "code",
-    "max_body", "max_bytes", "free", "width", "value", "last", "if_id"})
+    "max", "max_body", "max_bytes", "free", "width", "value", "last", "if_id"})
 """Placeholders that always hold a number: recognising a text, they match only digits (so nested texts split right)."""
 HEX = frozenset({"btype", "octet", "flags", "bits"})
 """Placeholders that always hold hex digits."""
@@ -97,6 +97,16 @@ def _shape(name: str) -> str:
     if name in HEX:
         return "[0-9A-Fa-f]+"
     return ".*?"
+
+
+def _free_edge(template: str) -> bool:
+    """Whether a template starts or ends with a placeholder that matches any text: nested in another text,
+    it can swallow the outer text's prefix or suffix."""
+    names = PLACEHOLDER.findall(template)
+    first = PLACEHOLDER.match(template)
+    starts = first is not None and _shape(first.group(1)) == ".*?"
+    ends = template.endswith("}") and not template.endswith("}}") and _shape(names[-1]) == ".*?"
+    return starts or ends
 
 
 class _Matcher:
@@ -120,20 +130,45 @@ class _Matcher:
                 pos = m.end()
             parts.append(re.escape(template[pos:].replace("{{", "{").replace("}}", "}")))
             literal = len(PLACEHOLDER.sub("", template))
-            patterns.append((literal, msg_id, re.compile("".join(parts), re.DOTALL)))
+            loose = _free_edge(template)
+            patterns.append((literal, msg_id, re.compile("".join(parts), re.DOTALL), loose))
         # The template with the most fixed text first: "unknown mechanism {name}: ..." before "{text}".
         patterns.sort(key=lambda p: -p[0])
-        self.patterns = [(msg_id, pattern) for _, msg_id, pattern in patterns]
+        self.patterns = [(literal, msg_id, pattern, loose) for literal, msg_id, pattern, loose in patterns]
+        self._explained: dict[str, int] = {}
 
     def match(self, english: str) -> tuple[str, dict[str, str]] | None:
+        found = self._best(english)
+        return None if found is None else (found[0], found[1])
+
+    def _best(self, english: str) -> tuple[str, dict[str, str], int] | None:
+        """The reading of `english` that explains most of it by fixed text, nested texts' included."""
         msg_id = self.fixed.get(english)
         if msg_id is not None:
-            return msg_id, {}
-        for msg_id, pattern in self.patterns:
+            return msg_id, {}, len(english)
+        candidates = []
+        for literal, msg_id, pattern, loose in self.patterns:
             m = pattern.fullmatch(english)
-            if m:
-                return msg_id, m.groupdict()
-        return None
+            if m is None:
+                continue
+            candidates.append((literal, msg_id, m.groupdict()))
+            # A template that starts or ends with a free placeholder ("{command} sent by ...") can swallow the
+            # prefix or suffix of an outer text that nests it ("not hex: {text_error}"): weigh every reading then.
+            if not loose:
+                break
+        if not candidates:
+            return None
+        scored = [(literal + sum(self._score(v) for k, v in params.items() if k.startswith("text")), i, msg_id,
+                   params) for i, (literal, msg_id, params) in enumerate(candidates)]
+        score, _, msg_id, params = max(scored, key=lambda c: (c[0], -c[1]))
+        return msg_id, params, score
+
+    def _score(self, nested: str) -> int:
+        """How much of a nested text its own best reading explains by fixed text (0 when none)."""
+        if nested not in self._explained:
+            found = self._best(nested)
+            self._explained[nested] = 0 if found is None else found[2]
+        return self._explained[nested]
 
 
 @lru_cache(maxsize=1)
