@@ -72,6 +72,7 @@ test("a PULL page joins over ZWS2.0, its routing id first, and every element lan
     [['greeting', 'c2s'], ['greeting', 's2c'], ['frame', 's2c'], ['frame', 's2c'], ['message', 's2c']]);
   assert.ok(data.log.events.every((e) => e.conn === '0'));
   assert.equal(byClass(container, 'peer-received')[0].getAttribute('data-count'), '1');
+  assert.match(text(byClass(container, 'peer-messages')[0]), /task \| 1/);
   byClass(container, 'peer-leave')[0].dispatch('click');
   assert.equal(byClass(container, 'peer-join').length, 1, 'left: offered again');
 });

@@ -4,7 +4,9 @@
 // DEALER to a ROUTER, a REQ to a REP. The page's own bytes (core/zws.js's events) go into the tab's Dataset,
 // which the workbench draws as it draws a session.
 
-import { ZwsSocket, PEERS } from '../../core/zws.js';
+import { ZwsSocket, PEERS, text } from '../../core/zws.js';
+
+const LAST = 8; // messages listed in the pane
 import { h } from '../../views/dom.js';
 
 export class ClassPeer {
@@ -22,6 +24,7 @@ export class ClassPeer {
     this.socket = null;
     this.joined = null; // { node, type, topic }
     this.received = 0;
+    this.last = []; // the last messages the page's application got, as text, newest first
     this.i18n.onChange(() => this.render());
     this.render();
   }
@@ -40,6 +43,7 @@ export class ClassPeer {
     this.leave();
     this.page.reset(this.data);
     this.received = 0;
+    this.last = [];
     this.joined = { node: node.name, type: node.type, topic, url: node.zws, state: 'connecting' };
     this.socket = new ZwsSocket({
       WebSocket: this.host.WebSocket,
@@ -56,8 +60,9 @@ export class ClassPeer {
         this.page.status(this.i18n.t('ui.peer.joined', { node: node.name, type: node.type }));
         this.render();
       },
-      onMessage: () => {
+      onMessage: (frames) => {
         this.received++;
+        this.last = [frames.map((f) => text(f)).join(' | '), ...this.last].slice(0, LAST);
         this.render();
       },
       onClose: ({ reason, mine, error }) => {
@@ -100,6 +105,7 @@ export class ClassPeer {
       el.append(h(doc, 'p', { class: 'peer-state', attrs: { 'data-state': j.state }, text: t(said[j.state], { node: j.node, type: j.type }) }));
       if (j.type === 'SUB') el.append(h(doc, 'p', { class: 'peer-topic', text: t('ui.peer.topicIs', { topic: j.topic === '' ? t('ui.peer.everything') : j.topic }) }));
       el.append(h(doc, 'p', { class: 'peer-received', attrs: { 'data-count': this.received }, text: this.i18n.tn('ui.peer.received', this.received) }));
+      if (this.last.length) el.append(h(doc, 'ul', { class: 'peer-messages' }, this.last.map((m) => h(doc, 'li', { text: m }))));
       if ((j.type === 'DEALER' || j.type === 'REQ') && j.state === 'ready') {
         const input = h(doc, 'input', { type: 'text', class: 'peer-frames', value: j.type === 'DEALER' ? ',hello' : 'hello', attrs: { 'aria-label': t('ui.peer.frames') } });
         el.append(h(doc, 'p', {}, h(doc, 'label', {}, t('ui.peer.frames'), ' ', input), ' ',
