@@ -43,8 +43,10 @@ def class_session(live_server: Any, teacher: str, klass: dict[str, Any]) -> str:
 
 
 @contextmanager
-def presented(browser: Any, live_server: Any, session: str, students: int, errors: list[str]) -> Iterator[list[Any]]:
-    """The teacher presents `session` on the playground; `students` pages join the class and follow it there."""
+def presented(browser: Any, live_server: Any, session: str, students: int,
+              errors: list[str]) -> Iterator[tuple[Any, list[Any]]]:
+    """The teacher presents `session` on the playground; `students` pages join the class and follow it there:
+    (the teacher's page, the students' pages)."""
     contexts = []
     t_ctx, teacher = open_page(browser, errors)
     contexts.append(t_ctx)
@@ -65,7 +67,7 @@ def presented(browser: Any, live_server: Any, session: str, students: int, error
             page.wait_for_selector("#tab-peer:not([hidden])")
             page.click("#tab-peer")
             pages.append(page)
-        yield pages
+        yield teacher, pages
     finally:
         for ctx in contexts:
             ctx.close()
@@ -95,7 +97,7 @@ def received(page: Any) -> list[str]:
 def test_each_students_page_receives_its_share_of_the_round_robin(browser, live_server):
     errors: list[str] = []
     session = class_session(live_server, "PUSH", {"type": "PULL", "max_connections": 3})
-    with presented(browser, live_server, session, 3, errors) as pages:
+    with presented(browser, live_server, session, 3, errors) as (teacher, pages):
         for page in pages:
             page.click(".peer-join[data-node='class']")
             page.wait_for_selector(".peer-state[data-state='ready']")
@@ -109,13 +111,17 @@ def test_each_students_page_receives_its_share_of_the_round_robin(browser, live_
         rows = pages[0].eval_on_selector_all("#sequence .seq-row", "els => els.length")
         assert rows >= 2 + 2 * 2, rows
         pages[0].screenshot(path=str(_artifact("class-network-pull.png")))
+        # The teacher's diagram: the students of the class node, each with what it got.
+        teacher.wait_for_function("() => document.querySelectorAll('.topo-student[data-count=\"2\"]').length === 3")
+        assert "3 connected; each got 2 to 2" in teacher.text_content(".topo-students-summary")
+        teacher.screenshot(path=str(_artifact("class-network-teacher.png")))
     assert not errors, errors
 
 
 def test_a_sub_page_receives_only_its_topic(browser, live_server):
     errors: list[str] = []
     session = class_session(live_server, "PUB", {"type": "SUB", "max_connections": 2})
-    with presented(browser, live_server, session, 2, errors) as (ana, ben):
+    with presented(browser, live_server, session, 2, errors) as (_, (ana, ben)):
         for page, topic in ((ana, "weather"), (ben, "sports")):
             page.fill(".peer-topic-input", topic)
             page.click(".peer-join[data-node='class']")
