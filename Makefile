@@ -15,11 +15,13 @@ run: setup
 	$(BIN)/zmtplab serve
 
 # pytest on one pytest-xdist worker per core: a module's tests on one worker, the Spark modules together, the
-# longest first (tests/conftest.py).
+# longest first (tests/conftest.py). Bytecode is cached even where the environment says not to: the suite starts
+# hundreds of Python processes (servers, their dissection workers, the CLI, Spark's Python workers), and each
+# would compile the package again (a tenth of the CPU of the modules that start the most).
 test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/ tests/lessons/
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto --dist loadgroup
 
 # The container image, built with docker or podman (podman and, where no registry serves Debian's base image,
 # debootstrap are installed from Debian when needed) and checked as users run it: scripts/image-test.sh.

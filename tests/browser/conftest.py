@@ -73,8 +73,10 @@ def page(browser: Any) -> Iterator[Any]:
     any happened."""
     context = browser.new_context(viewport=VIEWPORT)
     pg = context.new_page()
-    pg.set_default_timeout(10_000)
-    pg.set_default_navigation_timeout(15_000)
+    # (Caps on waits for a state, reached only when the state never comes: seconds of a loaded machine's
+    # scheduling must not fail a test.)
+    pg.set_default_timeout(30_000)
+    pg.set_default_navigation_timeout(30_000)
     problems = PageErrors()
     pg.on("pageerror", lambda exc: problems.errors.append(str(exc)))
     pg.on("console", problems.console)

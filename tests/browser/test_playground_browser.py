@@ -119,10 +119,13 @@ def test_playground_session_end_to_end(page, live_server, artifacts):
     page.click("button:text-is('Start session')")
     page.wait_for_selector("#sequence .seq-row:not(.loading)")
 
-    # Keyboard: space pauses; ← / p step back to the start; → / n step forward.
+    # Keyboard: space pauses; ← / p step back to the start; → / n step forward. (The play button says what
+    # space will do, playing or not, also once the handshake has played to its end, which on a busy machine
+    # it may have before the key is pressed: the status line then says "At the end", not "paused".)
+    page.wait_for_selector("#player button:text-is('❚❚ Pause')")
     blur(page)
     page.keyboard.press(" ")
-    page.wait_for_selector(".play-status:has-text('paused')")
+    page.wait_for_selector("#player button:text-is('▶ Play')")
     for _ in range(12):
         pos, _total = position(page)
         if pos == 0:
@@ -130,6 +133,7 @@ def test_playground_session_end_to_end(page, live_server, artifacts):
         page.keyboard.press("ArrowLeft" if pos % 2 else "p")
         wait_position(page, pos - 1)
     assert position(page)[0] == 0
+    page.wait_for_selector(".play-status:has-text('paused · element 0 of')")
     page.wait_for_selector("#sequence .seq-empty:not([hidden])")
     page.keyboard.press("ArrowRight")  # step to the first greeting
     wait_position(page, 1)
@@ -165,8 +169,8 @@ def test_playground_session_end_to_end(page, live_server, artifacts):
     page.keyboard.press("p")
     wait_position(page, 1)
     page.keyboard.press(" ")
-    page.wait_for_selector(".play-status:has-text('playing')")
-    page.wait_for_selector("#sequence .seq-row[data-index='3']:not(.loading)", timeout=10_000)
+    page.wait_for_selector("#player button:text-is('❚❚ Pause')")  # (playing, also once at the end)
+    page.wait_for_selector("#sequence .seq-row[data-index='3']:not(.loading)")
     labels = rows(page)
     assert "READY Socket-Type=PUSH" in labels and "READY Socket-Type=PULL" in labels
     # ↑ / ↓ move the selection.

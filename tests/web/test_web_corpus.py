@@ -32,7 +32,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's "use httpx2" notice
     from fastapi.testclient import TestClient
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (the fixture: a Spark run, minutes on a loaded machine)
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "captures"  # shared/ sits beside the repository

@@ -79,8 +79,8 @@ def refusal(spec: LinkSpec, direction: str, pairs: list[tuple[str, Any]]) -> str
 
 
 def endpoints(session_id: str, taps: list[Any], limits: SessionLimits, origin: str) -> dict[str, dict[str, Any]]:
-    """Per external node the lab listens for, where its program connects: `endpoint` (`tcp://HOST:PORT`) and `zws`
-    (the app's URL bridging a ZWS peer in, when the lab's end of its link can take one)."""
+    """Per external node the lab listens for, where its program connects: `endpoint` (`tcp://HOST:PORT`), `zws` (the
+    app's URL bridging a ZWS peer in, when the lab's end of its link can take one) and `listens: true`."""
     scheme, _, hostport = origin.partition("://")
     origin_host = hostport.rsplit(":", 1)[0].strip("[]") if hostport else ""
     host = advertised(limits, origin_host)
@@ -99,4 +99,5 @@ def endpoints(session_id: str, taps: list[Any], limits: SessionLimits, origin: s
                 entry["zws"] = f"{ws}://{hostport}" + ZWS_PATH.format(session=session_id, node=name)
         else:
             entry["endpoint"] = f"tcp://{shown}:{tap.port}"
+            entry["listens"] = True
     return out

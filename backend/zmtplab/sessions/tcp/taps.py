@@ -377,7 +377,10 @@ class Taps:
         """Sets the link's tap `up` once both sides are ready and a SUB end's subscriptions have crossed."""
         kind = event.kind
         if kind == "greeting" and event.version in ("1.0", "2.0"):
-            link.ready.update(("c2s", "s2c"))  # (no handshake commands before 3.0)
+            # (No handshake commands before 3.0; an external program's own greeting must have come too: the lab
+            # node's downgraded one says nothing of what the program sent.)
+            external = link.tap is not None and link.tap.external is not None
+            link.ready.update((direction,) if external else ("c2s", "s2c"))
         elif kind == "command" and event.name in ("READY", "INITIATE"):
             link.ready.add(direction)
         elif kind == "command" and event.name == "SUBSCRIBE":
@@ -453,6 +456,11 @@ class Taps:
             self.state.mark("half-closed", conn=link.conn, side=side, reason=f"the {side} closed the connection")
         link.eof.add(direction)
         if link.tap is not None and link.tap.external is not None:
+            lab = "s2c" if link.tap.spec.client == link.tap.external else "c2s"
+            if direction == lab and not link.ready >= {"c2s", "s2c"}:
+                await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
+                                  "could not read what the program sent as the ZMTP it speaks)")
+                return
             await self.close_link(link)  # (half a connection to a program outside is no use to anyone: both go)
             return
         writer = link.writers[direction]

@@ -18,6 +18,7 @@ import { Dataset } from '../shared/dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
 import { ClassPeer } from './class-peer.js';
+import { ExternalPanel } from './external-panel.js';
 import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
 import { ReplayPanel } from './replay-panel.js';
@@ -94,10 +95,12 @@ class PlaygroundPage {
       topology: (topo) => {
         if (topo) this.topo.setTopology(topo);
         else this.topo.forget();
+        this.external.setTopology(topo); // (where programs outside join, and what to run there)
         this.peer.offer(topo);
       },
       speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
+    this.external = new ExternalPanel(doc, $('external-box'), $('external-slot'), { i18n: host.i18n, copy: (text) => this.copy(text) });
     this.sessions = new SessionPanel(host, this.data.session, page);
     this.setup = new TopologySetup(host, $('topology-form'), {
       api: this.api,

@@ -1,0 +1,43 @@
+"""The playground's External nodes box (issue 34.1) in Chromium: a real topology session with an external node
+shows where its program joins (the tcp:// endpoint, the app's ws:// URL) with a pyzmq script and a `zmtplab peer`
+command to copy, in English and Chinese; and the command shown, run, joins the session."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+
+from testkit import LiveServer
+
+TOPOLOGY = {"mode": "tcp", "nodes": [{"name": "router", "type": "ROUTER", "echo": True},
+                                     {"name": "you", "type": "DEALER", "external": True}],
+            "links": [{"connect": "you", "bind": "router"}]}
+
+
+def test_the_page_shows_an_external_nodes_endpoint_and_what_to_run(page: Any, live_server: LiveServer,
+                                                                   artifacts: Any) -> None:
+    session_id = httpx.post(f"{live_server.base}/api/sessions", json=TOPOLOGY).json()["id"]
+    page.goto(f"{live_server.base}/index.html?session={session_id}")
+    box = page.wait_for_selector("#external-box:not([hidden]) .external-node[data-node='you']")
+    endpoint = box.query_selector(".external-endpoint .external-value").inner_text()
+    assert endpoint.startswith("tcp://127.0.0.1:")
+    assert box.query_selector(".external-zws .external-value").inner_text() == (
+        f"{live_server.ws_base}/zws-{session_id}-you")
+    command = box.query_selector(".external-peer .external-code").inner_text()
+    assert command == f"zmtplab peer DEALER {endpoint} --connect --send hello --recv 1"
+    assert f'sock.connect("{endpoint}")' in box.query_selector(".external-pyzmq .external-code").inner_text()
+    assert "router" in box.query_selector(".external-head").inner_text()
+    box.screenshot(path=str(artifacts("external-nodes") / "external-box.png"))
+    # What the page says to run joins the session: the ROUTER echoes the DEALER's hello back to it.
+    words = command.split()[2:]
+    run = subprocess.run([sys.executable, "-m", "zmtplab.cli", "peer", *words, "--timeout", "20"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    page.wait_for_selector("#sequence :text('READY')")
+    page.goto(f"{live_server.base}/index.html?session={session_id}&lang=zh-CN")
+    page.wait_for_selector("#external-box:not([hidden]) .external-node[data-node='you']")
+    assert page.inner_text("#external-box summary") == "外部节点"
+    assert page.inner_text("#external-box .external-copy >> nth=0") == "复制"
