@@ -83,7 +83,8 @@ def send(live_server: Any, session: str, texts: list[str], *, peers: int = 0) ->
             raw = json.loads(ws.recv(timeout=20))
             for msg in raw if isinstance(raw, list) else [raw]:
                 ev = msg.get("event") or {}
-                if msg.get("type") == "event" and ev.get("kind") == "greeting" and ev.get("transport") == "zws":
+                # (a routing id each way, not the HTTP upgrade's two greetings: the handshake is done)
+                if msg.get("type") == "event" and ev.get("kind") == "greeting" and "identity" in ev:
                     greeted.setdefault(str(ev.get("conn")), set()).add(ev.get("dir"))
         for text in texts:
             ws.send(json.dumps({"type": "send", "from": "teacher", "frames": [text]}))
