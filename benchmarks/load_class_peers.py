@@ -7,7 +7,8 @@ students to the node's `zws` URL (the app's `/zws-{id}-{node}`) with the `websoc
 student has received a warm-up message (so every subscription is in the PUB), the teacher sends `--steps`
 messages, one every `--interval` seconds, through the session's websocket as the playground does (`send` from
 `teacher`). A message's latency is from the teacher's send to a student's receipt (one process, one monotonic
-clock); a message a student never got is lost.
+clock); a message a student never got is lost. With `--watchers N`, N more pages follow the session's stream as a
+student's playground does (`/ws/sessions/{id}?watch=1`, every element of every student's connection).
 
 Memory: the server's RSS (/proc/PID/status) at idle (after one student joined a first session and left, which
 loads the modules that stay), its most while the class is there, a few seconds after every student has left (the
@@ -109,6 +110,23 @@ class Student:
             await self.ws.wait_closed()
 
 
+async def watch(base: str, session: str, counts: list[int], stop: asyncio.Event) -> None:
+    """A student's page following the presented session as the playground does (every event, no fields)."""
+    import websockets
+
+    async with websockets.connect(f"ws://{base}/ws/sessions/{session}?batch=1&log=0&marks=1&fields=0&watch=1",
+                                  max_size=None, ping_interval=None, compression=None, open_timeout=60) as ws:
+        try:
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(ws.recv(), 0.5)
+                except TimeoutError:
+                    continue
+                counts[0] += 1
+        except websockets.ConnectionClosed as exc:
+            counts[1] += 1 if exc.rcvd is None or exc.rcvd.code != 1000 else 0
+
+
 async def send(ws, text: str) -> None:
     await ws.send(json.dumps({"type": "send", "from": "teacher", "frames": [text]}))
 
@@ -162,6 +180,10 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict:
                 s.closed = f"join: {exc}"
 
     await asyncio.gather(*(join(s) for s in students))
+    # (with --watchers, as many pages also follow the session's stream, as students' playgrounds do)
+    watched = [0, 0]  # websocket messages the watchers got, watchers the server closed
+    stop = asyncio.Event()
+    watchers = [asyncio.create_task(watch(base, sid, watched, stop)) for _ in range(args.watchers)]
     joined = [s for s in students if s.task is not None and s.closed is None]
     if not await warm_up(ws, joined, 60):
         raise RuntimeError("the students' subscriptions did not all reach the PUB")
@@ -177,6 +199,8 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict:
     while time.monotonic() < deadline and not all(all(k in s.arrivals for k in sent) for s in students):
         await asyncio.sleep(0.1)
 
+    stop.set()
+    await asyncio.gather(*watchers, return_exceptions=True)
     latencies = [1000 * (s.arrivals[k] - t) for s in students for k, t in sent.items() if k in s.arrivals]
     lost = args.students * args.steps - len(latencies)
     closed = [s.closed for s in students if s.closed]
@@ -189,7 +213,8 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict:
     rss_ended = rss_kib(pid)
     sampling.set()
     sampler.join()
-    return {"latencies": latencies, "lost": lost, "closed": closed, "rss_idle": rss_idle, "rss_peak": peak[0],
+    return {"latencies": latencies, "lost": lost, "closed": closed, "watched": watched,
+            "rss_idle": rss_idle, "rss_peak": peak[0],
             "rss_left": rss_left, "rss_ended": rss_ended}
 
 
@@ -207,6 +232,8 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=5.0, help="seconds after the students left before the RSS")
     ap.add_argument("--p99-goal", type=float, default=250.0, help="ms")
     ap.add_argument("--rss-slack", type=float, default=20.0, help="MiB over idle the RSS may stay once it ended")
+    ap.add_argument("--watchers", type=int, default=0,
+                    help="pages that also follow the session's stream (a student's playground does; 0: the peers only)")
     ap.add_argument("--no-anchor", action="store_true", help="skip today's presenter-mode figure (load_classes.py)")
     args = ap.parse_args()
 
@@ -228,9 +255,13 @@ def main() -> int:
     print(f"message latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {max(lat, default=float('nan')):.1f} ms")
     print(f"server RSS: idle {result['rss_idle'] / mib:.0f} MiB, peak {result['rss_peak'] / mib:.0f} MiB, "
           f"students left {result['rss_left'] / mib:.0f} MiB, session deleted {result['rss_ended'] / mib:.0f} MiB")
+    if args.watchers:
+        print(f"{args.watchers} watchers of the session's stream got {result['watched'][0]} websocket messages; "
+              f"the server closed {result['watched'][1]} of them")
     if result["closed"]:
         print(f"sockets closed early: {result['closed'][:5]}")
-    print(f"load_class_peers: students={args.students} steps={args.steps} sent={args.students * args.steps} "
+    print(f"load_class_peers: students={args.students} watchers={args.watchers} steps={args.steps} "
+          f"sent={args.students * args.steps} "
           f"received={len(lat)} lost={result['lost']} p50={p50:.1f}ms p99={p99:.1f}ms "
           f"rss_idle={result['rss_idle'] / mib:.0f}MiB rss_peak={result['rss_peak'] / mib:.0f}MiB "
           f"rss_left={result['rss_left'] / mib:.0f}MiB rss_ended={result['rss_ended'] / mib:.0f}MiB "

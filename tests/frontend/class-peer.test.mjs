@@ -88,3 +88,17 @@ test('a SUB page subscribes to the topic typed, in Chinese too', () => {
   assert.deepEqual(sockets[0].sent.slice(1), [[0, 1, ...Buffer.from('weather')]]);
   assert.match(text(container), /已订阅：weather/);
 });
+
+test("a server's broken frame is an expert event in the page's language, and the page leaves", () => {
+  const { peer, container, data, sockets } = make(pageI18n('zh-CN'));
+  peer.offer(TOPOLOGY);
+  byClass(container, 'peer-join')[0].dispatch('click');
+  sockets[0].onopen();
+  sockets[0].onmessage({ data: zwsFrame('') });
+  sockets[0].onmessage({ data: Uint8Array.of(0x84, 1) });
+  const expert = data.log.events.at(-1);
+  assert.equal(expert.kind, 'expert');
+  assert.equal(expert.rule, 'flags');
+  assert.equal(expert.text, '设置了保留的标志位：0x84。');
+  assert.equal(byClass(container, 'peer-state')[0].getAttribute('data-state'), 'closed');
+});

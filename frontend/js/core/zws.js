@@ -105,11 +105,13 @@ export function errorFrame(reason) {
   return zwsFrame(commandBody('ERROR', concat([Uint8Array.of(raw.length), raw])), FLAG_COMMAND);
 }
 
-/** An error of the other side's bytes, with the rule it broke and where (within the payload). */
+/** An error of the other side's bytes: the rule it broke, what it is in words (a catalog id and its params), where. */
 export class ZwsError extends Error {
-  constructor(rule, detail, offset = 0) {
-    super(detail);
+  constructor(rule, id, params = {}, offset = 0) {
+    super(id);
     this.rule = rule;
+    this.id = id;
+    this.params = params;
     this.offset = offset;
   }
 }
@@ -120,9 +122,9 @@ export class ZwsError extends Error {
  */
 export function readFrame(payload) {
   const bytes = bytesOf(payload);
-  if (!bytes.length) throw new ZwsError('flags', 'an empty WebSocket message: a ZWS frame starts with its flag octet');
+  if (!bytes.length) throw new ZwsError('flags', 'ui.zws.empty');
   const flags = bytes[0];
-  if (flags & RESERVED_FLAGS) throw new ZwsError('flags', `reserved flag bits set: 0x${(flags & RESERVED_FLAGS).toString(16)}`);
+  if (flags & RESERVED_FLAGS) throw new ZwsError('flags', 'ui.zws.reserved', { bits: `0x${(flags & RESERVED_FLAGS).toString(16)}` });
   const out = { flags, more: !!(flags & FLAG_MORE), command: !!(flags & FLAG_COMMAND), body: bytes.subarray(1) };
   if (out.command) Object.assign(out, readCommand(out.body));
   return out;
@@ -130,7 +132,7 @@ export function readFrame(payload) {
 
 function readCommand(body) {
   const size = body[0];
-  if (body.length < 1 || 1 + size > body.length) throw new ZwsError('command-name', 'a command shorter than its name', 1);
+  if (body.length < 1 || 1 + size > body.length) throw new ZwsError('command-name', 'ui.zws.shortCommand', {}, 1);
   const name = text(body.subarray(1, 1 + size));
   const data = body.subarray(1 + size);
   const out = { name, data, fields: [] };
@@ -152,11 +154,11 @@ function commandFields(name, data, at) {
   let i = 0;
   while (i < data.length) {
     const n = data[i];
-    if (i + 1 + n + 4 > data.length) throw new ZwsError('metadata', 'a property longer than its command', at + i);
+    if (i + 1 + n + 4 > data.length) throw new ZwsError('metadata', 'ui.zws.longProperty', {}, at + i);
     const property = text(data.subarray(i + 1, i + 1 + n));
     const size = view.getUint32(i + 1 + n);
     const v = i + 1 + n + 4;
-    if (v + size > data.length) throw new ZwsError('metadata', 'a property value longer than its command', at + i + 1 + n);
+    if (v + size > data.length) throw new ZwsError('metadata', 'ui.zws.longProperty', {}, at + i + 1 + n);
     fields.push({ name: 'name-size', offset: at + i, length: 1, value: n, rule: 'name' });
     fields.push({ name: 'property-name', offset: at + i + 1, length: n, value: property, rule: 'name' });
     fields.push({ name: 'value-size', offset: at + v - 4, length: 4, value: size, rule: 'value' });
@@ -194,7 +196,7 @@ export function frameEvent(payload, read, dir, offset) {
 /**
  * A ZWS socket of one connection: PULL, SUB, DEALER or REQ, the page being the WebSocket client.
  *
- * new ZwsSocket({ WebSocket, url, type, identity, subscribe: [topics], mechanism: 'none' | 'NULL',
+ * new ZwsSocket({ WebSocket, url, type, identity, subscribe: [topics], mechanism: 'none' | 'NULL', i18n (its words),
  *                 onEvent(ev), onMessage(frames: Uint8Array[]), onReady({ protocol, socketType, identity }),
  *                 onClose({ code, reason, error }) })
  *
@@ -203,8 +205,9 @@ export function frameEvent(payload, read, dir, offset) {
  * closed; what is sent before `ready` waits and goes out, in order, once the handshake is done.
  */
 export class ZwsSocket {
-  constructor({ WebSocket, url, type, identity = '', subscribe = [], mechanism = 'none', onEvent, onMessage, onReady, onClose }) {
+  constructor({ WebSocket, url, type, identity = '', subscribe = [], mechanism = 'none', i18n = null, onEvent, onMessage, onReady, onClose }) {
     if (!PEERS[type]) throw new Error(`a page cannot be a ${type} socket`);
+    this.i18n = i18n;
     this.type = type;
     this.identity = bytesOf(identity);
     this.topics = subscribe.map(bytesOf);
@@ -275,23 +278,23 @@ export class ZwsSocket {
     } else if (this.protocol === PROTOCOL_NULL) {
       this.write(readyFor(this.type, this.identity));
     } else {
-      this.fail('protocol', `the server chose no ZWS 2.0 subprotocol (${this.protocol || 'none'})`);
+      this.fail('protocol', 'ui.zws.noProtocol', { protocol: this.protocol || '—' });
     }
   }
 
   received(data) {
     if (this.state === 'closed') return;
     if (typeof data === 'string') {
-      this.fail('opcode', 'a text message: ZWS frames are binary messages');
+      this.fail('opcode', 'ui.zws.text');
       return;
     }
     const payload = bytesOf(data);
     let read;
     try {
       read = readFrame(payload);
-      if (read.command && read.more) throw new ZwsError('flags', 'MORE flag set on a command frame');
+      if (read.command && read.more) throw new ZwsError('flags', 'ui.zws.commandMore');
     } catch (err) {
-      this.fail(err.rule || 'frame', err.message);
+      this.fail(err.rule || 'frame', err.id || err.message, err.params);
       return;
     }
     const offset = this.offsets.s2c;
@@ -299,7 +302,7 @@ export class ZwsSocket {
     if (this.protocol === PROTOCOL_ROUTING_IDS && this.state === 'handshake') {
       this.emit(this.greetingEvent(payload, 's2c', offset));
       if (read.flags !== 0) {
-        this.fail('identity', 'a routing id is one final message frame');
+        this.fail('identity', 'ui.zws.routingId');
         return;
       }
       this.handshakeDone({ identity: text(read.body), socketType: null });
@@ -311,7 +314,7 @@ export class ZwsSocket {
       return;
     }
     if (this.state !== 'ready') {
-      this.fail('traffic', 'a message before the handshake completed');
+      this.fail('traffic', 'ui.zws.early');
       return;
     }
     this.incoming.push(read.body);
@@ -320,7 +323,7 @@ export class ZwsSocket {
 
   command(read) {
     if (this.protocol === PROTOCOL_ROUTING_IDS) {
-      this.fail('traffic', 'a command on a connection without mechanism');
+      this.fail('traffic', 'ui.zws.commandNoMechanism');
       return;
     }
     if (read.name === 'ERROR') {
@@ -332,7 +335,7 @@ export class ZwsSocket {
     const socketType = (read.properties || {})['Socket-Type'];
     if (!PEERS[this.type].includes(socketType)) {
       this.write(errorFrame('Invalid socket type'));
-      this.fail('socket-type', `a ${this.type} cannot talk to a ${socketType || 'socket without a type'} (23/ZMTP)`);
+      this.fail('socket-type', 'ui.zws.socketType', { type: this.type, peer: socketType || '—' });
       return;
     }
     this.handshakeDone({ socketType, identity: (read.properties || {}).Identity || '' });
@@ -399,11 +402,13 @@ export class ZwsSocket {
     if (this.handlers.onEvent) this.handlers.onEvent(ev);
   }
 
-  // The other side broke a rule: an `expert` event, then the socket closes (a page may close with 1000 or
-  // 3000-4999 only, so the reason is in the event, not in a 1002).
-  fail(rule, text) {
+  // The other side broke a rule: an `expert` event (its words in the socket's i18n, and the id and params that say
+  // them again), then the socket closes (a page may close with 1000 or 3000-4999 only, so the reason is in the
+  // event, not in a 1002).
+  fail(rule, id, params = {}) {
     if (this.state === 'closed') return;
-    this.emit({ kind: 'expert', severity: 'error', rule, text, dir: 's2c' });
+    const text = this.i18n ? this.i18n.t(id, params) : id;
+    this.emit({ kind: 'expert', severity: 'error', rule, text, id, params, dir: 's2c' });
     this.ended(CLOSE_NORMAL, text, true, true);
     this.ws.close(CLOSE_NORMAL);
   }

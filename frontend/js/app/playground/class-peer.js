@@ -47,6 +47,7 @@ export class ClassPeer {
     this.joined = { node: node.name, type: node.type, topic, url: node.zws, state: 'connecting' };
     this.socket = new ZwsSocket({
       WebSocket: this.host.WebSocket,
+      i18n: this.i18n,
       url: node.zws,
       type: node.type,
       identity,
