@@ -73,6 +73,10 @@ test("a PULL page joins over ZWS2.0, its routing id first, and every element lan
   assert.ok(data.log.events.every((e) => e.conn === '0'));
   assert.equal(byClass(container, 'peer-received')[0].getAttribute('data-count'), '1');
   assert.match(text(byClass(container, 'peer-messages')[0]), /task \| 1/);
+  // The session's socket opens again (another language, a teacher's state): the peer stays until a topology without it.
+  peer.offer(null);
+  peer.offer(TOPOLOGY);
+  assert.equal(byClass(container, 'peer-state')[0].getAttribute('data-state'), 'ready');
   byClass(container, 'peer-leave')[0].dispatch('click');
   assert.equal(byClass(container, 'peer-join').length, 1, 'left: offered again');
 });

@@ -29,8 +29,12 @@ export class ClassPeer {
     this.render();
   }
 
-  /** A session's topology (null: none): which of its nodes a page can join. */
+  /**
+   * A session's topology: which of its nodes a page can join. null (the session's socket opens again, or another
+   * session comes) keeps a joined peer until the next topology says whether its node is still there.
+   */
   offer(topology) {
+    if (!topology && this.joined) return;
     const nodes = topology && Array.isArray(topology.nodes) ? topology.nodes : [];
     this.nodes = nodes.filter((n) => n.external && n.zws && PEERS[n.type]);
     if (this.joined && !this.nodes.some((n) => n.name === this.joined.node && n.zws === this.joined.url)) this.leave();
