@@ -9,8 +9,12 @@ import sys
 from typing import Any
 
 import httpx
+import pytest
+from test_zws_browser import ZWS_PAGE
 
 from testkit import LiveServer
+
+pytestmark = pytest.mark.browser
 
 TOPOLOGY = {"mode": "tcp", "nodes": [{"name": "router", "type": "ROUTER", "echo": True},
                                      {"name": "you", "type": "DEALER", "external": True}],
@@ -41,3 +45,22 @@ def test_the_page_shows_an_external_nodes_endpoint_and_what_to_run(page: Any, li
     page.wait_for_selector("#external-box:not([hidden]) .external-node[data-node='you']")
     assert page.inner_text("#external-box summary") == "外部节点"
     assert page.inner_text("#external-box .external-copy >> nth=0") == "复制"
+
+
+def test_a_browser_is_a_pull_on_an_external_node_over_zws(page: Any, live_server: LiveServer) -> None:
+    """A page's `new WebSocket(zws, ['ZWS2.0'])` is the external PULL: the app accepts ZWS2.0, the lab's PUSH
+    gives it its routing id and the script's two messages (each a flag octet, then the body), and the session
+    dissects the connection as ZWS."""
+    body = {"mode": "tcp", "nodes": [{"name": "push", "type": "PUSH"},
+                                     {"name": "you", "type": "PULL", "external": True}],
+            "links": [{"connect": "you", "bind": "push"}],
+            "script": [{"from": "push", "frames": ["one"], "at": 0.1}, {"from": "push", "frames": ["two"], "at": 0.2}]}
+    session_id = httpx.post(f"{live_server.base}/api/sessions", json=body).json()["id"]
+    page.goto(f"{live_server.base}/index.html?session={session_id}")
+    zws = page.wait_for_selector("#external-box:not([hidden]) .external-zws .external-value").inner_text()
+    result = page.evaluate(ZWS_PAGE, [zws, [], 3])  # (the app's own page: its CSP lets it reach the app)
+    assert result == {"protocol": "ZWS2.0", "got": [[0], [0, *b"one"], [0, *b"two"]]}
+    events = httpx.get(f"{live_server.base}/api/sessions/{session_id}/export.json").json()["events"]
+    zws_events = [e for e in events if e.get("transport") == "zws"]
+    assert {e["protocol"] for e in zws_events if e["kind"] == "greeting" and "protocol" in e} == {"ZWS2.0"}
+    assert [e["frames"] for e in events if e["kind"] == "message"] == [[b"one".hex()], [b"two".hex()]]

@@ -5,24 +5,26 @@ and a hostile peer is cut off with an error event, never the session."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import zmq
+from starlette.websockets import WebSocketDisconnect
 from webkit import events_of, make_settings, open_client, receive_until
 from websockets.sync.client import connect as ws_connect
 
-from testkit import LiveServer
+from testkit import LiveServer, free_port
 from zmtplab.web.app import create_app
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.interop]
 
 ROUTER_TOPOLOGY = {"mode": "tcp", "nodes": [{"name": "router", "type": "ROUTER", "echo": True},
                                             {"name": "w1", "type": "DEALER"},
@@ -59,6 +61,22 @@ def receive_json_until(ws: Any, predicate: Callable[[dict[str, Any]], bool]) -> 
     raise AssertionError(f"not seen: {seen[-5:]}")
 
 
+@contextlib.contextmanager
+def zmq_socket(kind: int, **options: int | bytes) -> Iterator[zmq.Socket]:
+    """A real libzmq socket (pyzmq's bundled libzmq): linger 0, reads give up after 10 s, `options` set."""
+    ctx = zmq.Context()
+    sock = ctx.socket(kind)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, 10_000)
+    for name, value in options.items():
+        sock.setsockopt(getattr(zmq, name), value)
+    try:
+        yield sock
+    finally:
+        sock.close()
+        ctx.term()
+
+
 def address(endpoint: str) -> tuple[str, int]:
     host, _, port = endpoint.removeprefix("tcp://").rpartition(":")
     return host.strip("[]"), int(port)
@@ -72,20 +90,12 @@ def test_a_pyzmq_dealer_on_an_external_node_gets_routed_replies(client):
     with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
         you = external_node(ws.receive_json(), "you")
         assert you["external"] is True and you["endpoint"].startswith("tcp://127.0.0.1:")
-        ctx = zmq.Context()
-        dealer = ctx.socket(zmq.DEALER)
-        dealer.setsockopt(zmq.LINGER, 0)
-        dealer.setsockopt(zmq.ROUTING_ID, b"student-7")
-        dealer.setsockopt(zmq.RCVTIMEO, 10_000)
-        try:
+        with zmq_socket(zmq.DEALER, ROUTING_ID=b"student-7") as dealer:
             dealer.connect(you["endpoint"])
             dealer.send(b"hello lab")
             assert dealer.recv() == b"hello lab"  # the ROUTER's application echoed it, routed by identity
             seen = receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "socket"
                                  and m["event"]["node"] == "router" and m["event"]["what"] == "route")
-        finally:
-            dealer.close()
-            ctx.term()
         topologies = [m for m in seen if m["type"] == "topology"]
         conns = topologies[-1]["topology"]["conns"]
         ext = next(c for c in conns if c["client"] == "you")
@@ -125,19 +135,12 @@ def test_a_libzmq_pull_over_tcp_takes_the_lab_push_round_robin(client):
     session_id = create(client, PUSH_TOPOLOGY)
     with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
         you = external_node(ws.receive_json(), "you")
-        ctx = zmq.Context()
-        pull = ctx.socket(zmq.PULL)
-        pull.setsockopt(zmq.LINGER, 0)
-        pull.setsockopt(zmq.RCVTIMEO, 10_000)
-        try:
+        with zmq_socket(zmq.PULL) as pull:
             pull.connect(you["endpoint"])
             pushes_two(ws)
             assert [pull.recv(), pull.recv()] == [b"one", b"two"]
             seen = receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
                                  and m["event"]["frames"] == [b"two".hex()])
-        finally:
-            pull.close()
-            ctx.term()
     events = events_of(seen)
     assert [e["version"] for e in events if e["kind"] == "greeting"] == ["3.1", "3.1"]
     assert {(e["dir"], e["properties"]["Socket-Type"]) for e in events if e["kind"] == "command"} == {
@@ -197,7 +200,7 @@ HOSTILE = {  # what a hostile program sends, and what the error event says of it
 @pytest.fixture(scope="module")
 def strict_client(tmp_path_factory):
     """An app that gives an external program 1 s to finish its handshake."""
-    with open_client(tmp_path_factory.mktemp("external-strict"), session_external_handshake=1.0) as c:
+    with open_client(tmp_path_factory.mktemp("external-strict"), session_external_handshake_timeout=1.0) as c:
         yield c
 
 
@@ -221,17 +224,10 @@ def test_a_hostile_program_gets_an_error_event_and_a_close_and_the_session_goes_
                 pass  # (closed with a reset: as closed)
         expert = [e for e in events_of(seen) if e["kind"] == "expert" and e.get("rule") == "external"]
         assert len(expert) == 1 and expert[0]["severity"] == "error" and why in expert[0]["text"]
-        ctx = zmq.Context()
-        dealer = ctx.socket(zmq.DEALER)
-        dealer.setsockopt(zmq.LINGER, 0)
-        dealer.setsockopt(zmq.RCVTIMEO, 10_000)
-        try:
+        with zmq_socket(zmq.DEALER) as dealer:
             dealer.connect(you["endpoint"])
             dealer.send(b"after " + what.encode())
             assert dealer.recv() == b"after " + what.encode()
-        finally:
-            dealer.close()
-            ctx.term()
 
 
 def test_the_endpoint_takes_max_connections_and_closes_with_its_session(client):
@@ -254,30 +250,29 @@ def test_the_endpoint_takes_max_connections_and_closes_with_its_session(client):
 
 
 def test_the_lab_connects_to_an_external_node_with_an_endpoint(client):
-    """An external node with an `endpoint`: the lab's PUSH connects to a real pyzmq PULL bound there, and sends
-    to it; a host outside `live_tap_targets` is refused with 422, as external nodes in a simulated session are."""
-    ctx = zmq.Context()
-    pull = ctx.socket(zmq.PULL)
-    pull.setsockopt(zmq.LINGER, 0)
-    pull.setsockopt(zmq.RCVTIMEO, 10_000)
-    try:
-        port = pull.bind_to_random_port("tcp://127.0.0.1")
-        body = {**PUSH_TOPOLOGY, "nodes": [{"name": "push", "type": "PUSH"},
-                                           {"name": "you", "type": "PULL", "external": True,
-                                            "endpoint": f"tcp://127.0.0.1:{port}"}]}
-        session_id = create(client, body)
-        with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
-            first = ws.receive_json()
-            assert external_node(first, "you")["endpoint"] == f"tcp://127.0.0.1:{port}"
+    """An external node with an `endpoint`: the lab's PUSH connects there, and again while nothing listens (said
+    once), until a real pyzmq PULL binds it, then sends to it; a host outside
+    `live_tap_targets` is refused with 422, as external nodes in a simulated session are."""
+    port = free_port()
+    body = {**PUSH_TOPOLOGY, "nodes": [{"name": "push", "type": "PUSH"},
+                                       {"name": "you", "type": "PULL", "external": True,
+                                        "endpoint": f"tcp://127.0.0.1:{port}"}]}
+    session_id = create(client, body)
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        first = ws.receive_json()
+        assert external_node(first, "you")["endpoint"] == f"tcp://127.0.0.1:{port}"
+        seen = [first]
+        with zmq_socket(zmq.PULL) as pull:
+            pull.bind(f"tcp://127.0.0.1:{port}")
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"].get("name") == "READY"
+                                  and m["event"]["dir"] == "s2c")  # (the PULL's: our PUSH has its pipe)
             pushes_two(ws)
             assert [pull.recv(), pull.recv()] == [b"one", b"two"]
-            seen = [first, *receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
-                                          and m["event"]["frames"] == [b"two".hex()])]
-            conns = [m for m in seen if m["type"] == "topology"][-1]["topology"]["conns"]
-            assert conns == [{"conn": "0", "link": 0, "client": "push", "server": "you"}]
-    finally:
-        pull.close()
-        ctx.term()
+            seen += receive_until(ws, lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
+                                  and m["event"]["frames"] == [b"two".hex()])
+        assert [m for m in seen if m["type"] == "error"] == []  # (said once, before this socket came)
+        conns = [m for m in seen if m["type"] == "topology"][-1]["topology"]["conns"]
+        assert conns == [{"conn": "0", "link": 0, "client": "push", "server": "you"}]
     far = {**body, "nodes": [body["nodes"][0], {**body["nodes"][1], "endpoint": "tcp://192.0.2.7:5555"}]}
     r = client.post("/api/sessions", json=far)
     assert r.status_code == 422 and "ZMTPLAB_LIVE_TAP_TARGETS" in r.json()["detail"]
@@ -307,3 +302,34 @@ def test_the_lab_connects_to_an_external_node_with_an_endpoint(client):
 def test_external_nodes_the_lab_cannot_run_are_refused_naming_them(client, change, words):
     r = client.post("/api/sessions", json={"mode": "tcp", **change})
     assert r.status_code == 422 and words in r.json()["detail"][0]["msg"], r.text
+
+
+def test_a_hostile_zws_peer_is_closed_and_the_route_refuses_what_it_cannot_bridge(client):
+    """Over the app's ZWS route: a frame with reserved flag bits set makes the lab's node end the connection,
+    which the session says (an `expert` error naming the dissector's warning) and the peer's websocket closes with
+    1008; no such node is 4404, a subprotocol the node cannot speak 1002, a second peer beyond max_connections
+    4429."""
+    session_id = create(client, PUSH_TOPOLOGY)
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as ws:
+        ws.receive_json()
+        with client.websocket_connect(f"/zws-{session_id}-you", subprotocols=["ZWS2.0"]) as peer:
+            assert peer.accepted_subprotocol == "ZWS2.0"
+            peer.send_bytes(b"\x00")
+            assert peer.receive_bytes() == b"\x00"  # (the lab PUSH's routing id)
+            assert refusal(client, f"/zws-{session_id}-you", ["ZWS2.0"]) == 4429
+            peer.send_bytes(b"\xfcgarbage")
+            assert peer.receive() == {"type": "websocket.close", "code": 1008, "reason": ""}
+        seen = receive_until(ws, lambda m: m["type"] == "error")
+        assert seen[-1]["detail"] == ("external node you: the lab's node closed the connection after this: reserved "
+                                      "flag bits set: 0xfc; the connection was closed")
+        assert [e["rule"] for e in events_of(seen) if e["kind"] == "expert"] == ["flags", "external"]
+    assert refusal(client, f"/zws-{session_id}-nobody", ["ZWS2.0"]) == 4404
+    assert refusal(client, f"/zws-{session_id}-you", ["chat"]) == 1002
+    assert refusal(client, "/zws-0123-you", ["ZWS2.0"]) == 4404
+
+
+def refusal(client: Any, path: str, offer: list[str]) -> int:
+    """The close code the ZWS route answers a peer offering `offer` on `path` with, before any message."""
+    with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect(path, subprotocols=offer) as peer:
+        peer.receive_bytes()
+    return refused.value.code

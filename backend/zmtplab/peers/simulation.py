@@ -413,7 +413,12 @@ class Simulation:
 
     def add_topology(self, topology: Any, *, script: bool = True) -> None:
         """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`),
-        proxies and, with `script`, its scripted sends."""
+        proxies and, with `script`, its scripted sends. An external node (a program outside the lab, real sessions
+        only) is refused: `ValueError`."""
+        for node in topology.nodes:
+            if node.external:
+                raise ValueError(f"node {node.name!r}: external nodes need a real session (mode 'tcp'): a program "
+                                 "outside the lab runs in real time, not on the simulation's clock")
         for node in topology.nodes:
             opts = socket_options(node, server=topology.binds(node.name), sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
             if node.recv_every:

@@ -34,7 +34,7 @@ class SessionLimits:
     session_external_advertise: str = ""  # the host their endpoints name ("": the listening host, or the request's)
     session_external_max_held: int = 4 * 1024 * 1024  # octets of an element an external connection may hold
     session_external_cpu_share: float = 0.5  # the share of a core one external connection's dissection may take
-    session_external_handshake: float = 10.0  # seconds an external connection has to finish its handshake
+    session_external_handshake_timeout: float = 10.0  # seconds an external connection has to finish its handshake
     live_tap_targets: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")  # hosts the lab may connect out to
 
     @classmethod

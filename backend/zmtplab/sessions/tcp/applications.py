@@ -44,8 +44,12 @@ class Applications:
         loop = asyncio.get_running_loop()
         handshakes: dict[str, int] = {}  # per libzmq node, the handshakes of its links brought up so far
         for tap in self.taps.taps:
-            if tap.spec.delay > 0 or (tap.external and not tap.spec.outbound):
-                continue  # (late joiners later; an external program connects when it does)
+            if tap.external:  # (its program comes when it comes: the lab connects to it, or waits for it, meanwhile)
+                if tap.spec.outbound:
+                    self.connect(tap)
+                continue
+            if tap.spec.delay > 0:
+                continue
             self.connect(tap)
             deadline = loop.time() + LINK_UP_TIMEOUT
             while not tap.up.is_set():

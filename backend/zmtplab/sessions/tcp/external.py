@@ -10,7 +10,7 @@ node connects through the link's tap, which forwards to that address (allowed ho
 
 Each of these connections is dissected as every link's, and held to more: an element the dissector calls an error,
 or one over `session_external_max_held`, from the program's side ends it, as does a handshake not done within
-`session_external_handshake` seconds; its dissection takes at most `session_external_cpu_share` of a core.
+`session_external_handshake_timeout` seconds; its dissection takes at most `session_external_cpu_share` of a core.
 """
 
 from __future__ import annotations
@@ -65,17 +65,21 @@ def advertised(limits: SessionLimits, origin_host: str) -> str:
     return origin_host or "127.0.0.1"
 
 
-def refusal(spec: LinkSpec, direction: str, pairs: list[tuple[str, Any]]) -> str | None:
-    """Why an external connection must end, from what its program's side just sent (None: it may go on)."""
+def refusal(spec: LinkSpec, direction: str, pairs: list[tuple[str, Any]]) -> tuple[str | None, str]:
+    """Why an external connection must end, from what its program's side just sent (None: it may go on), and the
+    last warning of it (the likely reason if the lab's node ends it)."""
     theirs = "c2s" if spec.client == spec.external else "s2c"
+    doubt = ""
     if direction != theirs:
-        return None
+        return None, doubt
     for d, event in pairs:
         if d != theirs or event.kind != "expert":
             continue
         if event.severity == "error" or event.rule == "budget":
-            return event.text
-    return None
+            return event.text, doubt
+        if event.severity == "warn":
+            doubt = event.text
+    return None, doubt
 
 
 def endpoints(session_id: str, taps: list[Any], limits: SessionLimits, origin: str) -> dict[str, dict[str, Any]]:

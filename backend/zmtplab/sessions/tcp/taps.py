@@ -49,6 +49,7 @@ class Tap:
     lost: bool = False
     up: asyncio.Event = field(default_factory=asyncio.Event)  # a connection's handshake (and subscriptions) done
     zws: bool = False  # an external node's ZWS connections, bridged in by the app (`Taps.adopt`): no listener
+    failing: bool = False  # the lab cannot reach an external node's endpoint (said once, until it can)
     host: str = "127.0.0.1"  # where it listens
 
     @property
@@ -74,6 +75,7 @@ class Link:
     subscriptions: int = 0  # SUBSCRIBE elements seen from a SUB end
     ports: tuple[int, int] = (0, 0)  # the client's own port, the tap's port towards the server
     tagged: dict[str, set[int]] = field(default_factory=lambda: {"c2s": set(), "s2c": set()})  # message ids seen
+    doubt: str = ""  # the last warning the dissector gave of an external program's bytes
 
 
 class Taps:
@@ -153,16 +155,15 @@ class Taps:
                 asyncio.open_connection(*tap.target, limit=buffer or 1 << 16), SEND_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             if tap.spec.outbound:  # (the program may not be up yet: our node connects again, as a socket does)
-                if not tap.lost:
+                if not tap.failing:
                     self.state.session.error(f"could not reach external node {tap.external} at {tap.target[0]}:"
                                              f"{tap.target[1]} ({str(exc) or type(exc).__name__}); trying again")
-                    tap.lost = True
+                    tap.failing = True
             else:
                 self._lose_target(tap, str(exc) or type(exc).__name__)
             writer.transport.abort()
             return
-        if tap.spec.outbound:
-            tap.lost = False
+        tap.failing = False
         if buffer:
             for w in (writer, up_writer):
                 small_buffers(w, buffer)
@@ -285,7 +286,8 @@ class Taps:
             # An external program is nobody's to trust: what the dissector calls an error (or an element over its
             # budget) from its side ends the connection before a byte of it reaches our node, and its dissection
             # takes at most its share of a core (beyond it the reader rests: a flood slows that connection only).
-            problem = external.refusal(link.tap.spec, direction, pairs)
+            problem, doubt = external.refusal(link.tap.spec, direction, pairs)
+            link.doubt = doubt or link.doubt
             if problem is not None:
                 await self.refuse(link, problem)
                 return
@@ -439,7 +441,7 @@ class Taps:
     async def _handshake_deadline(self, link: Link) -> None:
         """An external connection that has not finished its greeting and handshake in time (counted while the
         session plays: paused, the tap holds its bytes) is refused: a never-ending greeting, a slowloris."""
-        limit = self.state.limits.session_external_handshake
+        limit = self.state.limits.session_external_handshake_timeout
         waited = 0.0
         while waited < limit and not link.closed:
             await asyncio.sleep(0.1)
@@ -457,10 +459,14 @@ class Taps:
         link.eof.add(direction)
         if link.tap is not None and link.tap.external is not None:
             lab = "s2c" if link.tap.spec.client == link.tap.external else "c2s"
-            if direction == lab and not link.ready >= {"c2s", "s2c"}:
-                await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
-                                  "could not read what the program sent as the ZMTP it speaks)")
-                return
+            if direction == lab and not self.state.closed and len(link.eof) == 1:  # (our node ended it first)
+                if not link.ready >= {"c2s", "s2c"}:
+                    await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
+                                      "could not read what the program sent as the ZMTP it speaks)")
+                    return
+                if link.doubt:  # (what the dissector found wrong in the program's bytes is why, most likely)
+                    await self.refuse(link, f"the lab's node closed the connection after this: {link.doubt}")
+                    return
             await self.close_link(link)  # (half a connection to a program outside is no use to anyone: both go)
             return
         writer = link.writers[direction]

@@ -178,7 +178,7 @@ class Settings(BaseSettings):
                                               description="the share of a core the dissection of one external "
                                                           "node's connection may take (a faster peer is slowed "
                                                           "down)")
-    session_external_handshake: float = Field(SESSIONS.session_external_handshake, gt=0,
+    session_external_handshake_timeout: float = Field(SESSIONS.session_external_handshake_timeout, gt=0,
                                               description="seconds an external node's connection has to finish "
                                                           "its greeting and handshake; then it is closed")
 
