@@ -29,12 +29,13 @@ def open_page(browser: Any, errors: list[str]) -> tuple[Any, Any]:
     return context, page
 
 
-def class_session(live_server: Any, teacher: str, klass: dict[str, Any]) -> str:
+def class_session(live_server: Any, teacher: str, klass: dict[str, Any], **teacher_options: Any) -> str:
     """A real topology session: the teacher's node binds, the class's external node connects to it."""
     import urllib.request
 
     body = {"mode": "tcp", "autoplay": True,
-            "nodes": [{"name": "teacher", "type": teacher}, {"name": "class", "external": True, **klass}],
+            "nodes": [{"name": "teacher", "type": teacher, **teacher_options},
+                      {"name": "class", "external": True, **klass}],
             "links": [{"connect": "class", "bind": "teacher"}]}
     request = urllib.request.Request(f"{live_server.base}/api/sessions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
@@ -148,3 +149,22 @@ def _artifact(name: str) -> Any:
 
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS / name
+
+
+def test_a_req_page_asks_the_teachers_rep_and_gets_its_answer(browser, live_server):
+    """The other way: a student's REQ sends (the frames typed, behind REQ's empty delimiter) and the teacher's REP,
+    which echoes, answers; the page shows the reply without the delimiter, and both sides' bytes are the session's."""
+    errors: list[str] = []
+    session = class_session(live_server, "REP", {"type": "REQ", "max_connections": 2}, echo=True)
+    with presented(browser, live_server, session, 1, errors) as (teacher, (ana,)):
+        ana.fill(".peer-identity-input", "ana")
+        ana.click(".peer-join[data-node='class']")
+        ana.wait_for_selector(".peer-state[data-state='ready']")
+        ana.fill(".peer-frames", "question 1")
+        ana.click(".peer-send")
+        ana.wait_for_selector(".peer-messages li:text-is('question 1')")
+        assert ana.get_attribute(".peer-received", "data-count") == "1"
+        # The teacher's diagram names the student by its routing id, with the reply it got.
+        teacher.wait_for_selector(".topo-student[data-count='1']")
+        assert "ana" in teacher.text_content(".topo-student")
+    assert not errors, errors
