@@ -64,3 +64,25 @@ def test_a_browser_is_a_pull_on_an_external_node_over_zws(page: Any, live_server
     zws_events = [e for e in events if e.get("transport") == "zws"]
     assert {e["protocol"] for e in zws_events if e["kind"] == "greeting" and "protocol" in e} == {"ZWS2.0"}
     assert [e["frames"] for e in events if e["kind"] == "message"] == [[b"one".hex()], [b"two".hex()]]
+
+
+def test_the_topology_editor_makes_a_node_external(page: Any, live_server: LiveServer, artifacts: Any) -> None:
+    """In a real session's custom topology, a node's *external* box makes it a program of the user's (its echo
+    and libzmq boxes cleared): started, the page shows its endpoint, and the editor's topology says external."""
+    page.goto(f"{live_server.base}/index.html")
+    page.wait_for_selector("#preset-menu option", state="attached")
+    page.locator(".topo-editor summary").click()
+    page.select_option(".topology-setup select:has(option[value='tcp'])", "tcp")
+    for kind in ("ROUTER", "DEALER"):
+        page.select_option(".topo-editor > .ctl-row:has(#add-node) select", kind)
+        page.click("#add-node")
+    page.click("#add-link")
+    page.select_option(".topo-link-row[data-link='0'] select >> nth=0", "dealer-1")
+    page.select_option(".topo-link-row[data-link='0'] select >> nth=1", "router-1")
+    page.check(".topo-node-row[data-node='router-1'] input[data-option='echo']")
+    page.check(".topo-node-row[data-node='dealer-1'] input[data-option='external']")
+    row = page.locator(".topo-node-row[data-node='dealer-1']")
+    row.screenshot(path=str(artifacts("external-nodes") / "editor.png"))
+    page.click("#start-topology")
+    box = page.wait_for_selector("#external-box:not([hidden]) .external-node[data-node='dealer-1']")
+    assert box.query_selector(".external-endpoint .external-value").inner_text().startswith("tcp://127.0.0.1:")
