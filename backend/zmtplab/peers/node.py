@@ -30,6 +30,8 @@ MAX_HWM = 1_000_000
 MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
 MAX_EXTERNAL_CONNECTIONS = 1000  # connections one external node may take at once (a lecture hall of students)
+HEARTBEAT = ("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout")  # a node's options, seconds (0: none)
+MAX_HEARTBEAT = 6553.5  # seconds: a heartbeat's interval, TTL or timeout (the TTL's 16 bits of deciseconds)
 GREETINGS = ("libzmq", "full")
 RECV_MODES = ("auto", "manual")
 SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
@@ -81,7 +83,8 @@ class Node(BaseModel):
     receives (REP: its reply). `sndbuf`/`rcvbuf`: the kernel's socket buffers in octets in real mode
     (ZMQ_SNDBUF/ZMQ_RCVBUF; 0: the system's), which hold messages beyond the HWMs; the simulation models
     a small TCP window either way. `subscribe`: a SUB's or XSUB's topic prefixes (none: it receives
-    nothing, as in libzmq).
+    nothing, as in libzmq). `heartbeat_ivl`, `heartbeat_ttl`, `heartbeat_timeout`: ZMQ_HEARTBEAT_IVL, _TTL and
+    _TIMEOUT in seconds (0: none; a timeout of 0 is the interval, as in libzmq).
 
     `external`: no socket of the lab's: a program outside it (any ZMTP 1.0-3.1 implementation, or a ZWS 2.0
     peer such as a browser) is this node. A real session listens for it on an endpoint made for the session,
@@ -108,6 +111,9 @@ class Node(BaseModel):
     y: float | None = None
     sndbuf: int = 0
     rcvbuf: int = 0
+    heartbeat_ivl: float = 0.0
+    heartbeat_ttl: float = 0.0
+    heartbeat_timeout: float = 0.0
     external: bool = False
     endpoint: str = ""
     max_connections: int = 1
@@ -221,6 +227,11 @@ class Node(BaseModel):
             return check_number("recv every", value, 0.001, 60.0)
         raise ValueError("recv is 'auto', 'manual' or {\"every\": seconds}")
 
+    @field_validator("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout", mode="before")
+    @classmethod
+    def _heartbeat(cls, value: Any, info: ValidationInfo) -> float:
+        return check_number(str(info.field_name), value, 0.0, MAX_HEARTBEAT)
+
     @field_validator("x", "y", mode="before")
     @classmethod
     def _place(cls, value: Any, info: ValidationInfo) -> float | None:
@@ -261,8 +272,8 @@ class Node(BaseModel):
                                "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
         if self.echo:
             out["echo"] = True
-        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf)):
-            if value:  # (only when set: the saved topologies and presets stay as they were)
+        for key in ("sndbuf", "rcvbuf", *HEARTBEAT):
+            if value := getattr(self, key):  # (only when set: the saved topologies and presets stay as they were)
                 out[key] = value
         if self.external:  # (only when set, as the buffers)
             out["external"] = True
@@ -301,7 +312,9 @@ def socket_options(node: Node, *, server: bool, **extra: Any) -> dict[str, Any]:
     connects; `extra` options go after its greeting's. The one place a node's settings become a socket's
     options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
     opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism, "identity": node.identity.encode(),
-                            "strategy": GREETING_STRATEGY[node.greeting], **extra}
+                            "strategy": GREETING_STRATEGY[node.greeting]}
+    opts.update({k: getattr(node, k) for k in HEARTBEAT if getattr(node, k)})  # (0 or None: no heartbeat)
+    opts.update(extra)
     if node.mechanism == "PLAIN":
         if server:
             opts["plain_server"] = True

@@ -17,7 +17,8 @@ from .core.errors import Unprocessable
 
 NARRATION = ("Write here what this step shows, then point `element` at the element to select "
              "(backend/zmtplab/lessons/README.md).")
-NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y")
+NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "heartbeat_ivl",
+             "heartbeat_ttl", "heartbeat_timeout", "x", "y")
 PEER_KEYS = ("type", "identity", "version", "mechanism")
 
 
