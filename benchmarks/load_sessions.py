@@ -14,8 +14,8 @@ seconds (0.3 s at speed 1, for people to follow). Here each client first sends
 `{"type": "speed", "value": 1000}` (the fastest the public API allows, 0.3 ms an element), so
 the session delivers as fast as traffic arrives; the server runs with its defaults except the
 session count limits (`ZMTPLAB_MAX_SESSIONS`, `ZMTPLAB_MAX_SESSIONS_PER_CLIENT`, raised to
-`--clients`, since every client comes from 127.0.0.1) and the websocket burst allowance
-(`ZMTPLAB_WS_BURST`, `--burst`: a client process the OS starved for a moment catches up on
+`--clients`, and `ZMTPLAB_SESSION_RESERVE`, 0, since every client comes from 127.0.0.1) and the websocket burst
+allowance (`ZMTPLAB_WS_BURST`, `--burst`: a client process the OS starved for a moment catches up on
 its schedule in a burst; the rate stays the default 200 commands a second). The clients
 connect with `?batch=1&log=0&fields=0`, as the page does (it fetches an element's fields when it is
 opened).
@@ -253,6 +253,16 @@ def client_process(ids: list[int], base: str, rate: float, duration: float, drai
         result_q.put({"failure": f"{type(exc).__name__}: {exc}"})
 
 
+def _drain(q: mp.Queue) -> list[dict]:
+    """What a queue holds now (a client process that failed put its failure there)."""
+    out = []
+    while True:
+        try:
+            out.append(q.get(timeout=0.5))
+        except Exception:
+            return out
+
+
 def burn() -> None:
     """A background CPU burner (see `--burner`): busy until terminated."""
     n = 0
@@ -286,8 +296,10 @@ def main() -> int:
     args = ap.parse_args()
 
     try:
+        # (every client comes from 127.0.0.1: no session kept back for addresses that run none)
         server = start_server({"ZMTPLAB_MAX_SESSIONS": str(args.clients),
                                "ZMTPLAB_MAX_SESSIONS_PER_CLIENT": str(args.clients),
+                               "ZMTPLAB_SESSION_RESERVE": "0",
                                "ZMTPLAB_WS_BURST": str(args.burst)})
     except ServerDidNotStart as exc:
         print(f"load_sessions: {exc}", file=sys.stderr)
@@ -317,7 +329,9 @@ def main() -> int:
             try:
                 ready += ready_q.get(timeout=120)
             except Exception:
-                print("load_sessions: clients did not get ready", file=sys.stderr)
+                why = [r["failure"] for r in _drain(result_q) if "failure" in r][:3]
+                print("load_sessions: clients did not get ready" + (f": {'; '.join(why)}" if why else ""),
+                      file=sys.stderr)
                 return 2
         print(f"{args.clients} sessions ready in {time.monotonic() - t_setup:.1f} s; server RSS "
               f"{rss_idle / 1024:.0f} MiB idle, {rss_kib(server.pid) / 1024:.0f} MiB with the sessions", flush=True)

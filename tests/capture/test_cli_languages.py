@@ -53,3 +53,17 @@ def test_decode_says_bad_hex_in_the_language_asked(capsys):
     assert capsys.readouterr().err == "zmtplab decode: 十六进制数字的个数是奇数\n"
     assert main(["decode", "--hex", "ff zz"]) == 2
     assert capsys.readouterr().err == "zmtplab decode: 'z' is not a hex digit\n"
+
+
+def test_analyze_headings_follow_lang(capsys):
+    """The readable analysis's headings and words are in the language asked; without --lang, as they always were."""
+    broker = str(Path(__file__).resolve().parents[2] / "captures" / "broker.pcapng")
+    plain = run(capsys, "analyze", broker)
+    chinese = run(capsys, "analyze", broker, "--lang", "zh-CN")
+    for english, zh in (("Nodes (6)", "节点（6）"), ("broker candidate", "可能是代理（broker）"),
+                        ("Connections (5 of 5 TCP)", "连接（5 个 TCP 连接中的 5 个）"),
+                        ("client identity 'c-0'  messages 2/2  closed by the server (FIN)",
+                         "客户端 身份 'c-0'  消息 2/2  由服务器关闭（FIN）"),
+                        ("Flows across connections (12)", "跨连接的消息流（12）"),
+                        ("Findings (0)\n  none", "发现（0）\n  无")):
+        assert english in plain and zh in chinese and english not in chinese

@@ -272,6 +272,19 @@ test('save and load a topology as a small JSON file, share it in a link', () => 
   assert.equal(parseTopologyFragment(en, topologyFragment(en, u)).nodes[0].identity, 'ünï');
 });
 
+test("a replayed capture's topology keeps its closes, later subscriptions and heartbeats when saved", () => {
+  const t = { nodes: [{ name: 'pub', type: 'PUB' }, { name: 'sub', type: 'SUB', subscribe: ['a'], heartbeat_ivl: 0.1, heartbeat_ttl: 2 }],
+    links: [{ connect: 'sub', bind: 'pub', at: 0.5, close_at: 1.5 }],
+    subscriptions: [{ node: 'sub', topic: 'b', at: 0.7 }, { node: 'sub', topic: 'a', at: 1, cancel: true }, { node: 'nobody', topic: '', at: 1 }] };
+  const back = parseTopologyFile(en, topologyFile(en, t));
+  assert.deepEqual(back.links, [{ connect: 'sub', bind: 'pub', at: 0.5, close_at: 1.5 }]);
+  assert.deepEqual(back.subscriptions, [{ node: 'sub', topic: 'b', at: 0.7 }, { node: 'sub', topic: 'a', at: 1, cancel: true }]);
+  assert.equal(back.nodes[1].heartbeat_ttl, 2);
+  const reply = { nodes: [{ name: 'req', type: 'REQ' }, { name: 'rep', type: 'REP' }], links: [{ connect: 'req', bind: 'rep' }],
+    script: [{ from: 'req', frames: ['hi'], at: 0.1 }, { from: 'rep', frames: ['yo'], at: 0.2, after: { by: ['rep'], read: ['6869'], n: 1, think: 0.05 } }] };
+  assert.deepEqual(parseTopologyFile(en, topologyFile(en, reply)).script[1].after, { by: ['rep'], read: ['6869'], n: 1, think: 0.05 });
+});
+
 test('a file or link that is not a topology gets a clear error', () => {
   assert.throws(() => parseTopologyFile(en, '{nope'), /not JSON/);
   assert.throws(() => parseTopologyFile(en, '{"nodes": 3}'), /not a topology/);

@@ -373,3 +373,31 @@ def test_bytes_towards_a_closed_side_reach_the_wire_only_when_asked(unread_on_wi
     assert sim.links["1"].closed
     half_closed = [e for e in sim.events if e.get("what") == "half-closed"]
     assert sum(e.get("unread", 0) for e in half_closed) > 0  # unread by the peer either way
+
+
+def test_a_reaction_sends_when_its_message_is_read_and_rewinds_alike() -> None:
+    """`react`: a pool of REPs answers a request whichever reads it, `delay` after the read; the second `ping`
+    gets the second answer; a reaction to a message never read never sends."""
+    sim = Simulation(seed=0)
+    for name in ("w1", "w2"):
+        sim.add_peer(name, "REP")
+    sim.add_peer("front", "DEALER")
+    sim.connect("front", "w1")
+    sim.connect("front", "w2")
+    sim.react(["w1", "w2"], [b"ping"], 1, 0.5, [b"pong 1"])
+    sim.react(["w1", "w2"], [b"ping"], 2, 0.5, [b"pong 2"])
+    sim.react(["w1", "w2"], [b"never"], 1, 0.0, [b"lost"])
+    sim.schedule(1.0, "send", peer_name="front", frames=[b"", b"ping"])
+    sim.schedule(1.0, "send", peer_name="front", frames=[b"", b"ping"])
+    events = sim.run(until_t=5.0)
+    reads = [(e["peer"], [bytes.fromhex(f) for f in e["frames"]], e["t"]) for e in peer(events, "recv")]
+    assert sorted(r[0] for r in reads if r[1] == [b"ping"]) == ["w1", "w2"]  # dealt, one each
+    answers = [r for r in reads if r[0] == "front"]
+    assert sorted(r[1][1] for r in answers) == [b"pong 1", b"pong 2"]
+    first_read = min(r[2] for r in reads if r[1] == [b"ping"])
+    assert min(r[2] for r in answers) >= first_read + 0.5
+    assert not peer(events, "error")
+    log = json.dumps(sim.events)
+    sim.rewind()
+    sim.run(until_t=5.0)
+    assert json.dumps(sim.events) == log

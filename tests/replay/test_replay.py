@@ -237,3 +237,74 @@ def test_any_change_text_is_applied_or_refused_with_replay_error() -> None:
             apply_changes(m, [parse_change(text)])
 
     check()
+
+
+@pytest.mark.parametrize(("name", "rounds"), [("curve.pcapng", 1), ("incidents/curve_messages.pcapng", 3)])
+def test_curve_without_keys_replays_as_null_with_what_the_boxes_tell(name: str, rounds: int) -> None:
+    """Issue 35: the socket types and messages are in the boxes; who connected, when, and each box's size and
+    time are not. REQ/REP from the strict turns and the empty first frame, stand-ins of the captured sizes."""
+    result = run(CAPTURES / name)
+    assert [(n["type"], n["mechanism"]) for n in result["nodes"]] == [("REP", "NULL"), ("REQ", "NULL")]
+    assert [n["what"] for n in result["notes"]] == ["curve", "curve-types"]
+    assert "REQ and REP" in result["notes"][1]["text"]
+    assert result["fidelity"]["same"] and result["fidelity"]["directions"] == 2
+    # "Hello" and "World" are five octets each: so are their stand-ins
+    assert result["delivered"] == {"rep": [f"m{k} .." for k in range(1, rounds + 1)],
+                                   "req": [f"m{k} .." for k in range(1, rounds + 1)]}
+
+
+def test_curve_that_never_carried_a_message_says_nothing_tells_its_types() -> None:
+    result = run(CAPTURES / "curve_wrong_key.pcapng")
+    assert [n["type"] for n in result["nodes"]] == ["ROUTER", "DEALER"]
+    assert "no message crossed" in result["notes"][1]["text"]
+    assert result["fidelity"]["directions"] == 0
+
+
+@pytest.mark.parametrize(("name", "reader"), [("push_slow_pull.pcapng", "pull"), ("incidents/slow_reader.pcapng",
+                                                                                    "pull")])
+def test_a_reader_whose_window_closed_reads_at_its_captured_pace(name: str, reader: str) -> None:
+    """Issue 35: how fast each node reads comes from the capture: the back-pressure (zero windows) and the
+    deliveries' span give the slow reader's pace, the default `recv_every`; the fidelity check shows it."""
+    result = run(CAPTURES / name)
+    every = result["fidelity"]["read_speed"][reader]
+    assert 0.02 < every < 0.06
+    assert next(n for n in result["nodes"] if n["name"] == reader)["recv_every"] == every
+    assert next(n for n in result["notes"] if n["what"] == "read-speed")["details"] == {"socket": reader,
+                                                                                        "recv_every": every}
+    assert result["fidelity"]["same"]
+    fast = run(CAPTURES / "push_3pull.pcapng")
+    assert fast["fidelity"]["read_speed"] == {"pull1": None, "pull2": None, "pull3": None}
+    assert not [n for n in fast["notes"] if n["what"] == "read-speed"]
+
+
+def test_replies_follow_their_requests_when_a_change_moves_them() -> None:
+    """Issue 35: a REP's reply (and a REQ's next request) is sent in reaction to what its application read, after
+    the captured think time: connected 2 s late, the REQ still gets both replies, where replies replayed at their
+    captured times came before their requests (the REP refused them)."""
+    late = run(CAPTURES / "req_rep.pcapng", "req.connect_at=2")
+    assert counts(late) == {"rep": 2, "req": 2} and "errors" not in late
+    assert late["diff"]["summary"] == ["nothing changes: every socket reads the same messages and the findings are "
+                                       "the same"]
+    # Through the broker: the second worker joins late, so the first answers every request, and every reply
+    # goes back through the proxy to the client that asked.
+    broker = run(CAPTURES / "broker.pcapng", "rep2.connect_at=5")
+    assert counts(broker) == {"rep1": 6, "rep2": 0, "req1": 2, "req2": 2, "req3": 2} and "errors" not in broker
+    assert broker["delivered"]["req2"] == ["reply c-1.0", "reply c-1.1"]
+    assert "rep1 receives 6 of 6 messages instead of 3" in broker["diff"]["summary"]
+
+
+def test_the_text_is_all_in_chinese_under_lang_zh_cn() -> None:
+    """Issue 35: the CLI's headings and notes follow --lang, not only the findings and the diff."""
+    out = cli(CAPTURES / "push_late_pull.pcapng", "--lang", "zh-CN", "--set", "pull3.connect_at=0")
+    assert out.returncode == 0, out.stderr
+    headings = ("套接字（4）", "链路（3）；应用程序发送 32 次", "保真度：3 个方向中有 3 个与抓包一致",  # noqa: RUF001
+                "抓到 4 条，回放 4 条  一致", "改为 pull3.connect_at=0 时", "送达", "发现（0）", "  无")  # noqa: RUF001
+    for heading in headings:
+        assert heading in out.stdout
+    for english in ("Sockets", "Links", "Fidelity", "captured", "replayed", "With ", "Delivered", "Findings",
+                    "none", "note:", "receives"):
+        assert english not in out.stdout, english
+    slow = cli(CAPTURES / "incidents" / "slow_reader.pcapng", "--lang", "zh-CN")
+    assert "注：pull 大约每 0.041 秒读取一条消息" in slow.stdout  # noqa: RUF001
+    assert "读取速度：pull 每 0.041 秒读取一条消息" in slow.stdout  # noqa: RUF001
+    assert "note:" not in slow.stdout and "read speed" not in slow.stdout

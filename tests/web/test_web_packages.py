@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocketDisconnect
 from webkit import make_settings
 
 from zmtplab.web import create_app, deps
@@ -137,3 +139,68 @@ def test_a_service_refusal_keeps_its_status_and_words(client: TestClient) -> Non
     assert (r.status_code, r.json()) == (422, {"detail": "0.0.0.0 is not an address to connect to"})
     with client.websocket_connect("/ws/live/nope") as ws:
         assert ws.receive_json() == {"type": "error", "detail": "no live source with id 'nope'"}
+
+
+# ---------------------------------------------------------------- the sessions' and the uploads' refusals (issue 33)
+
+
+def test_session_routes_and_uploads_raise_domain_errors_not_http() -> None:
+    # The sessions layer says what went wrong in its own words; web's one handler answers them by their kind.
+    from zmtplab.sessions import EventNotFound, SessionConfigError, SessionNotFound, TooManySessions
+    from zmtplab.web.captures.uploads import MalformedForm, NotACapture, UploadProblem, UploadTooLarge
+
+    tree = ast.parse((WEB / "routes" / "sessions.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute)
+                and getattr(n, "id", getattr(n, "attr", "")) == "HTTPException"]
+    assert status_of(SessionNotFound("x")) == status_of(EventNotFound(3)) == 404
+    assert status_of(SessionConfigError("x")) == 422 and status_of(TooManySessions("x")) == 429
+    assert str(SessionNotFound("x")) == "no session with id 'x'"  # (not a KeyError's quoted repr)
+    assert isinstance(SessionNotFound("x"), KeyError) and isinstance(EventNotFound(3), IndexError)
+    assert issubclass(UploadProblem, Refused) and not issubclass(UploadProblem, HTTPException)
+    assert [status_of(e("x")) for e in (UploadTooLarge, NotACapture, MalformedForm)] == [413, 415, 422]
+
+
+def test_session_refusals_are_answered_as_before_in_both_languages(client: TestClient) -> None:
+    for method, path in (("GET", "/api/sessions/nope/events/0"), ("DELETE", "/api/sessions/nope"),
+                         ("GET", "/api/sessions/nope/export.json"), ("GET", "/api/sessions/nope/lesson.yaml")):
+        r = client.request(method, path)
+        assert (r.status_code, r.json()) == (404, {"detail": "no session with id 'nope'"}), path
+        r = client.request(method, path + "?lang=zh-CN")
+        assert r.status_code == 404 and r.json()["detail"] != "no session with id 'nope'" and "nope" in r.text
+    r = client.post("/api/sessions", json={"mode": "simulated", "server": {"type": "REP", "libzmq": True},
+                                           "client": {"type": "REQ"}})
+    assert (r.status_code, r.json()) == (422, {"detail": "server: libzmq peers need a real session (mode 'tcp')"})
+    session = client.post("/api/sessions", json={"mode": "simulated", "server": {"type": "PUSH"},
+                                                 "client": {"type": "PULL"}}).json()["id"]
+    try:
+        r = client.get(f"/api/sessions/{session}/events/99999")
+        assert (r.status_code, r.json()) == (404, {"detail": "the session has no event 99999"})
+        r = client.get(f"/api/sessions/{session}/events/99999?lang=zh-CN")
+        assert r.status_code == 404 and r.json()["detail"] != "the session has no event 99999"
+    finally:
+        assert client.delete(f"/api/sessions/{session}").status_code == 204
+    with client.websocket_connect("/ws/sessions/nope") as ws:
+        assert ws.receive_json() == {"type": "error", "detail": "no session with id 'nope'"}
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 4404
+
+
+def test_too_many_sessions_is_a_429_as_before(tmp_path: Path) -> None:
+    app = create_app(make_settings(tmp_path, dissect_executor="thread", max_sessions=1, session_reserve=0))
+    body = {"mode": "simulated", "server": {"type": "PUSH"}, "client": {"type": "PULL"}}
+    with TestClient(app) as c:
+        assert c.post("/api/sessions", json=body).status_code == 201
+        r = c.post("/api/sessions", json=body)
+        assert (r.status_code, r.json()) == (429, {"detail": "the server runs at most 1 sessions at once; "
+                                                             "try again later"})
+
+
+def test_a_refused_upload_closes_the_connection_in_both_languages(client: TestClient) -> None:
+    for lang in ("en", "zh-CN"):
+        r = client.post(f"/api/captures?lang={lang}", files={"file": ("notes.pcap", b"just some text\n")})
+        assert r.status_code == 415 and r.headers["connection"] == "close"
+        english = "not a pcap or pcapng capture (the file starts with 6a 75 73 74)"
+        assert (r.json()["detail"] == english) is (lang == "en")
+        r = client.post(f"/api/captures?lang={lang}", files={"other": ("x.pcap", b"abc")})
+        assert r.status_code == 422 and r.headers["connection"] == "close"

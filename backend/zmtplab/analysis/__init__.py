@@ -24,6 +24,7 @@ analysis over one capture file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from ..capture.dissect import CaptureDissector, ConnectionInfo, DissectResult, SourcedRun, dissect_capture_runs
@@ -88,11 +89,13 @@ def analyze_capture(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes
 
 def analyze_with_facts(source: str | bytes | BinaryIO, *, curve_secrets: list[bytes] | None = None,
                        result: DissectResult | None = None, script: int = 0,
-                       script_body: int = MAX_BODY) -> tuple[dict[str, Any], dict[str, ConnFacts]]:
+                       script_body: int = MAX_BODY, curve_keys: Mapping[bytes, bytes] | None = None
+                       ) -> tuple[dict[str, Any], dict[str, ConnFacts]]:
     """`analyze_capture`, and beside it each connection's `ConnFacts` (its PINGs and PONGs among them): what a
     replay of the capture reads besides the analysis; `script_body`, how many octets of each frame the script
-    keeps."""
-    dissector = CaptureDissector(with_fields=False, runs=True)
+    keeps; `curve_keys`, a CURVE key log (`engine.curve.parse_keylog`): the connections it opens show their
+    socket types, and their messages are in the script."""
+    dissector = CaptureDissector(with_fields=False, runs=True, curve_keys=curve_keys)
 
     def endpoints(conn: str) -> tuple[tuple[str, int], tuple[str, int]] | None:
         info = dissector.info(conn)

@@ -27,6 +27,8 @@ from ..peers.sockets import SUBSCRIBERS
 DIRS = ("c2s", "s2c")
 OTHER = {"c2s": "s2c", "s2c": "c2s"}
 TRAFFIC_KEPT = 256  # times of each direction's latest elements (when a side last sent anything before a close)
+BOXES_KEPT = 20_000  # CURVE MESSAGE boxes kept per connection (what a replay without the keys infers from)
+BOX_OVERHEAD = 17  # octets of a MESSAGE box besides the frame it carries: its MAC (16) and the frame's flags (1)
 
 # The dissector's own findings that the diagnosis builds on (engine/dissector.py).
 KEPT_EXPERT_RULES = frozenset({"mechanism", "socket-type", "handshake", "unreadable", "greeting"})
@@ -78,6 +80,17 @@ class Subscription:
     form: str  # command | message
 
 
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A CURVE MESSAGE box as the capture shows it without the keys: its direction, time, packet and how many
+    octets of frame it carries (the frame's flags are inside the box)."""
+
+    dir: str
+    ts: float
+    packet: int
+    size: int
+
+
 Address = tuple[str, int]
 Endpoints = Callable[[str], tuple[Address, Address] | None]  # conn -> (client, server)
 
@@ -98,6 +111,7 @@ class ConnFacts:
     metadata: dict[str, EventRef] = field(default_factory=dict)  # each side's READY (or INITIATE)
     messages: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
     encrypted: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})  # CURVE MESSAGE boxes
+    boxes: list[Box] = field(default_factory=list)  # the first BOXES_KEPT of them, in order
     first_message: dict[str, float] = field(default_factory=dict)
     last_event: dict[str, float] = field(default_factory=dict)
     traffic: dict[str, deque[float]] = field(
@@ -255,8 +269,10 @@ class Collector:
             facts.traffic[d].append(event["ts"])
         if kind == "message":
             frames = [bytes.fromhex(f) for f in event["frames"]]
-            if event.get("decrypted"):
-                return  # (a key log's: the MESSAGE box it came from was counted)
+            if event.get("decrypted"):  # (a key log's: the MESSAGE box it came from was counted)
+                for handle in self._handlers(facts, d):
+                    handle(facts, d, [(0, frames)], [event["ts"]], [event.get("packets") or []])
+                return
             if facts.socket_types.get(d) in SUBSCRIBERS and len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01"):
                 self._subscribed(facts, Subscription(ref(event), "subscribe" if frames[0][0] else "cancel",
                                                      frames[0][1:], "message"))
@@ -295,6 +311,9 @@ class Collector:
             if event.get("decrypted"):
                 return
             facts.encrypted[d] += 1
+            if len(facts.boxes) < BOXES_KEPT:
+                packets = event.get("packets") or [-1]
+                facts.boxes.append(Box(d, event["ts"], packets[0], max(event.get("box_size", 0) - BOX_OVERHEAD, 0)))
             for count in self.on_count:
                 count(facts, d, 1, event["ts"])
             facts.messages[d] += 1

@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "dissect": "dissect",
     "analyze": "analyze",
     "replay": "replay",
+    "session": "session",
     "illustrate": "illustrate",
     "lessons": "lessons",
     "tap": "tap",

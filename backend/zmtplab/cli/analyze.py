@@ -14,7 +14,7 @@ from ..capture.dissect import DissectResult
 from ..capture.errors import CaptureFormatError
 from ..engine.curve import key_from_text
 from ..engine.fields import text_or_hex
-from ..i18n import localize_analysis
+from ..i18n import DEFAULT, localize_analysis, text
 from .output import add_lang_option
 
 
@@ -90,67 +90,76 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(analysis, option=orjson.OPT_APPEND_NEWLINE))
     else:
-        write_text(analysis if args.lang is None else localize_analysis(analysis, args.lang), sys.stdout)
+        write_text(analysis if args.lang is None else localize_analysis(analysis, args.lang), sys.stdout,
+                   args.lang or DEFAULT)
     sys.stdout.flush()
     if result.error:
         print(f"zmtplab analyze: warning: {args.capture}: {result.error}", file=sys.stderr)
     return 0
 
 
-def write_text(analysis: dict[str, Any], out: Any) -> None:
-    """The analysis for a reader: nodes, connections, flows, findings."""
-    out.write(f"Nodes ({len(analysis['nodes'])})\n")
+def write_text(analysis: dict[str, Any], out: Any, lang: str = DEFAULT) -> None:
+    """The analysis for a reader, its headings and words in `lang` (the findings are the caller's to localize):
+    nodes, connections, flows, findings."""
+
+    def say(msg_id: str, **params: Any) -> str:
+        return text(msg_id, lang, **params)
+
+    out.write(say("cli.analyze.nodes", count=len(analysis["nodes"])) + "\n")
     for node in analysis["nodes"]:
         sockets = ", ".join(f"{ep} {'/'.join(types) or '?'}" for ep, types in node["sockets"].items())
-        mark = "  broker candidate" if node["broker"] else ""
+        mark = "  " + say("cli.analyze.broker") if node["broker"] else ""
         out.write(f"  {sockets}{mark}\n")
-    out.write(f"\nConnections ({len(analysis['connections'])} of {analysis['tcp_connections']} TCP)\n")
+    out.write("\n" + say("cli.analyze.connections", count=len(analysis["connections"]),
+                          tcp=analysis["tcp_connections"]) + "\n")
     for c in analysis["connections"]:
         if not c["zmtp"]:
-            out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  not read as ZMTP\n")
+            out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  {say('cli.analyze.not_zmtp')}\n")
             continue
         pair = f"{c['client_type'] or '?'} -> {c['server_type'] or '?'}"
         if c["valid_pair"] is False:
-            pair += " (invalid pair)"
+            pair += " " + say("cli.analyze.invalid_pair")
         version = "/".join(sorted(set(c["versions"].values()))) or "?"
-        idents = "".join(f"  {who} identity {c['identities'][d]!r}" for d, who in (("c2s", "client"), ("s2c", "server"))
-                         if c["identities"].get(d))
+        idents = "".join("  " + say("cli.analyze.identity", who=say(f"analysis.role.{who}"),
+                                    identity=repr(c["identities"][d]))
+                         for d, who in (("c2s", "client"), ("s2c", "server")) if c["identities"].get(d))
         m = c["messages"]
-        counted = (f"encrypted messages {m['c2s']}/{m['s2c']} (MESSAGE boxes)" if any(c["encrypted"].values())
-                   else f"messages {m['c2s']}/{m['s2c']}")
+        counted = say("cli.analyze.encrypted" if any(c["encrypted"].values()) else "cli.analyze.messages",
+                      c2s=m["c2s"], s2c=m["s2c"])
         close = c["close"]
-        closed = f"  closed by the {close['by']} ({close['how'].upper()})" if close["by"] else ""
+        closed = ("  " + say("cli.analyze.closed", who=say(f"analysis.role.{close['by']}"), how=close["how"].upper())
+                  if close["by"] else "")
         out.write(f"  {c['conn']:>3} {c['client']} -> {c['server']}  {pair}  ZMTP {version} {c['mechanism'] or ''}"
                   f"{idents}  {counted}{closed}\n")
     for g in analysis.get("refused", []):
-        out.write(f"      {g['count']} refused connect(s) to {g['server']} (SYN, RST) over "
-                  f"{g['last_ts'] - g['first_ts']:.2f} s from {', '.join(g['clients'][:3])}"
-                  f"{' ...' if len(g['clients']) > 3 else ''}\n")
+        clients = ", ".join(g["clients"][:3]) + (" ..." if len(g["clients"]) > 3 else "")
+        out.write("      " + say("cli.analyze.refused", count=g["count"], server=g["server"],
+                                 span=f"{g['last_ts'] - g['first_ts']:.2f}", clients=clients) + "\n")
     flows = analysis["flows"]
-    out.write(f"\nFlows across connections ({analysis['flows_total']})\n")
+    out.write("\n" + say("cli.analyze.flows", count=analysis["flows_total"]) + "\n")
     for flow in flows[:20]:
         path = " -> ".join(f"#{h['conn']} {h['from']}>{h['to']}" for h in flow["hops"])
         steps = "; ".join(f"{s['envelope']} {s['frames']} in {s['latency'] * 1e3:.2f} ms" for s in flow["steps"])
         out.write(f"  {flow['message']!r}: {path}  ({steps})"
-                  f"{'  ambiguous: ' + flow.get('why', '') if flow['ambiguous'] else ''}\n")
+                  f"{'  ' + say('cli.analyze.ambiguous', why=flow.get('why', '')) if flow['ambiguous'] else ''}\n")
     if len(flows) > 20:
-        out.write(f"  ... {analysis['flows_total'] - 20} more (--json lists them)\n")
+        out.write("  " + say("cli.analyze.more_flows", count=analysis["flows_total"] - 20) + "\n")
     for conn, found in analysis["curve"].items():
         out.write(f"\nCURVE check, connection {conn}: HELLO {found['hello']}"
                   + (f", WELCOME {found['welcome']}" if "welcome" in found else "")
                   + (f", server short-term key {found['server_short_key']}" if "server_short_key" in found else "")
                   + "\n")
     if "script" in analysis:
-        out.write(f"\nScript (the first {len(analysis['script'])} messages)\n")
+        out.write("\n" + say("cli.analyze.script", count=len(analysis["script"])) + "\n")
         start = analysis["script"][0]["ts"] if analysis["script"] else 0.0
         for m in analysis["script"]:
             frames = ", ".join(text_or_hex(bytes.fromhex(f)) for f in m["frames"])
             out.write(f"  {m['ts'] - start:9.6f} #{m['conn']} {m.get('from', '?')} > {m.get('to', '?')}  [{frames}]"
                       f"{' ...' if m.get('truncated') else ''}\n")
     findings = analysis["findings"]
-    out.write(f"\nFindings ({len(findings)})\n")
+    out.write("\n" + say("cli.analyze.findings", count=len(findings)) + "\n")
     if not findings:
-        out.write("  none\n")
+        out.write(f"  {say('cli.analyze.none')}\n")
     for f in findings:
         out.write(f"  {f['severity'].upper():5} {f['rule']} [conn {', '.join(f['conns'])}]: {f['text']}\n")
         if f["ref"]:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..capture.errors import CaptureFormatError
-from ..i18n import localize_replay
+from ..i18n import DEFAULT, localize_replay, text, translate
 from ..replay import OPTIONS, ReplayError, ReplayModel, apply_changes, parse_change, replay
 from .output import add_lang_option
 
@@ -35,16 +35,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topology", metavar="FILE", type=Path,
                    help="also write the replay (with the --set changes) as a topology file, the playground's Save/Load "
                         "format (a topology has no heartbeats, later subscriptions or closes: the notes say which)")
+    p.add_argument("--curve-keylog", type=Path, metavar="FILE",
+                   help="a CURVE key log (CURVE_SESSION_KEY lines, as `zmtplab dissect --curve-keylog` takes): the "
+                        "connections it has keys of are replayed with their real socket types and messages (without "
+                        "it a CURVE connection is replayed as NULL with stand-ins, the notes say which)")
     add_lang_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Replays and prints."""
+    keys = None
+    if args.curve_keylog is not None:
+        from ..engine.curve import parse_keylog  # (only a replay with a key log loads the cryptography)
+
+        try:
+            keys = parse_keylog(args.curve_keylog.read_text(encoding="ascii", errors="replace"))
+        except (OSError, ValueError) as exc:
+            print(f"zmtplab replay: --curve-keylog: {exc}", file=sys.stderr)
+            return 2
     try:
         changes = [parse_change(text) for text in args.changes]
         with open(args.capture, "rb") as handle:
-            model = ReplayModel.from_capture(handle)
+            model = ReplayModel.from_capture(handle, curve_keys=keys)
         result = replay(model, changes)
     except ReplayError as exc:
         print(f"zmtplab replay: {exc}", file=sys.stderr)
@@ -65,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_APPEND_NEWLINE))
     else:
-        write_text(result if args.lang is None else localize_replay(result, args.lang), sys.stdout)
+        lang = args.lang or DEFAULT
+        write_text(localize_replay(result, lang), sys.stdout, lang)
     sys.stdout.flush()
     return 0
 
@@ -74,50 +88,71 @@ def _message(m: Any) -> str:
     return m if isinstance(m, str) else "[" + ", ".join(m) + "]"
 
 
-def write_text(result: dict[str, Any], out: Any) -> None:
-    """The replay for a reader: its sockets, the fidelity check, the diff, what each socket read, the findings."""
-    out.write(f"Sockets ({len(result['nodes'])})\n")
+def write_text(result: dict[str, Any], out: Any, lang: str = DEFAULT) -> None:
+    """The replay for a reader, its headings and words in `lang` (its notes, reasons and findings are the
+    caller's to localize): its sockets, the fidelity check, the diff, what each socket read, the findings."""
+
+    def say(msg_id: str, **params: Any) -> str:
+        return text(msg_id, lang, **params)
+
+    out.write(say("cli.replay.sockets", count=len(result["nodes"])) + "\n")
     for n in result["nodes"]:
         extra = "".join(f"  {k} {n[k]}" for k in ("identity", "subscribe", "heartbeat_ivl", "heartbeat_ttl")
                         if k in n)
         out.write(f"  {n['name']:<10} {n['type']:<7} {', '.join(n['endpoints'])}  ZMTP {n['version']} {n['mechanism']}"
-                  f"{'  (a proxy)' if n.get('proxy') else ''}{extra}\n")
-    out.write(f"\nLinks ({len(result['links'])}); {result['sends']} application sends\n")
+                  f"{'  ' + say('cli.replay.a_proxy') if n.get('proxy') else ''}{extra}\n")
+    out.write("\n" + say("cli.replay.links", count=len(result["links"]), sends=result["sends"]) + "\n")
     for lk in result["links"]:
-        out.write(f"  {lk['connect']} -> {lk['bind']} at {lk['at']:.3f} s (connection {', '.join(lk['conns'])})\n")
+        out.write("  " + say("cli.replay.link", connect=lk["connect"], bind=lk["bind"], at=f"{lk['at']:.3f}",
+                             conns=", ".join(lk["conns"])) + "\n")
     for p in result["proxies"]:
-        out.write(f"  proxy {p['frontend']} <-> {p['backend']}\n")
+        out.write("  " + say("cli.replay.proxy", frontend=p["frontend"], backend=p["backend"]) + "\n")
     for n in result["notes"]:
-        out.write(f"  note: {n['text']}\n")
+        out.write("  " + say("cli.replay.note", text=n["text"]) + "\n")
     fid = result["fidelity"]
-    out.write(f"\nFidelity: {fid['same_directions']} of {fid['directions']} directions replay as captured\n")
+    out.write("\n" + say("cli.replay.fidelity", same=fid["same_directions"], total=fid["directions"]) + "\n")
     for row in fid["connections"]:
-        mark = "same" if row["same"] else "DIFFERENT"
-        out.write(f"  {row['from']} -> {row['to']} ({', '.join(row['conns'])} {row['dir']}): {row['captured']} "
-                  f"captured, {row['replayed']} replayed  {mark}\n")
+        out.write("  " + say("cli.replay.row", sender=row["from"], receiver=row["to"], conns=", ".join(row["conns"]),
+                             dir=row["dir"], captured=row["captured"], replayed=row["replayed"],
+                             mark=say("cli.replay.same" if row["same"] else "cli.replay.different")) + "\n")
         if not row["same"]:
-            out.write(f"      from message {row['first_difference'] + 1}: captured "
-                      f"{_message(row.get('captured_message', '-'))}, replayed "
-                      f"{_message(row.get('replayed_message', '-'))}\n")
+            out.write("      " + say("cli.replay.first_difference", n=row["first_difference"] + 1,
+                                     captured=_message(row.get("captured_message", "-")),
+                                     replayed=_message(row.get("replayed_message", "-"))) + "\n")
             for why in row["why"]:
                 out.write(f"      {why}\n")
+    speeds = fid.get("read_speed") or {}
+    slow = [say("cli.replay.reads_every", socket=name, every=f"{every:g}") for name, every in speeds.items() if every]
+    if slow:  # (a capture whose readers all kept up says nothing of their speed)
+        if len(slow) < len(speeds):
+            slow.append(say("cli.replay.others_fast"))
+        out.write("  " + say("cli.replay.read_speed", speeds="; ".join(slow)) + "\n")
     rules = fid["findings"]
-    out.write(f"  findings: captured {', '.join(rules['captured']) or 'none'}; replayed "
-              f"{', '.join(rules['replayed']) or 'none'}\n")
+    none = say("cli.replay.none")
+    out.write("  " + say("cli.replay.findings_compared", captured=", ".join(rules["captured"]) or none,
+                         replayed=", ".join(rules["replayed"]) or none) + "\n")
     if "diff" in result:
         diff = result["diff"]
-        out.write(f"\nWith {', '.join(diff['changes'])}\n")
+        out.write("\n" + say("cli.replay.with", changes=", ".join(diff["changes"])) + "\n")
         for line in diff["summary"]:
             out.write(f"  {line}\n")
     for e in result.get("errors", []):
-        out.write(f"  error: {e['socket']} {e['action']}: {e['reason']}\n")
-    out.write("\nDelivered\n")
+        reason = translate(e["reason"], lang)
+        out.write("  " + say("cli.replay.error", socket=e["socket"], action=e["action"], reason=reason) + "\n")
+    out.write("\n" + say("cli.replay.delivered") + "\n")
     for name, msgs in result["delivered"].items():
-        shown = ", ".join(_message(m) for m in msgs[:8]) + (" ..." if len(msgs) > 8 else "")
+        shown = ", ".join(_clip(_message(m)) for m in msgs[:8]) + (" ..." if len(msgs) > 8 else "")
         out.write(f"  {name}: {len(msgs)}  {shown}\n")
     findings = result["findings"]
-    out.write(f"\nFindings ({len(findings)})\n")
+    out.write("\n" + say("cli.replay.findings", count=len(findings)) + "\n")
     if not findings:
-        out.write("  none\n")
+        out.write(f"  {none}\n")
     for f in findings:
         out.write(f"  {f['severity'].upper():5} {f['rule']}: {f['text']}\n")
+
+
+SHOWN = 60  # characters of a delivered message the text shows (--json has them whole)
+
+
+def _clip(shown: str) -> str:
+    return shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."

@@ -7,8 +7,9 @@ link, what the applications received, and the peers' log (handshakes, closes, PI
 
 Sources:
 
-- `session`: two peers with ZeroMQ socket semantics on `peers.Simulation`, the playground's
-  simulator: an in-memory link whose writes arrive 1 ms (virtual) later, in write order, its
+- `session`: two peers with ZeroMQ socket semantics in a simulated session, the playground's own
+  (`zmtplab.sessions`, driven synchronously by `sessions.driver.SessionDriver`; the scene is made from
+  its stream): an in-memory link whose writes arrive 1 ms (virtual) later, in write order, its
   dissector reading every byte that crosses (also the bytes a peer that already closed never
   reads, as a capture would show them). Actions deliver what is in flight; only `wait` lets the
   clock run on to timers (heartbeats), so a lesson plays the same way every time. The scene shows
@@ -17,7 +18,7 @@ Sources:
 - `wire`: hand-written bytes, fed to the dissector and to strict engine `Connection`s that must
   accept them (a spec's worked example, byte for byte).
 - `capture`: a sample capture dissected by the capture reader.
-- `topology`: a topology's nodes on the same simulator, one connection per link (numbered from 0 in link
+- `topology`: a topology's nodes in the same kind of session, one connection per link (numbered from 0 in link
   order, as a session numbers them, a `connect` action's link after them). The scene keeps each wire
   element's connection,
   shows the sockets' decisions (`kind: socket`) and the applications' receives (`kind: peer`,
@@ -38,6 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..engine import Connection, ConnectionDissector, RemoteProtocolError
 from ..engine.errors import LocalProtocolError
 from ..engine.events import (
@@ -50,9 +53,10 @@ from ..engine.events import (
 )
 from ..engine.fields import text_or_hex
 from ..i18n import DEFAULT, text, translate
-from ..peers.simulation import Simulation
 from ..peers.topology import Link, Topology, two_peer, validate
 from ..resources import sample_captures_dir
+from ..sessions import SessionSetup
+from ..sessions.driver import SessionDriver
 from . import markdown
 from .loader import (
     Action,
@@ -175,9 +179,11 @@ class _Source:
 
 
 class _SimulationSource(_Source):
-    """Nodes on `peers.Simulation`, one connection per link in link order (a `connect` action's link after them):
-    a topology's nodes, links and proxies, or a session's two peers, a two-node topology (`server` and `client`,
-    the client connecting: connection "0"). See the module docstring.
+    """Nodes in a simulated session (`sessions.driver.SessionDriver`: the playground's own session, driven here
+    without an event loop), one connection per link in link order (a `connect` action's link after them): a
+    topology's nodes, links and proxies, or a session's two peers, a two-node topology (`server` and `client`, the
+    client connecting: connection "0"). The scene is made from the session's stream, as its websocket carries it
+    (the events with their fields, the log). See the module docstring.
 
     A topology's scene shows what a topology session's stream has (`as_topology`): the sockets' decisions and
     the applications' receives as events, each write with its connection, and a send that must wait is shown
@@ -187,33 +193,37 @@ class _SimulationSource(_Source):
     def __init__(self, spec: SessionSource | TopologySource) -> None:
         super().__init__()
         self.spec = spec
-        self.seen = 0  # entries of the simulation's log taken in so far
         self.max_deliveries = MAX_DELIVERIES
         self.as_topology = isinstance(spec, TopologySource)
         self.conn: str | None = None  # a session's one connection, as the simulation numbers it
+        # As a lesson has always played: each write arrives 1 ms (virtual) later, bytes towards a side that closed
+        # still cross the wire (a capture would show them), every element with its fields.
+        simulation: dict[str, Any] = {"latency": LATENCY, "unread_on_wire": True, "fields": True,
+                                      "max_body": None, "wire_data": False}
         if isinstance(spec, TopologySource):
             self.kind = "topology"
             self.topo = spec.topology()
             for node in self.topo.nodes:
                 if node.mechanism != "NULL":
                     raise LessonPlayError(f"node {node.name}: a lesson's topology uses the NULL mechanism")
-            # Decisions on: sockets report them and messages get ids, as in a topology session.
-            self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True, decisions=True,
-                                  window=spec.window)
-            self.sim.on_write = self._on_write
-            self.sim.add_topology(self.topo)
+            # Decisions on (the session's): sockets report them and messages get ids, in the lesson's window.
+            self.driver = SessionDriver(SessionSetup("simulated", self.topo), seed=spec.seed,
+                                        simulation={**simulation, "window": spec.window})
         else:
             self.kind = "session"
             self.topo = two_peer({"type": spec.server.type}, {"type": spec.client.type})
-            self.sim = Simulation(seed=spec.seed, latency=LATENCY, unread_on_wire=True)
-            self.sim.on_write = self._on_write
-            for side in ("server", "client"):
-                # No reconnection: a lesson's connection, once closed, stays closed.
-                peer = getattr(spec, side)
-                self.sim.add_peer(side, peer.type, reconnect_ivl=0, **peer.settings())
-            self.conn = self.sim.connect("client", "server")
+            # The peers as the lesson sets them (heartbeats, properties, PLAIN's users); no reconnection: a lesson's
+            # connection, once closed, stays closed.
+            peers = {side: {"reconnect_ivl": 0, **getattr(spec, side).settings()} for side in ("server", "client")}
+            self.driver = SessionDriver(SessionSetup("simulated", self.topo, two_peer=True), seed=spec.seed,
+                                        simulation=simulation, peers=peers)
+        self.sim = self.driver.sim
+        self.sim.on_write = self._on_write
+        self.driver.subscribe(self._take, logs=True, topology=False)
+        self.driver.start()
+        if not self.as_topology:
+            self.conn = next(iter(self.sim.links))
         self.links = list(self.topo.links)  # the topology's links, then the ones `connect` actions add
-        self._take_log()
 
     def describe(self) -> dict[str, Any]:
         spec = self.spec
@@ -236,35 +246,35 @@ class _SimulationSource(_Source):
                         for conn, (client, server) in self.conns.items()]
         return out
 
-    # ---- the simulation's log, as a scene shows it
+    # ---- the session's stream, as a scene shows it
 
     def _on_write(self, conn: str, direction: str, offset: int, length: int) -> None:
         write: dict[str, Any] = {"conn": _scene_conn(conn)} if self.as_topology else {}
         write.update(dir=direction, offset=offset, length=length, t=round(self.sim.t, 6))
         self.writes.append(write)
 
-    def _take_log(self) -> None:
-        """Takes in what the simulation logged since last time: elements (each keeping its connection), received
-        messages, socket decisions, peer notes."""
-        entries = self.sim.events
-        for entry in entries[self.seen:]:
-            kind = entry["kind"]
-            if kind == "link":
-                if entry["what"] == "open":
-                    self.conns[_scene_conn(entry["conn"])] = (entry["client"], entry["server"])
-                continue
-            if kind == "peer":
-                self._peer_entry(entry)
-                if entry["what"] != "recv" or not self.as_topology:
-                    continue
-            item = {**entry, "t": round(entry["t"], 6)}
-            if not self.as_topology:
-                item["conn"] = "0"  # (a session's one connection is connection 0 of its scenes)
-            elif "conn" in item:
-                item["conn"] = _scene_conn(item["conn"])
-            item["seq"] = len(self.events)
-            self.events.append(item)
-        self.seen = len(entries)
+    def _take(self, text: str) -> None:
+        """Takes in one message of the session's stream (JSON text): elements (each keeping its connection), received
+        messages, socket decisions, peer notes; the connections as they open."""
+        message = orjson.loads(text)
+        kind = message["type"]
+        if kind not in ("event", "log"):
+            return  # (its state and topology messages: the scene has its own)
+        entry = message["event" if kind == "event" else "entry"]
+        kind = entry["kind"]
+        if kind == "link":
+            if entry["what"] == "open":
+                self.conns[entry["conn"]] = (entry["client"], entry["server"])
+            return
+        if kind == "peer":
+            self._peer_entry(entry)
+            if entry["what"] != "recv" or not self.as_topology:
+                return
+        item = {**entry, "t": round(entry["t"], 6)}
+        if not self.as_topology:
+            item["conn"] = "0"  # (a session's one connection is connection 0 of its scenes)
+        item["seq"] = len(self.events)
+        self.events.append(item)
 
     def _peer_entry(self, event: dict[str, Any]) -> None:
         side = event["peer"]
@@ -309,12 +319,7 @@ class _SimulationSource(_Source):
     def _step(self) -> bool:
         """One delivery (or timer) of the simulation; False when nothing is on its way, or nothing could move
         (what is in flight waits for a reader at its RCVHWM)."""
-        if not self.sim.in_flight():
-            return False
-        before = self.sim.steps
-        self.sim.step()
-        self._take_log()
-        return self.sim.steps != before
+        return self.driver.deliver()
 
     def settle(self) -> None:
         for _ in range(self.max_deliveries):
@@ -368,7 +373,7 @@ class _SimulationSource(_Source):
             for n in range(recv.count):
                 if sim.recv(recv.node) is None:
                     # A blocking read waits for what is on its way (reading made room: the sender goes on).
-                    self._take_log()
+                    self.driver.absorb()
                     self.settle()
                     if sim.recv(recv.node) is None:
                         raise LessonPlayError(f"recv: {recv.node} had only {n} of {recv.count} messages to read")
@@ -379,7 +384,7 @@ class _SimulationSource(_Source):
                 sim.ping(self._session_conn(name), ping.from_, ping.ttl, ping.context.encode("utf-8"))
             except ValueError as exc:
                 raise LessonPlayError(f"ping from {ping.from_}: {exc}") from None
-            self._take_log()
+            self.driver.absorb()
             self._note(ping.from_, "ping-sent", f"sent PING with TTL {ping.ttl} ds")
         elif name in ("subscribe", "unsubscribe"):
             topic = action.subscribe or action.unsubscribe
@@ -404,7 +409,7 @@ class _SimulationSource(_Source):
             sim.inject("garbage", conn=self._session_conn(name), dir=OUT_DIR[raw.from_], data=raw.to_bytes())
         else:  # pragma: no cover - the model admits nothing else
             super().apply(action)
-        self._take_log()
+        self.driver.absorb()
         self.now = max(self.now, sim.t)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..engine.constants import MECHANISMS, SOCKET_TYPES, VERSIONS, mechanism_problem
+from ..engine.notation import parse_endpoint
 
 # The limits of a topology (the HTTP body, a saved file, a lesson): one place, read by every model.
 MAX_NODES = 24
@@ -28,6 +29,9 @@ MAX_TEXT = 255  # octets: an identity, a username, a password, a subscription
 MAX_HWM = 1_000_000
 MAX_BUFFER = 16 << 20  # octets: a node's sndbuf/rcvbuf
 MAX_AT = 3600.0  # seconds: the latest a scripted send or a late connect may happen
+MAX_EXTERNAL_CONNECTIONS = 1000  # connections one external node may take at once (a lecture hall of students)
+HEARTBEAT = ("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout")  # a node's options, seconds (0: none)
+MAX_HEARTBEAT = 6553.5  # seconds: a heartbeat's interval, TTL or timeout (the TTL's 16 bits of deciseconds)
 GREETINGS = ("libzmq", "full")
 RECV_MODES = ("auto", "manual")
 SUBSCRIBER_TYPES = frozenset({"SUB", "XSUB"})
@@ -79,7 +83,13 @@ class Node(BaseModel):
     receives (REP: its reply). `sndbuf`/`rcvbuf`: the kernel's socket buffers in octets in real mode
     (ZMQ_SNDBUF/ZMQ_RCVBUF; 0: the system's), which hold messages beyond the HWMs; the simulation models
     a small TCP window either way. `subscribe`: a SUB's or XSUB's topic prefixes (none: it receives
-    nothing, as in libzmq)."""
+    nothing, as in libzmq). `heartbeat_ivl`, `heartbeat_ttl`, `heartbeat_timeout`: ZMQ_HEARTBEAT_IVL, _TTL and
+    _TIMEOUT in seconds (0: none; a timeout of 0 is the interval, as in libzmq).
+
+    `external`: no socket of the lab's: a program outside it (any ZMTP 1.0-3.1 implementation, or a ZWS 2.0
+    peer such as a browser) is this node. A real session listens for it on an endpoint made for the session,
+    unless `endpoint` (`tcp://HOST:PORT`) names where the lab connects to it instead; `max_connections`: how
+    many programs may be it at once (1 by default: one program is the node; a PAIR's link takes only one)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -101,6 +111,12 @@ class Node(BaseModel):
     y: float | None = None
     sndbuf: int = 0
     rcvbuf: int = 0
+    heartbeat_ivl: float = 0.0
+    heartbeat_ttl: float = 0.0
+    heartbeat_timeout: float = 0.0
+    external: bool = False
+    endpoint: str = ""
+    max_connections: int = 1
 
     # ---- each field's rule (mode="before": the JSON value as given, so the words fit what was typed)
 
@@ -141,6 +157,32 @@ class Node(BaseModel):
     @classmethod
     def _bool(cls, value: Any, info: ValidationInfo) -> bool:
         return _flag(str(info.field_name), value)
+
+    @field_validator("external", mode="before")
+    @classmethod
+    def _external(cls, value: Any) -> bool:
+        return _flag("external", value)
+
+    @field_validator("endpoint", mode="before")
+    @classmethod
+    def _endpoint(cls, value: Any) -> str:
+        text = check_text("endpoint", value)
+        if text:
+            try:
+                parsed = parse_endpoint(text, bind=False) if text.startswith("tcp://") else None
+            except ValueError:
+                parsed = None
+            if parsed is None:
+                raise ValueError(f"endpoint is tcp://HOST:PORT, where the lab connects to the external node "
+                                 f"(got {text!r})")
+        return text
+
+    @field_validator("max_connections", mode="before")
+    @classmethod
+    def _max_connections(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXTERNAL_CONNECTIONS:
+            raise ValueError(f"max_connections is a whole number from 1 to {MAX_EXTERNAL_CONNECTIONS}")
+        return value
 
     @field_validator("greeting", mode="before")
     @classmethod
@@ -185,6 +227,11 @@ class Node(BaseModel):
             return check_number("recv every", value, 0.001, 60.0)
         raise ValueError("recv is 'auto', 'manual' or {\"every\": seconds}")
 
+    @field_validator("heartbeat_ivl", "heartbeat_ttl", "heartbeat_timeout", mode="before")
+    @classmethod
+    def _heartbeat(cls, value: Any, info: ValidationInfo) -> float:
+        return check_number(str(info.field_name), value, 0.0, MAX_HEARTBEAT)
+
     @field_validator("x", "y", mode="before")
     @classmethod
     def _place(cls, value: Any, info: ValidationInfo) -> float | None:
@@ -197,6 +244,16 @@ class Node(BaseModel):
             raise ValueError(problem)
         if self.echo and self.type not in ECHO_TYPES:
             raise ValueError(f"only {', '.join(sorted(ECHO_TYPES))} nodes echo (this one is a {self.type})")
+        if not self.external:
+            if self.endpoint or self.max_connections != 1:
+                raise ValueError("endpoint and max_connections are an external node's (set external: true)")
+        elif self.echo or self.libzmq or self.recv != "auto":
+            raise ValueError("an external node runs no socket of the lab's: its own program reads, answers and "
+                             "sends (no echo, libzmq or recv)")
+        elif self.type == "PAIR" and self.max_connections > 1:
+            raise ValueError("a PAIR takes one connection: an external PAIR's max_connections is 1")
+        elif self.endpoint and self.max_connections > 1:
+            raise ValueError("the lab connects once to an external node's endpoint: its max_connections is 1")
         return self
 
     # ---- derived
@@ -215,9 +272,15 @@ class Node(BaseModel):
                                "recv": self.recv if isinstance(self.recv, str) else {"every": self.recv}}
         if self.echo:
             out["echo"] = True
-        for key, value in (("sndbuf", self.sndbuf), ("rcvbuf", self.rcvbuf)):
-            if value:  # (only when set: the saved topologies and presets stay as they were)
+        for key in ("sndbuf", "rcvbuf", *HEARTBEAT):
+            if value := getattr(self, key):  # (only when set: the saved topologies and presets stay as they were)
                 out[key] = value
+        if self.external:  # (only when set, as the buffers)
+            out["external"] = True
+            if self.endpoint:
+                out["endpoint"] = self.endpoint
+            if self.max_connections != 1:
+                out["max_connections"] = self.max_connections
         if self.x is not None:
             out["x"] = self.x
         if self.y is not None:
@@ -249,7 +312,9 @@ def socket_options(node: Node, *, server: bool, **extra: Any) -> dict[str, Any]:
     connects; `extra` options go after its greeting's. The one place a node's settings become a socket's
     options: the simulation's, and real mode's `TcpPeer` (which adds CURVE keys)."""
     opts: dict[str, Any] = {"version": node.version, "mechanism": node.mechanism, "identity": node.identity.encode(),
-                            "strategy": GREETING_STRATEGY[node.greeting], **extra}
+                            "strategy": GREETING_STRATEGY[node.greeting]}
+    opts.update({k: getattr(node, k) for k in HEARTBEAT if getattr(node, k)})  # (0 or None: no heartbeat)
+    opts.update(extra)
     if node.mechanism == "PLAIN":
         if server:
             opts["plain_server"] = True
@@ -262,6 +327,6 @@ def socket_options(node: Node, *, server: bool, **extra: Any) -> dict[str, Any]:
     return opts
 
 
-__all__ = ["MAX_AT", "MAX_BUFFER", "MAX_FRAMES", "MAX_FRAME_TEXT", "MAX_LINKS", "MAX_NODES", "MAX_PROXIES",
-           "MAX_SCRIPT", "MAX_SUBSCRIPTIONS", "MAX_TEXT", "NODE_KEYS", "Node", "check_name", "check_number",
-           "check_text", "node_problem", "socket_options"]
+__all__ = ["MAX_AT", "MAX_BUFFER", "MAX_EXTERNAL_CONNECTIONS", "MAX_FRAMES", "MAX_FRAME_TEXT", "MAX_LINKS",
+           "MAX_NODES", "MAX_PROXIES", "MAX_SCRIPT", "MAX_SUBSCRIPTIONS", "MAX_TEXT", "NODE_KEYS", "Node", "check_name",
+           "check_number", "check_text", "node_problem", "socket_options"]

@@ -85,9 +85,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..engine.errors import LocalProtocolError
+from ..engine.notation import parse_hex
 from .faults import FAULTS
 from .node import socket_options
 from .options import PeerOptions
+from .reactions import Reactions
 from .simpeer import SimPeer
 from .sockets import Again, SocketStateError
 from .timeline import Timeline
@@ -178,6 +180,7 @@ class Simulation:
         self._proxies: list[tuple[SimPeer, SimPeer]] = []
         self._slow: tuple[SimPeer, ...] = ()
         self._always: set[SimPeer] = set()
+        self.reactions = Reactions()  # (`react`)
 
     # ------------------------------------------------------------------ the clock and the log
 
@@ -396,6 +399,21 @@ class Simulation:
             self._log({"kind": "peer", "peer": str(args.get("peer_name") or args.get("client_name") or ""),
                        "what": "error", "action": op, "reason": str(exc)})
 
+    def react(self, peer_names: list[str] | tuple[str, ...], read: list[bytes] | tuple[bytes, ...], occurrence: int,
+              delay: float, frames: list[bytes] | tuple[bytes, ...]) -> None:
+        """When the applications of `peer_names` (workers that answer alike: one peer, or a pool of REPs) have
+        read the message `read` `occurrence` times (1: the first), the one that read it sends `frames` `delay`
+        seconds later: a reply in reaction to its request (a replayed REP or ROUTER, a REQ's next request), which
+        moves with the request when something earlier changes, and is never sent if the request never comes."""
+        self._action("react", peer_names=tuple(peer_names), read=tuple(_b(f) for f in read),
+                     occurrence=int(occurrence), delay=float(delay), frames=tuple(_b(f) for f in frames))
+
+    def _op_react(self, peer_names: tuple[str, ...], read: tuple[bytes, ...], occurrence: int, delay: float,
+                  frames: tuple[bytes, ...]) -> None:
+        for name in peer_names:
+            self.peer(name)  # (an unknown peer: ValueError now, not at the read)
+        self.reactions.add(peer_names, read, occurrence, delay, frames)
+
     def proxy(self, frontend: str, backend: str) -> None:
         """zmq_proxy(frontend, backend): what either node receives, the other sends (their applications are the
         proxy)."""
@@ -412,28 +430,10 @@ class Simulation:
         self._settle()
 
     def add_topology(self, topology: Any, *, script: bool = True) -> None:
-        """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`),
-        proxies and, with `script`, its scripted sends."""
-        for node in topology.nodes:
-            opts = socket_options(node, server=topology.binds(node.name), sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
-            if node.recv_every:
-                opts["recv_every"] = node.recv_every
-            if node.echo:
-                opts["echo"] = True
-            self.add_peer(node.name, node.type, auto_recv=node.recv == "auto", **opts)
-        for node in topology.nodes:
-            for topic in node.subscribe:
-                self.subscribe(node.name, topic)
-        for proxy in topology.proxies:
-            self.proxy(proxy.frontend, proxy.backend)
-        for link in topology.links:
-            if link.at > 0:
-                self.schedule(link.at, "connect", client_name=link.connect, server_name=link.bind)
-            else:
-                self.connect(link.connect, link.bind)
-        if script:
-            for send in topology.script:
-                self.schedule(send.at, "send", peer_name=send.sender, frames=send.frame_bytes())
+        """Adds a `peers.topology.Topology`: its nodes (subscribed), links (late ones scheduled at their `at`, closes
+        at their `close_at`), proxies, later subscriptions and, with `script`, its scripted sends (`add_topology`).
+        An external node (a program outside the lab, real sessions only) is refused: `ValueError`."""
+        add_topology(self, topology, script=script)
 
     def close(self, conn: str, side: str = "client") -> None:
         """One side of a connection closes its TCP connection (the client reconnects, as libzmq does)."""
@@ -625,6 +625,8 @@ class Simulation:
             self.tracker.read(peer, msg, entry)
         else:
             self._log(entry)
+        for delay, frames in self.reactions.read(peer.name, msg):
+            self._op_schedule(self.t + delay, "send", {"peer_name": peer.name, "frames": frames})
 
     def _slow_read(self, peer: SimPeer) -> None:
         """A slow consumer's application reads one message (its next read comes `recv_every` later)."""
@@ -717,6 +719,44 @@ def _recv_entry(peer: SimPeer, msg: tuple[bytes, ...], cap: int | None) -> dict[
 
 def _peer_index(peer: SimPeer) -> int:
     return peer.index
+
+
+def add_topology(sim: Simulation, topology: Any, *, script: bool = True) -> None:
+    """`Simulation.add_topology`: the topology's nodes, subscriptions, proxies, links (connects and closes), later
+    subscriptions and script (timed sends, and replies as reactions)."""
+    for node in topology.nodes:
+        if node.external:
+            raise ValueError(f"node {node.name!r}: external nodes need a real session (mode 'tcp'): a program "
+                             "outside the lab runs in real time, not on the simulation's clock")
+    for node in topology.nodes:
+        opts = socket_options(node, server=topology.binds(node.name), sndhwm=node.sndhwm, rcvhwm=node.rcvhwm)
+        if node.recv_every:
+            opts["recv_every"] = node.recv_every
+        if node.echo:
+            opts["echo"] = True
+        sim.add_peer(node.name, node.type, auto_recv=node.recv == "auto", **opts)
+    for node in topology.nodes:
+        for topic in node.subscribe:
+            sim.subscribe(node.name, topic)
+    for proxy in topology.proxies:
+        sim.proxy(proxy.frontend, proxy.backend)
+    for link in topology.links:
+        if link.at > 0:
+            sim.schedule(link.at, "connect", client_name=link.connect, server_name=link.bind)
+        else:
+            sim.connect(link.connect, link.bind)
+        if link.close_at is not None:
+            sim.schedule(link.close_at, "disconnect", client_name=link.connect, server_name=link.bind)
+    for sub in topology.subscriptions:
+        sim.schedule(sub.at, "subscribe", peer_name=sub.node, topic=sub.topic.encode("utf-8"),
+                     subscribe=sub.subscribe)
+    if script:
+        for send in topology.script:
+            if send.after is not None:  # (a reply: when its request is read)
+                sim.react(send.after.by, tuple(parse_hex(f) for f in send.after.read), send.after.n,
+                          send.after.think, send.frame_bytes())
+            else:
+                sim.schedule(send.at, "send", peer_name=send.sender, frames=send.frame_bytes())
 
 
 def _b(value: bytes | str) -> bytes:

@@ -27,6 +27,7 @@ from .node import (
     MAX_NODES,
     MAX_PROXIES,
     MAX_SCRIPT,
+    MAX_TEXT,
     NODE_KEYS,
     Node,
     check_name,
@@ -36,10 +37,13 @@ from .node import (
 )
 
 NO_PROXY_TYPES = frozenset({"REQ", "REP"})  # strict send/recv alternation: zmq_proxy cannot drive them
-LINK_KEYS = frozenset({"connect", "bind", "at"})
+LINK_KEYS = frozenset({"connect", "bind", "at", "close_at"})
 PROXY_KEYS = frozenset({"frontend", "backend"})
-SEND_KEYS = frozenset({"from", "frames", "at", "hex"})
-TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script"})
+SEND_KEYS = frozenset({"from", "frames", "at", "hex", "after"})
+AFTER_KEYS = frozenset({"by", "read", "n", "think"})
+SUBSCRIPTION_KEYS = frozenset({"node", "topic", "at", "cancel"})
+TOPOLOGY_KEYS = frozenset({"nodes", "links", "proxies", "script", "subscriptions"})
+SUBSCRIBERS = frozenset({"SUB", "XSUB"})
 
 
 COPYING = frozenset({"PUB", "XPUB", "RADIO"})  # socket types that send each message to every peer
@@ -52,16 +56,20 @@ class TopologyError(ValueError):
 @dataclass(frozen=True)
 class Link:
     """One TCP connection: `connect` is the client (zmq_connect), `bind` the server (zmq_bind). `at`: when
-    the connect happens (seconds; > 0 is a late joiner)."""
+    the connect happens (seconds; > 0 is a late joiner); `close_at`: when the client closes it for good (its
+    socket disconnects: no reconnect), None: never."""
 
     connect: str
     bind: str
     at: float = 0.0
+    close_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"connect": self.connect, "bind": self.bind}
         if self.at:
             out["at"] = self.at
+        if self.close_at is not None:
+            out["close_at"] = self.close_at
         return out
 
 
@@ -77,13 +85,30 @@ class Proxy:
 
 
 @dataclass(frozen=True)
+class After:
+    """What a reply waits for: the applications of nodes `by` (one, or a pool of workers that answer alike) having
+    read the message `read` (hex frames) `n` times; the one that read it sends `think` seconds later."""
+
+    by: tuple[str, ...]
+    read: tuple[str, ...]
+    n: int = 1
+    think: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by": list(self.by), "read": list(self.read), "n": self.n, "think": self.think}
+
+
+@dataclass(frozen=True)
 class ScriptSend:
-    """One scripted send: node `sender`'s application sends `frames` (text, or hex with `hex`) at `at` s."""
+    """One scripted send: node `sender`'s application sends `frames` (text, or hex with `hex`) at `at` s; with
+    `after`, in reaction to a message read instead (a replayed reply; `at` is when it was captured, what real
+    mode keeps)."""
 
     sender: str
     frames: tuple[str, ...]
     at: float = 0.0
     hex: bool = False
+    after: After | None = None
 
     def frame_bytes(self) -> tuple[bytes, ...]:
         return tuple(parse_hex(f) if self.hex else f.encode("utf-8") for f in self.frames)
@@ -92,6 +117,25 @@ class ScriptSend:
         out: dict[str, Any] = {"from": self.sender, "frames": list(self.frames), "at": self.at}
         if self.hex:
             out["hex"] = True
+        if self.after is not None:
+            out["after"] = self.after.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A subscription made (or, with `subscribe` false, cancelled) by a SUB's or XSUB's application at `at` s, after
+    the start (a node's `subscribe` topics are made before it connects)."""
+
+    node: str
+    topic: str
+    at: float
+    subscribe: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"node": self.node, "topic": self.topic, "at": self.at}
+        if not self.subscribe:
+            out["cancel"] = True
         return out
 
 
@@ -103,6 +147,7 @@ class Topology:
     links: tuple[Link, ...]
     proxies: tuple[Proxy, ...] = ()
     script: tuple[ScriptSend, ...] = ()
+    subscriptions: tuple[Subscription, ...] = ()
     names: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,6 +191,8 @@ class Topology:
             out["proxies"] = [p.to_dict() for p in self.proxies]
         if self.script:
             out["script"] = [s.to_dict() for s in self.script]
+        if self.subscriptions:
+            out["subscriptions"] = [s.to_dict() for s in self.subscriptions]
         return out
 
     @classmethod
@@ -173,7 +220,11 @@ class Topology:
             raise TopologyError(f"'script' is a list of at most {MAX_SCRIPT} sends")
         proxies = tuple(_proxy(i, raw) for i, raw in enumerate(proxies_in))
         script = tuple(_send(i, raw) for i, raw in enumerate(script_in))
-        return validate(cls(nodes, links, proxies, script))
+        subs_in = data.get("subscriptions") or []
+        if not isinstance(subs_in, list) or len(subs_in) > MAX_SCRIPT:
+            raise TopologyError(f"'subscriptions' is a list of at most {MAX_SCRIPT}")
+        subscriptions = tuple(_subscription(i, raw) for i, raw in enumerate(subs_in))
+        return validate(cls(nodes, links, proxies, script, subscriptions))
 
 
 def validate(topo: Topology) -> Topology:
@@ -200,6 +251,19 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"{where}: duplicates link {seen[pair]} (one connection per pair of nodes)")
         seen[pair] = i
     for node in topo.nodes:
+        if node.external:
+            ends = [lk for lk in topo.links if node.name in (lk.connect, lk.bind)]
+            if len(ends) != 1:
+                raise TopologyError(f"node {node.name!r}: an external node has one link (its endpoint is that "
+                                    f"link's; this one has {len(ends)})")
+            other = names[ends[0].bind if ends[0].connect == node.name else ends[0].connect]
+            if other.external:
+                raise TopologyError(f"node {node.name!r}: two external nodes cannot be linked (the lab runs "
+                                    "neither end)")
+            if "PAIR" in (other.type, node.type) and node.max_connections > 1:
+                raise TopologyError(f"node {node.name!r}: a PAIR takes one connection: max_connections is 1")
+            if ends[0].at:
+                raise TopologyError(f"node {node.name!r}: an external node connects when its program does (no 'at')")
         if node.mechanism != "NULL":
             binds = topo.binds(node.name)
             connects = any(lk.connect == node.name for lk in topo.links)
@@ -219,6 +283,8 @@ def validate(topo: Topology) -> Topology:
                                     "send/receive order); use ROUTER and DEALER, as zmq_proxy's brokers do")
             if names[end].echo:
                 raise TopologyError(f"{where}: node {end!r} echoes; a proxy's node has no application of its own")
+            if names[end].external:
+                raise TopologyError(f"{where}: node {end!r} is external; a proxy's ends are the lab's sockets")
         if proxy.frontend == proxy.backend:
             raise TopologyError(f"{where}: a proxy joins two different nodes")
         proxied.update((proxy.frontend, proxy.backend))
@@ -230,6 +296,18 @@ def validate(topo: Topology) -> Topology:
             raise TopologyError(f"script send {i}: a {kind} ({send.sender}) cannot send")
         if send.sender in proxied:
             raise TopologyError(f"script send {i}: {send.sender!r} is driven by a proxy")
+        if names[send.sender].external:
+            raise TopologyError(f"script send {i}: {send.sender!r} is external; its own program sends")
+        if send.after is not None:
+            unknown = [b for b in send.after.by if b not in names]
+            if unknown:
+                raise TopologyError(f"script send {i}: after: no node named {unknown[0]!r}")
+    for i, sub in enumerate(topo.subscriptions):
+        if sub.node not in names:
+            raise TopologyError(f"subscription {i}: no node named {sub.node!r}")
+        if names[sub.node].type not in SUBSCRIBERS:
+            raise TopologyError(f"subscription {i}: only SUB and XSUB nodes subscribe ({sub.node} is a "
+                                f"{names[sub.node].type})")
     return topo
 
 
@@ -299,8 +377,20 @@ def _link(i: int, raw: Any) -> Link:
     where = f"link {i}"
     raw = _obj(where, raw, LINK_KEYS)
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
+    close_at = _number(f"{where}: close_at", raw["close_at"], at, MAX_AT) if raw.get("close_at") is not None else None
     return Link(connect=_name(f"{where}: connect", raw.get("connect")),
-                bind=_name(f"{where}: bind", raw.get("bind")), at=at)
+                bind=_name(f"{where}: bind", raw.get("bind")), at=at, close_at=close_at)
+
+
+def _subscription(i: int, raw: Any) -> Subscription:
+    where = f"subscription {i}"
+    raw = _obj(where, raw, SUBSCRIPTION_KEYS)
+    cancel = raw.get("cancel", False)
+    if not isinstance(cancel, bool):
+        raise TopologyError(f"{where}: cancel is true or false")
+    return Subscription(node=_name(f"{where}: node", raw.get("node")),
+                        topic=_text(f"{where}: topic", raw.get("topic", ""), limit=MAX_TEXT),
+                        at=_number(f"{where}: at", raw.get("at"), 0.0, MAX_AT), subscribe=not cancel)
 
 
 def _proxy(i: int, raw: Any) -> Proxy:
@@ -327,7 +417,28 @@ def _send(i: int, raw: Any) -> ScriptSend:
             except ValueError:
                 raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
     at = _number(f"{where}: at", raw["at"], 0.0, MAX_AT) if raw.get("at") is not None else 0.0
-    return ScriptSend(sender=_name(f"{where}: from", raw.get("from")), frames=texts, at=at, hex=as_hex)
+    after = _after(f"{where}: after", raw["after"]) if raw.get("after") is not None else None
+    return ScriptSend(sender=_name(f"{where}: from", raw.get("from")), frames=texts, at=at, hex=as_hex, after=after)
+
+
+def _after(where: str, raw: Any) -> After:
+    raw = _obj(where, raw, AFTER_KEYS)
+    by, read = raw.get("by"), raw.get("read")
+    if not isinstance(by, list) or not 1 <= len(by) <= MAX_NODES:
+        raise TopologyError(f"{where}: by is a list of 1 to {MAX_NODES} node names")
+    if not isinstance(read, list) or not 1 <= len(read) <= MAX_FRAMES + 1:
+        raise TopologyError(f"{where}: read is a list of 1 to {MAX_FRAMES + 1} hex frames")
+    frames = tuple(_text(f"{where}: a frame", f, limit=MAX_FRAME_TEXT) for f in read)
+    for f in frames:
+        try:
+            parse_hex(f)
+        except ValueError:
+            raise TopologyError(f"{where}: frame {f[:20]!r} is not hex") from None
+    n = raw.get("n", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+        raise TopologyError(f"{where}: n is a whole number from 1")
+    think = _number(f"{where}: think", raw.get("think", 0.0), 0.0, MAX_AT)
+    return After(tuple(_name(f"{where}: by", b) for b in by), frames, n, think)
 
 
 def _peers_of(kind: str) -> str:
@@ -453,5 +564,22 @@ def preset(pid: str) -> Preset:
         raise TopologyError(f"no preset {pid!r}; one of {', '.join(PRESETS)}") from None
 
 
-__all__ = ["MAX_LINKS", "MAX_NODES", "MAX_PROXIES", "MAX_SCRIPT", "PRESETS", "Link", "Node", "Preset", "Proxy",
-           "ScriptSend", "Topology", "TopologyError", "preset", "two_peer", "validate"]
+__all__ = [
+    "MAX_LINKS",
+    "MAX_NODES",
+    "MAX_PROXIES",
+    "MAX_SCRIPT",
+    "PRESETS",
+    "After",
+    "Link",
+    "Node",
+    "Preset",
+    "Proxy",
+    "ScriptSend",
+    "Subscription",
+    "Topology",
+    "TopologyError",
+    "preset",
+    "two_peer",
+    "validate",
+]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine.fields import text_or_hex
 from .model import ReplayModel
-from .run import Change, Outcome, apply_changes, simulate
+from .run import SEND_ONLY, Change, Outcome, apply_changes, simulate
 
 
 def shown_message(frames: tuple[bytes, ...]) -> str | list[str]:
@@ -54,8 +54,9 @@ def fidelity(model: ReplayModel, outcome: Outcome) -> dict[str, Any]:
     same = sum(1 for r in rows if r["same"])
     captured_rules = sorted({f["rule"] for f in model.findings})
     replayed_rules = sorted({f["rule"] for f in outcome.findings})
+    speeds = {name: s.recv_every for name, s in model.sockets.items() if not s.proxied and s.type not in SEND_ONLY}
     return {"same": same == len(rows), "directions": len(rows), "same_directions": same, "connections": rows,
-            "findings": {"captured": captured_rules, "replayed": replayed_rules}}
+            "findings": {"captured": captured_rules, "replayed": replayed_rules}, "read_speed": speeds}
 
 
 def _why(model: ReplayModel, outcome: Outcome, conns: list[str], d: str, sender: str, captured: int,

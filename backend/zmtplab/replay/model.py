@@ -27,13 +27,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
 from ..analysis import analyze_with_facts
 from ..analysis.facts import ConnFacts
 from ..peers.node import MAX_AT, MAX_FRAME_TEXT, MAX_FRAMES, MAX_LINKS, MAX_NODES, MAX_SCRIPT, NAME_RE, Node
-from ..peers.topology import Link, Proxy, ScriptSend, Topology
+from ..peers.topology import After, Link, Proxy, ScriptSend, Subscription, Topology
+from .curve import infer as infer_curve
 
 MAX_MESSAGES = 20_000  # messages of the capture the replay takes (the rest: a note)
 MAX_BODY = 1 << 20  # octets of a frame the replay keeps
@@ -46,6 +48,7 @@ PROXY_PAIRS = {frozenset({"ROUTER", "DEALER"}), frozenset({"XSUB", "XPUB"}), fro
 DEALT = frozenset({"PUSH", "DEALER"})  # sockets that deal their sends round robin over their pipes
 BURST = 0.002  # seconds: sends of one load-balancing socket closer than this went out as one batch
 FANOUT_WINDOW = 1.0  # seconds: copies of one PUB send reach its subscribers within this
+HOP = 0.001  # seconds: the simulator's link latency (a request is read that long after the capture shows it)
 
 
 class ReplayError(ValueError):
@@ -105,11 +108,16 @@ class ReplayLink:
 
 @dataclass(frozen=True)
 class Send:
-    """An application's send: `frames` handed to socket `sender` at `at`."""
+    """An application's send: `frames` handed to socket `sender` at `at`. A reply (`after`: the sockets whose
+    applications answer alike, the message one of them read, and which time they read that message) is sent
+    `think` seconds after that read instead, by the one that read it: `at` is when the capture shows it, what the
+    replay does when the request comes as captured."""
 
     sender: str
     frames: tuple[bytes, ...]
     at: float
+    after: tuple[tuple[str, ...], tuple[bytes, ...], int] | None = None
+    think: float = 0.0
 
 
 class TimeMap:
@@ -177,19 +185,22 @@ class ReplayModel:
     # ---------------------------------------------------------------- building
 
     @classmethod
-    def from_capture(cls, source: str | bytes | BinaryIO, *, max_messages: int = MAX_MESSAGES) -> ReplayModel:
-        """Reads the capture and builds its replay; `ReplayError` when nothing in it can be replayed."""
-        analysis, facts = analyze_with_facts(source, script=max_messages, script_body=MAX_BODY)
+    def from_capture(cls, source: str | bytes | BinaryIO, *, max_messages: int = MAX_MESSAGES,
+                     curve_keys: Mapping[bytes, bytes] | None = None) -> ReplayModel:
+        """Reads the capture and builds its replay; `ReplayError` when nothing in it can be replayed. `curve_keys`:
+        a CURVE key log (`engine.curve.parse_keylog`), which opens the boxes of the connections it has keys of."""
+        analysis, facts = analyze_with_facts(source, script=max_messages, script_body=MAX_BODY, curve_keys=curve_keys)
         return cls.from_analysis(analysis, facts, max_messages=max_messages)
 
     @classmethod
     def from_analysis(cls, analysis: dict[str, Any], facts: dict[str, ConnFacts], *,
                       max_messages: int = MAX_MESSAGES) -> ReplayModel:
         notes: list[dict[str, Any]] = []
+        inferred = infer_curve(analysis, facts)
         rows = [c for c in analysis["connections"] if c["zmtp"] and c["client_type"] and c["server_type"]]
         if not rows:
             raise ReplayError("the capture holds no ZeroMQ connection whose two socket types are known")
-        script = analysis.get("script") or []
+        script = (analysis.get("script") or [])[:max_messages]
         if len(script) >= max_messages:
             notes.append(note("cut", f"the replay takes the capture's first {max_messages} messages",
                               limit=max_messages))
@@ -250,7 +261,7 @@ class ReplayModel:
         conn_ends: dict[str, tuple[str, str]] = {}
         endpoints: dict[str, tuple[str, str]] = {}
         moments: list[float] = []
-        curve = False
+        curved = False
         plain = False
         for c in rows:
             client, server = ep_socket.get(c["client"]), ep_socket.get(c["server"])
@@ -278,7 +289,7 @@ class ReplayModel:
                     sock.identity = ident
             mech = c.get("mechanism") or "NULL"
             if mech == "CURVE":
-                curve = True
+                curved = True
             elif mech == "PLAIN":
                 plain = True
                 for sock in (client, server):
@@ -301,9 +312,16 @@ class ReplayModel:
                         moments.append(s["ts"])
         if not links:
             raise ReplayError("the capture holds no connection between two sockets the replay can tell apart")
-        if curve:
-            notes.append(note("curve", "CURVE connections are replayed as NULL: the capture's boxes cannot be "
-                              "opened without the session keys, which never leave libzmq"))
+        if inferred:
+            notes.append(note("curve", "CURVE connections without their session keys are replayed as NULL: their "
+                              "socket types and messages are inside boxes, so the replay takes who connected when "
+                              "and each box's time and size, with stand-in payloads of the captured sizes (a key "
+                              "log gives the real ones)"))
+            notes.extend(note("curve-types", f"the CURVE connections to {server}: {why}", server=server)
+                         for server, why in inferred)
+        if curved and any(not c.get("inferred") for c in rows if c.get("mechanism") == "CURVE"):
+            notes.append(note("curve-keylog", "CURVE connections opened with the key log are replayed as NULL, with "
+                              "the socket types and messages inside their boxes"))
         if plain:
             notes.append(note("plain", "PLAIN's credentials are not kept by the analysis: the replay's clients "
                               "say 'user'/'password' and its servers accept every client"))
@@ -338,13 +356,16 @@ class ReplayModel:
             if link.closed_at is not None and (last_message is None or link.closed_at >= last_message):
                 link.closed_at = None
         time = TimeMap(start, moments)
+        brokers = {name for n in notes if n["what"] == "broker" for name in n["details"]["sockets"]}
         sends = _application_sends(raw_sends, conn_ends, by_name, time)
+        _as_replies(sends, script, conn_ends, by_name, time, brokers)
         for link in links:
             link.at = time.of(link.at)
             if link.closed_at is not None:
                 link.closed_at = time.of(link.closed_at)
         for s in sockets:
             s.subscriptions = [(time.of(ts), topic, on) for ts, topic, on in s.subscriptions]
+        notes.extend(_read_speeds(script, conn_ends, facts, by_name))
         gaps = {(conn, d): f.gaps[d][1] for conn, f in facts.items() for d in f.gaps if f.gaps[d][1]}
         for (conn, d), octets in sorted(gaps.items()):
             notes.append(note("capture-loss", f"the capture lacks {octets} octets of connection {conn} ({d}): the "
@@ -358,36 +379,30 @@ class ReplayModel:
     # ---------------------------------------------------------------- views
 
     def topology(self) -> Topology:
-        """The replay as a topology of the playground (`POST /api/sessions`): nodes, links at their times, the
-        proxies and each application's sends as the script. What a topology cannot say (heartbeats, a
-        subscription made later, a client's close) the session does not play; `topology_notes` says which."""
+        """The replay as a topology of the playground (`POST /api/sessions`): nodes with their heartbeats, links at
+        their times (and the clients' closes), the proxies, each application's sends as the script and the
+        subscriptions made later: what `simulate` plays, as a session plays it."""
         nodes = tuple(Node(name=s.name, type=s.type, version=s.version, mechanism=s.mechanism,
                            identity=s.identity, username=s.username, password=s.password, libzmq=False,
                            subscribe=tuple(s.subscribe) if s.type in ("SUB", "XSUB") else (),
                            sndhwm=s.sndhwm, rcvhwm=s.rcvhwm,
-                           recv=s.recv_every if s.recv_every else "auto")
+                           recv=max(round(s.recv_every, 3), 0.001) if s.recv_every else "auto",
+                           heartbeat_ivl=s.heartbeat_ivl, heartbeat_ttl=s.heartbeat_ttl,
+                           heartbeat_timeout=s.heartbeat_timeout or 0.0)
                       for s in self.sockets.values())
-        links = tuple(Link(connect=lk.client, bind=lk.server, at=round(lk.at, 6)) for lk in self.links)
+        links = tuple(Link(connect=lk.client, bind=lk.server, at=round(lk.at, 6),
+                           close_at=None if lk.closed_at is None else round(max(lk.closed_at, lk.at), 6))
+                      for lk in self.links)
         proxies = tuple(Proxy(frontend=f, backend=b) for f, b in self.proxies)
         script = tuple(_script_send(s) for s in self.sends)
-        return Topology(nodes, links, proxies, script)
+        subscriptions = tuple(Subscription(s.name, topic, round(at, 6), on) for s in self.sockets.values()
+                              for at, topic, on in s.subscriptions)
+        return Topology(nodes, links, proxies, script, subscriptions)
 
     def topology_notes(self) -> list[dict[str, Any]]:
-        """What the playground's topology leaves out of this replay."""
-        out = []
-        beats = [s.name for s in self.sockets.values() if s.heartbeat_ivl or s.heartbeat_ttl]
-        if beats:
-            out.append(note("topology-heartbeat", f"the playground's topology has no heartbeats: {', '.join(beats)} "
-                            "send no PINGs there (zmtplab replay plays them)", sockets=beats))
-        later = [s.name for s in self.sockets.values() if s.subscriptions]
-        if later:
-            out.append(note("topology-subscribe-at", f"the playground's topology subscribes at the start: "
-                            f"{', '.join(later)} subscribed later in the capture", sockets=later))
-        closes = [f"{lk.client}-{lk.server}" for lk in self.links if lk.closed_at is not None]
-        if closes:
-            out.append(note("topology-close", "the playground's topology keeps every connection open: the capture's "
-                            f"clients closed {', '.join(closes)}", links=closes))
-        return out
+        """What the playground's topology leaves out of this replay: nothing today (its heartbeats, later
+        subscriptions and clients' closes are the topology's too); the list stays for what a session cannot play."""
+        return []
 
     def nodes(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.sockets.values()]
@@ -396,6 +411,47 @@ class ReplayModel:
 def note(what: str, text: str, **details: Any) -> dict[str, Any]:
     """One note of the replay: `what` it is about, its `text`, its numbers or names."""
     return {"what": what, "text": text, **({"details": details} if details else {})}
+
+
+def _read_speeds(script: list[dict[str, Any]], conn_ends: dict[str, tuple[str, str]], facts: dict[str, ConnFacts],
+                 by_name: dict[str, Socket]) -> list[dict[str, Any]]:
+    """How fast each application read, as the capture shows it, set as its socket's `recv_every`; the notes.
+
+    A reader that keeps up leaves no trace (its reads are as fast as the deliveries): it reads as fast as it can. A
+    reader that does not fills its socket and then its TCP window, which closes (the receiver's zero windows, the
+    analysis's back-pressure): then what it read, it read over the time the deliveries to it took, and its pace
+    is that time over the messages less one."""
+    times: dict[str, list[float]] = {}
+    zeros: dict[str, int] = {}
+    for conn, (client, server) in conn_ends.items():
+        f = facts.get(conn)
+        if f is None:
+            continue
+        for d, reader in (("c2s", server), ("s2c", client)):
+            closed = sum(1 for r in f.zero_windows.values() if r.dir != d)  # (a window the reader advertised)
+            if closed and not by_name[reader].proxied:
+                zeros[reader] = zeros.get(reader, 0) + closed
+                times.setdefault(reader, [])
+    for entry in script:
+        ends = conn_ends.get(entry["conn"])
+        if ends is not None:
+            reader = ends[1] if entry["dir"] == "c2s" else ends[0]
+            if reader in times:
+                times[reader].append(entry["ts"])
+    out = []
+    for reader, ts in times.items():
+        if len(ts) < 2:
+            continue
+        span = max(ts) - min(ts)
+        every = round(span / (len(ts) - 1), 3)
+        if every <= 0:
+            continue
+        by_name[reader].recv_every = every
+        out.append(note("read-speed", f"{reader} read about one message every {every:g} s: its TCP window closed "
+                        f"{zeros[reader]} times (back-pressure) and it took {len(ts)} messages over {span:.3f} s; the "
+                        "replay reads at that pace (recv_every), the other sockets as fast as they can",
+                        socket=reader, recv_every=every))
+    return out
 
 
 def _heartbeat(sock: Socket, facts: ConnFacts, d: str) -> None:
@@ -441,6 +497,67 @@ def _application_sends(raw: list[tuple[float, Socket, tuple[bytes, ...], str]],
     return out
 
 
+REPLIERS = frozenset({"REP", "ROUTER", "REQ"})  # sockets whose sends answer what they read (a REQ's next request
+# follows the reply to its last one)
+
+
+def _as_replies(sends: list[Send], script: list[dict[str, Any]], conn_ends: dict[str, tuple[str, str]],
+                by_name: dict[str, Socket], time: TimeMap, brokers: set[str]) -> None:
+    """Marks each REP's and ROUTER's send that answers a request as a reply to it (`Send.after`, `Send.think`):
+    the earliest request of that peer the socket had not answered, when it came before (a ROUTER's send with
+    none is its own, and stays at its time; a broker's, whose logic the capture does not hold, too); and a REQ's
+    next request as following the reply it read. A REP or REQ reads a message without its envelope, a ROUTER
+    with the peer's routing id first. REPs with the same peers are workers of one pool (behind one DEALER):
+    whichever reads a request answers it as the capture shows it answered."""
+    partners: dict[str, set[str]] = {}
+    for client, server in conn_ends.values():
+        partners.setdefault(client, set()).add(server)
+        partners.setdefault(server, set()).add(client)
+    pools: dict[str, tuple[str, ...]] = {}
+    for name, sock in by_name.items():
+        same = [n for n, s in by_name.items() if s.type == "REP" and partners.get(n) == partners.get(name)]
+        pools[name] = tuple(same) if sock.type == "REP" else (name,)
+    incoming: dict[str, list[tuple[float, str, tuple[bytes, ...]]]] = {}  # socket -> (ts, conn, what it read)
+    for entry in script:
+        ends = conn_ends.get(entry["conn"])
+        if ends is None:
+            continue
+        client, server = ends
+        sender, receiver = (client, server) if entry["dir"] == "c2s" else (server, client)
+        sock = by_name[receiver]
+        if sock.type not in REPLIERS or sock.proxied or receiver in brokers:
+            continue
+        frames = tuple(bytes.fromhex(f) for f in entry["frames"])
+        if sock.type in ("REP", "REQ"):
+            read = frames[frames.index(b"") + 1:] if b"" in frames else frames
+        else:
+            read = (by_name[sender].identity.encode("utf-8"), *frames)
+        incoming.setdefault(receiver, []).append((entry["ts"], sender, read))
+    occurrences: dict[tuple[tuple[str, ...], tuple[bytes, ...]], list[float]] = {}  # (pool, read) -> times read
+    for name in sorted(incoming, key=lambda n: pools[n]):
+        for ts, _, read in incoming[name]:
+            occurrences.setdefault((pools[name], read), []).append(ts)
+    for name, requests in incoming.items():
+        pool = pools[name]
+        numbered = []
+        for ts, peer, read in requests:
+            times = sorted(occurrences[(pool, read)])
+            numbered.append((time.of(ts), peer, read, bisect.bisect_left(times, ts) + 1))
+        sock = by_name[name]
+        answered = [False] * len(numbered)
+        for j, send in enumerate(sends):
+            if send.sender != name:
+                continue
+            to = send.frames[0].decode("utf-8", "replace") if sock.type == "ROUTER" and send.frames else None
+            k = next((i for i, (at, peer, _, _) in enumerate(numbered) if not answered[i] and at <= send.at
+                      and (to is None or by_name[peer].identity == to)), None)
+            if k is None:
+                continue
+            answered[k] = True
+            at, _, read, occurrence = numbered[k]
+            sends[j] = replace(send, after=(pool, read, occurrence), think=max(send.at - at - HOP, 0.0))
+
+
 def _in_send_order(raw: list[tuple[float, Socket, tuple[bytes, ...], str]]
                    ) -> list[tuple[float, Socket, tuple[bytes, ...], str]]:
     """The wire's messages in the order their applications sent them. The capture gives each connection's in
@@ -481,14 +598,19 @@ def _in_send_order(raw: list[tuple[float, Socket, tuple[bytes, ...], str]]
 
 
 def _script_send(send: Send) -> ScriptSend:
-    """A send as the topology's script has it: text frames where every frame is UTF-8 text, else hex."""
+    """A send as the topology's script has it: text frames where every frame is UTF-8 text, else hex; a reply
+    with what it waits for."""
+    after = None
+    if send.after is not None:
+        by, read, n = send.after
+        after = After(by, tuple(f.hex() for f in read), n, round(send.think, 6))
     try:
         texts = tuple(f.decode("utf-8") for f in send.frames)
         if any(not t.isprintable() for t in texts):
             raise ValueError
-        return ScriptSend(send.sender, texts, round(send.at, 6))
+        return ScriptSend(send.sender, texts, round(send.at, 6), after=after)
     except ValueError:
-        return ScriptSend(send.sender, tuple(f.hex() for f in send.frames), round(send.at, 6), hex=True)
+        return ScriptSend(send.sender, tuple(f.hex() for f in send.frames), round(send.at, 6), hex=True, after=after)
 
 
 def fits_topology(model: ReplayModel) -> list[str]:

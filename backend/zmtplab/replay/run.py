@@ -18,7 +18,6 @@ from typing import Any
 from ..analysis import analyze_capture
 from ..capture.pcapwriter import PcapngWriter
 from ..engine.constants import VERSIONS
-from ..peers.node import socket_options
 from ..peers.simulation import Simulation
 from .model import ReplayError, ReplayModel
 
@@ -147,31 +146,8 @@ class Outcome:
 def simulate(model: ReplayModel) -> Outcome:
     """Plays `model` on the simulator until just after the capture's last moment (see the module docstring)."""
     sim = Simulation(seed=0, decisions=True, window=WINDOW)
-    servers = {lk.server for lk in model.links}
-    try:
-        for s in model.sockets.values():
-            opts = socket_options(s, server=s.name in servers, sndhwm=s.sndhwm, rcvhwm=s.rcvhwm,
-                                  heartbeat_ivl=s.heartbeat_ivl, heartbeat_ttl=s.heartbeat_ttl,
-                                  heartbeat_timeout=s.heartbeat_timeout)
-            if s.recv_every:
-                opts["recv_every"] = s.recv_every
-            sim.add_peer(s.name, s.type, **opts)
-        for s in model.sockets.values():
-            for topic in s.subscribe:
-                sim.subscribe(s.name, topic)
-            for at, topic, on in s.subscriptions:
-                sim.schedule(at, "subscribe", peer_name=s.name, topic=topic.encode("utf-8"), subscribe=on)
-        for front, back in model.proxies:
-            sim.proxy(front, back)
-        for lk in model.links:
-            if lk.at > 0:
-                sim.schedule(lk.at, "connect", client_name=lk.client, server_name=lk.server)
-            else:
-                sim.connect(lk.client, lk.server)
-            if lk.closed_at is not None:
-                sim.schedule(max(lk.closed_at, lk.at), "disconnect", client_name=lk.client, server_name=lk.server)
-        for send in model.sends:
-            sim.schedule(send.at, "send", peer_name=send.sender, frames=send.frames)
+    try:  # (the playground's topology of the replay: what a session of it plays, played the same way)
+        sim.add_topology(model.topology())
     except ValueError as exc:
         raise ReplayError(f"the simulator cannot build this replay: {exc}") from None
     end = max([model.end, *(s.at for s in model.sends), *(lk.at for lk in model.links)]) + TAIL

@@ -30,11 +30,19 @@ class SessionLimits:
     session_max_frames: int = 1024  # frames in one `send`
     session_max_body: int = 1 << 20  # octets of one frame of a `send`
     sim_step_interval: float = 0.3  # seconds between elements of a playing simulated session at speed 1
+    session_external_host: str = "127.0.0.1"  # where a session listens for its external nodes' programs
+    session_external_advertise: str = ""  # the host their endpoints name ("": the listening host, or the request's)
+    session_external_max_held: int = 4 * 1024 * 1024  # octets of an element an external connection may hold
+    session_external_cpu_share: float = 0.5  # the share of a core one external connection's dissection may take
+    session_external_handshake_timeout: float = 10.0  # seconds an external connection has to finish its handshake
+    live_tap_targets: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")  # hosts the lab may connect out to
 
     @classmethod
     def of(cls, settings: Any) -> SessionLimits:
         """The limits an object with attributes of these names (the web app's settings) sets."""
-        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
+        values = {f.name: getattr(settings, f.name) for f in fields(cls)}
+        values["live_tap_targets"] = tuple(values["live_tap_targets"])
+        return cls(**values)
 
 
 DEFAULTS = SessionLimits()

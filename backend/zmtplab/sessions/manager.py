@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 
 from .limits import SessionLimits
-from .session import Runtime, Session, SessionConfigError, SessionError, TooManySessions
+from .session import Runtime, Session, SessionConfigError, SessionError, SessionNotFound, TooManySessions
 from .setup import SessionSetup
 from .simulated import SimulatedRuntime
 from .tcp import TcpRuntime
@@ -69,8 +69,11 @@ class SessionManager:
         return session
 
     def get(self, session_id: str) -> Session:
-        """The session with this id; KeyError otherwise."""
-        return self.sessions[session_id]
+        """The session with this id; `SessionNotFound` (a KeyError) otherwise."""
+        try:
+            return self.sessions[session_id]
+        except KeyError:
+            raise SessionNotFound(session_id) from None
 
     async def end(self, session_id: str) -> None:
         session = self.sessions.pop(session_id, None)

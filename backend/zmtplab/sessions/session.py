@@ -71,11 +71,28 @@ def check_manual(name: str, recv: str | float | None) -> None:
 
 
 class SessionConfigError(ValueError):
-    """A session configuration that cannot run (answered with 422)."""
+    """A session configuration that cannot run (the web app answers 422)."""
 
 
 class TooManySessions(OverflowError):
-    """The server, or this client, runs as many sessions as it may (answered with 429)."""
+    """The server, or this client, runs as many sessions as it may (the web app answers 429)."""
+
+
+class SessionNotFound(KeyError):
+    """No session has this id (any more): the web app answers 404, its socket closes with 4404."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}")
+
+    def __str__(self) -> str:  # (its text, where a KeyError would quote it)
+        return str(self.args[0])
+
+
+class EventNotFound(IndexError):
+    """A session has no event at this position (the web app answers 404)."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"the session has no event {seq}")
 
 
 class WireChunk(NamedTuple):
@@ -413,8 +430,11 @@ class Session:
         return ev, EventLog.FIELDS if "fields" in ev else EventLog.NO_FIELDS
 
     def event(self, seq: int) -> dict[str, Any]:
-        """Event `seq` with its fields; IndexError when there is none."""
-        text, code = self.events.get(seq)
+        """Event `seq` with its fields; `EventNotFound` (an IndexError) when there is none."""
+        try:
+            text, code = self.events.get(seq)
+        except IndexError:
+            raise EventNotFound(seq) from None
         return orjson.loads(full_text(text, code))
 
     def truncate_events(self, count: int) -> None:
@@ -509,12 +529,15 @@ class Session:
         return sub
 
     def topology_message(self) -> dict[str, Any]:
-        """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden), and the
-        connections so far (`conns`: conn, link, client, server)."""
+        """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden; an external
+        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server)."""
         topo = self.setup.topology.to_dict()
+        reached = getattr(self.runtime, "external_endpoints", None)
+        endpoints = reached() if reached is not None else {}
         for node in topo["nodes"]:
             if node.get("password"):
                 node["password"] = "***"
+            node.update(endpoints.get(node["name"], ()))  # (an external node's: where its program connects)
         conns = getattr(self.runtime, "conns", None)
         return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": list(conns or [])}}
 

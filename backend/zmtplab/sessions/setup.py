@@ -21,7 +21,9 @@ class SessionSetup:
 
     `two_peer`: the topology is the two-peer body's, whose configuration as given (`request`: the body's JSON,
     without unset keys) is what its export shows. `preset`: the preset a topology came from. `autoplay`: it plays
-    at once (else it waits at t = 0 for play or step)."""
+    at once (else it waits at t = 0 for play or step). `origin`: the app's address as the request named it, where
+    an external node's `zws` URL points (and whose host its `endpoint` names when the lab listens on every
+    interface)."""
 
     mode: Mode
     topology: Topology
@@ -29,6 +31,7 @@ class SessionSetup:
     autoplay: bool = True
     preset: str | None = None
     request: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # the app's address as the request named it (`http://host:port`): where ZWS URLs point
 
     def mechanisms(self) -> set[str]:
         """The security mechanisms the session's peers use."""

@@ -62,18 +62,26 @@ WINDOW = 32  # octets a topology's simulated TCP connection holds in flight once
 class SimulatedRuntime:
     """Drives a `simulated` session (see the module docstring)."""
 
-    def __init__(self, session: Session, *, seed: int = 0) -> None:
+    def __init__(self, session: Session, *, seed: int = 0, simulation: dict[str, Any] | None = None,
+                 peers: dict[str, dict[str, Any]] | None = None, player: bool = True) -> None:
+        """`simulation`: options of the `Simulation` beyond a session's (a lesson's latency, window, fields);
+        `peers`: a two-peer body's peers' `add_peer` options when the caller says more than a node holds (a lesson's
+        heartbeats, properties), in place of the nodes' `socket_options`; `player`: whether `start` starts the
+        asyncio task that plays the session (not when a synchronous driver steps it, `sessions.driver`)."""
         self.session = session
+        self.has_player = player
         setup = session.setup
         self.limits = session.limits
         self.topology = session.topology  # None: the two-peer body
         self.nodes = setup.topology.names  # (a two-peer body's: server and client)
+        self.peer_options = peers
         # Without fields: the session makes a frame's or message's fields only for those who ask (most
         # pages never open most elements).
         cap = self.limits.session_event_max_body  # (what a session keeps of a body: cut where it is made)
-        self.sim = (Simulation(seed=seed, decisions=True, window=WINDOW, fields=False, max_body=cap, wire_data=True)
-                    if self.topology is not None
-                    else Simulation(seed=seed, fields=False, max_body=cap, wire_data=True))
+        options: dict[str, Any] = {"seed": seed, "fields": False, "max_body": cap, "wire_data": True}
+        if self.topology is not None:
+            options.update(decisions=True, window=WINDOW)
+        self.sim = Simulation(**{**options, **(simulation or {})})
         self.conns: list[dict[str, Any]] = []  # a topology's connections so far: conn, link, client, server
         self._addresses = ({n.name: f"127.0.0.{i + 1}" for i, n in enumerate(self.topology.nodes)}
                            if self.topology is not None else {})
@@ -90,12 +98,15 @@ class SimulatedRuntime:
 
     @staticmethod
     def check(setup: SessionSetup) -> None:
-        """Refuses setups a simulation cannot run (libzmq's nodes are real sockets)."""
+        """Refuses setups a simulation cannot run (libzmq's nodes are real sockets, external ones real programs)."""
         for node in setup.topology.nodes:
             if node.libzmq:
                 raise SessionConfigError(f"{node.name}: libzmq peers need a real session (mode 'tcp')"
                                          if setup.two_peer else
                                          f"node {node.name!r}: libzmq nodes need a real session (mode 'tcp')")
+            if node.external:  # (a program outside the lab cannot live on the virtual clock)
+                raise SessionConfigError(f"node {node.name!r}: external nodes need a real session (mode 'tcp'): a "
+                                         "program outside the lab runs in real time, not on the simulation's clock")
         if setup.two_peer:  # (a topology's nodes are checked as they are made)
             for node in setup.topology.nodes:
                 problem = mechanism_problem(node.version, node.mechanism)
@@ -105,18 +116,23 @@ class SimulatedRuntime:
     # ---- setup
 
     async def start(self) -> None:
+        self._set_up()
+        if self.has_player:
+            self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+
+    def _set_up(self) -> None:
         if self.topology is not None:
             try:
                 self.sim.add_topology(self.topology)
             except ValueError as exc:
                 raise SessionConfigError(str(exc)) from None
-            self._absorb()
-            self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+            self.absorb()
             return
         server, client = self.nodes["server"], self.nodes["client"]
+        given = self.peer_options or {}
         try:
-            self.sim.add_peer("server", server.type, **socket_options(server, server=True))
-            self.sim.add_peer("client", client.type, **socket_options(client, server=False))
+            self.sim.add_peer("server", server.type, **given.get("server", socket_options(server, server=True)))
+            self.sim.add_peer("client", client.type, **given.get("client", socket_options(client, server=False)))
             self.sim.connect("client", "server")
             for peer in (server, client):
                 if peer.type == "SUB":
@@ -126,12 +142,11 @@ class SimulatedRuntime:
                         self.sim.subscribe(peer.name, topic.encode())
         except ValueError as exc:
             raise SessionConfigError(str(exc)) from None
-        self._absorb()
-        self._player = asyncio.create_task(self._play_loop(), name=f"session-{self.session.id}-player")
+        self.absorb()
 
     # ---- moving the simulation
 
-    def _absorb(self) -> int:
+    def absorb(self) -> int:
         """Passes the simulation's new log entries on; returns how many elements they held."""
         sim_events = self.sim.events
         if not sim_events:
@@ -219,7 +234,7 @@ class SimulatedRuntime:
         self.conns.append({"conn": conn, "link": link, "client": client, "server": server})
         self.session.topology_changed()
 
-    def _advance(self) -> int:
+    def advance(self) -> int:
         """One element forward (several deliveries when an element comes in pieces); returns elements added."""
         sim = self.sim
         before = sim.steps
@@ -227,7 +242,7 @@ class SimulatedRuntime:
         for _ in range(MAX_STEPS_PER_ELEMENT):
             if not sim.step():
                 break
-            added += self._absorb()
+            added += self.absorb()
             if added:
                 break
         if sim.steps != before:
@@ -271,12 +286,12 @@ class SimulatedRuntime:
         live = interval < LIVE
         due = max(self._due, now - MAX_BACKLOG)
         added = 0
-        ran_out = False  # the last _advance() found nothing to show
+        ran_out = False  # the last advance() found nothing to show
         idle = False  # known to be idle
         began = time.perf_counter()
         try:
             for _ in range(MAX_ELEMENTS_PER_TURN):
-                step = self._advance()
+                step = self.advance()
                 if not step:
                     ran_out = True
                     break
@@ -286,7 +301,7 @@ class SimulatedRuntime:
                     break
                 if time.perf_counter() - began > TURN_SECONDS:
                     break  # (the rest in the next turn: one session's megabytes never hold the loop for long)
-                if self._idle():  # (cheaper than an _advance() that finds nothing)
+                if self._idle():  # (cheaper than an advance() that finds nothing)
                     ran_out = idle = True
                     break
         except Exception as exc:  # a bug must not leave a session spinning
@@ -325,7 +340,7 @@ class SimulatedRuntime:
         except ValueError as exc:
             raise SessionError(f"could not send: {exc}") from None
         self._new_branch()
-        self._absorb()
+        self.absorb()
         self._play_now()
 
     async def recv(self, node: str) -> None:
@@ -338,7 +353,7 @@ class SimulatedRuntime:
         if frames is None:
             raise SessionError(f"{node} has no message waiting")
         self._new_branch()
-        self._absorb()
+        self.absorb()
         self._play_now()
 
     def _new_branch(self) -> None:
@@ -353,7 +368,7 @@ class SimulatedRuntime:
 
     async def step(self) -> None:
         self.playing = False
-        if not self._advance():
+        if not self.advance():
             raise SessionNotice("nothing more happens: send a message or inject a fault")
 
     async def step_back(self) -> None:
@@ -414,7 +429,7 @@ class SimulatedRuntime:
         except (ValueError, TypeError, KeyError) as exc:
             raise SessionError(f"fault {name!r} failed: {exc}") from None
         self._new_branch()
-        self._absorb()
+        self.absorb()
         self._poke()
 
     def _node_to_side(self, args: dict[str, Any]) -> dict[str, Any]:

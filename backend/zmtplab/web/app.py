@@ -39,7 +39,7 @@ from .captures.store import CaptureStore
 from .classes import routes as classes_routes
 from .classes.registry import ClassLimits, ClassRegistry
 from .core import routes as core_routes
-from .core.errors import Refused, refused_response
+from .core.errors import DOMAIN, Refused, refused_response
 from .core.languages import LocalizedSockets, localize_validation, localized_http_exception, scope_lang
 from .core.memory import release_soon
 from .core.settings import Settings, get_settings
@@ -228,7 +228,8 @@ def create_app(settings: Settings | None = None, *, class_limits: ClassLimits | 
     app.state.settings = settings
 
     app.exception_handler(StarletteHTTPException)(localized_http_exception)  # (typed for any handler's signature)
-    app.exception_handler(Refused)(refused_response)  # (the services' domain errors)
+    for refusal in (Refused, *DOMAIN):  # (the services' domain errors, and the sessions')
+        app.exception_handler(refusal)(refused_response)
 
     @app.exception_handler(StoreClosed)
     async def store_closed(request: Request, exc: StoreClosed) -> JSONResponse:

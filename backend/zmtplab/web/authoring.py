@@ -13,10 +13,12 @@ import yaml
 
 from ..illustrate.reproduce import topology_steps
 from ..lessons.loader import LessonError, load_lesson_file
+from .core.errors import Unprocessable
 
 NARRATION = ("Write here what this step shows, then point `element` at the element to select "
              "(backend/zmtplab/lessons/README.md).")
-NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "x", "y")
+NODE_KEYS = ("name", "type", "identity", "subscribe", "sndhwm", "rcvhwm", "recv", "echo", "heartbeat_ivl",
+             "heartbeat_ttl", "heartbeat_timeout", "x", "y")
 PEER_KEYS = ("type", "identity", "version", "mechanism")
 
 
@@ -30,7 +32,7 @@ def _frame(data: bytes) -> Any:
 
 
 def lesson_yaml(export: dict[str, Any], *, lesson_id: str) -> str:
-    """The lesson file of a session's `export.json` (its config and events); `LessonError` when it would not load."""
+    """The lesson file of a session's `export.json` (its config and events); `NotALesson` when it would not load."""
     config = export.get("config") or {}
     events = export.get("events") or []
     topology = config.get("topology")
@@ -73,8 +75,15 @@ def lesson_yaml(export: dict[str, Any], *, lesson_id: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:  # (what a teacher gets loads: checked as the server loads it)
         path = Path(tmp) / f"{lesson_id}.yaml"
         path.write_text(text, encoding="utf-8")
-        load_lesson_file(path)
+        try:
+            load_lesson_file(path)
+        except LessonError as exc:
+            raise NotALesson(str(exc)) from exc
     return text
 
 
-__all__ = ["LessonError", "lesson_yaml"]
+class NotALesson(Unprocessable):
+    """A session whose lesson file would not load (the loader's problems, each naming the file and the step)."""
+
+
+__all__ = ["NotALesson", "lesson_yaml"]

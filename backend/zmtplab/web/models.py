@@ -49,7 +49,8 @@ class PeerConfig(BaseModel):
 
 
 class SessionCreate(BaseModel):
-    """Either two peers (`server`, `client`), a topology (`nodes`, `links`, optional `proxies` and `script`; see
+    """Either two peers (`server`, `client`), a topology (`nodes`, `links`, optional `proxies`, `script` and
+    `subscriptions`; see
     `peers.topology`), or a preset (`preset`: an id of `GET /api/sessions/presets`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -65,6 +66,8 @@ class SessionCreate(BaseModel):
                                                  "{frontend, backend}")
     script: list[dict[str, Any]] | None = Field(None, max_length=MAX_SCRIPT, description="sends played with the "
                                                 "session: {from, frames, at}")
+    subscriptions: list[dict[str, Any]] | None = Field(None, max_length=MAX_SCRIPT, description="subscriptions "
+                                                       "a SUB or XSUB makes later: {node, topic, at, cancel}")
     preset: Annotated[str, StringConstraints(max_length=64)] | None = Field(
         None, description="a preset's id (GET /api/sessions/presets)")
     autoplay: bool = Field(True, description="play at once; false: the session waits at t=0 for play or step")
@@ -72,7 +75,8 @@ class SessionCreate(BaseModel):
 
     @model_validator(mode="after")
     def _one_shape(self) -> SessionCreate:
-        topo_keys = [k for k in ("nodes", "links", "proxies", "script") if getattr(self, k) is not None]
+        topo_keys = [k for k in ("nodes", "links", "proxies", "script", "subscriptions")
+                     if getattr(self, k) is not None]
         shapes = [name for name, given in (("server/client", self.server is not None or self.client is not None),
                                            ("nodes/links", bool(topo_keys)), ("preset", self.preset is not None))
                   if given]

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import TypeAdapter, ValidationError
 
-from ..sessions import Session, SessionError, SessionManager, SessionNotice, Subscriber
+from ..sessions import Session, SessionError, SessionManager, SessionNotFound, SessionNotice, Subscriber
 from ..sessions.commands import COMMAND_TYPES, Command
 from .core.limits import AbuseWindow, TokenBucket
 from .core.settings import Settings
@@ -54,8 +54,8 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
     await websocket.accept()
     try:
         session = manager.get(session_id)
-    except KeyError:
-        await websocket.send_text(error_text(f"no session with id {session_id!r}"))
+    except SessionNotFound as exc:
+        await websocket.send_text(error_text(str(exc)))
         await websocket.close(code=4404)
         return
     sub = session.subscribe(SESSION_OUTBOX, logs=log, marks=marks, topology=topology, fields=fields)

@@ -102,7 +102,10 @@ export function checkTopology(i18n, value) {
   const pair = (a, b) => typeof a === 'string' && typeof b === 'string' && a !== b && names.has(a) && names.has(b);
   const links = value.links.map((l, i) => {
     if (!l || !pair(l.connect, l.bind)) throw new Error(words.badLink({ i: i + 1 }));
-    return typeof l.at === 'number' && l.at >= 0 ? { connect: l.connect, bind: l.bind, at: l.at } : { connect: l.connect, bind: l.bind };
+    const out = { connect: l.connect, bind: l.bind };
+    if (typeof l.at === 'number' && l.at >= 0) out.at = l.at;
+    if (typeof l.close_at === 'number' && l.close_at >= 0) out.close_at = l.close_at; // (the client closes it then)
+    return out;
   });
   const proxies = (Array.isArray(value.proxies) ? value.proxies : []).map((p, i) => {
     if (!p || !pair(p.frontend, p.backend)) throw new Error(words.badLink({ i: i + 1 }));
@@ -112,9 +115,21 @@ export function checkTopology(i18n, value) {
   // The messages a preset sends when played ({from, frames, at, hex}); the server checks them further.
   if (Array.isArray(value.script)) {
     out.script = value.script.filter((x) => x && typeof x === 'object' && names.has(x.from) && Array.isArray(x.frames) && x.frames.every((f) => typeof f === 'string'))
-      .map((x) => ({ from: x.from, frames: [...x.frames], ...(typeof x.at === 'number' ? { at: x.at } : {}), ...(x.hex === true ? { hex: true } : {}) }));
+      .map((x) => ({ from: x.from, frames: [...x.frames], ...(typeof x.at === 'number' ? { at: x.at } : {}), ...(x.hex === true ? { hex: true } : {}), ...replyAfter(x.after, names) }));
+  }
+  // Subscriptions a SUB or XSUB makes later ({node, topic, at, cancel}: a replayed capture's); the server checks them.
+  if (Array.isArray(value.subscriptions)) {
+    out.subscriptions = value.subscriptions.filter((x) => x && typeof x === 'object' && names.has(x.node) && typeof x.topic === 'string' && typeof x.at === 'number')
+      .map((x) => ({ node: x.node, topic: x.topic, at: x.at, ...(x.cancel === true ? { cancel: true } : {}) }));
   }
   return out;
+}
+
+/** A reply's `after` ({by, read, n, think}: sent when one of `by` has read `read` the n-th time), when well formed. */
+function replyAfter(after, names) {
+  if (!after || typeof after !== 'object' || !Array.isArray(after.by) || !after.by.every((b) => names.has(b))
+      || !Array.isArray(after.read) || !after.read.every((f) => typeof f === 'string')) return {};
+  return { after: { by: [...after.by], read: [...after.read], n: Number.isInteger(after.n) ? after.n : 1, think: typeof after.think === 'number' ? after.think : 0 } };
 }
 
 /** The file a Save writes: the topology as indented JSON. */

@@ -32,6 +32,8 @@ const EDITOR_IDS = {
   libzmq: 'ui.form.libzmq',
   libzmqHelp: 'ui.form.libzmq.help',
   echo: 'ui.topoEditor.echo',
+  external: 'ui.topoEditor.external',
+  externalHelp: 'ui.topoEditor.external.help',
   subscribe: 'ui.topoEditor.subscribe',
   subscribeEvery: 'ui.form.topic.every',
   subscribeNone: 'ui.form.topic.none',
@@ -272,6 +274,16 @@ export class TopologyEditor {
     const libzmq = check('libzmq', T.libzmq, T.libzmqHelp);
     libzmq.classList.add('topo-libzmq');
     const echo = check('echo', T.echo);
+    // An external node: a program of the user's is it (real sessions only); the lab runs no socket for it, so
+    // nothing of its application's (echo, libzmq, how it reads) stays.
+    const external = check('external', T.external, T.externalHelp);
+    external.classList.add('topo-libzmq');
+    external.querySelector('input').addEventListener('change', (e) => {
+      if (!e.target.checked) return;
+      set({ external: true, echo: false, libzmq: false, recv: 'auto' });
+      for (const box of [echo, libzmq]) box.querySelector('input').checked = false;
+      recv.value = 'auto';
+    });
     const syncType = () => {
       subField.hidden = !['SUB', 'XSUB'].includes(type.value);
       echo.hidden = !ECHO_TYPES.includes(type.value);
@@ -288,7 +300,7 @@ export class TopologyEditor {
       h(d, 'div', { class: 'ctl-row' }, h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.identity }), ident),
         h(d, 'label', { class: 'field inline' }, h(d, 'span', { class: 'field-label', text: T.recv }), recv)),
       subField,
-      h(d, 'div', { class: 'ctl-row' }, echo, libzmq));
+      h(d, 'div', { class: 'ctl-row' }, echo, libzmq, external));
     row.dataset.node = n.name;
     return row;
   }

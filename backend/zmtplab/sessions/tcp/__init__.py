@@ -3,7 +3,8 @@
 `runtime.TcpRuntime` drives one (its module docstring says how); its parts, one job each, import one way:
 `plan` (the nodes and links to run) <- `nodes` (real nodes: our peers and libzmq's sockets) <- `state` (what the
 parts share) <- `messages` (message ids, followed by body across hops) <- `socket_decisions` (our sockets'
-decisions as events) and `taps` (the links: taps, the wire, its faults and dissection) <- `applications` (a
+decisions as events) and `external` (external nodes: where their links go, what ends their connections) <- `taps`
+(the links: taps, the wire, its faults and dissection) <- `applications` (a
 topology's bring-up, applications, proxies and script) <- `runtime` (the commands and the state).
 """
 

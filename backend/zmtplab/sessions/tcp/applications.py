@@ -44,6 +44,10 @@ class Applications:
         loop = asyncio.get_running_loop()
         handshakes: dict[str, int] = {}  # per libzmq node, the handshakes of its links brought up so far
         for tap in self.taps.taps:
+            if tap.external:  # (its program comes when it comes: the lab connects to it, or waits for it, meanwhile)
+                if tap.spec.outbound:
+                    self.connect(tap)
+                continue
             if tap.spec.delay > 0:
                 continue
             self.connect(tap)
@@ -63,7 +67,8 @@ class Applications:
         await asyncio.sleep(SUBSCRIPTION_GRACE)
         proxied = {name for pair in plan.proxies for name in pair}
         for node in self.state.nodes.values():
-            if node.spec.name not in proxied and node.spec.type not in CANNOT_RECV and node.spec.recv != "manual":
+            if (node.spec.name not in proxied and node.spec.type not in CANNOT_RECV and node.spec.recv != "manual"
+                    and not node.spec.external):
                 self.state.spawn(self._application(node))
         for front, back in plan.proxies:
             self.state.spawn(self._forward(self.state.nodes[front], self.state.nodes[back]))
@@ -99,11 +104,11 @@ class Applications:
                     await asyncio.wait_for(side.handshake.wait(), deadline - loop.time())
 
     def connect(self, tap: Tap) -> None:
-        node = self.state.nodes[tap.spec.connect]
+        node = self.state.nodes[tap.spec.client]
         assert node.side is not None
         if isinstance(node.side, LabSide):
             # (TcpPeer names a connect's pipe by the order of its connect() calls)
-            node.pipes[f"connect-{len(node.pipes) + 1}"] = tap.spec.bind
+            node.pipes[f"connect-{len(node.pipes) + 1}"] = tap.spec.server
         node.side.connect(f"tcp://127.0.0.1:{tap.port}")
 
     async def _late(self, tap: Tap, when: float) -> None:

@@ -219,6 +219,7 @@ class RealNode:
     host: str
     side: LabSide | ZmqSide | None = None
     port: int = 0  # where it listens (0: it binds nothing)
+    ws_port: int = 0  # where it listens for the ZWS connections of an external node the app bridges in (0: none)
     conns: dict[str, str] = field(default_factory=dict)  # our peer's connection id -> the session's (tap's)
     ports: dict[int, str] = field(default_factory=dict)  # our peer's connections not yet mapped, by port
     read: set[int] = field(default_factory=set)  # the message ids its application read

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from typing import Any
 
 from ...engine.constants import mechanism_problem
 from ...peers.faults import SESSION_FAULTS
 from ..session import Session, SessionConfigError, SessionError, SessionNotice, check_manual
 from ..setup import SessionSetup
+from . import external
 from .applications import Applications
 from .messages import MessageIds
 from .nodes import (
@@ -60,6 +62,7 @@ from .socket_decisions import Decisions
 from .state import TcpState
 from .taps import Taps
 
+ZWS_RESOURCE = "/zmq"  # where the lab's end of an external link listens for the ZWS connections the app bridges in
 # The session faults a real TCP session takes, and those only a simulated one does (peers.faults).
 FAULTS = tuple(name for name, f in SESSION_FAULTS.items() if f.tcp)
 SIMULATED_ONLY = tuple(name for name, f in SESSION_FAULTS.items() if not f.tcp)
@@ -148,11 +151,13 @@ class TcpRuntime:
         for i, spec in enumerate(plan.nodes):
             host = f"127.0.0.{i + 1}" if plan.topology else "127.0.0.1"
             node = self.nodes[spec.name] = RealNode(spec, host)
+            if spec.external:
+                continue  # (a program outside the lab: see `external`)
             if spec.libzmq:
                 node.side = zmq_side(spec, keys, plan.topology)
                 if plan.topology:
                     node.side.watch()
-                if spec.binds:
+                if spec.listens:
                     node.port = node.side.socket.bind_to_random_port(f"tcp://{host}")
             else:
                 peer = lab_peer(spec, keys, plan.topology,
@@ -160,9 +165,13 @@ class TcpRuntime:
                 if plan.topology:
                     self.decisions.watch(node, peer)
                 node.side = LabSide(peer)
-                if spec.binds:
+                if spec.listens:
                     endpoint = await peer.bind(f"tcp://{host}:0")
                     node.port = int(endpoint.rsplit(":", 1)[1])
+                if spec.serves:
+                    with contextlib.suppress(ValueError):  # (a node that cannot speak ZWS takes TCP programs only)
+                        endpoint = await peer.bind(f"ws://{host}:0{ZWS_RESOURCE}")
+                        node.ws_port = int(endpoint.rsplit(":", 1)[1].partition("/")[0])
         await self.taps.open()
         if not plan.topology:
             client = self.nodes["client"].side
@@ -175,11 +184,36 @@ class TcpRuntime:
                 node.side.start_draining()
             return
         for node in self.nodes.values():
-            assert node.side is not None
+            if node.side is None:
+                continue  # (an external node subscribes by itself)
             if node.spec.type in ("SUB", "XSUB"):
                 for topic in node.spec.subscribe:
                     subscribe(node, topic.encode())
         state.spawn(self.applications.bring_up())
+
+    def external_endpoints(self) -> dict[str, dict[str, Any]]:
+        """Where each external node's program connects (`endpoint`, `zws`): the topology message shows them."""
+        return external.endpoints(self.session.id, self.taps.taps, self.state.limits, self.session.setup.origin)
+
+    async def bridge(self, name: str, peer: tuple[str, int]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A new ZWS connection of external node `name`, which the app bridges in (`web.zws_bridge`): the streams of
+        a connection to the lab node's `ws://` listener (its resource `ZWS_RESOURCE`), through the node's ZWS tap,
+        which dissects it; `peer` is the program's address. `SessionError` when the node takes none (not external,
+        its link's lab end speaks no ZWS, or it has its `max_connections`)."""
+        tap = self.taps.external_tap(name, zws=True)
+        if tap is None:
+            node = self.nodes.get(name)
+            if node is None or not node.spec.external or node.spec.endpoint:
+                raise SessionError(f"no external node named {name!r} waits for connections in this session")
+            raise SessionError(f"external node {name!r} takes no ZWS connection: the lab's end of its link speaks "
+                               "no ZWS (a libzmq node, or its mechanism)")
+        most = self.nodes[name].spec.max_connections
+        if self.taps.external_links(name) >= most:
+            raise SessionError(f"external node {name!r} takes {most} connection(s) at once (its max_connections)")
+        ours, theirs = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=theirs)
+        self.state.spawn(self.taps.adopt(tap, reader, writer, peer))
+        return await asyncio.open_connection(sock=ours)
 
     def keylog(self) -> str:
         """The CURVE key log of our peers' connections so far (libzmq keeps its keys to itself)."""
@@ -203,6 +237,8 @@ class TcpRuntime:
         if node is None and self.plan.topology:
             self._node(side)
         target = node.side if node is not None else None
+        if node is not None and node.spec.external:
+            raise SessionError(f"node {side} is external: its own program sends")
         if target is None:
             raise SessionError("the session is not running")
         if not self.plan.topology or node is None:
@@ -296,6 +332,8 @@ class TcpRuntime:
             node = self.nodes.get(side)
         if side in self.killed:
             raise SessionError(f"the {side} is already dead")
+        if node is not None and node.spec.external:
+            raise SessionError(f"node {side} is external: the lab cannot kill its program (close its connections)")
         if node is None or node.side is None:
             raise SessionError("the session is not running")
         self.killed.add(side)
@@ -324,8 +362,8 @@ class TcpRuntime:
         while nobody can open a new one (a peer was killed, or the taps lost their targets)."""
         if self.state.closed:
             return True
-        if self.taps.links:
-            return False
+        if self.taps.links or any(tap.external and not tap.spec.outbound for tap in self.taps.taps):
+            return False  # (an external node's endpoint waits for its program, however often it comes and goes)
         return self.taps.connections > 0 or self.taps.target_lost
 
     async def close(self) -> None:

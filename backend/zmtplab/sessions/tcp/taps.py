@@ -14,11 +14,14 @@ import asyncio
 import contextlib
 import itertools
 import random
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...engine.dissector import ConnectionDissector
+from ...engine.zws_dissector import ZwsDissector
+from . import external
 from .messages import MessageIds
 from .nodes import SEND_TIMEOUT, RealNode, lab_peers
 from .plan import LinkSpec, NodeSpec
@@ -45,6 +48,14 @@ class Tap:
     port: int = 0
     lost: bool = False
     up: asyncio.Event = field(default_factory=asyncio.Event)  # a connection's handshake (and subscriptions) done
+    zws: bool = False  # an external node's ZWS connections, bridged in by the app (`Taps.adopt`): no listener
+    failing: bool = False  # the lab cannot reach an external node's endpoint (said once, until it can)
+    host: str = "127.0.0.1"  # where it listens
+
+    @property
+    def external(self) -> str | None:
+        """The external node whose connections this tap carries, if any."""
+        return self.spec.external
 
 
 @dataclass
@@ -54,7 +65,7 @@ class Link:
     conn: str
     writers: dict[str, asyncio.StreamWriter]  # direction -> where its bytes go
     tap: Tap | None = None
-    dissector: ConnectionDissector = field(default_factory=ConnectionDissector)
+    dissector: ConnectionDissector | ZwsDissector = field(default_factory=ConnectionDissector)
     decryptor: Any = None  # a CURVE connection's CurveDecryptor, from its HELLO on (our peers know their keys)
     eof: set[str] = field(default_factory=set)
     closed: bool = False
@@ -64,6 +75,7 @@ class Link:
     subscriptions: int = 0  # SUBSCRIBE elements seen from a SUB end
     ports: tuple[int, int] = (0, 0)  # the client's own port, the tap's port towards the server
     tagged: dict[str, set[int]] = field(default_factory=lambda: {"c2s": set(), "s2c": set()})  # message ids seen
+    doubt: str = ""  # the last warning the dissector gave of an external program's bytes
 
 
 class Taps:
@@ -88,52 +100,96 @@ class Taps:
     async def open(self) -> None:
         """A listening tap for every link of the plan, on a free port, forwarding to the link's bound node."""
         nodes = self.state.nodes
+        limits = self.state.limits
         for spec in self.state.plan.links:
-            target = nodes[spec.bind]
-            tap = Tap(spec, (target.host, target.port))
-            limit = tap_buffer(nodes[spec.connect].spec, target.spec) or 1 << 16
-            tap.listener = await asyncio.start_server(lambda r, w, tap=tap: self._accept(tap, r, w), "127.0.0.1", 0,
+            tap = Tap(spec, external.target(spec, nodes, limits))
+            if spec.external and not spec.outbound:
+                tap.host = limits.session_external_host
+            limit = tap_buffer(nodes[spec.connect].spec, nodes[spec.bind].spec) or 1 << 16
+            tap.listener = await asyncio.start_server(lambda r, w, tap=tap: self._accept(tap, r, w), tap.host, 0,
                                                       limit=limit)
             tap.port = tap.listener.sockets[0].getsockname()[1]
             self.taps.append(tap)
+            lab = nodes[spec.lab]
+            if spec.external and not spec.outbound and lab.ws_port:
+                self.taps.append(Tap(spec, (lab.host, lab.ws_port), zws=True))
 
-    async def _accept(self, tap: Tap, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def external_tap(self, name: str, zws: bool = False) -> Tap | None:
+        """The tap of external node `name`'s connections (`zws`: those the app bridges in), if it has one."""
+        return next((tap for tap in self.taps if tap.external == name and tap.zws == zws and not tap.spec.outbound),
+                    None)
+
+    def external_links(self, name: str) -> int:
+        """The open connections of external node `name`."""
+        return sum(1 for link in self.links.values() if link.tap is not None and link.tap.external == name)
+
+    async def adopt(self, tap: Tap, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    peer: tuple[str, int]) -> None:
+        """Takes a connection the app bridges in (an external node's ZWS one) as if it had come to `tap`."""
+        await self._accept(tap, reader, writer, peer)
+
+    async def _accept(self, tap: Tap, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      peer: tuple[str, int] | None = None) -> None:
         if self.state.closed or tap.lost:
             writer.close()
             return
-        limit = self.state.limits.session_max_connections
-        if self.state.plan.topology:
-            limit = max(limit, len(self.taps))
-        if len(self.links) >= limit:
-            self.state.session.error(f"a connection to the tap was refused: the session has {limit} open connections, "
-                                     "its limit")
-            writer.transport.abort()
-            return
+        if tap.external is not None and not tap.spec.outbound:
+            most = self.state.nodes[tap.external].spec.max_connections
+            if self.external_links(tap.external) >= most:
+                self.state.session.error(f"a connection for external node {tap.external} was refused: it takes "
+                                         f"{most} at once (its max_connections)")
+                writer.transport.abort()
+                return
+        else:
+            limit = self.state.limits.session_max_connections
+            if self.state.plan.topology:
+                limit = max(limit, len(self.taps))
+            if sum(1 for link in self.links.values() if link.tap is None or link.tap.external is None) >= limit:
+                self.state.session.error(f"a connection to the tap was refused: the session has {limit} open "
+                                         "connections, its limit")
+                writer.transport.abort()
+                return
         try:
             buffer = tap_buffer(self.state.nodes[tap.spec.connect].spec, self.state.nodes[tap.spec.bind].spec)
             up_reader, up_writer = await asyncio.wait_for(
                 asyncio.open_connection(*tap.target, limit=buffer or 1 << 16), SEND_TIMEOUT)
         except (OSError, TimeoutError) as exc:
-            self._lose_target(tap, str(exc) or type(exc).__name__)
+            if tap.spec.outbound:  # (the program may not be up yet: our node connects again, as a socket does)
+                if not tap.failing:
+                    self.state.session.error(f"could not reach external node {tap.external} at {tap.target[0]}:"
+                                             f"{tap.target[1]} ({str(exc) or type(exc).__name__}); trying again")
+                    tap.failing = True
+            else:
+                self._lose_target(tap, str(exc) or type(exc).__name__)
             writer.transport.abort()
             return
+        tap.failing = False
         if buffer:
             for w in (writer, up_writer):
                 small_buffers(w, buffer)
         conn = str(next(self._ids))
         self.connections += 1
-        # (What one direction may hold of an element: the session's whole budget of sends, whoever connected.)
+        # (What one direction may hold of an element: the session's whole budget of sends, whoever connected; an
+        # external program's connection holds what a tap's does.)
         held = self.state.limits.session_max_sent_bytes + (1 << 20)
-        link = Link(conn, {"c2s": up_writer, "s2c": writer}, tap, dissector=ConnectionDissector(max_held=held))
+        if tap.external is not None:
+            held = self.state.limits.session_external_max_held
+        dissector = ZwsDissector(max_held=held) if tap.zws else ConnectionDissector(max_held=held)
+        link = Link(conn, {"c2s": up_writer, "s2c": writer}, tap, dissector=dissector)
         self.links[conn] = link
-        client_addr = writer.get_extra_info("peername") or ("127.0.0.1", 0)
+        client_addr = peer or writer.get_extra_info("peername") or ("127.0.0.1", 0)
         upstream = up_writer.get_extra_info("sockname") or ("127.0.0.1", 0)
         link.ports = (client_addr[1], upstream[1])
         now = self.state.now()
         spec = tap.spec
         if self.state.plan.topology:
-            client = (self.state.nodes[spec.connect].host, client_addr[1])
-            self.state.conns.append({"conn": conn, "link": spec.index, "client": spec.connect, "server": spec.bind})
+            client = (self.state.nodes[spec.client].host, client_addr[1])
+            if spec.external == spec.client:
+                client = (str(client_addr[0]), int(client_addr[1]))  # (the program's own address)
+            entry: dict[str, Any] = {"conn": conn, "link": spec.index, "client": spec.client, "server": spec.server}
+            if tap.zws:
+                entry["transport"] = "zws"
+            self.state.conns.append(entry)
             for node_name in (spec.connect, spec.bind):
                 self.map_ports(self.state.nodes[node_name])
         else:
@@ -142,6 +198,8 @@ class Taps:
         self.state.mark("open", conn=conn)
         link.tasks = [asyncio.create_task(self._pump(link, "c2s", reader)),
                       asyncio.create_task(self._pump(link, "s2c", up_reader))]
+        if tap.external is not None:
+            link.tasks.append(asyncio.create_task(self._handshake_deadline(link)))
         for task in link.tasks:
             self.state.tasks.add(task)
             task.add_done_callback(self.state.tasks.discard)
@@ -169,7 +227,7 @@ class Taps:
                                         "severity": "error", "text": text, "fields": [],
                                         "t": round(self.state.now(), 6)}])
         if self.state.plan.topology:
-            self.state.session.error(f"the tap of link {tap.spec.index} could not reach {tap.spec.bind} ({why}): it "
+            self.state.session.error(f"the tap of link {tap.spec.index} could not reach {tap.spec.server} ({why}): it "
                                      "stopped listening. Reset the session to start its nodes again")
         else:
             self.state.session.error(f"the tap could not reach the server ({why}): it stopped listening. Reset the "
@@ -221,7 +279,22 @@ class Taps:
         t = self.state.now()
         self.state.session.add_wire(link.conn, direction, data, t)
         link.sent[direction] += len(data)
-        self._dissect(link, link.dissector.receive_data(direction, data), t)
+        began = time.thread_time()
+        pairs = link.dissector.receive_data(direction, data)
+        self._dissect(link, pairs, t)
+        if link.tap is not None and link.tap.external is not None:
+            # An external program is nobody's to trust: what the dissector calls an error (or an element over its
+            # budget) from its side ends the connection before a byte of it reaches our node, and its dissection
+            # takes at most its share of a core (beyond it the reader rests: a flood slows that connection only).
+            problem, doubt = external.refusal(link.tap.spec, direction, pairs)
+            link.doubt = doubt or link.doubt
+            if problem is not None:
+                await self.refuse(link, problem)
+                return
+            share = self.state.limits.session_external_cpu_share
+            spent = time.thread_time() - began
+            if spent > 0.0005 and share < 1:
+                await asyncio.sleep(spent * (1 - share) / share)
         if writer.is_closing():
             return  # (the far end is gone: asyncio would only warn on every write until the link closes)
         try:
@@ -243,9 +316,9 @@ class Taps:
             return ""  # not this link
         node = args.get("node")
         if node is not None and link.tap is not None:
-            if node == link.tap.spec.connect:
+            if node == link.tap.spec.client:
                 return "c2s"
-            if node == link.tap.spec.bind:
+            if node == link.tap.spec.server:
                 return "s2c"
             return ""  # not this link
         return args.get("dir")
@@ -295,14 +368,21 @@ class Taps:
     def _tag(self, link: Link, direction: str, event: Any, item: dict[str, Any]) -> None:
         """A message on the wire gets its id (see `messages.MessageIds.tag`), from the node that wrote it."""
         assert link.tap is not None
-        writer = self.state.nodes[link.tap.spec.connect if direction == "c2s" else link.tap.spec.bind]
-        self.messages.tag(writer, link.tagged[direction], [p.body for p in event.parts], item)
+        writer = self.state.nodes[link.tap.spec.client if direction == "c2s" else link.tap.spec.server]
+        frames = [p.body for p in event.parts]
+        if writer.spec.external:  # (its program's sends get their ids here, on the wire, as it makes them)
+            self.messages.with_id(item, self.messages.sent(writer, frames))
+            return
+        self.messages.tag(writer, link.tagged[direction], frames, item)
 
     def _watch_handshake(self, link: Link, direction: str, event: Any) -> None:
         """Sets the link's tap `up` once both sides are ready and a SUB end's subscriptions have crossed."""
         kind = event.kind
         if kind == "greeting" and event.version in ("1.0", "2.0"):
-            link.ready.update(("c2s", "s2c"))  # (no handshake commands before 3.0)
+            # (No handshake commands before 3.0; an external program's own greeting must have come too: the lab
+            # node's downgraded one says nothing of what the program sent.)
+            external = link.tap is not None and link.tap.external is not None
+            link.ready.update((direction,) if external else ("c2s", "s2c"))
         elif kind == "command" and event.name in ("READY", "INITIATE"):
             link.ready.add(direction)
         elif kind == "command" and event.name == "SUBSCRIBE":
@@ -342,11 +422,53 @@ class Taps:
                 return key
         return None
 
+    async def refuse(self, link: Link, why: str) -> None:
+        """Ends an external node's connection that broke the rules: an `expert` error naming why, then a close."""
+        if link.closed:
+            return
+        assert link.tap is not None and link.tap.external is not None
+        text = f"external node {link.tap.external}: {why}; the connection was closed"
+        self.state.session.add_events([{"conn": link.conn, "dir": "c2s" if link.tap.spec.client == link.tap.external
+                                        else "s2c", "offset": 0, "length": 0, "kind": "expert", "severity": "error",
+                                        "rule": "external", "text": text, "fields": [],
+                                        "t": round(self.state.now(), 6)}])
+        self.state.session.error(text)
+        for writer in link.writers.values():
+            with contextlib.suppress(Exception):
+                writer.transport.abort()
+        await self.close_link(link)
+
+    async def _handshake_deadline(self, link: Link) -> None:
+        """An external connection that has not finished its greeting and handshake in time (counted while the
+        session plays: paused, the tap holds its bytes) is refused: a never-ending greeting, a slowloris."""
+        limit = self.state.limits.session_external_handshake_timeout
+        waited = 0.0
+        while waited < limit and not link.closed:
+            await asyncio.sleep(0.1)
+            if link.ready >= {"c2s", "s2c"}:
+                return
+            if self.state.playing and not self.held:
+                waited += 0.1
+        if not link.closed:
+            await self.refuse(link, f"no greeting and handshake within {limit:g} s")
+
     async def _half_close(self, link: Link, direction: str) -> None:
         if not link.eof and not link.closed:  # the first side to close: say who
             side = "client" if direction == "c2s" else "server"
             self.state.mark("half-closed", conn=link.conn, side=side, reason=f"the {side} closed the connection")
         link.eof.add(direction)
+        if link.tap is not None and link.tap.external is not None:
+            lab = "s2c" if link.tap.spec.client == link.tap.external else "c2s"
+            if direction == lab and not self.state.closed and len(link.eof) == 1:  # (our node ended it first)
+                if not link.ready >= {"c2s", "s2c"}:
+                    await self.refuse(link, "the lab's node closed the connection before the handshake was done (it "
+                                      "could not read what the program sent as the ZMTP it speaks)")
+                    return
+                if link.doubt:  # (what the dissector found wrong in the program's bytes is why, most likely)
+                    await self.refuse(link, f"the lab's node closed the connection after this: {link.doubt}")
+                    return
+            await self.close_link(link)  # (half a connection to a program outside is no use to anyone: both go)
+            return
         writer = link.writers[direction]
         with contextlib.suppress(Exception):
             if writer.can_write_eof():

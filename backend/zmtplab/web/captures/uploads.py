@@ -16,25 +16,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from fastapi import HTTPException, Request, status
+from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from ...capture.pcapfile import sniff_format
+from ..core.errors import Refused, TooLarge, Unprocessable, Unsupported
 
 FIELD = "file"
 SNIFF_BYTES = 4096  # enough for sniff_format, gzip-compressed captures included
 WRITE_BATCH = 1 << 20
 MULTIPART_OVERHEAD = 64 * 1024  # octets of the body that are not the file (boundaries, headers, other fields)
 PARSE_BATCH = 256 * 1024  # octets of the body parsed (and written) in one turn of the worker thread
-UNPROCESSABLE = 422
 
 
-class UploadProblem(HTTPException):
-    """An upload refused: 413, 415 or 422, with a detail the client can show; the connection is closed after the
-    answer (the rest of the body is not read)."""
+class UploadProblem(Refused):
+    """An upload refused, with a text the client can show; the connection is closed after the answer (the rest of
+    the body is not read)."""
 
-    def __init__(self, status_code: int, detail: str) -> None:
-        super().__init__(status_code, detail, headers={"Connection": "close"})
+    headers = {"Connection": "close"}
+
+
+class UploadTooLarge(UploadProblem, TooLarge):
+    """The file, or what the form holds besides it, is larger than the server takes."""
+
+
+class NotACapture(UploadProblem, Unsupported):
+    """The body is not a multipart form, or its file is not a pcap or pcapng capture."""
+
+
+class MalformedForm(UploadProblem, Unprocessable):
+    """The multipart form is broken, or has no `file` field."""
 
 
 @dataclass
@@ -75,8 +86,7 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
     ctype, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     if ctype != b"multipart/form-data" or not boundary:
-        raise UploadProblem(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-                            f"send the capture as multipart/form-data with a field named '{FIELD}'")
+        raise NotACapture(f"send the capture as multipart/form-data with a field named '{FIELD}'")
     check_declared_size(request, max_bytes)
 
     st = _State()
@@ -141,11 +151,11 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
         except UploadProblem:
             raise
         except Exception as exc:  # python-multipart's MultipartParseError and friends
-            raise UploadProblem(UNPROCESSABLE, f"malformed multipart body: {exc}") from exc
+            raise MalformedForm(f"malformed multipart body: {exc}") from exc
         for piece in st.pending:
             size += len(piece)
             if size > max_bytes:
-                raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+                raise UploadTooLarge(_too_large(max_bytes))
             if sniffed is None and len(head) < SNIFF_BYTES:
                 head.extend(piece[: SNIFF_BYTES - len(head)])
             buffered.append(piece)
@@ -153,8 +163,8 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
         st.pending.clear()
         parsed += len(data)
         if not st.ended and parsed - size > MULTIPART_OVERHEAD:  # (after the end: the epilogue, not read on)
-            raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, f"more than {MULTIPART_OVERHEAD} octets of the "
-                                "form are not the file (other fields, part headers, parts)")
+            raise UploadTooLarge(f"more than {MULTIPART_OVERHEAD} octets of the "
+                                 "form are not the file (other fields, part headers, parts)")
         if sniffed is None and (len(head) >= SNIFF_BYTES or st.file_done):
             sniffed = _sniff(bytes(head))
         if sniffed is not None and (buffered_len >= WRITE_BATCH or (buffered and (last or st.ended))):
@@ -172,7 +182,7 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
         async for chunk in request.stream():
             received += len(chunk)
             if received > limit:
-                raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+                raise UploadTooLarge(_too_large(max_bytes))
             batch.append(chunk)
             batch_len += len(chunk)
             if batch_len >= PARSE_BATCH:
@@ -184,9 +194,9 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
                     break
         await asyncio.to_thread(work, b"".join(batch), True)
         if not st.file_seen:
-            raise UploadProblem(UNPROCESSABLE, f"the form has no field named '{FIELD}'")
+            raise MalformedForm(f"the form has no field named '{FIELD}'")
         if not st.file_done:
-            raise UploadProblem(UNPROCESSABLE, "the multipart body ended inside the file")
+            raise MalformedForm("the multipart body ended inside the file")
         if sniffed is None:
             sniffed = _sniff(bytes(head))
         if buffered:
@@ -197,20 +207,20 @@ async def receive_capture(request: Request, dest: Path, max_bytes: int) -> Uploa
 
 
 def check_declared_size(request: Request, max_bytes: int) -> None:
-    """Raises 413 when the request's Content-Length already says the file cannot fit within `max_bytes` (before
-    anything else is checked: a size the server never takes is the answer, not a disk that cannot hold it)."""
+    """Raises `UploadTooLarge` when the request's Content-Length already says the file cannot fit within
+    `max_bytes` (before anything else is checked: a size the server never takes is the answer, not a disk that cannot
+    hold it)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes + MULTIPART_OVERHEAD:
-        raise UploadProblem(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(max_bytes))
+        raise UploadTooLarge(_too_large(max_bytes))
 
 
 def _sniff(head: bytes) -> str:
     if not head:
-        raise UploadProblem(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "the file is empty: not a pcap or pcapng capture")
+        raise NotACapture("the file is empty: not a pcap or pcapng capture")
     fmt = sniff_format(head)
     if fmt is None:
-        raise UploadProblem(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-                            f"not a pcap or pcapng capture (the file starts with {head[:4].hex(' ')})")
+        raise NotACapture(f"not a pcap or pcapng capture (the file starts with {head[:4].hex(' ')})")
     return fmt
 
 

@@ -162,6 +162,26 @@ class Settings(BaseSettings):
                                      description="seconds between elements of a playing simulated "
                                                             "session at speed 1")
 
+    session_external_host: str = Field(SESSIONS.session_external_host,
+                                       description="the address a real topology session listens on for its "
+                                                   "external nodes' programs (an ephemeral port each; '0.0.0.0': "
+                                                   "every interface)")
+    session_external_advertise: str = Field(SESSIONS.session_external_advertise,
+                                            description="the host an external node's `endpoint` names (empty: "
+                                                        "the listening host, or the host the page reached the "
+                                                        "server by when that is every interface)")
+    session_external_max_held: int = Field(SESSIONS.session_external_max_held, ge=4096,
+                                           description="octets one direction of an external node's connection "
+                                                       "holds for an element not yet complete; a larger one is "
+                                                       "an error: the connection is closed")
+    session_external_cpu_share: float = Field(SESSIONS.session_external_cpu_share, gt=0, le=1,
+                                              description="the share of a core the dissection of one external "
+                                                          "node's connection may take (a faster peer is slowed "
+                                                          "down)")
+    session_external_handshake_timeout: float = Field(SESSIONS.session_external_handshake_timeout, gt=0,
+                                              description="seconds an external node's connection has to finish "
+                                                          "its greeting and handshake; then it is closed")
+
     # Live sources (a live capture on an interface, or a tap proxy).
     max_live_sources: int = Field(4, ge=1, description="live sources running at once")
     live_max_lifetime: float = Field(3600.0, gt=0, description="seconds a live source runs at most")
@@ -183,7 +203,8 @@ class Settings(BaseSettings):
                                                                   "and counted in `dropped`")
     live_tap_host: str = Field("127.0.0.1", description="the address tap proxies listen on")
     live_tap_targets: list[str] = Field(["127.0.0.1", "localhost", "::1"],
-                                        description="hosts a tap may forward to ('*': any)")
+                                        description="hosts a tap may forward to, and a real session may connect to "
+                                                    "for an external node with an `endpoint` ('*': any)")
 
     # Corpus runs (the Spark pipeline over uploaded captures, the Corpus page).
     corpus_master: str = Field("local[2]", description="the Spark master of corpus runs (the session is started at "

@@ -42,6 +42,10 @@ class CommandFrameProtocol(WebSocketsSansIOProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # websockets refuses an offer whose names are not RFC 7230 tokens (400), and libzmq's ZWS client offers
+        # `ZWS2.0/NULL,ZWS2.0`: the app chooses the subprotocol itself (uvicorn splits the offer at commas for the
+        # ASGI scope and answers with the one the app accepts), so websockets need not read it at all.
+        self.conn.process_subprotocol = lambda headers: None  # type: ignore[method-assign]  # (websockets' own)
         self.direct: bool | None = None  # None until the handshake is over; False: websockets reads everything
         self.pending = b""  # the start of a frame still arriving
         self.frame_limit = 0  # the largest payload read here (websockets refuses larger ones)

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, HTTPException, Path, Request, Response, WebSocket, status
+from fastapi import APIRouter, Path, Request, Response, WebSocket, status
 
 from ...i18n import localize_event, translate
 from ...peers.faults import SESSION_FAULTS
 from ...peers.topology import PRESETS
-from ...sessions import Session, SessionConfigError, SessionManager
+from ...sessions import Session
 from .. import authoring, illustrated
 from ..core.limits import client_address
 from ..core.models import ErrorResponse
@@ -27,18 +28,12 @@ from ..models import (
     SessionPresets,
 )
 from ..session_socket import serve as session_socket_serve
+from ..zws_bridge import serve as zws_bridge_serve
 
 router = APIRouter(tags=["sessions"])
 
 SessionId = Annotated[str, Path(max_length=64)]
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no session has this id"}}
-
-
-def _session(manager: SessionManager, session_id: str) -> Session:
-    try:
-        return manager.get(session_id)
-    except KeyError:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no session with id {session_id!r}") from None
 
 
 @router.post("/api/sessions", status_code=status.HTTP_201_CREATED, response_model=SessionCreated,
@@ -56,12 +51,9 @@ async def create_session(body: SessionCreate, manager: SessionManagerDep, reques
 
     Then open the websocket `/ws/sessions/{id}`.
     """
-    try:
-        session = await manager.create(body.setup(), client_address(request))
-    except SessionConfigError as exc:
-        raise HTTPException(422, str(exc)) from None
-    except OverflowError as exc:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
+    # (origin: the app as the page reached it, where an external node's ZWS URL points)
+    setup = dataclasses.replace(body.setup(), origin=str(request.base_url).rstrip("/"))
+    session = await manager.create(setup, client_address(request))
     return SessionCreated(id=session.id)
 
 
@@ -100,7 +92,7 @@ def _credentials(session: Session) -> dict[str, str]:
 async def export_pcapng(session_id: SessionId, manager: SessionManagerDep) -> Response:
     """Synthetic Ethernet/IPv4/TCP packets carrying exactly the session's bytes, with its timing (a PLAIN
     session's password among them: the response then carries `X-ZMTPLab-Credentials: PLAIN`)."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     data = await asyncio.to_thread(session.export_pcapng)
     return Response(data, media_type="application/vnd.tcpdump.pcap", headers={
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.pcapng"',
@@ -111,7 +103,7 @@ async def export_pcapng(session_id: SessionId, manager: SessionManagerDep) -> Re
 async def export_json(session_id: SessionId, manager: SessionManagerDep) -> Response:
     """The configuration (passwords hidden) and every event, as JSON. The HELLO events of a PLAIN session show
     the password as it went on the wire; such an export starts with a `credentials` key that says so."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     body = await asyncio.to_thread(lambda: session.export_json().encode())
     headers = _credentials(session)
     if headers:  # (the export is one JSON object: the notice goes first, where a reader sees it)
@@ -126,11 +118,8 @@ async def session_event(session_id: SessionId, seq: Annotated[int, Path(ge=0)], 
                         lang: LangDep) -> Response:
     """Event `seq` (its place in the session, the `seq` it came with) with its `fields`: what a page that
     opened the socket with `?fields=0` asks for when an element is opened (in the language asked for)."""
-    session = _session(manager, session_id)
-    try:
-        event = session.event(seq)
-    except IndexError:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the session has no event {seq}") from None
+    session = manager.get(session_id)
+    event = session.event(seq)
     return Response(orjson.dumps(localize_event(event, lang)), media_type="application/json")
 
 
@@ -142,7 +131,7 @@ async def export_keylog(session_id: SessionId, manager: SessionManagerDep) -> Re
     `CURVE_SESSION_KEY <client short-term public key> <session key>` each, the idea of TLS's SSLKEYLOGFILE.
     `zmtplab dissect --curve-keylog` reads the session's exported capture with it. Anyone who holds it reads
     those connections: share it as you would a password. Empty for a session without CURVE."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     return Response(session.runtime.keylog(), media_type="text/plain", headers={
         "Content-Disposition": f'attachment; filename="zmtplab-session-{session.id[:8]}.keylog"',
         "X-ZMTPLab-Credentials": "CURVE-KEYLOG"})
@@ -155,7 +144,7 @@ async def export_html(session_id: SessionId, manager: SessionManagerDep, lang: L
     ABNF rule, an anchor per element and field, and the pyzmq script that reproduces the first connection. One
     file that needs no server and runs no script (`zmtplab illustrate` writes the same from `export.json`); in
     the language asked for (`?lang=`, Accept-Language)."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     text = await asyncio.to_thread(lambda: illustrated.page(illustrated.session_document(session, lang), lang=lang))
     return illustrated.response(text, f"zmtplab-session-{session.id[:8]}.html")
 
@@ -166,7 +155,7 @@ async def export_script(session_id: SessionId, manager: SessionManagerDep) -> Re
     """The script of the session's illustrated page, as a file: a topology session's builds the whole topology with
     libzmq (its proxy steps too) and has each application send and read what it did; a two-peer session's
     reproduces its first connection (what `zmtplab illustrate` writes beside its page)."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     code = await asyncio.to_thread(lambda: illustrated.script_of(illustrated.session_document(session)))
     return illustrated.script_response(code, f"zmtplab-session-{session.id[:8]}.py")
 
@@ -178,13 +167,10 @@ async def export_lesson(session_id: SessionId, manager: SessionManagerDep) -> Re
     """The session as a lesson of one step, to put in your lessons directory (`ZMTPLAB_LESSONS_DIR`) and narrate: a
     topology session's step is its topology and what its applications sent, in order; a two-peer session's its
     peers and their messages. The file loads as a lesson (it is checked before it is sent)."""
-    session = _session(manager, session_id)
+    session = manager.get(session_id)
     lesson_id = f"session-{session.id[:8]}"
-    try:
-        text = await asyncio.to_thread(lambda: authoring.lesson_yaml(json.loads(session.export_json()),
-                                                                     lesson_id=lesson_id))
-    except authoring.LessonError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+    text = await asyncio.to_thread(lambda: authoring.lesson_yaml(json.loads(session.export_json()),
+                                                                 lesson_id=lesson_id))
     return Response(text, media_type="application/yaml; charset=utf-8", headers={
         "Content-Disposition": f'attachment; filename="{lesson_id}.yaml"', "X-Content-Type-Options": "nosniff"})
 
@@ -193,7 +179,7 @@ async def export_lesson(session_id: SessionId, manager: SessionManagerDep) -> Re
                responses=NOT_FOUND)
 async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> Response:
     """Ends the session now and frees its peers and ports."""
-    _session(manager, session_id)
+    manager.get(session_id)
     await manager.end(session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -223,3 +209,14 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
                                topology=topology, fields=fields, watch=watch)
+
+
+@router.websocket("/zws-{key}")
+async def zws_socket(websocket: WebSocket, key: str, manager: SessionManagerDep) -> None:
+    """An external node's ZWS endpoint (45/ZWS 2.0), `/zws-{session_id}-{node}` (one path segment: libzmq 4.3's
+    ws:// client asks for the last segment of its endpoint's path only): a browser (subprotocol `ZWS2.0`) or libzmq
+    over ws:// (`ZWS2.0/NULL,ZWS2.0`) joins the real topology session as one connection of external node `node`,
+    dissected like a TCP one. The topology message gives each external node's URL (`zws`). `web.zws_bridge`
+    serves it."""
+    session_id, _, node = key.partition("-")  # (a session id is hex: the node's name is all after its first -)
+    await zws_bridge_serve(websocket, manager, session_id, node)
