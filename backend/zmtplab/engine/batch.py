@@ -143,7 +143,8 @@ def scan_run(buf: bytes | bytearray | memoryview, pos: int, max_size: int = 1 <<
     module docstring, the stop rule every run scanner keeps; a LONG size over `max_size` stops it too.
 
     The frame-header scan of the hot paths (the run scanners: `frame_run` here,
-    `capture.jsonlines.scan_json_run` for JSON text; `fastpath.FastPath`; the event store's search): the
+    `capture.jsonlines.scan_json_run` for JSON text; the event store's search; `fastpath.FastPath` keeps a loop of
+    its own that also slices the bodies): the
     layout `framing.frame_head` reads, read here in one loop for the plain case, since a call per frame
     would cost more than the frame (tests hold the two readings together)."""
     n = len(buf)

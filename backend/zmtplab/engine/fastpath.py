@@ -1,14 +1,14 @@
 """A bulk path for the common case: a READY connection with clear-text ZMTP 3.x framing (NULL, PLAIN).
 
-A real peer receives tens of thousands of small frames per second; building a `Frame`, a `Message` and a
-`MessageReceived` for each costs more than the bytes do. `FastPath` reads message frames straight into tuples
-of bodies and encodes many messages in one go. It takes only the plain case the engine's run scan
-(`batch.scan_run`) finds -- flags MORE/LONG and nothing else, LONG only above 255 octets, sizes within
-`max_frame_size` -- and hands everything else (a command, a reserved bit, an oversized frame, a partial
-message too large to keep aside) to the connection's own `receive_data()`, from the start of the message in
-progress, so the strict decoder stays the single judge of every rule: a `PING` or a bad flag goes through
-exactly the code it would have gone through without the fast path. Once the decoder has no partial frame or
-message left, the fast path takes over again.
+A real peer receives tens of thousands of small frames per second; building a `Frame`, a
+`Message` and a `MessageReceived` for each costs more than the bytes do. `FastPath` reads
+message frames straight into tuples of bodies and encodes many messages in one go. It takes
+only the plain case -- flags MORE/LONG and nothing else, sizes within `max_frame_size` -- and
+hands everything else (a command, a reserved bit, an oversized frame, a partial frame too
+large to keep aside) to the connection's own `receive_data()`, from the start of the message
+in progress, so the strict decoder stays the single judge of every rule: a `PING` or a bad
+flag goes through exactly the code it would have gone through without the fast path. Once the
+decoder has no partial frame or message left, the fast path takes over again.
 
 It shares the decoder's stream position through the decoder's public buffer: the fast path
 reads only while the decoder is `idle`, and `buffer.skip()`s what it consumed, so the decoder's
@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from .batch import scan_run
 from .connection import READY, Connection
 from .errors import RemoteProtocolError
-from .framing import SHORT_HEADERS, U64, frame_head
+from .framing import SHORT_HEADERS, U64
 
 TAIL_LIMIT = 65536  # a partial message larger than this goes to the decoder, which buffers in amortised O(n)
 
@@ -44,7 +43,7 @@ class FastPath:
 
     def _drained(self) -> bool:
         dec = self._dec
-        return dec.idle and dec.framing == "3" and self._max >= 255  # (a lower limit: every frame to the decoder)
+        return dec.idle and dec.framing == "3"
 
     def _to_slow(self, data: bytes) -> None:
         self._slow = True
@@ -75,49 +74,56 @@ class FastPath:
         if self._tail:
             data = self._tail + data
             self._tail = b""
-        done, _count, starts = scan_run(data, 0, self._max)  # the whole plain messages at the start
         messages: list[tuple[bytes, ...]] = []
-        if starts:
-            ends = starts[1:]
-            ends.append(done)
-        if starts and _count == 2 * len(starts):  # every frame a message (a frame and a message event each)
-            messages = [(data[pos + (9 if data[pos] & 2 else 2):end],) for pos, end in zip(starts, ends, strict=True)]
-            self._dec.buffer.skip(done)
-        elif starts:
-            append = messages.append
-            parts: list[bytes] | None = None
-            for pos, end in zip(starts, ends, strict=True):
-                flags = data[pos]
-                body = data[pos + (9 if flags & 2 else 2):end]  # (LONG headers are 9 octets, others 2)
-                if flags & 1:
-                    if parts is None:
-                        parts = [body]
-                    else:
-                        parts.append(body)
-                elif parts is None:
+        append = messages.append
+        n = len(data)
+        pos = 0
+        msg_start = 0
+        parts: list[bytes] | None = None
+        max_size = self._max
+        unusual = False
+        while n - pos >= 2:
+            flags = data[pos]
+            if flags < 2:
+                size = data[pos + 1]
+                start = pos + 2
+            elif flags < 4:
+                if n - pos < 9:
+                    break
+                size = int.from_bytes(data[pos + 1:pos + 9], "big")
+                start = pos + 9
+            else:
+                unusual = True  # COMMAND or a reserved bit: the decoder decides
+                break
+            if size > max_size:
+                unusual = True
+                break
+            end = start + size
+            if end > n:
+                break
+            body = data[start:end]
+            pos = end
+            if flags & 1:
+                if parts is None:
+                    parts = [body]
+                else:
+                    parts.append(body)
+            else:
+                if parts is None:
                     append((body,))
                 else:
                     parts.append(body)
                     append(tuple(parts))
                     parts = None
+                msg_start = pos
+        if msg_start:
             # (The decoder is idle: what it still holds it consumed before the fast path took over.)
-            self._dec.buffer.skip(done)
-        rest = len(data) - done
-        if rest and (rest > TAIL_LIMIT or self._unusual(data, done)):
-            self._to_slow(data[done:])
-        elif rest:
-            self._tail = data[done:]
+            self._dec.buffer.skip(msg_start)
+        if unusual or n - msg_start > TAIL_LIMIT:
+            self._to_slow(data[msg_start:])
+        elif msg_start < n:
+            self._tail = data[msg_start:]
         return messages
-
-    def _unusual(self, data: bytes, pos: int) -> bool:
-        """Whether the frames at `data[pos:]` (where the scan stopped: an unfinished message's, then what did not
-        fit the plain case) hold one that is not plain, or too large: the decoder's to judge."""
-        while (head := frame_head(data, pos)) is not None:
-            hlen, flags, size = head
-            if flags >= 4 or (hlen == 9 and not 256 <= size <= self._max):
-                return True
-            pos += hlen + size
-        return False
 
     @property
     def buffered(self) -> int:
