@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine.decoder import FAMILY_V1, StreamDecoder
+from .engine.decoder import StreamDecoder
+from .engine.detection import FAMILY_V1
 from .engine.events import Expert, WireEvent
 from .engine.framing import v1_stream_problem
 

@@ -128,3 +128,26 @@ def test_encode_queue_takes_whole_messages_within_budget(messages: list[list[byt
         chunks.append(data)
     assert b"".join(chunks) == b"".join(client.send(m) for m in messages)
     assert list(items) == ["not a message"]
+
+
+def test_what_the_scan_leaves_goes_to_the_decoder_at_once() -> None:
+    """A LONG header on a short frame, a command inside an unfinished message: the decoder's, not held as a tail."""
+    long_short = b"\x02" + (5).to_bytes(8, "big") + b"hello"
+    stream = encode_message([b"a"]) + long_short + encode_message([b"b"])
+    got, _ = fast_messages([stream])
+    assert got == [(b"a",), (b"hello",), (b"b",)] == slow_messages([stream])
+    _, server = ready_pair()
+    fast = FastPath(server)
+    inside = encode_frame(b"part", more=True) + encode_frame(ping_body(10, b"ctx"), command=True)
+    assert fast.receive(encode_message([b"a"]) + inside) == [(b"a",)]
+    assert fast.fell_back and fast.buffered == 0  # the decoder has it (and says what is wrong there)
+
+
+def test_a_limit_under_a_short_frame_holds_for_short_frames() -> None:
+    _, server = ready_pair(max_frame_size=100)
+    fast = FastPath(server)
+    got = fast.receive(encode_message([b"short"]))
+    got += [e.frames for e in server.events() if e.kind == "received"] if fast.fell_back else []
+    assert got == [(b"short",)]
+    assert fast.receive(encode_message([b"x" * 200])) == []
+    assert isinstance(fast.error, RemoteProtocolError) and server.state == "closed"

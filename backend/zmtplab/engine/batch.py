@@ -10,7 +10,8 @@ ordinary frames over in one piece, each a `FrameRun` (or a subclass the scanner 
 * `capture.jsonlines.json_runs` also writes each event's JSON text from those frame starts, for
   `zmtplab dissect --jsonl` with or without fields.
 
-Both find the run with `scan_run`, the one frame-header scan of the project's hot paths. It takes
+Both find the run with `scan_run`, the frame-header scan of the project's hot paths (the layout
+`framing.frame_head` reads, in one loop: a call per frame would cost more than the frame). It takes
 only the plain case -- flags MORE/LONG and nothing else, LONG only for sizes
 above 255, whole messages only -- and stops at anything else: a command, a reserved bit, a LONG
 size that deserves a note, a frame or message not complete yet. The decoder then goes on with its
@@ -25,6 +26,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
 from .events import Frame, Message, make_frame, make_message
+from .framing import frame_head
 
 RunScanner = Callable[[bytearray, int, int, int, str], "FrameRun | None"]
 """`scanner(data, pos, base, fresh, framing)`: the run of whole ordinary messages at `data[pos:]`, or None.
@@ -83,18 +85,14 @@ class FrameRun:
         """(index of the message event among the events, its frame bodies) of every message of the run."""
         out: list[tuple[int, list[bytes]]] = []
         data = bytes(self.data)
-        pos, n, k = 0, len(data), 0
+        starts = self.starts if self.starts is not None else [pos for pos, *_rest in self.frames()]
+        ends = starts[1:]
+        ends.append(len(data))
+        k = 0
         parts: list[bytes] = []
-        while pos < n:  # (the walk of `frames()`, inlined: this runs once per frame of a whole capture)
+        for pos, end in zip(starts, ends, strict=True):  # (this runs once per frame of a whole capture)
             flags = data[pos]
-            if flags & 2:
-                start = pos + 9
-                end = start + int.from_bytes(data[pos + 1:start], "big")
-            else:
-                start = pos + 2
-                end = start + data[pos + 1]
-            parts.append(data[start:end])
-            pos = end
+            parts.append(data[pos + (9 if flags & 2 else 2):end])  # (a run's LONG headers are 9 octets, others 2)
             k += 1
             if not flags & 1:
                 out.append((k, parts))
@@ -127,52 +125,53 @@ class FrameRun:
 
 def frame_heads(data: bytes | bytearray) -> Iterator[tuple[int, int, int, int, int]]:
     """(position, header length, flags, size, end) of every frame of a run's octets (what `scan_run` found): the
-    one reading of a run's frame headers, for `FrameRun` and the event store's stored runs."""
+    walk of a run's frame headers, for `FrameRun` and the event store's stored runs)."""
     pos, n = 0, len(data)
     while pos < n:
-        flags = data[pos]
-        if flags & 2:
-            size = int.from_bytes(data[pos + 1:pos + 9], "big")
-            hlen = 9
-        else:
-            size = data[pos + 1]
-            hlen = 2
+        head = frame_head(data, pos)
+        if head is None:
+            raise ValueError(f"a run's octets end inside a frame header at {pos}")
+        hlen, flags, size = head
         end = pos + hlen + size
         yield pos, hlen, flags, size, end
         pos = end
 
 
-def scan_run(buf: bytearray, pos: int) -> tuple[int, int, list[int]]:
+def scan_run(buf: bytes | bytearray | memoryview, pos: int, max_size: int = 1 << 64) -> tuple[int, int, list[int]]:
     """Where the whole ordinary messages at `buf[pos:]` end, how many events (frames and messages)
     they make, and where each of their frames starts (relative to `pos`): the plain case of the
-    module docstring, the stop rule every run scanner keeps. (The one frame-header scan of the
-    project's run scanners: `frame_run` here, `capture.jsonlines.scan_json_run` for JSON text.)"""
+    module docstring, the stop rule every run scanner keeps; a LONG size over `max_size` stops it too.
+
+    The frame-header scan of the hot paths (the run scanners: `frame_run` here,
+    `capture.jsonlines.scan_json_run` for JSON text; the event store's search; `fastpath.FastPath` keeps a loop of
+    its own that also slices the bodies): the
+    layout `framing.frame_head` reads, read here in one loop for the plain case, since a call per frame
+    would cost more than the frame (tests hold the two readings together)."""
     n = len(buf)
     origin = done_pos = pos  # where the scan began, the end of the last whole message
     messages = done = 0  # messages seen, and up to the end of the last whole one
     starts: list[int] = []
     keep = starts.append
-    try:
-        while True:
-            flags = buf[pos]
-            if flags < 2:
-                end = pos + 2 + buf[pos + 1]
-            elif flags < 4 and n - pos >= 9 and (size := int.from_bytes(buf[pos + 1:pos + 9], "big")) >= 256:
-                end = pos + 9 + size
-            else:
-                break  # COMMAND, a reserved bit, a LONG header not all here, or LONG for a short frame (noted)
-            if end > n:
-                break
-            keep(pos - origin)
-            if not flags & 1:
-                messages += 1
-                done_pos, done = end, messages
-            pos = end
-    except IndexError:  # fewer than 2 octets left
-        pass
+    while n - pos >= 2:  # (a test per frame costs less than the exception a scan to the end would raise)
+        flags = buf[pos]
+        if flags < 2:
+            end = pos + 2 + buf[pos + 1]
+        elif flags < 4 and n - pos >= 9 and 256 <= (size := int.from_bytes(buf[pos + 1:pos + 9], "big")) \
+                <= max_size:
+            end = pos + 9 + size
+        else:
+            break  # COMMAND, a reserved bit, a LONG header not all here, LONG for a short frame (noted), too large
+        if end > n:
+            break
+        keep(pos - origin)
+        if not flags & 1:
+            messages += 1
+            done_pos, done = end, messages
+        pos = end
     if not done:
         return origin, 0, []
-    del starts[bisect_left(starts, done_pos - origin):]  # the frames of an unfinished message
+    if done_pos != pos:
+        del starts[bisect_left(starts, done_pos - origin):]  # the frames of an unfinished message
     return done_pos, len(starts) + done, starts
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from .commands import cancel_body, error_body, ping_body, subscribe_body
 from .constants import MAX_PING_CONTEXT, VERSIONS, mechanism_problem
-from .decoder import FAMILY_V1, FAMILY_V2, FAMILY_V3, StreamDecoder
+from .decoder import StreamDecoder
+from .detection import FAMILY_V1, FAMILY_V2, FAMILY_V3
 from .errors import LocalProtocolError, RemoteProtocolError
 from .events import Command, Event, Greeting, Message
 from .framing import encode_frame, encode_message

@@ -14,11 +14,15 @@ message of a million parts) is reported when its header arrives, and its body is
 (a frame keeps its first `OVERSIZE_PREFIX` octets and ends `truncated`); nothing a peer declares makes
 the decoder hold more than the budget for the element in progress and as much for the message it belongs
 to (`held`).
+
+The decoder is split by job, sans-IO as h11's: the states and their rules (`TRANSITIONS`, moved through only by
+`_to`) and the reading of frames, commands and messages are here; the greeting and version detection are
+`detection.GreetingReader`'s, finding frame boundaries again after a gap `resync.Resync`'s, a frame header's layout
+`framing.frame_head`'s, and both say problems through one `errors.Reports` (raised when strict, noted when lenient).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
@@ -26,17 +30,12 @@ from enum import Enum
 from .batch import FrameRun, RunScanner
 from .buffer import Buffered, StreamBuffer
 from .commands import decode_command
-from .constants import FLAG_COMMAND, FLAG_LONG, FLAG_MORE, RESERVED_V2, RESERVED_V3, SOCKET_TYPE_NAMES_V2
-from .errors import RemoteProtocolError
-from .events import Command, Expert, Frame, Gap, Greeting, WireEvent, make_frame, make_message
-from .framing import SHORT_HEADERS, U64
-from .greeting import V1_LONG_HEADER, mechanism_of, v1_fields, v2_fields, v3_fields, v3_problems
-
-# Version families a direction can be detected as; the other direction's family decides
-# how an ambiguous greeting continues (see `peer_family`).
-FAMILY_V1 = "1.0"
-FAMILY_V2 = "2.0"
-FAMILY_V3 = "3"
+from .constants import FLAG_COMMAND, FLAG_MORE, RESERVED_V2, RESERVED_V3
+from .detection import FRAMINGS, GreetingReader
+from .errors import RemoteProtocolError, Reports
+from .events import Command, Frame, Gap, Greeting, WireEvent, make_frame, make_message
+from .framing import SHORT_HEADERS, frame_head
+from .resync import Resync
 
 
 class DecoderState(Enum):
@@ -51,6 +50,18 @@ class DecoderState(Enum):
 
 _GREETING, _FRAMES, _LOST, _CLOSED = DecoderState
 
+TRANSITIONS: dict[DecoderState, frozenset[DecoderState]] = {
+    # The state machine's rules, in one place: where each state may go (and on what).
+    _GREETING: frozenset({
+        _FRAMES,  # the greeting was read (or the stream is known to start in frames: mid-stream, a given framing)
+        _LOST,  # a lenient decoder could not read the greeting, or bytes are missing
+        _CLOSED,  # the stream ended
+    }),
+    _FRAMES: frozenset({_LOST, _CLOSED}),  # bytes missing where no frame boundary is certain; the end
+    _LOST: frozenset({_FRAMES, _LOST, _CLOSED}),  # a certain boundary again; another gap; the end
+    _CLOSED: frozenset({_LOST}),  # (bytes a capture says are missing after the end still lose the place)
+}
+
 CURVE_DATA_FRAME_TEXT = (
     "CURVE MESSAGE sent in a data frame (flags 0x00 or 0x02: COMMAND clear), as libzmq 4.3 does; 23/ZMTP says "
     "encrypted data SHALL be sent as commands. Read as MESSAGE commands because their body starts with "
@@ -59,7 +70,6 @@ CURVE_DATA_FRAME_FLAGS_NOTE = (
     "On the wire these flags say a message frame: COMMAND (bit 2) is clear, and MORE (bit 0) is clear whatever "
     "the application message (CURVE carries MORE inside the box). The body starts with \\x07MESSAGE, so this is "
     "read as CURVE's MESSAGE command; 23/ZMTP wants COMMAND set here, libzmq 4.3 leaves it clear.")
-_MAX_CANDIDATES = 32
 OVERSIZE_PREFIX = 4096  # octets of an over-budget frame's body its event keeps (a quarter of the budget at most)
 FRAME_OVERHEAD = 128  # what a held frame costs beyond its octets (its object), counted against `max_held`
 
@@ -81,11 +91,12 @@ class StreamDecoder(Buffered):
     ) -> None:
         self.strict = strict
         self.max_held = None if strict else max_held  # (a strict peer has `max_frame_size`)
-        self._peer_family = peer_family or (lambda: None)
         self.max_frame_size = max_frame_size
         self.buffer = StreamBuffer()  # what was received and not yet forgotten, with its stream offsets
-        self._events: deque[WireEvent] = deque()
-        self.family: str | None = None
+        self._reports = Reports(strict=strict)  # how a problem is said (raised when strict)
+        self._events = self._reports.events
+        self._greeting_reader = GreetingReader(self.buffer, self._reports, peer_family or (lambda: None),
+                                               max_held=self.max_held, max_frame_size=max_frame_size)
         self.greeting: Greeting | None = None
         self.framing: str | None = framing
         self.mechanism: str | None = mechanism
@@ -96,10 +107,9 @@ class StreamDecoder(Buffered):
         self._prefix_wanted = 0  # octets of the skipped body still wanted for its prefix (over-budget frames)
         self._pending_held = 0  # octets (and FRAME_OVERHEAD per frame) `_pending` holds, with `max_held`
         self._dropped_message = False  # an over-budget message is going by: its frames, no message event
-        self._candidates: list[int] = []
+        self._resync = Resync()  # where a lost decoder may resume
         self._curve_data_frame_noted = False
-        self._lost_since = 0
-        self._state = _GREETING
+        self._state = _GREETING  # (changed only through `_to`, by the rules of `TRANSITIONS`)
         # Runs (see batch.py): only for a lenient decoder whose owner lays the events out itself.
         self.runs = runs if not strict and max_frame_size is None else None
         self.batching = self.runs is not None
@@ -107,12 +117,17 @@ class StreamDecoder(Buffered):
         self._fresh = 0  # stream offset where the data of the current receive_data() call begins
         if mid_stream or framing is not None:
             self.framing = framing or "3"
-            self._state = _FRAMES
+            self._to(_FRAMES)
         if mid_stream:
             self._lose(0, "capture starts in the middle of this stream: waiting for certain frame boundaries",
                        severity="note")
 
     # ------------------------------------------------------------------ public API
+
+    @property
+    def family(self) -> str | None:
+        """The version family the greeting showed so far (`detection.FAMILY_V1`, `_V2`, `_V3`), or None."""
+        return self._greeting_reader.family
 
     @property
     def pending_start(self) -> int | None:
@@ -144,9 +159,7 @@ class StreamDecoder(Buffered):
         if self._state == _CLOSED:
             return
         if self._state == _LOST and boundary:
-            self._candidates.append(self.received)
-            if len(self._candidates) > _MAX_CANDIDATES:
-                del self._candidates[0]
+            self._resync.candidate(self.received)
         self._fresh = self.buffer.feed(data)
         self._parse()
 
@@ -183,7 +196,7 @@ class StreamDecoder(Buffered):
                 return
         self._lose(start, f"{length} bytes missing from the capture; frame boundaries are no longer certain")
         self.buffer.skip(length)
-        self._lost_since = self.buffer.base
+        self._resync.lost_since = self.buffer.base
 
     def close(self) -> None:
         """Says the stream ended: reports what was left unfinished."""
@@ -193,13 +206,13 @@ class StreamDecoder(Buffered):
         if self._state == _GREETING:
             self._problem(self.offset, left, "error", "stream ended before the greeting was complete", "greeting")
         elif self._state == _LOST:
-            skipped = self.received - self._lost_since
+            skipped = self.received - self._resync.lost_since
             if skipped:
-                self._expert(self._lost_since, skipped, "warn",
+                self._expert(self._resync.lost_since, skipped, "warn",
                              f"{skipped} bytes could not be decoded: no certain frame boundary found", "frame")
         elif left or self._pending or self._discard or self._dropped_message:
             self._problem(self.offset, left, "error", "connection closed in the middle of a message", "message")
-        self._state = _CLOSED
+        self._to(_CLOSED)
 
     def next_event(self) -> WireEvent | None:
         """The next decoded element, or None when more data is needed."""
@@ -227,13 +240,17 @@ class StreamDecoder(Buffered):
 
     # ------------------------------------------------------------------ internals
 
+    def _to(self, state: DecoderState) -> None:
+        """Moves to `state`, as `TRANSITIONS` allows (anything else is a bug of the decoder's own)."""
+        if state not in TRANSITIONS[self._state]:
+            raise AssertionError(f"a decoder does not go from {self._state.value} to {state.value}")
+        self._state = state
+
     def _problem(self, offset: int, length: int, severity: str, text: str, rule: str) -> None:
-        if self.strict:
-            raise RemoteProtocolError(text, offset=offset, rule=rule)
-        self._expert(offset, length, severity, text, rule)
+        self._reports.problem(offset, length, severity, text, rule)
 
     def _expert(self, offset: int, length: int, severity: str, text: str, rule: str) -> None:
-        self._events.append(Expert(offset, length, severity=severity, text=text, rule=rule))
+        self._reports.expert(offset, length, severity, text, rule)
 
     def _lose(self, offset: int, text: str, severity: str = "warn") -> None:
         if self._pending:
@@ -245,33 +262,19 @@ class StreamDecoder(Buffered):
         self._discard = 0
         self._truncated_frame = None
         self._expert(offset, 0, severity, text, "frame")
-        self._state = _LOST
-        self._candidates = []
-        self._lost_since = offset
+        self._to(_LOST)
+        self._resync.lose(offset)
 
     def _frame_in_progress(self) -> tuple[bytes, int, int] | None:
         """Header, flags and size of a frame whose header is buffered but whose body is not complete."""
         if self._state != _FRAMES or self._discard:
             return None
         buf, pos = self.buffer.data, self.buffer.pos
-        avail = len(buf) - pos
-        if self.framing == "1":
-            if avail < 2:
-                return None
-            if buf[pos] == 0xFF:
-                if avail < 10:
-                    return None
-                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
-                return bytes(buf[pos:pos + 10]), flags, max(length - 1, 0)
-            return bytes(buf[pos:pos + 2]), buf[pos + 1], max(buf[pos] - 1, 0)
-        if avail < 2:
+        head = frame_head(buf, pos, self.framing or "3")
+        if head is None:
             return None
-        flags = buf[pos]
-        if flags & FLAG_LONG:
-            if avail < 9:
-                return None
-            return bytes(buf[pos:pos + 9]), flags, U64.unpack_from(buf, pos + 1)[0]
-        return bytes(buf[pos:pos + 2]), flags, buf[pos + 1]
+        hlen, flags, size = head
+        return bytes(buf[pos:pos + hlen]), flags, max(size, 0)
 
     def _parse(self) -> None:
         while True:
@@ -325,9 +328,7 @@ class StreamDecoder(Buffered):
         offset, header, prefix, flags, budget = self._truncated_frame
         self._truncated_frame = None
         self._prefix_wanted = 0
-        size = U64.unpack_from(header, 1)[0] if len(header) == 9 else header[-1]
-        if self.framing == "1":
-            size = (U64.unpack_from(header, 1)[0] if len(header) == 10 else header[0]) - 1
+        _hlen, _flags, size = frame_head(header, 0, self.framing or "3") or (0, 0, 0)
         end = self.offset
         if self.framing != "1" and flags & FLAG_COMMAND:
             if budget is None:
@@ -361,134 +362,20 @@ class StreamDecoder(Buffered):
 
     def _parse_greeting(self) -> bool:
         """Reads as much of the greeting as the data allows; True when it is complete."""
-        buf, pos = self.buffer.data, self.buffer.pos
-        avail = len(buf) - pos
-        if avail < 1:
-            return False
-        peer = self._peer_family()
-        if buf[pos] != 0xFF or peer == FAMILY_V1:
-            self.family = self.family or FAMILY_V1
-            return self._greeting_v1(peer)
-        if avail < 10:
-            return False
-        if not buf[pos + 9] & 1:
-            self.family = FAMILY_V1
-            return self._greeting_v1(peer)
-        if avail < 11:
-            return False
-        major = buf[pos + 10]
-        if major in (1, 2):
-            self.family = FAMILY_V2
-            return self._greeting_v2(downgraded=False)
-        if major == 0:
-            self.family = FAMILY_V2
-            return self._greeting_v2(downgraded=False)
-        self.family = FAMILY_V3
-        if peer == FAMILY_V2:
-            return self._greeting_v2(downgraded=True)
-        if peer is None:
-            # No word from the other direction (one direction decoded alone): a downgrading
-            # 3.x peer sends a socket-type octet then a %x00 identity flags octet, where a
-            # 3.x greeting has its minor version then a mechanism letter.
-            if avail < 13:
+        reader = self._greeting_reader
+        try:
+            if not reader.read():
                 return False
-            if buf[pos + 12] == 0 and buf[pos + 11] <= 8:
-                return self._greeting_v2(downgraded=True)
-        if avail < 64:
-            return False
-        offset = self.offset
-        raw = self.buffer.consume(64)
-        version = f"{raw[10]}.{raw[11]}"
-        mechanism = mechanism_of(raw)
-        self.greeting = Greeting(offset, 64, version=version, mechanism=mechanism, as_server=bool(raw[32]),
-                                 raw=raw, field_list=tuple(v3_fields(offset, raw)))
-        self.mechanism = mechanism
-        self.framing = "3"
-        self._events.append(self.greeting)
-        for severity, text, rule, rel, length in v3_problems(raw):
-            if severity == "note" or (not self.strict and severity != "error"):
-                self._expert(offset + rel, length, severity, text, rule)
-            else:
-                self._problem(offset + rel, length, severity, text, rule)
-        if raw[10] > 3:
-            self._expert(offset + 10, 1, "note", f"peer announces ZMTP {version}; accepted as 3.x", "version")
-        self._state = _FRAMES
-        return True
-
-    def _greeting_v2(self, *, downgraded: bool) -> bool:
-        buf, pos = self.buffer.data, self.buffer.pos
-        if len(buf) - pos < 14:
-            return False
-        if buf[pos + 12] & FLAG_LONG:
-            self._problem(self.offset + 12, 1, "error", "2.0 identity frame must be a final short frame",
-                          "final-short")
-            if not self.strict:
-                self._lose(self.offset, "greeting could not be read")
-                return True
-        size = buf[pos + 13]
-        if len(buf) - pos < 14 + size:
-            return False
-        offset = self.offset
-        raw = self.buffer.consume(14 + size)
-        code = raw[11]
-        socket_type = SOCKET_TYPE_NAMES_V2.get(code)
-        self.greeting = Greeting(offset, len(raw), version="2.0", socket_type=socket_type, identity=raw[14:],
-                                 mechanism="NULL", raw=raw, field_list=tuple(v2_fields(offset, raw)))
-        self.framing = "2"
-        self.mechanism = "NULL"
-        self._events.append(self.greeting)
-        if downgraded:
-            self._expert(offset + 10, 1, "note",
-                         "a 3.x peer downgraded to ZMTP 2.0: revision 3, then 2.0 socket type and identity",
-                         "revision")
-        if socket_type is None:
-            self._problem(offset + 11, 1, "error", f"unknown 2.0 socket type octet {code}", "socket-type")
-        if raw[9] != 0x7F:
-            self._expert(offset + 9, 1, "warn", f"signature ends with 0x{raw[9]:02x}, not 0x7f", "signature")
-        self._state = _FRAMES
-        return True
-
-    def _greeting_v1(self, peer: str | None) -> bool:
-        buf, pos = self.buffer.data, self.buffer.pos
-        avail = len(buf) - pos
-        if buf[pos] == 0xFF:
-            if avail < 10:
-                return False
-            length = U64.unpack_from(buf, pos + 1)[0]
-            head = 10
-        else:
-            length = buf[pos]
-            head = 2
-            if avail < 2:
-                return False
-        if length == 0:
-            self._problem(self.offset, 1, "error", "1.0 identity frame with length 0", "length")
-            if not self.strict:
-                self.buffer.consume(1)
-                return True
-        body_size = max(length - 1, 0)
-        if self.max_held is not None and head + body_size > self.max_held:
-            self._expert(self.offset, head + body_size, "warn", f"1.0 identity of {body_size} octets is larger than "
-                         f"the {self.max_held} octets the dissector holds for one element", "budget")
+        finally:
+            # (Also when a strict reader raises after the greeting: its framing is the one the connection refuses in.)
+            if reader.greeting is not None and self.greeting is None:
+                self.greeting = reader.greeting
+                self.framing = FRAMINGS.get(self.greeting.version, "3")
+                self.mechanism = self.greeting.mechanism
+        if reader.lost:
             self._lose(self.offset, "greeting could not be read")
-            return True
-        if self.strict and self.max_frame_size is not None and body_size > min(self.max_frame_size, 255):
-            raise RemoteProtocolError(f"1.0 identity of {body_size} octets exceeds 255", offset=self.offset,
-                                      rule="identity")
-        if avail < head + body_size:
-            return False
-        offset = self.offset
-        raw = self.buffer.consume(head + body_size)
-        self.greeting = Greeting(offset, len(raw), version="1.0", identity=raw[head:], mechanism="NULL", raw=raw,
-                                 field_list=tuple(v1_fields(offset, raw)))
-        self.framing = "1"
-        self.mechanism = "NULL"
-        self._events.append(self.greeting)
-        if head == 10 and raw[9] == 0x7F and peer == FAMILY_V1:
-            self._expert(offset, 10, "note",
-                         "a 2.0/3.x peer's pseudo-signature read as a 1.0 identity frame header (23/ZMTP)",
-                         "signature")
-        self._state = _FRAMES
+        elif self.greeting is not None:
+            self._to(_FRAMES)
         return True
 
     # ---- frames
@@ -524,16 +411,8 @@ class StreamDecoder(Buffered):
         held = self.max_held
         commands = framing == "3"  # 2.0 framing has no COMMAND bit
         curve = commands and self.mechanism == "CURVE"
-        while n - pos >= 2:
-            flags = buf[pos]
-            if flags & FLAG_LONG:
-                if n - pos < 9:
-                    break
-                size = int.from_bytes(buf[pos + 1:pos + 9], "big")
-                hlen = 9
-            else:
-                size = buf[pos + 1]
-                hlen = 2
+        while (head := frame_head(buf, pos, framing)) is not None:
+            hlen, flags, size = head
             if max_size is not None and size > max_size:
                 buffer.pos = pos
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {max_size}",
@@ -573,22 +452,14 @@ class StreamDecoder(Buffered):
         pos = buffer.pos
         n = len(buf)
         base = buffer.base
-        while n - pos >= 2:
-            if buf[pos] == 0xFF:
-                if n - pos < 10:
-                    break
-                _, length, flags = V1_LONG_HEADER.unpack_from(buf, pos)
-                hlen = 10
-            else:
-                length, flags = buf[pos], buf[pos + 1]
-                hlen = 2
-            if length == 0:
+        while (head := frame_head(buf, pos, "1")) is not None:
+            hlen, flags, size = head
+            if size < 0:
                 # 13/ZMTP: a zero length is invalid and such frames are discarded.
                 self._problem(base + pos, 1, "warn", "1.0 frame with length 0 discarded", "length")
                 pos += 1
                 buffer.pos = pos
                 continue
-            size = length - 1
             if self.max_frame_size is not None and size > self.max_frame_size:
                 raise RemoteProtocolError(f"frame of {size} octets exceeds the maximum of {self.max_frame_size}",
                                           offset=base + pos, rule="length")
@@ -596,7 +467,7 @@ class StreamDecoder(Buffered):
                 buffer.pos = pos
                 self._oversize(base + pos, hlen, flags, size, False)
                 return
-            end = pos + hlen - 1 + length
+            end = pos + hlen + size
             if end > n:
                 break
             header = bytes(buf[pos:pos + hlen])
@@ -676,90 +547,18 @@ class StreamDecoder(Buffered):
 
     def _try_resync(self) -> bool:
         """Looks for a certain frame boundary among the candidates; True when decoding resumed."""
-        buffer = self.buffer
-        end = buffer.end
-        keep: list[int] = []
-        for cand in self._candidates:
-            verdict = self._chain_verdict(cand - buffer.base, len(buffer.data))
-            if verdict is True:
-                skipped = cand - self._lost_since
-                if skipped:
-                    self._expert(self._lost_since, skipped, "warn",
-                                 f"{skipped} bytes skipped: no certain frame boundary in them", "frame")
-                self._expert(cand, 0, "note", "frame boundaries certain again: decoding resumes here", "frame")
-                buffer.pos = cand - buffer.base
-                self._candidates = []
-                self._state = _FRAMES
-                return True
-            if verdict is None and (self.max_held is None or end - cand <= self.max_held):
-                keep.append(cand)
-        self._candidates = keep
-        # Bytes before the oldest live candidate can never be decoded: drop them.
-        drop_to = (keep[0] if keep else end) - buffer.base
-        if drop_to > 0:
-            buffer.pos = drop_to
-            buffer.commit()
-        return False
-
-    def _chain_verdict(self, start: int, stop: int) -> bool | None:
-        """Whether frames parse from `start` to exactly `stop`: True, False, or None (undecided yet)."""
-        buf = self.buffer.data
-        framing = self.framing or "3"
-        reserved = RESERVED_V3 if framing == "3" else RESERVED_V2
-        pos = start
-        frames = 0
-        total = 0
-        while pos < stop:
-            if stop - pos < 2:
-                return None
-            flags = buf[pos]
-            if framing == "1":
-                if flags == 0xFF:
-                    if stop - pos < 10:
-                        return None
-                    length = U64.unpack_from(buf, pos + 1)[0]
-                    hlen = 10
-                    if length > 1 << 40:
-                        return False
-                else:
-                    length, hlen = flags, 2
-                if length == 0 or buf[pos + hlen - 1] & 0xFE:
-                    return False
-                end = pos + hlen - 1 + length
-            else:
-                if flags & reserved:
-                    return False
-                if flags & FLAG_LONG:
-                    if stop - pos < 9:
-                        return None
-                    size = U64.unpack_from(buf, pos + 1)[0]
-                    if size > 1 << 40:
-                        return False
-                    hlen = 9
-                else:
-                    size, hlen = buf[pos + 1], 2
-                end = pos + hlen + size
-                if flags & FLAG_COMMAND:
-                    if flags & FLAG_MORE:
-                        return False
-                    if end <= stop and not _plausible_command(buf, pos + hlen, size):
-                        return False
-            if end > stop:
-                return None
-            frames += 1
-            total += end - pos
-            pos = end
-        return bool(frames >= 2 or total >= 4)
-
-
-def _plausible_command(buf: bytearray, start: int, size: int) -> bool:
-    if size < 2:
-        return False
-    name_size = buf[start]
-    if name_size == 0 or name_size + 1 > size:
-        return False
-    name = bytes(buf[start + 1:start + 1 + name_size])
-    return name.isalpha() and name.isascii()
+        resync = self._resync
+        cand = resync.find(self.buffer, self.framing or "3", self.max_held)
+        if cand is None:
+            return False
+        skipped = cand - resync.lost_since
+        if skipped:
+            self._expert(resync.lost_since, skipped, "warn",
+                         f"{skipped} bytes skipped: no certain frame boundary in them", "frame")
+        self._expert(cand, 0, "note", "frame boundaries certain again: decoding resumes here", "frame")
+        self.buffer.pos = cand - self.buffer.base
+        self._to(_FRAMES)
+        return True
 
 
 def _command_header_fields(offset: int, header: bytes) -> list:

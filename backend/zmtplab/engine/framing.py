@@ -20,6 +20,31 @@ SHORT_HEADERS = (tuple(bytes((0, n)) for n in range(256)), tuple(bytes((FLAG_MOR
 """The headers of short message frames, final and MORE, indexed [flags][size]: made once, not per frame."""
 
 
+def frame_head(buf: bytes | bytearray | memoryview, pos: int, framing: str = "3") -> tuple[int, int, int] | None:
+    """The frame header at `buf[pos:]` as (header length, flags, body size), or None while it is not all there.
+
+    The one reading of a frame header's layout, for every framing: a 2.0/3.x header is flags then a 1-octet size, or
+    a 9-octet one with LONG set; a 1.0 header a 1-octet length (0xFF: an 8-octet one follows) counting the flags
+    octet, then flags, so its body size is the length less one (-1 for the invalid length 0). Nothing is judged here
+    (reserved bits, sizes, commands): each caller keeps its own rules. (`batch.scan_run` reads the plain case of
+    many headers in one loop, the same layout: a property test holds the two together.)
+    """
+    if len(buf) - pos < 2:
+        return None
+    first = buf[pos]
+    if framing == "1":
+        if first == 0xFF:
+            if len(buf) - pos < 10:
+                return None
+            return 10, buf[pos + 9], U64.unpack_from(buf, pos + 1)[0] - 1
+        return 2, buf[pos + 1], first - 1
+    if first & FLAG_LONG:
+        if len(buf) - pos < 9:
+            return None
+        return 9, first, U64.unpack_from(buf, pos + 1)[0]
+    return 2, first, buf[pos + 1]
+
+
 def encode_frame(body: bytes, *, more: bool = False, command: bool = False, framing: str = "3") -> bytes:
     """The wire bytes of one frame carrying `body` in the given framing."""
     size = len(body)
@@ -145,21 +170,22 @@ def v1_stream_problem(data: bytes | bytearray) -> tuple[int, str] | None:
     """
     pos, end, first = 0, len(data), True
     while pos < end:
-        if data[pos] == 0xFF:
-            if end - pos < 10:
+        head = frame_head(data, pos, "1")
+        if head is None:
+            if data[pos] == 0:
+                break  # (a zero length is said below, before a cut header)
+            if data[pos] == 0xFF:
                 return pos, "the stream ends inside a long frame header"
-            length, head = U64.unpack_from(data, pos + 1)[0], 10
-            if first and data[pos + 9] & 1:
-                return pos, "it starts with a %xFF signature, not a 1.0 identity frame"
-        else:
-            length, head = data[pos], 2
-        if length == 0:
-            return pos, "a frame length of 0 (a 1.0 length counts the flags octet, so it is at least 1)"
-        if end - pos < head:
             return pos, "the stream ends inside a frame header"
-        flags = data[pos + head - 1]
+        head_length, flags, size = head
+        if first and head_length == 10 and flags & 1:
+            return pos, "it starts with a %xFF signature, not a 1.0 identity frame"
+        if size < 0:
+            break
         if not first and flags & 0xFE:
-            return pos + head - 1, f"flags 0x{flags:02x} set reserved bits (a 1.0 frame has only MORE)"
-        pos += head - 1 + length
+            return pos + head_length - 1, f"flags 0x{flags:02x} set reserved bits (a 1.0 frame has only MORE)"
+        pos += head_length + size
         first = False
-    return None
+    else:
+        return None
+    return pos, "a frame length of 0 (a 1.0 length counts the flags octet, so it is at least 1)"

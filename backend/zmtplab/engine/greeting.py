@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-
 from .constants import MECHANISMS, SOCKET_TYPE_CODES_V2, SOCKET_TYPE_NAMES_V2
 from .fields import Field, text_or_hex
 from .framing import U64, encode_frame
@@ -147,5 +145,3 @@ def mechanism_of(raw: bytes) -> str:
     """The mechanism name in a 3.x greeting."""
     return raw[12:32].rstrip(b"\0").decode("ascii", "replace")
 
-
-V1_LONG_HEADER = struct.Struct(">BQB")

@@ -9,7 +9,8 @@
 //   {kind: "socket", node, what, text, rule, peer, conn, msg, depth, hwm}   a socket's decision
 //   {kind: "peer", what: "recv", peer, frames, msg}                        an application received a message
 //   wire events with `conn` and `dir` (and `msg` on `message` events)       bytes between two nodes
-// and keeps: per node what it received, its drops and blocks (and whether it is blocked now); per pipe
+// and keeps: per node what it received (an external node's application is outside the lab: what the wire carried
+// to it, and per connection, `students`: each student's page or program that is that node, issue 34.3), its drops and blocks (and whether it is blocked now); per pipe
 // (a node's outbound queue to a peer) its depth against its high-water mark; per message id the events
 // of its path through every hop; the wire messages not yet animated (`takeMoves`). A pipe has two queues
 // at each end: what the node sends waits in its outbound one (SNDHWM), what it has not read yet in its
@@ -67,6 +68,7 @@ export class TopologyState {
     this.topology = null;
     this.proxied = new Set(); // the nodes a proxy reads and writes (its application is zmq_proxy)
     this.conns = new Map(); // conn -> { conn, link, client, server }
+    this.external = new Set(); // the nodes programs outside the lab are (a class of students' pages)
     this.reset();
   }
 
@@ -79,6 +81,7 @@ export class TopologyState {
     this.marks = []; // drops and blocks: { what, node, peer, msg, text, index }
     this.moves = []; // wire messages since the last takeMoves(): { from, to, conn, msg, index }
     this.frames = new Map(); // `${conn}/${dir}` -> frame indexes since that direction's last message
+    this.students = new Map(); // conn -> { conn, node, identity (hex), received: [{ msg, frames, index }] }
     this.seen = 0;
     this.last = null;
     for (const n of (this.topology && this.topology.nodes) || []) this.node(n.name);
@@ -89,6 +92,7 @@ export class TopologyState {
     this.topology = topology || null;
     this.proxied = new Set(((topology && topology.proxies) || []).flatMap((p) => [p.frontend, p.backend]));
     for (const n of this.nodes.values()) n.proxied = this.proxied.has(n.name);
+    this.external = new Set(((topology && topology.nodes) || []).filter((n) => n.external).map((n) => n.name));
     this.conns = new Map();
     for (const c of (topology && topology.conns) || []) {
       this.conns.set(String(c.conn), { conn: String(c.conn), link: c.link, client: c.client, server: c.server });
@@ -179,6 +183,7 @@ export class TopologyState {
   wireEvent(ev, index, msg) {
     const ends = this.ends(ev);
     const key = `${ev.conn}/${ev.dir}`;
+    if (ends && this.external.has(ends.from)) this.studentSaid(ev, ends);
     if (ev.kind === 'frame') {
       const list = this.frames.get(key) || [];
       list.push(index);
@@ -194,11 +199,41 @@ export class TopologyState {
       if (msg !== null) from.sentIds.add(msg);
       else from.sentAnon++; // (a message no id was found for: each copy on the wire, the best that can be said)
       this.moves.push({ from: ends.from, to: ends.to, conn: ends.conn, msg, index });
+      if (this.external.has(ends.to)) {
+        // (what the wire carried to it is what an external node got: its application is not the lab's)
+        const got = { msg, frames: Array.isArray(ev.frames) ? ev.frames : [], index };
+        this.node(ends.to).received.push(got);
+        this.student(ends.conn, ends.to).received.push(got);
+      }
       // A whole message on the wire has left its sender's pipe: the route that queued it counted it in the
       // pipe's depth, and no decision follows when the pipe drains into the connection.
       const pipe = this.pipes.get(pipeKey(ends.from, ends.to, false));
       if (pipe && pipe.depth > 0 && (pipe.conn === null || pipe.conn === String(ends.conn))) pipe.depth--;
     }
+  }
+
+  /** One connection of an external node: a student (made on first use). */
+  student(conn, node) {
+    let st = this.students.get(String(conn));
+    if (!st) {
+      st = { conn: String(conn), node, identity: null, received: [] };
+      this.students.set(st.conn, st);
+    }
+    return st;
+  }
+
+  /** An external node's element: its routing id (ZWS2.0's or a 2.0 greeting's, or its READY's Identity) names it. */
+  studentSaid(ev, ends) {
+    const st = this.student(ends.conn, ends.from);
+    if (ev.kind === 'greeting' && typeof ev.identity === 'string' && ev.identity) st.identity = ev.identity;
+    else if (ev.kind === 'command' && ev.name === 'READY' && ev.properties && ev.properties.Identity) {
+      st.identity = Array.from(new TextEncoder().encode(ev.properties.Identity), (b) => b.toString(16).padStart(2, '0')).join('');
+    }
+  }
+
+  /** The students (connections) of external node `name`, in the order they came. */
+  studentsOf(name) {
+    return [...this.students.values()].filter((st) => st.node === name).sort((a, b) => Number(a.conn) - Number(b.conn));
   }
 
   pathOf(msg, make = false) {

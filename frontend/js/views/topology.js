@@ -53,6 +53,10 @@ const TOPOLOGY_IDS = {
   srLink: ['ui.topo.sr.link'],
   srLinkConn: ['ui.topo.sr.linkConn'],
   srSep: 'ui.topo.sr.sep',
+  // An external node's connections: a class of students' pages (issue 34.3).
+  students: ['ui.topo.students'],
+  studentsGot: ['ui.topo.studentsGot'],
+  noStudents: 'ui.topo.noStudents',
 };
 
 const W = 640;
@@ -70,6 +74,7 @@ const FRAME_FULL_MS = 4; // a frame whose callbacks ran this long (ms) is full: 
 const DOT_EVERY = 50; // ms between two dots on one link while the session is busy
 const BIND_R = 5; // the ring at a link's binding end
 const NOTES = 3; // drops and blocks told in words under the diagram
+const GROUP = 12; // an external node's students listed one by one up to this many; more, folded under their summary
 
 export class TopologyView {
   constructor(container, { i18n, onPickMessage = () => {}, onPickNode = () => {}, onRead = null } = {}) {
@@ -198,7 +203,8 @@ export class TopologyView {
     });
     this.gotRows = new Map();
     const manual = new Set(((topology && topology.nodes) || []).filter((x) => x.recv === 'manual').map((x) => x.name));
-    setChildren(this.got, L.nodes.map((p) => {
+    const external = new Set(((topology && topology.nodes) || []).filter((x) => x.external).map((x) => x.name));
+    setChildren(this.got, L.nodes.flatMap((p) => {
       const chips = h(d, 'span', { class: 'topo-chips', on: { click: (ev) => this.pickChip(ev) } });
       const count = h(d, 'span', { class: 'topo-got-count muted' });
       const read = this.onRead && manual.has(p.id)
@@ -206,8 +212,10 @@ export class TopologyView {
           title: this.T.readOneHelp({ node: p.id }), on: { click: () => this.onRead(p.id) } })
         : null;
       const row = h(d, 'div', { class: 'topo-got-row', attrs: { 'data-node': p.id } }, h(d, 'span', { class: 'topo-got-name', text: p.id }), count, read, chips);
-      this.gotRows.set(p.id, { row, chips, count, shown: -1 });
-      return row;
+      // (an external node's connections, each a student's page or program: who got which message)
+      const students = external.has(p.id) ? h(d, 'div', { class: 'topo-students', attrs: { 'data-node': p.id } }) : null;
+      this.gotRows.set(p.id, { row, chips, count, shown: -1, students, studentsKey: null });
+      return students ? [row, students] : [row];
     }));
     this.update({ now: true });
     this.fitAll();
@@ -251,7 +259,12 @@ export class TopologyView {
     const part = now || !busy ? null : (this.figuresPart = ((this.figuresPart ?? -1) + 1) % 3);
     if (part !== null) this.figuresLater(every); // (the other thirds follow, busy or not)
     if (part === null || part === 0) this.updateNodes();
-    if (part === null || part === 1) for (const name of this.nodeEls.keys()) this.updateGot(name, st.node(name));
+    if (part === null || part === 1) {
+      for (const name of this.nodeEls.keys()) {
+        this.updateGot(name, st.node(name));
+        this.updateStudents(name);
+      }
+    }
     if (part === null || part === 2) for (const pipe of st.pipes.values()) this.updatePipe(pipe);
   }
 
@@ -392,6 +405,32 @@ export class TopologyView {
       }
       chip.classList.toggle('on-path', !!this.path && r.msg === this.path.msg);
     });
+  }
+
+  /**
+   * An external node's students: one line each (its routing id, or its connection, and what it got), under a
+   * summary; more than GROUP of them fold under the summary (a class of 200 is one line until it is opened).
+   */
+  updateStudents(name) {
+    const row = this.gotRows.get(name);
+    if (!row || !row.students) return;
+    const list = this.state.studentsOf(name);
+    const total = list.reduce((n, st) => n + st.received.length, 0);
+    const key = `${list.length}/${total}/${list.filter((st) => st.identity).length}/${this.i18n.lang}`;
+    if (row.studentsKey === key) return;
+    row.studentsKey = key;
+    const d = this.doc;
+    const counts = list.map((st) => st.received.length);
+    const summary = !list.length ? this.T.noStudents
+      : total ? this.T.studentsGot({ count: list.length, min: Math.min(...counts), max: Math.max(...counts) })
+        : this.T.students({ count: list.length });
+    const lines = h(d, 'ul', { class: 'topo-student-list' }, list.map((st) => h(d, 'li', {
+      class: 'topo-student', attrs: { 'data-conn': st.conn, 'data-count': st.received.length },
+    }, h(d, 'span', { class: 'topo-got-name', text: st.identity ? previewHex(st.identity, 24) : `#${st.conn}` }), ' ',
+    h(d, 'span', { class: 'topo-got-count muted', text: String(st.received.length) }), ' ',
+    h(d, 'span', { class: 'topo-student-got', text: st.received.slice(-MAX_CHIPS).map((r) => r.frames.map((f) => previewHex(f, 24)).join(' | ')).join(', ') }))));
+    const head = h(d, 'span', { class: 'topo-students-summary', text: summary });
+    setChildren(row.students, list.length > GROUP ? h(d, 'details', {}, h(d, 'summary', {}, head), lines) : [h(d, 'p', {}, head), lines]);
   }
 
   /** A received message's button was clicked: its message is picked. */

@@ -4,7 +4,8 @@
 //
 // The page is a few parts with one job each: a Dataset per tab (dataset.js), the Session tab
 // (session-panel.js), the Paste hex tab (paste-panel.js), a topology session's diagram and lifelines
-// (topology-panel.js) and the topology box (topology-setup.js: presets, editor, file, link), and here
+// (topology-panel.js), the topology box (topology-setup.js: presets, editor, file, link), the My peer tab
+// (class-peer.js: this page as a peer of the topology's external node), and here
 // the workbench they share: which tab is shown, redraws, the selection, the URL and the keyboard.
 
 import { createApi } from '../../core/api.js';
@@ -16,6 +17,7 @@ import { createWorkbench, initShell, statusLine } from '../shared/workbench.js';
 import { Dataset } from '../shared/dataset.js';
 import { SessionPanel } from './session-panel.js';
 import { PastePanel } from './paste-panel.js';
+import { ClassPeer } from './class-peer.js';
 import { ExternalPanel } from './external-panel.js';
 import { TopologyPanel } from '../shared/topology-panel.js';
 import { TopologySetup } from './topology-setup.js';
@@ -35,7 +37,7 @@ class PlaygroundPage {
     this.win = win;
     this.api = createApi(host);
     this.status = statusLine(doc);
-    this.data = { session: new Dataset({ i18n: host.i18n, marks: true }), paste: new Dataset({ i18n: host.i18n }) };
+    this.data = { session: new Dataset({ i18n: host.i18n, marks: true }), paste: new Dataset({ i18n: host.i18n }), peer: new Dataset({ i18n: host.i18n }) };
     this.active = 'session';
     this.pendingLink = null; // { el, field } from the URL, applied when that element arrives
     this.dirty = false;
@@ -71,10 +73,11 @@ class PlaygroundPage {
       }
     });
 
-    this.tabs = { session: $('tab-session'), paste: $('tab-paste') };
-    this.panes = { session: $('pane-session'), paste: $('pane-paste') };
+    this.tabs = { session: $('tab-session'), paste: $('tab-paste'), peer: $('tab-peer') };
+    this.panes = { session: $('pane-session'), paste: $('pane-paste'), peer: $('pane-peer') };
     this.tabs.session.addEventListener('click', () => this.showTab('session'));
     this.tabs.paste.addEventListener('click', () => this.showTab('paste'));
+    this.tabs.peer.addEventListener('click', () => this.showTab('peer'));
 
     // What the tabs may do to the page around them.
     const page = {
@@ -93,6 +96,7 @@ class PlaygroundPage {
         if (topo) this.topo.setTopology(topo);
         else this.topo.forget();
         this.external.setTopology(topo); // (where programs outside join, and what to run there)
+        this.peer.offer(topo);
       },
       speed: (x) => this.topo.view.setSpeed(x), // (the diagram's dots move faster)
     };
@@ -104,6 +108,14 @@ class PlaygroundPage {
       start: (request) => this.startSession(request),
     });
     this.paste = new PastePanel($('paste'), this.data.paste, page);
+    this.peer = new ClassPeer(host, $('peer'), this.data.peer, {
+      ...page,
+      // (the tab is there while the session's topology has a node this page can be)
+      offered: (on) => {
+        this.tabs.peer.hidden = !on;
+        if (!on && this.active === 'peer') this.showTab('session');
+      },
+    });
     this.startSession = async (request) => {
       await this.sessions.start(request);
       if (!this.exercise) $('topology-setup').open = false; // (an exercise's task and check stay in view)
@@ -299,7 +311,7 @@ class PlaygroundPage {
 
   // ---- tabs -----------------------------------------------------------------------------
   showTab(name) {
-    this.active = name === 'paste' ? 'paste' : 'session';
+    this.active = name === 'paste' || name === 'peer' ? name : 'session';
     for (const k of Object.keys(this.tabs)) {
       this.tabs[k].setAttribute('aria-selected', k === this.active ? 'true' : 'false');
       this.tabs[k].classList.toggle('on', k === this.active);
