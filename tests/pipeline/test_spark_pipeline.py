@@ -29,7 +29,7 @@ from zmtplab.capture.dissect import dissect_capture
 from zmtplab.pipeline.job import run_pipeline
 from zmtplab.pipeline.rows import event_to_comparable
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (the run fixture: minutes on a loaded machine)
 
 BULK = str(SHARED / "bulk.pcapng")
 SOURCES = [SHARED / "req_rep.pcapng", SHARED / "pub_sub.pcapng", PROJECT / "curve.pcapng",
