@@ -134,12 +134,12 @@ def test_bulk_capture_shows_quickly_and_scrolls_to_its_end(page, live_server, ar
         page.wait_for_timeout(250)
     total = api(page, f"/api/captures/{cid}/events?conn=0&limit=1")["total"]
     assert total > 400_000  # 420,004 with today's dissector: 4 handshake elements, 220,000 frames, 200,000 messages
-    page.wait_for_selector(f"#sequence .seq-count:text-is('{total:,} elements')", timeout=15_000)
+    page.wait_for_selector(f"#sequence .seq-count:text-is('{total:,} elements')")
     page.wait_for_selector("#sequence .seq-row.selected[data-index='9']")
     assert page.locator("#dissect-notice").count() == 0
     page.eval_on_selector("#sequence .seq-viewport", "v => { v.scrollTop = v.scrollHeight; }")
     last = page.locator(f"#sequence .seq-row[data-index='{total - 1}']:not(.loading)")
-    last.wait_for(timeout=10_000)
+    last.wait_for()  # (the page's default wait: 30 s on a loaded machine, as soon as it is there)
     assert last.locator(".seq-num").text_content() == str(total)  # shown 1-based
     want = api(page, f"/api/captures/{cid}/events?conn=0&offset={total - 1}&limit=1")["events"][0]
     assert want["index"] == total - 1
