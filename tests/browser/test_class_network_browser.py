@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -106,10 +107,18 @@ def test_each_students_page_receives_its_share_of_the_round_robin(browser, live_
         # Until every page got something, every pipe is surely in the teacher's PUSH (a page's routing id is
         # dissected a moment before the lab's node reads it): then a round of six tasks, two to each.
         send(live_server, session, ["warm 0", "warm 1", "warm 2"], peers=3)
+        warm = 3
         for k in range(1, 20):
             if all(page.locator(".peer-messages li").count() for page in pages):
                 break
             send(live_server, session, [f"warm {3 * k + i}" for i in range(3)])
+            warm += 3
+        # (every warm message reached its page before the counts are read: one still on its way would be counted
+        # in the round of tasks; the PUSH deals each to exactly one page)
+        deadline = time.monotonic() + 20
+        while sum(int(page.get_attribute(".peer-received", "data-count")) for page in pages) < warm:
+            assert time.monotonic() < deadline, "the warm-up messages did not all reach the pages"
+            pages[0].wait_for_timeout(50)  # (polling the pages' state, with a deadline)
         counts = [int(page.get_attribute(".peer-received", "data-count")) for page in pages]
         send(live_server, session, [f"task {i}" for i in range(1, 7)])
         for page, count in zip(pages, counts, strict=True):

@@ -49,6 +49,7 @@ SIM_SERVER_PORT = 25555
 SIM_CLIENT_PORT = 40000
 LATER_PEER_OPTIONS = {"greeting": "libzmq", "subscribe": ""}  # peer options newer than the export format, by default
 BACKLOG_BYTES = 1 << 20  # octets of events one read of a subscriber's backlog gives (one at least)
+SUMMARY_PERIOD = 1.0  # seconds: a summary subscriber's topology message comes at most this often as a class changes
 
 
 class SessionError(Exception):
@@ -296,8 +297,9 @@ class Subscriber:
 
     def __init__(self, make_output: OutputFactory, limit: int, max_bytes: int, state: Callable[[], str],
                  logs: bool = True, marks: bool = False, fields: bool = True, control: list[str] | None = None,
-                 events: EventLog | None = None) -> None:
+                 events: EventLog | None = None, hidden: Callable[[str], bool] | None = None) -> None:
         self.log = events
+        self.hidden = hidden  # (an event text it is not sent: a class's connection, to a summary subscriber)
         self.backlog_pos = 0
         self.backlog_end = events.count if events is not None else 0
         self.out = make_output(limit, max_bytes=max_bytes, due=state, control=control or [],
@@ -308,17 +310,26 @@ class Subscriber:
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
         self.fields = fields  # whether its events carry `fields` (else the page asks for an element's: `event`)
+        self.summary = hidden is not None  # a class's connections only summarised (`Session.subscribe`)
+        self.topology = False  # whether it gets the topology message
 
     def _backlog(self, n: int) -> list[str]:
-        """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end)."""
+        """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end), those
+        `hidden` left out (one at least while there are more)."""
         log = self.log
         if log is None:
             return []
-        start = self.backlog_pos
-        texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
-        self.backlog_pos = start + len(texts)
         shape = full_text if self.fields else bare_text
-        return ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts]
+        hidden = self.hidden
+        while self.backlog_pos < self.backlog_end:
+            start = self.backlog_pos
+            texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
+            self.backlog_pos = start + len(texts)
+            out = ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts
+                   if hidden is None or not hidden(text)]
+            if out or not texts:
+                return out
+        return []
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
@@ -353,6 +364,10 @@ class Session:
         self.log_subscribers = 0  # how many of them want `log` messages, all or marks (kept by (un)subscribe)
         self.full_log_subscribers = 0  # how many want all of them
         self.field_subscribers = 0  # how many want events with their fields
+        self.summary_subscribers = 0  # how many want a class's connections only summarised
+        self.class_conns: set[str] = set()  # the connections of the external nodes that are a class
+        self._conns_seen = 0  # of the runtime's `conns`, those sorted into `class_conns` so far
+        self._summary_timer: asyncio.TimerHandle | None = None  # a summary topology message due soon
         self.last_active = time.monotonic()
         self.last_detached = time.monotonic()
         self.ended = False
@@ -389,12 +404,21 @@ class Session:
             ev, code = self._cut(ev, code)
             text = orjson.dumps(ev).decode()
         events.append(text, code)
-        subscribers = self.subscribers
+        subscribers: set[Subscriber] | list[Subscriber] = self.subscribers
         if not subscribers:
             return
         wanting = self.field_subscribers
+        if self.summary_subscribers and ev.get("conn") in self.class_conns:
+            # A student's connection in a class: the teacher's full view gets it, a summary subscriber not
+            # (each of a class's connections to each student's page is the class size squared).
+            subscribers = [sub for sub in subscribers if not sub.summary]
+            if not subscribers:
+                return
+            wanting = sum(1 for sub in subscribers if sub.fields)
         if code == EventLog.NO_FIELDS or (code == EventLog.FIELDS and wanting == len(subscribers)):
-            self.broadcast_text('{"type":"event","event":' + text + "}")
+            message = '{"type":"event","event":' + text + "}"
+            for sub in subscribers:
+                sub.put_text(message)
             return
         # Some sockets want the fields, others not: each its own text, made once.
         full = ('{"type":"event","event":' + (text if code == EventLog.FIELDS else dumps(with_fields(ev, code))) + "}"
@@ -465,6 +489,8 @@ class Session:
         endpoints = self.endpoints.get(conn)
         if endpoints is not None and endpoints.closed is None:
             endpoints.closed = t
+            if conn in self.class_conns:
+                self._summary_soon()
 
     def state(self) -> dict[str, Any]:
         r = self.runtime
@@ -506,45 +532,118 @@ class Session:
         if len(entry_text) > self._cut_above:  # (the bytes of a big message: cut like an event's body)
             entry_text = dumps(cut_bodies(dict(entry), self.limits.session_event_max_body, hex_slack=0))
         text = '{"type":"log","entry":' + entry_text + "}"
+        hide = bool(self.summary_subscribers) and entry.get("conn") in self.class_conns
         for sub in self.subscribers:
-            if sub.logs or (mark and sub.marks):
+            if (sub.logs or (mark and sub.marks)) and not (hide and sub.summary):
                 sub.put_text(text)
 
     # ---- subscribers
 
     def subscribe(self, make_output: OutputFactory, logs: bool = True, marks: bool = False,
-                  topology: bool | None = None, fields: bool = True) -> Subscriber:
+                  topology: bool | None = None, fields: bool = True, summary: bool = False) -> Subscriber:
         """A new subscriber, its messages going to an output `make_output` makes, that first gets the topology
         message (`topology`; by default only in topology sessions), the events so far and the state (with
         `marks`, and no `logs`, the marks among the log entries from now on; without `fields`, events without
-        their fields)."""
+        their fields). With `summary`, a class's connections (those of an external node taking more than one)
+        are only summarised: none of their events or marks, and a topology message that counts them (see
+        `topology_message`), sent again at most once a `SUMMARY_PERIOD` as students come and go."""
         wants_topology = topology or (topology is None and self.topology is not None)
-        first = [dumps(self.topology_message())] if wants_topology else []
+        self._sort_conns()
+        first = [dumps(self.topology_message(summary=summary))] if wants_topology else []
         sub = Subscriber(make_output, self.limits.session_max_events + 1000, self.limits.session_max_queue_bytes,
-                         self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events)
+                         self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events,
+                         hidden=self._in_class if summary else None)
+        sub.topology = bool(wants_topology)
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
         self.touch()
         return sub
 
-    def topology_message(self) -> dict[str, Any]:
+    def topology_message(self, summary: bool = False) -> dict[str, Any]:
         """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden; an external
-        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server)."""
+        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server).
+        With `summary`, `conns` leaves a class's connections out and each external node taking more than one says
+        how many are open (`connected`)."""
         topo = self.setup.topology.to_dict()
         reached = getattr(self.runtime, "external_endpoints", None)
         endpoints = reached() if reached is not None else {}
+        conns = list(getattr(self.runtime, "conns", None) or [])
+        if summary:
+            self._sort_conns()
+            open_ = [c for c in conns if c["conn"] in self.class_conns and self._is_open(c["conn"])]
+            conns = [c for c in conns if c["conn"] not in self.class_conns]
         for node in topo["nodes"]:
             if node.get("password"):
                 node["password"] = "***"
             node.update(endpoints.get(node["name"], ()))  # (an external node's: where its program connects)
-        conns = getattr(self.runtime, "conns", None)
-        return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": list(conns or [])}}
+            if summary and self._is_class(node["name"]):
+                node["connected"] = sum(1 for c in open_ if node["name"] in (c["client"], c["server"]))
+        return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": conns}}
 
     def topology_changed(self) -> None:
-        """A connection of the topology opened or reopened: every subscriber gets the topology message again."""
-        if self.subscribers:
+        """A connection of the topology opened or reopened: every subscriber gets the topology message again (a
+        summary subscriber at once when it is one of the lab's own, else within `SUMMARY_PERIOD`, once for
+        however many students came)."""
+        if not self.subscribers:
+            return
+        before = len(self.class_conns)
+        self._sort_conns()
+        if not self.summary_subscribers:
             self.broadcast(self.topology_message())
+            return
+        text = dumps(self.topology_message())
+        for sub in self.subscribers:
+            if not sub.summary:
+                sub.put_text(text)
+        if len(self.class_conns) > before:
+            self._summary_soon()
+        else:
+            self._send_summary()
+
+    def _summary_soon(self) -> None:
+        """The summary subscribers' topology message, within `SUMMARY_PERIOD` (once for every change till then)."""
+        if self.summary_subscribers and self._summary_timer is None and not self.ended:
+            loop = asyncio.get_running_loop()
+            self._summary_timer = loop.call_later(SUMMARY_PERIOD, self._send_summary)
+
+    def _send_summary(self) -> None:
+        if self._summary_timer is not None:
+            self._summary_timer.cancel()
+            self._summary_timer = None
+        if not self.summary_subscribers or self.ended:
+            return
+        text = dumps(self.topology_message(summary=True))
+        for sub in self.subscribers:
+            if sub.summary and sub.topology:
+                sub.put_text(text)
+
+    def _sort_conns(self) -> None:
+        """Notes the runtime's new connections that are a class's (of an external node taking more than one)."""
+        conns = getattr(self.runtime, "conns", None)
+        if not conns or self.topology is None or len(conns) <= self._conns_seen:
+            return
+        links = self.topology.links
+        for entry in conns[self._conns_seen:]:
+            link = links[entry["link"]] if 0 <= entry.get("link", -1) < len(links) else None
+            if link is not None and (self._is_class(link.connect) or self._is_class(link.bind)):
+                self.class_conns.add(entry["conn"])
+        self._conns_seen = len(conns)
+
+    def _is_class(self, name: str) -> bool:
+        """Whether node `name` is a class: external, taking more than one connection."""
+        node = self.topology.names.get(name) if self.topology is not None else None
+        return node is not None and node.external and node.max_connections > 1
+
+    def _in_class(self, text: str) -> bool:
+        """Whether the event `text` is on a class's connection."""
+        if not self.class_conns:
+            return False
+        return orjson.loads(text).get("conn") in self.class_conns
+
+    def _is_open(self, conn: str) -> bool:
+        endpoints = self.endpoints.get(conn)
+        return endpoints is not None and endpoints.closed is None
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
@@ -556,6 +655,7 @@ class Session:
         self.log_subscribers = sum(1 for s in self.subscribers if s.logs or s.marks)
         self.full_log_subscribers = sum(1 for s in self.subscribers if s.logs)
         self.field_subscribers = sum(1 for s in self.subscribers if s.fields)
+        self.summary_subscribers = sum(1 for s in self.subscribers if s.summary)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -569,6 +669,9 @@ class Session:
         if self.ended:
             return
         self.ended = True
+        if self._summary_timer is not None:
+            self._summary_timer.cancel()
+            self._summary_timer = None
         with contextlib.suppress(Exception):
             await self.runtime.close()
         for sub in list(self.subscribers):
@@ -584,6 +687,8 @@ class Session:
         self.wire.clear()
         self.wire_bytes = 0
         self.endpoints.clear()
+        self.class_conns.clear()
+        self._conns_seen = 0
         self.events_dropped = 0
         self.messages = 0
         self.sent_bytes = 0
