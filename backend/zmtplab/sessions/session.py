@@ -297,9 +297,9 @@ class Subscriber:
 
     def __init__(self, make_output: OutputFactory, limit: int, max_bytes: int, state: Callable[[], str],
                  logs: bool = True, marks: bool = False, fields: bool = True, control: list[str] | None = None,
-                 events: EventLog | None = None, hidden: Callable[[str], bool] | None = None) -> None:
+                 events: EventLog | None = None, hidden: bytearray | None = None) -> None:
         self.log = events
-        self.hidden = hidden  # (an event text it is not sent: a class's connection, to a summary subscriber)
+        self.hidden = hidden  # (one octet an event, 1: it is not sent: a class's connection, to a summary subscriber)
         self.backlog_pos = 0
         self.backlog_end = events.count if events is not None else 0
         self.out = make_output(limit, max_bytes=max_bytes, due=state, control=control or [],
@@ -315,21 +315,32 @@ class Subscriber:
 
     def _backlog(self, n: int) -> list[str]:
         """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end), those
-        `hidden` left out (one at least while there are more)."""
+        `hidden` marks left out (one at least while there are more)."""
         log = self.log
         if log is None:
             return []
         shape = full_text if self.fields else bare_text
         hidden = self.hidden
-        while self.backlog_pos < self.backlog_end:
+        if hidden is None:
             start = self.backlog_pos
             texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
             self.backlog_pos = start + len(texts)
-            out = ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts
-                   if hidden is None or not hidden(text)]
-            if out or not texts:
-                return out
-        return []
+            return ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts]
+        out: list[str] = []
+        pos, end, taken = self.backlog_pos, min(self.backlog_end, len(hidden)), 0
+        while pos < end and len(out) < n and taken < BACKLOG_BYTES:
+            # (runs of events it is sent, found in C: a class's hundreds of connections are skipped, never read)
+            start = hidden.find(0, pos, end)
+            if start < 0:
+                pos = end
+                break
+            stop = hidden.find(1, start, end)
+            texts = log.texts(start, min(end if stop < 0 else stop, start + n - len(out)), BACKLOG_BYTES - taken)
+            out.extend('{"type":"event","event":' + shape(text, code) + "}" for text, code in texts)
+            taken += sum(len(text) for text, _ in texts)
+            pos = start + len(texts)
+        self.backlog_pos = pos if pos < end else self.backlog_end
+        return out
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
@@ -366,6 +377,7 @@ class Session:
         self.field_subscribers = 0  # how many want events with their fields
         self.summary_subscribers = 0  # how many want a class's connections only summarised
         self.class_conns: set[str] = set()  # the connections of the external nodes that are a class
+        self.in_class = bytearray()  # one octet an event of the log: 1 when it is on one of `class_conns`
         self._conns_seen = 0  # of the runtime's `conns`, those sorted into `class_conns` so far
         self._summary_timer: asyncio.TimerHandle | None = None  # a summary topology message due soon
         self.last_active = time.monotonic()
@@ -404,11 +416,13 @@ class Session:
             ev, code = self._cut(ev, code)
             text = orjson.dumps(ev).decode()
         events.append(text, code)
+        in_class = bool(self.class_conns) and ev.get("conn") in self.class_conns
+        self.in_class.append(in_class)
         subscribers: set[Subscriber] | list[Subscriber] = self.subscribers
         if not subscribers:
             return
         wanting = self.field_subscribers
-        if self.summary_subscribers and ev.get("conn") in self.class_conns:
+        if in_class and self.summary_subscribers:
             # A student's connection in a class: the teacher's full view gets it, a summary subscriber not
             # (each of a class's connections to each student's page is the class size squared).
             subscribers = [sub for sub in subscribers if not sub.summary]
@@ -465,6 +479,7 @@ class Session:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
         state message says `position` (events with `seq` >= position are gone)."""
         self.events.truncate(count)
+        del self.in_class[count:]
         for sub in self.subscribers:  # (a backlog not yet sent stops where the log now ends)
             sub.backlog_end = min(sub.backlog_end, count)
 
@@ -552,7 +567,7 @@ class Session:
         first = [dumps(self.topology_message(summary=summary))] if wants_topology else []
         sub = Subscriber(make_output, self.limits.session_max_events + 1000, self.limits.session_max_queue_bytes,
                          self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events,
-                         hidden=self._in_class if summary else None)
+                         hidden=self.in_class if summary else None)
         sub.topology = bool(wants_topology)
         sub.put(self.state())
         self.subscribers.add(sub)
@@ -635,12 +650,6 @@ class Session:
         node = self.topology.names.get(name) if self.topology is not None else None
         return node is not None and node.external and node.max_connections > 1
 
-    def _in_class(self, text: str) -> bool:
-        """Whether the event `text` is on a class's connection."""
-        if not self.class_conns:
-            return False
-        return orjson.loads(text).get("conn") in self.class_conns
-
     def _is_open(self, conn: str) -> bool:
         endpoints = self.endpoints.get(conn)
         return endpoints is not None and endpoints.closed is None
@@ -682,6 +691,7 @@ class Session:
         old = self.runtime
         await old.close()
         self.events.clear()
+        self.in_class.clear()
         for sub in self.subscribers:
             sub.backlog_end = 0
         self.wire.clear()
