@@ -32,6 +32,10 @@ function classroom(n) {
 
 function draw(n, i18n = en) {
   const { topology, events } = classroom(n);
+  return drawTopology(topology, events, i18n);
+}
+
+function drawTopology(topology, events, i18n) {
   const doc = createDocument();
   const box = doc.createElement('div');
   const view = new TopologyView(box, { i18n, onPickMessage: () => {} });
@@ -83,13 +87,7 @@ test("a student's page following with ?external=summary: the class only counted,
   };
   for (const [i18n, text] of [[en, /^37 connected \(each one's messages are on the teacher's screen\)$/],
     [pageI18n('zh-CN'), /^37 个已连接（每人收到的消息见教师的画面）$/]]) {
-    const doc = createDocument();
-    const box = doc.createElement('div');
-    const view = new TopologyView(box, { i18n, onPickMessage: () => {} });
-    const state = new TopologyState();
-    state.setTopology(topology);
-    view.setTopology(topology, state);
-    view.update({ now: true });
+    const { box } = drawTopology(topology, [], i18n);
     assert.match(find(box, cls('topo-students-summary'))[0].textContent, text);
     assert.equal(find(box, cls('topo-student')).length, 0);
   }
