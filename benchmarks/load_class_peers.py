@@ -8,7 +8,9 @@ student has received a warm-up message (so every subscription is in the PUB), th
 messages, one every `--interval` seconds, through the session's websocket as the playground does (`send` from
 `teacher`). A message's latency is from the teacher's send to a student's receipt (one process, one monotonic
 clock); a message a student never got is lost. With `--watchers N`, N more pages follow the session's stream as a
-student's playground does (`/ws/sessions/{id}?watch=1`, every element of every student's connection).
+student's playground does (`/ws/sessions/{id}?watch=1&external=summary`: the lab's own connections, the class's
+only counted); `--watch-view all` makes them follow every element of every student's connection instead (the
+teacher's view, 200 times over: what a presented class got before `?external=summary`).
 
 Memory: the server's RSS (/proc/PID/status) at idle (after one student joined a first session and left, which
 loads the modules that stay), its most while the class is there, a few seconds after every student has left (the
@@ -110,11 +112,13 @@ class Student:
             await self.ws.wait_closed()
 
 
-async def watch(base: str, session: str, counts: list[int], stop: asyncio.Event) -> None:
-    """A student's page following the presented session as the playground does (every event, no fields)."""
+async def watch(base: str, session: str, counts: list[int], stop: asyncio.Event, view: str) -> None:
+    """A student's page following the presented session as the playground does (no fields; the class's
+    connections only counted, with `view` "summary")."""
     import websockets
 
-    async with websockets.connect(f"ws://{base}/ws/sessions/{session}?batch=1&log=0&marks=1&fields=0&watch=1",
+    async with websockets.connect(f"ws://{base}/ws/sessions/{session}?batch=1&log=0&marks=1&fields=0&watch=1"
+                                  f"&external={view}",
                                   max_size=None, ping_interval=None, compression=None, open_timeout=60) as ws:
         try:
             while not stop.is_set():
@@ -183,7 +187,7 @@ async def run(args: argparse.Namespace, base: str, pid: int) -> dict:
     # (with --watchers, as many pages also follow the session's stream, as students' playgrounds do)
     watched = [0, 0]  # websocket messages the watchers got, watchers the server closed
     stop = asyncio.Event()
-    watchers = [asyncio.create_task(watch(base, sid, watched, stop)) for _ in range(args.watchers)]
+    watchers = [asyncio.create_task(watch(base, sid, watched, stop, args.watch_view)) for _ in range(args.watchers)]
     joined = [s for s in students if s.task is not None and s.closed is None]
     if not await warm_up(ws, joined, 60):
         raise RuntimeError("the students' subscriptions did not all reach the PUB")
@@ -234,6 +238,8 @@ def main() -> int:
     ap.add_argument("--rss-slack", type=float, default=20.0, help="MiB over idle the RSS may stay once it ended")
     ap.add_argument("--watchers", type=int, default=0,
                     help="pages that also follow the session's stream (a student's playground does; 0: the peers only)")
+    ap.add_argument("--watch-view", choices=("summary", "all"), default="summary",
+                    help="what the watchers follow: the playground's ?external=summary, or every student's elements")
     ap.add_argument("--no-anchor", action="store_true", help="skip today's presenter-mode figure (load_classes.py)")
     args = ap.parse_args()
 
@@ -260,7 +266,8 @@ def main() -> int:
               f"the server closed {result['watched'][1]} of them")
     if result["closed"]:
         print(f"sockets closed early: {result['closed'][:5]}")
-    print(f"load_class_peers: students={args.students} watchers={args.watchers} steps={args.steps} "
+    print(f"load_class_peers: students={args.students} watchers={args.watchers}"
+          f"{'' if not args.watchers else '/' + args.watch_view} steps={args.steps} "
           f"sent={args.students * args.steps} "
           f"received={len(lat)} lost={result['lost']} p50={p50:.1f}ms p99={p99:.1f}ms "
           f"rss_idle={result['rss_idle'] / mib:.0f}MiB rss_peak={result['rss_peak'] / mib:.0f}MiB "

@@ -130,6 +130,12 @@ def test_each_students_page_receives_its_share_of_the_round_robin(browser, live_
                                   ".reduce((sum, li) => sum + Number(li.dataset.count), 0) === n", arg=warm + 6)
         assert "3 connected; each got" in teacher.text_content(".topo-students-summary")
         teacher.screenshot(path=str(artifacts("class-network") / "teacher.png"))
+        # A student's page follows with ?external=summary: the class only counted, no student's elements.
+        pages[1].wait_for_function("() => (document.querySelector('.topo-students-summary') || {}).textContent"
+                                   " === \"3 connected (each one's messages are on the teacher's screen)\"")
+        assert pages[1].locator(".topo-student").count() == 0
+        pages[1].click("#tab-session")
+        pages[1].screenshot(path=str(artifacts("class-network") / "student-topology.png"))
     assert not errors, errors
 
 

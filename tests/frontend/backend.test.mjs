@@ -48,6 +48,8 @@ test('HTTP routes and their errors', async () => {
   assert.equal(api.sessionExportUrl('s1', 'json'), '/api/sessions/s1/export.json');
   assert.equal(api.sessionSocketUrl({ protocol: 'https:', host: 'lab:8000' }, 's1'), 'wss://lab:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
   assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: '127.0.0.1:8000' }, 's1'), 'ws://127.0.0.1:8000/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&lang=en');
+  // (a student following a presented session: no command taken, a class's connections only counted)
+  assert.equal(api.sessionSocketUrl({ protocol: 'http:', host: 'lab' }, 's1', { watch: true }), 'ws://lab/ws/sessions/s1?batch=1&log=0&marks=1&fields=0&watch=1&external=summary&lang=en');
   assert.equal(detailText(en, null, 413), 'the file is too large');
 });
 

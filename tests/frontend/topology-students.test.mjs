@@ -32,6 +32,10 @@ function classroom(n) {
 
 function draw(n, i18n = en) {
   const { topology, events } = classroom(n);
+  return drawTopology(topology, events, i18n);
+}
+
+function drawTopology(topology, events, i18n) {
   const doc = createDocument();
   const box = doc.createElement('div');
   const view = new TopologyView(box, { i18n, onPickMessage: () => {} });
@@ -72,4 +76,19 @@ test("a class of many is one line, folded, in the page's language", () => {
   assert.equal(details.length, 1);
   assert.match(find(details[0], cls('topo-students-summary'))[0].textContent, /40 个已连接；每个收到 2 到 2 条/);
   assert.equal(find(details[0], cls('topo-student')).length, 40);
+});
+
+test("a student's page following with ?external=summary: the class only counted, in the page's language", () => {
+  // (the server leaves the class's connections and their elements out and says how many are open: `connected`)
+  const topology = {
+    nodes: [{ name: 'teacher', type: 'PUSH' }, { name: 'class', type: 'PULL', external: true, max_connections: 200, connected: 37 }],
+    links: [{ connect: 'class', bind: 'teacher' }],
+    conns: [],
+  };
+  for (const [i18n, text] of [[en, /^37 connected \(each one's messages are on the teacher's screen\)$/],
+    [pageI18n('zh-CN'), /^37 个已连接（每人收到的消息见教师的画面）$/]]) {
+    const { box } = drawTopology(topology, [], i18n);
+    assert.match(find(box, cls('topo-students-summary'))[0].textContent, text);
+    assert.equal(find(box, cls('topo-student')).length, 0);
+  }
 });

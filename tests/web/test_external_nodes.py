@@ -18,7 +18,7 @@ import httpx
 import pytest
 import zmq
 from starlette.websockets import WebSocketDisconnect
-from webkit import events_of, make_settings, open_client, receive_until
+from webkit import events_of, make_settings, open_client, receive_all, receive_until
 from websockets.sync.client import connect as ws_connect
 
 from testkit import LiveServer, free_port
@@ -333,3 +333,65 @@ def refusal(client: Any, path: str, offer: list[str]) -> int:
     with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect(path, subprotocols=offer) as peer:
         peer.receive_bytes()
     return refused.value.code
+
+
+CLASS_TOPOLOGY = {"mode": "tcp", "nodes": [{"name": "teacher", "type": "PUSH"},
+                                           {"name": "lab", "type": "PULL"},
+                                           {"name": "class", "type": "PULL", "external": True, "max_connections": 5}],
+                  "links": [{"connect": "lab", "bind": "teacher"}, {"connect": "class", "bind": "teacher"}]}
+
+
+def test_a_summary_watcher_gets_the_lab_s_connections_and_only_counts_the_class_s(client):
+    """Two students' pages join a class node (an external PULL taking five) over ZWS behind the teacher's PUSH. The
+    teacher's socket gets every element of every connection; a page watching with `?external=summary` (live, and
+    one that comes later and reads the backlog) gets the lab's own connection's elements and none of the students',
+    the topology message listing the lab's connection only and counting the students (`connected`), sent again
+    once the class changed rather than once per student."""
+    session_id = create(client, CLASS_TOPOLOGY)
+    watching = f"/ws/sessions/{session_id}?watch=1&external=summary"
+    with client.websocket_connect(f"/ws/sessions/{session_id}") as teacher, \
+            client.websocket_connect(watching) as early:
+        assert "connected" not in external_node(teacher.receive_json(), "class")
+        first = early.receive_json()
+        assert external_node(first, "class")["connected"] == 0
+        with client.websocket_connect(f"/zws-{session_id}-class", subprotocols=["ZWS2.0"]) as one, \
+                client.websocket_connect(f"/zws-{session_id}-class", subprotocols=["ZWS2.0"]) as two:
+            for peer in (one, two):
+                peer.send_bytes(b"\x00")
+                assert peer.receive_bytes() == b"\x00"  # (the teacher PUSH's routing id)
+            seen = receive_until(teacher, lambda m: m["type"] == "topology" and len(m["topology"]["conns"]) == 3)
+            conns = seen[-1]["topology"]["conns"]
+            students = {c["conn"] for c in conns if c["client"] == "class"}
+            lab = next(c["conn"] for c in conns if c["client"] == "lab")
+            for student in students:  # (its routing id dissected: its pipe is the PUSH's a moment later)
+                receive_until(teacher, lambda m, s=student: m["type"] == "event" and m["event"]["conn"] == s
+                              and m["event"]["dir"] == "c2s")
+            for n in range(6):
+                teacher.send_json({"type": "send", "from": "teacher", "frames": [f"task {n}"]})
+            dealt: dict[str, list[str]] = {}
+
+            def deal(m: dict[str, Any]) -> bool:
+                if m["type"] == "event" and m["event"]["kind"] == "message" and m["event"]["dir"] == "s2c":
+                    dealt.setdefault(m["event"]["conn"], []).append(bytes.fromhex(m["event"]["frames"][0]).decode())
+                return sum(map(len, dealt.values())) == 6
+
+            receive_until(teacher, deal)
+            assert set(dealt) == {lab, *students}  # the teacher's full view: every connection's messages
+            joined = [c["conn"] for c in conns if c["client"] == "class"]  # (in the order the pages joined)
+            for conn, peer in zip(joined, (one, two), strict=True):  # each page got what the wire carried to it
+                assert [peer.receive_bytes() for _ in dealt[conn]] == [b"\x00" + t.encode() for t in dealt[conn]]
+            last_lab = dealt[lab][-1]
+            live = [first, *receive_all(early, lambda m: m["type"] == "topology"
+                                        and external_node(m, "class")["connected"] == 2,
+                                        lambda m: m["type"] == "event" and m["event"]["kind"] == "message"
+                                        and m["event"]["frames"] == [last_lab.encode().hex()])]
+            with client.websocket_connect(watching) as late:
+                backlog = receive_until(late, lambda m: m["type"] == "state")
+    for seen_by in (live, backlog):
+        assert not {e.get("conn") for e in events_of(seen_by)} & students
+        assert [bytes.fromhex(e["frames"][0]).decode() for e in events_of(seen_by) if e["kind"] == "message"
+                and e["dir"] == "s2c"] == dealt[lab]
+        topologies = [m["topology"] for m in seen_by if m["type"] == "topology"]
+        assert [c["conn"] for c in topologies[-1]["conns"]] == [lab]
+    assert len([m for m in live if m["type"] == "topology"]) <= 2  # (the two students' opens: at most one message)
+    assert external_node(backlog[0], "class")["connected"] == 2

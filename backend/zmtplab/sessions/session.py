@@ -49,6 +49,7 @@ SIM_SERVER_PORT = 25555
 SIM_CLIENT_PORT = 40000
 LATER_PEER_OPTIONS = {"greeting": "libzmq", "subscribe": ""}  # peer options newer than the export format, by default
 BACKLOG_BYTES = 1 << 20  # octets of events one read of a subscriber's backlog gives (one at least)
+SUMMARY_PERIOD = 1.0  # seconds: a summary subscriber's topology message comes at most this often as a class changes
 
 
 class SessionError(Exception):
@@ -296,8 +297,9 @@ class Subscriber:
 
     def __init__(self, make_output: OutputFactory, limit: int, max_bytes: int, state: Callable[[], str],
                  logs: bool = True, marks: bool = False, fields: bool = True, control: list[str] | None = None,
-                 events: EventLog | None = None) -> None:
+                 events: EventLog | None = None, hidden: bytearray | None = None) -> None:
         self.log = events
+        self.hidden = hidden  # (one octet an event, 1: it is not sent: a class's connection, to a summary subscriber)
         self.backlog_pos = 0
         self.backlog_end = events.count if events is not None else 0
         self.out = make_output(limit, max_bytes=max_bytes, due=state, control=control or [],
@@ -308,17 +310,37 @@ class Subscriber:
         self.logs = logs  # whether it wants the `log` messages of simulated sessions
         self.marks = marks  # without `logs`: only the `log` messages that are marks (see `is_mark`)
         self.fields = fields  # whether its events carry `fields` (else the page asks for an element's: `event`)
+        self.summary = hidden is not None  # a class's connections only summarised (`Session.subscribe`)
+        self.topology = False  # whether it gets the topology message
 
     def _backlog(self, n: int) -> list[str]:
-        """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end)."""
+        """The next `n` events of the backlog (fewer past `BACKLOG_BYTES` octets; none at its end), those
+        `hidden` marks left out (one at least while there are more)."""
         log = self.log
         if log is None:
             return []
-        start = self.backlog_pos
-        texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
-        self.backlog_pos = start + len(texts)
         shape = full_text if self.fields else bare_text
-        return ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts]
+        hidden = self.hidden
+        if hidden is None:
+            start = self.backlog_pos
+            texts = log.texts(start, min(self.backlog_end, start + n), BACKLOG_BYTES)
+            self.backlog_pos = start + len(texts)
+            return ['{"type":"event","event":' + shape(text, code) + "}" for text, code in texts]
+        out: list[str] = []
+        pos, end, taken = self.backlog_pos, min(self.backlog_end, len(hidden)), 0
+        while pos < end and len(out) < n and taken < BACKLOG_BYTES:
+            # (runs of events it is sent, found in C: a class's hundreds of connections are skipped, never read)
+            start = hidden.find(0, pos, end)
+            if start < 0:
+                pos = end
+                break
+            stop = hidden.find(1, start, end)
+            texts = log.texts(start, min(end if stop < 0 else stop, start + n - len(out)), BACKLOG_BYTES - taken)
+            out.extend('{"type":"event","event":' + shape(text, code) + "}" for text, code in texts)
+            taken += sum(len(text) for text, _ in texts)
+            pos = start + len(texts)
+        self.backlog_pos = pos if pos < end else self.backlog_end
+        return out
 
     def put(self, message: dict[str, Any]) -> None:
         self.put_text(dumps(message))
@@ -353,6 +375,15 @@ class Session:
         self.log_subscribers = 0  # how many of them want `log` messages, all or marks (kept by (un)subscribe)
         self.full_log_subscribers = 0  # how many want all of them
         self.field_subscribers = 0  # how many want events with their fields
+        self.summary_subscribers = 0  # how many want a class's connections only summarised
+        # A class: an external node taking more than one connection (students' pages); its connections.
+        self.class_nodes = {n.name for n in self.topology.nodes if n.external and n.max_connections > 1} \
+            if self.topology is not None else set()
+        self.class_conns: set[str] = set()
+        self.in_class = bytearray()  # one octet an event of the log: 1 when it is on one of `class_conns`
+        self._conns_seen = 0  # of the runtime's `conns`, those sorted into `class_conns` so far
+        self._summary_timer: asyncio.TimerHandle | None = None  # a summary topology message due soon
+        self._state_soon = False  # the subscribers are told the state is due at the end of this turn of the loop
         self.last_active = time.monotonic()
         self.last_detached = time.monotonic()
         self.ended = False
@@ -389,12 +420,23 @@ class Session:
             ev, code = self._cut(ev, code)
             text = orjson.dumps(ev).decode()
         events.append(text, code)
-        subscribers = self.subscribers
+        in_class = bool(self.class_conns) and ev.get("conn") in self.class_conns
+        self.in_class.append(in_class)
+        subscribers: set[Subscriber] | list[Subscriber] = self.subscribers
         if not subscribers:
             return
         wanting = self.field_subscribers
+        if in_class and self.summary_subscribers:
+            # A student's connection in a class: the teacher's full view gets it, a summary subscriber not
+            # (each of a class's connections to each student's page is the class size squared).
+            subscribers = [sub for sub in subscribers if not sub.summary]
+            if not subscribers:
+                return
+            wanting = sum(1 for sub in subscribers if sub.fields)
         if code == EventLog.NO_FIELDS or (code == EventLog.FIELDS and wanting == len(subscribers)):
-            self.broadcast_text('{"type":"event","event":' + text + "}")
+            message = '{"type":"event","event":' + text + "}"
+            for sub in subscribers:
+                sub.put_text(message)
             return
         # Some sockets want the fields, others not: each its own text, made once.
         full = ('{"type":"event","event":' + (text if code == EventLog.FIELDS else dumps(with_fields(ev, code))) + "}"
@@ -441,6 +483,7 @@ class Session:
         """Forgets every event after the first `count` (stepping back). Browsers drop theirs when the next
         state message says `position` (events with `seq` >= position are gone)."""
         self.events.truncate(count)
+        del self.in_class[count:]
         for sub in self.subscribers:  # (a backlog not yet sent stops where the log now ends)
             sub.backlog_end = min(sub.backlog_end, count)
 
@@ -465,6 +508,8 @@ class Session:
         endpoints = self.endpoints.get(conn)
         if endpoints is not None and endpoints.closed is None:
             endpoints.closed = t
+            if conn in self.class_conns:
+                self._summary_soon()
 
     def state(self) -> dict[str, Any]:
         r = self.runtime
@@ -476,7 +521,20 @@ class Session:
         """Sends the state soon: each subscriber sends one state message after what it has queued, for any
         number of changes until then, computed when it is sent (so its `position` covers every event sent
         before it). A busy session changes its state with every message; its sockets send the state once
-        a batch."""
+        a batch. The subscribers are told once a turn of the event loop, however many changes it made (a class's
+        200 deliveries of one send, to 200 watching pages, were 40,000 calls)."""
+        if self._state_soon or not self.subscribers:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # (no loop: a caller outside one, told now)
+            self._mark_due()
+            return
+        self._state_soon = True
+        loop.call_soon(self._mark_due)
+
+    def _mark_due(self) -> None:
+        self._state_soon = False
         for sub in self.subscribers:
             sub.mark_due()
 
@@ -506,45 +564,108 @@ class Session:
         if len(entry_text) > self._cut_above:  # (the bytes of a big message: cut like an event's body)
             entry_text = dumps(cut_bodies(dict(entry), self.limits.session_event_max_body, hex_slack=0))
         text = '{"type":"log","entry":' + entry_text + "}"
+        hide = bool(self.summary_subscribers) and entry.get("conn") in self.class_conns
         for sub in self.subscribers:
-            if sub.logs or (mark and sub.marks):
+            if (sub.logs or (mark and sub.marks)) and not (hide and sub.summary):
                 sub.put_text(text)
 
     # ---- subscribers
 
     def subscribe(self, make_output: OutputFactory, logs: bool = True, marks: bool = False,
-                  topology: bool | None = None, fields: bool = True) -> Subscriber:
+                  topology: bool | None = None, fields: bool = True, summary: bool = False) -> Subscriber:
         """A new subscriber, its messages going to an output `make_output` makes, that first gets the topology
         message (`topology`; by default only in topology sessions), the events so far and the state (with
         `marks`, and no `logs`, the marks among the log entries from now on; without `fields`, events without
-        their fields)."""
+        their fields). With `summary`, a class's connections (those of an external node taking more than one)
+        are only summarised: none of their events or marks, and a topology message that counts them (see
+        `topology_message`), sent again at most once a `SUMMARY_PERIOD` as students come and go."""
         wants_topology = topology or (topology is None and self.topology is not None)
-        first = [dumps(self.topology_message())] if wants_topology else []
+        self._sort_conns()
+        first = [dumps(self.topology_message(summary=summary))] if wants_topology else []
         sub = Subscriber(make_output, self.limits.session_max_events + 1000, self.limits.session_max_queue_bytes,
-                         self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events)
+                         self._state_text, logs=logs, marks=marks, fields=fields, control=first, events=self.events,
+                         hidden=self.in_class if summary else None)
+        sub.topology = bool(wants_topology)
         sub.put(self.state())
         self.subscribers.add(sub)
         self._count_log_subscribers()
         self.touch()
         return sub
 
-    def topology_message(self) -> dict[str, Any]:
+    def topology_message(self, summary: bool = False) -> dict[str, Any]:
         """`{"type": "topology", "topology"}`: the nodes, links, proxies and script (passwords hidden; an external
-        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server)."""
+        node with its `endpoint` and `zws` URL), and the connections so far (`conns`: conn, link, client, server).
+        With `summary`, `conns` leaves a class's connections out and each external node taking more than one says
+        how many are open (`connected`)."""
         topo = self.setup.topology.to_dict()
         reached = getattr(self.runtime, "external_endpoints", None)
         endpoints = reached() if reached is not None else {}
+        conns = list(getattr(self.runtime, "conns", None) or [])
+        if summary:
+            self._sort_conns()
+            open_ = [c for c in conns if c["conn"] in self.class_conns and self._is_open(c["conn"])]
+            conns = [c for c in conns if c["conn"] not in self.class_conns]
         for node in topo["nodes"]:
             if node.get("password"):
                 node["password"] = "***"
             node.update(endpoints.get(node["name"], ()))  # (an external node's: where its program connects)
-        conns = getattr(self.runtime, "conns", None)
-        return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": list(conns or [])}}
+            if summary and node["name"] in self.class_nodes:
+                node["connected"] = sum(1 for c in open_ if node["name"] in (c["client"], c["server"]))
+        return {"type": "topology", "topology": {**topo, "mode": self.setup.mode, "conns": conns}}
 
     def topology_changed(self) -> None:
-        """A connection of the topology opened or reopened: every subscriber gets the topology message again."""
-        if self.subscribers:
+        """A connection of the topology opened or reopened: every subscriber gets the topology message again (a
+        summary subscriber at once when it is one of the lab's own, else within `SUMMARY_PERIOD`, once for
+        however many students came)."""
+        if not self.subscribers:
+            return
+        before = len(self.class_conns)
+        self._sort_conns()
+        if not self.summary_subscribers:
             self.broadcast(self.topology_message())
+            return
+        text = dumps(self.topology_message())
+        for sub in self.subscribers:
+            if not sub.summary:
+                sub.put_text(text)
+        if len(self.class_conns) > before:
+            self._summary_soon()
+        else:
+            self._send_summary()
+
+    def _summary_soon(self) -> None:
+        """The summary subscribers' topology message, within `SUMMARY_PERIOD` (once for every change till then)."""
+        if self.summary_subscribers and self._summary_timer is None and not self.ended:
+            loop = asyncio.get_running_loop()
+            self._summary_timer = loop.call_later(SUMMARY_PERIOD, self._send_summary)
+
+    def _send_summary(self) -> None:
+        if self._summary_timer is not None:
+            self._summary_timer.cancel()
+            self._summary_timer = None
+        if not self.summary_subscribers or self.ended:
+            return
+        text = dumps(self.topology_message(summary=True))
+        for sub in self.subscribers:
+            if sub.summary and sub.topology:
+                sub.put_text(text)
+
+    def _sort_conns(self) -> None:
+        """Notes the runtime's new connections that are a class's (of an external node taking more than one)."""
+        conns = getattr(self.runtime, "conns", None)
+        if not self.class_nodes or not conns or self.topology is None or len(conns) <= self._conns_seen:
+            return
+        links = self.topology.links
+        for entry in conns[self._conns_seen:]:
+            index = entry.get("link")  # (None: a proxy's connection)
+            link = links[index] if isinstance(index, int) and 0 <= index < len(links) else None
+            if link is not None and (link.connect in self.class_nodes or link.bind in self.class_nodes):
+                self.class_conns.add(entry["conn"])
+        self._conns_seen = len(conns)
+
+    def _is_open(self, conn: str) -> bool:
+        endpoints = self.endpoints.get(conn)
+        return endpoints is not None and endpoints.closed is None
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
@@ -556,6 +677,7 @@ class Session:
         self.log_subscribers = sum(1 for s in self.subscribers if s.logs or s.marks)
         self.full_log_subscribers = sum(1 for s in self.subscribers if s.logs)
         self.field_subscribers = sum(1 for s in self.subscribers if s.fields)
+        self.summary_subscribers = sum(1 for s in self.subscribers if s.summary)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -569,6 +691,9 @@ class Session:
         if self.ended:
             return
         self.ended = True
+        if self._summary_timer is not None:
+            self._summary_timer.cancel()
+            self._summary_timer = None
         with contextlib.suppress(Exception):
             await self.runtime.close()
         for sub in list(self.subscribers):
@@ -579,11 +704,14 @@ class Session:
         old = self.runtime
         await old.close()
         self.events.clear()
+        self.in_class.clear()
         for sub in self.subscribers:
             sub.backlog_end = 0
         self.wire.clear()
         self.wire_bytes = 0
         self.endpoints.clear()
+        self.class_conns.clear()
+        self._conns_seen = 0
         self.events_dropped = 0
         self.messages = 0
         self.sent_bytes = 0

@@ -46,11 +46,11 @@ def _validation_text(exc: ValidationError) -> str:
 
 async def serve(websocket: WebSocket, manager: SessionManager, settings: Settings, session_id: str,
                 batch: bool = False, log: bool = True, marks: bool = False, topology: bool | None = None,
-                fields: bool = True, watch: bool = False) -> None:
+                fields: bool = True, watch: bool = False, summary: bool = False) -> None:
     """One browser's connection to session `session_id` (see the module docstring): `batch`, `log`, `marks`,
     `topology` (the topology message; by default only in topology sessions), `fields` (events with their
-    fields) and `watch` (a student following a presented session: it takes no command) are the socket's query
-    options."""
+    fields), `watch` (a student following a presented session: it takes no command) and `summary` (a class's
+    connections only summarised, `?external=summary`) are the socket's query options."""
     await websocket.accept()
     try:
         session = manager.get(session_id)
@@ -58,7 +58,8 @@ async def serve(websocket: WebSocket, manager: SessionManager, settings: Setting
         await websocket.send_text(error_text(str(exc)))
         await websocket.close(code=4404)
         return
-    sub = session.subscribe(SESSION_OUTBOX, logs=log, marks=marks, topology=topology, fields=fields)
+    sub = session.subscribe(SESSION_OUTBOX, logs=log, marks=marks, topology=topology, fields=fields,
+                            summary=summary)
     sender = asyncio.create_task(pump(websocket, sub.out, "array" if batch else "one"))
     # The commands are read in a task of their own: this handler runs some twenty coroutines deep (the
     # middleware), and every wake-up of the task that waits for the next command goes through all of

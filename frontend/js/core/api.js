@@ -147,8 +147,9 @@ export function createApi(host) {
      */
     sessionSocketUrl(location, id, { watch = false } = {}) {
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      // (`watch`: a student following a presented session: the socket takes no command)
-      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1' : ''}&lang=${encodeURIComponent(host.i18n.lang)}`;
+      // (`watch`: a student following a presented session: the socket takes no command, and a class's connections,
+      // every student's page among them, come only counted: each of 200 pages getting all 200 is the class squared)
+      return `${scheme}//${location.host}${base}/ws/sessions/${seg(id)}?batch=1&log=0&marks=1&fields=0${watch ? '&watch=1&external=summary' : ''}&lang=${encodeURIComponent(host.i18n.lang)}`;
     },
     /** One event of a session with its fields, by its `seq`. */
     sessionEvent(id, seq) {

@@ -93,6 +93,8 @@ export class TopologyState {
     this.proxied = new Set(((topology && topology.proxies) || []).flatMap((p) => [p.frontend, p.backend]));
     for (const n of this.nodes.values()) n.proxied = this.proxied.has(n.name);
     this.external = new Set(((topology && topology.nodes) || []).filter((n) => n.external).map((n) => n.name));
+    // (a page following with ?external=summary gets a class's students only counted: `connected`, no elements)
+    this.connected = new Map(((topology && topology.nodes) || []).filter((n) => Number.isInteger(n.connected)).map((n) => [n.name, n.connected]));
     this.conns = new Map();
     for (const c of (topology && topology.conns) || []) {
       this.conns.set(String(c.conn), { conn: String(c.conn), link: c.link, client: c.client, server: c.server });

@@ -57,6 +57,7 @@ const TOPOLOGY_IDS = {
   students: ['ui.topo.students'],
   studentsGot: ['ui.topo.studentsGot'],
   noStudents: 'ui.topo.noStudents',
+  studentsCounted: ['ui.topo.studentsCounted'],
 };
 
 const W = 640;
@@ -415,13 +416,15 @@ export class TopologyView {
     const row = this.gotRows.get(name);
     if (!row || !row.students) return;
     const list = this.state.studentsOf(name);
+    const counted = list.length ? undefined : this.state.connected && this.state.connected.get(name);
     const total = list.reduce((n, st) => n + st.received.length, 0);
-    const key = `${list.length}/${total}/${list.filter((st) => st.identity).length}/${this.i18n.lang}`;
+    const key = `${list.length}/${total}/${list.filter((st) => st.identity).length}/${counted}/${this.i18n.lang}`;
     if (row.studentsKey === key) return;
     row.studentsKey = key;
     const d = this.doc;
     const counts = list.map((st) => st.received.length);
-    const summary = !list.length ? this.T.noStudents
+    const summary = counted !== undefined ? (counted ? this.T.studentsCounted({ count: counted }) : this.T.noStudents)
+      : !list.length ? this.T.noStudents
       : total ? this.T.studentsGot({ count: list.length, min: Math.min(...counts), max: Math.max(...counts) })
         : this.T.students({ count: list.length });
     const lines = h(d, 'ul', { class: 'topo-student-list' }, list.map((st) => h(d, 'li', {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 import orjson
 from fastapi import APIRouter, Path, Request, Response, WebSocket, status
@@ -33,6 +33,7 @@ from ..zws_bridge import serve as zws_bridge_serve
 router = APIRouter(tags=["sessions"])
 
 SessionId = Annotated[str, Path(max_length=64)]
+ExternalView = Literal["all", "summary"]  # (`?external=`: a class's connections in full, or only counted)
 NOT_FOUND = {404: {"model": ErrorResponse, "description": "no session has this id"}}
 
 
@@ -188,7 +189,7 @@ async def delete_session(session_id: SessionId, manager: SessionManagerDep) -> R
 async def session_socket(websocket: WebSocket, session_id: str, manager: SessionManagerDep,
                          settings: SettingsDep, batch: bool = False, log: bool = True,
                          marks: bool = False, topology: bool | None = None, fields: bool = True,
-                         watch: bool = False) -> None:
+                         watch: bool = False, external: ExternalView = "all") -> None:
     """Server -> browser: the events so far, then `event`, `state`, `error`, `reset` (and, for simulated
     sessions, `log`) messages. With `?batch=1` several messages may come in one websocket message, as a
     JSON array of them in order (far fewer websocket messages when a session is busy; what the page
@@ -200,7 +201,10 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     is opened, `GET /api/sessions/{id}/events/{seq}`); by default they come with them.
     Browser -> server: `send`, `play`, `pause`, `step`, `step_back`, `speed`, `reset`, `fault`.
     A bad command is answered with an `error` message; the session goes on. `?watch=1` (a student following a
-    presented session) takes no command: each is refused.
+    presented session) takes no command: each is refused. `?external=summary` (a student's page following a
+    session whose class is the network) leaves a class's connections out (an external node taking more than one:
+    their events and marks), its topology message counting them instead (`connected`); the teacher's socket
+    keeps `all`.
 
     Commands are rate-limited per socket (a token bucket: `ws_rate` a second, bursts of `ws_burst`);
     one over the limit is dropped and answered with `{"type": "error", "detail": "rate limit: ..."}`.
@@ -208,7 +212,7 @@ async def session_socket(websocket: WebSocket, session_id: str, manager: Session
     seconds: rate, size, not JSON, invalid) is closed with code 1008 (policy violation). `web.session_socket`
     serves it."""
     await session_socket_serve(websocket, manager, settings, session_id, batch=batch, log=log, marks=marks,
-                               topology=topology, fields=fields, watch=watch)
+                               topology=topology, fields=fields, watch=watch, summary=external == "summary")
 
 
 @router.websocket("/zws-{key}")
