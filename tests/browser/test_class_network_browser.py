@@ -74,10 +74,11 @@ def presented(browser: Any, live_server: Any, session: str, students: int,
             ctx.close()
 
 
-def send(live_server: Any, session: str, texts: list[str], *, peers: int = 0) -> None:
-    """The teacher's application sends, as the playground's composer does, over the session's websocket; first,
-    with `peers`, it waits until that many students' connections have their handshake done both ways (each
-    student's pipe is then in the teacher's socket)."""
+def send(live_server: Any, session: str, texts: list[str], *, peers: int = 0, wire: str | None = "") -> None:
+    """The teacher's application sends, as the playground's composer does, over the session's websocket, and waits
+    until the message `wire` (the last one by default; None: none, only an answer) is on the wire; first, with
+    `peers`, it waits until that many students' connections have their handshake done both ways (each student's
+    pipe is then in the teacher's socket)."""
     with connect(f"{live_server.ws_base}/ws/sessions/{session}?log=0&fields=0") as ws:
         greeted: dict[str, set[str]] = {}
         while sum(len(dirs) == 2 for dirs in greeted.values()) < peers:
@@ -89,7 +90,14 @@ def send(live_server: Any, session: str, texts: list[str], *, peers: int = 0) ->
                     greeted.setdefault(str(ev.get("conn")), set()).add(ev.get("dir"))
         for text in texts:
             ws.send(json.dumps({"type": "send", "from": "teacher", "frames": [text]}))
-        ws.recv(timeout=10)
+        # Until the last one is on the wire (the commands go in order): closing the socket sooner would take
+        # the commands not yet carried out with it.
+        if wire is None:
+            ws.recv(timeout=20)
+            return
+        last = (wire or texts[-1]).encode().hex()
+        while last not in ws.recv(timeout=20):
+            pass
 
 
 def received(page: Any) -> list[str]:
@@ -149,12 +157,13 @@ def test_a_sub_page_receives_only_its_topic(browser, live_server, artifacts):
             page.wait_for_selector(".peer-state[data-state='ready']")
         # A PUB sends only to the subscriptions it holds: publish until both have one of theirs.
         for k in range(40):
-            send(live_server, session, [f"weather {k}", f"sports {k}", f"news {k}"], peers=2 if k == 0 else 0)
+            send(live_server, session, [f"weather {k}", f"sports {k}", f"news {k}"], peers=2 if k == 0 else 0,
+                 wire=None)  # (a PUB puts nothing on the wire before the subscriptions are in)
             if ana.locator(".peer-messages li").count() and ben.locator(".peer-messages li").count():
                 break
         ana.wait_for_selector(".peer-messages li")
         ben.wait_for_selector(".peer-messages li")
-        send(live_server, session, ["weather last", "sports last", "news last"])
+        send(live_server, session, ["weather last", "sports last", "news last"], wire="sports last")
         ana.wait_for_selector(".peer-messages li:text-is('weather last')")
         ben.wait_for_selector(".peer-messages li:text-is('sports last')")
         assert all(m.startswith("weather") for m in received(ana)), received(ana)
