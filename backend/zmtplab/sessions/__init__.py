@@ -24,6 +24,7 @@ from .session import (
     ConnEndpoints,
     EventLog,
     EventNotFound,
+    NodeFull,
     Output,
     OutputFactory,
     Runtime,
@@ -42,7 +43,7 @@ from .setup import SessionSetup
 
 __all__ = [
     "CLIENT_IP", "SERVER_IP", "SIM_CLIENT_PORT", "SIM_SERVER_PORT", "ConnEndpoints", "EventLog", "EventNotFound",
-    "Output", "OutputFactory", "Runtime", "Session", "SessionConfigError", "SessionError", "SessionLimits",
+    "NodeFull", "Output", "OutputFactory", "Runtime", "Session", "SessionConfigError", "SessionError", "SessionLimits",
     "SessionManager", "SessionNotFound", "SessionNotice", "SessionSetup", "Subscriber", "TooManySessions", "WireChunk",
     "dumps", "is_mark", "runtime_factory",
 ]

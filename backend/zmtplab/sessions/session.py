@@ -56,6 +56,10 @@ class SessionError(Exception):
     """A command the session cannot carry out; its text goes to the browser as `{"type": "error"}`."""
 
 
+class NodeFull(SessionError):
+    """An external node already has its `max_connections`: one more program is refused."""
+
+
 class SessionNotice(SessionError):
     """A command that found nothing to do, which is no fault ("nothing more happens"): its `error` message says
     `"severity": "info"`, and the page shows it as a note, not as an error."""

@@ -33,7 +33,7 @@ from wsproto.events import (
 
 from ..engine.zws import choose
 from ..peers.topology import TopologyError
-from ..sessions import Session, SessionError, SessionManager
+from ..sessions import NodeFull, Session, SessionError, SessionManager
 from ..sessions.tcp import TcpRuntime
 from ..sessions.tcp.runtime import ZWS_RESOURCE
 
@@ -70,7 +70,7 @@ async def serve(websocket: WebSocket, manager: SessionManager, session_id: str, 
     try:
         reader, writer = await runtime.bridge(name, (client.host, client.port) if client else ("", 0))
     except SessionError as exc:
-        await websocket.close(code=4429 if "max_connections" in str(exc) else 4404)
+        await websocket.close(code=4429 if isinstance(exc, NodeFull) else 4404)
         return
     try:
         lab = WSConnection(ConnectionType.CLIENT)

@@ -40,7 +40,7 @@ from typing import Any
 
 from ...engine.constants import mechanism_problem
 from ...peers.faults import SESSION_FAULTS
-from ..session import Session, SessionConfigError, SessionError, SessionNotice, check_manual
+from ..session import NodeFull, Session, SessionConfigError, SessionError, SessionNotice, check_manual
 from ..setup import SessionSetup
 from . import external
 from .applications import Applications
@@ -209,7 +209,7 @@ class TcpRuntime:
                                "no ZWS (a libzmq node, or its mechanism)")
         most = self.nodes[name].spec.max_connections
         if self.taps.external_links(name) >= most:
-            raise SessionError(f"external node {name!r} takes {most} connection(s) at once (its max_connections)")
+            raise NodeFull(f"external node {name!r} takes {most} connection(s) at once (its max_connections)")
         ours, theirs = socket.socketpair()
         reader, writer = await asyncio.open_connection(sock=theirs)
         self.state.spawn(self.taps.adopt(tap, reader, writer, peer))
