@@ -135,7 +135,6 @@ class _Matcher:
         # The template with the most fixed text first: "unknown mechanism {name}: ..." before "{text}".
         patterns.sort(key=lambda p: -p[0])
         self.patterns = [(literal, msg_id, pattern, loose) for literal, msg_id, pattern, loose in patterns]
-        self._explained: dict[str, int] = {}
 
     def match(self, english: str) -> tuple[str, dict[str, str]] | None:
         found = self._best(english)
@@ -164,11 +163,11 @@ class _Matcher:
         return msg_id, params, score
 
     def _score(self, nested: str) -> int:
-        """How much of a nested text its own best reading explains by fixed text (0 when none)."""
-        if nested not in self._explained:
-            found = self._best(nested)
-            self._explained[nested] = 0 if found is None else found[2]
-        return self._explained[nested]
+        """How much of a nested text its own best reading explains by fixed text (0 when none). (Not cached here:
+        texts carry offsets and counts, so a cache of every one read would grow with a server's uptime;
+        `translate`'s bounded cache holds the whole texts.)"""
+        found = self._best(nested)
+        return 0 if found is None else found[2]
 
 
 @lru_cache(maxsize=1)
