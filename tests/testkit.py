@@ -4,6 +4,7 @@ real uvicorn server in a thread, and uploads and event streams through a test cl
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import threading
@@ -97,9 +98,39 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 VIEWPORT = {"width": 1500, "height": 950}
 
 
+# A page of ours is ready when its entry module has run (main-*.js marks <html data-ready>): its controls listen.
+# The browser's load event comes earlier (the module awaits its language catalogs), so a click made as soon as
+# `goto` returns could fall on a button with no listener yet: a loaded machine made that happen.
+APP_READY = ("() => document.documentElement.dataset.ready !== undefined"
+             " || !document.querySelector('script[type=module][src*=\"main-\"]')")
+
+
+def _then_ready(navigate: Any) -> Any:
+    @functools.wraps(navigate)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        response = navigate(self, *args, **kwargs)
+        self.wait_for_function(APP_READY)
+        return response
+
+    wrapper.waits_for_app = True
+    return wrapper
+
+
+def _pages_wait_for_apps() -> None:
+    """`Page.goto` and `Page.reload` return once one of our pages is ready (`APP_READY`), in every test."""
+    from playwright.sync_api import Page
+
+    for name in ("goto", "reload"):
+        method = getattr(Page, name)
+        if not getattr(method, "waits_for_app", False):
+            setattr(Page, name, _then_ready(method))
+
+
 def launch_chromium(playwright: Any) -> Any:
-    """Debian's Chromium, headless, through a started `sync_playwright()`; a clear failure when it is missing."""
+    """Debian's Chromium, headless, through a started `sync_playwright()`; a clear failure when it is missing.
+    Its pages' `goto` and `reload` wait for our apps to be ready."""
     assert CHROMIUM.exists(), f"Debian's chromium is missing at {CHROMIUM}: `make test` installs it (apt chromium)"
+    _pages_wait_for_apps()
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
 
 

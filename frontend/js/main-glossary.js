@@ -16,4 +16,6 @@ const host = {
 
 // The page's language first (its catalogs load before anything is drawn), then the page.
 await initLanguage(host);
-startGlossary(host);
+await startGlossary(host);
+// (the page now answers its controls: a user's click or a test's, until here, fell on nothing)
+g.document.documentElement.dataset.ready = '';

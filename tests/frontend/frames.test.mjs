@@ -29,6 +29,25 @@ function manualFrames() {
   };
 }
 
+test('nextFrame: asked for during a frame it waits for the next one; between frames, the next one', () => {
+  const { queue, frame } = manualFrames();
+  const ran = [];
+  const later = () => ran.push('later');
+  queue.schedule(() => {
+    ran.push('draw');
+    queue.nextFrame(later);
+    queue.nextFrame(later);
+  });
+  frame();
+  assert.deepEqual(ran, ['draw']);
+  frame();
+  assert.deepEqual(ran, ['draw', 'later']);
+  queue.nextFrame(later);
+  assert.ok(frame());
+  assert.deepEqual(ran, ['draw', 'later', 'later']);
+  assert.equal(frame(), false);
+});
+
 test('what is scheduled before a frame runs once in it, in order, with one request for the frame', () => {
   const { queue, asked, frame } = manualFrames();
   const ran = [];

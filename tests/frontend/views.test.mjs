@@ -134,6 +134,23 @@ test('the sequence view renders a hostile payload as text, virtually', () => {
   assert.ok(byClass(container, 'seq-row').some((r) => r.dataset.index === '249999' && r.classList.contains('selected')));
 });
 
+test('sequence: a scroll after our own is read, whether or not ours made an event', () => {
+  const doc = createDocument();
+  const container = doc.createElement('div');
+  const events = hostileEvents();
+  const view = new SequenceView(container, { i18n: en, source: new ArraySource(Array.from({ length: 10_000 }, (_, i) => events[i % events.length])) });
+  doc.flush();
+  view.setSelected(5_000); // (revealed: our own scroll)
+  doc.flush();
+  assert.ok(view.viewport.scrollTop > 0);
+  // The browser coalesced our scroll's event with nothing, or made none; the next frame has run. A script (or an
+  // assistive tool: no wheel, key or pointer) now scrolls to the end: its rows are drawn.
+  view.viewport.scrollTop = 10_000 * view.rowHeight;
+  view.viewport.dispatch('scroll');
+  doc.flush();
+  assert.ok(byClass(container, 'seq-row').some((r) => r.dataset.index === '9999'));
+});
+
 test('octet table, tree, explanation and hex dump: one selection, payload as text', () => {
   const doc = createDocument();
   const selection = createSelection();

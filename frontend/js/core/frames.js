@@ -76,8 +76,15 @@ export function createFrameQueue(requestFrame, now = null) {
     if (!ran) request();
   }
 
+  /** Runs fn in the next frame, never in the one running now (what must outlast this frame's work). */
+  function nextFrame(fn) {
+    if (!ran) schedule(fn);
+    else if (!later.includes(fn)) later.push(fn);
+  }
+
   return {
     schedule,
+    nextFrame,
     /** A function that schedules fn (at most once a frame). */
     throttle: (fn) => () => schedule(fn),
     /**

@@ -74,6 +74,7 @@ export class SequenceView {
     clear(container);
     container.appendChild(this.root);
     this.schedule = frameThrottle(this.win, (time) => this.render(time));
+    this.forgetOwnScroll = () => (this.ownScroll = false);
     this.rows.addEventListener('click', (e) => {
       const row = closestRow(e.target, this.rows);
       if (row) this.select(Number(row.dataset.index));
@@ -119,7 +120,12 @@ export class SequenceView {
     const was = this.top;
     this.viewport.scrollTop = top;
     this.top = this.viewport.scrollTop; // (free: the write above laid the page out)
-    if (this.top !== was) this.ownScroll = true;
+    if (this.top !== was) {
+      this.ownScroll = true;
+      // Our scroll's event comes before the next frame's callbacks; by then the next one is someone else's (a
+      // script's, an assistive tool's; a scroll that made no event must not swallow it).
+      frameQueue(this.win).nextFrame(this.forgetOwnScroll);
+    }
   }
 
   /** Every row is drawn again on the next frame. */
