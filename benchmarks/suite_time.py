@@ -171,7 +171,7 @@ def main() -> int:
     if args.weights:
         print("WEIGHTS: dict[str, float] = {")
         for unit, seconds in sorted(weights(times.modules).items(), key=lambda kv: -kv[1]):
-            if seconds >= 10:
+            if seconds >= 15:  # (the rest count as WEIGHT_UNNAMED)
                 print(f'    "{unit}": {seconds:.0f},')
         print("}")
     print(f"suite_time: modules={len(rows)} wall={wall:.1f}s cpu={cpu:.1f}s "
