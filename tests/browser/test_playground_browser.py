@@ -87,7 +87,9 @@ def select_row(page: Any, label_part: str) -> None:
     row = page.locator("#sequence .seq-row", has=page.locator(".seq-label", has_text=label_part)).first
     row.click()
     page.wait_for_selector("#sequence .seq-row.selected")
-    page.wait_for_selector("#octets .octets-title")
+    # A session's element comes without its fields: until they are fetched the table shows unnamed octets.
+    page.wait_for_function("() => { const names = [...document.querySelectorAll('#octets .oct-name')];"
+                           " return names.length && !names.some((n) => n.textContent.startsWith('octets')); }")
 
 
 def blur(page: Any) -> None:

@@ -41,7 +41,8 @@ def test_opening_an_element_fetches_its_fields(page, live_server):
     assert not fetched  # nothing opened yet, nothing fetched
 
     row.click()
-    page.wait_for_selector("#octets .oct-name")
+    # (until its fields are in, the table shows the element's octets unnamed)
+    page.wait_for_selector("#octets .oct-name:text-is('flags')")
     names = page.eval_on_selector_all("#octets .oct-name", "els => [...new Set(els.map(e => e.textContent))]")
     assert names[:3] == ["flags", "size", "body"]
     assert BODY in page.text_content("#octets")

@@ -11,7 +11,7 @@ from typing import Any
 from ..capture.dissect import DissectResult, dissect_capture, dissect_capture_jsonl
 from ..capture.errors import CaptureFormatError
 from ..engine.events import WIRE_KINDS
-from .output import add_lang_option, field_note, localized, write_jsonl, write_line
+from .output import add_lang_option, field_note, localized, read_curve_keylog, write_jsonl, write_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,14 +39,11 @@ def run(args: argparse.Namespace) -> int:
     kinds = set(args.kind) if args.kind else None
     result = DissectResult()
     options = {"with_fields": not args.no_fields, "max_body": args.max_body, "result": result}
-    if args.curve_keylog is not None:
-        from ..engine.curve import parse_keylog
-
-        try:
-            options["curve_keys"] = parse_keylog(args.curve_keylog.read_text(encoding="ascii", errors="replace"))
-        except (OSError, ValueError) as exc:
-            print(f"zmtplab dissect: --curve-keylog: {exc}", file=sys.stderr)
-            return 2
+    keys = read_curve_keylog(args.curve_keylog, "dissect")
+    if keys is False:
+        return 2
+    if keys is not None:
+        options["curve_keys"] = keys
     try:
         with open(args.capture, "rb") as handle:
             if args.jsonl and conns is None and kinds is None:  # (the contract: --lang changes nothing here)

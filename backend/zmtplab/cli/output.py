@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -15,6 +17,20 @@ def add_lang_option(parser: Any) -> None:
     parser.add_argument("--lang", choices=LANGS, default=None,
                         help="print each field's note and the expert texts in this language (en or zh-CN); "
                              "without it notes are not printed; --jsonl/--json stay English")
+
+
+def read_curve_keylog(path: Path | None, command: str) -> Any:
+    """The session keys of `--curve-keylog FILE` (None without one), or False after saying on stderr why the file
+    cannot be read."""
+    if path is None:
+        return None
+    from ..engine.curve import parse_keylog  # (only a key log loads the cryptography)
+
+    try:
+        return parse_keylog(path.read_text(encoding="ascii", errors="replace"))
+    except (OSError, ValueError) as exc:
+        print(f"zmtplab {command}: --curve-keylog: {exc}", file=sys.stderr)
+        return False
 
 
 def localized(event: dict[str, Any], lang: str | None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import orjson
 from ..capture.errors import CaptureFormatError
 from ..i18n import DEFAULT, localize_replay, text, translate
 from ..replay import OPTIONS, ReplayError, ReplayModel, apply_changes, parse_change, replay
-from .output import add_lang_option
+from .output import add_lang_option, read_curve_keylog
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,15 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replays and prints."""
-    keys = None
-    if args.curve_keylog is not None:
-        from ..engine.curve import parse_keylog  # (only a replay with a key log loads the cryptography)
-
-        try:
-            keys = parse_keylog(args.curve_keylog.read_text(encoding="ascii", errors="replace"))
-        except (OSError, ValueError) as exc:
-            print(f"zmtplab replay: --curve-keylog: {exc}", file=sys.stderr)
-            return 2
+    keys = read_curve_keylog(args.curve_keylog, "replay")
+    if keys is False:
+        return 2
     try:
         changes = [parse_change(text) for text in args.changes]
         with open(args.capture, "rb") as handle:
