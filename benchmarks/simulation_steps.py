@@ -5,7 +5,9 @@ and then three frames each: every message goes through both peer engines (encode
 dissector that explains the wire and the event log. Only the public API is used (`add_peer`, `connect`, `send`,
 `run`, `events`), so any checkout since the simulator has had it can be the anchor: `--baseline DIR` runs the
 same scenario on DIR's backend (e.g. a scratch worktree of the code before a change). Each measurement is a fresh
-process, the two sides alternate, and the medians of `--runs` are compared. Last line:
+process, the two sides alternate, and the medians of `--runs` are compared: per shape, and overall as each run's
+CPU over both shapes' messages (a run's mean, so that the median is of runs alike: the median of the two shapes'
+figures pooled would fall in the gap between them and follow whichever outlier sits at its edge). Last line:
 
     simulation: ours=... us/msg baseline=... us/msg ratio=...
 
@@ -63,7 +65,7 @@ def measure(backend: Path, count: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=3000, help="messages of each shape")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--baseline", type=Path, help="another checkout, measured alternately as the anchor")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -81,8 +83,12 @@ def main() -> int:
     medians = {side: {shape: statistics.median(v) for shape, v in shapes.items()} for side, shapes in figures.items()}
     for shape in SHAPES:
         row = "  ".join(f"{side} {medians[side][shape]:.1f} us/msg" for side in sides)
+        if "baseline" in sides:
+            row += f"  ratio {medians['ours'][shape] / medians['baseline'][shape]:.2f}"
         print(f"{shape:>13}: {row}")
-    overall = {side: statistics.median([us for v in figures[side].values() for us in v]) for side in sides}
+    # (Every shape sends `count` messages: a run's CPU per message over all of them is the mean of its shapes'.)
+    overall = {side: statistics.median(map(statistics.fmean, zip(*figures[side].values(), strict=True)))
+               for side in sides}
     line = f"simulation: ours={overall['ours']:.1f} us/msg"
     if "baseline" in overall:
         line += f" baseline={overall['baseline']:.1f} us/msg ratio={overall['ours'] / overall['baseline']:.2f}"

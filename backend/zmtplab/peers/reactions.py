@@ -17,6 +17,8 @@ class Reactions:
         self._waiting: dict[Group, dict[tuple[Frames, int], list[tuple[float, Frames]]]] = {}
         self._groups: dict[str, list[Group]] = {}
         self._counts: dict[tuple[Group, Frames], int] = {}
+        # Whether a reaction was ever added: until then no read is counted (no group has one), so `read` need not run.
+        self.active = False
 
     def add(self, group: Group, read: Frames, occurrence: int, delay: float, frames: Frames) -> None:
         """`frames` are sent `delay` s after the group's `occurrence`th read of `read`."""
@@ -24,6 +26,7 @@ class Reactions:
             if group not in self._groups.setdefault(name, []):
                 self._groups[name].append(group)
         self._waiting.setdefault(group, {}).setdefault((read, occurrence), []).append((delay, frames))
+        self.active = True
 
     def read(self, peer: str, msg: Frames) -> list[tuple[float, Frames]]:
         """`peer`'s application read `msg`: the (delay, frames) it sends in reaction (each given once)."""

@@ -504,13 +504,14 @@ class Simulation:
             max_steps = DEFAULT_MAX_STEPS
         done = 0
         while max_steps is None or done < max_steps:
-            self._apply_replay()
+            if self._replay:
+                self._apply_replay()
             item = self._next_item()
             if item is None:
                 break
             if until_t is not None and item[0][0] > until_t:
                 break
-            self._step_once()
+            self._take(item)  # (the item just ranked: `_step_once` would rank every link again for it)
             done += 1
         if until_t is not None and self.t < until_t and (max_steps is None or done < max_steps):
             self.t = until_t
@@ -522,6 +523,11 @@ class Simulation:
         item = self._next_item()
         if item is None:
             return False
+        self._take(item)
+        return True
+
+    def _take(self, item: tuple[tuple, Callable[..., None], tuple]) -> None:
+        """One step: the clock moves to the item's time, its action runs, the applications settle."""
         key, action, args = item
         timeline = self.timeline
         if key[0] > timeline.t:
@@ -535,7 +541,6 @@ class Simulation:
                 wire.all_dirty = True
         action(*args)
         self._settle()
-        return True
 
     def _next_item(self) -> tuple[tuple, Callable[..., None], tuple] | None:
         """The next scheduled item: (key, action, its arguments); None when idle. Keys order the items:
@@ -625,8 +630,9 @@ class Simulation:
             self.tracker.read(peer, msg, entry)
         else:
             self._log(entry)
-        for delay, frames in self.reactions.read(peer.name, msg):
-            self._op_schedule(self.t + delay, "send", {"peer_name": peer.name, "frames": frames})
+        if self.reactions.active:
+            for delay, frames in self.reactions.read(peer.name, msg):
+                self._op_schedule(self.t + delay, "send", {"peer_name": peer.name, "frames": frames})
 
     def _slow_read(self, peer: SimPeer) -> None:
         """A slow consumer's application reads one message (its next read comes `recv_every` later)."""
