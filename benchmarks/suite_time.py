@@ -8,17 +8,24 @@ torn down), takes the CPU time of pytest's whole process tree: pytest itself, th
 used it. Wall time on a shared machine says how loaded it was; CPU time says what the suite costs, and
 compares runs made at different loads.
 
-It prints every module, most CPU first, with its wall time, CPU time (user+sys) and test count, then the
-totals and the load average, and writes them as JSON with `--json FILE`. `--burner N` runs the suite beside N
-busy processes (load_sessions.py's burner: a pure-Python loop each, at normal priority), the other work of a
-shared machine made repeatable: the suite must pass there too (its tests wait for states, never for time).
+Under pytest-xdist (`-n 2 --dist loadgroup`, as `make test` runs it) each worker measures the tests it runs and
+hands its figures back when it ends (xdist's `workeroutput`); the wall times are the reports' own (setup + call +
+teardown), so the figures are the same either way.
 
-Usage: python benchmarks/suite_time.py [--json FILE] [--top N] [--burner N] [PYTEST ARGS...]
+It prints every module, most CPU first, with its wall time, the part of it spent setting up fixtures, CPU time
+(user+sys) and test count, then the totals and the load average, and writes them as JSON with `--json FILE`.
+`--weights` prints the wall seconds of each unit of work of tests/conftest.py's scheduler as its `WEIGHTS`
+(a run on two workers: the order the units are handed out in). `--burner N` runs the suite beside N busy
+processes (load_sessions.py's burner: a pure-Python loop each, at normal priority), the other work of a shared
+machine made repeatable: the suite must pass there too (its tests wait for states, never for time).
+
+Usage: python benchmarks/suite_time.py [--json FILE] [--top N] [--weights] [--burner N] [PYTEST ARGS...]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -70,38 +77,85 @@ def tree_cpu() -> float:
     return total + own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
 
 
+def _module(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
 class ModuleTimes:
-    """The pytest plugin: wall and tree CPU seconds per test module."""
+    """The pytest plugin: wall, fixture set-up and tree CPU seconds per test module.
+
+    The wall times come from the test reports, wherever the tests ran; the CPU is taken around each test where it
+    runs: in this process, or on each xdist worker, which hands its figures back as it ends."""
 
     def __init__(self) -> None:
         self.modules: dict[str, dict[str, float]] = {}
         self.started = time.monotonic()
         self.cpu0 = tree_cpu()
 
+    def row(self, module: str) -> dict[str, float]:
+        return self.modules.setdefault(module, {"wall": 0.0, "setup": 0.0, "cpu": 0.0, "tests": 0})
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-        wall, cpu = time.monotonic(), tree_cpu()
+        cpu = tree_cpu()
         yield
-        row = self.modules.setdefault(item.nodeid.split("::")[0], {"wall": 0.0, "cpu": 0.0, "tests": 0})
-        row["wall"] += time.monotonic() - wall
-        row["cpu"] += tree_cpu() - cpu
-        row["tests"] += 1
+        self.row(_module(item.nodeid))["cpu"] += tree_cpu() - cpu
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        row = self.row(_module(report.nodeid))
+        row["wall"] += report.duration
+        if report.when == "setup":
+            row["setup"] += report.duration
+            row["tests"] += 1
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:  # an xdist worker: its CPU figures go back to the controller
+            output["suite_time_cpu"] = {module: row["cpu"] for module, row in self.modules.items()}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        for module, cpu in getattr(node, "workeroutput", {}).get("suite_time_cpu", {}).items():
+            self.row(module)["cpu"] += cpu
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On an xdist worker (this module given as `-p suite_time`): the worker's own measuring plugin."""
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(ModuleTimes(), "suite_time_worker")
+
+
+def weights(modules: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Wall seconds per unit of work of tests/conftest.py's scheduler (its modules, or the shared unit of several)."""
+    spec = importlib.util.spec_from_file_location("suite_units", REPO / "tests" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    units = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(units)
+    out: dict[str, float] = {}
+    for module, row in modules.items():
+        unit = units.unit_of(module)
+        out[unit] = out.get(unit, 0.0) + row["wall"]
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--top", type=int, default=0, help="print only the N modules with most CPU (0: all)")
+    ap.add_argument("--weights", action="store_true", help="print each unit's wall seconds as conftest's WEIGHTS")
     ap.add_argument("--burner", type=int, default=0, metavar="N", help="N busy processes beside the suite")
     args, pytest_args = ap.parse_known_args()
     os.chdir(REPO)
+    # xdist's workers load this module as a plugin (from this folder) to measure the tests they run.
+    here = str(Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     burners = [mp.get_context("spawn").Process(target=burn, daemon=True) for _ in range(max(0, args.burner))]
     for b in burners:
         b.start()
     times = ModuleTimes()  # (after the burners: their CPU is not the suite's)
     load0 = os.getloadavg()
     try:
-        status = pytest.main(pytest_args, plugins=[times])
+        status = pytest.main([*pytest_args, "-p", "suite_time"], plugins=[times])
     finally:
         for b in burners:
             b.terminate()
@@ -111,9 +165,15 @@ def main() -> int:
     cpu = tree_cpu() - times.cpu0
     load1 = os.getloadavg()
     rows = sorted(times.modules.items(), key=lambda kv: -kv[1]["cpu"])
-    print(f"\n{'module':<64} {'wall s':>8} {'cpu s':>8} {'tests':>6}")
+    print(f"\n{'module':<64} {'wall s':>8} {'setup s':>8} {'cpu s':>8} {'tests':>6}")
     for module, row in rows[: args.top or None]:
-        print(f"{module:<64} {row['wall']:8.1f} {row['cpu']:8.1f} {int(row['tests']):6d}")
+        print(f"{module:<64} {row['wall']:8.1f} {row['setup']:8.1f} {row['cpu']:8.1f} {int(row['tests']):6d}")
+    if args.weights:
+        print("WEIGHTS: dict[str, float] = {")
+        for unit, seconds in sorted(weights(times.modules).items(), key=lambda kv: -kv[1]):
+            if seconds >= 15:  # (the rest count as WEIGHT_UNNAMED)
+                print(f'    "{unit}": {seconds:.0f},')
+        print("}")
     print(f"suite_time: modules={len(rows)} wall={wall:.1f}s cpu={cpu:.1f}s "
           f"load_start={load0[0]:.1f} load_end={load1[0]:.1f} burners={len(burners)} status={int(status)}")
     if args.json:

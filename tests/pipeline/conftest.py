@@ -1,4 +1,4 @@
-"""One Spark session for the whole pipeline suite: local[2], no UI, 4 shuffle partitions.
+"""One Spark session for the whole pipeline suite: local[2], no UI, 4 shuffle partitions, a JVM for short runs.
 
 Spark needs Java 17+; without it the Spark tests fail with a message saying so (they are never
 skipped silently). Workers run this interpreter (PYSPARK_PYTHON)."""
@@ -10,6 +10,8 @@ import shutil
 import sys
 
 import pytest
+
+from testkit import SPARK_SHORT_JVM
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +26,7 @@ def spark():
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.driver.memory": "2g",
+        "spark.driver.extraJavaOptions": SPARK_SHORT_JVM,
     })
     session.sparkContext.setLogLevel("ERROR")
     yield session

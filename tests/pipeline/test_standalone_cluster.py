@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 from pipeline_util import PROJECT, SHARED
 
 import zmtplab.pipeline
-from testkit import free_port
+from testkit import SPARK_SHORT_JVM, free_port
 from zmtplab.pipeline import run_pipeline
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (the fixtures: a cluster and its runs)
@@ -42,15 +42,12 @@ WORKERS = 2
 INPUTS = [SHARED / "dealer_router.pcapng", SHARED / "large.pcapng", PROJECT / "curve_wrong_key.pcapng",
           PROJECT / "identity_collision.pcapng", PROJECT / "heartbeat_ttl.pcapng"]
 # Spark's own settings, the way an operator gives them (spark-defaults.conf, read by spark-submit and by
-# the JVM `zmtplab pipeline` starts): small shuffles for small inputs, no UI.
-# Every JVM here lives for seconds: the client compiler only, one GC thread (the JIT's second tier and a parallel
-# GC cost more CPU than they save in runs this short).
-SHORT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# the JVM `zmtplab pipeline` starts): small shuffles for small inputs, no UI, JVMs for short runs.
 RUNS = 3  # at once: a table-comparing run each for the CLI and spark-submit, and a failing one
 UNSEEN = "/proc/self/cwd/local-only.pcapng"
 SPARK_DEFAULTS = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.executor.memory": "512m",
                   "spark.cores.max": str(WORKERS), "spark.executor.cores": "1",
-                  "spark.driver.extraJavaOptions": SHORT_JVM, "spark.executor.extraJavaOptions": SHORT_JVM}
+                  "spark.driver.extraJavaOptions": SPARK_SHORT_JVM, "spark.executor.extraJavaOptions": SPARK_SHORT_JVM}
 
 
 def _normal(name: str) -> str:
@@ -122,7 +119,7 @@ def cluster(tmp_path_factory, bare_python):
                   if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith(("PYSPARK", "SPARK"))}
     daemon_env.update({"PATH": path, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
                        "SPARK_CONF_DIR": str(conf), "SPARK_LOG_DIR": str(tmp / "logs"),
-                       "PYSPARK_PYTHON": str(bare_python), "SPARK_DAEMON_JAVA_OPTS": SHORT_JVM})
+                       "PYSPARK_PYTHON": str(bare_python), "SPARK_DAEMON_JAVA_OPTS": SPARK_SHORT_JVM})
     port, webui = free_port(), free_port()
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []

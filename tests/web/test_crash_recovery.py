@@ -7,6 +7,7 @@ Every server here is a real `zmtplab serve` process on 127.0.0.1 (a free port) o
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,13 +21,18 @@ import httpx
 import pytest
 from webkit import LOCAL, SHARED
 
-from testkit import free_port, upload
+from testkit import SPARK_SHORT_JVM, free_port, upload
 
 pytestmark = pytest.mark.timeout(300)
 
 ZMTPLAB = str(Path(sys.executable).with_name("zmtplab"))
 BULK = SHARED / "bulk.pcapng"  # 420,000 elements: several seconds of dissection
 SMALL = [LOCAL / "req_rep.pcapng", LOCAL / "pub_sub.pcapng", LOCAL / "plain_ok.pcapng"]
+# The corpus runs' Spark, set as an operator sets it: one core, no UI, few shuffle partitions for three small
+# captures, a JVM for short runs.
+CORPUS_ENV = {"ZMTPLAB_CORPUS_MASTER": "local[1]",
+              "ZMTPLAB_CORPUS_SPARK_CONF": json.dumps({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+                                                       "spark.driver.extraJavaOptions": SPARK_SHORT_JVM})}
 
 
 # ---------------------------------------------------------------- processes
@@ -224,7 +230,7 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
     problem = _spark_problem()
     assert problem is None, f"{problem}: `make test` installs Java and pyspark"  # (fails, never skips)
     data = tmp_path / "data"
-    first = Server(data, ZMTPLAB_CORPUS_MASTER="local[1]")
+    first = Server(data, **CORPUS_ENV)
     servers.append(first)
     ids = [first.upload(path) for path in SMALL]
     events = sum(first.done(capture_id)["events"] for capture_id in ids)
@@ -239,7 +245,7 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
     assert first.kill() == -signal.SIGKILL
     assert left_behind(children, within=30) == {}, "Spark's JVM (or a worker) outlived its server"
 
-    second = Server(data, ZMTPLAB_CORPUS_MASTER="local[1]")
+    second = Server(data, **CORPUS_ENV)
     servers.append(second)
 
     def finished() -> dict[str, Any] | None:

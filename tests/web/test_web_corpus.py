@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from testkit import event_stream, upload
+from testkit import SPARK_SHORT_JVM, event_stream, upload
 from zmtplab.pipeline.rows import event_to_comparable, row_to_event
 from zmtplab.web import Settings, create_app
 
@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # (the fixture: a Sp
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "captures"  # shared/ sits beside the repository
-SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+              "spark.driver.extraJavaOptions": SPARK_SHORT_JVM}
 
 
 # This module's app has settings of its own: a small Spark configuration for the corpus runs.
