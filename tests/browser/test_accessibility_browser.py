@@ -29,7 +29,7 @@ def a11y_page(browser: Any) -> Iterator[Any]:
     assert AXE.exists(), f"{AXE} is missing: `make test` installs it (npm ci)"
     context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(30_000)
     try:
         yield page
     finally:
@@ -95,7 +95,7 @@ def capture_live(page: Any, base: str, sample: Callable) -> None:
 
 def lessons_list(page: Any, base: str, sample: Callable) -> None:
     page.goto(f"{base}/lessons.html")
-    page.wait_for_selector("text=The greeting", timeout=15_000)
+    page.wait_for_selector("text=The greeting")
 
 
 def lesson_step(page: Any, base: str, sample: Callable) -> None:
@@ -121,7 +121,7 @@ def topology_session(page: Any, base: str, sample: Callable) -> None:
     page.select_option("#preset-menu", "load-balancing")
     page.click("#start-preset")
     page.wait_for_selector("#topology:not([hidden]) .topo-node")
-    page.wait_for_selector("#topology .topo-msg", timeout=20_000)
+    page.wait_for_selector("#topology .topo-msg")
     page.locator("#topology .topo-msg").first.click()
     page.wait_for_selector("#sequence .seq-row.on-path")
 
@@ -143,7 +143,7 @@ def playground_projector(page: Any, base: str, sample: Callable) -> None:
     session_id = page.request.post(f"{base}/api/sessions", data=body).json()["id"]
     page.goto(f"{base}/index.html?session={session_id}&projector=1")
     page.wait_for_selector("html.projector", state="attached")
-    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4", timeout=20_000)
+    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")
     page.locator("#sequence .seq-row").nth(3).click()
     page.wait_for_selector("#octets .oct-box")
 

@@ -255,7 +255,7 @@ def test_delete_captures_on_the_corpus_page(page, server, artifacts, tmp_path, s
     page.goto(f"{srv.base}/corpus.html")
     page.wait_for_selector("#start-run")
     page.set_input_files("#corpus-file", [str(p) for p in files])
-    page.wait_for_function("() => document.querySelectorAll('#picker li.pick-item').length === 2", timeout=20_000)
+    page.wait_for_function("() => document.querySelectorAll('#picker li.pick-item').length === 2")
     ids = {c["name"]: c["id"] for c in page.request.get(f"{srv.base}/api/corpus/captures").json()["captures"]}
     # Each upload links to the viewer ...
     href = page.get_attribute("#picker li.pick-item:has-text('corpus_0.pcapng') a", "href")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.browser
 def open_page(browser: Any, errors: list[str]) -> tuple[Any, Any]:
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(30_000)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     return context, page

@@ -78,8 +78,7 @@ def test_corpus_run_in_the_browser(page, corpus_server, artifacts, sample, tmp_p
     page.wait_for_selector("#start-run")
     assert page.locator("nav a[aria-current=page]").text_content() == "Corpus"
     page.set_input_files("#corpus-file", [str(dealer), str(hostile)])
-    page.wait_for_function("() => document.querySelectorAll('#picker input[type=checkbox]:checked').length === 2",
-                           timeout=20_000)
+    page.wait_for_function("() => document.querySelectorAll('#picker input[type=checkbox]:checked').length === 2")
     checked = page.eval_on_selector_all("#picker li:has(input:checked) span", "els => els.map((e) => e.textContent)")
     assert sorted(n.split(" (")[0] for n in checked) == ["dealer_router.pcapng", "hostile.pcapng"]
     page.screenshot(path=str(shots / "01-picked.png"))

@@ -98,7 +98,7 @@ def test_playground_session_in_each_language(page, live_server, artifacts, lang)
         page.locator(f"fieldset.peer-{side} select").first.select_option("PUSH")
     page.check("input[name='autoplay']")
     page.click(f"button:text-is('{words['start']}')")
-    page.wait_for_selector("#expert .expert-item", timeout=15_000)
+    page.wait_for_selector("#expert .expert-item")
     expert = page.locator("#expert .expert-item .expert-msg").first.inner_text()
     count = page.locator("#sequence .seq-count").inner_text()
     assert words["elements"] in count, count

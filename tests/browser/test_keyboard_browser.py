@@ -71,7 +71,7 @@ def test_a_session_by_keyboard(page: Any, live_server: Any) -> None:
     tab_to(page, text_is("Send message"))
     page.keyboard.press("Enter")
     page.wait_for_function("() => [...document.querySelectorAll('#sequence .seq-label')].some("
-                           "(e) => e.textContent.includes('by keyboard'))", timeout=15_000)
+                           "(e) => e.textContent.includes('by keyboard'))")
 
 
 def test_a_capture_by_keyboard(page: Any, live_server: Any, sample: Callable) -> None:

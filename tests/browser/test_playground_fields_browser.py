@@ -32,7 +32,7 @@ def test_opening_an_element_fetches_its_fields(page, live_server):
     page.goto(f"{live_server.base}/index.html")
     page.check("input[name='autoplay']")
     page.click("button:text-is('Start session')")
-    page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('READY Socket-Type=PULL'))", timeout=10_000)
+    page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('READY Socket-Type=PULL'))")
     page.fill("textarea[aria-label='Frame 1']", BODY)
     page.click("button:text-is('Send message')")
     row = page.locator("#sequence .seq-row", has=page.locator(".seq-label", has_text=f"size={len(BODY)}")).first

@@ -59,7 +59,7 @@ def start(page: Any, base: str, server: str, client: str, *, autoplay: bool = Fa
 
 def wait_rows(page: Any, count: int) -> None:
     page.wait_for_function("(n) => { const m = /element (\\d+) of/.exec(document.querySelector('.play-status')"
-                           ".textContent); return m && Number(m[1]) >= n; }", arg=count, timeout=15_000)
+                           ".textContent); return m && Number(m[1]) >= n; }", arg=count)
 
 
 FIND_MARK_JS = """async ([pattern, budget]) => {
@@ -351,7 +351,7 @@ def test_router_composer_greeting_strategy_and_sub_topic(page, live_server, arti
     # A SUB with a topic subscribes to it.
     start(page, live_server.base, "PUB", "SUB", autoplay=True,
           setup=lambda p: p.fill("input[name='client-subscribe']", "weather"))
-    page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('SUBSCRIBE'))", timeout=15_000)
+    page.wait_for_selector("#sequence .seq-row:has(.seq-label:text('SUBSCRIBE'))")
     assert any(r.startswith("SUBSCRIBE") and '"weather"' in r for r in rows(page))
     page.screenshot(path=str(shots / "sub-topic.png"))
 
@@ -367,7 +367,7 @@ def test_curve_boxes_are_shown_decrypted_under_the_box(page, live_server, artifa
 
     start(page, live_server.base, "ROUTER", "DEALER", autoplay=True, setup=curve)
     send(page, "client", "", "秘密 secret")
-    page.wait_for_selector("#sequence .seq-row:has-text('秘密 secret')", timeout=15_000)
+    page.wait_for_selector("#sequence .seq-row:has-text('秘密 secret')")
     no_error(page)
     labels = page.eval_on_selector_all("#sequence .seq-row .seq-label", "els => els.map((e) => e.textContent)")
     assert any("INITIATE" in t and "Socket-Type=DEALER" in t for t in labels), labels

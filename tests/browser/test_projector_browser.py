@@ -24,7 +24,7 @@ def open_session(page: Any, base: str, projector: bool) -> None:
     body = {"mode": "simulated", "server": {"type": "ROUTER"}, "client": {"type": "DEALER", "identity": "client-1"}}
     session_id = page.request.post(f"{base}/api/sessions", data=body).json()["id"]
     page.goto(f"{base}/index.html?session={session_id}" + ("&projector=1" if projector else ""))
-    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4", timeout=20_000)
+    page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")
     page.locator("#sequence .seq-row").nth(3).click()
     page.wait_for_selector("#octets .oct-box")
 

@@ -92,7 +92,7 @@ def test_topology_nodes_and_links_have_names(page: Any, live_server: Any) -> Non
     if page.locator("#player button:text-is('▶ Play')").count():
         page.click("#player button:text-is('▶ Play')")
     page.wait_for_function("() => [...document.querySelectorAll('#topology .topo-node .topo-stats')]"
-                           ".every((n) => /^(sent 6 · got 0|got 2)$/.test(n.textContent))", timeout=20_000)
+                           ".every((n) => /^(sent 6 · got 0|got 2)$/.test(n.textContent))")
     page.wait_for_timeout(300)  # (the figures are redrawn at most every 100 ms)
     topo = page.locator("#topology").aria_snapshot()
     assert 'group "Topology diagram (nodes: 4, links: 3)"' in topo, topo

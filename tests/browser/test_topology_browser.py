@@ -119,7 +119,7 @@ def start_preset(page: Any, base: str, preset: str) -> None:
     page.click("#player button:text-is('▶ Play')")
 
 
-def wait_for(page: Any, condition_js: str, arg: Any = None, timeout: int = 15_000) -> None:
+def wait_for(page: Any, condition_js: str, arg: Any = None, timeout: int = 30_000) -> None:
     """Waits until `condition_js(diagram)` holds, the diagram read as DIAGRAM_JS reads it."""
     page.wait_for_function(f"(arg) => ({condition_js})(({DIAGRAM_JS})(), arg)", arg=arg, timeout=timeout)
 
@@ -254,7 +254,7 @@ def test_push_backpressure_blocks_and_queues_fill_to_hwm(page: Any, live_server:
     # The PUSH's send blocks once its pipe holds SNDHWM 2 (it never drops): the marker on it, the sentence.
     wait_for(page, "(d) => /blocked/.test(d.nodes.vent.badges)")
     page.screenshot(path=str(artifacts("topology") / "push-backpressure.png"))
-    wait_for(page, "(d) => d.count.worker >= 3", timeout=20_000)
+    wait_for(page, "(d) => d.count.worker >= 3")
     deepest = page.evaluate("window.__maxDepth")
     # The worker's inbound queue reached its RCVHWM of 2: it stopped reading (a block marker on it).
     assert deepest["worker<vent"][1] == 2 and deepest["worker<vent"][0] >= 2, deepest
@@ -374,7 +374,7 @@ def test_real_mode_with_a_libzmq_worker(page: Any, live_server: LiveServer) -> N
     libzmq.check()
     page.click("#start-topology")
     page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='w2']")
-    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.count[w] === 2)", timeout=20_000)
+    wait_for(page, "(d) => ['w1','w2','w3'].every((w) => d.count[w] === 2)")
     d = diagram(page)
     assert d["got"] == {"vent": [], "w1": ["task 1", "task 4"], "w2": ["task 2", "task 5"], "w3": ["task 3", "task 6"]}
     assert d["nodes"]["w2"]["text"] == "w2PULL · libzmqgot 2", "the diagram says which node is libzmq"
@@ -397,7 +397,7 @@ def test_a_manual_node_reads_one_message_per_click(page: Any, live_server: LiveS
     page.wait_for_selector("#topology:not([hidden]) .topo-node[data-node='sink']")
     page.evaluate(SPEED_16_JS)
     page.wait_for_function("() => [...document.querySelectorAll('#sequence .what-message, #sequence [class*=message]')]"
-                           ".some((r) => /second/.test(r.textContent))", timeout=15_000)
+                           ".some((r) => /second/.test(r.textContent))")
     assert page.locator("#topology .topo-got-row[data-node='vent'] .topo-read").count() == 0
     button = page.locator("#topology .topo-got-row[data-node='sink'] .topo-read")
     assert button.text_content() == "read one"

@@ -57,20 +57,19 @@ def test_a_flooded_topology_costs_the_page_per_frame_not_per_message(page: Any, 
     sid = create(live_server.base, {"preset": "load-balancing", "mode": "simulated", "autoplay": True})
     page.goto(f"{live_server.base}/index.html?session={sid}")
     page.wait_for_selector("#topology:not([hidden]) .topo-node")
-    page.wait_for_function(f"() => Object.values(({GOT_JS})()).reduce((a, b) => a + b, 0) === 6", timeout=15_000)
+    page.wait_for_function(f"() => Object.values(({GOT_JS})()).reduce((a, b) => a + b, 0) === 6")
     page.evaluate(WATCH_JS)
     t0 = page.evaluate("performance.now()")
     count = int(RATE * SECONDS)
     seconds = flood(f"{live_server.ws_base}/ws/sessions/{sid}?batch=1&log=0", count)
     t1 = page.evaluate("performance.now()")
     # Every message shown once the flood is over: who got what (round robin: a third each), the count, the tail.
-    page.wait_for_function(f"(n) => Object.values(({GOT_JS})()).reduce((a, b) => a + b, 0) === n", arg=6 + count,
-                           timeout=20_000)
+    page.wait_for_function(f"(n) => Object.values(({GOT_JS})()).reduce((a, b) => a + b, 0) === n", arg=6 + count)
     got = page.evaluate(GOT_JS)
     assert got == {"vent": 0, "w1": 2 + count // 3, "w2": 2 + count // 3, "w3": 2 + count // 3}, got
     last = f"job {count - 1}"
     page.wait_for_function("(text) => [...document.querySelectorAll('#sequence .seq-row')]"
-                           ".some((r) => r.textContent.includes(text))", arg=last, timeout=10_000)
+                           ".some((r) => r.textContent.includes(text))", arg=last)
     busy = page.evaluate("() => ({ dots: __busy.dots.size, expert: __busy.expert, draws: __busy.draws })")
     # Dots: the page's 48 elements, reused (one per message made 300 and removed as many).
     assert 0 < busy["dots"] <= 48, busy["dots"]

@@ -76,7 +76,7 @@ def test_a_topology_built_in_the_playground_and_checked(browser, live_server, tm
         with context.expect_page() as opened:
             link.click()
         play = opened.value
-        play.set_default_timeout(10_000)
+        play.set_default_timeout(30_000)
         play.on("pageerror", lambda exc: errors.append(str(exc)))
         play.wait_for_selector("#exercise-slot .exercise")
         assert play.locator("#topology-setup").get_attribute("open") is not None

@@ -26,7 +26,7 @@ def open_page(browser, errors: list[str], urls: list[str] | None = None, sent: l
     (websocket URL, text frame) it sends."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # (a cap on waits for a state, as tests/browser's pages have)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     if urls is not None:

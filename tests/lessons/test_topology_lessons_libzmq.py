@@ -250,7 +250,10 @@ def test_push_blocks_and_loses_nothing_pub_drops_and_never_blocks(ctx, played):
     for i in range(1, 101):
         pub.send_string(f"update {i}", zmq.DONTWAIT)  # never raises Again
     got = drain(slow)
-    assert 0 < len(got) < 100 and got == [[f"update {i}"] for i in range(1, len(got) + 1)]
+    # Dropped, never reordered: the first gets through; which later ones do depends on how soon libzmq's I/O
+    # thread empties the pipe into TCP during the burst (on a loaded machine some after a gap: 1, 2, 13, 14).
+    numbers = [int(m[0].removeprefix("update ")) for m in got]
+    assert 0 < len(got) < 100 and numbers[0] == 1 and numbers == sorted(set(numbers)), numbers
     scene = step(played, "high-water-marks", 4)
     assert inbox(scene, "slow") == [[f"update {i}"] for i in range(1, 6)]  # the first ones, then drops
     assert not any(ev.get("what") == "block" and ev.get("node") == "pub" for ev in scene.events)

@@ -522,7 +522,7 @@ def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
     errors: list[str] = []
     with chromium() as browser:
         page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(30_000)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.goto(f"{live_server}/capture.html")
