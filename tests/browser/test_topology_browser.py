@@ -277,11 +277,14 @@ def test_pub_drops_for_the_slow_sub(page: Any, live_server: LiveServer, artifact
     wait_settled(page)
     d = diagram(page)
     deepest = page.evaluate("window.__maxDepth")
-    assert deepest["pub>sub-slow"] == [2, 2], "the slow SUB's pipe filled to SNDHWM 2"
+    # The slow SUB's pipe drawn with its SNDHWM of 2, filling (a busy page draws the queues every 100 ms, so
+    # the moment it held 2 may fall between two draws on a loaded machine: each drop says it).
+    assert deepest["pub>sub-slow"][1] == 2 and deepest["pub>sub-slow"][0] >= 1, deepest
     dropped = int(re.search(r"✕ (\d+) dropped", d["nodes"]["pub"]["badges"]).group(1))
     assert d["count"]["sub-fast"] == 24, d["count"]
     assert d["count"]["sub-slow"] == 24 - dropped, "what the PUB dropped never reached the slow SUB"
-    assert sum("PUB dropped for sub-slow" in r for r in sequence_rows(page, "what-drop")) == dropped
+    drops = [r for r in sequence_rows(page, "what-drop") if "PUB dropped for sub-slow" in r]
+    assert len(drops) == dropped and all("its pipe is at SNDHWM 2" in r for r in drops), drops
     page.screenshot(path=str(artifacts("topology") / "pub-drops.png"))
 
 

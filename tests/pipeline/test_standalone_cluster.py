@@ -268,7 +268,9 @@ def test_spark_submit_on_bare_workers_gives_local_modes_tables(cluster, runs):
 def test_every_run_had_an_executor_on_each_worker(cluster, runs):
     _url, _env, tmp = cluster
     for i in range(WORKERS):
-        assert len(list((tmp / f"work{i}").glob("app-*/*/stderr"))) == RUNS, f"worker {i}"
+        # (one executor directory per run, or more: a master relaunches an executor lost on a loaded machine)
+        apps = {stderr.parent.parent.name for stderr in (tmp / f"work{i}").glob("app-*/*/stderr")}
+        assert len(apps) == RUNS, f"worker {i}: {sorted(apps)}"
 
 
 def test_an_input_the_workers_cannot_see_fails_with_its_path_and_a_hint(runs):
