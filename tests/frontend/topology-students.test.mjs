@@ -90,5 +90,8 @@ test("a student's page following with ?external=summary: the class only counted,
     const { box } = drawTopology(topology, [], i18n);
     assert.match(find(box, cls('topo-students-summary'))[0].textContent, text);
     assert.equal(find(box, cls('topo-student')).length, 0);
+    // The class's node says how many are connected, not "got 0" (its students' messages are not on this page).
+    const stats = find(box, cls('topo-stats')).map((el) => el.textContent);
+    assert.deepEqual(stats, i18n === en ? ['got 0', '37 connected'] : ['收到 0', '37 个已连接']);
   }
 });

@@ -58,6 +58,7 @@ const TOPOLOGY_IDS = {
   studentsGot: ['ui.topo.studentsGot'],
   noStudents: 'ui.topo.noStudents',
   studentsCounted: ['ui.topo.studentsCounted'],
+  connected: ['ui.topo.connected'],
 };
 
 const W = 640;
@@ -287,8 +288,11 @@ export class TopologyView {
       const n = st.node(name);
       const parts = [];
       if (n.sent) parts.push(this.T.sent({ count: n.sent }));
-      // A proxy's end has no application of its own: what the proxy read from it, not "got 0".
-      parts.push(n.proxied ? this.T.read({ count: n.relayed }) : this.T.received({ count: n.received.length }));
+      // A proxy's end has no application of its own: what the proxy read from it, not "got 0". A class's node on
+      // a page following in summary has its students counted, their messages not sent here: how many, not "got 0".
+      const counted = n.received.length ? undefined : this.state.connected && this.state.connected.get(name);
+      if (n.proxied) parts.push(this.T.read({ count: n.relayed }));
+      else parts.push(counted !== undefined ? this.T.connected({ count: counted }) : this.T.received({ count: n.received.length }));
       if (n.filtered) parts.push(this.T.filtered({ count: n.filtered }));
       if (setText(el.stats, parts.join(' · '))) this.fit(el.stats, NODE_W - 8);
       const badges = [];
