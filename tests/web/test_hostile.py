@@ -178,21 +178,26 @@ def test_stalled_bodies_time_out_and_free_their_upload_slots(server: LiveServer)
     assert status_of(response) == 408
 
 
-def test_a_slow_body_that_keeps_moving_is_not_cut(server: LiveServer) -> None:
+def test_a_slow_body_that_keeps_moving_is_not_cut(tmp_path: Path) -> None:
+    # A server of its own with a 3 s idle deadline: 8 pieces 0.5 s apart take 4 s, longer than the deadline (only
+    # a pause that reaches it ends a body), and each pause leaves 2.5 s for a loaded machine's scheduling (with
+    # the 1 s deadline of the other tests a descheduled sender was cut: 408).
+    settings = make_settings(tmp_path, body_idle_timeout=3.0, dissect_executor="thread")
     data = CAPTURE.read_bytes()
     body = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pcapng\"\r\n\r\n" + data
             + b"\r\n--b--\r\n")
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+    with LiveServer(create_app(settings), name="slow-body-server") as server, \
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(b"POST /api/captures HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                   b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n" % len(body))
-        step = len(body) // 4 + 1
-        for n in range(0, len(body), step):  # 4 pieces over about 2 s: no pause reaches the 1 s deadline
+        step = len(body) // 8 + 1
+        for n in range(0, len(body), step):
             s.sendall(body[n:n + step])
             time.sleep(0.5)
         response = read_all(s, 10)
-    assert status_of(response) == 201, response[:300]
-    capture_id = json.loads(response.split(b"\r\n\r\n", 1)[1])["id"]
-    assert httpx.delete(f"{server.base}/api/captures/{capture_id}").status_code == 204
+        assert status_of(response) == 201, response[:300]
+        capture_id = json.loads(response.split(b"\r\n\r\n", 1)[1])["id"]
+        assert httpx.delete(f"{server.base}/api/captures/{capture_id}").status_code == 204
 
 
 # ---------------------------------------------------------------- 6. small wrong answers
