@@ -129,9 +129,10 @@ def test_each_students_page_receives_its_share_of_the_round_robin(browser, live_
         shares = [sorted(m for m in received(page) if m.startswith("task")) for page in pages]
         assert sorted(t for share in shares for t in share) == [f"task {i}" for i in range(1, 7)], shares
         assert all(len(share) == 2 for share in shares), shares
-        # Its own bytes, drawn as the playground draws them: the routing ids, then the frames it got.
-        rows = pages[0].eval_on_selector_all("#sequence .seq-row", "els => els.length")
-        assert rows >= 2 + 2 * 2, rows
+        # Its own bytes, drawn as the playground draws them: the routing ids, then the frames it got. (The list of
+        # messages is drawn as each one comes, the sequence at the next frame: wait for that frame.)
+        pages[0].wait_for_function("(n) => document.querySelectorAll('#sequence .seq-row').length >= n",
+                                   arg=2 + 2 * 2)
         pages[0].screenshot(path=str(artifacts("class-network") / "pull.png"))
         # The teacher's diagram: the students of the class node, each with what it got.
         teacher.wait_for_function("(n) => [...document.querySelectorAll('.topo-student')]"

@@ -269,15 +269,22 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
 @pytest.mark.capture
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_zmtplab_live_leaves_nothing_behind(sig: signal.Signals) -> None:
+    # (PYTHONFAULTHANDLER: should it not end, SIGABRT makes it print where each of its threads is)
     process = subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         children = wait_for("dumpcap and tshark capturing", lambda: (
             d if named(d := descendants(process.pid), "dumpcap") and named(d, "tshark") else None), 30)
         time.sleep(0.5)  # (dumpcap opens the interface)
         children = descendants(process.pid)
         process.send_signal(sig)
-        code = process.wait(30)
+        try:
+            code = process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            _, said = process.communicate(timeout=30)
+            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; its threads:\n"
+                                 f"{said.decode(errors='replace')}") from None
         assert code == (-signal.SIGKILL if sig == signal.SIGKILL else 0), code
         assert left_behind(children) == {}, f"left running after {sig.name}"
     finally:
