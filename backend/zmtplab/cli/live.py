@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 
 from ..capture.live import LiveCapture, list_interfaces
 from .output import write_jsonl, write_line
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         capture.start()
         print(f"zmtplab live: capturing tcp port {args.port} on {args.interface}", file=sys.stderr)
-        stop.wait(args.timeout)
+        wait_for_stop(stop, args.timeout)
     except KeyboardInterrupt:
         pass
     finally:
@@ -57,3 +58,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"zmtplab live: {capture.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def wait_for_stop(stop: threading.Event, timeout: float | None, tick: float = 0.25) -> None:
+    """Until `stop` is set or `timeout` seconds pass, waking every `tick` seconds: the kernel may deliver a
+    signal to any thread (the capture's, asyncio's waitpid threads), and Python runs its handler (Ctrl-C's
+    KeyboardInterrupt, SIGTERM's `stop.set()`) only once the main thread wakes; an untimed wait never would."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not stop.is_set():
+        left = tick if deadline is None else min(tick, deadline - time.monotonic())
+        if left <= 0:
+            return
+        stop.wait(left)
