@@ -132,6 +132,17 @@ def _pages_wait_for_apps() -> None:
             setattr(Page, name, _then_ready(method))
 
 
+# A page's views have settled on their size after three frames: a resize is observed in one, its redraw queued for
+# the next (core/frames.js), and drawn there (the app has no CSS transitions, and no redraw waits on a timer).
+SETTLED = ("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() =>"
+           " requestAnimationFrame(done))))")
+
+
+def settle(page: Any) -> None:
+    """Until the page's views have redrawn at their new size (`SETTLED`): a state, not a time."""
+    page.evaluate(SETTLED)
+
+
 def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless, through a started `sync_playwright()`; a clear failure when it is missing.
     Its pages' `goto` and `reload` wait for our apps to be ready."""

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from layoutkit import LAYOUT_JS
 
+from testkit import settle
+
 pytestmark = pytest.mark.browser
 
 SIZES = [(1280, 720), (1024, 768)]
@@ -56,7 +58,7 @@ def test_no_pane_clips_or_overlaps(browser: Any, live_server: Any, sample: Calla
                            ("capture", lambda: open_capture(page, live_server.base, projector, sample)),
                            ("lesson", lambda: open_lesson(page, live_server.base, projector))):
             show()
-            page.wait_for_timeout(300)  # (the views settle on their size)
+            settle(page)
             assert page.evaluate("() => document.documentElement.classList.contains('large')")
             assert page.evaluate("() => document.documentElement.classList.contains('projector')") == projector
             page.screenshot(path=str(shots / f"{name}-{width}x{height}-{view}.png"))
@@ -75,7 +77,7 @@ def test_the_projector_view_hides_the_teachers_controls_and_enlarges_the_octets(
         assert page.locator("#composer").is_visible() and page.locator("#session-setup").is_visible()
         page.click("#projector-toggle")
         assert page.get_attribute("#projector-toggle", "aria-pressed") == "true"
-        page.wait_for_timeout(300)
+        settle(page)
         for hidden in ("#composer", "#faults", "#session-form", "#topology-form", ".shortcuts", "#expert"):
             assert not page.locator(hidden).is_visible(), hidden
         assert page.locator("#player button:text-is('Step »')").is_visible()  # the teacher still steps
@@ -162,7 +164,7 @@ def test_every_topology_lesson_on_a_projector(browser: Any, live_server: Any, ar
                 page.reload()
                 page.wait_for_selector(f".step-counter:text-is('Step {step} of {steps}')")
                 page.wait_for_selector("#topology:not([hidden]) .topo-node")
-                page.wait_for_timeout(300)  # (the views settle on their size)
+                settle(page)
                 page.screenshot(path=str(shots / f"{lesson}-{step}-{width}x{height}.png"))
                 where = f"{lesson} step {step} at {width}x{height}"
                 view = page.evaluate(TOPOLOGY_VIEW_JS)

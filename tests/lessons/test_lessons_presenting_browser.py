@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from test_lessons_browser import at_step, browser, open_page  # noqa: F401 (browser: the module's Chromium)
 
+from testkit import settle
+
 pytestmark = pytest.mark.browser
 
 HINT = "Open a lesson: your students will see what you show."
@@ -57,7 +59,7 @@ def test_presenting_at_projector_sizes(browser, live_server, artifacts):  # noqa
         page.wait_for_selector("#status", state="hidden", timeout=2_000)
 
         page.wait_for_selector("#octets .octets-title")
-        page.wait_for_timeout(300)
+        settle(page)
         p = panes(page)
         page.screenshot(path=str(artifacts / "present-1280x720.png"))
         roomy(p, octets_min=200, explain_min=110)
@@ -65,19 +67,19 @@ def test_presenting_at_projector_sizes(browser, live_server, artifacts):  # noqa
 
         page.click("#large-toggle")
         page.wait_for_selector("html.large")
-        page.wait_for_timeout(300)
+        settle(page)
         p = panes(page)
         page.screenshot(path=str(artifacts / "present-1280x720-large.png"))
         roomy(p, octets_min=180, explain_min=110)
         assert p["cut"] == [], p["cut"]
 
         page.set_viewport_size({"width": 1500, "height": 950})
-        page.wait_for_timeout(300)
+        settle(page)
         p = panes(page)
         page.screenshot(path=str(artifacts / "present-1500x950-large.png"))
         roomy(p, octets_min=220, explain_min=120)
         page.click("#large-toggle")
-        page.wait_for_timeout(300)
+        settle(page)
         page.screenshot(path=str(artifacts / "present-1500x950.png"))
         roomy(panes(page), octets_min=200, explain_min=110)
     finally:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,12 +268,42 @@ def test_sigkill_mid_corpus_run_then_restart(tmp_path: Path, servers: list[Serve
 # ---------------------------------------------------------------- signals
 
 
+SIGNALS = ("SigBlk", "SigIgn", "SigPnd", "ShdPnd")
+
+
+def _as_from_a_shell() -> None:
+    """In the child before it runs: no signal blocked and Ctrl-C's and SIGTERM's actions the defaults, as a shell
+    starts a command. (A suite run's `zmtplab live` once sat through a SIGINT that reached no handler: what the
+    test process had inherited is reported by `start_live`, and must not decide the test.)"""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def start_live() -> subprocess.Popen:
+    """`zmtplab live lo PORT` as a user's shell starts it; with PYTHONFAULTHANDLER, so that `stuck` can have it
+    print where each of its threads is."""
+    harness = {"SIGINT": signal.getsignal(signal.SIGINT), "blocked": signal.pthread_sigmask(signal.SIG_BLOCK, [])}
+    if harness["SIGINT"] is not signal.default_int_handler or harness["blocked"]:
+        warnings.warn(f"the test process's own signal state: {harness}", stacklevel=2)
+    return subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+                            preexec_fn=_as_from_a_shell)
+
+
+def stuck(process: subprocess.Popen) -> str:
+    """What a `zmtplab live` that did not end says of itself: its signal masks, then (SIGABRT) its threads."""
+    status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+    masks = " ".join(line.replace("\t", " ") for line in status if line.startswith(SIGNALS))
+    process.send_signal(signal.SIGABRT)
+    _, said = process.communicate(timeout=30)
+    return f"{masks}; its threads:\n{said.decode(errors='replace')}"
+
+
 @pytest.mark.capture
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_zmtplab_live_leaves_nothing_behind(sig: signal.Signals) -> None:
-    # (PYTHONFAULTHANDLER: should it not end, SIGABRT makes it print where each of its threads is)
-    process = subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    process = start_live()
     try:
         children = wait_for("dumpcap and tshark capturing", lambda: (
             d if named(d := descendants(process.pid), "dumpcap") and named(d, "tshark") else None), 30)
@@ -282,10 +313,7 @@ def test_zmtplab_live_leaves_nothing_behind(sig: signal.Signals) -> None:
         try:
             code = process.wait(60)
         except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGABRT)
-            _, said = process.communicate(timeout=30)
-            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; its threads:\n"
-                                 f"{said.decode(errors='replace')}") from None
+            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; {stuck(process)}") from None
         assert code == (-signal.SIGKILL if sig == signal.SIGKILL else 0), code
         assert left_behind(children) == {}, f"left running after {sig.name}"
     finally:
@@ -302,8 +330,7 @@ def test_zmtplab_live_stops_whichever_thread_the_signal_reaches(sig: signal.Sign
     """The kernel hands a process's signal to any of its threads; Python runs its handler only once the main thread
     wakes. A `zmtplab live` whose main thread slept on an untimed wait ignored a Ctrl-C that reached the capture's
     thread (as one did in a suite run): here the signal is sent to that thread itself (tgkill)."""
-    process = subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+    process = start_live()
     try:
         wait_for("dumpcap and tshark capturing", lambda: (
             d if named(d := descendants(process.pid), "dumpcap") and named(d, "tshark") else None), 30)
@@ -311,7 +338,10 @@ def test_zmtplab_live_stops_whichever_thread_the_signal_reaches(sig: signal.Sign
         threads = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task") if int(t) != process.pid)
         assert threads, "the capture runs in a thread of its own"
         assert ctypes.CDLL(None, use_errno=True).tgkill(process.pid, threads[-1], int(sig)) == 0, ctypes.get_errno()
-        code = process.wait(60)
+        try:
+            code = process.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; {stuck(process)}") from None
         assert code == 0, code
         assert left_behind(children) == {}, f"left running after {sig.name}"
     finally:
