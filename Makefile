@@ -14,14 +14,17 @@ STAMPS := $(VENV)/.stamps
 run: setup
 	$(BIN)/zmtplab serve
 
-# pytest on one pytest-xdist worker per core: a module's tests on one worker, the Spark modules together, the
-# longest first (tests/conftest.py). Bytecode is cached even where the environment says not to: the suite starts
+# pytest on three pytest-xdist workers for two cores (TEST_WORKERS): a module's tests on one worker, the Spark
+# modules together, the longest first (tests/conftest.py). A worker waits for servers, browsers and Spark about half
+# its time, so one per core left the cores idle a third of the run (README, "Tests and benchmarks").
+# Bytecode is cached even where the environment says not to: the suite starts
 # hundreds of Python processes (servers, their dissection workers, the CLI, Spark's Python workers), and each
 # would compile the package again (a tenth of the CPU of the modules that start the most).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n * 3 / 2 > 1 ? n * 3 / 2 : 1 )))
 test: setup $(STAMPS)/npm
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/ tests/lessons/
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The container image, built with docker or podman (podman and, where no registry serves Debian's base image,
 # debootstrap are installed from Debian when needed) and checked as users run it: scripts/image-test.sh.

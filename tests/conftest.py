@@ -1,6 +1,7 @@
 """What the whole suite shares: Hypothesis's settings, and how pytest-xdist shares the tests out.
 
-`make test` runs the suite on one pytest-xdist worker per core (`-n auto --dist loadgroup`). Each test module is
+`make test` runs the suite on three pytest-xdist workers for two cores (`-n 3 --dist loadgroup`, the Makefile's
+TEST_WORKERS). Each test module is
 one unit of work, so its module fixtures (a server, a browser, a dissected capture) are made once; the modules in
 `SHARED_UNITS` go to one worker together, so the session fixture they share (the Spark session: a JVM, seconds to
 start and 2 GB of heap) starts once. The units are handed out longest first (`WEIGHTS`), so no long unit starts
