@@ -34,27 +34,31 @@ export class ReplayPanel {
     this.i18n.onChange(() => this.result && this.load({ start: false })); // (the server's sentences, in the new language)
   }
 
-  /** Asks the server for the replay with the changes; starts its topology as a session unless `start` is false. */
+  /**
+   * Asks the server for the replay with the changes; starts its topology as a session unless `start` is false. The
+   * result is shown once its session has started: its summary speaks of the session on screen, and a Play pressed
+   * on reading it plays that session, not the one it replaces.
+   */
   async load({ start = true } = {}) {
     this.busy = true;
     this.render();
+    let result = null;
     try {
-      this.result = await this.page.api.captureReplay(this.captureId, this.changes);
+      result = await this.page.api.captureReplay(this.captureId, this.changes);
       this.error = '';
     } catch (err) {
       this.error = this.i18n.t('ui.replay.failed', { error: err.message });
     }
-    this.busy = false;
-    this.render();
-    const result = this.result;
-    if (start && result && !this.error && !result.playground.length) {
+    if (start && result && !result.playground.length) {
       try {
         await this.page.start(result.topology);
       } catch (err) {
         this.error = this.i18n.t('ui.replay.failed', { error: err.message });
       }
-      this.render();
     }
+    if (result) this.result = result;
+    this.busy = false;
+    this.render();
   }
 
   render() {
@@ -136,8 +140,8 @@ export class ReplayPanel {
     return h(doc, 'p', { class: 'replay-actions' }, save, ' ', lesson);
   }
 
-  /** The session started: its lesson draft can be saved. */
+  /** The session started: its lesson draft can be saved (a re-run shows its result once it is done). */
   sessionStarted() {
-    if (this.result) this.render();
+    if (this.result && !this.busy) this.render();
   }
 }
