@@ -7,6 +7,7 @@ Every server here is a real `zmtplab serve` process on 127.0.0.1 (a free port) o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -281,73 +282,63 @@ def _as_from_a_shell() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def start_live() -> subprocess.Popen:
-    """`zmtplab live lo PORT` as a user's shell starts it; with PYTHONFAULTHANDLER, so that `stuck` can have it
-    print where each of its threads is."""
-    return subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
-                            preexec_fn=_as_from_a_shell)
-
-
-def stuck(process: subprocess.Popen) -> str:
-    """What a `zmtplab live` that did not end says of itself: its signal masks, then (SIGABRT) its threads."""
-    status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
-    masks = " ".join(line.replace("\t", " ") for line in status if line.startswith(SIGNALS))
-    process.send_signal(signal.SIGABRT)
-    _, said = process.communicate(timeout=30)
-    return f"{masks}; its threads:\n{said.decode(errors='replace')}"
-
-
-@pytest.mark.capture
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
-def test_zmtplab_live_leaves_nothing_behind(sig: signal.Signals) -> None:
-    process = start_live()
+@contextlib.contextmanager
+def capturing_live() -> Iterator[subprocess.Popen]:
+    """`zmtplab live lo PORT` as a user's shell starts it, once dumpcap and tshark are capturing; killed after the
+    block if it still runs. (PYTHONFAULTHANDLER: `ended` can have it print where each of its threads is.)"""
+    process = subprocess.Popen([ZMTPLAB, "live", "lo", str(free_port())], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+                               preexec_fn=_as_from_a_shell)
     try:
-        children = wait_for("dumpcap and tshark capturing", lambda: (
+        wait_for("dumpcap and tshark capturing", lambda: (
             d if named(d := descendants(process.pid), "dumpcap") and named(d, "tshark") else None), 30)
-        time.sleep(0.5)  # (dumpcap opens the interface)
-        children = descendants(process.pid)
-        process.send_signal(sig)
-        try:
-            code = process.wait(60)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; {stuck(process)}") from None
-        assert code == (-signal.SIGKILL if sig == signal.SIGKILL else 0), code
-        assert left_behind(children) == {}, f"left running after {sig.name}"
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def ended(process: subprocess.Popen, sig: signal.Signals) -> int:
+    """Its exit code once it has ended after `sig`; if it is still running 60 s on, what it says of itself: its
+    signal masks, then (SIGABRT) its threads."""
+    try:
+        return process.wait(60)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+        masks = " ".join(line.replace("\t", " ") for line in status if line.startswith(SIGNALS))
+        process.send_signal(signal.SIGABRT)
+        _, said = process.communicate(timeout=30)
+        raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; {masks}; its threads:\n"
+                             f"{said.decode(errors='replace')}") from None
+
+
+@pytest.mark.capture
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_zmtplab_live_leaves_nothing_behind(sig: signal.Signals) -> None:
+    with capturing_live() as process:
+        time.sleep(0.5)  # (dumpcap opens the interface)
+        children = descendants(process.pid)
+        process.send_signal(sig)
+        assert ended(process, sig) == (-signal.SIGKILL if sig == signal.SIGKILL else 0)
+        assert left_behind(children) == {}, f"left running after {sig.name}"
 
 
 @pytest.mark.capture
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_zmtplab_live_stops_whichever_thread_the_signal_reaches(sig: signal.Signals) -> None:
     """The kernel hands a process's signal to any of its threads; Python runs its handler only once the main thread
-    wakes. A `zmtplab live` whose main thread slept on an untimed wait ignored a Ctrl-C that reached the capture's
-    thread (as one did in a suite run): here the signal is sent to that thread itself (tgkill)."""
-    process = start_live()
-    try:
-        wait_for("dumpcap and tshark capturing", lambda: (
-            d if named(d := descendants(process.pid), "dumpcap") and named(d, "tshark") else None), 30)
+    wakes. A `zmtplab live` whose main thread slept on an untimed wait sat through a SIGTERM that reached the
+    capture's thread: here the signal is sent to one of those threads itself (tgkill)."""
+    with capturing_live() as process:
         children = descendants(process.pid)
         threads = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task") if int(t) != process.pid)
         assert threads, "the capture runs in a thread of its own"
         assert ctypes.CDLL(None, use_errno=True).tgkill(process.pid, threads[-1], int(sig)) == 0, ctypes.get_errno()
-        try:
-            code = process.wait(60)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"`zmtplab live` still running 60 s after {sig.name}; {stuck(process)}") from None
-        assert code == 0, code
+        assert ended(process, sig) == 0
         assert left_behind(children) == {}, f"left running after {sig.name}"
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 @pytest.mark.capture
