@@ -71,6 +71,14 @@ def same_view(teacher, student) -> None:
     assert shown(student) == want
 
 
+# Scrolls the hex dump to `top` px; once the next frame has drawn it, how far the dump can scroll.
+SCROLL_HEX = """(top) => new Promise((done) => {
+  const v = document.querySelector('#hex .hex-viewport');
+  v.scrollTop = top;
+  requestAnimationFrame(() => requestAnimationFrame(() => done(v.scrollHeight - v.clientHeight)));
+})"""
+
+
 def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
     errors: list[str] = []
     base = live_server.base
@@ -179,11 +187,13 @@ def test_a_student_follows_wanders_and_resyncs(browser, live_server, artifacts):
         student.goto(f"{base}/lessons.html?lesson=framing&step=2")
         at_step(student, 2, 6)
         line = student.locator("#hex .hex-line.s2c", has=student.locator(".hex-off:text-is('00000068')"))
-        for _ in range(80):  # (the dump draws the lines in view: scroll down to the frame's, a frame drawn each step)
-            if line.count():
-                break
-            student.evaluate("() => new Promise((done) => { document.querySelector('#hex .hex-viewport')"
-                             ".scrollTop += 40; requestAnimationFrame(() => requestAnimationFrame(done)); })")
+        # The dump draws the lines in view: once it has its bytes, go down it 40 px at a time (each drawn in the next
+        # frame) until the frame's line is there, to the dump's end at most, however long that takes to draw.
+        student.wait_for_selector("#hex .hex-line")
+        top, end = 0, 0
+        while not line.count() and top <= end:
+            end = student.evaluate(SCROLL_HEX, top)
+            top += 40
         line.locator(".hex-bytes .b[data-k='1']").click()  # the frame at s2c offset 104: a size octet first
         student.click("button:text-is('Check my answer')")
         student.wait_for_selector(".answer-result.wrong")
