@@ -8,9 +8,9 @@ torn down), takes the CPU time of pytest's whole process tree: pytest itself, th
 used it. Wall time on a shared machine says how loaded it was; CPU time says what the suite costs, and
 compares runs made at different loads.
 
-Under pytest-xdist (`-n 2 --dist loadgroup`, as `make test` runs it) each worker measures the tests it runs and
-hands its figures back when it ends (xdist's `workeroutput`); the wall times are the reports' own (setup + call +
-teardown), so the figures are the same either way.
+Under pytest-xdist (`-n 3 --dist loadgroup`, as `make test` runs it on two cores) each worker measures the tests it
+runs and hands its figures back when it ends (xdist's `workeroutput`); the wall times are the reports' own (setup +
+call + teardown), so the figures are the same either way.
 
 It prints every module, most CPU first, with its wall time, the part of it spent setting up fixtures, CPU time
 (user+sys) and test count, then the totals and the load average, and writes them as JSON with `--json FILE`.
