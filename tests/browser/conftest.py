@@ -34,7 +34,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     logging.getLogger("zmtplab.peers").setLevel(logging.ERROR)
     settings = Settings(data_dir=tmp_path_factory.mktemp("browser-data"), frontend_dir=REPO / "frontend",
                         progress_interval=0.1, reap_interval=0.5,
-                        max_sessions_per_client=64)  # (every test's page is one client, 127.0.0.1; sessions last)
+                        # (every test's page is one client, 127.0.0.1, and sessions and captures last: how many a
+                        # worker's server holds depends on which modules the scheduler gave it, so the per-client
+                        # limits are out of the way; a limit's own test has its own server)
+                        max_sessions_per_client=64, max_captures_per_client=1000)
     server = LiveServer(create_app(settings), name="browser-test-server").start()
     try:
         yield server
