@@ -395,7 +395,6 @@ class PlaygroundPage {
         this.setup.editor.setTopology(topology);
         await this.startSession({ mode: 'simulated', ...topology, autoplay: false });
         this.updateUrl();
-        this.replay.sessionStarted();
       },
       saveTopology: (topology) => this.setup.save(topology),
       lessonUrl: () => (this.sessions.id !== null ? this.api.sessionExportUrl(this.sessions.id, 'lesson') : null),

@@ -139,9 +139,4 @@ export class ReplayPanel {
       t: this.i18n.message('ui.replay.saveLesson'), tTitle: this.i18n.message('ui.replay.saveLesson.title') });
     return h(doc, 'p', { class: 'replay-actions' }, save, ' ', lesson);
   }
-
-  /** The session started: its lesson draft can be saved (a re-run shows its result once it is done). */
-  sessionStarted() {
-    if (this.result && !this.busy) this.render();
-  }
 }
