@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from testkit import LiveServer
+from testkit import SPARK_SHORT_JVM, LiveServer
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
@@ -35,7 +35,8 @@ def corpus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     Spark session its app starts is stopped with it, at the end of this module."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("corpus-browser-data"), frontend_dir=REPO / "frontend",
                         progress_interval=0.1,
-                        corpus_spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
+                        corpus_spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+                                           "spark.driver.extraJavaOptions": SPARK_SHORT_JVM})
     with LiveServer(create_app(settings), name="corpus-test-server") as server:
         yield server
 
