@@ -1,16 +1,17 @@
 """What the whole suite shares: Hypothesis's settings, and how pytest-xdist shares the tests out.
 
 `make test` runs the suite on three pytest-xdist workers for two cores (`-n 3 --dist loadgroup`, the Makefile's
-TEST_WORKERS). Each test module is one unit of work, so its module fixtures (a server, a browser, a dissected
-capture) are made once. The units are handed out longest first (`WEIGHTS`), so no long unit starts last while the
-other workers idle. The two Spark modules are units of their own although they share the session-scoped Spark
-fixture: together they were the suite's longest chain (about 470 s of its 550), and a second worker starting a
-second Spark session costs seconds. (xdist's own loadgroup reads `xdist_group` marks into node ids, which pytest 9
+TEST_WORKERS). Each test module is
+one unit of work, so its module fixtures (a server, a browser, a dissected capture) are made once; the modules in
+`SHARED_UNITS` go to one worker together, so the session fixture they share (the Spark session: a JVM, seconds to
+start and 2 GB of heap) starts once. The units are handed out longest first (`WEIGHTS`), so no long unit starts
+last while the other worker idles. (xdist's own loadgroup reads `xdist_group` marks into node ids, which pytest 9
 no longer lets a plugin change: the units are made here, from the node ids.)"""
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import pytest
@@ -21,14 +22,20 @@ from hypothesis import settings
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
+# Modules that share an expensive session fixture: one unit of work each fixture (checked at collection).
+SHARED_UNITS = {
+    "tests/pipeline/test_spark_pipeline.py": "spark",
+    "tests/pipeline/test_standalone_cluster.py": "spark",
+}
+SHARED_FIXTURES = frozenset(SHARED_UNITS.values())
+
 # Wall seconds each unit's tests took (set-up, call and teardown) in one run of the whole suite on two workers, as
 # `benchmarks/suite_time.py --weights -n 2 --dist loadgroup` prints them (2 cores, load 7-16 from other work: the
 # figures are relative); a unit not named (each took under 15 s) counts WEIGHT_UNNAMED. Only the order comes from
 # these: a stale figure costs minutes, never a check.
 WEIGHT_UNNAMED = 5.0
 WEIGHTS: dict[str, float] = {
-    "tests/pipeline/test_standalone_cluster.py": 300,
-    "tests/pipeline/test_spark_pipeline.py": 230,
+    "spark": 555,
     "tests/web/test_crash_recovery.py": 271,
     "tests/capture/test_damaged_captures.py": 232,
     "tests/web/test_web_corpus.py": 135,
@@ -85,8 +92,9 @@ WEIGHTS: dict[str, float] = {
 
 
 def unit_of(nodeid: str) -> str:
-    """The unit of work of the test `nodeid`: its module."""
-    return nodeid.split("::", 1)[0]
+    """The unit of work of the test `nodeid`: its module, or the shared unit its module belongs to."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(module, module)
 
 
 def weight(nodeid: str) -> float:
@@ -113,6 +121,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     together and in their order), which is the order the units are handed out in."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return
+    unlisted = {item.nodeid.split("::", 1)[0] for item in items
+                if SHARED_FIXTURES.intersection(getattr(item, "fixturenames", ())) - {unit_of(item.nodeid)}}
+    for module in sorted(unlisted):
+        warnings.warn(f"{module} uses a session fixture of {sorted(SHARED_FIXTURES)}: name it in tests/conftest.py's "
+                      "SHARED_UNITS, or a second worker starts that session too", stacklevel=1)
     first: dict[str, int] = {}
     for n, item in enumerate(items):
         first.setdefault(unit_of(item.nodeid), n)
