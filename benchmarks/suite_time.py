@@ -1,8 +1,7 @@
 """Where the test suite's time goes: wall and CPU time per test module, the CPU of the whole process tree.
 
 Runs pytest in this process (the project's configuration, any pytest arguments given; bytecode cached, as `make
-test` has it) with a small plugin
-that, around every test (its setup, call and teardown, so module fixtures count where they are made and
+test` has it) with a small plugin that, around every test (its setup, call and teardown, so module fixtures count where they are made and
 torn down), takes the CPU time of pytest's whole process tree: pytest itself, the children it has reaped
 (RUSAGE_CHILDREN), and every live descendant with what its own reaped children used (read from
 /proc/PID/stat). So a Spark JVM, a `zmtplab serve`, Chromium or tshark counts for the module whose tests
