@@ -1,12 +1,12 @@
 """Where the test suite's time goes: wall and CPU time per test module, the CPU of the whole process tree.
 
 Runs pytest in this process (the project's configuration, any pytest arguments given; bytecode cached, as `make
-test` has it) with a small plugin that, around every test (its setup, call and teardown, so module fixtures count where they are made and
-torn down), takes the CPU time of pytest's whole process tree: pytest itself, the children it has reaped
-(RUSAGE_CHILDREN), and every live descendant with what its own reaped children used (read from
-/proc/PID/stat). So a Spark JVM, a `zmtplab serve`, Chromium or tshark counts for the module whose tests
-used it. Wall time on a shared machine says how loaded it was; CPU time says what the suite costs, and
-compares runs made at different loads.
+test` has it) with a small plugin that, around every test (its setup, call and teardown, so module fixtures count
+where they are made and torn down), takes the CPU time of pytest's whole process tree: pytest itself, the children
+it has reaped (RUSAGE_CHILDREN), and every live descendant with what its own reaped children used (read from
+/proc/PID/stat). So a Spark JVM, a `zmtplab serve`, Chromium or tshark counts for the module whose tests used it.
+Wall time on a shared machine says how loaded it was; CPU time says what the suite costs, and compares runs made at
+different loads.
 
 Under pytest-xdist (`-n 3 --dist loadgroup`, as `make test` runs it on two cores) each worker measures the tests it
 runs and hands its figures back when it ends (xdist's `workeroutput`); the wall times are the reports' own (setup +
