@@ -91,8 +91,9 @@ def test_corpus_run_in_the_browser(page, corpus_server, artifacts, sample, tmp_p
     phases: list[str] = []
     deadline = time.monotonic() + 600  # (a Spark run: a minute quiet, several on a loaded machine)
     while time.monotonic() < deadline:
-        value = page.eval_on_selector("#run-progress", "e => e.value")
-        phase = page.text_content("#run-phase") or ""
+        # Both in one read: the page sets them in one update, and two reads could straddle it (99 % with "done").
+        value, phase = page.evaluate("() => [document.getElementById('run-progress').value, "
+                                     "document.getElementById('run-phase').textContent]")
         if not values or value != values[-1]:
             values.append(value)
         if not phases or phase != phases[-1]:
