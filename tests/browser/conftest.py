@@ -63,7 +63,9 @@ class PageErrors:
 
     def console(self, msg: Any) -> None:
         if msg.type == "error" and not any(s in msg.text for s in self.expected):
-            self.errors.append(msg.text)
+            # (A failed resource's message does not name it; its location does.)
+            url = (msg.location or {}).get("url")
+            self.errors.append(f"{msg.text} ({url})" if url else msg.text)
 
     def dialog(self, dialog: Any) -> None:
         self.dialogs.append(f"{dialog.type}: {dialog.message}")

@@ -59,11 +59,13 @@ const seg = (s) => encodeURIComponent(String(s));
 
 /**
  * A JSON request function over `host.fetch`: request(method, path, body?) resolves the parsed
- * body (null when empty) or throws an ApiError with the server's `detail`.
+ * body (null when empty) or throws an ApiError with the server's `detail`. request.idle() waits for the
+ * requests in flight.
  */
 export function jsonRequester(host) {
   const base = host.base || '';
-  return async function request(method, path, body) {
+  const pending = new Set();
+  async function send(method, path, body) {
     // The page's language: the server's `detail` messages, notes and findings come in it.
     const init = { method, headers: { Accept: 'application/json', 'Accept-Language': host.i18n.lang } };
     if (body !== undefined) {
@@ -82,7 +84,19 @@ export function jsonRequester(host) {
     }
     if (!res.ok) throw new ApiError(res.status, detailText(host.i18n, data, res.status));
     return data;
+  }
+  function request(method, path, body) {
+    const sent = send(method, path, body);
+    pending.add(sent);
+    const settled = () => pending.delete(sent);
+    sent.then(settled, settled);
+    return sent;
+  }
+  /** Resolves once none of this function's requests is in flight (those started meanwhile too). */
+  request.idle = async () => {
+    while (pending.size) await Promise.allSettled([...pending]);
   };
+  return request;
 }
 
 /**
@@ -119,6 +133,10 @@ export function createApi(host) {
   const request = jsonRequester(host);
 
   return {
+    /** Resolves once none of this client's JSON requests is in flight. */
+    idle() {
+      return request.idle();
+    },
     createSession(config) {
       return request('POST', '/api/sessions', config);
     },

@@ -13,6 +13,10 @@ export function createCaptureSearchApi(host) {
   const base = host.base || '';
   const request = jsonRequester(host);
   return {
+    /** Resolves once none of its JSON requests is in flight (a search given an AbortSignal is ended by it). */
+    idle() {
+      return request.idle();
+    },
     /**
      * A page of a filtered list: without `conn`, of every connection (each event keeps `conn` and `index`).
      * `signal` (an AbortSignal) ends the request: the server then stops the search (a client may run

@@ -14,7 +14,7 @@ const hasConnections = (s) => Array.isArray(s.connections) && s.connections.leng
 export class CaptureFile {
   /**
    * page: { api, searchApi, status(text, kind), setUrl(params), show(summary, link): a summary to show,
-   *         shownLink(): what the user looks at now, as a link, closed(id): the open capture was deleted }
+   *         shownLink(): what the user looks at now, as a link, closed(id): the open capture leaves the page (deleted) }
    */
   constructor(doc, page) {
     this.i18n = page.i18n;
@@ -50,27 +50,39 @@ export class CaptureFile {
     }
   }
 
+  /**
+   * Deletes a capture from the server. The open one leaves the page first and the DELETE waits for its
+   * requests in flight: one answered after it would be a 404 to a page still reading the capture. If the server
+   * keeps it, it opens again.
+   */
   async delete(id, name) {
     const { page } = this;
+    const open = this.id === id;
+    if (open) this.close(id);
     try {
+      if (open) await Promise.all([page.api.idle(), page.searchApi.idle()]);
       await page.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
         page.status(this.i18n.t('ui.capture.deleteFailed', { name, error: err.message }), 'error');
+        if (open) this.open(id);
         return;
       }
     }
     page.status(this.i18n.t('ui.capture.deleted', { name }));
-    if (this.id === id) {
-      this.stopFollowing();
-      page.closed(id);
-      this.id = null;
-      this.summary = null;
-      this.$('capture-section').hidden = true;
-      this.upload.reset();
-      page.setUrl({});
-      this.showUpload(true);
-    } else this.refreshList();
+    if (open) this.showUpload(true);
+    else this.refreshList();
+  }
+
+  /** The open capture leaves the page: its progress stream and lists end, and the URL no longer names it. */
+  close(id) {
+    this.stopFollowing();
+    this.page.closed(id);
+    this.id = null;
+    this.summary = null;
+    this.$('capture-section').hidden = true;
+    this.upload.reset();
+    this.page.setUrl({});
   }
 
   async uploadFile(file) {
