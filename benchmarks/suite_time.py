@@ -6,7 +6,10 @@ where they are made and torn down), takes the CPU time of pytest's whole process
 it has reaped (RUSAGE_CHILDREN), and every live descendant with what its own reaped children used (read from
 /proc/PID/stat). So a Spark JVM, a `zmtplab serve`, Chromium or tshark counts for the module whose tests used it.
 Wall time on a shared machine says how loaded it was; CPU time says what the suite costs, and compares runs made at
-different loads.
+different loads. The tree's CPU misses what processes that left the tree used (reparented to init: Chromium's
+renderers and Spark's JVMs among them; process accounting counted 1,318 s for a run this script put at 784 s), so
+it also prints the machine's busy CPU over the run: with nothing else running, that is the suite's (and the
+burners'), and its share of the cores says whether more workers could help.
 
 Under pytest-xdist (`-n 3 --dist loadgroup`, as `make test` runs it on two cores) each worker measures the tests it
 runs and hands its figures back when it ends (xdist's `workeroutput`); the wall times are the reports' own (setup +
@@ -75,6 +78,14 @@ def tree_cpu() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     return total + own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, all) CPU seconds of the whole machine since boot, every core (/proc/stat: busy is user, nice, system,
+    irq and softirq; all adds idle and iowait)."""
+    user, nice, system, idle, iowait, irq, softirq = (int(v) for v in Path("/proc/stat").read_text().split()[1:8])
+    busy = user + nice + system + irq + softirq
+    return busy / TICK, (busy + idle + iowait) / TICK
 
 
 def _module(nodeid: str) -> str:
@@ -158,6 +169,7 @@ def main() -> int:
         b.start()
     times = ModuleTimes()  # (after the burners: their CPU is not the suite's)
     load0 = os.getloadavg()
+    machine0 = machine_cpu()
     try:
         status = pytest.main([*pytest_args, "-p", "suite_time"], plugins=[times])
     finally:
@@ -167,6 +179,8 @@ def main() -> int:
             b.join(5)
     wall = time.monotonic() - times.started
     cpu = tree_cpu() - times.cpu0
+    machine1 = machine_cpu()
+    busy, available = machine1[0] - machine0[0], machine1[1] - machine0[1]
     load1 = os.getloadavg()
     rows = sorted(times.modules.items(), key=lambda kv: -kv[1]["cpu"])
     print(f"\n{'module':<64} {'wall s':>8} {'setup s':>8} {'cpu s':>8} {'tests':>6}")
@@ -178,10 +192,12 @@ def main() -> int:
             if seconds >= 15:  # (the rest count as WEIGHT_UNNAMED)
                 print(f'    "{unit}": {seconds:.0f},')
         print("}")
-    print(f"suite_time: modules={len(rows)} wall={wall:.1f}s cpu={cpu:.1f}s "
-          f"load_start={load0[0]:.1f} load_end={load1[0]:.1f} burners={len(burners)} status={int(status)}")
+    print(f"suite_time: modules={len(rows)} wall={wall:.1f}s cpu={cpu:.1f}s machine_busy={busy:.1f}s "
+          f"({busy / available:.0%} of {os.cpu_count()} cores) load_start={load0[0]:.1f} load_end={load1[0]:.1f} "
+          f"burners={len(burners)} status={int(status)}")
     if args.json:
-        args.json.write_text(json.dumps({"wall": wall, "cpu": cpu, "load": [load0[0], load1[0]],
+        args.json.write_text(json.dumps({"wall": wall, "cpu": cpu, "machine_busy": busy,
+                                         "machine_share": busy / available, "load": [load0[0], load1[0]],
                                          "burners": len(burners), "status": int(status), "modules": times.modules},
                                         indent=1))
     return int(status)
