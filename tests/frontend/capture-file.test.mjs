@@ -4,32 +4,10 @@ import { en } from './i18n-setup.mjs'; // English words, as the page has them
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createDocument } from './fake-dom.mjs';
+import { heldFetch } from './fakes.mjs';
 import { createApi, jsonRequester } from '../../frontend/js/core/api.js';
 import { createCaptureSearchApi } from '../../frontend/js/core/capture-search.js';
 import { CaptureFile } from '../../frontend/js/app/capture/capture-file.js';
-
-/**
- * A fetch whose answers wait until the test lets them go: `log` lists each request as it is sent and
- * `release(n)` answers the first n waiting (FIFO), from `routes(method, url) -> [status, body]`.
- */
-function heldFetch(routes) {
-  const log = [];
-  const waiting = [];
-  const fetch = (url, init) => {
-    log.push(`${init.method} ${url}`);
-    return new Promise((resolve) => {
-      waiting.push(() => {
-        const [status, body] = routes(init.method, url);
-        resolve({ ok: status >= 200 && status < 300, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) });
-      });
-    });
-  };
-  const release = async (n = waiting.length) => {
-    for (const answer of waiting.splice(0, n)) answer();
-    for (let i = 0; i < 10; i += 1) await Promise.resolve(); // (let the awaits after each answer run)
-  };
-  return { fetch, log, release, waiting };
-}
 
 test('idle() waits for the requests in flight, those started meanwhile too', async () => {
   const net = heldFetch(() => [200, { ok: 1 }]);

@@ -16,6 +16,29 @@ export function fakeFetch(routes) {
 }
 
 /**
+ * A fetch whose answers wait until the test lets them go: `log` lists each request as it is sent and
+ * `release(n)` answers the first n waiting (FIFO), from `routes(method, url) -> [status, body]`.
+ */
+export function heldFetch(routes) {
+  const log = [];
+  const waiting = [];
+  const fetch = (url, init) => {
+    log.push(`${init.method} ${url}`);
+    return new Promise((resolve) => {
+      waiting.push(() => {
+        const [status, body] = routes(init.method, url);
+        resolve({ ok: status >= 200 && status < 300, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) });
+      });
+    });
+  };
+  const release = async (n = waiting.length) => {
+    for (const answer of waiting.splice(0, n)) answer();
+    for (let i = 0; i < 10; i += 1) await Promise.resolve(); // (let the awaits after each answer run)
+  };
+  return { fetch, log, release, waiting };
+}
+
+/**
  * A WebSocket constructor; `sockets` lists what it made. A socket keeps its `url` and what was
  * sent, parsed (`sent`); the test plays the server by calling its onopen/onmessage/onclose
  * handlers. close() ends it with code 1000, as a browser reports a close it asked for.
