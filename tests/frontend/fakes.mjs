@@ -1,5 +1,5 @@
-// The node tests' stand-ins for the browser's network globals (a page's host): fetch, WebSocket and
-// EventSource. One copy each, shared by tests/frontend and tests/lessons.
+// The node tests' stand-ins for the browser's network globals (a page's host): fetch (answering at once, or
+// when the test lets it), WebSocket and EventSource. One copy each, shared by tests/frontend and tests/lessons.
 
 /**
  * A fetch answering from `routes(url, init) -> [status, body]` (body an object, or undefined for
