@@ -528,7 +528,8 @@ def test_live_tab_shows_tap_traffic_as_it_arrives(live_server, zctx):
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.goto(f"{live_server}/capture.html")
         page.click("#tab-live")
-        # Only the machine's interfaces are offered, lo selected.
+        # Only the machine's interfaces are offered, lo selected (the list comes from the server, all at once).
+        page.wait_for_selector("#live-interface option", state="attached")
         options = page.eval_on_selector_all("#live-interface option", "els => els.map(e => e.value)")
         assert options == ["any", *sorted(name for _, name in socket.if_nameindex())]
         assert page.input_value("#live-interface") == "lo"
