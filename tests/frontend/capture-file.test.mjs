@@ -96,3 +96,22 @@ test('a delete the server refuses opens the capture again', async () => {
   assert.deepEqual(urls.at(-1), { id: '7' });
   assert.equal(net.log.at(-1), 'GET /api/captures/7');
 });
+
+test('a page request that never ends holds the delete back for ten seconds at most', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const { file, net, page, statuses } = captureFile((method) => (method === 'DELETE' ? [204, undefined] : [200, {}]));
+  file.id = '7';
+  page.api.captureEvents('7', { conn: '1' }); // never answered
+  const deleting = file.delete('7', 'x.pcapng');
+  await net.release(0);
+  assert.deepEqual(statuses.at(-1), ['Deleting x.pcapng…', '']);
+  t.mock.timers.tick(9_999);
+  await net.release(0);
+  assert.equal(net.log.length, 1, 'no DELETE yet');
+  t.mock.timers.tick(1);
+  await net.release(0);
+  assert.equal(net.log.at(-1), 'DELETE /api/captures/7');
+  await net.release(); // (the DELETE's answer; the page request's too, now)
+  await deleting;
+  assert.deepEqual(statuses.at(-1), ['Deleted x.pcapng from the server.', '']);
+});

@@ -9,6 +9,8 @@ export function dissectingText(i18n, percent) {
   return i18n.t('ui.capture.dissecting', { pct: Math.round(Number(percent) || 0) });
 }
 
+const IDLE_WAIT = 10_000; // ms a delete waits for the page's requests in flight
+
 const hasConnections = (s) => Array.isArray(s.connections) && s.connections.length > 0;
 
 export class CaptureFile {
@@ -51,16 +53,27 @@ export class CaptureFile {
   }
 
   /**
-   * Deletes a capture from the server. The open one leaves the page first and the DELETE waits for its
-   * requests in flight: one answered after it would be a 404 to a page still reading the capture. If the server
-   * keeps it, it opens again.
+   * Deletes a capture from the server. The open one leaves the page first and the DELETE waits for the page's
+   * requests in flight (up to IDLE_WAIT ms): one answered after it would be a 404 to a page still reading the
+   * capture. If the server keeps it, it opens again.
    */
   async delete(id, name) {
     const { page } = this;
     const open = this.id === id;
-    if (open) this.close(id);
+    if (open) {
+      this.close(id);
+      page.status(this.i18n.t('ui.capture.deleting', { name }));
+    }
     try {
-      if (open) await Promise.all([page.api.idle(), page.searchApi.idle()]);
+      if (open) {
+        // (bounded: a request that never ends must not keep the capture from being deleted)
+        let timer;
+        const late = new Promise((resolve) => {
+          timer = setTimeout(resolve, IDLE_WAIT);
+        });
+        await Promise.race([Promise.all([page.api.idle(), page.searchApi.idle()]), late]);
+        clearTimeout(timer);
+      }
       await page.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
