@@ -73,6 +73,15 @@ def sends_slower(topo: Topology, factor: float) -> Topology:
     return Topology.from_dict(data)
 
 
+def with_option(topo: Topology, node: str, **options: Any) -> Topology:
+    """The topology with these socket options set on one node."""
+    data = topo.to_dict()
+    for n in data["nodes"]:
+        if n["name"] == node:
+            n.update(options)
+    return Topology.from_dict(data)
+
+
 def inbox_of(events: list[dict[str, Any]]) -> Inbox:
     out: Inbox = {}
     for e in events:
@@ -305,10 +314,12 @@ def test_pub_drops_in_both(nodes: str) -> None:
     """The preset's 4 KB updates and minimal socket buffers: the slow SUB misses updates in the simulation and
     for real, the fast one gets them all; a PUB drops, it never blocks, reorders or repeats. (How many are
     lost differs: the kernel holds a few updates beyond the HWMs.) An update every 100 ms rather than 20, the
-    slow reader still five times slower: a fast reader's pipe holds two updates too, so a PUB's I/O thread
-    that a busy machine keeps from writing for two intervals drops for it as well (at 50 ms apart, once, on
-    two cores beside a burner)."""
+    slow reader still five times slower, and the PUB's HWM 4 rather than 2: a fast reader's pipe holds only the
+    HWM's updates too, so when a busy machine keeps the PUB's I/O thread (or the test's taps) from writing for
+    that many intervals, it drops for the fast reader as well (with 2, beside a burner: once at 50 ms apart,
+    once at 100 ms)."""
     topo = sends_slower(slower_readers_faster(PRESETS["pub-drops"].topology, 5 * SLOW), 5)
+    topo = with_option(topo, "pub", sndhwm=4)
     sim_events = simulate(topo)
     sent = [tuple(s.frame_bytes()) for s in topo.script]
     real_events = run_real(NODES[nodes](topo), horizon(topo) + BOUND,
