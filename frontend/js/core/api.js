@@ -92,9 +92,18 @@ export function jsonRequester(host) {
     sent.then(settled, settled);
     return sent;
   }
-  /** Resolves once none of this function's requests is in flight (those started meanwhile too). */
-  request.idle = async () => {
-    while (pending.size) await Promise.allSettled([...pending]);
+  /** Resolves once none of this function's requests is in flight (those started meanwhile too), or after `limit`
+   * ms when one is given (a request that never ends must not hold its caller forever). */
+  request.idle = (limit) => {
+    const settled = (async () => {
+      while (pending.size) await Promise.allSettled([...pending]);
+    })();
+    if (limit === undefined) return settled;
+    let timer;
+    const late = new Promise((resolve) => {
+      timer = setTimeout(resolve, limit);
+    });
+    return Promise.race([settled, late]).finally(() => clearTimeout(timer));
   };
   return request;
 }
@@ -133,9 +142,9 @@ export function createApi(host) {
   const request = jsonRequester(host);
 
   return {
-    /** Resolves once none of this client's JSON requests is in flight. */
-    idle() {
-      return request.idle();
+    /** Resolves once none of this client's JSON requests is in flight, or after `limit` ms if given. */
+    idle(limit) {
+      return request.idle(limit);
     },
     createSession(config) {
       return request('POST', '/api/sessions', config);

@@ -13,9 +13,10 @@ export function createCaptureSearchApi(host) {
   const base = host.base || '';
   const request = jsonRequester(host);
   return {
-    /** Resolves once none of its JSON requests is in flight (a search given an AbortSignal is ended by it). */
-    idle() {
-      return request.idle();
+    /** Resolves once none of its JSON requests is in flight, or after `limit` ms if given (a search given an
+     * AbortSignal is ended by it). */
+    idle(limit) {
+      return request.idle(limit);
     },
     /**
      * A page of a filtered list: without `conn`, of every connection (each event keeps `conn` and `index`).

@@ -65,25 +65,17 @@ export class CaptureFile {
       page.status(this.i18n.t('ui.capture.deleting', { name }));
     }
     try {
-      if (open) {
-        // (bounded: a request that never ends must not keep the capture from being deleted)
-        let timer;
-        const late = new Promise((resolve) => {
-          timer = setTimeout(resolve, IDLE_WAIT);
-        });
-        await Promise.race([Promise.all([page.api.idle(), page.searchApi.idle()]), late]);
-        clearTimeout(timer);
-      }
+      if (open) await Promise.all([page.api.idle(IDLE_WAIT), page.searchApi.idle(IDLE_WAIT)]);
       await page.searchApi.deleteCapture(id);
     } catch (err) {
       if (err.status !== 404) {
         page.status(this.i18n.t('ui.capture.deleteFailed', { name, error: err.message }), 'error');
-        if (open) this.open(id);
+        if (open && this.id === null) this.open(id); // (unless another capture took the page meanwhile)
         return;
       }
     }
     page.status(this.i18n.t('ui.capture.deleted', { name }));
-    if (open) this.showUpload(true);
+    if (open && this.id === null) this.showUpload(true);
     else this.refreshList();
   }
 
