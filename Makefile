@@ -15,13 +15,13 @@ run: setup
 	$(BIN)/zmtplab serve
 
 # pytest on three pytest-xdist workers for two cores (TEST_WORKERS): a module's tests on one worker, the Spark
-# modules together, the longest first (tests/conftest.py). A worker waits for servers, browsers and Spark about half
-# its time, so one per core left the cores idle a third of the run (README, "Tests and benchmarks").
+# modules together, the longest first (tests/conftest.py). The suite is CPU-bound on two cores (README, "Tests and
+# benchmarks"): a third worker fills the gaps of real-time tests, a fourth gains nothing.
 # Bytecode is cached even where the environment says not to: the suite starts
 # hundreds of Python processes (servers, their dissection workers, the CLI, Spark's Python workers), and each
 # would compile the package again (a tenth of the CPU of the modules that start the most).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n * 3 / 2 > 1 ? n * 3 / 2 : 1 )))
-test: setup $(STAMPS)/npm
+test: setup $(STAMPS)/npm $(STAMPS)/spark-classes
 	$(BIN)/ruff check backend tests benchmarks captures docs
 	node --test tests/frontend/ tests/lessons/
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
@@ -53,6 +53,12 @@ $(STAMPS)/python: pyproject.toml $(VENV)/.python
 $(STAMPS)/npm: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 	@mkdir -p $(STAMPS) && touch $@
+
+# The class archive every Spark JVM of the tests maps instead of loading Spark's classes again (tests/spark_cds.py):
+# made anew when the environment changes, since it holds the jars' sizes and times.
+$(STAMPS)/spark-classes: $(STAMPS)/python tests/spark_cds.py
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python tests/spark_cds.py
+	@touch $@
 
 # Which interpreter the environment was made with: another one (PYTHON changed) makes it again.
 $(VENV)/.python: FORCE

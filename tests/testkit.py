@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import spark_cds
+
 
 def upload(client: Any, data: bytes | Path, name: str = "capture.pcapng") -> Any:
     """POSTs a capture to `/api/captures`; returns the response."""
@@ -36,8 +38,9 @@ def event_stream(client: Any, path: str) -> list[dict[str, Any]]:
 
 # The JVM options of every Spark the tests start (their sessions live seconds to minutes over small inputs): the
 # client compiler only and one GC thread. The JIT's second tier and a parallel GC cost more CPU than they save in runs
-# this short: the Spark pipeline module's CPU time falls from 114 s to 65 s with them.
-SPARK_SHORT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# this short: the Spark pipeline module's CPU time falls from 114 s to 65 s with them. And the classes Spark loads at
+# start mapped from `make test`'s class archive (spark_cds.py) where a JVM's class path matches it.
+SPARK_SHORT_JVM = f"{spark_cds.SHORT_JVM} {spark_cds.jvm_options()}".strip()
 
 
 def free_port() -> int:

@@ -120,8 +120,10 @@ def cluster(tmp_path_factory, bare_python):
     # The daemons (and the executors they start) see nothing of the development environment.
     daemon_env = {k: v for k, v in os.environ.items()
                   if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith(("PYSPARK", "SPARK"))}
+    # (No SPARK_CONF_DIR: the daemons read none of the drivers' settings, and with no configuration directory in
+    # front of their class path they and their executors can map the suite's Spark class archive, spark_cds.py.)
     daemon_env.update({"PATH": path, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-                       "SPARK_CONF_DIR": str(conf), "SPARK_LOG_DIR": str(tmp / "logs"),
+                       "SPARK_LOG_DIR": str(tmp / "logs"),
                        "PYSPARK_PYTHON": str(bare_python), "SPARK_DAEMON_JAVA_OPTS": SPARK_SHORT_JVM})
     port, webui = free_port(), free_port()
     url = f"spark://127.0.0.1:{port}"
