@@ -12,6 +12,7 @@ import pytest
 
 from testkit import VIEWPORT, LiveServer, chromium
 from zmtplab.web import Settings, create_app
+from zmtplab.web.classes.registry import ClassLimits
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -38,7 +39,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
                         # worker's server holds depends on which modules the scheduler gave it, so the per-client
                         # limits are out of the way; a limit's own test has its own server)
                         max_sessions_per_client=64, max_captures_per_client=1000)
-    server = LiveServer(create_app(settings), name="browser-test-server").start()
+    # (The same for classes: a class lives two minutes after its teacher leaves, and a worker given the presenting
+    # modules together opened a fifth within them: the default four per address refused it.)
+    classes = ClassLimits(max_classes_per_address=1000)
+    server = LiveServer(create_app(settings, class_limits=classes), name="browser-test-server").start()
     try:
         yield server
     finally:

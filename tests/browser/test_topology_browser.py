@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,16 @@ def diagram(page: Any) -> dict[str, Any]:
     return page.evaluate(DIAGRAM_JS)
 
 
+def diagram_and_rows(page: Any, cls: str, timeout: float = 30) -> tuple[dict[str, Any], list[str]]:
+    """The diagram and the sequence's `cls` rows once both show as many received messages (or after `timeout`
+    seconds): the two views redraw on frames of their own, so one can be a position behind the other."""
+    deadline = time.monotonic() + timeout
+    while True:
+        d, rows = diagram(page), sequence_rows(page, cls)  # (reading the rows takes frames: no busy loop)
+        if len(rows) == sum(len(v) for v in d["got"].values()) or time.monotonic() > deadline:
+            return d, rows
+
+
 def position(page: Any) -> tuple[int, int]:
     m = re.search(r"element (\d+) of (\d+)", page.text_content(".play-status") or "")
     assert m, "no position in the player"
@@ -176,12 +187,11 @@ def test_load_balancing_round_robin_paths_and_step_back(page: Any, live_server: 
                            ".exec(document.querySelector('.play-status').textContent);"
                            " return m && Number(m[1]) <= n - 6; }", arg=before)
     wait_for(page, "(d) => d.got.w3.length < 2")
-    d = diagram(page)
+    d, recv_rows = diagram_and_rows(page, "what-recv")
     assert d["got"]["w3"] == ["task 3"]
     full = {"w1": ["task 1", "task 4"], "w2": ["task 2", "task 5"], "w3": ["task 3", "task 6"]}
     assert all(d["got"][w] == full[w][:len(d["got"][w])] for w in full), d["got"]
-    recv_rows = len(sequence_rows(page, "what-recv"))
-    assert recv_rows == sum(len(v) for v in d["got"].values()), "the diagram and the sequence agree"
+    assert len(recv_rows) == sum(len(v) for v in d["got"].values()), "the diagram and the sequence agree"
 
 
 def test_router_dealers_routing_by_identity_and_a_drop(page: Any, live_server: LiveServer, artifacts: Any) -> None:
