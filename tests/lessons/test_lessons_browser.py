@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -60,15 +61,13 @@ def shown(page) -> dict:
     }""")
 
 
-def same_view(teacher, student) -> None:
-    """Waits until the student shows what the teacher shows."""
-    want = shown(teacher)
-    for _ in range(100):
-        got = shown(student)
-        if got == want:
-            return
-        student.wait_for_timeout(50)
-    assert shown(student) == want
+def same_view(teacher, student, timeout: float = 30) -> None:
+    """Waits until the student shows what the teacher shows, both read again each time: the teacher's page draws
+    a step's highlights in frames after its counter too (a loaded machine once caught it with none lit yet)."""
+    deadline = time.monotonic() + timeout
+    while (want := shown(teacher)) != (got := shown(student)) and time.monotonic() < deadline:
+        student.wait_for_timeout(50)  # (polling both pages' state)
+    assert got == want
 
 
 # Scrolls the hex dump to `top` px; once the next frame has drawn it, how far the dump can scroll.

@@ -82,6 +82,14 @@ def with_option(topo: Topology, node: str, **options: Any) -> Topology:
     return Topology.from_dict(data)
 
 
+def padded(topo: Topology, frames: int) -> Topology:
+    """The topology with `frames` more frames of 4,000 octets at the end of each scripted message."""
+    data = topo.to_dict()
+    for send in data["script"]:
+        send["frames"] += ["." * 4000] * frames
+    return Topology.from_dict(data)
+
+
 def inbox_of(events: list[dict[str, Any]]) -> Inbox:
     out: Inbox = {}
     for e in events:
@@ -317,9 +325,11 @@ def test_pub_drops_in_both(nodes: str) -> None:
     slow reader still five times slower, and the PUB's HWM 4 rather than 2: a fast reader's pipe holds only the
     HWM's updates too, so when a busy machine keeps the PUB's I/O thread (or the test's taps) from writing for
     that many intervals, it drops for the fast reader as well (with 2, beside a burner: once at 50 ms apart,
-    once at 100 ms)."""
+    once at 100 ms). Each update 16 KB rather than 4 (three more frames): the way from our PUB to the slow SUB
+    (the kernel's buffers and the session's tap) held 16 to 19 updates of 4 KB beyond the HWMs, so our PUB
+    dropped only two or three of 24, and beside a burner once none; of 16 KB ones it drops 13."""
     topo = sends_slower(slower_readers_faster(PRESETS["pub-drops"].topology, 5 * SLOW), 5)
-    topo = with_option(topo, "pub", sndhwm=4)
+    topo = padded(with_option(topo, "pub", sndhwm=4), 3)
     sim_events = simulate(topo)
     sent = [tuple(s.frame_bytes()) for s in topo.script]
     real_events = run_real(NODES[nodes](topo), horizon(topo) + BOUND,
