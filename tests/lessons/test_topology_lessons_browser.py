@@ -22,6 +22,13 @@ def decisions(page) -> list[str]:
                          ".map((b) => b.textContent)")
 
 
+def wait_for_decisions(page, *starts: str) -> None:
+    """Until the page's decisions begin as `starts` say, one each: a step's counter is drawn before them."""
+    page.wait_for_function("(starts) => { const d = [...document.querySelectorAll('.decision-box:not([hidden])"
+                           " .decision')]; return d.length >= starts.length"
+                           " && starts.every((s, i) => d[i].textContent.startsWith(s)); }", arg=list(starts))
+
+
 def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # noqa: F811 (the fixture)
     errors: list[str] = []
     base = live_server.base
@@ -82,6 +89,7 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
             teacher.click("button:text-is('Next ▶')")
             at_step(student, n, 6)
         same_view(teacher, student)
+        wait_for_decisions(teacher, "s1: REP put", "front: ROUTER routed")
         envelope, route = decisions(teacher)
         assert envelope.startswith("s1: REP put the 2-frame envelope back and sent the reply to back")
         assert route.startswith("front: ROUTER routed to identity 'c1' (c1) and took the identity frame off")
@@ -105,6 +113,8 @@ def test_a_class_follows_the_broker_lesson(browser, live_server, artifacts):  # 
         teacher.click("#lesson-list button[data-lesson='high-water-marks']")
         at_step(teacher, 1, 5)
         at_step(student, 1, 5)
+        # (On a loaded machine a read between the step's counter and its decisions found none.)
+        wait_for_decisions(student, "vent: send blocked", "worker: PULL stops reading")
         got = decisions(student)
         assert got[0].startswith("vent: send blocked: every pipe full (PUSH waits at SNDHWM 2, it never drops)")
         assert got[1].startswith("worker: PULL stops reading from vent: 2 messages are waiting (RCVHWM 2)")
