@@ -1,8 +1,9 @@
 """A class-data-sharing (CDS) archive of the classes Spark loads, made once per environment by `make test`.
 
-A Spark JVM spends about half its start-up CPU loading and verifying some ten thousand classes; with the archive
-it maps them instead (a local session's start and first pipeline run: 14 s of JVM CPU without, 7.5 s with). The
-suite starts about twenty Spark JVMs on two cores, so this is CPU every other test gets back.
+A Spark JVM spends about half its start-up CPU loading and verifying classes; with the archive it maps them
+instead (a local session's start and a first small job: 13-15 s of JVM CPU without, 6-8 s with; the standalone
+cluster module's 20 JVMs: 158 s without, 116 s with). The suite is CPU-bound on two cores, so this is CPU the
+other tests get back.
 
 The archive is only used by JVMs whose class path is the one it was made with: pyspark's jars, with no
 configuration directory in front (JDK 17 checks this, and a JVM that does not match runs as before). It is made
@@ -14,6 +15,7 @@ from a local pipeline run over a sample capture, so it holds what the tests' JVM
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "captures" / "dealer_router.pcapn
 # (-Xlog:...=off: a JVM whose class path does not match says so on its stdout, which tests read.)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 SHORT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # (the tests' JVMs for short runs: testkit.SPARK_SHORT_JVM)
+WRITE_TIMEOUT = 300.0  # seconds the JVM gets to write the archive once the run's Python has exited (about 20 here)
 
 
 def archive() -> Path:
@@ -58,7 +61,11 @@ def make(path: Path) -> None:
             if proc.wait() != 0:
                 raise SystemExit(f"the pipeline run that makes the archive failed ({proc.returncode}):\n"
                                  + log.read_text(errors="replace")[-3000:])
+        deadline = time.monotonic() + WRITE_TIMEOUT
         while _group_alive(proc.pid):
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise SystemExit(f"the JVM had not written the class archive after {WRITE_TIMEOUT:.0f} s")
             time.sleep(0.2)  # (until the JVM has written the archive and exited)
         if not partial.is_file():
             raise SystemExit("the JVM wrote no class archive")
