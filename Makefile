@@ -56,7 +56,7 @@ $(STAMPS)/npm: package.json package-lock.json
 
 # The class archive every Spark JVM of the tests maps instead of loading Spark's classes again (tests/spark_cds.py):
 # made anew when the environment changes, since it holds the jars' sizes and times.
-$(STAMPS)/spark-classes: $(STAMPS)/python tests/spark_cds.py
+$(STAMPS)/spark-classes: $(STAMPS)/system $(STAMPS)/python tests/spark_cds.py
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python tests/spark_cds.py
 	@touch $@
 
