@@ -9,11 +9,13 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import spark_cds
+
+T = TypeVar("T")
 
 
 def upload(client: Any, data: bytes | Path, name: str = "capture.pcapng") -> Any:
@@ -139,6 +141,20 @@ def _pages_wait_for_apps() -> None:
 # the next (core/frames.js), and drawn there (the app has no CSS transitions, and no redraw waits on a timer).
 SETTLED = ("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() =>"
            " requestAnimationFrame(done))))")
+
+
+def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float = 30.0,
+         pause: Callable[[], object] | None = None) -> T:
+    """`read()` again until `done(value)` holds or `timeout` seconds have passed; the last value, which the caller
+    asserts on: a state polled for, never a time waited. `pause` runs between two reads (50 ms of sleep unless
+    given: a browser test passes its page's `wait_for_timeout`, which keeps Playwright's events flowing)."""
+    deadline = time.monotonic() + timeout
+    while not done(value := read()) and time.monotonic() < deadline:
+        if pause is None:
+            time.sleep(0.05)
+        else:
+            pause()
+    return value
 
 
 def settle(page: Any) -> None:

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from testkit import LiveServer
+from testkit import LiveServer, poll
 from zmtplab.capture.dissect import dissect_capture
 from zmtplab.capture.pcapwriter import PcapngWriter
 from zmtplab.engine.commands import ready_body
@@ -294,7 +294,5 @@ def test_a_new_search_ends_the_one_it_replaces(page, server, artifacts, sample):
     # Nothing left searching for a list nobody shows: a search given up stops at its next check, which on a
     # loaded machine can come after the last search has answered (seen once: one slot still held). The wait is
     # half the searches' own 60 s bound, so a search that was not stopped still fails it.
-    deadline = time.monotonic() + 30
-    while srv.app.state.captures.searches.busy and time.monotonic() < deadline:
-        time.sleep(0.05)  # (polling the server's state)
-    assert not srv.app.state.captures.searches.busy, srv.app.state.captures.searches.busy
+    busy = poll(lambda: dict(srv.app.state.captures.searches.busy), lambda b: not b, 30)
+    assert not busy, busy

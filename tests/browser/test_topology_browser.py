@@ -8,13 +8,12 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testkit import LiveServer
+from testkit import LiveServer, poll
 
 pytestmark = pytest.mark.browser
 
@@ -103,11 +102,9 @@ def diagram(page: Any) -> dict[str, Any]:
 def diagram_and_rows(page: Any, cls: str, timeout: float = 30) -> tuple[dict[str, Any], list[str]]:
     """The diagram and the sequence's `cls` rows once both show as many received messages (or after `timeout`
     seconds): the two views redraw on frames of their own, so one can be a position behind the other."""
-    deadline = time.monotonic() + timeout
-    while True:
-        d, rows = diagram(page), sequence_rows(page, cls)  # (reading the rows takes frames: no busy loop)
-        if len(rows) == sum(len(v) for v in d["got"].values()) or time.monotonic() > deadline:
-            return d, rows
+    return poll(lambda: (diagram(page), sequence_rows(page, cls)),
+                lambda v: len(v[1]) == sum(len(got) for got in v[0]["got"].values()),
+                timeout, pause=lambda: None)  # (reading the rows takes frames already)
 
 
 def position(page: Any) -> tuple[int, int]:

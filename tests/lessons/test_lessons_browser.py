@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
-from testkit import VIEWPORT, chromium
+from testkit import VIEWPORT, chromium, poll
 
 pytestmark = pytest.mark.browser
 
@@ -64,9 +63,8 @@ def shown(page) -> dict:
 def same_view(teacher, student, timeout: float = 30) -> None:
     """Waits until the student shows what the teacher shows, both read again each time: the teacher's page draws
     a step's highlights in frames after its counter too (a loaded machine once caught it with none lit yet)."""
-    deadline = time.monotonic() + timeout
-    while (want := shown(teacher)) != (got := shown(student)) and time.monotonic() < deadline:
-        student.wait_for_timeout(50)  # (polling both pages' state)
+    want, got = poll(lambda: (shown(teacher), shown(student)), lambda v: v[0] == v[1], timeout,
+                     pause=lambda: student.wait_for_timeout(50))
     assert got == want
 
 

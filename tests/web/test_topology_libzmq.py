@@ -319,7 +319,7 @@ def test_push_backpressure_blocks_in_both_and_never_drops(nodes: str) -> None:
 
 @pytest.mark.parametrize("nodes", NODES)
 def test_pub_drops_in_both(nodes: str) -> None:
-    """The preset's 4 KB updates and minimal socket buffers: the slow SUB misses updates in the simulation and
+    """The preset's updates and minimal socket buffers: the slow SUB misses updates in the simulation and
     for real, the fast one gets them all; a PUB drops, it never blocks, reorders or repeats. (How many are
     lost differs: the kernel holds a few updates beyond the HWMs.) An update every 100 ms rather than 20, the
     slow reader still five times slower, and the PUB's HWM 4 rather than 2: a fast reader's pipe holds only the
