@@ -134,15 +134,11 @@ def wait_for(page: Any, condition_js: str, arg: Any = None, timeout: int = 30_00
 
 
 def wait_settled(page: Any) -> None:
-    """Waits until the session played everything it had (position = total, twice a quarter second apart)."""
-    last = None
-    for _ in range(80):
-        page.wait_for_timeout(150)
-        now = position(page)
-        if now[0] == now[1] and now == last:
-            return
-        last = now
-    raise AssertionError(f"the session kept moving: {last}")
+    """Waits until the session played everything and nothing more is scheduled (the player says "At the end",
+    from the server's state), then for the views' next frame. (A position equal to the total for a while is
+    no such sign: a loaded server can pause between two reads of a slow SUB, half a second apart.)"""
+    page.wait_for_selector("#player .play-status:has-text('At the end')", timeout=60_000)
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def test_load_balancing_round_robin_paths_and_step_back(page: Any, live_server: LiveServer, artifacts: Any) -> None:
