@@ -84,13 +84,13 @@ def capture_open(page: Any, base: str, sample: Callable) -> None:
 def capture_overview(page: Any, base: str, sample: Callable) -> None:
     capture_open(page, base, sample)
     page.get_by_role("tab", name="Overview").click()
-    page.wait_for_timeout(500)
+    page.wait_for_selector("#overview svg.topology")
 
 
 def capture_live(page: Any, base: str, sample: Callable) -> None:
     page.goto(f"{base}/capture.html")
     page.get_by_role("tab", name="Live").click()
-    page.wait_for_timeout(300)
+    page.wait_for_selector("#live-interface option", state="attached")
 
 
 def lessons_list(page: Any, base: str, sample: Callable) -> None:
@@ -111,7 +111,7 @@ def lesson_presenting(page: Any, base: str, sample: Callable) -> None:
 
 def corpus(page: Any, base: str, sample: Callable) -> None:
     page.goto(f"{base}/corpus.html")
-    page.wait_for_timeout(500)
+    page.wait_for_selector("#start-run")
 
 
 def topology_session(page: Any, base: str, sample: Callable) -> None:

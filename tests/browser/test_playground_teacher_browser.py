@@ -16,6 +16,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from test_playground_browser import by_name, octet_fields, position, rows, select_row, wait_position
 
+from testkit import poll
+
 pytestmark = pytest.mark.browser
 SPEED_QUARTER = "0.25\u00d7"  # what the player shows: 0.25 and a multiplication sign
 
@@ -252,9 +254,12 @@ def test_reconnects_and_heartbeat_timeouts_mark_each_connection(page, live_serve
     wait_mark(page, "^Connection 1 opens")
     page.click("#player button:text-is('❚❚ Pause')")
     page.wait_for_selector(".play-status:has-text('paused')")
-    page.wait_for_timeout(300)
-    shown = int(re.match(r"([\d,]+) elements?", page.text_content("#sequence .seq-count")).group(1).replace(",", ""))
-    assert shown == position(page)[0]  # the count is of elements: the marks' rows are not counted
+    # The count is of elements: the marks' rows are not counted. (The sequence redraws on a frame of its own: it
+    # may be a position behind the player when first read.)
+    shown, at = poll(lambda: (int(re.match(r"([\d,]+) elements?", page.text_content("#sequence .seq-count"))
+                                       .group(1).replace(",", "")), position(page)[0]),
+                     lambda v: v[0] == v[1], pause=lambda: page.wait_for_timeout(50))
+    assert shown == at
     page.click("#player button:text-is('▶ Play')")
     page.locator("#sequence").screenshot(path=str(shots / "heartbeat-timeout.png"))
 
