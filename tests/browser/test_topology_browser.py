@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from testkit import LiveServer, poll
+from testkit import LiveServer, poll, settle
 
 pytestmark = pytest.mark.browser
 
@@ -135,10 +135,10 @@ def wait_for(page: Any, condition_js: str, arg: Any = None, timeout: int = 30_00
 
 def wait_settled(page: Any) -> None:
     """Waits until the session played everything and nothing more is scheduled (the player says "At the end",
-    from the server's state), then for the views' next frame. (A position equal to the total for a while is
+    from the server's state), then for the views to redraw (`settle`). (A position equal to the total for a while is
     no such sign: a loaded server can pause between two reads of a slow SUB, half a second apart.)"""
     page.wait_for_selector("#player .play-status:has-text('At the end')", timeout=60_000)
-    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    settle(page)
 
 
 def test_load_balancing_round_robin_paths_and_step_back(page: Any, live_server: LiveServer, artifacts: Any) -> None:
