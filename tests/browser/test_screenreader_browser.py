@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 import pytest
+from test_playground_browser import select_row
 
 pytestmark = pytest.mark.browser
 
@@ -35,8 +36,7 @@ def session_with_ready(page: Any, base: str, query: str = "") -> None:
     page.click("#session-form button[type=submit], button:text-is('Start session'), button:text-is('开始会话')")
     page.click("#player button.primary, #player button:text-is('▶ Play')")
     page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")  # both READYs
-    page.locator("#sequence .seq-row:has-text('READY')").first.click()
-    page.wait_for_selector("#octets .oct-box")
+    select_row(page, "READY")  # (and its fields fetched: until then the table lists the element's octets as one)
 
 
 def test_octet_table_and_sequence_have_text_alternatives(page: Any, live_server: Any) -> None:
