@@ -87,7 +87,12 @@ def select_row(page: Any, label_part: str) -> None:
     row = page.locator("#sequence .seq-row", has=page.locator(".seq-label", has_text=label_part)).first
     row.click()
     page.wait_for_selector("#sequence .seq-row.selected")
-    # A session's element comes without its fields: until they are fetched the table shows unnamed octets.
+    wait_for_fields(page)
+
+
+def wait_for_fields(page: Any) -> None:
+    """Until the octet table shows the selected element's fields: a session's element comes without them, and
+    until they are fetched the table shows its octets unnamed."""
     page.wait_for_function("() => { const names = [...document.querySelectorAll('#octets .oct-name')];"
                            " return names.length && !names.some((n) => n.textContent.startsWith('octets')); }")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from layoutkit import LAYOUT_JS
+from test_playground_browser import wait_for_fields
 
 from testkit import settle
 
@@ -28,7 +29,7 @@ def open_session(page: Any, base: str, projector: bool) -> None:
     page.goto(f"{base}/index.html?session={session_id}" + ("&projector=1" if projector else ""))
     page.wait_for_function("() => document.querySelectorAll('#sequence .seq-row').length >= 4")
     page.locator("#sequence .seq-row").nth(3).click()
-    page.wait_for_selector("#octets .oct-box")
+    wait_for_fields(page)
 
 
 def open_capture(page: Any, base: str, projector: bool, sample: Callable) -> None:
