@@ -367,3 +367,13 @@ def test_mid_stream_at_a_boundary_and_mid_stream_dissector():
     assert warnings == []  # no "handshake never completed" or "message before handshake" mid-stream
     assert [e.frames for d, e in out if d == "c2s" and e.kind == "message"] == [[b"", b"request"]] * 2
     assert [e.frames for d, e in out if d == "s2c" and e.kind == "message"] == [[b"", b"reply"]] * 2
+
+
+def test_plain_username_cut_short_leaves_every_finding_inside_the_hello():
+    """A HELLO whose username size claims more than its body holds: the password is missing at the body's
+    end, not past it (found by the lenient decoder's fuzzing: the finding lay one octet after the stream)."""
+    hello = command(b"\x05HELLO\x01")  # username size 1, no username, no password size
+    events = assert_cut_invariant(encode_greeting(mechanism="PLAIN") + hello)
+    found = {e["rule"]: (e["offset"], e["length"], e["severity"]) for e in experts(events) if e["offset"] >= 64}
+    assert found == {"username": (72, 1, "error"), "password": (73, 0, "error")}
+    assert all(e["offset"] + e["length"] <= 64 + len(hello) for e in experts(events))

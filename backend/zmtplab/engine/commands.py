@@ -286,7 +286,7 @@ def _plain_hello(out: DecodedCommand, data: bytes, start: int) -> None:
         if len(value) < size:
             out.problems.append(("error", f"PLAIN {part} cut short", part, start + pos, len(data) - pos))
         values.append(value.decode("utf-8", "replace"))
-        pos += 1 + size
+        pos = min(pos + 1 + size, len(data))  # (a part cut short ends the body: what follows lies within it)
     if pos < len(data):
         out.problems.append(("warn", "PLAIN HELLO has octets after the password", "hello", start + pos,
                              len(data) - pos))
