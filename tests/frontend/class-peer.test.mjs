@@ -93,6 +93,32 @@ test('a SUB page subscribes to the topic typed, in Chinese too', () => {
   assert.match(text(container), /已订阅：weather/);
 });
 
+test('what a student types stays while classmates join: a new topology redraws neither it nor its input', () => {
+  const { peer, container, sockets } = make();
+  const room = { name: 'room', type: 'SUB', external: true, zws: 'ws://h/zws-s-room' };
+  peer.offer({ nodes: [room] });
+  const typed = byClass(container, 'peer-topic-input')[0];
+  typed.value = 'sports';
+  typed.dispatch('input');
+  peer.offer({ nodes: [{ ...room }], links: [{ from: 'a', to: 'room' }] }); // a classmate joined: the same offer
+  assert.equal(byClass(container, 'peer-topic-input')[0], typed, 'the same input, focus and caret kept');
+  // Another node offered: the pane is drawn again, with what was typed.
+  peer.offer({ nodes: [room, { name: 'jobs', type: 'DEALER', external: true, zws: 'ws://h/zws-s-jobs' }] });
+  const again = byClass(container, 'peer-topic-input')[0];
+  assert.notEqual(again, typed);
+  assert.equal(again.value, 'sports');
+  const identity = byClass(container, 'peer-identity-input')[0];
+  identity.value = 'me';
+  identity.dispatch('input');
+  peer.render(); // (as a change of language redraws it)
+  assert.deepEqual([byClass(container, 'peer-topic-input')[0].value, byClass(container, 'peer-identity-input')[0].value],
+    ['sports', 'me']);
+  byClass(container, 'peer-join')[0].dispatch('click');
+  sockets[0].onopen();
+  sockets[0].onmessage({ data: zwsFrame('') });
+  assert.deepEqual(sockets[0].sent.slice(1), [[0, 1, ...Buffer.from('sports')]]);
+});
+
 test("a server's broken frame is an expert event in the page's language, and the page leaves", () => {
   const { peer, container, data, sockets } = make(pageI18n('zh-CN'));
   peer.offer(TOPOLOGY);

@@ -21,6 +21,7 @@ export class ClassPeer {
     this.data = data;
     this.page = page;
     this.nodes = []; // the external nodes this page may be, from the last topology message
+    this.drafts = new Map(); // node name -> { topic, identity } typed and not yet joined with (a redraw keeps them)
     this.socket = null;
     this.joined = null; // { node, type, topic }
     this.received = 0;
@@ -36,10 +37,14 @@ export class ClassPeer {
   offer(topology) {
     if (!topology && this.joined) return;
     const nodes = topology && Array.isArray(topology.nodes) ? topology.nodes : [];
-    this.nodes = nodes.filter((n) => n.external && n.zws && PEERS[n.type]);
+    const offered = nodes.filter((n) => n.external && n.zws && PEERS[n.type]);
+    // (Every classmate who joins sends the session a new topology: an offer like the last leaves the pane, and
+    // the input being typed in, as they are.)
+    const same = !this.joined && sameOffer(this.nodes, offered);
+    this.nodes = offered;
     if (this.joined && !this.nodes.some((n) => n.name === this.joined.node && n.zws === this.joined.url)) this.leave();
     this.page.offered(this.nodes.length > 0);
-    this.render();
+    if (!same) this.render();
   }
 
   /** Joins external node `node` (a topology node) as this page: `topic` for a SUB, `identity` for a DEALER/REQ. */
@@ -125,9 +130,12 @@ export class ClassPeer {
     }
     el.append(h(doc, 'p', { class: 'hint', text: t('ui.peer.intro') }));
     for (const node of this.nodes) {
-      const topic = node.type === 'SUB' ? h(doc, 'input', { type: 'text', class: 'peer-topic-input', value: '', placeholder: t('ui.peer.topicPlaceholder'), attrs: { 'aria-label': t('ui.peer.topic') } }) : null;
+      const draft = this.drafts.get(node.name) || { topic: '', identity: '' };
+      this.drafts.set(node.name, draft);
+      const keep = (key) => ({ input: (ev) => { draft[key] = ev.target.value; } });
+      const topic = node.type === 'SUB' ? h(doc, 'input', { type: 'text', class: 'peer-topic-input', value: draft.topic, placeholder: t('ui.peer.topicPlaceholder'), attrs: { 'aria-label': t('ui.peer.topic') }, on: keep('topic') }) : null;
       const identity = node.type === 'DEALER' || node.type === 'REQ'
-        ? h(doc, 'input', { type: 'text', class: 'peer-identity-input', value: '', placeholder: t('ui.peer.identityPlaceholder'), attrs: { 'aria-label': t('ui.peer.identity') } }) : null;
+        ? h(doc, 'input', { type: 'text', class: 'peer-identity-input', value: draft.identity, placeholder: t('ui.peer.identityPlaceholder'), attrs: { 'aria-label': t('ui.peer.identity') }, on: keep('identity') }) : null;
       const join = h(doc, 'button', {
         type: 'button', class: 'peer-join', attrs: { 'data-node': node.name },
         text: t('ui.peer.join', { node: node.name, type: node.type }),
@@ -139,4 +147,9 @@ export class ClassPeer {
         join));
     }
   }
+}
+
+/** Whether two offers are the same nodes, in order, at the same URLs. */
+function sameOffer(a, b) {
+  return a.length === b.length && a.every((n, i) => n.name === b[i].name && n.type === b[i].type && n.zws === b[i].zws);
 }
