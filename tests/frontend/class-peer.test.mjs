@@ -119,6 +119,29 @@ test('what a student types stays while classmates join: a new topology redraws n
   assert.deepEqual(sockets[0].sent.slice(1), [[0, 1, ...Buffer.from('sports')]]);
 });
 
+test("a joined REQ's typed request stays through a classmate's topology, a redraw and a reply", () => {
+  const { peer, container, sockets } = make();
+  const desk = { name: 'desk', type: 'REQ', external: true, zws: 'ws://h/zws-s-desk' };
+  peer.offer({ nodes: [desk] });
+  byClass(container, 'peer-join')[0].dispatch('click');
+  sockets[0].onopen();
+  sockets[0].onmessage({ data: zwsFrame('') });
+  const typed = byClass(container, 'peer-frames')[0];
+  assert.equal(typed.value, 'hello', 'a REQ offers a request to start with');
+  typed.value = 'question 1';
+  typed.dispatch('input');
+  peer.offer({ nodes: [{ ...desk }], links: [{ from: 'teacher', to: 'desk' }] }); // a classmate joined
+  assert.equal(byClass(container, 'peer-frames')[0], typed, 'the same input, focus and caret kept');
+  peer.render(); // (as a change of language redraws it)
+  assert.equal(byClass(container, 'peer-frames')[0].value, 'question 1');
+  byClass(container, 'peer-send')[0].dispatch('click');
+  assert.deepEqual(sockets[0].sent.slice(-2), [Array.from(zwsFrame('', FLAG_MORE)), Array.from(zwsFrame('question 1'))]);
+  sockets[0].onmessage({ data: zwsFrame('', FLAG_MORE) });
+  sockets[0].onmessage({ data: zwsFrame('question 1') });
+  assert.equal(byClass(container, 'peer-frames')[0].value, 'question 1', 'the reply redraws the pane, not the request');
+  assert.match(text(byClass(container, 'peer-messages')[0]), /question 1/);
+});
+
 test("a server's broken frame is an expert event in the page's language, and the page leaves", () => {
   const { peer, container, data, sockets } = make(pageI18n('zh-CN'));
   peer.offer(TOPOLOGY);

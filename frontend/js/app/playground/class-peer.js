@@ -26,6 +26,7 @@ export class ClassPeer {
     this.joined = null; // { node, type, topic }
     this.received = 0;
     this.last = []; // the last messages the page's application got, as text, newest first
+    this.frames = ''; // the frames a joined DEALER or REQ has typed to send (a redraw keeps them)
     this.i18n.onChange(() => this.render());
     this.render();
   }
@@ -40,7 +41,7 @@ export class ClassPeer {
     const offered = nodes.filter((n) => n.external && n.zws && PEERS[n.type]);
     // (Every classmate who joins sends the session a new topology: an offer like the last leaves the pane, and
     // the input being typed in, as they are.)
-    const same = !this.joined && sameOffer(this.nodes, offered);
+    const same = sameOffer(this.nodes, offered);
     this.nodes = offered;
     if (this.joined && !this.nodes.some((n) => n.name === this.joined.node && n.zws === this.joined.url)) this.leave();
     this.page.offered(this.nodes.length > 0);
@@ -53,6 +54,7 @@ export class ClassPeer {
     this.page.reset(this.data);
     this.received = 0;
     this.last = [];
+    this.frames = node.type === 'DEALER' ? ',hello' : 'hello';
     this.joined = { node: node.name, type: node.type, topic, url: node.zws, state: 'connecting' };
     this.socket = new ZwsSocket({
       WebSocket: this.host.WebSocket,
@@ -117,7 +119,7 @@ export class ClassPeer {
       el.append(h(doc, 'p', { class: 'peer-received', attrs: { 'data-count': this.received }, text: this.i18n.tn('ui.peer.received', this.received) }));
       if (this.last.length) el.append(h(doc, 'ul', { class: 'peer-messages' }, this.last.map((m) => h(doc, 'li', { text: m }))));
       if ((j.type === 'DEALER' || j.type === 'REQ') && j.state === 'ready') {
-        const input = h(doc, 'input', { type: 'text', class: 'peer-frames', value: j.type === 'DEALER' ? ',hello' : 'hello', attrs: { 'aria-label': t('ui.peer.frames') } });
+        const input = h(doc, 'input', { type: 'text', class: 'peer-frames', value: this.frames, attrs: { 'aria-label': t('ui.peer.frames') }, on: { input: (ev) => { this.frames = ev.target.value; } } });
         el.append(h(doc, 'p', {}, h(doc, 'label', {}, t('ui.peer.frames'), ' ', input), ' ',
           h(doc, 'button', { type: 'button', class: 'peer-send', text: t('ui.peer.send'), on: { click: () => this.send(input.value) } })));
       }
