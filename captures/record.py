@@ -7,7 +7,9 @@ Usage::
 
 For every scenario this starts ``dumpcap -i lo -f 'tcp port P' -w DIR/NAME.pcapng``,
 waits until dumpcap reports that it is capturing ("File: ..."), runs the scenario on
-127.0.0.1:P, lets the TCP teardown reach the wire, and stops dumpcap with SIGINT.
+127.0.0.1:P, waits until dumpcap has written the end of every connection (a FIN from
+each side, or a RST: on a busy machine dumpcap reads the kernel's buffer late, and
+what it has not read when stopped is lost), and stops dumpcap with SIGINT.
 Each scenario has its own port so that a capture only ever holds its own traffic.
 
 Most scenarios are two pyzmq sockets talking to each other. A few put a small

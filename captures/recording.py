@@ -15,6 +15,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,13 +26,21 @@ from pathlib import Path
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from zmtplab.capture.errors import CaptureFormatError
+from zmtplab.capture.pcapfile import read_tcp_packets
+from zmtplab.capture.tcpstream import StreamClosed, StreamControl, StreamOpened, TcpReassembler
+
 HOST = "127.0.0.1"
 #: Every blocking zmq call gives up after this long, so a broken scenario cannot hang.
 TIMEOUT_MS = 3000
 #: How long to wait for dumpcap to report its output file (= capturing) before giving up.
 DUMPCAP_START_TIMEOUT = 10.0
-#: Time after a scenario for FIN/ACK segments to reach the capture before it stops.
+#: Time after a scenario for the last ACK of each teardown to reach the capture.
 SETTLE = 0.3
+#: How long to wait after a scenario for dumpcap to have written the end of every connection (both FINs, or a
+#: RST): it reads the kernel's buffer in its own time, on a busy machine later than any fixed pause, and what it
+#: has not read when it is stopped is lost.
+TEARDOWN_TIMEOUT = 30.0
 #: A reconnect interval far longer than any scenario: a failing handshake is then
 #: attempted exactly once and the capture stays small and deterministic.
 NO_RECONNECT_MS = 60_000
@@ -148,14 +157,35 @@ class Dumpcap:
         time.sleep(0.05)
         return self
 
-    def freeze(self, seconds: float) -> None:
-        """Stop dumpcap for ``seconds`` (SIGSTOP, then SIGCONT): the kernel drops what its buffer cannot hold."""
+    def wait_for_ends(self, timeout: float = TEARDOWN_TIMEOUT) -> bool:
+        """Wait until the file dumpcap writes holds the end of every connection in it; False when ``timeout``
+        passed first (a connection left open, or its end dropped) or dumpcap exited."""
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while not connections_ended(self.out):
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def pause(self) -> None:
+        """Stop dumpcap (SIGSTOP) until ``resume``: the kernel buffers what it captures meanwhile, and drops what
+        its buffer cannot hold."""
         assert self._proc is not None
         self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused dumpcap go on (SIGCONT)."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGCONT)
+
+    def freeze(self, seconds: float) -> None:
+        """Pause dumpcap for ``seconds``."""
+        self.pause()
         try:
             time.sleep(seconds)
         finally:
-            self._proc.send_signal(signal.SIGCONT)
+            self.resume()
 
     def stop(self) -> None:
         """Stop dumpcap (SIGINT lets it flush and close the file) and wait for it."""
@@ -179,6 +209,28 @@ class Dumpcap:
     def __exit__(self, *exc: object) -> None:
         """Always stop dumpcap, whatever happened inside the block."""
         self.stop()
+
+
+def connections_ended(path: Path) -> bool:
+    """Whether the capture at ``path``, as far as it is written, holds a connection and the end of each one: a
+    FIN from each side or a RST (bytes the kernel dropped before them do not matter here)."""
+    reassembler = TcpReassembler()
+    opened: set[str] = set()
+    ended: set[str] = set()
+    fins: set[tuple[str, str]] = set()
+    try:
+        for pkt in read_tcp_packets(path):
+            for event in reassembler.feed(pkt):
+                if isinstance(event, StreamOpened):
+                    opened.add(event.conn)
+                elif isinstance(event, StreamClosed) or (isinstance(event, StreamControl) and event.what == "rst"):
+                    ended.add(event.conn)
+                elif isinstance(event, StreamControl) and event.what == "fin":
+                    fins.add((event.conn, event.dir))
+    except (OSError, CaptureFormatError):
+        pass  # (being written: no header yet, or a block cut short; what came before it counts)
+    ended.update(conn for conn, _ in fins if (conn, "c2s") in fins and (conn, "s2c") in fins)
+    return bool(opened) and opened <= ended
 
 
 # ------------------------------------------------------------------ zmq helpers
@@ -639,7 +691,10 @@ def record(sc: Scenario, out_dir: Path) -> tuple[int | None, str]:
                 note = sc.run(sc.port, out_dir)
             finally:
                 Dumpcap.active = None
-                time.sleep(SETTLE)  # FIN/ACK of the teardown
+            time.sleep(SETTLE)
+            if not cap.wait_for_ends():
+                print(f"{sc.name}: after {TEARDOWN_TIMEOUT:.0f} s the capture still lacks the end of a connection "
+                      "(left open, or dropped by the kernel)", file=sys.stderr)
     except BaseException:
         for written in out_dir.glob(parts):
             written.unlink()

@@ -8,9 +8,11 @@ the greeting libzmq (or the hand-made peer) sends. The test marked ``capture`` r
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -284,6 +286,41 @@ def test_curve_keys_belong_together() -> None:
     for side in ("server", "client"):
         pair = keys[side]
         assert zmq.curve_public(pair["secret"].encode()) == pair["public"].encode(), side
+
+
+@pytest.mark.capture
+def test_a_recording_waits_for_dumpcap_to_write_every_connections_end(tmp_path: Path) -> None:
+    """A dumpcap that has read nothing yet when the scenario ends (stopped here, as a busy machine's scheduler may
+    leave it) writes the whole connection before it is stopped: nothing the kernel buffered is lost."""
+    load_record_module()  # (puts captures/ on sys.path)
+    recording = importlib.import_module("recording")
+    out = tmp_path / "paused.pcapng"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with recording.Dumpcap(port, out) as cap:
+            cap.pause()
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                accepted, _ = listener.accept()
+                with accepted:
+                    client.sendall(b"one connection, whole")
+                    assert accepted.recv(100) == b"one connection, whole"
+                    client.shutdown(socket.SHUT_WR)
+                    assert accepted.recv(100) == b""
+            assert not recording.connections_ended(out)  # all of it still in the kernel's buffer
+            cap.resume()
+            assert cap.wait_for_ends()
+    result = subprocess.run(
+        [tshark_path(), "-n", "-r", str(out), "-T", "fields", "-E", "separator=,",
+         "-e", "tcp.srcport", "-e", "tcp.flags.syn", "-e", "tcp.flags.fin", "-e", "tcp.payload"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    packets = [line.split(",") for line in result.stdout.splitlines()]
+    assert [syn for _, syn, _, _ in packets[:2]] == ["1", "1"]  # SYN, SYN/ACK
+    client_port = packets[0][0]
+    assert {src for src, _, fin, _ in packets if fin == "1"} == {str(port), client_port}  # a FIN from each side
+    assert bytes.fromhex("".join(payload for *_, payload in packets)) == b"one connection, whole"
 
 
 @pytest.mark.capture
